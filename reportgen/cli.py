@@ -1,0 +1,285 @@
+"""The ``reportgen`` command. It parses arguments, calls the core, and maps errors to exit codes:
+0 success, 1 a run or render that failed, 2 bad input (campaign file, arguments, results file),
+130 interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from reportgen import __version__
+from reportgen.errors import CampaignError, ReportgenError, ResultsError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="reportgen",
+        description="Reproducible LLM-serving tuning campaigns, from a campaign file to a "
+                    "shareable engineering report.",
+        epilog="example:\n  reportgen run campaigns/demo.toml",
+        formatter_class=_Formatter,
+    )
+    p.add_argument("--version", action="version", version=f"reportgen {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    v = sub.add_parser("validate", help="check campaign files (schema and references)",
+                       description="Check campaign files and report every problem at once, "
+                                   "each with the file, the key and the value. Starts nothing.",
+                       epilog="example:\n  reportgen validate campaigns/demo.toml",
+                       formatter_class=_Formatter)
+    v.add_argument("campaigns", nargs="+", type=Path, metavar="CAMPAIGN")
+
+    pl = sub.add_parser("plan", help="print each experiment's resolved command, env and workload",
+                        description="Print, for each experiment, the exact server command line, "
+                                    "its environment (secrets redacted) and workload, without "
+                                    "starting anything.",
+                        epilog="example:\n  reportgen plan campaigns/demo.toml",
+                        formatter_class=_Formatter)
+    pl.add_argument("campaign", type=Path)
+    pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+    r = sub.add_parser("run", help="run a campaign and render its report",
+                       description="Run every experiment in order (start the server, wait until "
+                                   "ready, warm up, load each concurrency level, stop), save "
+                                   "results after each experiment, then render the report.",
+                       epilog="example:\n  reportgen run campaigns/demo.toml --output output/",
+                       formatter_class=_Formatter)
+    r.add_argument("campaign", type=Path)
+    r.add_argument("--output", type=Path, default=Path("output"),
+                   help="root folder for run directories (default: output/)")
+    r.add_argument("--no-pdf", action="store_true", help="render HTML only")
+    r.add_argument("--quiet", action="store_true", help="one line per experiment, no live bars")
+
+    rd = sub.add_parser("render", help="render report.html and report.pdf from saved results",
+                        description="Build report.html (self-contained) and report.pdf from a "
+                                    "run directory's saved results alone; no GPU or server "
+                                    "needed.",
+                        epilog="example:\n  reportgen render output/demo/20261129T150000Z-1a2b3c",
+                        formatter_class=_Formatter)
+    rd.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    rd.add_argument("--no-pdf", action="store_true", help="render HTML only")
+
+    s = sub.add_parser("sim", help="run the simulated OpenAI-compatible server",
+                       description="A simulated OpenAI-compatible inference server whose "
+                                   "latency comes from its flags; try campaigns without a GPU.",
+                       epilog="example:\n  reportgen sim --port 8000 --ttft-ms 30 --itl-ms 8",
+                       formatter_class=_Formatter)
+    from reportgen import sim
+
+    sim.add_arguments(s)
+
+    sc = sub.add_parser("schema", help="print the campaign file's JSON Schema",
+                        description="Print the JSON Schema of campaign files (for editors).",
+                        epilog="example:\n  reportgen schema > campaign.schema.json",
+                        formatter_class=_Formatter)
+    sc.set_defaults()
+    return p
+
+
+def _interrupt_on_sigterm() -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["sim"]:
+        from reportgen import sim
+
+        return sim.main(argv[1:])
+    args = _parser().parse_args(argv)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    out = Console(highlight=False, soft_wrap=True)
+    try:
+        handler = _COMMANDS[args.command]
+        return handler(args, out, err)
+    except CampaignError as exc:
+        for problem in exc.problems:
+            err.print(f"error: {problem}", markup=False)
+        n = len(exc.problems)
+        err.print(f"{n} problem{'s' if n != 1 else ''} found.", markup=False)
+        return EXIT_BAD_INPUT
+    except ResultsError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return EXIT_BAD_INPUT
+    except ReportgenError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        err.print("interrupted", markup=False)
+        return EXIT_INTERRUPTED
+
+
+def _validate(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen import campaign
+
+    problems = []
+    for path in args.campaigns:
+        try:
+            c = campaign.load(path)
+        except CampaignError as exc:
+            problems.extend(exc.problems)
+            continue
+        out.print(f"{path}: ok ({len(c.experiments)} experiments)", markup=False)
+    if problems:
+        raise CampaignError(problems)
+    return EXIT_OK
+
+
+def _plan(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen import campaign, engines, runner
+    from reportgen.redact import redact_argv, redact_env
+
+    c = campaign.load(args.campaign)
+    steps = runner.plan(c)
+    engine = engines.get(c.model.server.engine)
+    if args.json:
+        data = [{"id": r.id, "parent": r.parent, "based_on": r.based_on,
+                 "command": redact_argv(runner.command_line(c, r)), "env": redact_env(r.env),
+                 "workload": r.workload.model_dump(mode="json"),
+                 "flag_diff": [{"key": f.key, "kind": f.kind} for f in r.flag_diff]}
+                for r in steps]
+        out.print_json(json.dumps(data))
+        return EXIT_OK
+    out.print(f"[bold]{c.model.campaign.title}[/bold]  ({c.path}, sha256 {c.sha256[:12]})")
+    if engine.simulated:
+        out.print("engine: simulated (reportgen sim) - numbers will not describe real hardware")
+    for i, r in enumerate(steps):
+        out.print()
+        parent = "" if r.parent is None else f"  based on {r.parent}"
+        if r.based_on == "best":
+            parent += " (\"best\": decided while running; shown as if every earlier one wins)"
+        out.print(f"[bold][{i + 1}/{len(steps)}] {r.id}[/bold]{parent}", highlight=False)
+        out.print(f"  why:      {r.why}", markup=False)
+        if r.expect:
+            out.print(f"  expect:   {r.expect}", markup=False)
+        cmd = " ".join(_quote(a) for a in redact_argv(runner.command_line(c, r)))
+        out.print(f"  command:  {cmd}", markup=False)
+        env = redact_env(r.env)
+        out.print("  env:      " + (" ".join(f"{k}={_quote(v)}" for k, v in env.items())
+                                    or "(none)"), markup=False)
+        if r.flag_diff:
+            diff = ", ".join(_flag_change(f.kind, f.key, f.before, f.after) for f in r.flag_diff)
+            out.print(f"  changes:  {diff}", markup=False)
+        wl = r.workload
+        amount = (f"{wl.requests_per_level} requests" if wl.requests_per_level is not None
+                  else f"{wl.duration_s:g} s")
+        out.print(f"  workload: {wl.api}, C={','.join(map(str, wl.concurrency))}, {amount} "
+                  f"per level x {wl.repetitions} repetition(s), {wl.input_tokens} in / "
+                  f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}",
+                  markup=False)
+    return EXIT_OK
+
+
+def _flag_change(kind: str, key: str, before: Any, after: Any) -> str:
+    from reportgen.redact import REDACTED, is_secret_name
+
+    if is_secret_name(key):
+        before = REDACTED if before is not None else None
+        after = REDACTED if after is not None else None
+    if kind == "added":
+        return f"+{key}={after}"
+    if kind == "removed":
+        return f"-{key}"
+    return f"{key}: {before} -> {after}"
+
+
+def _quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(str(text))
+
+
+def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen import campaign, progress, results, runner
+
+    c = campaign.load(args.campaign)
+    run_dir = args.output / c.name / runner.new_run_id(c)
+    live = out.is_terminal and not args.quiet
+    _interrupt_on_sigterm()
+    out.print(f"run directory: {run_dir}", markup=False)
+    r = runner.Runner(c, run_dir, progress.make(out, live))
+    interrupted = False
+    try:
+        r.run()
+    except KeyboardInterrupt:
+        interrupted = True
+        err.print("interrupted: servers stopped, finished experiments saved; rendering a "
+                  "partial report", markup=False)
+    if not (run_dir / results.RESULTS).exists():
+        return EXIT_INTERRUPTED if interrupted else EXIT_FAILED
+    data = results.load(run_dir)
+    _summary_table(out, data)
+    paths = _render_paths(run_dir, pdf=not args.no_pdf)
+    for p in paths:
+        out.print(f"report: {p}", markup=False)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_OK if all(e["status"] == "ok" for e in data["experiments"]) else EXIT_FAILED
+
+
+def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
+    from reportgen.render import render
+
+    out = render(run_dir, pdf=pdf)
+    return [p for p in (out.html, out.pdf) if p is not None]
+
+
+def _summary_table(out: Console, data: dict[str, Any]) -> None:
+    obj = data["campaign"]["campaign"]["objective"]
+    metric = obj["metric"]
+    table = Table(title=f"{data['campaign']['campaign']['title']} ({data['status']})",
+                  title_justify="left")
+    table.add_column("experiment")
+    table.add_column("status")
+    table.add_column("verdict")
+    levels = sorted({lv["concurrency"] for e in data["experiments"]
+                     for lv in e.get("by_level", [])})
+    key = metric if metric.endswith("_s") else f"{metric}_p50"
+    for c in levels:
+        table.add_column(f"{key}\nC={c}", justify="right")
+    for e in data["experiments"]:
+        by = {lv["concurrency"]: lv for lv in e.get("by_level", [])}
+        cells = []
+        for c in levels:
+            agg = by.get(c, {}).get(key) or {}
+            mean, sd = agg.get("mean"), agg.get("sd")
+            cells.append("" if mean is None else f"{mean:,.1f}" + (f" ±{sd:,.1f}" if sd else ""))
+        verdict = (e.get("decision") or {}).get("verdict", "")
+        if e["id"] == data.get("best"):
+            verdict += " (best)"
+        table.add_row(e["id"], e["status"], verdict, *cells)
+    out.print(table)
+
+
+def _render(args: argparse.Namespace, out: Console, err: Console) -> int:
+    for p in _render_paths(args.run_dir, pdf=not args.no_pdf):
+        out.print(f"report: {p}", markup=False)
+    return EXIT_OK
+
+
+def _schema(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen.campaign import json_schema
+
+    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    return EXIT_OK
+
+
+_COMMANDS = {"validate": _validate, "plan": _plan, "run": _run, "render": _render,
+             "schema": _schema}

@@ -1,0 +1,117 @@
+"""Engine adapters: how each serving engine is started, spoken to and judged ready.
+
+One small object per engine. Later work adds info endpoints, metric names and log patterns;
+the runner only ever talks to an engine through this interface.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    default_command: tuple[str, ...] | None  # None: the campaign must give one
+    default_port: int
+    health_path: str | None  # GET path that answers 200 once loaded; None: skip that step
+    ready_log_line: str | None = None  # informational: the line the engine prints when ready
+    simulated: bool = False
+    # Request fields this engine understands for "produce exactly N tokens".
+    exact_length_fields: tuple[str, ...] = ()
+
+    def command(self, configured: list[str] | None) -> list[str]:
+        if configured:
+            return list(configured)
+        if self.default_command is None:
+            raise ValueError(f"engine {self.name!r} has no default command; set server.command")
+        return list(self.default_command)
+
+    def port(self, args: dict[str, Any]) -> int:
+        value = args.get("port", self.default_port)
+        return int(value)
+
+    def format_args(self, args: dict[str, Any]) -> list[str]:
+        """Flags as the engine's argparse expects them.
+
+        ``true`` becomes a bare ``--flag``; ``false`` leaves the flag out; a list becomes
+        ``--flag a b``; a table becomes one JSON argument (vLLM's ``--speculative-config``).
+        """
+        argv: list[str] = []
+        for key, value in args.items():
+            flag = f"--{key}"
+            if value is True:
+                argv.append(flag)
+            elif value is False or value is None:
+                continue
+            elif isinstance(value, list):
+                argv.append(flag)
+                argv.extend(_scalar(v) for v in value)
+            elif isinstance(value, dict):
+                argv.extend([flag, json.dumps(value, separators=(",", ":"), sort_keys=True)])
+            else:
+                argv.extend([flag, _scalar(value)])
+        return argv
+
+    def request_extras(self, output_tokens: int) -> dict[str, Any]:
+        """Fields that ask the engine for exactly ``output_tokens`` tokens."""
+        extras: dict[str, Any] = {}
+        if "ignore_eos" in self.exact_length_fields:
+            extras["ignore_eos"] = True
+        if "min_tokens" in self.exact_length_fields:
+            extras["min_tokens"] = output_tokens
+        return extras
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+ENGINES: dict[str, Engine] = {
+    "sim": Engine(
+        name="sim",
+        default_command=(sys.executable, "-m", "reportgen.sim"),
+        default_port=8000,
+        health_path="/health",
+        ready_log_line="sim: ready on",
+        simulated=True,
+    ),
+    "sglang": Engine(
+        name="sglang",
+        default_command=(sys.executable, "-m", "sglang.launch_server"),
+        default_port=30000,
+        health_path="/health",
+        ready_log_line="The server is fired up and ready to roll!",
+        exact_length_fields=("ignore_eos", "min_tokens"),
+    ),
+    "vllm": Engine(
+        name="vllm",
+        default_command=("vllm", "serve"),
+        default_port=8000,
+        health_path="/health",
+        ready_log_line="Application startup complete.",
+        exact_length_fields=("ignore_eos", "min_tokens"),
+    ),
+    "transformers": Engine(
+        name="transformers",
+        default_command=("transformers", "serve"),
+        default_port=8000,
+        health_path="/health",
+        ready_log_line="Uvicorn running on",
+    ),
+    "generic": Engine(
+        name="generic",
+        default_command=None,
+        default_port=8000,
+        health_path=None,
+    ),
+}
+
+
+def get(name: str) -> Engine:
+    return ENGINES[name]

@@ -1,0 +1,135 @@
+"""What the terminal shows while a campaign runs. The runner talks to a ``Progress``; the CLI
+picks the rich implementation for a terminal and the quiet one for tests and pipes."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class ProgressSink(Protocol):
+    def campaign_start(self, total_requests: int, experiments: int) -> None: ...
+    def experiment_start(self, index: int, count: int, exp_id: str) -> None: ...
+    def phase(self, text: str) -> None: ...
+    def level_start(self, concurrency: int, repetition: int, repetitions: int,
+                    requests: int | None) -> None: ...
+    def request_done(self, output_tokens: int, ok: bool) -> None: ...
+    def experiment_end(self, exp_id: str, status: str, note: str) -> None: ...
+    def close(self) -> None: ...
+
+
+class Quiet:
+    """Prints one line per experiment (for logs, CI and tests)."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console
+
+    def _say(self, text: str) -> None:
+        if self.console is not None:
+            self.console.print(text, highlight=False)
+
+    def campaign_start(self, total_requests: int, experiments: int) -> None:
+        pass
+
+    def experiment_start(self, index: int, count: int, exp_id: str) -> None:
+        self._say(f"[{index + 1}/{count}] {exp_id}")
+
+    def phase(self, text: str) -> None:
+        pass
+
+    def level_start(self, concurrency: int, repetition: int, repetitions: int,
+                    requests: int | None) -> None:
+        pass
+
+    def request_done(self, output_tokens: int, ok: bool) -> None:
+        pass
+
+    def experiment_end(self, exp_id: str, status: str, note: str) -> None:
+        self._say(f"    {exp_id}: {status}" + (f" - {note}" if note else ""))
+
+    def close(self) -> None:
+        pass
+
+
+class Live:
+    """Rich progress: the campaign bar with time left, and the current level's live tok/s."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=24),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self.campaign: TaskID | None = None
+        self.level: TaskID | None = None
+        self.exp = ""
+        self._level_t0 = 0.0
+        self._level_tokens = 0
+        self._errors = 0
+        self.progress.start()
+
+    def campaign_start(self, total_requests: int, experiments: int) -> None:
+        self.campaign = self.progress.add_task(
+            f"campaign ({experiments} experiments)", total=total_requests or None, rate="")
+
+    def experiment_start(self, index: int, count: int, exp_id: str) -> None:
+        self.exp = f"[{index + 1}/{count}] {exp_id}"
+        if self.level is not None:
+            self.progress.remove_task(self.level)
+            self.level = None
+        self.console.print(f"[bold]{self.exp}[/bold]")
+
+    def phase(self, text: str) -> None:
+        if self.level is not None:
+            self.progress.update(self.level, description=f"  {text}")
+        else:
+            self.level = self.progress.add_task(f"  {text}", total=None, rate="")
+
+    def level_start(self, concurrency: int, repetition: int, repetitions: int,
+                    requests: int | None) -> None:
+        desc = f"  C={concurrency} rep {repetition + 1}/{repetitions}"
+        self._level_t0, self._level_tokens, self._errors = time.monotonic(), 0, 0
+        if self.level is not None:
+            self.progress.remove_task(self.level)
+        self.level = self.progress.add_task(desc, total=requests, rate="")
+
+    def request_done(self, output_tokens: int, ok: bool) -> None:
+        self._level_tokens += output_tokens
+        self._errors += 0 if ok else 1
+        elapsed = max(time.monotonic() - self._level_t0, 1e-6)
+        rate = f"{self._level_tokens / elapsed:,.0f} tok/s"
+        if self._errors:
+            rate += f" [red]{self._errors} err[/red]"
+        if self.level is not None:
+            self.progress.update(self.level, advance=1, rate=rate)
+        if self.campaign is not None:
+            self.progress.update(self.campaign, advance=1)
+
+    def experiment_end(self, exp_id: str, status: str, note: str) -> None:
+        colour = {"ok": "green", "failed": "red"}.get(status, "yellow")
+        self.console.print(f"    [{colour}]{status}[/{colour}] {note}", highlight=False)
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def make(console: Console, live: bool) -> Any:
+    return Live(console) if live else Quiet(console)

@@ -1,0 +1,63 @@
+"""Keep secrets out of everything reportgen writes or prints.
+
+A value is secret when its name looks like a credential (``HF_TOKEN``, ``--api-key``,
+``OPENAI_API_KEY``, ``password``...) or when the value itself looks like a well-known token
+format (``hf_...``, ``sk-...``, bearer tokens). Redaction keeps the name, so a reader still sees
+*that* a token was set, never *what* it was.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+REDACTED = "***"
+
+_SECRET_NAME = re.compile(
+    r"(token|secret|passw(or)?d|api[-_]?key|access[-_]?key|credential|auth|private[-_]?key)",
+    re.IGNORECASE,
+)
+_SECRET_VALUE = re.compile(
+    r"\b(hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|"
+    r"xox[baprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b"
+)
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
+
+
+def is_secret_name(name: str) -> bool:
+    """True when a variable, flag or header name suggests its value is a credential."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def redact_text(text: str) -> str:
+    """Replace token-shaped substrings in free text (a log line, a command line)."""
+    text = _SECRET_VALUE.sub(REDACTED, text)
+    return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of an environment mapping with secret values replaced."""
+    return {k: (REDACTED if is_secret_name(k) else redact_text(str(v))) for k, v in env.items()}
+
+
+def redact_argv(argv: Iterable[str]) -> list[str]:
+    """A copy of a command line with the values of secret-looking flags replaced.
+
+    Handles ``--api-key VALUE`` and ``--api-key=VALUE``.
+    """
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        if arg.startswith("-") and "=" in arg:
+            flag, _, _value = arg.partition("=")
+            if is_secret_name(flag):
+                out.append(f"{flag}={REDACTED}")
+                continue
+        elif arg.startswith("-") and is_secret_name(arg):
+            hide_next = True
+        out.append(redact_text(arg))
+    return out

@@ -1,0 +1,117 @@
+"""The results of a run: results.json (the contract between stages) and the request tables.
+
+Layout of a run directory::
+
+    campaign.toml              the campaign file as given (its sha256 is in results.json)
+    results.json               this schema, rewritten atomically after every experiment
+    requests/<experiment>.parquet   one row per request, with every chunk's arrival time
+    logs/<experiment>.server.log    the server's output
+
+``render`` and ``diff`` read only these files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from reportgen.errors import ResultsError
+
+SCHEMA_VERSION = 1
+RESULTS = "results.json"
+REQUEST_COLUMNS = (
+    "experiment", "concurrency", "repetition", "index", "start", "first_token", "end",
+    "chunk_times", "input_tokens", "output_tokens", "output_tokens_source",
+    "requested_output_tokens", "status", "http_status", "error", "output_text",
+)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same directory and rename: never a half file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def save(run_dir: Path, results: dict[str, Any]) -> Path:
+    path = run_dir / RESULTS
+    text = json.dumps(results, indent=1, sort_keys=False, allow_nan=False, default=_jsonable)
+    atomic_write_bytes(path, text.encode("utf-8") + b"\n")
+    return path
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def results_path(target: str | Path) -> Path:
+    p = Path(target)
+    return p / RESULTS if p.is_dir() else p
+
+
+def load(target: str | Path) -> dict[str, Any]:
+    """Read results.json from a run directory (or the file itself), checking its version."""
+    path = results_path(target)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no results file here; give a run directory such as "
+                           "output/<campaign>/<run-id>/") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}: not valid JSON ({exc}); the file is damaged") from None
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise ResultsError(f"{path}: not a reportgen results file (no schema_version)")
+    version = data["schema_version"]
+    if version != SCHEMA_VERSION:
+        raise ResultsError(
+            f"{path}: schema_version = {version!r}, but this reportgen reads version "
+            f"{SCHEMA_VERSION}; use the reportgen version that wrote it "
+            f"({data.get('reportgen_version', 'unknown')}) to render it"
+        )
+    return data
+
+
+def save_requests(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) -> Path:
+    """Write one experiment's request records (atomically) as a Parquet table."""
+    path = run_dir / "requests" / f"{experiment}.parquet"
+    frame = pd.DataFrame(rows, columns=list(REQUEST_COLUMNS))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_requests(run_dir: Path, experiment: str | None = None) -> pd.DataFrame:
+    """Request records of one experiment, or of all (empty table when none were saved)."""
+    folder = run_dir / "requests"
+    files = [folder / f"{experiment}.parquet"] if experiment else sorted(folder.glob("*.parquet"))
+    frames = [pd.read_parquet(f) for f in files if f.exists()]
+    if not frames:
+        return pd.DataFrame(columns=list(REQUEST_COLUMNS))
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,338 @@
+"""Run a campaign: each experiment in order, saving after each, so nothing paid for is lost.
+
+For every experiment: resolve its configuration, start the server in its own process group,
+wait until it serves, warm up, run each concurrency level x repetition, stop the server (and
+check it is gone), decide against the parent, save. A failed experiment is recorded with its
+reason and the end of its log, and the campaign goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from reportgen import __version__, engines, fingerprint, prompts, results
+from reportgen.analysis import decide as decide_mod
+from reportgen.analysis.summary import aggregate, summarize
+from reportgen.campaign import Campaign, Resolved, parent_id, resolve
+from reportgen.errors import GpuError, ReportgenError, ServerError
+from reportgen.loadgen import RequestRecord, RequestSpec, run_level
+from reportgen.progress import ProgressSink, Quiet
+from reportgen.redact import REDACTED, is_secret_name, redact_argv, redact_env
+from reportgen.server import ServerProcess
+
+PROMPT_POOL = 4096  # prompts generated per level in duration mode (reused cyclically)
+
+
+def new_run_id(campaign: Campaign, now: dt.datetime | None = None) -> str:
+    """Sortable: UTC time, then a short hash of the campaign file."""
+    now = now or dt.datetime.now(dt.UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{campaign.sha256[:6]}"
+
+
+def _redact_args(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: (REDACTED if is_secret_name(k) else v) for k, v in args.items()}
+
+
+def command_line(campaign: Campaign, r: Resolved) -> list[str]:
+    engine = engines.get(campaign.model.server.engine)
+    return engine.command(campaign.model.server.command) + engine.format_args(r.args)
+
+
+def plan(campaign: Campaign) -> list[Resolved]:
+    """Resolve every experiment without running anything.
+
+    ``based_on = "best"`` is only known while running; the plan assumes every earlier
+    experiment is adopted, i.e. "best" is the experiment just before.
+    """
+    out: list[Resolved] = []
+    by_id: dict[str, Resolved] = {}
+    exps = campaign.experiments
+    for i, exp in enumerate(exps):
+        pid = parent_id(exp, i, exps[0].id, exps[i - 1].id if i else "")
+        r = resolve(campaign.model, exp, by_id[pid] if pid else None)
+        by_id[exp.id] = r
+        out.append(r)
+    return out
+
+
+class Runner:
+    def __init__(self, campaign: Campaign, run_dir: Path, progress: ProgressSink | None = None):
+        self.campaign = campaign
+        self.run_dir = run_dir
+        self.progress: ProgressSink = progress or Quiet()
+        self.m = campaign.model
+        self.engine = engines.get(self.m.server.engine)
+        self.resolved: dict[str, Resolved] = {}
+        self.results: dict[str, Any] = {}
+
+    # -- the table of contents ---------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        environment = fingerprint.collect()
+        self._preflight(environment)
+        self._start_results(environment)
+        exps = self.campaign.experiments
+        self.progress.campaign_start(self._total_requests(), len(exps))
+        try:
+            for i, exp in enumerate(exps):
+                pid = parent_id(exp, i, exps[0].id, self.results["best"] or exps[0].id)
+                r = resolve(self.m, exp, self.resolved[pid] if pid else None)
+                self.resolved[exp.id] = r
+                self.progress.experiment_start(i, len(exps), exp.id)
+                entry = self.results["experiments"][i]
+                entry.update(self._describe(r))
+                self._run_experiment(r, entry)
+                self._decide(entry)
+                self._save()
+                note = entry.get("reason") or entry["decision"]["verdict"]
+                self.progress.experiment_end(exp.id, entry["status"], note)
+        except KeyboardInterrupt:
+            self._finish("incomplete", "interrupted by the user (Ctrl-C or SIGTERM)")
+            raise
+        finally:
+            self.progress.close()
+        self._finish("complete", None)
+        return self.results
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def _preflight(self, environment: dict[str, Any]) -> None:
+        expect = self.m.host.expect.model_dump()
+        problems = fingerprint.host_mismatches(expect, environment["gpus"])
+        if problems:
+            raise GpuError(
+                f"{self.campaign.path}: host.expect does not match this host: "
+                + "; ".join(problems)
+                + ". Nothing was started; run on the host the campaign was written for, "
+                "or change host.expect"
+            )
+
+    def _start_results(self, environment: dict[str, Any]) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        results.atomic_write_bytes(self.run_dir / "campaign.toml",
+                                   self.campaign.text.encode("utf-8"))
+        now = _utc_now()
+        self.results = {
+            "schema_version": results.SCHEMA_VERSION,
+            "reportgen_version": __version__,
+            "run_id": self.run_dir.name,
+            "status": "running",
+            "status_reason": None,
+            "started_at": now,
+            "finished_at": None,
+            "campaign": self.m.model_dump(mode="json"),
+            "campaign_file": {"path": self.campaign.path, "sha256": self.campaign.sha256,
+                              "text": self.campaign.text},
+            "engine": {"name": self.engine.name, "simulated": self.engine.simulated},
+            "environment": environment,
+            "best": None,
+            "experiments": [
+                {"id": e.id, "why": e.why, "expect": e.expect, "based_on": e.based_on,
+                 "status": "pending", "reason": None, "levels": []}
+                for e in self.campaign.experiments
+            ],
+        }
+        self._save()
+
+    def _describe(self, r: Resolved) -> dict[str, Any]:
+        return {
+            "parent": r.parent,
+            "args": _redact_args(r.args),
+            "env": redact_env(r.env),
+            "command": redact_argv(command_line(self.campaign, r)),
+            "flag_diff": [
+                {"key": c.key, "kind": c.kind,
+                 "before": REDACTED if is_secret_name(c.key) and c.before is not None
+                 else c.before,
+                 "after": REDACTED if is_secret_name(c.key) and c.after is not None
+                 else c.after}
+                for c in r.flag_diff
+            ],
+            "workload": r.workload.model_dump(mode="json"),
+            "log_file": f"logs/{r.id}.server.log",
+        }
+
+    def _run_experiment(self, r: Resolved, entry: dict[str, Any]) -> None:
+        entry["status"] = "running"
+        entry["started_at"] = _utc_now()
+        wl = r.workload
+        port = self.engine.port(r.args)
+        srv = ServerProcess(
+            command_line(self.campaign, r),
+            env=r.env,
+            log_path=self.run_dir / "logs" / f"{r.id}.server.log",
+            host=self.m.server.host,
+            port=port,
+            engine=self.engine,
+            stop_timeout_s=self.m.server.stop_timeout_s,
+        )
+        rows: list[dict[str, Any]] = []
+        try:
+            self.progress.phase("starting server")
+            srv.start()
+            ready = srv.wait_ready(self.m.server.ready_timeout_s, wl.api)
+            entry["server"] = {"ready_s": ready.ready_s, "model": ready.model,
+                               "health_checks": ready.health_checks,
+                               "generation_checks": ready.generation_checks}
+            model = ready.model or _model_from_args(r.args)
+            spec = RequestSpec(api=wl.api, model=model, output_tokens=wl.output_tokens,
+                               extras=self.engine.request_extras(wl.output_tokens))
+            if wl.warmup_requests:
+                self.progress.phase(f"warm-up ({wl.warmup_requests} requests)")
+                warm = self._level(srv, spec, wl, min(wl.warmup_requests, max(wl.concurrency)),
+                                   wl.warmup_requests, None, -1, count_progress=False)
+                entry["warmup"] = {"requests": len(warm.records),
+                                   "errors": sum(x.status != "ok" for x in warm.records),
+                                   "duration_s": warm.duration_s}
+            for c in wl.concurrency:
+                for rep in range(wl.repetitions):
+                    self.progress.level_start(c, rep, wl.repetitions, wl.requests_per_level)
+                    lv = self._level(srv, spec, wl, c, wl.requests_per_level, wl.duration_s, rep)
+                    recs = [x.as_dict() for x in lv.records]
+                    entry["levels"].append({
+                        "concurrency": c, "repetition": rep,
+                        "started_at_unix": lv.started_at_unix,
+                        "summary": summarize(recs, lv.duration_s),
+                    })
+                    rows.extend({"experiment": r.id, "concurrency": c, "repetition": rep, **x}
+                                for x in recs)
+                    code = srv.exited()
+                    if code is not None:
+                        raise ServerError(f"server exited with code {code} during C={c} "
+                                          f"repetition {rep + 1}", srv.log_tail())
+            entry["status"] = "ok"
+        except ServerError as exc:
+            entry["status"] = "failed"
+            entry["reason"] = str(exc)
+            entry["log_tail"] = exc.log_tail or srv.log_tail()
+        except ReportgenError as exc:
+            entry["status"] = "failed"
+            entry["reason"] = str(exc)
+            entry["log_tail"] = srv.log_tail()
+        except KeyboardInterrupt:
+            entry["status"] = "interrupted"
+            entry["reason"] = "interrupted by the user"
+            raise
+        finally:
+            self.progress.phase("stopping server")
+            stop = srv.stop()
+            entry["stop"] = asdict(stop)
+            if not stop.group_gone or not stop.port_free:
+                entry.setdefault("warnings", []).append(
+                    "server did not stop cleanly: "
+                    + ("process group still alive; " if not stop.group_gone else "")
+                    + ("port still in use" if not stop.port_free else ""))
+            entry["finished_at"] = _utc_now()
+            entry["by_level"] = _by_level(entry["levels"])
+            if rows:
+                results.save_requests(self.run_dir, r.id, rows)
+            self._save()
+
+    def _level(self, srv: ServerProcess, spec: RequestSpec, wl: Any, concurrency: int,
+               requests: int | None, duration_s: float | None, rep: int,
+               count_progress: bool = True) -> Any:
+        n_prompts = requests if requests is not None else PROMPT_POOL
+        seed = wl.seed * 1_000_003 + concurrency * 1_009 + rep  # same prompts for every experiment
+        pool = prompts.synthetic(n_prompts, wl.input_tokens, seed)
+
+        def on_request(rec: RequestRecord) -> None:
+            if count_progress:
+                self.progress.request_done(rec.output_tokens, rec.status == "ok")
+
+        return asyncio.run(run_level(srv.base_url, spec, pool, concurrency, requests=requests,
+                                     duration_s=duration_s, timeout_s=wl.request_timeout_s,
+                                     on_request=on_request))
+
+    def _decide(self, entry: dict[str, Any]) -> None:
+        obj = self.m.campaign.objective
+        margin = self.m.campaign.margin
+        higher = obj.better() == "higher"
+        by_id = {e["id"]: e for e in self.results["experiments"]}
+        baseline = self.results["experiments"][0]
+        if entry["status"] != "ok":
+            entry["decision"] = decide_mod.Decision(
+                "failed", f"{entry['id']} failed: {entry.get('reason')}").as_dict()
+            return
+        if entry is baseline:
+            entry["decision"] = decide_mod.Decision(
+                "baseline", "The reference every other experiment is compared with.").as_dict()
+            self.results["best"] = entry["id"]
+            return
+        parent = by_id[entry["parent"]]
+
+        def cmp(other: dict[str, Any]) -> list[decide_mod.Comparison]:
+            if other["status"] != "ok":
+                return []
+            return decide_mod.compare_experiments(other["levels"], entry["levels"], obj.metric,
+                                                  margin=margin, higher_is_better=higher,
+                                                  concurrency=obj.concurrency)
+
+        vs_parent, vs_base = cmp(parent), cmp(baseline)
+        if parent["status"] != "ok":
+            verdict, why = "inconclusive", f"its parent {parent['id']} failed, so there is " \
+                                           "nothing to compare with."
+        else:
+            verdict, why = decide_mod.decide(entry["id"], parent["id"], vs_parent, obj.metric,
+                                             margin)
+        entry["decision"] = decide_mod.Decision(verdict, why, vs_parent, vs_base).as_dict()
+        if verdict == "adopted":
+            self._update_best(entry, baseline, higher)
+
+    def _update_best(self, entry: dict[str, Any], baseline: dict[str, Any],
+                     higher: bool) -> None:
+        """Best = the adopted configuration with the highest objective score against baseline."""
+        def score(e: dict[str, Any]) -> float:
+            if e is baseline:
+                return 0.0
+            ratios = [c["ratio"] for c in e["decision"]["vs_baseline"] if c["ratio"]]
+            if not ratios:
+                return -math.inf
+            s = sum(math.log(x) for x in ratios) / len(ratios)
+            return s if higher else -s
+
+        current = next(e for e in self.results["experiments"] if e["id"] == self.results["best"])
+        if score(entry) > score(current):
+            self.results["best"] = entry["id"]
+
+    def _finish(self, status: str, reason: str | None) -> None:
+        if not self.results:
+            return
+        self.results["status"] = status
+        self.results["status_reason"] = reason
+        self.results["finished_at"] = _utc_now()
+        self._save()
+
+    def _save(self) -> None:
+        results.save(self.run_dir, self.results)
+
+    def _total_requests(self) -> int:
+        total = 0
+        for r in plan(self.campaign):
+            wl = r.workload
+            if wl.requests_per_level is None:
+                return 0  # duration-based: no request count to show
+            total += wl.requests_per_level * len(wl.concurrency) * wl.repetitions
+        return total
+
+
+def _by_level(levels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for lv in levels:
+        groups.setdefault(lv["concurrency"], []).append(lv["summary"])
+    return [{"concurrency": c, **aggregate(s)} for c, s in groups.items()]
+
+
+def _model_from_args(args: dict[str, Any]) -> str | None:
+    for key in ("served-model-name", "model", "model-path"):
+        if isinstance(args.get(key), str):
+            return str(args[key])
+    return None
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

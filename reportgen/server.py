@@ -1,0 +1,262 @@
+"""The server process: start it in its own process group, wait until it really serves, stop it.
+
+Ready means two things, both within the deadline: the health endpoint answers 200 and a
+one-token generation succeeds (an engine can report healthy while it still compiles). We stop
+waiting at once if the process exits. Stopping is staged and group-wide: SIGINT, SIGTERM, then
+SIGKILL, and we check that the group is gone and the port is free before returning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from reportgen.engines import Engine
+from reportgen.errors import ServerError
+from reportgen.redact import redact_text
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """True when nothing listens on host:port (we could bind it ourselves)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last lines of a log file, secrets redacted ('' if unreadable)."""
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as fh:
+            return redact_text("".join(deque(fh, maxlen=lines)))
+    except OSError:
+        return ""
+
+
+@dataclass
+class Readiness:
+    ready_s: float
+    model: str | None
+    health_checks: int
+    generation_checks: int
+
+
+@dataclass
+class StopReport:
+    signals: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    stop_s: float = 0.0
+    group_gone: bool = False
+    port_free: bool = False
+
+
+class ServerProcess:
+    """One server launch. Use as a context manager so it is always stopped."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        log_path: Path,
+        host: str,
+        port: int,
+        engine: Engine,
+        stop_timeout_s: float = 30.0,
+    ) -> None:
+        self.argv = argv
+        self.env = env
+        self.log_path = log_path
+        self.host = host
+        self.port = port
+        self.engine = engine
+        self.stop_timeout_s = stop_timeout_s
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self.started_at = 0.0
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> None:
+        if not port_is_free(self.host, self.port):
+            raise ServerError(
+                f"port {self.port} on {self.host} is already in use by another process; "
+                "stop that process or set another port in the campaign's server args"
+            )
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("wb")
+        try:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
+                start_new_session=True,  # own session and process group: we stop the group
+            )
+        except FileNotFoundError:
+            self._close_log()
+            raise ServerError(
+                f"command not found: {self.argv[0]!r}; install the engine or fix server.command"
+            ) from None
+        except PermissionError:
+            self._close_log()
+            raise ServerError(f"command not executable: {self.argv[0]!r}") from None
+        self.started_at = time.monotonic()
+
+    def log_tail(self, lines: int = 40) -> str:
+        if self._log is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._log.flush()
+        return tail(self.log_path, lines)
+
+    def exited(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def wait_ready(self, timeout_s: float, api: str) -> Readiness:
+        """Block until the server serves a one-token generation, or raise ServerError."""
+        assert self.proc is not None, "start() first"
+        deadline = self.started_at + timeout_s
+        health_ok = self.engine.health_path is None
+        health_checks = generation_checks = 0
+        model: str | None = None
+        delay = 0.05
+        with httpx.Client(base_url=self.base_url, timeout=10.0) as client:
+            while True:
+                code = self.proc.poll()
+                if code is not None:
+                    raise ServerError(
+                        f"server exited with code {code} before it was ready", self.log_tail()
+                    )
+                now = time.monotonic()
+                if now > deadline:
+                    stage = "a one-token generation" if health_ok else "its health endpoint"
+                    raise ServerError(
+                        f"server was not ready after {timeout_s:g} s (waiting for {stage}); "
+                        "raise server.ready_timeout_s if it needs longer",
+                        self.log_tail(),
+                    )
+                try:
+                    if not health_ok:
+                        health_checks += 1
+                        assert self.engine.health_path is not None
+                        resp = client.get(self.engine.health_path)
+                        health_ok = resp.status_code == 200
+                    if health_ok:
+                        if model is None:
+                            model = self._served_model(client)
+                        generation_checks += 1
+                        if self._one_token(client, api, model):
+                            return Readiness(
+                                ready_s=time.monotonic() - self.started_at,
+                                model=model,
+                                health_checks=health_checks,
+                                generation_checks=generation_checks,
+                            )
+                except httpx.HTTPError:
+                    pass  # not listening yet, or reset while loading: keep polling
+                time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+                delay = min(delay * 1.5, 1.0)
+
+    @staticmethod
+    def _served_model(client: httpx.Client) -> str | None:
+        try:
+            resp = client.get("/v1/models")
+            data = resp.json().get("data") or []
+            return str(data[0]["id"]) if data else None
+        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    @staticmethod
+    def _one_token(client: httpx.Client, api: str, model: str | None) -> bool:
+        body: dict[str, Any] = {"max_tokens": 1, "temperature": 0.0, "stream": False}
+        if model:
+            body["model"] = model
+        if api == "chat":
+            body["messages"] = [{"role": "user", "content": "Say hi."}]
+            path = "/v1/chat/completions"
+        else:
+            body["prompt"] = "Say hi."
+            path = "/v1/completions"
+        resp = client.post(path, json=body, timeout=60.0)
+        return resp.status_code == 200
+
+    def stop(self) -> StopReport:
+        """Stop the whole process group: SIGINT, then SIGTERM, then SIGKILL."""
+        report = StopReport()
+        if self.proc is None:
+            report.group_gone = report.port_free = True
+            return report
+        t0 = time.monotonic()
+        pgid = self.proc.pid  # start_new_session makes the child its group's leader
+        grace = self.stop_timeout_s
+        for sig, wait_s in ((signal.SIGINT, grace * 0.5), (signal.SIGTERM, grace * 0.5),
+                            (signal.SIGKILL, 10.0)):
+            if not _group_alive(pgid):
+                break
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
+                report.signals.append(sig.name)
+            _wait_group(self.proc, pgid, wait_s)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=1.0)
+        report.exit_code = self.proc.poll()
+        report.group_gone = not _group_alive(pgid)
+        port_deadline = time.monotonic() + 5.0
+        report.port_free = port_is_free(self.host, self.port)
+        while not report.port_free and time.monotonic() < port_deadline:
+            time.sleep(0.05)
+            report.port_free = port_is_free(self.host, self.port)
+        report.stop_s = time.monotonic() - t0
+        self._close_log()
+        return report
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            with contextlib.suppress(OSError):
+                self._log.close()
+            self._log = None
+
+    def __enter__(self) -> ServerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _wait_group(proc: subprocess.Popen[bytes], pgid: int, timeout_s: float) -> None:
+    """Wait until every process of the group has exited (reaping our direct child)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the leader so it does not linger as a zombie
+        if not _group_alive(pgid):
+            return
+        time.sleep(0.02)

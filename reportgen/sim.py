@@ -1,0 +1,332 @@
+"""Simulated OpenAI-compatible LLM inference server (no GPU needed).
+
+Its speed comes only from command-line flags, so two "server configurations" (two flag sets)
+have different, predictable performance, the way real engine flags change a real engine.
+Used to rehearse benchmark campaigns without a GPU and for the project's demo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import math
+import random
+import resource
+import signal
+import time
+import uuid
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from contextlib import aclosing
+from typing import Any
+
+from aiohttp import web
+
+DESCRIPTION = (
+    "Simulated OpenAI-compatible LLM server. Latency is set by flags: "
+    "TTFT and inter-token latency grow with the number of concurrently active requests."
+)
+EPILOG = (
+    "Endpoints: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions "
+    "(streaming and non-streaming).\n\n"
+    "example:\n  python -m reportgen.sim --port 8123 --ttft-ms 50 --itl-ms 8 --itl-growth 0.02 "
+    "--max-running-requests 64"
+)
+DEFAULT_MAX_TOKENS = 16
+_CONSONANTS = "bdfgklmnprstvz"
+_VOWELS = "aeiou"
+
+
+def _number(kind: type[float] | type[int], minimum: float) -> Callable[[str], float]:
+    """argparse type: a finite number >= `minimum` (nan/inf would poison every delay)."""
+
+    def parse(text: str) -> float:
+        value = kind(text)
+        if not math.isfinite(value) or value < minimum:
+            raise argparse.ArgumentTypeError(f"must be a finite number >= {minimum}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in "invalid <name> value" errors
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add every simulator flag to `parser` (shared by `python -m reportgen.sim` and the CLI)."""
+    f, i = _number(float, 0), _number(int, 0)
+    a = parser.add_argument
+    a("--host", metavar="ADDR", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    a("--port", metavar="PORT", type=int, default=8000,
+      help="TCP port to listen on (default: %(default)s)")
+    a("--model", metavar="NAME", default="sim-model",
+      help="served model name (default: %(default)s)")
+    a("--ttft-ms", metavar="MS", type=f, default=20.0,
+      help="base time to first token, milliseconds (default: %(default)s)")
+    a("--itl-ms", metavar="MS", type=f, default=5.0,
+      help="base inter-token latency, milliseconds per token (default: %(default)s)")
+    a("--ttft-growth", metavar="FRAC", type=f, default=0.02,
+      help="fractional TTFT growth per additional active request: "
+           "ttft = base * (1 + growth * (active - 1)) (default: %(default)s)")
+    a("--itl-growth", metavar="FRAC", type=f, default=0.01,
+      help="fractional ITL growth per additional active request, same formula "
+           "(default: %(default)s)")
+    a("--jitter", metavar="FRAC", type=f, default=0.0,
+      help="relative standard deviation of multiplicative lognormal noise on every delay, "
+           "e.g. 0.1 = 10%% (default: %(default)s)")
+    a("--seed", metavar="INT", type=int, default=0,
+      help="seed for noise and generated text (default: %(default)s)")
+    a("--startup-s", metavar="S", type=f, default=0.0,
+      help="simulated model-load time, seconds; /health is 503 until it has passed "
+           "(default: %(default)s)")
+    a("--tokens-per-chunk", metavar="N", type=_number(int, 1), default=1,
+      help="tokens per streamed SSE chunk, >= 1 (default: %(default)s)")
+    a("--max-running-requests", metavar="N", type=i, default=0,
+      help="requests served at once; more wait in a queue before their TTFT starts; "
+           "0 = unlimited (default: %(default)s)")
+
+
+class _BadRequest(Exception):
+    """Client error, answered as an OpenAI-style 400."""
+
+
+def _error(message: str, status: int = 400) -> web.Response:
+    kind = "invalid_request_error" if status == 400 else "service_unavailable"
+    return web.json_response(
+        {"error": {"message": message, "type": kind, "param": None, "code": status}},
+        status=status)
+
+
+class _Sim:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.ready = False
+        self.active = 0  # requests being served right now (queued ones excluded)
+        self.handlers: set[asyncio.Task[Any]] = set()
+        self.noise = random.Random(args.seed)
+        # Lognormal with mean 1 and relative sd `jitter`: sigma^2 = ln(1 + jitter^2).
+        self.sigma = math.sqrt(math.log1p(args.jitter**2))
+        self.slots = (asyncio.Semaphore(args.max_running_requests)
+                      if args.max_running_requests > 0 else None)
+
+    def delay_s(self, base_ms: float, growth: float, tokens: int = 1) -> float:
+        """Delay in seconds for `tokens` tokens, given the load at this moment."""
+        if base_ms == 0:
+            return 0.0
+        d = base_ms / 1000 * tokens * (1 + growth * max(self.active - 1, 0))
+        if self.sigma > 0:
+            d *= self.noise.lognormvariate(-self.sigma**2 / 2, self.sigma)
+        return d
+
+    def text(self, prompt: str, n: int) -> list[str]:
+        """Deterministic pseudo-words: same seed and prompt give the same tokens (greedy-like)."""
+        digest = hashlib.sha256(prompt.encode()).hexdigest()
+        rng = random.Random(f"{self.args.seed}:{digest}")  # str seeds are stable across runs
+        return [" " + "".join(rng.choice(_CONSONANTS) + rng.choice(_VOWELS)
+                              for _ in range(rng.randint(1, 3))) for _ in range(n)]
+
+    async def generate(self, tokens: list[str], chunk: int) -> AsyncGenerator[str, None]:
+        """Yield text pieces on schedule: first after TTFT, then one per `chunk` tokens.
+
+        Sleeps to absolute deadlines so per-chunk overhead does not accumulate, and never
+        sleeps when the delay is zero (a zero-work server for load-generator benchmarks).
+        """
+        if self.slots is not None:
+            await self.slots.acquire()  # queue wait happens before the TTFT clock starts
+        self.active += 1
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time()
+            a = self.args
+            for k in range(0, len(tokens), chunk):
+                if k == 0:
+                    deadline += self.delay_s(a.ttft_ms, a.ttft_growth)
+                else:  # the load (active count) is sampled as each chunk is scheduled
+                    deadline += self.delay_s(a.itl_ms, a.itl_growth, min(chunk, len(tokens) - k))
+                if deadline > loop.time():
+                    await asyncio.sleep(deadline - loop.time())
+                yield "".join(tokens[k:k + chunk])
+        finally:
+            self.active -= 1
+            if self.slots is not None:
+                self.slots.release()
+
+    async def health(self, request: web.Request) -> web.Response:
+        if not self.ready:
+            return web.json_response({"status": "loading"}, status=503)
+        return web.json_response({"status": "ok"})
+
+    async def models(self, request: web.Request) -> web.Response:
+        card = {"id": self.args.model, "object": "model", "created": 0, "owned_by": "reportgen"}
+        return web.json_response({"object": "list", "data": [card]})
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._tracked(self._serve(request, chat=False))
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._tracked(self._serve(request, chat=True))
+
+    async def _tracked(self, work: Coroutine[Any, Any, web.StreamResponse]) -> web.StreamResponse:
+        # Remember in-flight handlers so shutdown can abort them at once (as real engines do)
+        # instead of aiohttp waiting out its graceful timeout on every open stream.
+        task = asyncio.current_task()
+        assert task is not None
+        self.handlers.add(task)
+        try:
+            return await work
+        finally:
+            self.handlers.discard(task)
+
+    async def _serve(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        if not self.ready:
+            return _error("model is still loading", status=503)
+        try:
+            body = await request.json()
+            if not isinstance(body, dict):
+                raise _BadRequest("request body must be a JSON object")
+            prompt = _chat_prompt(body) if chat else _completion_prompt(body)
+            n = body.get("max_completion_tokens") if chat else None
+            n = body.get("max_tokens") if n is None else n
+            n = DEFAULT_MAX_TOKENS if n is None else n
+            if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+                raise _BadRequest(f"max_tokens must be a positive integer, got {n!r}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error(f"malformed JSON body: {exc}")
+        except _BadRequest as exc:
+            return _error(str(exc))
+
+        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": n,
+                 "total_tokens": len(prompt.split()) + n}
+        tokens = self.text(prompt, n)
+        head = {"id": ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex,
+                "object": "chat.completion" if chat else "text_completion",
+                "created": int(time.time()), "model": self.args.model}
+        if not body.get("stream"):
+            async with aclosing(self.generate(tokens, self.args.tokens_per_chunk)) as gen:
+                text = "".join([piece async for piece in gen])  # same total time as a stream
+            choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": "length"}
+            if chat:
+                choice["message"] = {"role": "assistant", "content": text}
+            else:
+                choice["text"] = text
+            return web.json_response({**head, "choices": [choice], "usage": usage})
+
+        opts = body.get("stream_options")
+        include_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
+        head["object"] = "chat.completion.chunk" if chat else "text_completion"
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+
+        async def send(choices: list[dict[str, Any]], **extra: Any) -> None:
+            if include_usage and "usage" not in extra:
+                extra["usage"] = None  # OpenAI sends usage: null on every chunk but the last
+            payload = json.dumps({**head, "choices": choices, **extra}, separators=(",", ":"))
+            await resp.write(f"data: {payload}\n\n".encode())
+
+        try:
+            if chat:  # OpenAI opens every chat stream with an empty assistant-role delta
+                await send([{"index": 0, "delta": {"role": "assistant", "content": ""},
+                             "logprobs": None, "finish_reason": None}])
+            sent = 0
+            # aclosing: if the client leaves, free the slot now rather than at garbage collection
+            async with aclosing(self.generate(tokens, self.args.tokens_per_chunk)) as gen:
+                async for piece in gen:
+                    sent += self.args.tokens_per_chunk
+                    choice = {"index": 0, "logprobs": None,
+                              "finish_reason": "length" if sent >= n else None}
+                    choice.update({"delta": {"content": piece}} if chat else {"text": piece})
+                    await send([choice])
+            if include_usage:
+                await send([], usage=usage)
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+        except ConnectionResetError:
+            pass  # client went away mid-stream; generate()'s finally frees the slot
+        return resp
+
+
+def _completion_prompt(body: dict[str, Any]) -> str:
+    prompt = body.get("prompt", "")
+    if isinstance(prompt, list) and prompt and not all(isinstance(t, int) for t in prompt):
+        prompt = prompt[0]  # a batch of prompts: only the first is served
+    if isinstance(prompt, list):  # token ids: one "word" per id
+        prompt = " ".join(str(t) for t in prompt)
+    if not isinstance(prompt, str):
+        raise _BadRequest("prompt must be a string or a list of strings")
+    return prompt
+
+
+def _chat_prompt(body: dict[str, Any]) -> str:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _BadRequest("messages must be a non-empty list")
+    texts: list[str] = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts += [str(p.get("text", "")) for p in content
+                      if isinstance(p, dict) and p.get("type") == "text"]
+        elif content is not None:
+            raise _BadRequest("message content must be a string or a list of parts")
+    return "\n".join(texts)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    sim = _Sim(args)
+    app = web.Application(client_max_size=64 * 1024 * 1024)  # long prompts: up to 64 MiB bodies
+    app.add_routes([web.get("/health", sim.health), web.get("/v1/models", sim.models),
+                    web.post("/v1/completions", sim.completions),
+                    web.post("/v1/chat/completions", sim.chat)])
+    # No access log: at 1024 concurrent streams it costs more than the simulated work.
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, args.host, args.port, backlog=4096).start()
+    except OSError as exc:
+        print(f"sim: cannot listen on {args.host}:{args.port}: {exc}", flush=True)
+        await runner.cleanup()
+        return 1
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    async def load() -> None:  # socket already listens; /health says 503 until "loaded"
+        if args.startup_s > 0:
+            await asyncio.sleep(args.startup_s)
+        sim.ready = True
+        print(f"sim: ready on http://{args.host}:{args.port}", flush=True)
+
+    loader = asyncio.create_task(load())
+    await stop.wait()
+    loader.cancel()
+    print(f"sim: shutting down, aborting {len(sim.handlers)} in-flight requests", flush=True)
+    for task in list(sim.handlers):
+        task.cancel()
+    await runner.cleanup()
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGINT/SIGTERM; returns the exit code (0 on a clean signal shutdown)."""
+    print(f"sim: server_args={args!r}", flush=True)
+    # 1024 concurrent connections need more file descriptors than a common soft limit of 1024.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 8192 if hard == resource.RLIM_INFINITY else min(hard, 8192)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    return asyncio.run(_run(args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m reportgen.sim", description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,301 @@
+"""Tests for reportgen.sim: real server processes on loopback, real HTTP, no mocks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+START_DEADLINE_S = 15.0  # generous: a cold interpreter importing aiohttp on a busy CI box
+
+
+@dataclass
+class Sim:
+    proc: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> int:
+    """SIGTERM the process group, SIGKILL if it lingers; returns the exit code."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+    with pytest.raises(ProcessLookupError):  # nothing left in its process group
+        os.killpg(proc.pid, 0)
+    return proc.returncode
+
+
+def _start(tmp_path: Path, *flags: str, wait_ready: bool = True) -> Sim:
+    port = _free_port()
+    log = tmp_path / f"sim-{port}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "reportgen.sim", "--port", str(port), *flags],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    sim = Sim(proc, f"http://127.0.0.1:{port}", log)
+    deadline = time.monotonic() + START_DEADLINE_S
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"sim exited with {proc.returncode}:\n{sim.log_text()}")
+        if time.monotonic() > deadline:
+            _stop(proc)
+            pytest.fail(f"sim not healthy after {START_DEADLINE_S} s:\n{sim.log_text()}")
+        try:
+            status = httpx.get(sim.url + "/health", timeout=1.0).status_code
+            if status == 200 or not wait_ready:
+                return sim
+        except httpx.TransportError:
+            pass  # not listening yet
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def start_sim(tmp_path: Path) -> Iterator[Callable[..., Sim]]:
+    started: list[Sim] = []
+
+    def start(*flags: str, wait_ready: bool = True) -> Sim:
+        started.append(_start(tmp_path, *flags, wait_ready=wait_ready))
+        return started[-1]
+
+    yield start
+    for sim in started:
+        _stop(sim.proc)
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    """Shared server with fixed, load-independent latency: TTFT 100 ms, ITL 10 ms."""
+    s = _start(tmp_path_factory.mktemp("sim"), "--ttft-ms", "100", "--itl-ms", "10",
+               "--ttft-growth", "0", "--itl-growth", "0", "--seed", "7")
+    yield s
+    _stop(s.proc)
+
+
+def _events(resp: httpx.Response) -> Iterator[tuple[float, Any]]:
+    """(arrival time, parsed payload or "[DONE]") for each SSE event of a streaming response."""
+    for line in resp.iter_lines():
+        if line.startswith("data: "):
+            data = line[len("data: "):]
+            yield time.perf_counter(), data if data == "[DONE]" else json.loads(data)
+
+
+def _stream(url: str, body: dict[str, Any]) -> tuple[float, list[tuple[float, Any]]]:
+    t0 = time.perf_counter()
+    with httpx.stream("POST", url, json={**body, "stream": True}, timeout=10) as resp:
+        assert resp.status_code == 200
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        return t0, list(_events(resp))
+
+
+def test_health_is_503_while_loading(start_sim: Callable[..., Sim]) -> None:
+    t0 = time.monotonic()
+    s = start_sim("--startup-s", "1", wait_ready=False)
+    resp = httpx.get(s.url + "/health")
+    assert resp.status_code == 503
+    assert httpx.post(s.url + "/v1/completions", json={"prompt": "x"}).status_code == 503
+    while (resp := httpx.get(s.url + "/health")).status_code != 200:
+        assert time.monotonic() - t0 < START_DEADLINE_S, s.log_text()
+        time.sleep(0.05)
+    assert resp.json() == {"status": "ok"}
+    assert time.monotonic() - t0 >= 0.9
+    log = s.log_text()
+    assert "sim: server_args=" in log and "startup_s=1.0" in log
+    assert f"sim: ready on {s.url}" in log
+
+
+def test_models(sim: Sim) -> None:
+    body = httpx.get(sim.url + "/v1/models").json()
+    assert body["object"] == "list"
+    assert [m["id"] for m in body["data"]] == ["sim-model"]
+
+
+def test_stream_chat_with_usage(sim: Sim) -> None:
+    messages = [{"role": "system", "content": "be brief"},
+                {"role": "user", "content": [{"type": "text", "text": "one two three four"}]}]
+    _, events = _stream(sim.url + "/v1/chat/completions",
+                        {"messages": messages, "max_tokens": 5,
+                         "stream_options": {"include_usage": True}})
+    chunks = [e for _, e in events]
+    assert chunks[-1] == "[DONE]"
+    role, content, usage = chunks[0], chunks[1:-2], chunks[-2]
+    assert role["object"] == "chat.completion.chunk"
+    assert role["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert len(content) == 5
+    assert all(c["choices"][0]["delta"]["content"].startswith(" ") for c in content)
+    assert [c["choices"][0]["finish_reason"] for c in content] == [None] * 4 + ["length"]
+    assert usage["choices"] == []
+    assert usage["usage"] == {"prompt_tokens": 6, "completion_tokens": 5, "total_tokens": 11}
+    assert len({c["id"] for c in chunks[:-1]}) == 1
+
+
+def test_stream_completions(sim: Sim) -> None:
+    _, events = _stream(sim.url + "/v1/completions", {"prompt": ["a b c", "ignored"],
+                                                      "max_tokens": 4})
+    chunks = [e for _, e in events]
+    assert chunks[-1] == "[DONE]"
+    assert len(chunks) == 5  # no usage chunk without stream_options.include_usage
+    assert all(c["object"] == "text_completion" for c in chunks[:-1])
+    assert chunks[-2]["choices"][0]["finish_reason"] == "length"
+    assert all(len(c["choices"][0]["text"].split()) == 1 for c in chunks[:-1])
+
+
+def test_non_streaming(sim: Sim) -> None:
+    comp = httpx.post(sim.url + "/v1/completions", json={"prompt": "hi there", "max_tokens": 3})
+    assert comp.status_code == 200
+    body = comp.json()
+    assert body["object"] == "text_completion"
+    assert len(body["choices"][0]["text"].split()) == 3
+    assert body["usage"] == {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
+
+    chat = httpx.post(sim.url + "/v1/chat/completions",
+                      json={"messages": [{"role": "user", "content": "hi there"}],
+                            "max_completion_tokens": 7})
+    body = chat.json()
+    assert body["object"] == "chat.completion"
+    assert body["choices"][0]["message"]["role"] == "assistant"
+    assert len(body["choices"][0]["message"]["content"].split()) == 7
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert body["usage"]["completion_tokens"] == 7
+    # max_tokens defaults to 16
+    body = httpx.post(sim.url + "/v1/completions", json={"prompt": "x"}).json()
+    assert body["usage"]["completion_tokens"] == 16
+
+
+def test_timing_follows_flags(sim: Sim) -> None:
+    t0, events = _stream(sim.url + "/v1/completions", {"prompt": "time me", "max_tokens": 11})
+    ttft_ms = (events[0][0] - t0) * 1000
+    total_ms = (events[-1][0] - t0) * 1000
+    assert 90 <= ttft_ms <= 250
+    assert 180 <= total_ms <= 450  # ttft + (n - 1) * itl = 100 + 10 * 10 = 200 ms
+
+    t0 = time.perf_counter()
+    httpx.post(sim.url + "/v1/completions", json={"prompt": "time me", "max_tokens": 11})
+    assert 0.18 <= time.perf_counter() - t0 <= 0.45  # non-streaming waits just as long
+
+
+def test_same_prompt_same_text(sim: Sim) -> None:
+    def text(prompt: str) -> str:
+        r = httpx.post(sim.url + "/v1/completions", json={"prompt": prompt, "max_tokens": 8})
+        return str(r.json()["choices"][0]["text"])
+
+    assert text("the same prompt") == text("the same prompt")
+    assert text("the same prompt") != text("another prompt")
+    _, events = _stream(sim.url + "/v1/completions", {"prompt": "the same prompt",
+                                                      "max_tokens": 8})
+    assert "".join(e["choices"][0]["text"] for _, e in events[:-1]) == text("the same prompt")
+
+
+@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions"])
+def test_bad_requests_get_400(sim: Sim, path: str) -> None:
+    base: dict[str, Any] = {"prompt": "x", "messages": [{"role": "user", "content": "x"}]}
+    for bad in (0, -3, "ten", 2.5):
+        r = httpx.post(sim.url + path, json={**base, "max_tokens": bad})
+        assert r.status_code == 400
+        err = r.json()["error"]
+        assert err["type"] == "invalid_request_error" and err["code"] == 400 and err["message"]
+    r = httpx.post(sim.url + path, content=b'{"prompt": ',
+                   headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert r.json()["error"]["type"] == "invalid_request_error"
+
+
+def _mean_itl_ms(url: str, concurrency: int, n: int) -> float:
+    async def one(client: httpx.AsyncClient) -> float:
+        stamps: list[float] = []
+        body = {"prompt": "load", "max_tokens": n, "stream": True}
+        async with client.stream("POST", url + "/v1/completions", json=body) as resp:
+            async for line in resp.aiter_lines():
+                if line.startswith("data: {"):
+                    stamps.append(time.perf_counter())
+        assert len(stamps) == n
+        return (stamps[-1] - stamps[0]) / (n - 1) * 1000
+
+    async def run() -> list[float]:
+        async with httpx.AsyncClient(timeout=10) as client:
+            return await asyncio.gather(*(one(client) for _ in range(concurrency)))
+
+    itls = asyncio.run(run())
+    return sum(itls) / len(itls)
+
+
+def test_itl_grows_with_concurrency(start_sim: Callable[..., Sim]) -> None:
+    # ITL = 10 ms * (1 + 0.2 * (active - 1)): 10 ms alone, 24 ms with 8 active
+    s = start_sim("--ttft-ms", "10", "--itl-ms", "10", "--itl-growth", "0.2")
+    alone, loaded = _mean_itl_ms(s.url, 1, 20), _mean_itl_ms(s.url, 8, 20)
+    assert 8 <= alone <= 15
+    assert loaded > 1.6 * alone
+
+
+def test_queue_and_chunking(start_sim: Callable[..., Sim]) -> None:
+    s = start_sim("--ttft-ms", "50", "--itl-ms", "10", "--ttft-growth", "0", "--itl-growth", "0",
+                  "--max-running-requests", "1", "--tokens-per-chunk", "4")
+    _, events = _stream(s.url + "/v1/completions", {"prompt": "x", "max_tokens": 10})
+    assert [len(e["choices"][0]["text"].split()) for _, e in events[:-1]] == [4, 4, 2]
+
+    async def both() -> list[float]:
+        async def one(client: httpx.AsyncClient) -> float:
+            t0 = time.perf_counter()
+            r = await client.post(s.url + "/v1/completions", json={"prompt": "x", "max_tokens": 9})
+            assert r.status_code == 200
+            return time.perf_counter() - t0
+
+        async with httpx.AsyncClient(timeout=10) as client:
+            return list(await asyncio.gather(one(client), one(client)))
+
+    # Chunks of 4, 4, 1 tokens: 50 + 40 + 10 = 100 ms each; with one slot the second request
+    # waits in the queue for the first, so it finishes after about 200 ms.
+    first, second = sorted(asyncio.run(both()))
+    assert 0.09 <= first <= 0.17
+    assert second >= 0.19
+
+
+def test_zero_delay_server_is_fast(start_sim: Callable[..., Sim]) -> None:
+    s = start_sim("--ttft-ms", "0", "--itl-ms", "0")
+    t0 = time.perf_counter()
+    _, events = _stream(s.url + "/v1/completions", {"prompt": "x", "max_tokens": 2000})
+    assert len(events) == 2001
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_unknown_flag_fails_fast() -> None:
+    r = subprocess.run([sys.executable, "-m", "reportgen.sim", "--no-such-flag"],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode != 0
+    assert "unrecognized arguments: --no-such-flag" in r.stderr
+
+
+def test_sigterm_exits_zero_even_mid_stream(start_sim: Callable[..., Sim]) -> None:
+    s = start_sim("--itl-ms", "50")
+    body = {"prompt": "x", "max_tokens": 1000, "stream": True}
+    with httpx.stream("POST", s.url + "/v1/completions", json=body, timeout=10) as resp:
+        next(resp.iter_lines())  # a stream is in flight
+        t0 = time.monotonic()
+        assert _stop(s.proc) == 0, s.log_text()
+    assert time.monotonic() - t0 < 3.0
+    assert "shutting down" in s.log_text()
