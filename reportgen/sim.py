@@ -30,7 +30,7 @@ DESCRIPTION = (
 EPILOG = (
     "Endpoints: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions "
     "(streaming and non-streaming).\n\n"
-    "example:\n  python -m reportgen.sim --port 8123 --ttft-ms 50 --itl-ms 8 --itl-growth 0.02 "
+    "example:\n  reportgen sim --port 8123 --ttft-ms 50 --itl-ms 8 --itl-growth 0.02 "
     "--max-running-requests 64"
 )
 DEFAULT_MAX_TOKENS = 16
@@ -320,9 +320,9 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_run(args))
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "reportgen sim") -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m reportgen.sim", description=DESCRIPTION, epilog=EPILOG,
+        prog=prog, description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     return run(parser.parse_args(argv))

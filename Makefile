@@ -1,0 +1,40 @@
+# The two commands a new user needs: `make demo` and `make test`. Each creates the virtual
+# environment (.venv) and installs system libraries where missing.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test check lint types schema clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "reportgen needs Python 3.11 or newer"'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+demo: $(STAMP)
+	@./scripts/bootstrap.sh
+	$(VENV)/bin/reportgen run campaigns/demo.toml
+
+test: $(STAMP)
+	@./scripts/bootstrap.sh --test
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check reportgen tests benchmarks
+	$(VENV)/bin/ruff format --check reportgen tests benchmarks
+
+types: $(STAMP)
+	$(VENV)/bin/mypy reportgen
+
+# The dev loop: lint, types, tests.
+check: lint types test
+
+# Regenerate the published JSON Schema after changing reportgen/campaign.py.
+schema: $(STAMP)
+	$(VENV)/bin/reportgen schema > campaigns/campaign.schema.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,85 @@
+"""Pure analysis on tables small enough to check by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from reportgen.analysis.decide import compare_runs, decide
+from reportgen.analysis.summary import aggregate, summarize
+
+
+def rec(start: float, chunks: list[float], end: float, out: int, status: str = "ok",
+        inp: int = 10) -> dict[str, object]:
+    return {"start": start, "first_token": chunks[0] if chunks else None, "chunk_times": chunks,
+            "end": end, "output_tokens": out, "input_tokens": inp, "status": status,
+            "requested_output_tokens": 4, "error": None if status == "ok" else "HTTP 500: x"}
+
+
+def test_summary_by_hand() -> None:
+    records = [
+        rec(0.0, [0.1, 0.2, 0.3, 0.4], 0.4, 4),  # ttft 100, itl 100 x3, tpot 100, e2e 400
+        rec(0.0, [0.2, 0.25, 0.3, 0.35], 0.5, 4),  # ttft 200, itl 50 x3, tpot 100, e2e 500
+        rec(0.5, [], 0.6, 0, status="error"),
+    ]
+    s = summarize(records, duration_s=2.0)
+    assert s["requests"] == 3 and s["ok"] == 2 and s["errors"] == 1
+    assert s["output_tok_s"] == pytest.approx(8 / 2.0)
+    assert s["total_tok_s"] == pytest.approx((8 + 20) / 2.0)
+    assert s["req_s"] == pytest.approx(1.0)
+    assert s["ttft_ms"]["p50"] == pytest.approx(150)
+    assert s["ttft_ms"]["mean"] == pytest.approx(150)
+    assert s["itl_ms"]["p50"] == pytest.approx(75)  # pooled: 100,100,100,50,50,50
+    assert s["tpot_ms"]["mean"] == pytest.approx(100)
+    assert s["e2e_ms"]["p90"] == pytest.approx(490)  # 400 + 0.9 * (500 - 400)
+    assert s["achieved_concurrency"] == pytest.approx((0.4 + 0.5 + 0.1) / 2.0)
+    assert s["error_kinds"] == {"HTTP 500": 1}
+
+
+def test_aggregate_mean_and_sd_across_repetitions() -> None:
+    runs = [summarize([rec(0, [0.1, 0.2], 0.2, n)], 1.0) for n in (2, 4, 6)]
+    agg = aggregate(runs)
+    assert agg["output_tok_s"]["mean"] == pytest.approx(4.0)
+    assert agg["output_tok_s"]["sd"] == pytest.approx(2.0)
+    assert agg["repetitions"] == 3
+
+
+def test_welch_ratio_by_hand() -> None:
+    # Parent e^0, e^0.1, e^-0.1 (log mean 0, var 0.01); child twice that.
+    p = [1.0, math.exp(0.1), math.exp(-0.1)]
+    c = [2 * x for x in p]
+    cmp = compare_runs(p, c, margin=0.05, higher_is_better=True)
+    assert cmp.ratio == pytest.approx(2.0)
+    # se = sqrt(0.01/3 + 0.01/3) = 0.08165, dof = 4, t(0.975, 4) = 2.7764
+    half = 2.7764 * math.sqrt(0.02 / 3)
+    assert cmp.ci_low == pytest.approx(2 * math.exp(-half), rel=1e-4)
+    assert cmp.ci_high == pytest.approx(2 * math.exp(half), rel=1e-4)
+    assert cmp.verdict == "better"
+    assert compare_runs(p, c, margin=0.05, higher_is_better=False).verdict == "worse"
+
+
+def test_equivalent_inconclusive_and_single_runs() -> None:
+    p = [100.0, 100.5, 99.5]
+    assert compare_runs(p, [100.2, 100.1, 99.9], margin=0.05,
+                        higher_is_better=True).verdict == "equivalent"
+    assert compare_runs([90.0, 110.0, 100.0], [95.0, 120.0, 108.0], margin=0.05,
+                        higher_is_better=True).verdict == "inconclusive"
+    one = compare_runs([100.0], [150.0], margin=0.05, higher_is_better=True)
+    assert one.ratio == pytest.approx(1.5) and one.ci_low is None
+    assert one.verdict == "inconclusive"
+
+
+def test_decide_adopts_rejects_and_explains() -> None:
+    better = compare_runs([1.0, 1.01, 0.99], [1.3, 1.31, 1.29], margin=0.05,
+                          higher_is_better=True, metric="output_tok_s", concurrency=1)
+    same = compare_runs([1.0, 1.01, 0.99], [1.0, 1.005, 0.995], margin=0.05,
+                        higher_is_better=True, metric="output_tok_s", concurrency=32)
+    worse = compare_runs([1.0, 1.01, 0.99], [0.7, 0.71, 0.69], margin=0.05,
+                         higher_is_better=True, metric="output_tok_s", concurrency=32)
+    verdict, why = decide("mtp", "baseline", [better, same], "output_tok_s", 0.05)
+    assert verdict == "adopted" and "C=1: x1.30" in why and "build on mtp" in why
+    verdict, why = decide("mtp", "baseline", [better, worse], "output_tok_s", 0.05)
+    assert verdict == "rejected" and "Worse at C=32" in why
+    verdict, _ = decide("x", "baseline", [same], "output_tok_s", 0.05)
+    assert verdict == "equivalent"

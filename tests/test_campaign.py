@@ -1,0 +1,146 @@
+"""Campaign files: every problem reported at once, with file, key and value; resolution."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reportgen import campaign
+from reportgen.campaign import CampaignError
+from reportgen.runner import command_line, plan
+
+ROOT = Path(__file__).resolve().parent.parent
+
+GOOD = """
+[campaign]
+name = "t"
+title = "T"
+objective = { metric = "output_tok_s", concurrency = [1] }
+
+[server]
+engine = "sglang"
+command = ["python", "-m", "sglang.launch_server"]
+args = { model-path = "m", tp-size = 8, port = 30000, disable-custom-all-reduce = true }
+env = { HF_TOKEN = "hf_abcdefghijklmnopqrstuvwxyz0123", NCCL_IB_DISABLE = "1" }
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 8
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+
+[[experiment]]
+id = "mtp"
+why = "speculation"
+args = { speculative-algorithm = "NEXTN", speculative-num-steps = 3, speculative-config = { k = 1 } }
+workload = { concurrency = [1, 4, 64] }
+
+[[experiment]]
+id = "car"
+based_on = "best"
+why = "custom all-reduce"
+unset = ["disable-custom-all-reduce"]
+"""
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(CampaignError) as info:
+        campaign.loads(text, "c.toml")
+    return [str(p) for p in info.value.problems]
+
+
+def test_good_campaign_resolves_parents_args_and_overrides() -> None:
+    c = campaign.loads(GOOD, "c.toml")
+    steps = plan(c)
+    assert [r.id for r in steps] == ["baseline", "mtp", "car"]
+    base, mtp, car = steps
+    assert base.parent is None and mtp.parent == "baseline"
+    # "best" is decided while running; the plan shows it as the experiment just before.
+    assert car.parent == "mtp"
+    assert "disable-custom-all-reduce" not in car.args
+    assert car.args["speculative-algorithm"] == "NEXTN"
+    assert [(f.key, f.kind) for f in car.flag_diff] == [("disable-custom-all-reduce", "removed")]
+    # Workload overrides belong to the experiment that names them, not to its children.
+    assert mtp.workload.concurrency == [1, 4, 64]
+    assert car.workload.concurrency == [1, 4]
+    argv = command_line(c, mtp)
+    assert argv[:3] == ["python", "-m", "sglang.launch_server"]
+    assert "--disable-custom-all-reduce" in argv  # true -> bare flag
+    i = argv.index("--speculative-config")
+    assert json.loads(argv[i + 1]) == {"k": 1}  # tables -> one JSON argument
+    assert argv[argv.index("--tp-size") + 1] == "8"
+
+
+def test_every_problem_is_reported_at_once_with_file_key_and_value() -> None:
+    text = GOOD.replace('title = "T"', 'title = "T"\nmargn = 0.1').replace(
+        "requests_per_level = 8", "requests_per_level = -1\nconcurency = [2]").replace(
+        'based_on = "best"', 'based_on = "mpt"')
+    found = problems(text)
+    assert len(found) == 4, found
+    assert "c.toml: campaign.margn = 0.1: unknown key; did you mean 'margin'?" in found
+    assert "c.toml: workload.concurency = [2]: unknown key; did you mean 'concurrency'?" in found
+    assert any(p.startswith("c.toml: workload.requests_per_level = -1:") for p in found)
+    assert any("experiment[2] (id='car').based_on = 'mpt'" in p and "did you mean 'mtp'" in p
+               for p in found)
+
+
+def test_wrong_types_and_missing_keys() -> None:
+    text = """
+[campaign]
+name = "bad name!"
+[workload]
+concurrency = "1,2"
+repetitions = 1.5
+[[experiment]]
+id = "a"
+args = { port = [1, { x = 1 }] }
+"""
+    found = problems(text)
+    joined = "\n".join(found)
+    assert "campaign.name = 'bad name!'" in joined
+    assert "campaign.title: required key is missing" in joined
+    assert "workload.concurrency = '1,2'" in joined
+    assert "workload.repetitions = 1.5" in joined
+    assert "experiment[0] (id='a').why: required key is missing" in joined
+    assert "experiment[0] (id='a').args.port" in joined and "flag value must be" in joined
+
+
+def test_cross_key_rules() -> None:
+    text = GOOD.replace('id = "car"', 'id = "mtp"').replace(
+        'unset = ["disable-custom-all-reduce"]', 'unset = ["disable-custom-allreduce"]')
+    text = text.replace('why = "reference"', 'why = "reference"\nbased_on = "mtp"')
+    text = text.replace("concurrency = [1] }", "concurrency = [1, 32] }")
+    found = "\n".join(problems(text))
+    assert "duplicate id" in found
+    assert "the first experiment is the baseline and cannot have a parent" in found
+    assert "did you mean 'disable-custom-all-reduce'" in found
+    assert "campaign.objective.concurrency = 32: no experiment runs at concurrency 32" in found
+
+
+def test_invalid_toml_and_missing_file_are_one_line_problems(tmp_path: Path) -> None:
+    found = problems("[campaign\nname=1")
+    assert len(found) == 1 and found[0].startswith("c.toml: invalid TOML:")
+    with pytest.raises(CampaignError) as info:
+        campaign.load(tmp_path / "nope.toml")
+    assert "file not found" in str(info.value)
+
+
+def test_dashes_in_flag_names_are_rejected_with_a_fix() -> None:
+    found = problems(GOOD.replace("tp-size = 8", '"--tp-size" = 8'))
+    assert any("write flag names without dashes: 'tp-size'" in p for p in found)
+
+
+def test_published_json_schema_is_current() -> None:
+    published = json.loads((ROOT / "campaigns" / "campaign.schema.json").read_text())
+    assert published == campaign.json_schema(), "run `make schema` to regenerate it"
+    assert published["properties"]["experiment"]["type"] == "array"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "campaigns").glob("*.toml")), ids=lambda p: p.name)
+def test_shipped_campaigns_validate(path: Path) -> None:
+    c = campaign.load(path)
+    assert c.experiments

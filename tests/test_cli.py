@@ -1,0 +1,74 @@
+"""The command line as a user meets it: help, exit codes, no tracebacks, secrets hidden."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = ["validate", "plan", "run", "render", "sim", "schema"]
+
+
+def reportgen(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=60)
+
+
+@pytest.mark.parametrize("command", [[], *[[c] for c in COMMANDS]], ids=lambda c: " ".join(c)
+                         or "reportgen")
+def test_every_help_ends_with_an_example(command: list[str]) -> None:
+    res = reportgen(*command, "--help")
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stdout.strip().splitlines() if ln.strip()]
+    assert lines[-2].strip() == "example:", res.stdout
+    assert lines[-1].strip().startswith("reportgen "), res.stdout
+
+
+def test_every_command_is_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for c in COMMANDS:
+        assert f"reportgen {c}" in readme, f"README does not mention `reportgen {c}`"
+
+
+def test_validate_exit_codes_and_no_traceback(tmp_path: Path) -> None:
+    ok = reportgen("validate", "campaigns/demo.toml")
+    assert ok.returncode == 0 and "ok" in ok.stdout
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[campaign]\nname = "x"\ntitle = "t"\nmargin = "big"\n'
+                   '[[experiment]]\nid = "a"\nwhy = "b"\nrequests = 3\n')
+    res = reportgen("validate", str(bad), "campaigns/demo.toml")
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr + res.stdout
+    assert f"{bad}: campaign.margin = 'big'" in res.stderr
+    assert f"{bad}: experiment[0] (id='a').requests = 3: unknown key" in res.stderr
+    assert "2 problems found." in res.stderr
+    for garbage in (b"\xff\xfe\x00", b"[[[", b"experiment = 3"):
+        bad.write_bytes(garbage)
+        res = reportgen("validate", str(bad))
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert str(bad) in res.stderr
+
+
+def test_plan_prints_commands_and_redacts_secrets(tmp_path: Path) -> None:
+    text = (ROOT / "campaigns" / "demo.toml").read_text()
+    text = text.replace('args = { port = 18427,',
+                        'env = { HF_TOKEN = "hf_secretsecretsecretsecret1234" }\n'
+                        'args = { api-key = "sk-verysecretvalue123456", port = 18427,')
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    res = reportgen("plan", str(path))
+    assert res.returncode == 0, res.stderr
+    assert "secret" not in res.stdout
+    assert "HF_TOKEN='***'" in res.stdout and "--api-key '***'" in res.stdout
+    assert "-m reportgen.sim --api-key" in res.stdout
+    assert "changes:  itl-ms: 4 -> 3" in res.stdout
+    assert res.stdout.count("workload: chat, C=1,4,16") == 5
+
+
+def test_render_of_a_missing_run_is_a_clear_error(tmp_path: Path) -> None:
+    res = reportgen("render", str(tmp_path))
+    assert res.returncode == 2
+    assert "no results file here" in res.stderr and "Traceback" not in res.stderr
