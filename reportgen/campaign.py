@@ -29,7 +29,7 @@ METRICS = ("output_tok_s", "total_tok_s", "req_s", "ttft_ms", "itl_ms", "tpot_ms
 ENGINES = ("sim", "sglang", "vllm", "transformers", "generic")
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-ArgValue = Union[bool, int, float, str, list[Union[bool, int, float, str]], dict[str, Any]]
+ArgValue = bool | int | float | str | list[bool | int | float | str] | dict[str, Any]
 
 
 class _Model(BaseModel):
@@ -78,7 +78,9 @@ class Host(_Model):
 class Server(_Model):
     engine: Literal[ENGINES] = Field("generic", description="Engine adapter.")  # type: ignore[valid-type]
     command: list[str] | None = Field(
-        None, min_length=1, description="Command that starts the server (engine default if omitted)."
+        None,
+        min_length=1,
+        description="Command that starts the server (engine default if omitted).",
     )
     args: dict[str, ArgValue] = Field(default_factory=dict, description="Flags, without dashes.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
@@ -159,7 +161,7 @@ class Experiment(_Model):
 
 class CampaignModel(_Model):
     campaign: CampaignInfo
-    host: Host = Field(default_factory=lambda: Host())  # type: ignore[call-arg]
+    host: Host = Field(default_factory=lambda: Host())
     server: Server = Field(default_factory=lambda: Server())  # type: ignore[call-arg]
     workload: Workload = Field(default_factory=lambda: Workload())  # type: ignore[call-arg]
     reference: list[Reference] = Field(default_factory=list)
@@ -195,7 +197,9 @@ def load(path: str | Path) -> Campaign:
     try:
         raw_bytes = p.read_bytes()
     except FileNotFoundError:
-        raise CampaignError([Problem(shown, "", MISSING, "file not found; check the path")]) from None
+        raise CampaignError(
+            [Problem(shown, "", MISSING, "file not found; check the path")]
+        ) from None
     except OSError as exc:
         raise CampaignError([Problem(shown, "", MISSING, f"cannot read: {exc.strerror}")]) from None
     try:
@@ -237,8 +241,9 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
 
     server_args = table(table(data.get("server")).get("args"))
     experiments = data.get("experiment")
-    experiments = [e for e in experiments if isinstance(e, Mapping)] if isinstance(
-        experiments, list) else []
+    experiments = (
+        [e for e in experiments if isinstance(e, Mapping)] if isinstance(experiments, list) else []
+    )
     seen: dict[str, int] = {}
     known_args: set[str] = {str(k) for k in server_args}
     all_ids = [e.get("id") for e in experiments]
@@ -247,36 +252,71 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
         where = f"experiment[{i}]" + (f" (id={ident!r})" if isinstance(ident, str) else "")
         based_on = exp.get("based_on")
         if isinstance(ident, str) and ident in seen:
-            out.append(Problem(filename, f"{where}.id", ident,
-                               f"duplicate id (also experiment[{seen[ident]}]); ids must be unique"))
+            out.append(
+                Problem(
+                    filename,
+                    f"{where}.id",
+                    ident,
+                    f"duplicate id (also experiment[{seen[ident]}]); ids must be unique",
+                )
+            )
         if i == 0 and based_on is not None:
-            out.append(Problem(filename, f"{where}.based_on", based_on,
-                               "the first experiment is the baseline and cannot have a parent; "
-                               "remove based_on"))
+            out.append(
+                Problem(
+                    filename,
+                    f"{where}.based_on",
+                    based_on,
+                    "the first experiment is the baseline and cannot have a parent; "
+                    "remove based_on",
+                )
+            )
         elif isinstance(based_on, str) and based_on != "best" and based_on not in seen:
             hint = _did_you_mean(based_on, list(seen) + ["best"])
             later = " (it comes later; parents must come first)" if based_on in all_ids[i:] else ""
-            out.append(Problem(filename, f"{where}.based_on", based_on,
-                               f"not an earlier experiment id{later}; use an earlier id or "
-                               f"\"best\"{hint}"))
+            out.append(
+                Problem(
+                    filename,
+                    f"{where}.based_on",
+                    based_on,
+                    f'not an earlier experiment id{later}; use an earlier id or "best"{hint}',
+                )
+            )
         unset = exp.get("unset")
         for key in unset if isinstance(unset, list) else []:
             if isinstance(key, str) and key not in known_args:
                 hint = _did_you_mean(key, sorted(known_args))
-                out.append(Problem(filename, f"{where}.unset", key,
-                                   f"no earlier configuration sets this flag{hint}"))
+                out.append(
+                    Problem(
+                        filename,
+                        f"{where}.unset",
+                        key,
+                        f"no earlier configuration sets this flag{hint}",
+                    )
+                )
         args = table(exp.get("args"))
         for key in args:
             if str(key).startswith("-"):
-                out.append(Problem(filename, f"{where}.args", key,
-                                   f"write flag names without dashes: {str(key).lstrip('-')!r}"))
+                out.append(
+                    Problem(
+                        filename,
+                        f"{where}.args",
+                        key,
+                        f"write flag names without dashes: {str(key).lstrip('-')!r}",
+                    )
+                )
         known_args |= {str(k) for k in args}
         if isinstance(ident, str):
             seen.setdefault(ident, i)
     for key in server_args:
         if str(key).startswith("-"):
-            out.append(Problem(filename, "server.args", key,
-                               f"write flag names without dashes: {str(key).lstrip('-')!r}"))
+            out.append(
+                Problem(
+                    filename,
+                    "server.args",
+                    key,
+                    f"write flag names without dashes: {str(key).lstrip('-')!r}",
+                )
+            )
     levels: set[Any] = set()
     workload = table(data.get("workload"))
     for source in [workload] + [table(e.get("workload")) for e in experiments]:
@@ -289,9 +329,14 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
     wanted = objective.get("concurrency")
     for c in wanted if isinstance(wanted, list) else []:
         if isinstance(c, int) and c not in levels:
-            out.append(Problem(filename, "campaign.objective.concurrency", c,
-                               f"no experiment runs at concurrency {c}; levels are "
-                               f"{sorted(levels)}"))
+            out.append(
+                Problem(
+                    filename,
+                    "campaign.objective.concurrency",
+                    c,
+                    f"no experiment runs at concurrency {c}; levels are {sorted(levels)}",
+                )
+            )
     return out
 
 
@@ -377,9 +422,15 @@ def _problems_from_pydantic(
             if key in seen:
                 continue
             seen.add(key)
-            problems.append(Problem(filename, key, _value_at(data, arg_at),
-                                    "a flag value must be a string, number, boolean, a list of "
-                                    "those, or a table (for JSON arguments)"))
+            problems.append(
+                Problem(
+                    filename,
+                    key,
+                    _value_at(data, arg_at),
+                    "a flag value must be a string, number, boolean, a list of "
+                    "those, or a table (for JSON arguments)",
+                )
+            )
             continue
         # Union members that failed each add an error; keep the first per location.
         key = _key_path(data, loc)
@@ -398,12 +449,13 @@ def _problems_from_pydantic(
             problems.append(Problem(filename, key, MISSING, "required key is missing"))
         elif kind == "literal_error":
             expected = err.get("ctx", {}).get("expected", "")
-            problems.append(Problem(filename, key, _value_at(data, loc),
-                                    f"must be one of {expected}"))
+            problems.append(
+                Problem(filename, key, _value_at(data, loc), f"must be one of {expected}")
+            )
         else:
             msg = err["msg"]
             if msg.startswith("Value error, "):
-                msg = msg[len("Value error, "):]
+                msg = msg[len("Value error, ") :]
             problems.append(Problem(filename, key, _value_at(data, loc), msg[0].lower() + msg[1:]))
     return problems
 
@@ -443,9 +495,7 @@ class Resolved:
     flag_diff: list[FlagChange] = field(default_factory=list)
 
 
-def resolve(
-    campaign: CampaignModel, exp: Experiment, parent: Resolved | None
-) -> Resolved:
+def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -> Resolved:
     """Build an experiment's configuration from its parent's (or the server defaults)."""
     base_args = dict(parent.args) if parent else dict(campaign.server.args)
     base_env = dict(parent.env) if parent else dict(campaign.server.env)

@@ -29,49 +29,68 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="reportgen",
         description="Reproducible LLM-serving tuning campaigns, from a campaign file to a "
-                    "shareable engineering report.",
+        "shareable engineering report.",
         epilog="example:\n  reportgen run campaigns/demo.toml",
         formatter_class=_Formatter,
     )
     p.add_argument("--version", action="version", version=f"reportgen {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    v = sub.add_parser("validate", help="check campaign files (schema and references)",
-                       description="Check campaign files and report every problem at once, "
-                                   "each with the file, the key and the value. Starts nothing.",
-                       epilog="example:\n  reportgen validate campaigns/demo.toml",
-                       formatter_class=_Formatter)
+    v = sub.add_parser(
+        "validate",
+        help="check campaign files (schema and references)",
+        description="Check campaign files and report every problem at once, "
+        "each with the file, the key and the value. Starts nothing.",
+        epilog="example:\n  reportgen validate campaigns/demo.toml",
+        formatter_class=_Formatter,
+    )
     v.add_argument("campaigns", nargs="+", type=Path, metavar="CAMPAIGN")
 
-    pl = sub.add_parser("plan", help="print each experiment's resolved command, env and workload",
-                        description="Print, for each experiment, the exact server command line, "
-                                    "its environment (secrets redacted) and workload, without "
-                                    "starting anything.",
-                        epilog="example:\n  reportgen plan campaigns/demo.toml",
-                        formatter_class=_Formatter)
+    pl = sub.add_parser(
+        "plan",
+        help="print each experiment's resolved command, env and workload",
+        description="Print, for each experiment, the exact server command line, "
+        "its environment (secrets redacted) and workload, without "
+        "starting anything.",
+        epilog="example:\n  reportgen plan campaigns/demo.toml",
+        formatter_class=_Formatter,
+    )
     pl.add_argument("campaign", type=Path)
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
 
-    r = sub.add_parser("run", help="run a campaign and render its report",
-                       description="Run every experiment in order (start the server, wait until "
-                                   "ready, warm up, load each concurrency level, stop), save "
-                                   "results after each experiment, then render the report.",
-                       epilog="example:\n  reportgen run campaigns/demo.toml --output output/",
-                       formatter_class=_Formatter)
+    r = sub.add_parser(
+        "run",
+        help="run a campaign and render its report",
+        description="Run every experiment in order (start the server, wait until "
+        "ready, warm up, load each concurrency level, stop), save "
+        "results after each experiment, then render the report.",
+        epilog="example:\n  reportgen run campaigns/demo.toml --output output/",
+        formatter_class=_Formatter,
+    )
     r.add_argument("campaign", type=Path)
-    r.add_argument("--output", type=Path, default=Path("output"),
-                   help="root folder for run directories (default: output/)")
+    r.add_argument(
+        "--output",
+        type=Path,
+        default=Path("output"),
+        help="root folder for run directories (default: output/)",
+    )
     r.add_argument("--no-pdf", action="store_true", help="render HTML only")
     r.add_argument("--quiet", action="store_true", help="one line per experiment, no live bars")
-    r.add_argument("--strict", action="store_true",
-                   help="exit 1 when any experiment failed (default: failures are results)")
+    r.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when any experiment failed (default: failures are results)",
+    )
 
-    rd = sub.add_parser("render", help="render report.html and report.pdf from saved results",
-                        description="Build report.html (self-contained) and report.pdf from a "
-                                    "run directory's saved results alone; no GPU or server "
-                                    "needed.",
-                        epilog="example:\n  reportgen render output/demo/20261129T150000Z-1a2b3c",
-                        formatter_class=_Formatter)
+    rd = sub.add_parser(
+        "render",
+        help="render report.html and report.pdf from saved results",
+        description="Build report.html (self-contained) and report.pdf from a "
+        "run directory's saved results alone; no GPU or server "
+        "needed.",
+        epilog="example:\n  reportgen render output/demo/20261129T150000Z-1a2b3c",
+        formatter_class=_Formatter,
+    )
     rd.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     rd.add_argument("--no-pdf", action="store_true", help="render HTML only")
 
@@ -79,10 +98,13 @@ def _parser() -> argparse.ArgumentParser:
     # the command overview.
     sub.add_parser("sim", help="run the simulated OpenAI-compatible server (no GPU needed)")
 
-    sc = sub.add_parser("schema", help="print the campaign file's JSON Schema",
-                        description="Print the JSON Schema of campaign files (for editors).",
-                        epilog="example:\n  reportgen schema > campaign.schema.json",
-                        formatter_class=_Formatter)
+    sc = sub.add_parser(
+        "schema",
+        help="print the campaign file's JSON Schema",
+        description="Print the JSON Schema of campaign files (for editors).",
+        epilog="example:\n  reportgen schema > campaign.schema.json",
+        formatter_class=_Formatter,
+    )
     sc.set_defaults()
     return p
 
@@ -147,11 +169,18 @@ def _plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     steps = runner.plan(c)
     engine = engines.get(c.model.server.engine)
     if args.json:
-        data = [{"id": r.id, "parent": r.parent, "based_on": r.based_on,
-                 "command": redact_argv(runner.command_line(c, r)), "env": redact_env(r.env),
-                 "workload": r.workload.model_dump(mode="json"),
-                 "flag_diff": [{"key": f.key, "kind": f.kind} for f in r.flag_diff]}
-                for r in steps]
+        data = [
+            {
+                "id": r.id,
+                "parent": r.parent,
+                "based_on": r.based_on,
+                "command": redact_argv(runner.command_line(c, r)),
+                "env": redact_env(r.env),
+                "workload": r.workload.model_dump(mode="json"),
+                "flag_diff": [{"key": f.key, "kind": f.kind} for f in r.flag_diff],
+            }
+            for r in steps
+        ]
         out.print_json(json.dumps(data))
         return EXIT_OK
     out.print(f"[bold]{c.model.campaign.title}[/bold]  ({c.path}, sha256 {c.sha256[:12]})")
@@ -161,7 +190,7 @@ def _plan(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print()
         parent = "" if r.parent is None else f"  based on {r.parent}"
         if r.based_on == "best":
-            parent += " (\"best\": decided while running; shown as if every earlier one wins)"
+            parent += ' ("best": decided while running; shown as if every earlier one wins)'
         out.print(f"[bold][{i + 1}/{len(steps)}] {r.id}[/bold]{parent}", highlight=False)
         out.print(f"  why:      {r.why}", markup=False)
         if r.expect:
@@ -169,18 +198,25 @@ def _plan(args: argparse.Namespace, out: Console, err: Console) -> int:
         cmd = " ".join(_quote(a) for a in redact_argv(runner.command_line(c, r)))
         out.print(f"  command:  {cmd}", markup=False)
         env = redact_env(r.env)
-        out.print("  env:      " + (" ".join(f"{k}={_quote(v)}" for k, v in env.items())
-                                    or "(none)"), markup=False)
+        out.print(
+            "  env:      " + (" ".join(f"{k}={_quote(v)}" for k, v in env.items()) or "(none)"),
+            markup=False,
+        )
         if r.flag_diff:
             diff = ", ".join(_flag_change(f.kind, f.key, f.before, f.after) for f in r.flag_diff)
             out.print(f"  changes:  {diff}", markup=False)
         wl = r.workload
-        amount = (f"{wl.requests_per_level} requests" if wl.requests_per_level is not None
-                  else f"{wl.duration_s:g} s")
-        out.print(f"  workload: {wl.api}, C={','.join(map(str, wl.concurrency))}, {amount} "
-                  f"per level x {wl.repetitions} repetition(s), {wl.input_tokens} in / "
-                  f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}",
-                  markup=False)
+        amount = (
+            f"{wl.requests_per_level} requests"
+            if wl.requests_per_level is not None
+            else f"{wl.duration_s:g} s"
+        )
+        out.print(
+            f"  workload: {wl.api}, C={','.join(map(str, wl.concurrency))}, {amount} "
+            f"per level x {wl.repetitions} repetition(s), {wl.input_tokens} in / "
+            f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}",
+            markup=False,
+        )
     return EXIT_OK
 
 
@@ -217,8 +253,10 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
         r.run()
     except KeyboardInterrupt:
         interrupted = True
-        err.print("interrupted: servers stopped, finished experiments saved; rendering a "
-                  "partial report", markup=False)
+        err.print(
+            "interrupted: servers stopped, finished experiments saved; rendering a partial report",
+            markup=False,
+        )
     if not (run_dir / results.RESULTS).exists():
         return EXIT_INTERRUPTED if interrupted else EXIT_FAILED
     data = results.load(run_dir)
@@ -230,8 +268,10 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
         return EXIT_INTERRUPTED
     failed = [e["id"] for e in data["experiments"] if e["status"] != "ok"]
     if failed:
-        err.print(f"{len(failed)} experiment(s) failed: {', '.join(failed)} (see the report)",
-                  markup=False)
+        err.print(
+            f"{len(failed)} experiment(s) failed: {', '.join(failed)} (see the report)",
+            markup=False,
+        )
     return EXIT_FAILED if failed and args.strict else EXIT_OK
 
 
@@ -245,13 +285,15 @@ def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
 def _summary_table(out: Console, data: dict[str, Any]) -> None:
     obj = data["campaign"]["campaign"]["objective"]
     metric = obj["metric"]
-    table = Table(title=f"{data['campaign']['campaign']['title']} ({data['status']})",
-                  title_justify="left")
+    table = Table(
+        title=f"{data['campaign']['campaign']['title']} ({data['status']})", title_justify="left"
+    )
     table.add_column("experiment")
     table.add_column("status")
     table.add_column("verdict")
-    levels = sorted({lv["concurrency"] for e in data["experiments"]
-                     for lv in e.get("by_level", [])})
+    levels = sorted(
+        {lv["concurrency"] for e in data["experiments"] for lv in e.get("by_level", [])}
+    )
     key = metric if metric.endswith("_s") else f"{metric}_p50"
     for c in levels:
         table.add_column(f"{key}\nC={c}", justify="right")
@@ -282,5 +324,10 @@ def _schema(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"validate": _validate, "plan": _plan, "run": _run, "render": _render,
-             "schema": _schema}
+_COMMANDS = {
+    "validate": _validate,
+    "plan": _plan,
+    "run": _run,
+    "render": _render,
+    "schema": _schema,
+}

@@ -1,12 +1,12 @@
 """The exception tree. Only the CLI turns these into exit codes and one-line messages.
 
-    ReportgenError
-    ├── CampaignError      a campaign file that cannot be read or is invalid (carries every problem)
-    ├── ServerError        a server that would not start, exited, or would not stop
-    ├── LoadError          the load generator could not run a level
-    ├── GpuError           NVML or host inspection failed where it was required
-    ├── ResultsError       a results file that is missing, corrupt or of another schema version
-    └── RenderError        a report that could not be written
+ReportgenError
+├── CampaignError      a campaign file that cannot be read or is invalid (carries every problem)
+├── ServerError        a server that would not start, exited, or would not stop
+├── LoadError          the load generator could not run a level
+├── GpuError           NVML or host inspection failed where it was required
+├── ResultsError       a results file that is missing, corrupt or of another schema version
+└── RenderError        a report that could not be written
 """
 
 from __future__ import annotations

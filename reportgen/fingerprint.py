@@ -20,10 +20,26 @@ from typing import Any
 from reportgen import __version__
 from reportgen.redact import redact_env
 
-PACKAGES = ("reportgen", "httpx", "torch", "transformers", "sglang", "vllm", "flashinfer-python",
-            "triton", "nvidia-ml-py")
-ENV_ALLOWLIST = ("CUDA_VISIBLE_DEVICES", "NCCL_DEBUG", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE",
-                 "OMP_NUM_THREADS", "PYTORCH_CUDA_ALLOC_CONF", "HF_HUB_OFFLINE")
+PACKAGES = (
+    "reportgen",
+    "httpx",
+    "torch",
+    "transformers",
+    "sglang",
+    "vllm",
+    "flashinfer-python",
+    "triton",
+    "nvidia-ml-py",
+)
+ENV_ALLOWLIST = (
+    "CUDA_VISIBLE_DEVICES",
+    "NCCL_DEBUG",
+    "NCCL_IB_DISABLE",
+    "NCCL_P2P_DISABLE",
+    "OMP_NUM_THREADS",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "HF_HUB_OFFLINE",
+)
 
 
 def _read(path: str) -> str | None:
@@ -66,10 +82,23 @@ def _git_commit() -> dict[str, Any]:
     if not (root / ".git").exists():
         return {"commit": None, "dirty": None}
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                                text=True, timeout=5).stdout.strip() or None
-        dirty = bool(subprocess.run(["git", "-C", str(root), "status", "--porcelain"],
-                                    capture_output=True, text=True, timeout=5).stdout.strip())
+        commit = (
+            subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
+            or None
+        )
+        dirty = bool(
+            subprocess.run(
+                ["git", "-C", str(root), "status", "--porcelain"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
+        )
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": commit, "dirty": dirty}
@@ -82,8 +111,9 @@ def software() -> dict[str, Any]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()
-                   if d.metadata["Name"])
+    dists = sorted(
+        f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]
+    )
     return {
         "reportgen": {"version": __version__, **_git_commit()},
         "packages": versions,
@@ -117,15 +147,19 @@ def gpus() -> dict[str, Any]:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             cc = field(pynvml.nvmlDeviceGetCudaComputeCapability, h)
             mem = field(pynvml.nvmlDeviceGetMemoryInfo, h)
-            devices.append({
-                "index": i,
-                "name": field(pynvml.nvmlDeviceGetName, h),
-                "uuid": field(pynvml.nvmlDeviceGetUUID, h),
-                "compute_capability": f"{cc[0]}.{cc[1]}" if isinstance(cc, tuple) else cc,
-                "memory_total_bytes": getattr(mem, "total", mem),
-                "memory_used_bytes": getattr(mem, "used", None),
-                "power_limit_w": _scaled(field(pynvml.nvmlDeviceGetPowerManagementLimit, h), 1e3),
-            })
+            devices.append(
+                {
+                    "index": i,
+                    "name": field(pynvml.nvmlDeviceGetName, h),
+                    "uuid": field(pynvml.nvmlDeviceGetUUID, h),
+                    "compute_capability": f"{cc[0]}.{cc[1]}" if isinstance(cc, tuple) else cc,
+                    "memory_total_bytes": getattr(mem, "total", mem),
+                    "memory_used_bytes": getattr(mem, "used", None),
+                    "power_limit_w": _scaled(
+                        field(pynvml.nvmlDeviceGetPowerManagementLimit, h), 1e3
+                    ),
+                }
+            )
         return {
             "available": True,
             "driver": field(pynvml.nvmlSystemGetDriverVersion),

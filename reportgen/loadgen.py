@@ -104,8 +104,9 @@ async def send_one(
 ) -> RequestRecord:
     """Send one request and time it; never raises for request-level failures."""
     path, body = spec.body(prompt)
-    rec = RequestRecord(index=index, start=time.perf_counter() - t0,
-                        requested_output_tokens=spec.output_tokens)
+    rec = RequestRecord(
+        index=index, start=time.perf_counter() - t0, requested_output_tokens=spec.output_tokens
+    )
     text_parts: list[str] = []
     try:
         if spec.stream:
@@ -120,7 +121,8 @@ async def send_one(
                 rec.error = f"HTTP {resp.status_code}: {_error_message(payload) or resp.text[:200]}"
             else:
                 text = _chunk_text(payload) or (
-                    payload.get("choices", [{}])[0].get("message", {}).get("content") or "")
+                    payload.get("choices", [{}])[0].get("message", {}).get("content") or ""
+                )
                 text_parts.append(text)
                 rec.first_token = now
                 rec.chunk_times.append(now)
@@ -235,5 +237,6 @@ async def run_level(
         await asyncio.gather(*(worker() for _ in range(concurrency)))
     duration = time.perf_counter() - t0
     records.sort(key=lambda r: r.index)
-    return LevelRun(concurrency=concurrency, started_at_unix=started_unix, duration_s=duration,
-                    records=records)
+    return LevelRun(
+        concurrency=concurrency, started_at_unix=started_unix, duration_s=duration, records=records
+    )

@@ -22,8 +22,9 @@ class ProgressSink(Protocol):
     def campaign_start(self, total_requests: int, experiments: int) -> None: ...
     def experiment_start(self, index: int, count: int, exp_id: str) -> None: ...
     def phase(self, text: str) -> None: ...
-    def level_start(self, concurrency: int, repetition: int, repetitions: int,
-                    requests: int | None) -> None: ...
+    def level_start(
+        self, concurrency: int, repetition: int, repetitions: int, requests: int | None
+    ) -> None: ...
     def request_done(self, output_tokens: int, ok: bool) -> None: ...
     def experiment_end(self, exp_id: str, status: str, note: str) -> None: ...
     def close(self) -> None: ...
@@ -48,8 +49,9 @@ class Quiet:
     def phase(self, text: str) -> None:
         pass
 
-    def level_start(self, concurrency: int, repetition: int, repetitions: int,
-                    requests: int | None) -> None:
+    def level_start(
+        self, concurrency: int, repetition: int, repetitions: int, requests: int | None
+    ) -> None:
         pass
 
     def request_done(self, output_tokens: int, ok: bool) -> None:
@@ -88,7 +90,8 @@ class Live:
 
     def campaign_start(self, total_requests: int, experiments: int) -> None:
         self.campaign = self.progress.add_task(
-            f"campaign ({experiments} experiments)", total=total_requests or None, rate="")
+            f"campaign ({experiments} experiments)", total=total_requests or None, rate=""
+        )
 
     def experiment_start(self, index: int, count: int, exp_id: str) -> None:
         self.exp = f"[{index + 1}/{count}] {exp_id}"
@@ -103,8 +106,9 @@ class Live:
         else:
             self.level = self.progress.add_task(f"  {text}", total=None, rate="")
 
-    def level_start(self, concurrency: int, repetition: int, repetitions: int,
-                    requests: int | None) -> None:
+    def level_start(
+        self, concurrency: int, repetition: int, repetitions: int, requests: int | None
+    ) -> None:
         desc = f"  C={concurrency} rep {repetition + 1}/{repetitions}"
         self._level_t0, self._level_tokens, self._errors = time.monotonic(), 0, 0
         if self.level is not None:

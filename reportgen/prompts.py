@@ -9,10 +9,40 @@ from __future__ import annotations
 
 import random
 
-_SYLLABLES = (
-    "ka lo mi ta ne ri so vu pe da gi ho lu ma se ti ko ra ne bu fa di "
-    "mo na pi re sa tu ve wo ya ze"
-).split()
+_SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "ta",
+    "ne",
+    "ri",
+    "so",
+    "vu",
+    "pe",
+    "da",
+    "gi",
+    "ho",
+    "lu",
+    "ma",
+    "se",
+    "ti",
+    "ko",
+    "ra",
+    "ne",
+    "bu",
+    "fa",
+    "di",
+    "mo",
+    "na",
+    "pi",
+    "re",
+    "sa",
+    "tu",
+    "ve",
+    "wo",
+    "ya",
+    "ze",
+]
 
 
 def _word(rng: random.Random) -> str:

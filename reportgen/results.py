@@ -26,9 +26,22 @@ from reportgen.errors import ResultsError
 SCHEMA_VERSION = 1
 RESULTS = "results.json"
 REQUEST_COLUMNS = (
-    "experiment", "concurrency", "repetition", "index", "start", "first_token", "end",
-    "chunk_times", "input_tokens", "output_tokens", "output_tokens_source",
-    "requested_output_tokens", "status", "http_status", "error", "output_text",
+    "experiment",
+    "concurrency",
+    "repetition",
+    "index",
+    "start",
+    "first_token",
+    "end",
+    "chunk_times",
+    "input_tokens",
+    "output_tokens",
+    "output_tokens_source",
+    "requested_output_tokens",
+    "status",
+    "http_status",
+    "error",
+    "output_text",
 )
 
 
@@ -72,8 +85,10 @@ def load(target: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ResultsError(f"{path}: no results file here; give a run directory such as "
-                           "output/<campaign>/<run-id>/") from None
+        raise ResultsError(
+            f"{path}: no results file here; give a run directory such as "
+            "output/<campaign>/<run-id>/"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:

@@ -114,8 +114,9 @@ class Runner:
 
     def _start_results(self, environment: dict[str, Any]) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        results.atomic_write_bytes(self.run_dir / "campaign.toml",
-                                   self.campaign.text.encode("utf-8"))
+        results.atomic_write_bytes(
+            self.run_dir / "campaign.toml", self.campaign.text.encode("utf-8")
+        )
         now = _utc_now()
         self.results = {
             "schema_version": results.SCHEMA_VERSION,
@@ -126,14 +127,24 @@ class Runner:
             "started_at": now,
             "finished_at": None,
             "campaign": self.m.model_dump(mode="json"),
-            "campaign_file": {"path": self.campaign.path, "sha256": self.campaign.sha256,
-                              "text": self.campaign.text},
+            "campaign_file": {
+                "path": self.campaign.path,
+                "sha256": self.campaign.sha256,
+                "text": self.campaign.text,
+            },
             "engine": {"name": self.engine.name, "simulated": self.engine.simulated},
             "environment": environment,
             "best": None,
             "experiments": [
-                {"id": e.id, "why": e.why, "expect": e.expect, "based_on": e.based_on,
-                 "status": "pending", "reason": None, "levels": []}
+                {
+                    "id": e.id,
+                    "why": e.why,
+                    "expect": e.expect,
+                    "based_on": e.based_on,
+                    "status": "pending",
+                    "reason": None,
+                    "levels": [],
+                }
                 for e in self.campaign.experiments
             ],
         }
@@ -146,11 +157,14 @@ class Runner:
             "env": redact_env(r.env),
             "command": redact_argv(command_line(self.campaign, r)),
             "flag_diff": [
-                {"key": c.key, "kind": c.kind,
-                 "before": REDACTED if is_secret_name(c.key) and c.before is not None
-                 else c.before,
-                 "after": REDACTED if is_secret_name(c.key) and c.after is not None
-                 else c.after}
+                {
+                    "key": c.key,
+                    "kind": c.kind,
+                    "before": REDACTED
+                    if is_secret_name(c.key) and c.before is not None
+                    else c.before,
+                    "after": REDACTED if is_secret_name(c.key) and c.after is not None else c.after,
+                }
                 for c in r.flag_diff
             ],
             "workload": r.workload.model_dump(mode="json"),
@@ -176,35 +190,58 @@ class Runner:
             self.progress.phase("starting server")
             srv.start()
             ready = srv.wait_ready(self.m.server.ready_timeout_s, wl.api)
-            entry["server"] = {"ready_s": ready.ready_s, "model": ready.model,
-                               "health_checks": ready.health_checks,
-                               "generation_checks": ready.generation_checks}
+            entry["server"] = {
+                "ready_s": ready.ready_s,
+                "model": ready.model,
+                "health_checks": ready.health_checks,
+                "generation_checks": ready.generation_checks,
+            }
             model = ready.model or _model_from_args(r.args)
-            spec = RequestSpec(api=wl.api, model=model, output_tokens=wl.output_tokens,
-                               extras=self.engine.request_extras(wl.output_tokens))
+            spec = RequestSpec(
+                api=wl.api,
+                model=model,
+                output_tokens=wl.output_tokens,
+                extras=self.engine.request_extras(wl.output_tokens),
+            )
             if wl.warmup_requests:
                 self.progress.phase(f"warm-up ({wl.warmup_requests} requests)")
-                warm = self._level(srv, spec, wl, min(wl.warmup_requests, max(wl.concurrency)),
-                                   wl.warmup_requests, None, -1, count_progress=False)
-                entry["warmup"] = {"requests": len(warm.records),
-                                   "errors": sum(x.status != "ok" for x in warm.records),
-                                   "duration_s": warm.duration_s}
+                warm = self._level(
+                    srv,
+                    spec,
+                    wl,
+                    min(wl.warmup_requests, max(wl.concurrency)),
+                    wl.warmup_requests,
+                    None,
+                    -1,
+                    count_progress=False,
+                )
+                entry["warmup"] = {
+                    "requests": len(warm.records),
+                    "errors": sum(x.status != "ok" for x in warm.records),
+                    "duration_s": warm.duration_s,
+                }
             for c in wl.concurrency:
                 for rep in range(wl.repetitions):
                     self.progress.level_start(c, rep, wl.repetitions, wl.requests_per_level)
                     lv = self._level(srv, spec, wl, c, wl.requests_per_level, wl.duration_s, rep)
                     recs = [x.as_dict() for x in lv.records]
-                    entry["levels"].append({
-                        "concurrency": c, "repetition": rep,
-                        "started_at_unix": lv.started_at_unix,
-                        "summary": summarize(recs, lv.duration_s),
-                    })
-                    rows.extend({"experiment": r.id, "concurrency": c, "repetition": rep, **x}
-                                for x in recs)
+                    entry["levels"].append(
+                        {
+                            "concurrency": c,
+                            "repetition": rep,
+                            "started_at_unix": lv.started_at_unix,
+                            "summary": summarize(recs, lv.duration_s),
+                        }
+                    )
+                    rows.extend(
+                        {"experiment": r.id, "concurrency": c, "repetition": rep, **x} for x in recs
+                    )
                     code = srv.exited()
                     if code is not None:
-                        raise ServerError(f"server exited with code {code} during C={c} "
-                                          f"repetition {rep + 1}", srv.log_tail())
+                        raise ServerError(
+                            f"server exited with code {code} during C={c} repetition {rep + 1}",
+                            srv.log_tail(),
+                        )
             entry["status"] = "ok"
         except ServerError as exc:
             entry["status"] = "failed"
@@ -226,16 +263,25 @@ class Runner:
                 entry.setdefault("warnings", []).append(
                     "server did not stop cleanly: "
                     + ("process group still alive; " if not stop.group_gone else "")
-                    + ("port still in use" if not stop.port_free else ""))
+                    + ("port still in use" if not stop.port_free else "")
+                )
             entry["finished_at"] = _utc_now()
             entry["by_level"] = _by_level(entry["levels"])
             if rows:
                 results.save_requests(self.run_dir, r.id, rows)
             self._save()
 
-    def _level(self, srv: ServerProcess, spec: RequestSpec, wl: Any, concurrency: int,
-               requests: int | None, duration_s: float | None, rep: int,
-               count_progress: bool = True) -> Any:
+    def _level(
+        self,
+        srv: ServerProcess,
+        spec: RequestSpec,
+        wl: Any,
+        concurrency: int,
+        requests: int | None,
+        duration_s: float | None,
+        rep: int,
+        count_progress: bool = True,
+    ) -> Any:
         n_prompts = requests if requests is not None else PROMPT_POOL
         seed = wl.seed * 1_000_003 + concurrency * 1_009 + rep  # same prompts for every experiment
         pool = prompts.synthetic(n_prompts, wl.input_tokens, seed)
@@ -244,9 +290,18 @@ class Runner:
             if count_progress:
                 self.progress.request_done(rec.output_tokens, rec.status == "ok")
 
-        return asyncio.run(run_level(srv.base_url, spec, pool, concurrency, requests=requests,
-                                     duration_s=duration_s, timeout_s=wl.request_timeout_s,
-                                     on_request=on_request))
+        return asyncio.run(
+            run_level(
+                srv.base_url,
+                spec,
+                pool,
+                concurrency,
+                requests=requests,
+                duration_s=duration_s,
+                timeout_s=wl.request_timeout_s,
+                on_request=on_request,
+            )
+        )
 
     def _decide(self, entry: dict[str, Any]) -> None:
         obj = self.m.campaign.objective
@@ -256,11 +311,13 @@ class Runner:
         baseline = self.results["experiments"][0]
         if entry["status"] != "ok":
             entry["decision"] = decide_mod.Decision(
-                "failed", f"{entry['id']} failed: {entry.get('reason')}").as_dict()
+                "failed", f"{entry['id']} failed: {entry.get('reason')}"
+            ).as_dict()
             return
         if entry is baseline:
             entry["decision"] = decide_mod.Decision(
-                "baseline", "The reference every other experiment is compared with.").as_dict()
+                "baseline", "The reference every other experiment is compared with."
+            ).as_dict()
             self.results["best"] = entry["id"]
             return
         parent = by_id[entry["parent"]]
@@ -268,24 +325,32 @@ class Runner:
         def cmp(other: dict[str, Any]) -> list[decide_mod.Comparison]:
             if other["status"] != "ok":
                 return []
-            return decide_mod.compare_experiments(other["levels"], entry["levels"], obj.metric,
-                                                  margin=margin, higher_is_better=higher,
-                                                  concurrency=obj.concurrency)
+            return decide_mod.compare_experiments(
+                other["levels"],
+                entry["levels"],
+                obj.metric,
+                margin=margin,
+                higher_is_better=higher,
+                concurrency=obj.concurrency,
+            )
 
         vs_parent, vs_base = cmp(parent), cmp(baseline)
         if parent["status"] != "ok":
-            verdict, why = "inconclusive", f"its parent {parent['id']} failed, so there is " \
-                                           "nothing to compare with."
+            verdict, why = (
+                "inconclusive",
+                f"its parent {parent['id']} failed, so there is nothing to compare with.",
+            )
         else:
-            verdict, why = decide_mod.decide(entry["id"], parent["id"], vs_parent, obj.metric,
-                                             margin)
+            verdict, why = decide_mod.decide(
+                entry["id"], parent["id"], vs_parent, obj.metric, margin
+            )
         entry["decision"] = decide_mod.Decision(verdict, why, vs_parent, vs_base).as_dict()
         if verdict == "adopted":
             self._update_best(entry, baseline, higher)
 
-    def _update_best(self, entry: dict[str, Any], baseline: dict[str, Any],
-                     higher: bool) -> None:
+    def _update_best(self, entry: dict[str, Any], baseline: dict[str, Any], higher: bool) -> None:
         """Best = the adopted configuration with the highest objective score against baseline."""
+
         def score(e: dict[str, Any]) -> float:
             if e is baseline:
                 return 0.0

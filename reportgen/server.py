@@ -207,8 +207,11 @@ class ServerProcess:
         t0 = time.monotonic()
         pgid = self.proc.pid  # start_new_session makes the child its group's leader
         grace = self.stop_timeout_s
-        for sig, wait_s in ((signal.SIGINT, grace * 0.5), (signal.SIGTERM, grace * 0.5),
-                            (signal.SIGKILL, 10.0)):
+        for sig, wait_s in (
+            (signal.SIGINT, grace * 0.5),
+            (signal.SIGTERM, grace * 0.5),
+            (signal.SIGKILL, 10.0),
+        ):
             if not _group_alive(pgid):
                 break
             with contextlib.suppress(ProcessLookupError, PermissionError):

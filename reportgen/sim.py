@@ -56,33 +56,87 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     f, i = _number(float, 0), _number(int, 0)
     a = parser.add_argument
     a("--host", metavar="ADDR", default="127.0.0.1", help="address to bind (default: %(default)s)")
-    a("--port", metavar="PORT", type=int, default=8000,
-      help="TCP port to listen on (default: %(default)s)")
-    a("--model", metavar="NAME", default="sim-model",
-      help="served model name (default: %(default)s)")
-    a("--ttft-ms", metavar="MS", type=f, default=20.0,
-      help="base time to first token, milliseconds (default: %(default)s)")
-    a("--itl-ms", metavar="MS", type=f, default=5.0,
-      help="base inter-token latency, milliseconds per token (default: %(default)s)")
-    a("--ttft-growth", metavar="FRAC", type=f, default=0.02,
-      help="fractional TTFT growth per additional active request: "
-           "ttft = base * (1 + growth * (active - 1)) (default: %(default)s)")
-    a("--itl-growth", metavar="FRAC", type=f, default=0.01,
-      help="fractional ITL growth per additional active request, same formula "
-           "(default: %(default)s)")
-    a("--jitter", metavar="FRAC", type=f, default=0.0,
-      help="relative standard deviation of multiplicative lognormal noise on every delay, "
-           "e.g. 0.1 = 10%% (default: %(default)s)")
-    a("--seed", metavar="INT", type=int, default=0,
-      help="seed for noise and generated text (default: %(default)s)")
-    a("--startup-s", metavar="S", type=f, default=0.0,
-      help="simulated model-load time, seconds; /health is 503 until it has passed "
-           "(default: %(default)s)")
-    a("--tokens-per-chunk", metavar="N", type=_number(int, 1), default=1,
-      help="tokens per streamed SSE chunk, >= 1 (default: %(default)s)")
-    a("--max-running-requests", metavar="N", type=i, default=0,
-      help="requests served at once; more wait in a queue before their TTFT starts; "
-           "0 = unlimited (default: %(default)s)")
+    a(
+        "--port",
+        metavar="PORT",
+        type=int,
+        default=8000,
+        help="TCP port to listen on (default: %(default)s)",
+    )
+    a(
+        "--model",
+        metavar="NAME",
+        default="sim-model",
+        help="served model name (default: %(default)s)",
+    )
+    a(
+        "--ttft-ms",
+        metavar="MS",
+        type=f,
+        default=20.0,
+        help="base time to first token, milliseconds (default: %(default)s)",
+    )
+    a(
+        "--itl-ms",
+        metavar="MS",
+        type=f,
+        default=5.0,
+        help="base inter-token latency, milliseconds per token (default: %(default)s)",
+    )
+    a(
+        "--ttft-growth",
+        metavar="FRAC",
+        type=f,
+        default=0.02,
+        help="fractional TTFT growth per additional active request: "
+        "ttft = base * (1 + growth * (active - 1)) (default: %(default)s)",
+    )
+    a(
+        "--itl-growth",
+        metavar="FRAC",
+        type=f,
+        default=0.01,
+        help="fractional ITL growth per additional active request, same formula "
+        "(default: %(default)s)",
+    )
+    a(
+        "--jitter",
+        metavar="FRAC",
+        type=f,
+        default=0.0,
+        help="relative standard deviation of multiplicative lognormal noise on every delay, "
+        "e.g. 0.1 = 10%% (default: %(default)s)",
+    )
+    a(
+        "--seed",
+        metavar="INT",
+        type=int,
+        default=0,
+        help="seed for noise and generated text (default: %(default)s)",
+    )
+    a(
+        "--startup-s",
+        metavar="S",
+        type=f,
+        default=0.0,
+        help="simulated model-load time, seconds; /health is 503 until it has passed "
+        "(default: %(default)s)",
+    )
+    a(
+        "--tokens-per-chunk",
+        metavar="N",
+        type=_number(int, 1),
+        default=1,
+        help="tokens per streamed SSE chunk, >= 1 (default: %(default)s)",
+    )
+    a(
+        "--max-running-requests",
+        metavar="N",
+        type=i,
+        default=0,
+        help="requests served at once; more wait in a queue before their TTFT starts; "
+        "0 = unlimited (default: %(default)s)",
+    )
 
 
 class _BadRequest(Exception):
@@ -92,8 +146,8 @@ class _BadRequest(Exception):
 def _error(message: str, status: int = 400) -> web.Response:
     kind = "invalid_request_error" if status == 400 else "service_unavailable"
     return web.json_response(
-        {"error": {"message": message, "type": kind, "param": None, "code": status}},
-        status=status)
+        {"error": {"message": message, "type": kind, "param": None, "code": status}}, status=status
+    )
 
 
 class _Sim:
@@ -105,8 +159,9 @@ class _Sim:
         self.noise = random.Random(args.seed)
         # Lognormal with mean 1 and relative sd `jitter`: sigma^2 = ln(1 + jitter^2).
         self.sigma = math.sqrt(math.log1p(args.jitter**2))
-        self.slots = (asyncio.Semaphore(args.max_running_requests)
-                      if args.max_running_requests > 0 else None)
+        self.slots = (
+            asyncio.Semaphore(args.max_running_requests) if args.max_running_requests > 0 else None
+        )
 
     def delay_s(self, base_ms: float, growth: float, tokens: int = 1) -> float:
         """Delay in seconds for `tokens` tokens, given the load at this moment."""
@@ -114,15 +169,20 @@ class _Sim:
             return 0.0
         d = base_ms / 1000 * tokens * (1 + growth * max(self.active - 1, 0))
         if self.sigma > 0:
-            d *= self.noise.lognormvariate(-self.sigma**2 / 2, self.sigma)
+            d *= self.noise.lognormvariate(-(self.sigma**2) / 2, self.sigma)
         return d
 
     def text(self, prompt: str, n: int) -> list[str]:
         """Deterministic pseudo-words: same seed and prompt give the same tokens (greedy-like)."""
         digest = hashlib.sha256(prompt.encode()).hexdigest()
         rng = random.Random(f"{self.args.seed}:{digest}")  # str seeds are stable across runs
-        return [" " + "".join(rng.choice(_CONSONANTS) + rng.choice(_VOWELS)
-                              for _ in range(rng.randint(1, 3))) for _ in range(n)]
+        return [
+            " "
+            + "".join(
+                rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(rng.randint(1, 3))
+            )
+            for _ in range(n)
+        ]
 
     async def generate(self, tokens: list[str], chunk: int) -> AsyncGenerator[str, None]:
         """Yield text pieces on schedule: first after TTFT, then one per `chunk` tokens.
@@ -144,7 +204,7 @@ class _Sim:
                     deadline += self.delay_s(a.itl_ms, a.itl_growth, min(chunk, len(tokens) - k))
                 if deadline > loop.time():
                     await asyncio.sleep(deadline - loop.time())
-                yield "".join(tokens[k:k + chunk])
+                yield "".join(tokens[k : k + chunk])
         finally:
             self.active -= 1
             if self.slots is not None:
@@ -194,12 +254,18 @@ class _Sim:
         except _BadRequest as exc:
             return _error(str(exc))
 
-        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": n,
-                 "total_tokens": len(prompt.split()) + n}
+        usage = {
+            "prompt_tokens": len(prompt.split()),
+            "completion_tokens": n,
+            "total_tokens": len(prompt.split()) + n,
+        }
         tokens = self.text(prompt, n)
-        head = {"id": ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex,
-                "object": "chat.completion" if chat else "text_completion",
-                "created": int(time.time()), "model": self.args.model}
+        head = {
+            "id": ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex,
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": self.args.model,
+        }
         if not body.get("stream"):
             async with aclosing(self.generate(tokens, self.args.tokens_per_chunk)) as gen:
                 text = "".join([piece async for piece in gen])  # same total time as a stream
@@ -213,8 +279,9 @@ class _Sim:
         opts = body.get("stream_options")
         include_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
         head["object"] = "chat.completion.chunk" if chat else "text_completion"
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                           "Cache-Control": "no-cache"})
+        resp = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
         await resp.prepare(request)
 
         async def send(choices: list[dict[str, Any]], **extra: Any) -> None:
@@ -225,15 +292,26 @@ class _Sim:
 
         try:
             if chat:  # OpenAI opens every chat stream with an empty assistant-role delta
-                await send([{"index": 0, "delta": {"role": "assistant", "content": ""},
-                             "logprobs": None, "finish_reason": None}])
+                await send(
+                    [
+                        {
+                            "index": 0,
+                            "delta": {"role": "assistant", "content": ""},
+                            "logprobs": None,
+                            "finish_reason": None,
+                        }
+                    ]
+                )
             sent = 0
             # aclosing: if the client leaves, free the slot now rather than at garbage collection
             async with aclosing(self.generate(tokens, self.args.tokens_per_chunk)) as gen:
                 async for piece in gen:
                     sent += self.args.tokens_per_chunk
-                    choice = {"index": 0, "logprobs": None,
-                              "finish_reason": "length" if sent >= n else None}
+                    choice = {
+                        "index": 0,
+                        "logprobs": None,
+                        "finish_reason": "length" if sent >= n else None,
+                    }
                     choice.update({"delta": {"content": piece}} if chat else {"text": piece})
                     await send([choice])
             if include_usage:
@@ -266,8 +344,11 @@ def _chat_prompt(body: dict[str, Any]) -> str:
         if isinstance(content, str):
             texts.append(content)
         elif isinstance(content, list):
-            texts += [str(p.get("text", "")) for p in content
-                      if isinstance(p, dict) and p.get("type") == "text"]
+            texts += [
+                str(p.get("text", ""))
+                for p in content
+                if isinstance(p, dict) and p.get("type") == "text"
+            ]
         elif content is not None:
             raise _BadRequest("message content must be a string or a list of parts")
     return "\n".join(texts)
@@ -276,9 +357,14 @@ def _chat_prompt(body: dict[str, Any]) -> str:
 async def _run(args: argparse.Namespace) -> int:
     sim = _Sim(args)
     app = web.Application(client_max_size=64 * 1024 * 1024)  # long prompts: up to 64 MiB bodies
-    app.add_routes([web.get("/health", sim.health), web.get("/v1/models", sim.models),
-                    web.post("/v1/completions", sim.completions),
-                    web.post("/v1/chat/completions", sim.chat)])
+    app.add_routes(
+        [
+            web.get("/health", sim.health),
+            web.get("/v1/models", sim.models),
+            web.post("/v1/completions", sim.completions),
+            web.post("/v1/chat/completions", sim.chat),
+        ]
+    )
     # No access log: at 1024 concurrent streams it costs more than the simulated work.
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
@@ -322,8 +408,11 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None, prog: str = "reportgen sim") -> int:
     parser = argparse.ArgumentParser(
-        prog=prog, description=DESCRIPTION, epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog=prog,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

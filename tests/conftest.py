@@ -47,9 +47,12 @@ def start_sim(tmp_path: Path, *flags: str) -> Sim:
     port = free_port()
     log = tmp_path / f"sim-{port}.log"
     with log.open("wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "reportgen.sim", "--port", str(port),
-                                 *flags], stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "reportgen.sim", "--port", str(port), *flags],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if proc.poll() is not None:

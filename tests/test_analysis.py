@@ -10,11 +10,20 @@ from reportgen.analysis.decide import compare_runs, decide
 from reportgen.analysis.summary import aggregate, summarize
 
 
-def rec(start: float, chunks: list[float], end: float, out: int, status: str = "ok",
-        inp: int = 10) -> dict[str, object]:
-    return {"start": start, "first_token": chunks[0] if chunks else None, "chunk_times": chunks,
-            "end": end, "output_tokens": out, "input_tokens": inp, "status": status,
-            "requested_output_tokens": 4, "error": None if status == "ok" else "HTTP 500: x"}
+def rec(
+    start: float, chunks: list[float], end: float, out: int, status: str = "ok", inp: int = 10
+) -> dict[str, object]:
+    return {
+        "start": start,
+        "first_token": chunks[0] if chunks else None,
+        "chunk_times": chunks,
+        "end": end,
+        "output_tokens": out,
+        "input_tokens": inp,
+        "status": status,
+        "requested_output_tokens": 4,
+        "error": None if status == "ok" else "HTTP 500: x",
+    }
 
 
 def test_summary_by_hand() -> None:
@@ -61,22 +70,46 @@ def test_welch_ratio_by_hand() -> None:
 
 def test_equivalent_inconclusive_and_single_runs() -> None:
     p = [100.0, 100.5, 99.5]
-    assert compare_runs(p, [100.2, 100.1, 99.9], margin=0.05,
-                        higher_is_better=True).verdict == "equivalent"
-    assert compare_runs([90.0, 110.0, 100.0], [95.0, 120.0, 108.0], margin=0.05,
-                        higher_is_better=True).verdict == "inconclusive"
+    assert (
+        compare_runs(p, [100.2, 100.1, 99.9], margin=0.05, higher_is_better=True).verdict
+        == "equivalent"
+    )
+    assert (
+        compare_runs(
+            [90.0, 110.0, 100.0], [95.0, 120.0, 108.0], margin=0.05, higher_is_better=True
+        ).verdict
+        == "inconclusive"
+    )
     one = compare_runs([100.0], [150.0], margin=0.05, higher_is_better=True)
     assert one.ratio == pytest.approx(1.5) and one.ci_low is None
     assert one.verdict == "inconclusive"
 
 
 def test_decide_adopts_rejects_and_explains() -> None:
-    better = compare_runs([1.0, 1.01, 0.99], [1.3, 1.31, 1.29], margin=0.05,
-                          higher_is_better=True, metric="output_tok_s", concurrency=1)
-    same = compare_runs([1.0, 1.01, 0.99], [1.0, 1.005, 0.995], margin=0.05,
-                        higher_is_better=True, metric="output_tok_s", concurrency=32)
-    worse = compare_runs([1.0, 1.01, 0.99], [0.7, 0.71, 0.69], margin=0.05,
-                         higher_is_better=True, metric="output_tok_s", concurrency=32)
+    better = compare_runs(
+        [1.0, 1.01, 0.99],
+        [1.3, 1.31, 1.29],
+        margin=0.05,
+        higher_is_better=True,
+        metric="output_tok_s",
+        concurrency=1,
+    )
+    same = compare_runs(
+        [1.0, 1.01, 0.99],
+        [1.0, 1.005, 0.995],
+        margin=0.05,
+        higher_is_better=True,
+        metric="output_tok_s",
+        concurrency=32,
+    )
+    worse = compare_runs(
+        [1.0, 1.01, 0.99],
+        [0.7, 0.71, 0.69],
+        margin=0.05,
+        higher_is_better=True,
+        metric="output_tok_s",
+        concurrency=32,
+    )
     verdict, why = decide("mtp", "baseline", [better, same], "output_tok_s", 0.05)
     assert verdict == "adopted" and "C=1: x1.30" in why and "build on mtp" in why
     verdict, why = decide("mtp", "baseline", [better, worse], "output_tok_s", 0.05)

@@ -36,7 +36,7 @@ why = "reference"
 [[experiment]]
 id = "mtp"
 why = "speculation"
-args = { speculative-algorithm = "NEXTN", speculative-num-steps = 3, speculative-config = { k = 1 } }
+args = { speculative-algorithm = "NEXTN", speculative-num-steps = 3, speculative-config = {k = 1} }
 workload = { concurrency = [1, 4, 64] }
 
 [[experiment]]
@@ -76,16 +76,20 @@ def test_good_campaign_resolves_parents_args_and_overrides() -> None:
 
 
 def test_every_problem_is_reported_at_once_with_file_key_and_value() -> None:
-    text = GOOD.replace('title = "T"', 'title = "T"\nmargn = 0.1').replace(
-        "requests_per_level = 8", "requests_per_level = -1\nconcurency = [2]").replace(
-        'based_on = "best"', 'based_on = "mpt"')
+    text = (
+        GOOD.replace('title = "T"', 'title = "T"\nmargn = 0.1')
+        .replace("requests_per_level = 8", "requests_per_level = -1\nconcurency = [2]")
+        .replace('based_on = "best"', 'based_on = "mpt"')
+    )
     found = problems(text)
     assert len(found) == 4, found
     assert "c.toml: campaign.margn = 0.1: unknown key; did you mean 'margin'?" in found
     assert "c.toml: workload.concurency = [2]: unknown key; did you mean 'concurrency'?" in found
     assert any(p.startswith("c.toml: workload.requests_per_level = -1:") for p in found)
-    assert any("experiment[2] (id='car').based_on = 'mpt'" in p and "did you mean 'mtp'" in p
-               for p in found)
+    assert any(
+        "experiment[2] (id='car').based_on = 'mpt'" in p and "did you mean 'mtp'" in p
+        for p in found
+    )
 
 
 def test_wrong_types_and_missing_keys() -> None:
@@ -111,7 +115,8 @@ args = { port = [1, { x = 1 }] }
 
 def test_cross_key_rules() -> None:
     text = GOOD.replace('id = "car"', 'id = "mtp"').replace(
-        'unset = ["disable-custom-all-reduce"]', 'unset = ["disable-custom-allreduce"]')
+        'unset = ["disable-custom-all-reduce"]', 'unset = ["disable-custom-allreduce"]'
+    )
     text = text.replace('why = "reference"', 'why = "reference"\nbased_on = "mtp"')
     text = text.replace("concurrency = [1] }", "concurrency = [1, 32] }")
     found = "\n".join(problems(text))

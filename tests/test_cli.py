@@ -13,12 +13,18 @@ COMMANDS = ["validate", "plan", "run", "render", "sim", "schema"]
 
 
 def reportgen(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "reportgen", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
 
 
-@pytest.mark.parametrize("command", [[], *[[c] for c in COMMANDS]], ids=lambda c: " ".join(c)
-                         or "reportgen")
+@pytest.mark.parametrize(
+    "command", [[], *[[c] for c in COMMANDS]], ids=lambda c: " ".join(c) or "reportgen"
+)
 def test_every_help_ends_with_an_example(command: list[str]) -> None:
     res = reportgen(*command, "--help")
     assert res.returncode == 0, res.stderr
@@ -37,8 +43,10 @@ def test_validate_exit_codes_and_no_traceback(tmp_path: Path) -> None:
     ok = reportgen("validate", "campaigns/demo.toml")
     assert ok.returncode == 0 and "ok" in ok.stdout
     bad = tmp_path / "bad.toml"
-    bad.write_text('[campaign]\nname = "x"\ntitle = "t"\nmargin = "big"\n'
-                   '[[experiment]]\nid = "a"\nwhy = "b"\nrequests = 3\n')
+    bad.write_text(
+        '[campaign]\nname = "x"\ntitle = "t"\nmargin = "big"\n'
+        '[[experiment]]\nid = "a"\nwhy = "b"\nrequests = 3\n'
+    )
     res = reportgen("validate", str(bad), "campaigns/demo.toml")
     assert res.returncode == 2
     assert "Traceback" not in res.stderr + res.stdout
@@ -54,9 +62,11 @@ def test_validate_exit_codes_and_no_traceback(tmp_path: Path) -> None:
 
 def test_plan_prints_commands_and_redacts_secrets(tmp_path: Path) -> None:
     text = (ROOT / "campaigns" / "demo.toml").read_text()
-    text = text.replace('args = { port = 18427,',
-                        'env = { HF_TOKEN = "hf_secretsecretsecretsecret1234" }\n'
-                        'args = { api-key = "sk-verysecretvalue123456", port = 18427,')
+    text = text.replace(
+        "args = { port = 18427,",
+        'env = { HF_TOKEN = "hf_secretsecretsecretsecret1234" }\n'
+        'args = { api-key = "sk-verysecretvalue123456", port = 18427,',
+    )
     path = tmp_path / "c.toml"
     path.write_text(text)
     res = reportgen("plan", str(path))

@@ -17,8 +17,9 @@ def test_closed_loop_level_records_every_chunk(sim: Sim, api: str) -> None:
     spec = RequestSpec(api=api, model=None, output_tokens=10)
     prompts = synthetic(8, 12, seed=1)
     done: list[int] = []
-    lv = asyncio.run(run_level(sim.url, spec, prompts, 4, requests=8,
-                               on_request=lambda r: done.append(r.index)))
+    lv = asyncio.run(
+        run_level(sim.url, spec, prompts, 4, requests=8, on_request=lambda r: done.append(r.index))
+    )
     assert sorted(done) == list(range(8))
     assert [r.index for r in lv.records] == list(range(8))
     for r in lv.records:

@@ -17,10 +17,22 @@ from tests.conftest import free_port, group_alive
 SIM = [sys.executable, "-m", "reportgen.sim"]
 
 
-def make(tmp_path: Path, argv: list[str], port: int, engine: str = "sim",
-         env: dict[str, str] | None = None) -> ServerProcess:
-    return ServerProcess(argv, env=env or {}, log_path=tmp_path / "server.log", host="127.0.0.1",
-                         port=port, engine=engines.get(engine), stop_timeout_s=4)
+def make(
+    tmp_path: Path,
+    argv: list[str],
+    port: int,
+    engine: str = "sim",
+    env: dict[str, str] | None = None,
+) -> ServerProcess:
+    return ServerProcess(
+        argv,
+        env=env or {},
+        log_path=tmp_path / "server.log",
+        host="127.0.0.1",
+        port=port,
+        engine=engines.get(engine),
+        stop_timeout_s=4,
+    )
 
 
 def test_ready_means_health_and_a_one_token_generation(tmp_path: Path) -> None:
@@ -71,11 +83,12 @@ def test_stop_reaches_the_whole_group_even_children_that_ignore_sigint(tmp_path:
     # stop (ending in SIGKILL to the group) gets rid of both.
     script.write_text(
         "trap '' INT TERM\n"
-        f"{sys.executable} -c \"import signal,socket,time; "
+        f'{sys.executable} -c "import signal,socket,time; '
         "signal.signal(signal.SIGINT, signal.SIG_IGN); signal.signal(signal.SIGTERM, "
         f"signal.SIG_IGN); s=socket.socket(); s.bind(('127.0.0.1', {port})); s.listen(); "
-        "time.sleep(600)\" &\n"
-        "wait\n")
+        'time.sleep(600)" &\n'
+        "wait\n"
+    )
     srv = make(tmp_path, ["bash", str(script)], port, engine="generic")
     srv.start()
     deadline = time.monotonic() + 10
@@ -103,8 +116,12 @@ def test_port_in_use_and_missing_command_are_clear_errors(tmp_path: Path) -> Non
 
 def test_log_tail_is_redacted(tmp_path: Path) -> None:
     port = free_port()
-    srv = make(tmp_path, ["bash", "-c", "echo using token hf_abcdefghijklmnopqrstuvwx; exit 3"],
-               port, engine="generic")
+    srv = make(
+        tmp_path,
+        ["bash", "-c", "echo using token hf_abcdefghijklmnopqrstuvwx; exit 3"],
+        port,
+        engine="generic",
+    )
     srv.start()
     with pytest.raises(ServerError) as info:
         srv.wait_ready(10, "chat")

@@ -57,7 +57,10 @@ def _start(tmp_path: Path, *flags: str, wait_ready: bool = True) -> Sim:
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "reportgen.sim", "--port", str(port), *flags],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     sim = Sim(proc, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + START_DEADLINE_S
     while True:
@@ -91,8 +94,19 @@ def start_sim(tmp_path: Path) -> Iterator[Callable[..., Sim]]:
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
     """Shared server with fixed, load-independent latency: TTFT 100 ms, ITL 10 ms."""
-    s = _start(tmp_path_factory.mktemp("sim"), "--ttft-ms", "100", "--itl-ms", "10",
-               "--ttft-growth", "0", "--itl-growth", "0", "--seed", "7")
+    s = _start(
+        tmp_path_factory.mktemp("sim"),
+        "--ttft-ms",
+        "100",
+        "--itl-ms",
+        "10",
+        "--ttft-growth",
+        "0",
+        "--itl-growth",
+        "0",
+        "--seed",
+        "7",
+    )
     yield s
     _stop(s.proc)
 
@@ -101,7 +115,7 @@ def _events(resp: httpx.Response) -> Iterator[tuple[float, Any]]:
     """(arrival time, parsed payload or "[DONE]") for each SSE event of a streaming response."""
     for line in resp.iter_lines():
         if line.startswith("data: "):
-            data = line[len("data: "):]
+            data = line[len("data: ") :]
             yield time.perf_counter(), data if data == "[DONE]" else json.loads(data)
 
 
@@ -136,11 +150,14 @@ def test_models(sim: Sim) -> None:
 
 
 def test_stream_chat_with_usage(sim: Sim) -> None:
-    messages = [{"role": "system", "content": "be brief"},
-                {"role": "user", "content": [{"type": "text", "text": "one two three four"}]}]
-    _, events = _stream(sim.url + "/v1/chat/completions",
-                        {"messages": messages, "max_tokens": 5,
-                         "stream_options": {"include_usage": True}})
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "one two three four"}]},
+    ]
+    _, events = _stream(
+        sim.url + "/v1/chat/completions",
+        {"messages": messages, "max_tokens": 5, "stream_options": {"include_usage": True}},
+    )
     chunks = [e for _, e in events]
     assert chunks[-1] == "[DONE]"
     role, content, usage = chunks[0], chunks[1:-2], chunks[-2]
@@ -155,8 +172,9 @@ def test_stream_chat_with_usage(sim: Sim) -> None:
 
 
 def test_stream_completions(sim: Sim) -> None:
-    _, events = _stream(sim.url + "/v1/completions", {"prompt": ["a b c", "ignored"],
-                                                      "max_tokens": 4})
+    _, events = _stream(
+        sim.url + "/v1/completions", {"prompt": ["a b c", "ignored"], "max_tokens": 4}
+    )
     chunks = [e for _, e in events]
     assert chunks[-1] == "[DONE]"
     assert len(chunks) == 5  # no usage chunk without stream_options.include_usage
@@ -173,9 +191,10 @@ def test_non_streaming(sim: Sim) -> None:
     assert len(body["choices"][0]["text"].split()) == 3
     assert body["usage"] == {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
 
-    chat = httpx.post(sim.url + "/v1/chat/completions",
-                      json={"messages": [{"role": "user", "content": "hi there"}],
-                            "max_completion_tokens": 7})
+    chat = httpx.post(
+        sim.url + "/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "hi there"}], "max_completion_tokens": 7},
+    )
     body = chat.json()
     assert body["object"] == "chat.completion"
     assert body["choices"][0]["message"]["role"] == "assistant"
@@ -206,8 +225,7 @@ def test_same_prompt_same_text(sim: Sim) -> None:
 
     assert text("the same prompt") == text("the same prompt")
     assert text("the same prompt") != text("another prompt")
-    _, events = _stream(sim.url + "/v1/completions", {"prompt": "the same prompt",
-                                                      "max_tokens": 8})
+    _, events = _stream(sim.url + "/v1/completions", {"prompt": "the same prompt", "max_tokens": 8})
     assert "".join(e["choices"][0]["text"] for _, e in events[:-1]) == text("the same prompt")
 
 
@@ -219,8 +237,9 @@ def test_bad_requests_get_400(sim: Sim, path: str) -> None:
         assert r.status_code == 400
         err = r.json()["error"]
         assert err["type"] == "invalid_request_error" and err["code"] == 400 and err["message"]
-    r = httpx.post(sim.url + path, content=b'{"prompt": ',
-                   headers={"content-type": "application/json"})
+    r = httpx.post(
+        sim.url + path, content=b'{"prompt": ', headers={"content-type": "application/json"}
+    )
     assert r.status_code == 400
     assert r.json()["error"]["type"] == "invalid_request_error"
 
@@ -253,8 +272,20 @@ def test_itl_grows_with_concurrency(start_sim: Callable[..., Sim]) -> None:
 
 
 def test_queue_and_chunking(start_sim: Callable[..., Sim]) -> None:
-    s = start_sim("--ttft-ms", "50", "--itl-ms", "10", "--ttft-growth", "0", "--itl-growth", "0",
-                  "--max-running-requests", "1", "--tokens-per-chunk", "4")
+    s = start_sim(
+        "--ttft-ms",
+        "50",
+        "--itl-ms",
+        "10",
+        "--ttft-growth",
+        "0",
+        "--itl-growth",
+        "0",
+        "--max-running-requests",
+        "1",
+        "--tokens-per-chunk",
+        "4",
+    )
     _, events = _stream(s.url + "/v1/completions", {"prompt": "x", "max_tokens": 10})
     assert [len(e["choices"][0]["text"].split()) for _, e in events[:-1]] == [4, 4, 2]
 
@@ -284,8 +315,12 @@ def test_zero_delay_server_is_fast(start_sim: Callable[..., Sim]) -> None:
 
 
 def test_unknown_flag_fails_fast() -> None:
-    r = subprocess.run([sys.executable, "-m", "reportgen.sim", "--no-such-flag"],
-                       capture_output=True, text=True, timeout=10)
+    r = subprocess.run(
+        [sys.executable, "-m", "reportgen.sim", "--no-such-flag"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     assert r.returncode != 0
     assert "unrecognized arguments: --no-such-flag" in r.stderr
 

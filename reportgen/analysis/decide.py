@@ -53,8 +53,9 @@ def compare_runs(
     p = np.log(np.asarray([v for v in parent if v and v > 0], dtype=float))
     c = np.log(np.asarray([v for v in child if v and v > 0], dtype=float))
     if p.size == 0 or c.size == 0:
-        return Comparison(metric, concurrency, None, None, None, int(p.size), int(c.size),
-                          "inconclusive")
+        return Comparison(
+            metric, concurrency, None, None, None, int(p.size), int(c.size), "inconclusive"
+        )
     diff = float(c.mean() - p.mean())
     ratio = math.exp(diff)
     lo = hi = None
@@ -71,8 +72,9 @@ def compare_runs(
     return Comparison(metric, concurrency, ratio, lo, hi, int(p.size), int(c.size), verdict)
 
 
-def _verdict(ratio: float, lo: float | None, hi: float | None, margin: float,
-             higher_is_better: bool) -> Verdict:
+def _verdict(
+    ratio: float, lo: float | None, hi: float | None, margin: float, higher_is_better: bool
+) -> Verdict:
     if lo is None or hi is None:
         return "inconclusive"
     upper, lower = 1 + margin, 1 / (1 + margin)
@@ -126,10 +128,22 @@ def compare_experiments(
 ) -> list[Comparison]:
     """Compare two experiments' level runs at their common (or the given) levels."""
     p, c = runs_by_level(parent_levels, metric), runs_by_level(child_levels, metric)
-    wanted = sorted(set(p) & set(c)) if not concurrency else [
-        x for x in concurrency if x in p and x in c]
-    return [compare_runs(p[x], c[x], margin=margin, higher_is_better=higher_is_better,
-                         metric=metric, concurrency=x) for x in wanted]
+    wanted = (
+        sorted(set(p) & set(c))
+        if not concurrency
+        else [x for x in concurrency if x in p and x in c]
+    )
+    return [
+        compare_runs(
+            p[x],
+            c[x],
+            margin=margin,
+            higher_is_better=higher_is_better,
+            metric=metric,
+            concurrency=x,
+        )
+        for x in wanted
+    ]
 
 
 def _fmt(c: Comparison) -> str:
@@ -148,22 +162,34 @@ def decide(
 ) -> tuple[str, str]:
     """Adopt when better at some objective level and worse at none. Returns (verdict, why)."""
     if not comparisons:
-        return "inconclusive", (f"{exp_id} shares no objective concurrency level with "
-                                f"{parent_id}; nothing to compare.")
+        return "inconclusive", (
+            f"{exp_id} shares no objective concurrency level with {parent_id}; nothing to compare."
+        )
     verdicts = [c.verdict for c in comparisons]
     detail = "; ".join(_fmt(c) for c in comparisons)
     head = f"{metric} vs {parent_id}: {detail}."
     if "worse" in verdicts:
         levels = ", ".join(f"C={c.concurrency}" for c in comparisons if c.verdict == "worse")
-        return "rejected", f"{head} Worse at {levels}, so {parent_id} stays the configuration " \
-                           f"to build on."
+        return (
+            "rejected",
+            f"{head} Worse at {levels}, so {parent_id} stays the configuration to build on.",
+        )
     if "better" in verdicts:
-        return "adopted", f"{head} Better beyond the {margin:.0%} margin and worse nowhere: " \
-                          f"later experiments based on \"best\" build on {exp_id}."
+        return (
+            "adopted",
+            f"{head} Better beyond the {margin:.0%} margin and worse nowhere: "
+            f'later experiments based on "best" build on {exp_id}.',
+        )
     if all(v == "equivalent" for v in verdicts):
-        return "equivalent", f"{head} Within the {margin:.0%} margin everywhere: no gain, so " \
-                             f"{parent_id} (the simpler configuration) is kept."
+        return (
+            "equivalent",
+            f"{head} Within the {margin:.0%} margin everywhere: no gain, so "
+            f"{parent_id} (the simpler configuration) is kept.",
+        )
     missing = [c for c in comparisons if c.ci_low is None]
-    more = (" Only one repetition per level: raise workload.repetitions to at least 2 for an "
-            "interval." if missing else " More repetitions would narrow the interval.")
+    more = (
+        " Only one repetition per level: raise workload.repetitions to at least 2 for an interval."
+        if missing
+        else " More repetitions would narrow the interval."
+    )
     return "inconclusive", f"{head} The noise is too large to tell.{more}"

@@ -31,15 +31,20 @@ def _dist(values: Sequence[float]) -> dict[str, float | None]:
         return {"mean": None, **{f"p{p}": None for p in PERCENTILES}}
     arr = np.asarray(values, dtype=float)
     pct = np.percentile(arr, PERCENTILES)
-    return {"mean": float(arr.mean()), **{f"p{p}": float(v) for p, v in zip(PERCENTILES, pct,
-                                                                            strict=True)}}
+    return {
+        "mean": float(arr.mean()),
+        **{f"p{p}": float(v) for p, v in zip(PERCENTILES, pct, strict=True)},
+    }
 
 
 def summarize(records: Iterable[Mapping[str, Any]], duration_s: float) -> dict[str, Any]:
     """Summary of one level run. ``records`` are request records as dicts (see loadgen)."""
     recs = list(records)
     ok = [r for r in recs if r["status"] == "ok"]
-    ttft, itl, tpot, e2e = [], [], [], []
+    ttft: list[float] = []
+    itl: list[float] = []
+    tpot: list[float] = []
+    e2e: list[float] = []
     out_tokens = in_tokens = 0
     busy_s = 0.0
     short = 0
@@ -99,8 +104,9 @@ def aggregate(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     Each repetition's summary is one observation (the unit of replication).
     """
     out: dict[str, Any] = {"repetitions": len(runs)}
-    keys = [(m, None) for m in THROUGHPUTS] + [(m, s) for m in LATENCIES
-                                               for s in ("p50", "p90", "p99")]
+    keys = [(m, None) for m in THROUGHPUTS] + [
+        (m, s) for m in LATENCIES for s in ("p50", "p90", "p99")
+    ]
     for metric, stat in keys:
         vals = [metric_value(r, metric, stat or "p50") for r in runs]
         nums = np.asarray([v for v in vals if v is not None and np.isfinite(v)], dtype=float)

@@ -1,0 +1,202 @@
+"""The demo campaign end to end, as `make demo` runs it, and what a reader gets from it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from pypdf import PdfReader
+
+from reportgen.server import port_is_free
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "campaigns" / "demo.toml"
+DEMO_PORT = 18427
+CHROMIUM = "/usr/bin/chromium"
+
+pytestmark = pytest.mark.slow
+
+
+def run_dir_of(output: Path) -> Path:
+    runs = sorted((output / "demo").iterdir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+@pytest.fixture(scope="module")
+def demo_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    output = tmp_path_factory.mktemp("output")
+    res = subprocess.run(
+        [sys.executable, "-m", "reportgen", "run", str(DEMO), "--output", str(output), "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=280,
+    )
+    return run_dir_of(output), res
+
+
+def test_demo_runs_to_the_end_and_prints_the_report(demo_run: Any) -> None:
+    run_dir, res = demo_run
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    assert f"report: {run_dir / 'report.html'}" in res.stdout
+    assert f"report: {run_dir / 'report.pdf'}" in res.stdout
+    assert "typo-in-flag" in res.stdout  # the closing summary table lists every experiment
+    assert port_is_free("127.0.0.1", DEMO_PORT), "a server was left running"
+
+
+def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
+    run_dir, _ = demo_run
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["status"] == "complete" and data["engine"]["simulated"] is True
+    exps = {e["id"]: e for e in data["experiments"]}
+    verdicts = {k: e["decision"]["verdict"] for k, e in exps.items()}
+    assert verdicts["baseline"] == "baseline"
+    assert verdicts["fast-decode-kernel"] == "adopted"
+    assert verdicts["bigger-batches"] == "rejected"
+    assert verdicts["prefill-chunk"] in ("equivalent", "inconclusive")  # within noise
+    assert verdicts["typo-in-flag"] == "failed"
+    assert data["best"] == "fast-decode-kernel"
+    failed = exps["typo-in-flag"]
+    assert failed["status"] == "failed" and "before it was ready" in failed["reason"]
+    assert "unrecognized arguments: --itl-msec 2" in failed["log_tail"]
+    # bigger-batches was based on "best", which had become fast-decode-kernel.
+    assert exps["bigger-batches"]["parent"] == "fast-decode-kernel"
+    assert {"key": "itl-growth", "kind": "changed", "before": 0.03, "after": 0.09} in exps[
+        "bigger-batches"
+    ]["flag_diff"]
+    for e in exps.values():
+        if e["status"] == "ok":
+            assert e["stop"]["group_gone"] and e["stop"]["port_free"]
+            assert len(e["levels"]) == 3 * 3  # levels x repetitions
+            summary = e["levels"][0]["summary"]
+            assert summary["errors"] == 0 and summary["output_tok_s"] > 0
+    table = pd.read_parquet(run_dir / "requests" / "baseline.parquet")
+    assert len(table) == 32 * 3 * 3
+    assert all(len(t) == 24 for t in table["chunk_times"])  # every chunk's arrival time
+
+
+def baseline_c1(run_dir: Path) -> float:
+    data = json.loads((run_dir / "results.json").read_text())
+    base = data["experiments"][0]
+    by = {lv["concurrency"]: lv for lv in base["by_level"]}
+    return float(by[1]["output_tok_s"]["mean"])
+
+
+def test_pdf_reads_back_with_ids_and_numbers(demo_run: Any) -> None:
+    run_dir, _ = demo_run
+    reader = PdfReader(run_dir / "report.pdf")
+    text = "\n".join(page.extract_text() for page in reader.pages)
+    for exp in (
+        "baseline",
+        "fast-decode-kernel",
+        "bigger-batches",
+        "prefill-chunk",
+        "typo-in-flag",
+    ):
+        assert exp in text, exp
+    assert f"{baseline_c1(run_dir):,.1f}" in text
+    assert "Simulated engine" in text
+    assert len(reader.pages) >= 3
+
+
+def test_html_loads_in_headless_chromium_without_errors(demo_run: Any) -> None:
+    if not os.path.exists(CHROMIUM):
+        pytest.fail("Chromium is missing: run `make test`, which installs it")
+    from playwright.sync_api import sync_playwright
+
+    run_dir, _ = demo_run
+    problems: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto((run_dir / "report.html").as_uri())
+            page.wait_for_load_state("load")
+            body = page.inner_text("body")
+            overflow = page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            svgs = page.locator("svg").count()
+        finally:
+            browser.close()
+    assert problems == []
+    assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
+    assert "fast-decode-kernel" in body and "typo-in-flag" in body
+    assert f"{baseline_c1(run_dir):,.1f}" in body
+    assert svgs >= 1  # charts are inline vector graphics
+    assert overflow <= 1, "the page scrolls sideways on a phone"
+
+
+def test_ctrl_c_stops_the_server_and_leaves_a_partial_report(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "reportgen",
+            "run",
+            str(DEMO),
+            "--output",
+            str(tmp_path),
+            "--quiet",
+            "--no-pdf",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        results = None
+        while time.monotonic() < deadline:
+            runs = list((tmp_path / "demo").glob("*/results.json"))
+            if runs:
+                data = json.loads(runs[0].read_text())
+                if data["experiments"][1]["status"] == "running":
+                    results = runs[0]
+                    break
+            time.sleep(0.2)
+        assert results is not None, "the second experiment never started"
+        time.sleep(1.0)  # inside the second experiment's measurement
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    data = json.loads(results.read_text())
+    assert data["status"] == "incomplete"
+    assert data["experiments"][0]["status"] == "ok"
+    assert data["experiments"][1]["status"] == "interrupted"
+    assert data["experiments"][1]["stop"]["group_gone"]
+    assert (results.parent / "report.html").exists()
+    assert "INCOMPLETE" in (results.parent / "report.html").read_text().upper()
+    assert port_is_free("127.0.0.1", DEMO_PORT)
