@@ -23,7 +23,7 @@ from reportgen.errors import GpuError, ReportgenError, ServerError
 from reportgen.loadgen import RequestRecord, RequestSpec, run_level
 from reportgen.progress import ProgressSink, Quiet
 from reportgen.redact import REDACTED, is_secret_name, redact_argv, redact_env
-from reportgen.server import ServerProcess
+from reportgen.server import ServerProcess, port_is_free
 
 PROMPT_POOL = 4096  # prompts generated per level in duration mode (reused cyclically)
 
@@ -102,6 +102,9 @@ class Runner:
     # -- steps -----------------------------------------------------------------------------
 
     def _preflight(self, environment: dict[str, Any]) -> None:
+        """Refuse to start when the host is not the one the campaign expects, or a port its
+        servers need is taken (another server, perhaps another run): every experiment would
+        fail, so nothing is started and the user is told what to do."""
         expect = self.m.host.expect.model_dump()
         problems = fingerprint.host_mismatches(expect, environment["gpus"])
         if problems:
@@ -111,6 +114,14 @@ class Runner:
                 + ". Nothing was started; run on the host the campaign was written for, "
                 "or change host.expect"
             )
+        host = self.m.server.host
+        for port in sorted({self.engine.port(r.args) for r in plan(self.campaign)}):
+            if not port_is_free(host, port):
+                raise ServerError(
+                    f"{self.campaign.path}: port {port} on {host} is already in use by another "
+                    "process (another server or reportgen run?); nothing was started. Stop it "
+                    "or set another port in server.args"
+                )
 
     def _start_results(self, environment: dict[str, Any]) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
