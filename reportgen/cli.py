@@ -283,6 +283,8 @@ def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
 
 
 def _summary_table(out: Console, data: dict[str, Any]) -> None:
+    from reportgen.render.fmt import fmt_num
+
     obj = data["campaign"]["campaign"]["objective"]
     metric = obj["metric"]
     table = Table(
@@ -303,7 +305,7 @@ def _summary_table(out: Console, data: dict[str, Any]) -> None:
         for c in levels:
             agg = by.get(c, {}).get(key) or {}
             mean, sd = agg.get("mean"), agg.get("sd")
-            cells.append("" if mean is None else f"{mean:,.1f}" + (f" ±{sd:,.1f}" if sd else ""))
+            cells.append("" if mean is None else fmt_num(mean) + (f" ±{fmt_num(sd)}" if sd else ""))
         verdict = (e.get("decision") or {}).get("verdict", "")
         if e["id"] == data.get("best"):
             verdict += " (best)"

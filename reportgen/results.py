@@ -50,6 +50,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make shared reports unreadable to others
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -111,6 +112,7 @@ def save_requests(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) ->
     frame = pd.DataFrame(rows, columns=list(REQUEST_COLUMNS))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, 0o644)
     os.close(fd)
     try:
         frame.to_parquet(tmp, index=False)

@@ -86,6 +86,8 @@ class Runner:
                 self.progress.experiment_start(i, len(exps), exp.id)
                 entry = self.results["experiments"][i]
                 entry.update(self._describe(r))
+                entry["status"] = "running"
+                self._save()  # a crash from here on still shows which experiment was running
                 self._run_experiment(r, entry)
                 self._decide(entry)
                 self._save()

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from pypdf import PdfReader
 
+from reportgen.render.fmt import fmt_num
 from reportgen.server import port_is_free
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,7 +107,7 @@ def test_pdf_reads_back_with_ids_and_numbers(demo_run: Any) -> None:
         "typo-in-flag",
     ):
         assert exp in text, exp
-    assert f"{baseline_c1(run_dir):,.1f}" in text
+    assert fmt_num(baseline_c1(run_dir)) in text
     assert "Simulated engine" in text
     assert len(reader.pages) >= 3
 
@@ -148,7 +149,7 @@ def test_html_loads_in_headless_chromium_without_errors(demo_run: Any) -> None:
     assert problems == []
     assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
     assert "fast-decode-kernel" in body and "typo-in-flag" in body
-    assert f"{baseline_c1(run_dir):,.1f}" in body
+    assert fmt_num(baseline_c1(run_dir)) in body
     assert svgs >= 1  # charts are inline vector graphics
     assert overflow <= 1, "the page scrolls sideways on a phone"
 

@@ -1,0 +1,71 @@
+"""Render a run's report from its saved results: report.html (self-contained) and report.pdf.
+
+    results.json --load--> dict --view.build--> Report (formatted strings, pure)
+                                         \\--charts--> inline SVG (ours, deterministic)
+    Report + charts --html (jinja2, autoescaped)--> report.html --pdf (WeasyPrint)--> report.pdf
+
+Only saved files are read, so any report can be rebuilt later without a GPU or a server, and
+rendering the same results twice gives byte-identical HTML (no clock, no random ids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reportgen import results as results_mod
+from reportgen.errors import RenderError
+from reportgen.render import charts, html, view
+from reportgen.render import pdf as printer  # `render` has a parameter named pdf
+
+HTML_NAME = "report.html"
+PDF_NAME = "report.pdf"
+
+__all__ = ["HTML_NAME", "PDF_NAME", "Rendered", "render", "render_html"]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Where the report was written; ``pdf`` is None when only HTML was asked for."""
+
+    html: Path
+    pdf: Path | None
+
+
+def render_html(results: Mapping[str, Any]) -> str:
+    """The report's HTML for a loaded results dict. Pure: reads and writes no file."""
+    report = view.build(results)
+    return html.render_page(report, charts.all_charts(report.series))
+
+
+def render(run_dir: Path, pdf: bool = True) -> Rendered:
+    """Write report.html (and report.pdf) into ``run_dir`` from its results.json.
+
+    Raises ResultsError (from ``results.load``) when the results cannot be used, and
+    RenderError when the report cannot be written. Each file is replaced atomically, so a
+    reader never sees half a report and a failed render leaves the previous one in place.
+    """
+    run_dir = Path(run_dir)
+    data = results_mod.load(run_dir)
+    if not run_dir.is_dir():  # given results.json itself: write beside it
+        run_dir = run_dir.parent
+    text = render_html(data)
+    html_path = _write(run_dir / HTML_NAME, text.encode("utf-8"))
+    if not pdf:
+        return Rendered(html=html_path, pdf=None)
+    printed = printer.html_to_pdf(text, run_dir)
+    return Rendered(html=html_path, pdf=_write(run_dir / PDF_NAME, printed.data))
+
+
+def _write(path: Path, data: bytes) -> Path:
+    try:
+        results_mod.atomic_write_bytes(path, data)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise RenderError(
+            f"{path}: cannot write the report ({reason}); make {path.parent} writable, or copy "
+            f"the run directory somewhere writable and run `reportgen render` on the copy"
+        ) from None
+    return path

@@ -1,0 +1,226 @@
+"""Charts as inline SVG strings, byte-identical from one rendering to the next.
+
+Why these settings:
+
+- ``svg.hashsalt``: matplotlib names clip paths and markers by hashing their content with a
+  salt that is random by default; a constant salt makes the ids stable. Each chart gets its own
+  salt so two charts inlined in one HTML page never define the same id differently.
+- ``svg.fonttype = 'none'``: text stays text (small, selectable, searchable in the PDF)
+  instead of glyph outlines; the reader's sans-serif font draws it.
+- ``metadata={'Date': None}``: no time stamp in the file. The rest of the metadata block (a
+  link to matplotlib's site) is removed too, because the page must hold no external URLs.
+
+Labels are user text (experiment ids). Matplotlib escapes ``<``, ``>`` and ``&`` in SVG text
+and comments; ``_label`` additionally stops ``$`` starting mathtext and a leading ``_`` hiding
+the entry from the legend. The figure is drawn on an Agg canvas created for it, not through
+pyplot, so no global backend state is touched and nothing is kept between calls.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib
+from markupsafe import Markup
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullLocator
+from matplotlib.typing import RcKeyType
+
+from reportgen.render.view import Series
+
+# Okabe-Ito colours: distinguishable with the common colour-vision deficiencies; the baseline
+# is black and thicker so it stands out whatever the palette.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999933")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+DASHES = ("-", "--", ":", "-.")
+BASELINE_COLOUR = "#000000"
+
+WIDTH_IN = 7.2  # about the text width of an A4 page with 15 mm margins
+PLOT_IN = 3.1  # height of the plots with their title and x label; the legend is added below
+TITLE_IN = 0.32  # room above the plots for their titles
+XLABEL_IN = 0.5  # room below the plots for tick labels and the x label
+LEGEND_COLUMNS = 4
+MAX_LABEL = 64  # characters, as campaign ids; longer ones are shortened in the middle
+
+RC: dict[RcKeyType, Any] = {
+    "svg.fonttype": "none",
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.6,
+    "axes.axisbelow": True,
+}
+
+
+def _label(text: str, index: int | None = None) -> str:
+    """User text as a literal label: no mathtext, no legend-hiding leading underscore.
+
+    Ids longer than MAX_LABEL are cut in the middle and numbered as in the report's tables,
+    since two cut ids may read the same.
+    """
+    if len(text) > MAX_LABEL:
+        half = (MAX_LABEL - 1) // 2
+        text = f"{text[:half]}…{text[-half:]}"
+        if index is not None:
+            text = f"{index}. {text}"
+    text = text.replace("$", r"\$")
+    return "\u200b" + text if text.startswith("_") else text
+
+
+def _style(index: int, series: Series) -> dict[str, Any]:
+    if series.is_baseline:
+        return {"color": BASELINE_COLOUR, "linewidth": 2.6, "marker": "o", "markersize": 5,
+                "linestyle": "-", "zorder": 5}
+    # Past the palette, vary the dash pattern so the lines stay distinguishable.
+    return {"color": PALETTE[index % len(PALETTE)], "linewidth": 1.5,
+            "marker": MARKERS[index % len(MARKERS)], "markersize": 4.5,
+            "linestyle": DASHES[(index // len(PALETTE)) % len(DASHES)], "zorder": 3}
+
+
+def _legend_name(series: Series) -> str:
+    if series.is_baseline:
+        suffix = "" if series.id == "baseline" else " (baseline)"
+    else:
+        suffix = " (best)" if series.is_best else ""
+    return _label(series.id, series.index) + suffix
+
+
+def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool) -> None:
+    others = 0
+    for s in series:
+        style = _style(others, s)
+        if not s.is_baseline:
+            others += 1
+        xs = [c for c, v in zip(s.levels, s.mean[key], strict=True) if v is not None]
+        ys = [v for v in s.mean[key] if v is not None]
+        if not xs:
+            continue
+        sd = [0.0 if e is None else float(e)
+              for e, v in zip(s.sd[key], s.mean[key], strict=True) if v is not None]
+        ax.errorbar(xs, ys, yerr=sd if errors else None, capsize=2.5, elinewidth=0.9,
+                    label=_legend_name(s), **style)
+
+
+def _concurrency_axis(ax: Axes, series: Sequence[Series]) -> None:
+    """Concurrency levels usually grow geometrically (1, 4, 16...): use a log2 axis then."""
+    levels = sorted({c for s in series for c in s.levels})
+    if not levels:
+        return
+    if levels[0] > 0 and levels[-1] / levels[0] >= 4:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_minor_locator(NullLocator())
+        pad = 2 ** 0.25
+        ax.set_xlim(levels[0] / pad, levels[-1] * pad)
+    ax.xaxis.set_major_locator(FixedLocator(levels))
+    ax.set_xticklabels([str(c) for c in levels])
+    ax.set_xlabel("concurrency (requests in flight)")
+
+
+def _to_svg(fig: Figure, salt: str) -> Markup:
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": f"reportgen-{salt}"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    return Markup(_clean(buf.getvalue()))
+
+
+def _clean(svg: str) -> str:
+    """Make matplotlib's SVG fit inline in HTML.
+
+    Drops the XML prolog and doctype (invalid inside HTML), the metadata block (an external
+    URL), the fixed width/height (CSS sizes the chart to the column; the viewBox keeps its
+    shape) and the structural ``<g id="figure_1">`` ids that every chart would repeat.
+    Text content cannot match these patterns: matplotlib escapes ``<`` in it.
+    """
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.S)
+    head_end = svg.index(">")
+    head = re.sub(r'\s(width|height)="[^"]*"', "", svg[:head_end])
+    head = head.replace("<svg", '<svg class="chart" role="img"', 1)
+    svg = head + svg[head_end:]
+    return re.sub(r'<g id="[A-Za-z0-9_.-]+">', "<g>", svg).strip() + "\n"
+
+
+def _empty(ax: Axes, message: str) -> None:
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes,
+            color="#666666")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _legend_below(fig: Figure, ax: Axes) -> None:
+    """A legend under the plots, as many columns as fit the width, and the figure grown to
+    hold it: long experiment ids must neither run off the page nor squash the plot."""
+    handles, labels = ax.get_legend_handles_labels()
+    height = PLOT_IN
+    if handles:
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        for ncol in range(min(len(handles), LEGEND_COLUMNS), 0, -1):
+            # Explicit handles and labels: matplotlib drops labels starting with "_" otherwise.
+            legend = fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False,
+                                bbox_to_anchor=(0.5, 0.0), handlelength=2.5,
+                                columnspacing=1.5)
+            box = legend.get_window_extent(renderer)
+            if box.width <= fig.bbox.width * 0.98 or ncol == 1:
+                break
+            legend.remove()
+        height += box.height / fig.dpi
+    fig.set_figheight(height)
+    fig.subplots_adjust(bottom=(height - PLOT_IN + XLABEL_IN) / height,
+                        top=1 - TITLE_IN / height)
+
+
+def throughput(series: Sequence[Series]) -> Markup:
+    """Output tok/s against concurrency, one line per successful experiment, ±1 sd bars."""
+    with matplotlib.rc_context(RC):
+        fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        if series:
+            _plot(ax, series, "output_tok_s", errors=True)
+            _concurrency_axis(ax, series)
+            ax.set_ylabel("output tokens / s")
+            ax.set_ylim(bottom=0)
+        else:
+            _empty(ax, "no successful experiment to plot")
+        ax.set_title("Output throughput (mean ± sd across repetitions)", loc="left")
+        fig.subplots_adjust(left=0.09, right=0.98)
+        _legend_below(fig, ax)
+        return _to_svg(fig, "throughput")
+
+
+def latency(series: Sequence[Series]) -> Markup:
+    """TTFT p50 and ITL p50 against concurrency, side by side, sharing one legend."""
+    with matplotlib.rc_context(RC):
+        fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
+        FigureCanvasAgg(fig)
+        left, right = fig.subplots(1, 2)
+        for ax, key, title in ((left, "ttft_ms_p50", "Time to first token, p50"),
+                               (right, "itl_ms_p50", "Inter-token latency, p50")):
+            if series:
+                _plot(ax, series, key, errors=True)
+                _concurrency_axis(ax, series)
+                ax.set_ylabel("ms")
+                ax.set_ylim(bottom=0)
+            else:
+                _empty(ax, "no data")
+            ax.set_title(title, loc="left")
+        fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25)
+        _legend_below(fig, left)
+        return _to_svg(fig, "latency")
+
+
+def all_charts(series: Sequence[Series]) -> dict[str, Markup]:
+    """Every chart of the report by name; Markup because this SVG is ours, not user text."""
+    return {"throughput": throughput(series), "latency": latency(series)}

@@ -1,0 +1,78 @@
+"""How numbers, ratios, intervals and times look in the report: one place, so a value reads
+the same in the summary, the tables and the PDF (and tests can compute the expected text).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+NONE = "–"  # an en dash: a value that was not measured, rather than a zero
+
+
+def fmt_num(value: float | None) -> str:
+    """Three or four significant figures, thousands separated: 4.31, 187.9, 1,373."""
+    if value is None or not math.isfinite(value):
+        return NONE
+    size = abs(value)
+    if size >= 1000:
+        return f"{value:,.0f}"
+    if size >= 10:
+        return f"{value:,.1f}"
+    return f"{value:,.2f}"
+
+
+def fmt_ratio(ratio: float | None) -> str:
+    return NONE if ratio is None or not math.isfinite(ratio) else f"{ratio:.2f}×"
+
+
+def fmt_ci(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "no interval"
+    return f"{low:.2f}–{high:.2f}"
+
+
+def fmt_time(stamp: str | None) -> str:
+    """'2026-11-29T15:13:04Z' -> '2026-11-29 15:13:04 UTC'; anything else is shown as given."""
+    if not stamp:
+        return NONE
+    return stamp.replace("T", " ").replace("Z", " UTC") if stamp.endswith("Z") else stamp
+
+
+def fmt_duration(start: str | None, end: str | None) -> str:
+    try:
+        seconds = (_parse(end) - _parse(start)).total_seconds()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return NONE
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+def _parse(stamp: str) -> dt.datetime:
+    return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")
+
+
+def fmt_arg(value: Any) -> str:
+    """A flag value as a person would type it: true, 3, "a b" stays a b, lists as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return json.dumps(value, sort_keys=True)
+
+
+def fmt_stat(stat: Mapping[str, Any] | None) -> tuple[str, str]:
+    """A by_level aggregate {mean, sd, n} as (mean, '±sd' or '')."""
+    stat = stat or {}
+    mean, sd = stat.get("mean"), stat.get("sd")
+    return fmt_num(mean), ("" if sd is None else f"±{fmt_num(sd)}")

@@ -1,0 +1,92 @@
+"""The HTML report: the view model placed into a jinja2 template, one self-contained file.
+
+Self-contained means the file works when mailed, archived or opened years later offline: the
+stylesheet is inlined, charts are inline SVG, and nothing is fetched (no fonts, scripts or
+images from anywhere). The same HTML is what the PDF is printed from.
+
+Escaping: the environment autoescapes every variable. The only values that reach the page
+unescaped are ``Markup`` objects built here or in ``charts`` from our own files and code (the
+stylesheet and the chart SVG); the template never uses ``|safe``, so text from a results file
+(experiment ids, reasons, log lines, the campaign file) is always shown as text.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from reportgen.render import view as view_mod
+
+# Top-level templates/ folder of the source tree (render/ -> reportgen/ -> repository root).
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATE = "report.html.j2"
+STYLESHEET = "report.css"
+
+VERDICT_CLASSES = ("adopted", "rejected", "equivalent", "inconclusive", "failed", "baseline",
+                   "pending", "better", "worse")
+
+
+def verdict_class(verdict: str) -> str:
+    """A CSS class for a verdict badge; unknown verdicts get the neutral style."""
+    return f"v-{verdict}" if verdict in VERDICT_CLASSES else "v-other"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The jinja2 environment (built once: loading and compiling the template is most of the
+    cost of a small report)."""
+    if not (TEMPLATES / TEMPLATE).is_file():
+        # Only in a broken install: say where we looked instead of a bare TemplateNotFound.
+        raise FileNotFoundError(f"report template not found: {TEMPLATES / TEMPLATE}")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,  # a typo in the template fails loudly, not blankly
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["verdict_class"] = verdict_class
+    env.filters["plural"] = _plural
+    return env
+
+
+@functools.lru_cache(maxsize=1)
+def stylesheet() -> Markup:
+    """The CSS, inlined into <style>. Markup: it is our own file, not user text, and escaping
+    would turn its quotes and child selectors into entities."""
+    return Markup((TEMPLATES / STYLESHEET).read_text(encoding="utf-8"))
+
+
+def render_page(report: view_mod.Report, charts: Mapping[str, Markup]) -> str:
+    """The report's HTML from its view model and chart SVGs."""
+    context: dict[str, Any] = {
+        "r": report,
+        "h": report.header,
+        "obj": report.objective,
+        "charts": charts,
+        "css": stylesheet(),
+        "sections": SECTIONS,
+    }
+    return environment().get_template(TEMPLATE).render(context)
+
+
+# The table of contents and the section anchors, in report order.
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("summary", "Summary"),
+    ("decisions", "Decision log"),
+    ("performance", "Throughput and latency"),
+    ("references", "References"),
+    ("environment", "Environment"),
+    ("methods", "Methods"),
+    ("reproduce", "Reproducibility"),
+)

@@ -1,0 +1,94 @@
+"""The PDF: the same HTML, printed by WeasyPrint with the stylesheet's @page rules.
+
+One document, two media: the HTML's print styles (A4, margins, page numbers in the footer,
+no horizontal scrolling) are what WeasyPrint lays out, so the PDF needs no template of its own
+and can never say something the HTML does not.
+
+WeasyPrint reports CSS it ignores and resources it cannot load as log warnings. They are
+collected and returned rather than printed: a report with a style the printer dropped is still
+a report, but the tests assert there are none, so a stylesheet change that the PDF would
+silently ignore is caught.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Warnings that are expected and harmless, so they are not reported:
+# - the chart SVG's style attributes (fill, stroke...) are also seen by WeasyPrint's HTML CSS
+#   pass, which does not know SVG properties; its SVG renderer applies them all the same;
+# - media queries with features (the phone layout): print needs none of those rules.
+SVG_PROPERTIES = ("fill", "fill-opacity", "fill-rule", "stroke", "stroke-width",
+                  "stroke-linecap", "stroke-linejoin", "stroke-dasharray", "stroke-dashoffset",
+                  "stroke-opacity", "stroke-miterlimit", "text-anchor", "dominant-baseline",
+                  "clip-path")
+BENIGN = re.compile(
+    r"^Ignored `(?:" + "|".join(map(re.escape, SVG_PROPERTIES)) + r"):.*unknown property\.$"
+    r"|^Expected a media type, got '[^']*\(max-width"
+    r"|^Invalid media type '[^']*\(max-width[^']*' the whole @media rule was ignored"
+)
+
+
+@dataclass(frozen=True)
+class Pdf:
+    data: bytes
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if not BENIGN.search(message):
+            self.messages.append(message)
+
+
+@contextmanager
+def _captured(names: tuple[str, ...]) -> Iterator[_Collect]:
+    """Route the named loggers' warnings to a list for the duration, then restore them."""
+    handler = _Collect()
+    loggers = [logging.getLogger(n) for n in names]
+    saved = [(lg.propagate, lg.level) for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.propagate = False
+        if lg.level == logging.NOTSET or lg.level > logging.WARNING:
+            lg.setLevel(logging.WARNING)
+    try:
+        yield handler
+    finally:
+        for lg, (propagate, level) in zip(loggers, saved, strict=True):
+            lg.removeHandler(handler)
+            lg.propagate = propagate
+            lg.setLevel(level)
+
+
+def html_to_pdf(html: str, base_dir: Path) -> Pdf:
+    """Print ``html`` to PDF bytes.
+
+    ``base_dir`` resolves relative URLs (the report has none today, but a future image beside
+    results.json should resolve inside the run directory, not the current directory). The
+    PDF identifier is derived from the HTML, so the same report gets the same identifier
+    instead of a random one, and the creation date comes from the document's
+    ``dcterms.created`` meta (the run's finish time), never from the clock.
+    """
+    # Imported here: WeasyPrint loads Pango and fonts (about a second); HTML-only rendering
+    # and the rest of the CLI should not pay for that.
+    import weasyprint
+
+    identifier = hashlib.sha256(html.encode("utf-8")).hexdigest()[:32].encode("ascii")
+    with _captured(("weasyprint", "weasyprint.progress", "fontTools")) as log:
+        document = weasyprint.HTML(string=html, base_url=str(base_dir))
+        data = document.write_pdf(pdf_identifier=identifier)
+    if data is None:  # only when a target is given; kept for the type checker
+        raise RuntimeError("WeasyPrint returned no PDF")
+    return Pdf(data=data, warnings=log.messages)

@@ -1,0 +1,179 @@
+"""The prose parts of the report: methods, environment, workload descriptions.
+
+Metric definitions and verdict rules are read from the docstrings of the analysis modules that
+implement them, so the report and the code cannot drift apart: change the definition where the
+number is computed and the next report says the new thing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reportgen.analysis import decide, summary
+
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A docstring split into plain paragraphs and ``- name: text`` bullets."""
+
+    paragraphs: list[str]
+    bullets: list[Pair]
+
+
+def parse_doc(doc: str | None) -> Doc:
+    """Paragraphs and bullets of a module docstring, with reST backticks removed.
+
+    Empty when docstrings are stripped (python -OO); the template then points to the source.
+    """
+    paragraphs: list[str] = []
+    bullets: list[Pair] = []
+    for block in re.split(r"\n\s*\n", doc or ""):
+        in_bullet = False
+        lines: list[str] = []
+        for raw in block.splitlines():
+            line = raw.strip()
+            if line.startswith("- ") and ":" in line:
+                name, rest = line[2:].split(":", 1)
+                bullets.append((_plain(name), rest.strip()))
+                in_bullet = True
+                continue
+            if in_bullet and line:  # an indented continuation of the bullet above
+                name, body = bullets[-1]
+                bullets[-1] = (name, f"{body} {line}")
+                continue
+            if line:
+                lines.append(line)
+        if lines:
+            paragraphs.append(_plain(" ".join(lines)))
+    return Doc(paragraphs, [(n, _plain(t)) for n, t in bullets])
+
+
+def _plain(s: str) -> str:
+    return s.replace("``", "").strip()
+
+
+def workload(wl: Mapping[str, Any]) -> str:
+    """One line: API, levels, amount per level, repetitions, token sizes, warm-up, seed."""
+    levels = ", ".join(str(c) for c in wl.get("concurrency") or [])
+    if wl.get("requests_per_level") is not None:
+        amount = f"{wl['requests_per_level']} requests"
+    elif wl.get("duration_s") is not None:
+        amount = f"{wl['duration_s']:g} s"
+    else:
+        amount = "unspecified amount"
+    return (f"{wl.get('api', 'chat')} API, C={levels}, {amount} per level × "
+            f"{wl.get('repetitions', 1)} repetition(s), {wl.get('input_tokens', '?')} input / "
+            f"{wl.get('output_tokens', '?')} output tokens, {wl.get('warmup_requests', 0)} "
+            f"warm-up requests, seed {wl.get('seed', 0)}")
+
+
+def methods(wl: Mapping[str, Any], exps: Sequence[Mapping[str, Any]], margin: float | None,
+            objective_label: str) -> dict[str, Any]:
+    """Metric definitions, load settings and statistics, for the methods section."""
+    metric_doc = parse_doc(summary.__doc__)
+    stats_doc = parse_doc(decide.__doc__)
+    reps = int(wl.get("repetitions") or 1)
+    if wl.get("requests_per_level") is not None:
+        amount = f"{wl['requests_per_level']} requests per level"
+    else:
+        amount = f"{wl.get('duration_s', '?')} s per level"
+    load = [
+        f"Closed loop: at concurrency C, C clients each send a request and send the next as "
+        f"soon as the previous one ends, so C requests are in flight (apart from the start "
+        f"and the end of a level). {amount}; {wl.get('api', 'chat')} API; "
+        f"{wl.get('input_tokens', '?')} input tokens and {wl.get('output_tokens', '?')} "
+        f"output tokens requested per request; prompts are synthetic and generated from "
+        f"seed {wl.get('seed', 0)}, the same for every experiment.",
+        f"Warm-up: {wl.get('warmup_requests', 0)} requests after the server is ready and "
+        f"before the first level; they are excluded from every number.",
+        f"Repetitions: each level is run {reps} time(s); a repetition's summary is one "
+        f"observation. Tables show the mean across repetitions and ± its sample standard "
+        f"deviation; chart error bars are the same standard deviation.",
+        f"Request timeout: {wl.get('request_timeout_s', '?')} s.",
+    ]
+    overrides = [(str(e.get("id")), workload(e["workload"])) for e in exps
+                 if e.get("workload") and _differs(e["workload"], wl)]
+    margin_text = "–" if margin is None else f"{float(margin):.0%}"
+    return {
+        "metric_intro": metric_doc.paragraphs[1:2],
+        "metrics": metric_doc.bullets,
+        "metric_notes": metric_doc.paragraphs[2:],
+        "load": load,
+        "overrides": overrides,
+        "stats_intro": stats_doc.paragraphs[1:],
+        "rules": stats_doc.bullets,
+        "margin": margin_text,
+        "objective": objective_label,
+    }
+
+
+def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return any(a.get(k) != b.get(k) for k in set(a) | set(b))
+
+
+def _value(v: Any) -> str:
+    """A fingerprint field: collectors record ``{"error": why}`` when they could not read it."""
+    if isinstance(v, Mapping) and "error" in v:
+        return f"unavailable ({v['error']})"
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, list | tuple):
+        return ", ".join(_value(x) for x in v)
+    return str(v)
+
+
+HOST_FIELDS: tuple[Pair, ...] = (
+    ("hostname", "hostname"), ("cpu_model", "CPU"), ("cpu_count", "CPUs"),
+    ("cpu_affinity", "CPUs usable by the run"), ("memory_gib", "memory (GiB)"), ("os", "OS"),
+    ("kernel", "kernel"), ("machine", "architecture"), ("python", "Python"),
+    ("container", "in a container"),
+)
+
+
+def environment(env: Mapping[str, Any]) -> dict[str, Any]:
+    """Host, software and GPUs as (label, value) rows, every value a string."""
+    host = env.get("host") or {}
+    sw = env.get("software") or {}
+    gpus = env.get("gpus") or {}
+    rg = sw.get("reportgen") or {}
+    software = [("reportgen", _value(rg.get("version"))),
+                ("reportgen commit", _value(rg.get("commit"))
+                 + (" (uncommitted changes)" if rg.get("dirty") else ""))]
+    if "installed_packages_count" in sw:
+        software.append(("installed Python packages",
+                         f"{sw.get('installed_packages_count')} (list sha256 "
+                         f"{sw.get('installed_packages_sha256')})"))
+    packages = [(str(k), "not installed" if v is None else _value(v))
+                for k, v in (sw.get("packages") or {}).items()]
+    env_vars = [(str(k), _value(v)) for k, v in sorted((sw.get("env") or {}).items())]
+    known = {k for k, _ in HOST_FIELDS}
+    host_rows = [(label, _value(host.get(k))) for k, label in HOST_FIELDS if k in host]
+    host_rows += [(str(k), _value(v)) for k, v in sorted(host.items()) if k not in known]
+    devices = []
+    for d in gpus.get("devices") or []:
+        mem = d.get("memory_total_bytes")
+        devices.append({
+            "index": _value(d.get("index")), "name": _value(d.get("name")),
+            "cc": _value(d.get("compute_capability")),
+            "memory": f"{mem / 1024**3:.1f}" if isinstance(mem, int | float) else _value(mem),
+            "power": _value(d.get("power_limit_w")), "uuid": _value(d.get("uuid")),
+        })
+    return {
+        "host": host_rows,
+        "software": software,
+        "packages": packages,
+        "env": env_vars,
+        "gpu_available": bool(gpus.get("available")),
+        "gpu_reason": str(gpus.get("reason") or "no reason recorded"),
+        "gpu_rows": [("driver", _value(gpus.get("driver"))),
+                     ("CUDA driver", _value(gpus.get("cuda_driver"))),
+                     ("count", _value(gpus.get("count", len(devices))))],
+        "devices": devices,
+    }

@@ -1,0 +1,403 @@
+"""From a results dict to what the report shows: plain dataclasses with numbers already formatted.
+
+Pure: no I/O, no clock, no randomness. The template only places these strings; every decision
+about what to say (which levels, which ratio, what a missing value looks like) is made here so
+it can be tested without HTML. Times come from the results file, never from the renderer's
+clock, so the same results always give the same report.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reportgen.analysis.summary import THROUGHPUTS
+from reportgen.render import text
+from reportgen.render.fmt import (
+    NONE,
+    fmt_arg,
+    fmt_ci,
+    fmt_duration,
+    fmt_num,
+    fmt_ratio,
+    fmt_stat,
+    fmt_time,
+)
+
+SIMULATED_NOTICE = ("Simulated engine: these numbers come from reportgen's built-in simulator "
+                    "(reportgen sim), not from a real inference engine or GPU.")
+
+# Columns of the per-experiment table by level, after output tok/s, in the template's order.
+LEVEL_COLUMNS = ("total_tok_s", "req_s", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99",
+                 "itl_ms_p50", "itl_ms_p90", "itl_ms_p99", "e2e_ms_p50", "e2e_ms_p99")
+
+# Series drawn in the charts (section 5): by_level keys.
+CHART_KEYS = ("output_tok_s", "ttft_ms_p50", "itl_ms_p50")
+
+
+# -- the view model ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Header:
+    title: str
+    name: str
+    description: str
+    run_id: str
+    started: str
+    finished: str
+    duration: str
+    created: str  # ISO time for the PDF's metadata: when the run finished (or started)
+    version: str
+    status: str
+    complete: bool
+    incomplete_reason: str
+    simulated: bool
+    simulated_notice: str
+    engine: str
+
+
+@dataclass(frozen=True)
+class Objective:
+    metric: str
+    key: str  # the by_level key: the metric itself for throughputs, its p50 for latencies
+    label: str  # what the report calls it: "output_tok_s" or "ttft_ms p50"
+    levels: list[int]
+    direction: str
+    margin: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    concurrency: int
+    ratio: str
+    ci: str
+    verdict: str
+    n: str
+
+
+@dataclass(frozen=True)
+class FlagChange:
+    key: str
+    before: str
+    after: str
+    kind: str  # added | removed | changed
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: str
+    sd: str = ""
+
+
+@dataclass(frozen=True)
+class LevelRow:
+    concurrency: int
+    label: str  # "this" or "baseline"
+    is_baseline: bool
+    output: Cell
+    ratio: str  # output tok/s relative to the baseline at this level
+    cells: list[Cell]
+    errors: str
+
+
+@dataclass(frozen=True)
+class Experiment:
+    index: int
+    anchor: str
+    id: str
+    status: str
+    verdict: str
+    is_baseline: bool
+    is_best: bool
+    parent: str
+    based_on: str
+    why: str
+    expect: str
+    flag_diff: list[FlagChange]
+    vs_parent: list[Comparison]
+    vs_baseline: list[Comparison]
+    explanation: str
+    reason: str
+    log_tail: str
+    log_file: str
+    warnings: list[str]
+    started: str
+    finished: str
+    command: str
+    env: list[tuple[str, str]]
+    objective: list[Cell]  # the objective metric at each objective level
+    objective_ratio: list[str]  # ... relative to the baseline there (from vs_baseline)
+    levels: list[LevelRow]
+
+
+@dataclass(frozen=True)
+class Series:
+    """One successful experiment's numbers for the charts (raw floats, not strings)."""
+
+    id: str
+    index: int  # 1-based, as numbered in the report's tables
+    is_baseline: bool
+    is_best: bool
+    levels: list[int]
+    mean: dict[str, list[float | None]]
+    sd: dict[str, list[float | None]]
+
+
+@dataclass(frozen=True)
+class Reference:
+    name: str
+    metric: str
+    concurrency: str
+    value: str
+    gpus: str
+    per_gpu: str
+    measured: str  # this run's best configuration at the same metric and level
+    conditions: str
+    source: str
+    link: str | None  # only https:// sources become links
+
+
+@dataclass(frozen=True)
+class Report:
+    header: Header
+    objective: Objective
+    summary: str
+    experiments: list[Experiment]
+    ok_experiments: list[Experiment]
+    series: list[Series]
+    references: list[Reference]
+    environment: dict[str, Any]
+    methods: dict[str, Any]
+    campaign_file: dict[str, str]
+    rerun: list[str]
+
+
+def build(results: Mapping[str, Any]) -> Report:
+    """The whole report's content from a loaded results.json."""
+    camp = results.get("campaign") or {}
+    info = camp.get("campaign") or {}
+    objective = _objective(info, camp.get("workload") or {})
+    exps = list(results.get("experiments") or [])
+    baseline = exps[0] if exps else None
+    best = results.get("best")
+    views = [_experiment(i, e, baseline, best, objective) for i, e in enumerate(exps)]
+    cf = results.get("campaign_file") or {}
+    path = str(cf.get("path") or "campaign.toml")
+    return Report(
+        header=_header(results, info),
+        objective=objective,
+        summary=_summary_sentence(exps, best, objective),
+        experiments=views,
+        ok_experiments=[v for v in views if v.status == "ok"],
+        series=[_series(i + 1, e, e is baseline, e.get("id") == best)
+                for i, e in enumerate(exps) if e.get("status") == "ok" and e.get("by_level")],
+        references=_references(camp.get("reference") or [], exps, best),
+        environment=text.environment(results.get("environment") or {}),
+        methods=text.methods(camp.get("workload") or {}, exps, info.get("margin"),
+                             objective.label),
+        campaign_file={"path": path, "sha256": str(cf.get("sha256") or NONE),
+                       "text": str(cf.get("text") or "")},
+        rerun=[f"reportgen run {shlex.quote(path)}",
+               f"reportgen render {shlex.quote(_run_dir_hint(info, results))}"],
+    )
+
+
+def _run_dir_hint(info: Mapping[str, Any], results: Mapping[str, Any]) -> str:
+    return f"output/{info.get('name', '<campaign>')}/{results.get('run_id', '<run-id>')}"
+
+
+def _header(results: Mapping[str, Any], info: Mapping[str, Any]) -> Header:
+    status = str(results.get("status") or "unknown")
+    reason = results.get("status_reason")
+    if not reason:
+        reason = {"running": "the run had not finished when these results were last saved "
+                             "(it is still running, or it stopped without recording why)",
+                  "incomplete": "the run stopped before every experiment had finished"
+                  }.get(status, f"the run's status is {status!r}")
+    engine = results.get("engine") or {}
+    started, finished = results.get("started_at"), results.get("finished_at")
+    return Header(
+        title=str(info.get("title") or info.get("name") or "reportgen report"),
+        name=str(info.get("name") or NONE),
+        description=str(info.get("description") or ""),
+        run_id=str(results.get("run_id") or NONE),
+        started=fmt_time(started),
+        finished=fmt_time(finished) if finished else "not finished",
+        duration=fmt_duration(started, finished),
+        created=str(finished or started or ""),
+        version=str(results.get("reportgen_version") or NONE),
+        status=status,
+        complete=status == "complete",
+        incomplete_reason=str(reason),
+        simulated=bool(engine.get("simulated")),
+        simulated_notice=SIMULATED_NOTICE,
+        engine=str(engine.get("name") or NONE),
+    )
+
+
+def _objective(info: Mapping[str, Any], workload: Mapping[str, Any]) -> Objective:
+    obj = info.get("objective") or {}
+    metric = str(obj.get("metric") or "output_tok_s")
+    throughput = metric in THROUGHPUTS
+    levels = list(obj.get("concurrency") or workload.get("concurrency") or [])
+    direction = obj.get("direction") or ("higher" if metric.endswith("_s") else "lower")
+    margin = info.get("margin")
+    return Objective(
+        metric=metric,
+        key=metric if throughput else f"{metric}_p50",
+        label=metric if throughput else f"{metric} p50",
+        levels=[int(c) for c in levels],
+        direction=str(direction),
+        margin=NONE if margin is None else f"{float(margin):.0%}",
+    )
+
+
+def _comparisons(items: Sequence[Mapping[str, Any]]) -> list[Comparison]:
+    return [Comparison(concurrency=int(c.get("concurrency", 0)), ratio=fmt_ratio(c.get("ratio")),
+                       ci=fmt_ci(c.get("ci_low"), c.get("ci_high")),
+                       verdict=str(c.get("verdict") or "inconclusive"),
+                       n=f"{c.get('n_parent', '?')} vs {c.get('n_child', '?')}")
+            for c in items]
+
+
+def _flag_diff(items: Sequence[Mapping[str, Any]]) -> list[FlagChange]:
+    out = []
+    for f in items:
+        kind = str(f.get("kind") or "changed")
+        before = "(added)" if kind == "added" else fmt_arg(f.get("before"))
+        after = "(removed)" if kind == "removed" else fmt_arg(f.get("after"))
+        out.append(FlagChange(str(f.get("key")), before, after, kind))
+    return out
+
+
+def _by_level(e: Mapping[str, Any] | None) -> dict[int, Mapping[str, Any]]:
+    return {int(lv["concurrency"]): lv for lv in (e or {}).get("by_level") or []}
+
+
+def _mean(level: Mapping[str, Any] | None, key: str) -> float | None:
+    value = ((level or {}).get(key) or {}).get("mean")
+    return None if value is None else float(value)
+
+
+def _level_row(c: int, level: Mapping[str, Any], label: str, is_baseline: bool,
+               base: Mapping[str, Any] | None) -> LevelRow:
+    mine, theirs = _mean(level, "output_tok_s"), _mean(base, "output_tok_s")
+    ratio = NONE if is_baseline or mine is None or not theirs else fmt_ratio(mine / theirs)
+    return LevelRow(
+        concurrency=c, label=label, is_baseline=is_baseline,
+        output=Cell(*fmt_stat(level.get("output_tok_s"))), ratio=ratio,
+        cells=[Cell(*fmt_stat(level.get(key))) for key in LEVEL_COLUMNS],
+        errors=f"{level.get('errors', 0)}/{level.get('requests', 0)}",
+    )
+
+
+def _experiment(i: int, e: Mapping[str, Any], baseline: Mapping[str, Any] | None,
+                best: str | None, objective: Objective) -> Experiment:
+    decision = e.get("decision") or {}
+    status = str(e.get("status") or "pending")
+    is_baseline = e is baseline
+    mine, base = _by_level(e), _by_level(baseline)
+    rows: list[LevelRow] = []
+    for c in sorted(mine):
+        rows.append(_level_row(c, mine[c], "this", is_baseline, base.get(c)))
+        if not is_baseline and c in base:
+            rows.append(_level_row(c, base[c], "baseline", True, None))
+    vs_base = {int(c.get("concurrency", 0)): c for c in decision.get("vs_baseline") or []}
+    return Experiment(
+        index=i + 1,
+        anchor=f"exp-{i + 1}",  # not the id: ids are user text and need not be valid anchors
+        id=str(e.get("id")),
+        status=status,
+        verdict=str(decision.get("verdict") or ("pending" if status in ("pending", "running")
+                                                else status)),
+        is_baseline=is_baseline,
+        is_best=e.get("id") == best,
+        parent=str(e.get("parent") or ""),
+        based_on=str(e.get("based_on") or ""),
+        why=str(e.get("why") or ""),
+        expect=str(e.get("expect") or ""),
+        flag_diff=_flag_diff(e.get("flag_diff") or []),
+        vs_parent=_comparisons(decision.get("vs_parent") or []),
+        vs_baseline=_comparisons(decision.get("vs_baseline") or []),
+        explanation=str(decision.get("explanation") or ""),
+        reason=str(e.get("reason") or ""),
+        log_tail=str(e.get("log_tail") or ""),
+        log_file=str(e.get("log_file") or ""),
+        warnings=[str(w) for w in e.get("warnings") or []],
+        started=fmt_time(e.get("started_at")),
+        finished=fmt_time(e.get("finished_at")),
+        command=shlex.join(str(a) for a in e.get("command") or []),
+        env=[(str(k), str(v)) for k, v in sorted((e.get("env") or {}).items())],
+        objective=[Cell(*fmt_stat(mine.get(c, {}).get(objective.key)))
+                   for c in objective.levels],
+        objective_ratio=[fmt_ratio(vs_base[c].get("ratio")) if c in vs_base else ""
+                         for c in objective.levels],
+        levels=rows,
+    )
+
+
+def _series(index: int, e: Mapping[str, Any], is_baseline: bool, is_best: bool) -> Series:
+    levels = _by_level(e)
+    order = sorted(levels)
+    return Series(
+        id=str(e.get("id")), index=index, is_baseline=is_baseline, is_best=is_best, levels=order,
+        mean={k: [_mean(levels[c], k) for c in order] for k in CHART_KEYS},
+        sd={k: [(levels[c].get(k) or {}).get("sd") for c in order] for k in CHART_KEYS},
+    )
+
+
+def _summary_sentence(exps: Sequence[Mapping[str, Any]], best: str | None,
+                      objective: Objective) -> str:
+    """One sentence: the best configuration against the baseline on the objective metric."""
+    if not exps:
+        return "The results hold no experiments."
+    baseline = exps[0]
+    if baseline.get("status") != "ok":
+        return (f"The baseline ({baseline.get('id')}) has no measurements "
+                f"({baseline.get('status')}), so nothing could be compared with it.")
+    if not best or best == baseline.get("id"):
+        tried = len(exps) - 1
+        tail = "none was tried beyond it." if not tried else f"{tried} tried, none adopted over it."
+        return (f"No experiment beat the baseline ({baseline.get('id')}) on {objective.label}"
+                f"{_at_levels(objective.levels)}: {tail}")
+    chosen = next((e for e in exps if e.get("id") == best), None)
+    comps = ((chosen or {}).get("decision") or {}).get("vs_baseline") or []
+    if not comps:
+        return f"{best} is the best configuration, but it shares no objective level with the " \
+               f"baseline to compare at."
+    verb = "delivers" if objective.metric in THROUGHPUTS else "has"
+    parts = []
+    for n, c in enumerate(comps):
+        ci = ("no interval: one repetition" if c.get("ci_low") is None
+              else f"95% CI {fmt_ci(c.get('ci_low'), c.get('ci_high'))}")
+        whose = f" the baseline's {objective.label}" if n == 0 else ""
+        parts.append(f"{fmt_ratio(c.get('ratio'))} ({ci}){whose} at C={c.get('concurrency')}")
+    joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{best} {verb} {joined}."
+
+
+def _at_levels(levels: Sequence[int]) -> str:
+    return f" at C={', '.join(map(str, levels))}" if levels else ""
+
+
+def _references(refs: Sequence[Mapping[str, Any]], exps: Sequence[Mapping[str, Any]],
+                best: str | None) -> list[Reference]:
+    chosen = _by_level(next((e for e in exps if e.get("id") == best), None))
+    out = []
+    for r in refs:
+        value, gpus = float(r.get("value") or 0), int(r.get("gpus") or 1)
+        metric, level = str(r.get("metric")), r.get("concurrency")
+        key = metric if metric in THROUGHPUTS else f"{metric}_p50"
+        measured = _mean(chosen.get(int(level)), key) if level is not None else None
+        source = str(r.get("source") or "")
+        out.append(Reference(
+            name=str(r.get("name") or ""), metric=metric,
+            concurrency=NONE if level is None else str(level),
+            value=fmt_num(value), gpus=str(gpus), per_gpu=fmt_num(value / gpus),
+            measured=fmt_num(measured), conditions=str(r.get("conditions") or ""),
+            source=source, link=source if source.startswith("https://") else None,
+        ))
+    return out

@@ -1,0 +1,328 @@
+"""Tests for reportgen.render: a real run directory in, real HTML and a real PDF (read back) out.
+
+The fixture tests/fixtures/sample-run is the output of ``reportgen run campaigns/demo.toml``
+(simulated engine) without its request tables, which the renderer does not need.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pypdf
+import pytest
+
+from reportgen import results
+from reportgen.analysis import summary
+from reportgen.errors import RenderError, ResultsError
+from reportgen.render import Rendered, charts, fmt, html, pdf, render, render_html, view
+
+FIXTURE = Path(__file__).parent / "fixtures" / "sample-run"
+IDS = ("baseline", "fast-decode-kernel", "bigger-batches", "prefill-chunk", "typo-in-flag")
+EVIL = "<script>alert(1)</script>"
+
+
+def _copy(dest: Path) -> Path:
+    shutil.copytree(FIXTURE, dest)
+    return dest
+
+
+def _save(run_dir: Path, data: dict[str, Any]) -> None:
+    (run_dir / "results.json").write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.fixture()
+def run_dir(tmp_path: Path) -> Path:
+    return _copy(tmp_path / "run")
+
+
+@pytest.fixture(scope="module")
+def sample() -> dict[str, Any]:
+    return results.load(FIXTURE)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rendered]:
+    """The sample rendered once, HTML and PDF (the PDF takes a few seconds)."""
+    yield render(_copy(tmp_path_factory.mktemp("rendered") / "run"))
+
+
+@pytest.fixture(scope="module")
+def page(rendered: Rendered) -> str:
+    return rendered.html.read_text(encoding="utf-8")
+
+
+class _Links(HTMLParser):
+    """Every URL-bearing attribute, and every tag name, of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[tuple[str, str, str]] = []
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        for name, value in attrs:
+            if name in ("src", "href", "xlink:href", "srcset", "data", "action") and value:
+                self.urls.append((tag, name, value))
+
+
+def _links(text: str) -> _Links:
+    parser = _Links()
+    parser.feed(text)
+    return parser
+
+
+# -- render(): files, errors ----------------------------------------------------------------
+
+
+def test_render_writes_html_and_pdf(rendered: Rendered) -> None:
+    assert rendered.html.name == "report.html" and rendered.html.is_file()
+    assert rendered.pdf is not None and rendered.pdf.name == "report.pdf"
+    assert rendered.pdf.read_bytes().startswith(b"%PDF-")
+    # atomic writes leave no temporary files behind
+    assert not list(rendered.html.parent.glob(".report.*"))
+
+
+def test_render_html_only(run_dir: Path) -> None:
+    out = render(run_dir, pdf=False)
+    assert out.pdf is None
+    assert out.html.is_file()
+    assert not (run_dir / "report.pdf").exists()
+
+
+def test_rendering_twice_gives_identical_html(run_dir: Path, sample: dict[str, Any]) -> None:
+    first = render(run_dir, pdf=False).html.read_bytes()
+    second = render(run_dir, pdf=False).html.read_bytes()
+    assert first == second
+    assert render_html(sample) == render_html(copy.deepcopy(sample))
+
+
+def test_unknown_schema_version_is_refused(run_dir: Path, sample: dict[str, Any]) -> None:
+    _save(run_dir, {**sample, "schema_version": 999})
+    with pytest.raises(ResultsError, match="schema_version = 999"):
+        render(run_dir)
+    assert not (run_dir / "report.html").exists()
+
+
+def test_unwritable_report_raises_render_error(run_dir: Path) -> None:
+    # A directory where the report should go: the write fails even when running as root.
+    (run_dir / "report.html").mkdir()
+    with pytest.raises(RenderError, match="cannot write the report") as err:
+        render(run_dir, pdf=False)
+    assert "\n" not in str(err.value)
+    assert "writable" in str(err.value)
+
+
+# -- the HTML -------------------------------------------------------------------------------
+
+
+def test_html_is_self_contained(page: str) -> None:
+    parsed = _links(page)
+    external = [u for u in parsed.urls if re.match(r"(?i)\s*(https?:)?//", u[2])]
+    assert external == []  # the sample's only reference source is not an https URL
+    assert not parsed.tags & {"script", "link", "img", "iframe", "object", "embed"}
+    assert "@import" not in page and "url(http" not in page
+    assert '<meta name="viewport"' in page
+    assert "<?xml" not in page and "<!DOCTYPE svg" not in page
+
+
+def test_only_https_reference_sources_become_links(sample: dict[str, Any]) -> None:
+    data = copy.deepcopy(sample)
+    refs = data["campaign"]["reference"]
+    refs.append({**refs[0], "name": "published", "source": "https://example.org/bench?a=1&b=2"})
+    refs.append({**refs[0], "name": "sneaky", "source": "javascript:alert(1)"})
+    parsed = _links(render_html(data))
+    external = [u for u in parsed.urls if re.match(r"(?i)\s*(https?:)?//|javascript:", u[2])]
+    assert external == [("a", "href", "https://example.org/bench?a=1&b=2")]
+
+
+def test_html_names_every_experiment_verdict_and_the_simulator(page: str) -> None:
+    for exp_id in IDS:
+        assert exp_id in page
+    assert view.SIMULATED_NOTICE.replace("'", "&#39;") in page
+    assert "Simulated" in page
+    for verdict in ("baseline", "adopted", "rejected", "inconclusive", "failed"):
+        assert f'class="badge v-{verdict}">{verdict}</span>' in page
+    assert "INCOMPLETE" not in page
+
+
+def test_html_has_sections_in_order_and_a_contents_list(page: str) -> None:
+    positions = [page.index(f'<section id="{anchor}">') for anchor, _ in html.SECTIONS]
+    assert positions == sorted(positions)
+    for anchor, _ in html.SECTIONS:
+        assert f'href="#{anchor}"' in page
+    assert page.index("Simulated engine:") < positions[0]
+
+
+def test_summary_sentence_gives_best_against_baseline(page: str) -> None:
+    # from fast-decode-kernel's decision.vs_baseline in the fixture
+    assert ("fast-decode-kernel delivers 1.21× (95% CI 1.19–1.23) the baseline&#39;s "
+            "output_tok_s at C=1 and 1.12× (95% CI 0.98–1.28) at C=16.") in page
+
+
+def test_summary_when_nothing_beats_the_baseline(sample: dict[str, Any]) -> None:
+    data = {**sample, "best": "baseline"}
+    report = view.build(data)
+    assert report.summary.startswith("No experiment beat the baseline (baseline) on "
+                                     "output_tok_s at C=1, 16")
+
+
+def test_failed_experiment_shows_reason_and_log_tail(page: str) -> None:
+    assert "server exited with code 2 before it was ready" in page
+    log = re.search(r'<pre class="log">(.*?)</pre>', page, re.S)
+    assert log is not None
+    assert "unrecognized arguments: --itl-msec 2" in log.group(1)
+
+
+def test_decision_log_shows_flag_diff_and_comparisons(page: str) -> None:
+    decisions = page[page.index('<section id="decisions">'):page.index('<section id="perf')]
+    assert "<code>itl-growth</code></td><td><code>0.03</code></td><td><code>0.09</code>" \
+        in decisions
+    assert "<code>itl-msec</code></td><td><code>(added)</code></td><td><code>2</code>" \
+        in decisions
+    assert "0.73–0.99" in decisions  # bigger-batches vs its parent at C=16, worse
+    assert 'class="verdict v-worse">worse' in decisions
+
+
+def test_methods_define_every_metric_from_the_analysis_docstring(page: str) -> None:
+    methods = page[page.index('<section id="methods">'):page.index('<section id="reproduce">')]
+    for metric in summary.LATENCIES + summary.THROUGHPUTS:
+        assert f"<dt><code>{metric}</code></dt>" in methods
+    assert "Welch" in methods
+    assert "equivalent" in methods and "margin m is 5%" in methods
+
+
+def test_reproducibility_has_campaign_file_and_commands(page: str,
+                                                       sample: dict[str, Any]) -> None:
+    repro = page[page.index('<section id="reproduce">'):]
+    assert sample["campaign_file"]["sha256"] in repro
+    assert "[[experiment]]" in repro and 'id = &#34;typo-in-flag&#34;' in repro
+    assert "reportgen run campaigns/demo.toml" in repro
+    assert "-m reportgen.sim --port 18427 --ttft-ms 30 --itl-ms 3" in repro
+
+
+def test_environment_says_no_gpu_and_why(page: str) -> None:
+    assert "No GPU visible" in page
+    assert "NVML Shared Library Not Found" in page
+
+
+def test_incomplete_run_gets_a_banner(run_dir: Path, sample: dict[str, Any]) -> None:
+    data = copy.deepcopy(sample)
+    data.update(status="incomplete", finished_at="2026-11-29T15:13:40Z",
+                status_reason="interrupted by the user (Ctrl-C or SIGTERM)")
+    for e in data["experiments"][2:]:
+        e.update(status="pending", levels=[], by_level=[], decision=None)
+        for key in ("command", "log_tail", "reason"):
+            e.pop(key, None)
+    _save(run_dir, data)
+    page = render(run_dir, pdf=False).html.read_text(encoding="utf-8")
+    banner = re.search(r'<div class="banner banner-incomplete".*?</div>', page, re.S)
+    assert banner is not None
+    assert "INCOMPLETE" in banner.group(0)
+    assert "interrupted by the user (Ctrl-C or SIGTERM)" in banner.group(0)
+    assert 'class="badge v-pending">pending</span>' in page
+
+
+def test_user_text_is_escaped_everywhere(sample: dict[str, Any]) -> None:
+    data = copy.deepcopy(sample)
+    exp = data["experiments"][1]
+    old = exp["id"]
+    exp.update(id=EVIL, why=f"why {EVIL}", expect="</pre><script>x</script>")
+    data["best"] = EVIL
+    data["experiments"][4]["log_tail"] = "</pre><script>alert(2)</script>"
+    data["campaign"]["campaign"]["title"] = f"title {EVIL}"
+    data["campaign_file"]["text"] += f"\n# {EVIL}\n"
+    for e in data["experiments"]:
+        if e.get("parent") == old:
+            e["parent"] = EVIL
+    page = render_html(data)
+    assert "<script" not in page.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    # the chart legend (SVG text written by matplotlib) is escaped too
+    svg = charts.throughput(view.build(data).series)
+    assert "<script" not in svg and "&lt;script&gt;" in svg
+
+
+def test_charts_are_inline_svg_and_deterministic(sample: dict[str, Any]) -> None:
+    series = view.build(sample).series
+    first, second = charts.all_charts(series), charts.all_charts(series)
+    assert first == second
+    for svg in first.values():
+        assert svg.startswith("<svg")
+        # the only URLs are the SVG namespace names, which are never fetched
+        assert set(re.findall(r"https?://[^\s\"']*", svg)) <= {
+            "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+        assert 'id="figure_1"' not in svg
+    # each chart's clip-path and marker ids are distinct from the other's
+    ids = [set(re.findall(r'id="([^"]+)"', str(svg))) for svg in first.values()]
+    assert not ids[0] & ids[1]
+
+
+def test_chart_labels_are_literal(sample: dict[str, Any]) -> None:
+    data = copy.deepcopy(sample)
+    data["experiments"][1]["id"] = "cost $5 or $6"  # would be mathtext
+    data["experiments"][2]["id"] = "_leading-underscore"  # would be left out of the legend
+    data["experiments"][3]["id"] = "x" * 80  # longer than campaign ids may be
+    svg = charts.throughput(view.build(data).series)
+    assert "cost $5 or $6" in svg
+    assert "_leading-underscore" in svg
+    assert f"4. {'x' * 31}…{'x' * 31}" in svg  # cut in the middle, numbered as in the tables
+
+
+def test_template_never_marks_text_safe() -> None:
+    source = (html.TEMPLATES / html.TEMPLATE).read_text(encoding="utf-8")
+    assert not re.search(r"\|\s*safe\b", source)
+
+
+# -- numbers --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (187.85166850382805, "187.9"), (4.3133, "4.31"), (1373.0, "1,373"), (0.0, "0.00"),
+    (None, "–"), (float("nan"), "–"),
+])
+def test_fmt_num(value: float | None, text: str) -> None:
+    assert fmt.fmt_num(value) == text
+
+
+def test_level_table_ratio_is_against_the_baseline(sample: dict[str, Any]) -> None:
+    report = view.build(sample)
+    fast = report.experiments[1]
+    c1 = [row for row in fast.levels if row.concurrency == 1]
+    assert [row.label for row in c1] == ["this", "baseline"]
+    assert c1[0].output.value == "227.0" and c1[1].output.value == "187.9"
+    assert c1[0].ratio == "1.21×"  # 227.011 / 187.852
+
+
+# -- the PDF --------------------------------------------------------------------------------
+
+
+def test_pdf_contains_every_experiment_and_the_baseline_number(rendered: Rendered,
+                                                               sample: dict[str, Any]) -> None:
+    assert rendered.pdf is not None
+    reader = pypdf.PdfReader(rendered.pdf)
+    assert len(reader.pages) >= 3
+    text = "\n".join(p.extract_text() for p in reader.pages)
+    for exp_id in IDS:
+        assert exp_id in text
+    base_c1 = next(lv for lv in sample["experiments"][0]["by_level"] if lv["concurrency"] == 1)
+    number = fmt.fmt_num(base_c1["output_tok_s"]["mean"])
+    assert number == "187.9"
+    assert number in text
+    assert "Simulated engine" in text
+    assert f"1 / {len(reader.pages)}" in text  # page numbers in the footer
+
+
+def test_pdf_printer_ignores_no_style_and_is_reproducible(page: str, rendered: Rendered) -> None:
+    assert rendered.pdf is not None
+    printed = pdf.html_to_pdf(page, rendered.pdf.parent)
+    assert printed.warnings == []  # every CSS rule the PDF needs is one WeasyPrint applies
+    # no clock and no random identifier: the same HTML prints to the same bytes
+    assert printed.data == rendered.pdf.read_bytes()
