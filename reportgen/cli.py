@@ -283,33 +283,38 @@ def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
 
 
 def _summary_table(out: Console, data: dict[str, Any]) -> None:
+    """One screen: each experiment's verdict and objective metric per level (mean ± sd)."""
     from reportgen.render.fmt import fmt_num
 
-    obj = data["campaign"]["campaign"]["objective"]
-    metric = obj["metric"]
+    info = data["campaign"]["campaign"]
+    metric = info["objective"]["metric"]
+    key = metric if metric.endswith("_s") else f"{metric}_p50"
+    status = "" if data["status"] == "complete" else f" - {data['status'].upper()}"
     table = Table(
-        title=f"{data['campaign']['campaign']['title']} ({data['status']})", title_justify="left"
+        title=f"{info['title']}{status}",
+        caption=f"{key}: mean ± sd over repetitions; best: {data.get('best') or 'none'}",
+        title_justify="left",
+        caption_justify="left",
     )
-    table.add_column("experiment")
-    table.add_column("status")
-    table.add_column("verdict")
+    table.add_column("experiment", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
     levels = sorted(
         {lv["concurrency"] for e in data["experiments"] for lv in e.get("by_level", [])}
     )
-    key = metric if metric.endswith("_s") else f"{metric}_p50"
     for c in levels:
-        table.add_column(f"{key}\nC={c}", justify="right")
+        table.add_column(f"C={c}", justify="right", no_wrap=True)
     for e in data["experiments"]:
         by = {lv["concurrency"]: lv for lv in e.get("by_level", [])}
         cells = []
         for c in levels:
             agg = by.get(c, {}).get(key) or {}
             mean, sd = agg.get("mean"), agg.get("sd")
-            cells.append("" if mean is None else fmt_num(mean) + (f" ±{fmt_num(sd)}" if sd else ""))
-        verdict = (e.get("decision") or {}).get("verdict", "")
+            spread = "" if not sd else f" ±{sd:,.0f}" if sd >= 10 else f" ±{sd:.2g}"
+            cells.append("" if mean is None else fmt_num(mean) + spread)
+        verdict = (e.get("decision") or {}).get("verdict") or e["status"]
         if e["id"] == data.get("best"):
             verdict += " (best)"
-        table.add_row(e["id"], e["status"], verdict, *cells)
+        table.add_row(e["id"], verdict, *cells)
     out.print(table)
 
 
