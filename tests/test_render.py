@@ -163,15 +163,18 @@ def test_html_has_sections_in_order_and_a_contents_list(page: str) -> None:
 
 def test_summary_sentence_gives_best_against_baseline(page: str) -> None:
     # from fast-decode-kernel's decision.vs_baseline in the fixture
-    assert ("fast-decode-kernel delivers 1.21× (95% CI 1.19–1.23) the baseline&#39;s "
-            "output_tok_s at C=1 and 1.12× (95% CI 0.98–1.28) at C=16.") in page
+    assert (
+        "fast-decode-kernel delivers 1.21× (95% CI 1.19–1.23) the baseline&#39;s "
+        "output_tok_s at C=1 and 1.12× (95% CI 0.98–1.28) at C=16."
+    ) in page
 
 
 def test_summary_when_nothing_beats_the_baseline(sample: dict[str, Any]) -> None:
     data = {**sample, "best": "baseline"}
     report = view.build(data)
-    assert report.summary.startswith("No experiment beat the baseline (baseline) on "
-                                     "output_tok_s at C=1, 16")
+    assert report.summary.startswith(
+        "No experiment beat the baseline (baseline) on output_tok_s at C=1, 16"
+    )
 
 
 def test_failed_experiment_shows_reason_and_log_tail(page: str) -> None:
@@ -182,28 +185,27 @@ def test_failed_experiment_shows_reason_and_log_tail(page: str) -> None:
 
 
 def test_decision_log_shows_flag_diff_and_comparisons(page: str) -> None:
-    decisions = page[page.index('<section id="decisions">'):page.index('<section id="perf')]
-    assert "<code>itl-growth</code></td><td><code>0.03</code></td><td><code>0.09</code>" \
-        in decisions
-    assert "<code>itl-msec</code></td><td><code>(added)</code></td><td><code>2</code>" \
-        in decisions
+    decisions = page[page.index('<section id="decisions">') : page.index('<section id="perf')]
+    assert (
+        "<code>itl-growth</code></td><td><code>0.03</code></td><td><code>0.09</code>" in decisions
+    )
+    assert "<code>itl-msec</code></td><td><code>(added)</code></td><td><code>2</code>" in decisions
     assert "0.73–0.99" in decisions  # bigger-batches vs its parent at C=16, worse
     assert 'class="verdict v-worse">worse' in decisions
 
 
 def test_methods_define_every_metric_from_the_analysis_docstring(page: str) -> None:
-    methods = page[page.index('<section id="methods">'):page.index('<section id="reproduce">')]
+    methods = page[page.index('<section id="methods">') : page.index('<section id="reproduce">')]
     for metric in summary.LATENCIES + summary.THROUGHPUTS:
         assert f"<dt><code>{metric}</code></dt>" in methods
     assert "Welch" in methods
     assert "equivalent" in methods and "margin m is 5%" in methods
 
 
-def test_reproducibility_has_campaign_file_and_commands(page: str,
-                                                       sample: dict[str, Any]) -> None:
-    repro = page[page.index('<section id="reproduce">'):]
+def test_reproducibility_has_campaign_file_and_commands(page: str, sample: dict[str, Any]) -> None:
+    repro = page[page.index('<section id="reproduce">') :]
     assert sample["campaign_file"]["sha256"] in repro
-    assert "[[experiment]]" in repro and 'id = &#34;typo-in-flag&#34;' in repro
+    assert "[[experiment]]" in repro and "id = &#34;typo-in-flag&#34;" in repro
     assert "reportgen run campaigns/demo.toml" in repro
     assert "-m reportgen.sim --port 18427 --ttft-ms 30 --itl-ms 3" in repro
 
@@ -215,8 +217,11 @@ def test_environment_says_no_gpu_and_why(page: str) -> None:
 
 def test_incomplete_run_gets_a_banner(run_dir: Path, sample: dict[str, Any]) -> None:
     data = copy.deepcopy(sample)
-    data.update(status="incomplete", finished_at="2026-11-29T15:13:40Z",
-                status_reason="interrupted by the user (Ctrl-C or SIGTERM)")
+    data.update(
+        status="incomplete",
+        finished_at="2026-11-29T15:13:40Z",
+        status_reason="interrupted by the user (Ctrl-C or SIGTERM)",
+    )
     for e in data["experiments"][2:]:
         e.update(status="pending", levels=[], by_level=[], decision=None)
         for key in ("command", "log_tail", "reason"):
@@ -258,7 +263,9 @@ def test_charts_are_inline_svg_and_deterministic(sample: dict[str, Any]) -> None
         assert svg.startswith("<svg")
         # the only URLs are the SVG namespace names, which are never fetched
         assert set(re.findall(r"https?://[^\s\"']*", svg)) <= {
-            "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+            "http://www.w3.org/2000/svg",
+            "http://www.w3.org/1999/xlink",
+        }
         assert 'id="figure_1"' not in svg
     # each chart's clip-path and marker ids are distinct from the other's
     ids = [set(re.findall(r'id="([^"]+)"', str(svg))) for svg in first.values()]
@@ -284,10 +291,17 @@ def test_template_never_marks_text_safe() -> None:
 # -- numbers --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("value", "text"), [
-    (187.85166850382805, "187.9"), (4.3133, "4.31"), (1373.0, "1,373"), (0.0, "0.00"),
-    (None, "–"), (float("nan"), "–"),
-])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (187.85166850382805, "187.9"),
+        (4.3133, "4.31"),
+        (1373.0, "1,373"),
+        (0.0, "0.00"),
+        (None, "–"),
+        (float("nan"), "–"),
+    ],
+)
 def test_fmt_num(value: float | None, text: str) -> None:
     assert fmt.fmt_num(value) == text
 
@@ -304,8 +318,9 @@ def test_level_table_ratio_is_against_the_baseline(sample: dict[str, Any]) -> No
 # -- the PDF --------------------------------------------------------------------------------
 
 
-def test_pdf_contains_every_experiment_and_the_baseline_number(rendered: Rendered,
-                                                               sample: dict[str, Any]) -> None:
+def test_pdf_contains_every_experiment_and_the_baseline_number(
+    rendered: Rendered, sample: dict[str, Any]
+) -> None:
     assert rendered.pdf is not None
     reader = pypdf.PdfReader(rendered.pdf)
     assert len(reader.pages) >= 3

@@ -81,12 +81,23 @@ def _label(text: str, index: int | None = None) -> str:
 
 def _style(index: int, series: Series) -> dict[str, Any]:
     if series.is_baseline:
-        return {"color": BASELINE_COLOUR, "linewidth": 2.6, "marker": "o", "markersize": 5,
-                "linestyle": "-", "zorder": 5}
+        return {
+            "color": BASELINE_COLOUR,
+            "linewidth": 2.6,
+            "marker": "o",
+            "markersize": 5,
+            "linestyle": "-",
+            "zorder": 5,
+        }
     # Past the palette, vary the dash pattern so the lines stay distinguishable.
-    return {"color": PALETTE[index % len(PALETTE)], "linewidth": 1.5,
-            "marker": MARKERS[index % len(MARKERS)], "markersize": 4.5,
-            "linestyle": DASHES[(index // len(PALETTE)) % len(DASHES)], "zorder": 3}
+    return {
+        "color": PALETTE[index % len(PALETTE)],
+        "linewidth": 1.5,
+        "marker": MARKERS[index % len(MARKERS)],
+        "markersize": 4.5,
+        "linestyle": DASHES[(index // len(PALETTE)) % len(DASHES)],
+        "zorder": 3,
+    }
 
 
 def _legend_name(series: Series) -> str:
@@ -107,10 +118,20 @@ def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool) -> None:
         ys = [v for v in s.mean[key] if v is not None]
         if not xs:
             continue
-        sd = [0.0 if e is None else float(e)
-              for e, v in zip(s.sd[key], s.mean[key], strict=True) if v is not None]
-        ax.errorbar(xs, ys, yerr=sd if errors else None, capsize=2.5, elinewidth=0.9,
-                    label=_legend_name(s), **style)
+        sd = [
+            0.0 if e is None else float(e)
+            for e, v in zip(s.sd[key], s.mean[key], strict=True)
+            if v is not None
+        ]
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=sd if errors else None,
+            capsize=2.5,
+            elinewidth=0.9,
+            label=_legend_name(s),
+            **style,
+        )
 
 
 def _concurrency_axis(ax: Axes, series: Sequence[Series]) -> None:
@@ -121,7 +142,7 @@ def _concurrency_axis(ax: Axes, series: Sequence[Series]) -> None:
     if levels[0] > 0 and levels[-1] / levels[0] >= 4:
         ax.set_xscale("log", base=2)
         ax.xaxis.set_minor_locator(NullLocator())
-        pad = 2 ** 0.25
+        pad = 2**0.25
         ax.set_xlim(levels[0] / pad, levels[-1] * pad)
     ax.xaxis.set_major_locator(FixedLocator(levels))
     ax.set_xticklabels([str(c) for c in levels])
@@ -143,7 +164,7 @@ def _clean(svg: str) -> str:
     shape) and the structural ``<g id="figure_1">`` ids that every chart would repeat.
     Text content cannot match these patterns: matplotlib escapes ``<`` in it.
     """
-    svg = svg[svg.index("<svg"):]
+    svg = svg[svg.index("<svg") :]
     svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.S)
     head_end = svg.index(">")
     head = re.sub(r'\s(width|height)="[^"]*"', "", svg[:head_end])
@@ -153,8 +174,7 @@ def _clean(svg: str) -> str:
 
 
 def _empty(ax: Axes, message: str) -> None:
-    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes,
-            color="#666666")
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="#666666")
     ax.set_xticks([])
     ax.set_yticks([])
 
@@ -168,17 +188,23 @@ def _legend_below(fig: Figure, ax: Axes) -> None:
         renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
         for ncol in range(min(len(handles), LEGEND_COLUMNS), 0, -1):
             # Explicit handles and labels: matplotlib drops labels starting with "_" otherwise.
-            legend = fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False,
-                                bbox_to_anchor=(0.5, 0.0), handlelength=2.5,
-                                columnspacing=1.5)
+            legend = fig.legend(
+                handles,
+                labels,
+                loc="lower center",
+                ncol=ncol,
+                frameon=False,
+                bbox_to_anchor=(0.5, 0.0),
+                handlelength=2.5,
+                columnspacing=1.5,
+            )
             box = legend.get_window_extent(renderer)
             if box.width <= fig.bbox.width * 0.98 or ncol == 1:
                 break
             legend.remove()
         height += box.height / fig.dpi
     fig.set_figheight(height)
-    fig.subplots_adjust(bottom=(height - PLOT_IN + XLABEL_IN) / height,
-                        top=1 - TITLE_IN / height)
+    fig.subplots_adjust(bottom=(height - PLOT_IN + XLABEL_IN) / height, top=1 - TITLE_IN / height)
 
 
 def throughput(series: Sequence[Series]) -> Markup:
@@ -206,8 +232,10 @@ def latency(series: Sequence[Series]) -> Markup:
         fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
         FigureCanvasAgg(fig)
         left, right = fig.subplots(1, 2)
-        for ax, key, title in ((left, "ttft_ms_p50", "Time to first token, p50"),
-                               (right, "itl_ms_p50", "Inter-token latency, p50")):
+        for ax, key, title in (
+            (left, "ttft_ms_p50", "Time to first token, p50"),
+            (right, "itl_ms_p50", "Inter-token latency, p50"),
+        ):
             if series:
                 _plot(ax, series, key, errors=True)
                 _concurrency_axis(ax, series)

@@ -27,8 +27,17 @@ TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 TEMPLATE = "report.html.j2"
 STYLESHEET = "report.css"
 
-VERDICT_CLASSES = ("adopted", "rejected", "equivalent", "inconclusive", "failed", "baseline",
-                   "pending", "better", "worse")
+VERDICT_CLASSES = (
+    "adopted",
+    "rejected",
+    "equivalent",
+    "inconclusive",
+    "failed",
+    "baseline",
+    "pending",
+    "better",
+    "worse",
+)
 
 
 def verdict_class(verdict: str) -> str:

@@ -24,10 +24,22 @@ from pathlib import Path
 # - the chart SVG's style attributes (fill, stroke...) are also seen by WeasyPrint's HTML CSS
 #   pass, which does not know SVG properties; its SVG renderer applies them all the same;
 # - media queries with features (the phone layout): print needs none of those rules.
-SVG_PROPERTIES = ("fill", "fill-opacity", "fill-rule", "stroke", "stroke-width",
-                  "stroke-linecap", "stroke-linejoin", "stroke-dasharray", "stroke-dashoffset",
-                  "stroke-opacity", "stroke-miterlimit", "text-anchor", "dominant-baseline",
-                  "clip-path")
+SVG_PROPERTIES = (
+    "fill",
+    "fill-opacity",
+    "fill-rule",
+    "stroke",
+    "stroke-width",
+    "stroke-linecap",
+    "stroke-linejoin",
+    "stroke-dasharray",
+    "stroke-dashoffset",
+    "stroke-opacity",
+    "stroke-miterlimit",
+    "text-anchor",
+    "dominant-baseline",
+    "clip-path",
+)
 BENIGN = re.compile(
     r"^Ignored `(?:" + "|".join(map(re.escape, SVG_PROPERTIES)) + r"):.*unknown property\.$"
     r"|^Expected a media type, got '[^']*\(max-width"

@@ -66,14 +66,20 @@ def workload(wl: Mapping[str, Any]) -> str:
         amount = f"{wl['duration_s']:g} s"
     else:
         amount = "unspecified amount"
-    return (f"{wl.get('api', 'chat')} API, C={levels}, {amount} per level × "
-            f"{wl.get('repetitions', 1)} repetition(s), {wl.get('input_tokens', '?')} input / "
-            f"{wl.get('output_tokens', '?')} output tokens, {wl.get('warmup_requests', 0)} "
-            f"warm-up requests, seed {wl.get('seed', 0)}")
+    return (
+        f"{wl.get('api', 'chat')} API, C={levels}, {amount} per level × "
+        f"{wl.get('repetitions', 1)} repetition(s), {wl.get('input_tokens', '?')} input / "
+        f"{wl.get('output_tokens', '?')} output tokens, {wl.get('warmup_requests', 0)} "
+        f"warm-up requests, seed {wl.get('seed', 0)}"
+    )
 
 
-def methods(wl: Mapping[str, Any], exps: Sequence[Mapping[str, Any]], margin: float | None,
-            objective_label: str) -> dict[str, Any]:
+def methods(
+    wl: Mapping[str, Any],
+    exps: Sequence[Mapping[str, Any]],
+    margin: float | None,
+    objective_label: str,
+) -> dict[str, Any]:
     """Metric definitions, load settings and statistics, for the methods section."""
     metric_doc = parse_doc(summary.__doc__)
     stats_doc = parse_doc(decide.__doc__)
@@ -96,8 +102,11 @@ def methods(wl: Mapping[str, Any], exps: Sequence[Mapping[str, Any]], margin: fl
         f"deviation; chart error bars are the same standard deviation.",
         f"Request timeout: {wl.get('request_timeout_s', '?')} s.",
     ]
-    overrides = [(str(e.get("id")), workload(e["workload"])) for e in exps
-                 if e.get("workload") and _differs(e["workload"], wl)]
+    overrides = [
+        (str(e.get("id")), workload(e["workload"]))
+        for e in exps
+        if e.get("workload") and _differs(e["workload"], wl)
+    ]
     margin_text = "–" if margin is None else f"{float(margin):.0%}"
     return {
         "metric_intro": metric_doc.paragraphs[1:2],
@@ -130,9 +139,15 @@ def _value(v: Any) -> str:
 
 
 HOST_FIELDS: tuple[Pair, ...] = (
-    ("hostname", "hostname"), ("cpu_model", "CPU"), ("cpu_count", "CPUs"),
-    ("cpu_affinity", "CPUs usable by the run"), ("memory_gib", "memory (GiB)"), ("os", "OS"),
-    ("kernel", "kernel"), ("machine", "architecture"), ("python", "Python"),
+    ("hostname", "hostname"),
+    ("cpu_model", "CPU"),
+    ("cpu_count", "CPUs"),
+    ("cpu_affinity", "CPUs usable by the run"),
+    ("memory_gib", "memory (GiB)"),
+    ("os", "OS"),
+    ("kernel", "kernel"),
+    ("machine", "architecture"),
+    ("python", "Python"),
     ("container", "in a container"),
 )
 
@@ -143,15 +158,25 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
     sw = env.get("software") or {}
     gpus = env.get("gpus") or {}
     rg = sw.get("reportgen") or {}
-    software = [("reportgen", _value(rg.get("version"))),
-                ("reportgen commit", _value(rg.get("commit"))
-                 + (" (uncommitted changes)" if rg.get("dirty") else ""))]
+    software = [
+        ("reportgen", _value(rg.get("version"))),
+        (
+            "reportgen commit",
+            _value(rg.get("commit")) + (" (uncommitted changes)" if rg.get("dirty") else ""),
+        ),
+    ]
     if "installed_packages_count" in sw:
-        software.append(("installed Python packages",
-                         f"{sw.get('installed_packages_count')} (list sha256 "
-                         f"{sw.get('installed_packages_sha256')})"))
-    packages = [(str(k), "not installed" if v is None else _value(v))
-                for k, v in (sw.get("packages") or {}).items()]
+        software.append(
+            (
+                "installed Python packages",
+                f"{sw.get('installed_packages_count')} (list sha256 "
+                f"{sw.get('installed_packages_sha256')})",
+            )
+        )
+    packages = [
+        (str(k), "not installed" if v is None else _value(v))
+        for k, v in (sw.get("packages") or {}).items()
+    ]
     env_vars = [(str(k), _value(v)) for k, v in sorted((sw.get("env") or {}).items())]
     known = {k for k, _ in HOST_FIELDS}
     host_rows = [(label, _value(host.get(k))) for k, label in HOST_FIELDS if k in host]
@@ -159,12 +184,16 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
     devices = []
     for d in gpus.get("devices") or []:
         mem = d.get("memory_total_bytes")
-        devices.append({
-            "index": _value(d.get("index")), "name": _value(d.get("name")),
-            "cc": _value(d.get("compute_capability")),
-            "memory": f"{mem / 1024**3:.1f}" if isinstance(mem, int | float) else _value(mem),
-            "power": _value(d.get("power_limit_w")), "uuid": _value(d.get("uuid")),
-        })
+        devices.append(
+            {
+                "index": _value(d.get("index")),
+                "name": _value(d.get("name")),
+                "cc": _value(d.get("compute_capability")),
+                "memory": f"{mem / 1024**3:.1f}" if isinstance(mem, int | float) else _value(mem),
+                "power": _value(d.get("power_limit_w")),
+                "uuid": _value(d.get("uuid")),
+            }
+        )
     return {
         "host": host_rows,
         "software": software,
@@ -172,8 +201,10 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
         "env": env_vars,
         "gpu_available": bool(gpus.get("available")),
         "gpu_reason": str(gpus.get("reason") or "no reason recorded"),
-        "gpu_rows": [("driver", _value(gpus.get("driver"))),
-                     ("CUDA driver", _value(gpus.get("cuda_driver"))),
-                     ("count", _value(gpus.get("count", len(devices))))],
+        "gpu_rows": [
+            ("driver", _value(gpus.get("driver"))),
+            ("CUDA driver", _value(gpus.get("cuda_driver"))),
+            ("count", _value(gpus.get("count", len(devices)))),
+        ],
         "devices": devices,
     }

@@ -26,12 +26,24 @@ from reportgen.render.fmt import (
     fmt_time,
 )
 
-SIMULATED_NOTICE = ("Simulated engine: these numbers come from reportgen's built-in simulator "
-                    "(reportgen sim), not from a real inference engine or GPU.")
+SIMULATED_NOTICE = (
+    "Simulated engine: these numbers come from reportgen's built-in simulator "
+    "(reportgen sim), not from a real inference engine or GPU."
+)
 
 # Columns of the per-experiment table by level, after output tok/s, in the template's order.
-LEVEL_COLUMNS = ("total_tok_s", "req_s", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99",
-                 "itl_ms_p50", "itl_ms_p90", "itl_ms_p99", "e2e_ms_p50", "e2e_ms_p99")
+LEVEL_COLUMNS = (
+    "total_tok_s",
+    "req_s",
+    "ttft_ms_p50",
+    "ttft_ms_p90",
+    "ttft_ms_p99",
+    "itl_ms_p50",
+    "itl_ms_p90",
+    "itl_ms_p99",
+    "e2e_ms_p50",
+    "e2e_ms_p99",
+)
 
 # Series drawn in the charts (section 5): by_level keys.
 CHART_KEYS = ("output_tok_s", "ttft_ms_p50", "itl_ms_p50")
@@ -192,16 +204,23 @@ def build(results: Mapping[str, Any]) -> Report:
         summary=_summary_sentence(exps, best, objective),
         experiments=views,
         ok_experiments=[v for v in views if v.status == "ok"],
-        series=[_series(i + 1, e, e is baseline, e.get("id") == best)
-                for i, e in enumerate(exps) if e.get("status") == "ok" and e.get("by_level")],
+        series=[
+            _series(i + 1, e, e is baseline, e.get("id") == best)
+            for i, e in enumerate(exps)
+            if e.get("status") == "ok" and e.get("by_level")
+        ],
         references=_references(camp.get("reference") or [], exps, best),
         environment=text.environment(results.get("environment") or {}),
-        methods=text.methods(camp.get("workload") or {}, exps, info.get("margin"),
-                             objective.label),
-        campaign_file={"path": path, "sha256": str(cf.get("sha256") or NONE),
-                       "text": str(cf.get("text") or "")},
-        rerun=[f"reportgen run {shlex.quote(path)}",
-               f"reportgen render {shlex.quote(_run_dir_hint(info, results))}"],
+        methods=text.methods(camp.get("workload") or {}, exps, info.get("margin"), objective.label),
+        campaign_file={
+            "path": path,
+            "sha256": str(cf.get("sha256") or NONE),
+            "text": str(cf.get("text") or ""),
+        },
+        rerun=[
+            f"reportgen run {shlex.quote(path)}",
+            f"reportgen render {shlex.quote(_run_dir_hint(info, results))}",
+        ],
     )
 
 
@@ -213,10 +232,11 @@ def _header(results: Mapping[str, Any], info: Mapping[str, Any]) -> Header:
     status = str(results.get("status") or "unknown")
     reason = results.get("status_reason")
     if not reason:
-        reason = {"running": "the run had not finished when these results were last saved "
-                             "(it is still running, or it stopped without recording why)",
-                  "incomplete": "the run stopped before every experiment had finished"
-                  }.get(status, f"the run's status is {status!r}")
+        reason = {
+            "running": "the run had not finished when these results were last saved "
+            "(it is still running, or it stopped without recording why)",
+            "incomplete": "the run stopped before every experiment had finished",
+        }.get(status, f"the run's status is {status!r}")
     engine = results.get("engine") or {}
     started, finished = results.get("started_at"), results.get("finished_at")
     return Header(
@@ -256,11 +276,16 @@ def _objective(info: Mapping[str, Any], workload: Mapping[str, Any]) -> Objectiv
 
 
 def _comparisons(items: Sequence[Mapping[str, Any]]) -> list[Comparison]:
-    return [Comparison(concurrency=int(c.get("concurrency", 0)), ratio=fmt_ratio(c.get("ratio")),
-                       ci=fmt_ci(c.get("ci_low"), c.get("ci_high")),
-                       verdict=str(c.get("verdict") or "inconclusive"),
-                       n=f"{c.get('n_parent', '?')} vs {c.get('n_child', '?')}")
-            for c in items]
+    return [
+        Comparison(
+            concurrency=int(c.get("concurrency", 0)),
+            ratio=fmt_ratio(c.get("ratio")),
+            ci=fmt_ci(c.get("ci_low"), c.get("ci_high")),
+            verdict=str(c.get("verdict") or "inconclusive"),
+            n=f"{c.get('n_parent', '?')} vs {c.get('n_child', '?')}",
+        )
+        for c in items
+    ]
 
 
 def _flag_diff(items: Sequence[Mapping[str, Any]]) -> list[FlagChange]:
@@ -282,20 +307,29 @@ def _mean(level: Mapping[str, Any] | None, key: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _level_row(c: int, level: Mapping[str, Any], label: str, is_baseline: bool,
-               base: Mapping[str, Any] | None) -> LevelRow:
+def _level_row(
+    c: int, level: Mapping[str, Any], label: str, is_baseline: bool, base: Mapping[str, Any] | None
+) -> LevelRow:
     mine, theirs = _mean(level, "output_tok_s"), _mean(base, "output_tok_s")
     ratio = NONE if is_baseline or mine is None or not theirs else fmt_ratio(mine / theirs)
     return LevelRow(
-        concurrency=c, label=label, is_baseline=is_baseline,
-        output=Cell(*fmt_stat(level.get("output_tok_s"))), ratio=ratio,
+        concurrency=c,
+        label=label,
+        is_baseline=is_baseline,
+        output=Cell(*fmt_stat(level.get("output_tok_s"))),
+        ratio=ratio,
         cells=[Cell(*fmt_stat(level.get(key))) for key in LEVEL_COLUMNS],
         errors=f"{level.get('errors', 0)}/{level.get('requests', 0)}",
     )
 
 
-def _experiment(i: int, e: Mapping[str, Any], baseline: Mapping[str, Any] | None,
-                best: str | None, objective: Objective) -> Experiment:
+def _experiment(
+    i: int,
+    e: Mapping[str, Any],
+    baseline: Mapping[str, Any] | None,
+    best: str | None,
+    objective: Objective,
+) -> Experiment:
     decision = e.get("decision") or {}
     status = str(e.get("status") or "pending")
     is_baseline = e is baseline
@@ -311,8 +345,9 @@ def _experiment(i: int, e: Mapping[str, Any], baseline: Mapping[str, Any] | None
         anchor=f"exp-{i + 1}",  # not the id: ids are user text and need not be valid anchors
         id=str(e.get("id")),
         status=status,
-        verdict=str(decision.get("verdict") or ("pending" if status in ("pending", "running")
-                                                else status)),
+        verdict=str(
+            decision.get("verdict") or ("pending" if status in ("pending", "running") else status)
+        ),
         is_baseline=is_baseline,
         is_best=e.get("id") == best,
         parent=str(e.get("parent") or ""),
@@ -331,10 +366,10 @@ def _experiment(i: int, e: Mapping[str, Any], baseline: Mapping[str, Any] | None
         finished=fmt_time(e.get("finished_at")),
         command=shlex.join(str(a) for a in e.get("command") or []),
         env=[(str(k), str(v)) for k, v in sorted((e.get("env") or {}).items())],
-        objective=[Cell(*fmt_stat(mine.get(c, {}).get(objective.key)))
-                   for c in objective.levels],
-        objective_ratio=[fmt_ratio(vs_base[c].get("ratio")) if c in vs_base else ""
-                         for c in objective.levels],
+        objective=[Cell(*fmt_stat(mine.get(c, {}).get(objective.key))) for c in objective.levels],
+        objective_ratio=[
+            fmt_ratio(vs_base[c].get("ratio")) if c in vs_base else "" for c in objective.levels
+        ],
         levels=rows,
     )
 
@@ -343,36 +378,50 @@ def _series(index: int, e: Mapping[str, Any], is_baseline: bool, is_best: bool) 
     levels = _by_level(e)
     order = sorted(levels)
     return Series(
-        id=str(e.get("id")), index=index, is_baseline=is_baseline, is_best=is_best, levels=order,
+        id=str(e.get("id")),
+        index=index,
+        is_baseline=is_baseline,
+        is_best=is_best,
+        levels=order,
         mean={k: [_mean(levels[c], k) for c in order] for k in CHART_KEYS},
         sd={k: [(levels[c].get(k) or {}).get("sd") for c in order] for k in CHART_KEYS},
     )
 
 
-def _summary_sentence(exps: Sequence[Mapping[str, Any]], best: str | None,
-                      objective: Objective) -> str:
+def _summary_sentence(
+    exps: Sequence[Mapping[str, Any]], best: str | None, objective: Objective
+) -> str:
     """One sentence: the best configuration against the baseline on the objective metric."""
     if not exps:
         return "The results hold no experiments."
     baseline = exps[0]
     if baseline.get("status") != "ok":
-        return (f"The baseline ({baseline.get('id')}) has no measurements "
-                f"({baseline.get('status')}), so nothing could be compared with it.")
+        return (
+            f"The baseline ({baseline.get('id')}) has no measurements "
+            f"({baseline.get('status')}), so nothing could be compared with it."
+        )
     if not best or best == baseline.get("id"):
         tried = len(exps) - 1
         tail = "none was tried beyond it." if not tried else f"{tried} tried, none adopted over it."
-        return (f"No experiment beat the baseline ({baseline.get('id')}) on {objective.label}"
-                f"{_at_levels(objective.levels)}: {tail}")
+        return (
+            f"No experiment beat the baseline ({baseline.get('id')}) on {objective.label}"
+            f"{_at_levels(objective.levels)}: {tail}"
+        )
     chosen = next((e for e in exps if e.get("id") == best), None)
     comps = ((chosen or {}).get("decision") or {}).get("vs_baseline") or []
     if not comps:
-        return f"{best} is the best configuration, but it shares no objective level with the " \
-               f"baseline to compare at."
+        return (
+            f"{best} is the best configuration, but it shares no objective level with the "
+            f"baseline to compare at."
+        )
     verb = "delivers" if objective.metric in THROUGHPUTS else "has"
     parts = []
     for n, c in enumerate(comps):
-        ci = ("no interval: one repetition" if c.get("ci_low") is None
-              else f"95% CI {fmt_ci(c.get('ci_low'), c.get('ci_high'))}")
+        ci = (
+            "no interval: one repetition"
+            if c.get("ci_low") is None
+            else f"95% CI {fmt_ci(c.get('ci_low'), c.get('ci_high'))}"
+        )
         whose = f" the baseline's {objective.label}" if n == 0 else ""
         parts.append(f"{fmt_ratio(c.get('ratio'))} ({ci}){whose} at C={c.get('concurrency')}")
     joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -383,8 +432,9 @@ def _at_levels(levels: Sequence[int]) -> str:
     return f" at C={', '.join(map(str, levels))}" if levels else ""
 
 
-def _references(refs: Sequence[Mapping[str, Any]], exps: Sequence[Mapping[str, Any]],
-                best: str | None) -> list[Reference]:
+def _references(
+    refs: Sequence[Mapping[str, Any]], exps: Sequence[Mapping[str, Any]], best: str | None
+) -> list[Reference]:
     chosen = _by_level(next((e for e in exps if e.get("id") == best), None))
     out = []
     for r in refs:
@@ -393,11 +443,18 @@ def _references(refs: Sequence[Mapping[str, Any]], exps: Sequence[Mapping[str, A
         key = metric if metric in THROUGHPUTS else f"{metric}_p50"
         measured = _mean(chosen.get(int(level)), key) if level is not None else None
         source = str(r.get("source") or "")
-        out.append(Reference(
-            name=str(r.get("name") or ""), metric=metric,
-            concurrency=NONE if level is None else str(level),
-            value=fmt_num(value), gpus=str(gpus), per_gpu=fmt_num(value / gpus),
-            measured=fmt_num(measured), conditions=str(r.get("conditions") or ""),
-            source=source, link=source if source.startswith("https://") else None,
-        ))
+        out.append(
+            Reference(
+                name=str(r.get("name") or ""),
+                metric=metric,
+                concurrency=NONE if level is None else str(level),
+                value=fmt_num(value),
+                gpus=str(gpus),
+                per_gpu=fmt_num(value / gpus),
+                measured=fmt_num(measured),
+                conditions=str(r.get("conditions") or ""),
+                source=source,
+                link=source if source.startswith("https://") else None,
+            )
+        )
     return out
