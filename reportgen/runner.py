@@ -19,7 +19,7 @@ from reportgen import __version__, engines, fingerprint, prompts, results
 from reportgen.analysis import decide as decide_mod
 from reportgen.analysis.summary import aggregate, summarize
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
-from reportgen.errors import GpuError, ReportgenError, ServerError
+from reportgen.errors import GpuError, ReportgenError, ResultsError, ServerError
 from reportgen.loadgen import RequestRecord, RequestSpec, run_level
 from reportgen.progress import ProgressSink, Quiet
 from reportgen.redact import REDACTED, is_secret_name, redact_argv, redact_env
@@ -126,10 +126,16 @@ class Runner:
                 )
 
     def _start_results(self, environment: dict[str, Any]) -> None:
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        results.atomic_write_bytes(
-            self.run_dir / "campaign.toml", self.campaign.text.encode("utf-8")
-        )
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            results.atomic_write_bytes(
+                self.run_dir / "campaign.toml", self.campaign.text.encode("utf-8")
+            )
+        except OSError as exc:
+            raise ResultsError(
+                f"cannot write the run directory {self.run_dir}: {exc.strerror}; nothing was "
+                "started. Choose a writable folder with --output"
+            ) from None
         now = _utc_now()
         self.results = {
             "schema_version": results.SCHEMA_VERSION,

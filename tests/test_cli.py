@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ["validate", "plan", "run", "render", "sim", "schema"]
 
@@ -82,3 +84,15 @@ def test_render_of_a_missing_run_is_a_clear_error(tmp_path: Path) -> None:
     res = reportgen("render", str(tmp_path))
     assert res.returncode == 2
     assert "no results file here" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_run_into_an_unwritable_output_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    campaign = tmp_path / "c.toml"
+    text = (ROOT / "campaigns" / "demo.toml").read_text()
+    campaign.write_text(text.replace("port = 18427", f"port = {free_port()}"))
+    res = reportgen("run", str(campaign), "--output", str(blocker), "--quiet")
+    assert res.returncode == 2, res.stderr
+    assert "cannot write the run directory" in res.stderr and "--output" in res.stderr
+    assert "Traceback" not in res.stderr
