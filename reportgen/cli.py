@@ -309,7 +309,7 @@ def _summary_table(out: Console, data: dict[str, Any]) -> None:
         for c in levels:
             agg = by.get(c, {}).get(key) or {}
             mean, sd = agg.get("mean"), agg.get("sd")
-            spread = "" if not sd else f" ±{sd:,.0f}" if sd >= 10 else f" ±{sd:.2g}"
+            spread = "" if not sd else f" ±{sd:,.0f}" if sd >= 10 else f" ±{sd:#.2g}"
             cells.append("" if mean is None else fmt_num(mean) + spread)
         verdict = (e.get("decision") or {}).get("verdict") or e["status"]
         if e["id"] == data.get("best"):

@@ -26,7 +26,7 @@ class ProgressSink(Protocol):
         self, concurrency: int, repetition: int, repetitions: int, requests: int | None
     ) -> None: ...
     def request_done(self, output_tokens: int, ok: bool) -> None: ...
-    def experiment_end(self, exp_id: str, status: str, note: str) -> None: ...
+    def experiment_end(self, exp_id: str, status: str, note: str, skipped: int) -> None: ...
     def close(self) -> None: ...
 
 
@@ -57,7 +57,7 @@ class Quiet:
     def request_done(self, output_tokens: int, ok: bool) -> None:
         pass
 
-    def experiment_end(self, exp_id: str, status: str, note: str) -> None:
+    def experiment_end(self, exp_id: str, status: str, note: str, skipped: int) -> None:
         self._say(f"    {exp_id}: {status}" + (f" - {note}" if note else ""))
 
     def close(self) -> None:
@@ -127,11 +127,17 @@ class Live:
         if self.campaign is not None:
             self.progress.update(self.campaign, advance=1)
 
-    def experiment_end(self, exp_id: str, status: str, note: str) -> None:
+    def experiment_end(self, exp_id: str, status: str, note: str, skipped: int) -> None:
+        # Requests a failed experiment never sent still count as done for the time left.
+        if self.campaign is not None and skipped:
+            self.progress.update(self.campaign, advance=skipped)
         colour = {"ok": "green", "failed": "red"}.get(status, "yellow")
         self.console.print(f"    [{colour}]{status}[/{colour}] {note}", highlight=False)
 
     def close(self) -> None:
+        if self.level is not None:
+            self.progress.remove_task(self.level)
+            self.level = None
         self.progress.stop()
 
 

@@ -92,7 +92,9 @@ class Runner:
                 self._decide(entry)
                 self._save()
                 note = entry.get("reason") or entry["decision"]["verdict"]
-                self.progress.experiment_end(exp.id, entry["status"], note)
+                sent = sum(lv["summary"]["requests"] for lv in entry["levels"])
+                skipped = max(0, self._planned_requests(r) - sent)
+                self.progress.experiment_end(exp.id, entry["status"], note, skipped)
         except KeyboardInterrupt:
             self._finish("incomplete", "interrupted by the user (Ctrl-C or SIGTERM)")
             raise
@@ -394,14 +396,17 @@ class Runner:
     def _save(self) -> None:
         results.save(self.run_dir, self.results)
 
+    @staticmethod
+    def _planned_requests(r: Resolved) -> int:
+        """Measured requests an experiment will send (0 when levels run for a duration)."""
+        wl = r.workload
+        return (wl.requests_per_level or 0) * len(wl.concurrency) * wl.repetitions
+
     def _total_requests(self) -> int:
-        total = 0
-        for r in plan(self.campaign):
-            wl = r.workload
-            if wl.requests_per_level is None:
-                return 0  # duration-based: no request count to show
-            total += wl.requests_per_level * len(wl.concurrency) * wl.repetitions
-        return total
+        steps = plan(self.campaign)
+        if any(r.workload.requests_per_level is None for r in steps):
+            return 0  # duration-based levels: no request count to show
+        return sum(self._planned_requests(r) for r in steps)
 
 
 def _by_level(levels: list[dict[str, Any]]) -> list[dict[str, Any]]:
