@@ -1,4 +1,4 @@
-"""Shared fixtures: free ports, a simulator server owned by the test, orphan checks."""
+"""Shared fixtures: free ports, simulator servers owned by the test, orphan checks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+START_DEADLINE_S = 15.0  # generous: a cold interpreter importing aiohttp on a busy CI box
 
 
 def free_port() -> int:
@@ -34,52 +35,70 @@ def group_alive(pgid: int) -> bool:
 
 @dataclass
 class Sim:
-    port: int
     proc: subprocess.Popen[bytes]
+    url: str
     log: Path
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
 
 
-def start_sim(tmp_path: Path, *flags: str) -> Sim:
+def stop_sim(proc: subprocess.Popen[bytes]) -> int:
+    """SIGTERM the process group, SIGKILL if it lingers; returns the exit code."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+    assert not group_alive(proc.pid), "something in the simulator's process group survived"
+    return proc.returncode
+
+
+def start_sim_process(tmp_path: Path, *flags: str, wait_ready: bool = True) -> Sim:
+    """Start `reportgen.sim` on a free port in its own process group; wait for /health."""
     port = free_port()
     log = tmp_path / f"sim-{port}.log"
-    with log.open("wb") as fh:
+    with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "reportgen.sim", "--port", str(port), *flags],
-            stdout=fh,
+            stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+    sim = Sim(proc, f"http://127.0.0.1:{port}", log)
+    deadline = time.monotonic() + START_DEADLINE_S
+    while True:
         if proc.poll() is not None:
-            raise RuntimeError(f"sim exited: {log.read_text()}")
+            pytest.fail(f"sim exited with {proc.returncode}:\n{sim.log_text()}")
+        if time.monotonic() > deadline:
+            stop_sim(proc)
+            pytest.fail(f"sim not healthy after {START_DEADLINE_S} s:\n{sim.log_text()}")
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return Sim(port, proc, log)
-        except httpx.HTTPError:
-            pass
+            status = httpx.get(sim.url + "/health", timeout=1.0).status_code
+            if status == 200 or not wait_ready:
+                return sim
+        except httpx.TransportError:
+            pass  # not listening yet
         time.sleep(0.05)
-    stop_group(proc)
-    raise RuntimeError(f"sim not ready: {log.read_text()}")
-
-
-def stop_group(proc: subprocess.Popen[bytes]) -> None:
-    if group_alive(proc.pid):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
 
 @pytest.fixture
-def sim(tmp_path: Path) -> Iterator[Sim]:
-    s = start_sim(tmp_path, "--ttft-ms", "20", "--itl-ms", "2")
-    yield s
-    stop_group(s.proc)
-    assert not group_alive(s.proc.pid)
+def start_sim(tmp_path: Path) -> Iterator[Callable[..., Sim]]:
+    """Start simulators with the given flags; all are stopped (by group) after the test."""
+    started: list[Sim] = []
+
+    def start(*flags: str, wait_ready: bool = True) -> Sim:
+        started.append(start_sim_process(tmp_path, *flags, wait_ready=wait_ready))
+        return started[-1]
+
+    yield start
+    for sim in started:
+        stop_sim(sim.proc)
+
+
+@pytest.fixture
+def sim(start_sim: Callable[..., Sim]) -> Sim:
+    """A simulator with TTFT 20 ms and inter-token latency 2 ms."""
+    return start_sim("--ttft-ms", "20", "--itl-ms", "2")

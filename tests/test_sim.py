@@ -4,97 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-START_DEADLINE_S = 15.0  # generous: a cold interpreter importing aiohttp on a busy CI box
-
-
-@dataclass
-class Sim:
-    proc: subprocess.Popen[bytes]
-    url: str
-    log: Path
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> int:
-    """SIGTERM the process group, SIGKILL if it lingers; returns the exit code."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-    with pytest.raises(ProcessLookupError):  # nothing left in its process group
-        os.killpg(proc.pid, 0)
-    return proc.returncode
-
-
-def _start(tmp_path: Path, *flags: str, wait_ready: bool = True) -> Sim:
-    port = _free_port()
-    log = tmp_path / f"sim-{port}.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "reportgen.sim", "--port", str(port), *flags],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    sim = Sim(proc, f"http://127.0.0.1:{port}", log)
-    deadline = time.monotonic() + START_DEADLINE_S
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"sim exited with {proc.returncode}:\n{sim.log_text()}")
-        if time.monotonic() > deadline:
-            _stop(proc)
-            pytest.fail(f"sim not healthy after {START_DEADLINE_S} s:\n{sim.log_text()}")
-        try:
-            status = httpx.get(sim.url + "/health", timeout=1.0).status_code
-            if status == 200 or not wait_ready:
-                return sim
-        except httpx.TransportError:
-            pass  # not listening yet
-        time.sleep(0.05)
-
-
-@pytest.fixture
-def start_sim(tmp_path: Path) -> Iterator[Callable[..., Sim]]:
-    started: list[Sim] = []
-
-    def start(*flags: str, wait_ready: bool = True) -> Sim:
-        started.append(_start(tmp_path, *flags, wait_ready=wait_ready))
-        return started[-1]
-
-    yield start
-    for sim in started:
-        _stop(sim.proc)
+from tests.conftest import START_DEADLINE_S, Sim, start_sim_process, stop_sim
 
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
     """Shared server with fixed, load-independent latency: TTFT 100 ms, ITL 10 ms."""
-    s = _start(
+    s = start_sim_process(
         tmp_path_factory.mktemp("sim"),
         "--ttft-ms",
         "100",
@@ -108,7 +33,7 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
         "7",
     )
     yield s
-    _stop(s.proc)
+    stop_sim(s.proc)
 
 
 def _events(resp: httpx.Response) -> Iterator[tuple[float, Any]]:
@@ -331,6 +256,6 @@ def test_sigterm_exits_zero_even_mid_stream(start_sim: Callable[..., Sim]) -> No
     with httpx.stream("POST", s.url + "/v1/completions", json=body, timeout=10) as resp:
         next(resp.iter_lines())  # a stream is in flight
         t0 = time.monotonic()
-        assert _stop(s.proc) == 0, s.log_text()
+        assert stop_sim(s.proc) == 0, s.log_text()
     assert time.monotonic() - t0 < 3.0
     assert "shutting down" in s.log_text()
