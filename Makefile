@@ -9,17 +9,18 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "reportgen needs Python 3.11 or newer"'
+	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
 demo: $(STAMP)
-	@./scripts/bootstrap.sh
+	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh
 	$(VENV)/bin/reportgen run campaigns/demo.toml
 
 test: $(STAMP)
-	@./scripts/bootstrap.sh --test
+	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh --test
 	$(PY) -m pytest
 
 lint: $(STAMP)

@@ -9,6 +9,8 @@ want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 
 missing=()
+# Debian and Ubuntu ship venv's pip bootstrap separately.
+${PYTHON:-python3} -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 have_lib() { ldconfig -p 2>/dev/null | grep -q "$1"; }
 have_lib 'libpango-1.0.so' || missing+=(libpango-1.0-0)
 have_lib 'libpangoft2-1.0.so' || missing+=(libpangoft2-1.0-0)
