@@ -17,15 +17,17 @@ import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic.fields import FieldInfo
 
 from reportgen.errors import MISSING, CampaignError, Problem
 
 METRICS = ("output_tok_s", "total_tok_s", "req_s", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 """Metrics a campaign can name. Throughputs: higher is better; latencies: lower is better."""
 
+DEFAULT_REQUESTS_PER_LEVEL = 64
 ENGINES = ("sim", "sglang", "vllm", "transformers", "generic")
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -89,19 +91,84 @@ class Server(_Model):
     stop_timeout_s: float = Field(30, gt=0, description="Grace period before SIGKILL.")
 
 
+class PromptSource(_Model):
+    """Where request prompts come from."""
+
+    source: Literal["random", "sharegpt", "jsonl", "fixed"] = Field(
+        "random",
+        description="random: synthetic prompts of input_tokens tokens; sharegpt: a ShareGPT-"
+        "format JSON file (first human turn); jsonl: one JSON object per line; fixed: one text.",
+    )
+    path: str | None = Field(None, description="Dataset file (sharegpt, jsonl).")
+    field: str = Field("prompt", description="jsonl: the key holding the prompt text.")
+    text: str | None = Field(None, description="fixed: the prompt sent with every request.")
+
+    @model_validator(mode="after")
+    def _needs(self) -> PromptSource:
+        if self.source in ("sharegpt", "jsonl") and not self.path:
+            raise ValueError(f"prompts.source = {self.source!r} needs prompts.path")
+        if self.source == "fixed" and not self.text:
+            raise ValueError('prompts.source = "fixed" needs prompts.text')
+        return self
+
+
+class Slo(_Model):
+    """Service-level objectives: a request counts toward goodput when it meets every one set."""
+
+    ttft_ms: float | None = Field(None, gt=0)
+    tpot_ms: float | None = Field(None, gt=0)
+    e2e_ms: float | None = Field(None, gt=0)
+
+
 class Workload(_Model):
     api: Literal["chat", "completions"] = "chat"
+    stream: bool = Field(True, description="Stream responses (needed for TTFT and ITL).")
     concurrency: list[Annotated[int, Field(ge=1)]] = Field(
-        default_factory=lambda: [1], min_length=1
+        default_factory=lambda: [1],
+        min_length=1,
+        description="Levels: clients in a closed loop, or the in-flight cap with request_rate.",
+    )
+    request_rate: float | None = Field(
+        None, gt=0, description="Open loop: requests per second (default: closed loop)."
+    )
+    arrival: Literal["poisson", "constant"] = Field(
+        "poisson", description="Open loop: exponential (seeded) or constant gaps."
     )
     requests_per_level: int | None = Field(None, ge=1)
     duration_s: float | None = Field(None, gt=0)
     input_tokens: int = Field(128, ge=1)
     output_tokens: int = Field(128, ge=1)
+    prompts: PromptSource = Field(default_factory=lambda: PromptSource())  # type: ignore[call-arg]
+    tokenizer: str | None = Field(
+        None,
+        description="Local tokenizer folder (transformers): exact prompt lengths and token "
+        "counts when the server reports no usage.",
+    )
     repetitions: int = Field(1, ge=1)
     warmup_requests: int = Field(4, ge=0)
+    trim: bool = Field(
+        False,
+        description="Throughput from the steady state only: from when every client is busy "
+        "to when the first runs out of work.",
+    )
+    slo: Slo = Field(default_factory=lambda: Slo())  # type: ignore[call-arg]
+    workers: int | None = Field(
+        None, ge=1, description="Client processes (default: chosen from concurrency)."
+    )
     seed: int = 0
     request_timeout_s: float = Field(600, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_amount(cls, data: Any) -> Any:
+        """Neither requests_per_level nor duration_s given: 64 requests per level."""
+        if (
+            isinstance(data, dict)
+            and data.get("requests_per_level") is None
+            and data.get("duration_s") is None
+        ):
+            return {**data, "requests_per_level": DEFAULT_REQUESTS_PER_LEVEL}
+        return data
 
     @model_validator(mode="after")
     def _levels_unique(self) -> Workload:
@@ -112,19 +179,20 @@ class Workload(_Model):
         return self
 
 
-class WorkloadOverride(_Model):
-    """Per-experiment changes to the campaign's workload (every key optional)."""
+def _optional_copy(model: type[_Model], name: str, doc: str) -> type[_Model]:
+    """The same fields as ``model``, each optional with no default (for overrides)."""
+    fields: dict[str, Any] = {}
+    for key, info in model.model_fields.items():
+        copy = FieldInfo.merge_field_infos(info, default=None)
+        copy.default_factory = None
+        fields[key] = (Optional[info.annotation], copy)  # noqa: UP045 - a runtime type
+    out = create_model(name, __base__=_Model, __doc__=doc, **fields)
+    return out
 
-    api: Literal["chat", "completions"] | None = None
-    concurrency: list[Annotated[int, Field(ge=1)]] | None = Field(None, min_length=1)
-    requests_per_level: int | None = Field(None, ge=1)
-    duration_s: float | None = Field(None, gt=0)
-    input_tokens: int | None = Field(None, ge=1)
-    output_tokens: int | None = Field(None, ge=1)
-    repetitions: int | None = Field(None, ge=1)
-    warmup_requests: int | None = Field(None, ge=0)
-    seed: int | None = None
-    request_timeout_s: float | None = Field(None, gt=0)
+
+WorkloadOverride = _optional_copy(
+    Workload, "WorkloadOverride", "Per-experiment changes to the campaign's workload."
+)
 
 
 class Reference(_Model):
@@ -155,7 +223,7 @@ class Experiment(_Model):
     args: dict[str, ArgValue] = Field(default_factory=dict)
     unset: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
-    workload: WorkloadOverride | None = None
+    workload: WorkloadOverride | None = None  # type: ignore[valid-type]
     checks: list[Check] = Field(default_factory=list)
 
 
@@ -503,7 +571,7 @@ def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -
     for key in exp.unset:
         args.pop(key, None)
     env = {**base_env, **exp.env}
-    overrides = exp.workload.model_dump(exclude_none=True) if exp.workload else {}
+    overrides: dict[str, Any] = exp.workload.model_dump(exclude_none=True) if exp.workload else {}
     if "requests_per_level" in overrides:
         overrides.setdefault("duration_s", None)
     if "duration_s" in overrides:

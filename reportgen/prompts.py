@@ -1,48 +1,22 @@
-"""Prompts for synthetic load: reproducible, distinct, of a target length in words.
+"""Prompts for the load: synthetic ones of a target length, datasets, or one fixed text.
 
-Each request gets its own prompt (seeded), so a prefix cache cannot make a level look faster
-than it is. Word count approximates token count; the server's reported ``prompt_tokens`` is
-what the results record.
+Synthetic prompts are reproducible (seeded) and distinct per request, so a prefix cache cannot
+make a level look faster than it is. With a local tokenizer their length is exact; without
+one, words stand in for tokens and the runner corrects the words-per-token ratio from the
+server's reported ``prompt_tokens`` after warm-up.
 """
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
+from typing import Any
 
-_SYLLABLES = [
-    "ka",
-    "lo",
-    "mi",
-    "ta",
-    "ne",
-    "ri",
-    "so",
-    "vu",
-    "pe",
-    "da",
-    "gi",
-    "ho",
-    "lu",
-    "ma",
-    "se",
-    "ti",
-    "ko",
-    "ra",
-    "ne",
-    "bu",
-    "fa",
-    "di",
-    "mo",
-    "na",
-    "pi",
-    "re",
-    "sa",
-    "tu",
-    "ve",
-    "wo",
-    "ya",
-    "ze",
-]
+from reportgen.errors import LoadError
+from reportgen.tokens import Tokenizer, exact_prompt
+
+_SYLLABLES = [c + v for c in "kmtnrsvpdghlbf" for v in "aeiou"]  # pronounceable filler
 
 
 def _word(rng: random.Random) -> str:
@@ -58,3 +32,64 @@ def synthetic(count: int, words: int, seed: int) -> list[str]:
         # A numbered lead-in keeps prompts distinct even for tiny word counts.
         out.append(f"request {i} {body}".strip() if words >= 2 else f"r{i}")
     return out
+
+
+def synthetic_exact(count: int, tokens: int, seed: int, tok: Tokenizer) -> list[str]:
+    """``count`` distinct prompts of exactly ``tokens`` tokens each by ``tok``."""
+    rng = random.Random(seed)
+    return [exact_prompt(tok, tokens, rng, prefix=f"request {i} ") for i in range(count)]
+
+
+def load_dataset(source: str, path: Path, field: str = "prompt") -> list[str]:
+    """Prompts from a ShareGPT-format JSON file (first human turn) or a JSONL file."""
+    where = f"workload.prompts.path = {str(path)!r}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LoadError(
+            f"{where}: file not found; paths are relative to the campaign file"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LoadError(f"{where}: cannot read: {exc}") from None
+    prompts: list[str] = []
+    if source == "sharegpt":
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise LoadError(f"{where}: not valid JSON ({exc})") from None
+        for item in items if isinstance(items, list) else []:
+            turns = (
+                item.get("conversations") or item.get("conversation")
+                if isinstance(item, dict)
+                else None
+            )
+            for turn in turns or []:
+                if isinstance(turn, dict) and turn.get("from") in ("human", "user"):
+                    value = turn.get("value")
+                    if isinstance(value, str) and value.strip():
+                        prompts.append(value)
+                    break
+    else:
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj: Any = json.loads(line)
+            except json.JSONDecodeError:
+                raise LoadError(f"{where}: line {n} is not valid JSON") from None
+            value = obj.get(field) if isinstance(obj, dict) else None
+            if not isinstance(value, str):
+                raise LoadError(
+                    f"{where}: line {n} has no string {field!r}; set workload.prompts.field"
+                )
+            prompts.append(value)
+    if not prompts:
+        raise LoadError(f"{where}: no prompts found (expected the {source} format)")
+    return prompts
+
+
+def sample(prompts: list[str], count: int, seed: int) -> list[str]:
+    """``count`` prompts drawn from a dataset, shuffled reproducibly (cycling if it is small)."""
+    order = list(range(len(prompts)))
+    random.Random(seed).shuffle(order)
+    return [prompts[order[i % len(order)]] for i in range(count)]

@@ -116,3 +116,42 @@ def test_decide_adopts_rejects_and_explains() -> None:
     assert verdict == "rejected" and "Worse at C=32" in why
     verdict, _ = decide("x", "baseline", [same], "output_tok_s", 0.05)
     assert verdict == "equivalent"
+
+
+def test_per_token_itl_splits_multi_token_chunks_by_characters() -> None:
+    # 5 tokens in 3 chunks: 1 token ("a"), then 2 ("bb"), then 2 ("cc") after gaps of 100 ms.
+    r = rec(0.0, [0.1, 0.2, 0.3], 0.3, 5)
+    r["chunk_chars"] = [1, 2, 2]
+    s = summarize([r], 1.0)
+    assert s["itl_ms"]["mean"] == pytest.approx(100)  # per chunk
+    assert s["itl_token_ms"]["mean"] == pytest.approx(50)  # 100 ms / 2 tokens, counted twice
+    assert s["chunks"] == 3
+
+
+def test_goodput_counts_requests_meeting_every_slo() -> None:
+    records = [
+        rec(0.0, [0.1, 0.2, 0.3, 0.4], 0.4, 4),  # ttft 100, tpot 100, e2e 400
+        rec(0.0, [0.3, 0.35, 0.4, 0.45], 0.45, 4),  # ttft 300, tpot 50
+        rec(0.0, [], 0.1, 0, status="error"),
+    ]
+    s = summarize(records, 1.0, slo={"ttft_ms": 200, "tpot_ms": None, "e2e_ms": None})
+    assert s["goodput_req_s"] == pytest.approx(1.0)
+    assert s["slo_attainment"] == pytest.approx(1 / 3)
+    s = summarize(records, 1.0, slo={"ttft_ms": None, "tpot_ms": 60, "e2e_ms": None})
+    assert s["goodput_req_s"] == pytest.approx(1.0)  # only the second (tpot 50 ms)
+    assert summarize(records, 1.0)["goodput_req_s"] is None  # no SLO, no goodput
+
+
+def test_trim_keeps_only_the_steady_state() -> None:
+    # Two clients. In flight: 1 on [0, 1), 2 on [1, 3), 1 on [3, 4).
+    records = [
+        rec(0.0, [0.5, 1.5, 2.5, 3.5], 4.0, 4),
+        rec(1.0, [1.5, 2.0, 2.5, 3.0], 3.0, 4),
+    ]
+    s = summarize(records, 4.0, trim=True)
+    assert s["window_s"] == [1.0, 3.0]
+    # Chunks inside [1, 3]: 1.5 and 2.5 of the first, all four of the second = 6 tokens / 2 s.
+    assert s["output_tok_s"] == pytest.approx(3.0)
+    assert s["req_s"] == pytest.approx(0.5)  # one request ended inside the window
+    untrimmed = summarize(records, 4.0)
+    assert untrimmed["window_s"] is None and untrimmed["output_tok_s"] == pytest.approx(2.0)

@@ -2,14 +2,27 @@
 
 Definitions (times from the client's clock, in milliseconds unless the name says otherwise):
 
-- ``ttft_ms``: request start to the first chunk with non-empty content or reasoning.
-- ``itl_ms``: gap between consecutive output-carrying chunks, pooled over all requests.
+- ``ttft_ms``: request start (when it was sent) to the first chunk with non-empty content or
+  reasoning.
+- ``itl_ms``: gap between consecutive output-carrying chunks, pooled over all requests (per
+  chunk).
+- ``itl_token_ms``: each chunk gap divided by the tokens that chunk carried, counted once per
+  token (per token; equals ``itl_ms`` when every chunk carries one token).
 - ``tpot_ms``: (end-to-end - TTFT) / (output tokens - 1), per request with 2+ tokens.
 - ``e2e_ms``: request start to the end of its response.
 - ``output_tok_s``: output tokens of successful requests / the level's wall-clock duration.
 - ``total_tok_s``: (input + output tokens) of successful requests / duration.
 - ``req_s``: successful requests / duration.
-- ``achieved_concurrency``: sum of request durations / level duration (time-weighted).
+- ``goodput_req_s``: successful requests that met every SLO the campaign sets / duration.
+- ``achieved_concurrency``: sum of request durations / level duration (time-weighted mean of
+  requests in flight).
+
+Output tokens are the server's ``usage.completion_tokens`` where it reports them, else the local
+tokenizer's count of the output text, else the number of output-carrying chunks; each request
+records which. When a chunk carries several tokens, they are attributed to it in proportion to
+its characters. With ``trim``, the throughputs count only the steady state: from the moment the
+most requests were in flight to the last moment they still were, so ramp-up and drain are left
+out; output tokens count when their chunk arrived inside that window.
 
 Percentiles use linear interpolation between order statistics (numpy's default).
 """
@@ -22,11 +35,11 @@ from typing import Any
 import numpy as np
 
 PERCENTILES = (50, 90, 99)
-LATENCIES = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
-THROUGHPUTS = ("output_tok_s", "total_tok_s", "req_s")
+LATENCIES = ("ttft_ms", "itl_ms", "itl_token_ms", "tpot_ms", "e2e_ms")
+THROUGHPUTS = ("output_tok_s", "total_tok_s", "req_s", "goodput_req_s")
 
 
-def _dist(values: Sequence[float]) -> dict[str, float | None]:
+def _dist(values: Sequence[float] | np.ndarray) -> dict[str, float | None]:
     if len(values) == 0:
         return {"mean": None, **{f"p{p}": None for p in PERCENTILES}}
     arr = np.asarray(values, dtype=float)
@@ -37,22 +50,84 @@ def _dist(values: Sequence[float]) -> dict[str, float | None]:
     }
 
 
-def summarize(records: Iterable[Mapping[str, Any]], duration_s: float) -> dict[str, Any]:
+def chunk_tokens(record: Mapping[str, Any]) -> np.ndarray:
+    """Tokens attributed to each output chunk: the request's output tokens split in proportion
+    to each chunk's characters (evenly when characters are unknown)."""
+    n = len(record["chunk_times"])
+    if n == 0:
+        return np.zeros(0)
+    total = float(record["output_tokens"] or n)
+    chars = record.get("chunk_chars")
+    if chars is not None and len(chars) == n:
+        weights = np.asarray(chars, dtype=float)
+        if weights.sum() > 0:
+            return np.asarray(total * weights / weights.sum())
+    return np.full(n, total / n)
+
+
+def steady_window(records: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:
+    """From the first moment the most requests were in flight to the last moment they were.
+
+    None when that window is degenerate (e.g. a single request)."""
+    events = sorted(
+        [(float(r["start"]), 1) for r in records] + [(float(r["end"]), -1) for r in records],
+        key=lambda e: (e[0], e[1]),  # at a tie, an end frees its slot before a start takes it
+    )
+    level = peak = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    level = 0
+    start = end = None
+    for t, step in events:
+        before = level
+        level += step
+        if level == peak and start is None:
+            start = t
+        if before == peak and level < peak:
+            end = t
+    if start is None or end is None or end <= start:
+        return None
+    return start, end
+
+
+def _meets(r: Mapping[str, Any], slo: Mapping[str, float | None]) -> bool:
+    ttft = (r["first_token"] - r["start"]) * 1e3 if r["first_token"] is not None else None
+    e2e = (r["end"] - r["start"]) * 1e3
+    if slo.get("ttft_ms") is not None and (ttft is None or ttft > slo["ttft_ms"]):
+        return False
+    if slo.get("e2e_ms") is not None and e2e > slo["e2e_ms"]:
+        return False
+    tpot_slo = slo.get("tpot_ms")
+    if tpot_slo is not None and ttft is not None and r["output_tokens"] > 1:
+        tpot = (e2e - ttft) / (r["output_tokens"] - 1)
+        if tpot > tpot_slo:
+            return False
+    return True
+
+
+def summarize(
+    records: Iterable[Mapping[str, Any]],
+    duration_s: float,
+    *,
+    slo: Mapping[str, float | None] | None = None,
+    trim: bool = False,
+) -> dict[str, Any]:
     """Summary of one level run. ``records`` are request records as dicts (see loadgen)."""
     recs = list(records)
     ok = [r for r in recs if r["status"] == "ok"]
     ttft: list[float] = []
-    itl: list[float] = []
+    itl: list[np.ndarray] = []
+    itl_tok: list[np.ndarray] = []
     tpot: list[float] = []
     e2e: list[float] = []
-    out_tokens = in_tokens = 0
-    busy_s = 0.0
+    out_tokens = in_tokens = chunks = 0
+    busy_s = sum(max(0.0, r["end"] - r["start"]) for r in recs)
     short = 0
-    for r in recs:
-        busy_s += max(0.0, r["end"] - r["start"])
     for r in ok:
         out_tokens += int(r["output_tokens"])
         in_tokens += int(r["input_tokens"] or 0)
+        chunks += len(r["chunk_times"])
         e2e_s = r["end"] - r["start"]
         e2e.append(e2e_s * 1e3)
         if r["first_token"] is not None:
@@ -60,16 +135,46 @@ def summarize(records: Iterable[Mapping[str, Any]], duration_s: float) -> dict[s
             ttft.append(ttft_s * 1e3)
             if r["output_tokens"] > 1:
                 tpot.append((e2e_s - ttft_s) / (r["output_tokens"] - 1) * 1e3)
-        times = r["chunk_times"]
-        itl.extend(float(d) * 1e3 for d in np.diff(np.asarray(times, dtype=float)))
+        gaps = np.diff(np.asarray(r["chunk_times"], dtype=float)) * 1e3
+        if gaps.size:
+            itl.append(gaps)
+            per_chunk = chunk_tokens(r)[1:]
+            counts = np.maximum(1, np.rint(per_chunk)).astype(int)
+            itl_tok.append(np.repeat(gaps / np.maximum(per_chunk, 1e-9), counts))
         if r["requested_output_tokens"] and r["output_tokens"] < r["requested_output_tokens"]:
             short += 1
-    dur = duration_s if duration_s > 0 else float("nan")
     errors: dict[str, int] = {}
     for r in recs:
         if r["status"] != "ok":
             key = str(r["error"] or "error").split(":")[0][:60]
             errors[key] = errors.get(key, 0) + 1
+    good = (
+        [r for r in ok if _meets(r, slo)]
+        if slo and any(v is not None for v in slo.values())
+        else None
+    )
+
+    # Throughput: over the whole level, or over its steady state when asked to trim.
+    window = steady_window(recs) if trim else None
+    if window is not None:
+        lo, hi = window
+        span = hi - lo
+        w_out = sum(
+            float(
+                chunk_tokens(r)[
+                    (np.asarray(r["chunk_times"]) >= lo) & (np.asarray(r["chunk_times"]) <= hi)
+                ].sum()
+            )
+            for r in ok
+        )
+        w_in = sum(int(r["input_tokens"] or 0) for r in ok if lo <= r["start"] <= hi)
+        w_req = sum(1 for r in ok if lo <= r["end"] <= hi)
+        w_good = sum(1 for r in good if lo <= r["end"] <= hi) if good is not None else None
+    else:
+        span = duration_s
+        w_out, w_in, w_req = float(out_tokens), in_tokens, len(ok)
+        w_good = len(good) if good is not None else None
+    dur = span if span > 0 else float("nan")
     return {
         "requests": len(recs),
         "ok": len(ok),
@@ -77,14 +182,21 @@ def summarize(records: Iterable[Mapping[str, Any]], duration_s: float) -> dict[s
         "error_kinds": errors,
         "short_outputs": short,
         "duration_s": duration_s,
+        "window_s": [window[0], window[1]] if window else None,
         "input_tokens": in_tokens,
         "output_tokens": out_tokens,
-        "output_tok_s": out_tokens / dur,
-        "total_tok_s": (in_tokens + out_tokens) / dur,
-        "req_s": len(ok) / dur,
-        "achieved_concurrency": busy_s / dur,
+        "chunks": chunks,
+        "output_tokens_source": sorted({str(r.get("output_tokens_source")) for r in ok}),
+        "output_tok_s": w_out / dur,
+        "total_tok_s": (w_in + w_out) / dur,
+        "req_s": w_req / dur,
+        "goodput_req_s": None if w_good is None else w_good / dur,
+        "slo_attainment": None if good is None or not recs else len(good) / len(recs),
+        "chunk_s": chunks / duration_s if duration_s > 0 else float("nan"),
+        "achieved_concurrency": busy_s / duration_s if duration_s > 0 else float("nan"),
         "ttft_ms": _dist(ttft),
-        "itl_ms": _dist(itl),
+        "itl_ms": _dist(np.concatenate(itl) if itl else []),
+        "itl_token_ms": _dist(np.concatenate(itl_tok) if itl_tok else []),
         "tpot_ms": _dist(tpot),
         "e2e_ms": _dist(e2e),
     }
