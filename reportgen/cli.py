@@ -98,6 +98,18 @@ def _parser() -> argparse.ArgumentParser:
     # the command overview.
     sub.add_parser("sim", help="run the simulated OpenAI-compatible server (no GPU needed)")
 
+    cal = sub.add_parser(
+        "calibrate",
+        help="measure this host's client ceiling (chunks per CPU-second)",
+        description="Measure how much streaming the load generator can process on this host, "
+        "against a zero-delay simulator. Runs record it and flag levels that came within 80%% "
+        "of it as client-limited. Cached per host and reportgen version.",
+        epilog="example:\n  reportgen calibrate --refresh",
+        formatter_class=_Formatter,
+    )
+    cal.add_argument("--refresh", action="store_true", help="measure again even if cached")
+    cal.add_argument("--json", action="store_true", help="print the result as JSON")
+
     sc = sub.add_parser(
         "schema",
         help="print the campaign file's JSON Schema",
@@ -324,6 +336,25 @@ def _render(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
+def _calibrate(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen import calibrate
+
+    result = calibrate.calibrate(refresh=args.refresh)
+    if args.json:
+        out.print_json(json.dumps(result))
+        return EXIT_OK
+    out.print(
+        f"client ceiling on {result['host']} ({result['cpu_count']} CPUs), measured "
+        f"{result['measured_at']}:\n"
+        f"  {result['chunks_per_cpu_s']:,.0f} chunks per CPU-second, "
+        f"{result['requests_per_cpu_s']:,.1f} requests per CPU-second "
+        f"({result['requests']} requests x 256 chunks at C={result['concurrency']})\n"
+        f"  cached in {calibrate.cache_path()}",
+        markup=False,
+    )
+    return EXIT_OK
+
+
 def _schema(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.campaign import json_schema
 
@@ -336,5 +367,6 @@ _COMMANDS = {
     "plan": _plan,
     "run": _run,
     "render": _render,
+    "calibrate": _calibrate,
     "schema": _schema,
 }

@@ -1,196 +1,322 @@
-"""The load generator: OpenAI-compatible requests at a fixed concurrency, one record each.
+"""The load generator: OpenAI-compatible requests at a concurrency or a rate, one record each.
 
-Closed loop: ``concurrency`` workers each send their next request as soon as the previous one
-ends, until the level's request count (or duration) is reached. Every record keeps the time of
-each chunk that carried output, so any latency metric can be recomputed from raw data.
+Closed loop (``rate=None``): ``concurrency`` clients each send their next request as soon as
+the previous one ends, until ``requests`` have been sent or ``duration_s`` has passed (requests
+in flight then finish). Open loop (``rate`` requests/s): requests are sent at seeded Poisson or
+constant arrival times, whatever is in flight; ``concurrency`` > 0 caps requests in flight, and
+a request that has to wait records its ``scheduled`` time before its actual ``start``.
 
-Times are seconds on ``time.perf_counter`` relative to the level's start; the level also
-records its wall-clock start so records can be placed on a calendar.
+Every record keeps the time of each chunk that carried output, so any latency metric can be
+recomputed from raw data. Times are seconds on ``time.perf_counter`` (CLOCK_MONOTONIC on Linux,
+shared by every process on the host) relative to the level's ``t0``; the level also records
+the wall-clock time of ``t0``. Prompts are ``prompts[i % len(prompts)]`` for request index ``i``.
+
+One event loop (in this process) is enough at moderate load; beyond that, worker processes
+each run their own loop and aiohttp session over a share of the clients or arrivals, and
+stream their records back (see ``reportgen.load.worker``). ``auto_workers`` says when.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import math
+import multiprocessing as mp
+import os
+import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
-import httpx
+import numpy as np
 
-from reportgen.sse import SSEDecoder
+from reportgen.errors import LoadError
+from reportgen.load import worker
+from reportgen.load.records import LevelRun, RequestRecord, RequestSpec
+from reportgen.load.worker import Share
 
+__all__ = ["LevelRun", "RequestRecord", "RequestSpec", "arrival_times", "auto_workers", "run_load"]
 
-@dataclass
-class RequestRecord:
-    """One request as the client saw it. Times in seconds from the level's start."""
-
-    index: int
-    start: float
-    end: float = 0.0
-    first_token: float | None = None  # first chunk with non-empty content or reasoning
-    chunk_times: list[float] = field(default_factory=list)  # every chunk that carried output
-    input_tokens: int | None = None  # server's prompt_tokens
-    output_tokens: int = 0
-    output_tokens_source: str = "chunks"  # "usage" when the server reported it
-    requested_output_tokens: int = 0
-    status: str = "ok"  # ok | error
-    http_status: int | None = None
-    error: str | None = None
-    output_text: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+START_MARGIN_S = 0.05  # workers get "go" this long before t0, so all start together
+READY_TIMEOUT_S = 60.0  # a worker process imports Python, aiohttp and orjson before "ready"
+STOP_TIMEOUT_S = 5.0  # terminated workers get this long before SIGKILL
+LOCAL_START_MARGIN_S = 0.01  # in this thread: time to start the event loop and session
+# Auto mode (see auto_workers)
+CHUNKS_PER_WORKER = 12_800  # chunks/s one event loop is given: ~25% of a core (~20 us each)
+STREAM_CHUNK_S = 50  # chunks/s one stream is assumed to deliver (one every 20 ms)
+MAX_AUTO_WORKERS = 8
 
 
-@dataclass
-class LevelRun:
-    concurrency: int
-    started_at_unix: float
-    duration_s: float
-    records: list[RequestRecord]
+def auto_workers(concurrency: int, rate: float | None = None, output_tokens: int = 0) -> int:
+    """Event loops for a level, from the chunk rate it may reach: one loop per
+    CHUNKS_PER_WORKER chunks/s, never more than the host's cores nor MAX_AUTO_WORKERS.
+
+    The chunk rate is estimated as STREAM_CHUNK_S per stream in flight (``concurrency``: a
+    closed loop's clients, an open loop's cap), and for an open loop at most ``rate`` x
+    ``output_tokens`` (one token per chunk at worst). So a closed loop gets 1 loop up to 256
+    clients, 2 up to 512, 4 at 1024.
+
+    Why: the client spends ~15-20 us of CPU per chunk (aiohttp's read path is most of it).
+    While its loop is busy, every chunk's time is taken late; at a quarter of a core that
+    lag stays small (``LevelRun.loop_lag_ms`` reports it). A process costs ~0.5 s to start
+    and each splits the in-flight cap, so fewer is better while one is enough.
+    """
+    limits: list[float] = []
+    if concurrency > 0:
+        limits.append(concurrency * STREAM_CHUNK_S)
+    if rate is not None:
+        limits.append(rate * max(output_tokens, 1))
+    chunk_s = min(limits) if limits else 0.0
+    cores = os.cpu_count() or 1
+    want = math.ceil(chunk_s / CHUNKS_PER_WORKER)
+    return max(1, min(want, cores, MAX_AUTO_WORKERS))
 
 
-@dataclass(frozen=True)
-class RequestSpec:
-    api: str  # chat | completions
-    model: str | None
-    output_tokens: int
-    extras: dict[str, Any] = field(default_factory=dict)
-    stream: bool = True
-    keep_text_chars: int = 2000  # output text kept per request, for sanity checks
-
-    def body(self, prompt: str) -> tuple[str, dict[str, Any]]:
-        body: dict[str, Any] = {
-            "max_tokens": self.output_tokens,
-            "temperature": 0.0,
-            "stream": self.stream,
-            **self.extras,
-        }
-        if self.stream:
-            body["stream_options"] = {"include_usage": True}
-        if self.model:
-            body["model"] = self.model
-        if self.api == "chat":
-            body["messages"] = [{"role": "user", "content": prompt}]
-            return "/v1/chat/completions", body
-        body["prompt"] = prompt
-        return "/v1/completions", body
-
-
-def _chunk_text(obj: dict[str, Any]) -> str:
-    choices = obj.get("choices") or []
-    if not choices:
-        return ""
-    choice = choices[0]
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        return (delta.get("content") or "") + (delta.get("reasoning_content") or "")
-    return choice.get("text") or ""
+def arrival_times(
+    rate: float,
+    arrival: str = "poisson",
+    seed: int = 0,
+    *,
+    requests: int | None = None,
+    duration_s: float | None = None,
+) -> list[float]:
+    """Send times in seconds after t0: the first at 0, then exponential (Poisson process,
+    ``random.Random(seed)``, the same for a seed on every platform) or constant gaps of mean
+    ``1 / rate``. ``requests`` of them, or as many as fall before ``duration_s``."""
+    if not rate > 0 or not math.isfinite(rate):
+        raise ValueError(f"rate must be a positive number of requests/s, got {rate!r}")
+    if arrival not in ("poisson", "constant"):
+        raise ValueError(f'arrival must be "poisson" or "constant", got {arrival!r}')
+    if (requests is None) == (duration_s is None):
+        raise ValueError("give exactly one of requests or duration_s")
+    rng = random.Random(seed)
+    out: list[float] = []
+    t = 0.0
+    while (len(out) < requests) if requests is not None else (t < (duration_s or 0.0)):
+        out.append(t)
+        t = t + rng.expovariate(rate) if arrival == "poisson" else len(out) / rate
+    return out
 
 
-def _error_message(obj: Any) -> str:
-    if isinstance(obj, dict) and "error" in obj:
-        err = obj["error"]
-        if isinstance(err, dict):
-            return str(err.get("message") or err)
-        return str(err)
-    return ""
+def run_load(
+    base_url: str,
+    spec: RequestSpec,
+    prompts: list[str],
+    concurrency: int,
+    *,
+    requests: int | None = None,
+    duration_s: float | None = None,
+    rate: float | None = None,
+    arrival: str = "poisson",
+    seed: int = 0,
+    timeout_s: float = 600.0,
+    workers: int | None = None,
+    on_request: Callable[[RequestRecord], None] | None = None,
+) -> LevelRun:
+    """Run one level and return every request's record, sorted by index.
+
+    ``concurrency``: closed loop, the number of clients; open loop, the most requests in
+    flight (0 = no limit). ``workers``: None chooses (``auto_workers``); 1 runs in this
+    thread; more runs that many processes. ``on_request`` is called in this thread for every
+    finished request, in any order (from worker processes, in batches every 0.1 s).
+    A failed request is a record with ``status="error"``; this raises ``LoadError`` only when
+    the level itself cannot run (a worker process that dies).
+
+    ``client_cpu_s`` counts this thread (including ``on_request``) and, with workers, each
+    worker process from the start signal on (not its ~0.5 s of interpreter start-up). Worker
+    processes are started with "spawn", which imports the caller's main module again: a
+    script that calls this with workers > 1 needs the usual ``if __name__ == "__main__":``.
+    Runs its own event loop, so call it from a thread without a running one.
+    """
+    if (requests is None) == (duration_s is None):
+        raise ValueError("give exactly one of requests or duration_s")
+    if not prompts:
+        raise ValueError("prompts must not be empty")
+    if rate is None and concurrency < 1:
+        raise ValueError(f"a closed loop needs concurrency >= 1, got {concurrency}")
+    arrivals = None
+    if rate is not None:
+        times = arrival_times(rate, arrival, seed, requests=requests, duration_s=duration_s)
+        arrivals = list(enumerate(times))
+    n = workers if workers is not None else auto_workers(concurrency, rate, spec.output_tokens)
+    if n < 1:
+        raise ValueError(f"workers must be >= 1, got {n}")
+    if concurrency > 0:
+        n = min(n, concurrency)  # every worker needs at least one client (or slot)
+    if arrivals is not None:
+        n = max(1, min(n, len(arrivals)))
+    shares = [
+        Share(
+            base_url=base_url,
+            spec=spec,
+            prompts=prompts,
+            clients=concurrency // n + (k < concurrency % n),
+            timeout_s=timeout_s,
+            requests=requests if arrivals is None else None,
+            duration_s=duration_s if arrivals is None else None,
+            arrivals=None if arrivals is None else arrivals[k::n],
+        )
+        for k in range(n)
+    ]
+    if n == 1:
+        return _in_this_thread(shares[0], concurrency, on_request)
+    return _in_processes(shares, concurrency, on_request)
 
 
-async def send_one(
-    client: httpx.AsyncClient, spec: RequestSpec, prompt: str, index: int, t0: float
-) -> RequestRecord:
-    """Send one request and time it; never raises for request-level failures."""
-    path, body = spec.body(prompt)
-    rec = RequestRecord(
-        index=index, start=time.perf_counter() - t0, requested_output_tokens=spec.output_tokens
+def lag_summary(lags: list[float]) -> dict[str, float]:
+    """p50, p99 and max of loop lag samples (seconds), in milliseconds."""
+    if not lags:
+        return {}
+    p50, p99, top = np.percentile(np.asarray(lags) * 1e3, [50, 99, 100])
+    return {"p50": float(p50), "p99": float(p99), "max": float(top)}
+
+
+def _in_this_thread(
+    share: Share, concurrency: int, on_request: Callable[[RequestRecord], None] | None
+) -> LevelRun:
+    worker.raise_fd_limit(share.clients or len(share.arrivals or ()))
+    records: list[RequestRecord] = []
+
+    def emit(rec: RequestRecord) -> None:
+        records.append(rec)
+        if on_request is not None:
+            on_request(rec)
+
+    cpu0 = time.thread_time()  # this thread only: other threads here are not the client
+    t0 = time.perf_counter() + LOCAL_START_MARGIN_S
+    started_unix = time.time() + LOCAL_START_MARGIN_S
+    end, lags = asyncio.run(worker.run_share(share, t0, worker.local_take(), emit))
+    cpu = time.thread_time() - cpu0
+    records.sort(key=lambda r: r.index)
+    return LevelRun(
+        concurrency=concurrency,
+        started_at_unix=started_unix,
+        duration_s=end,
+        records=records,
+        workers=1,
+        client_cpu_s=cpu,
+        t0_monotonic=t0,
+        loop_lag_ms=lag_summary(lags),
     )
-    text_parts: list[str] = []
+
+
+def _in_processes(
+    shares: list[Share], concurrency: int, on_request: Callable[[RequestRecord], None] | None
+) -> LevelRun:
+    ctx = mp.get_context("spawn")  # a fresh interpreter: never fork a process with threads
+    closed = shares[0].arrivals is None
+    counter = ctx.Value("q", 0) if closed else None
+    procs: dict[Connection, Any] = {}
+    records: list[RequestRecord] = []
+    finished = False
     try:
-        if spec.stream:
-            await _stream(client, path, body, rec, text_parts, t0)
-        else:
-            resp = await client.post(path, json=body)
-            rec.http_status = resp.status_code
-            now = time.perf_counter() - t0
-            payload = resp.json() if resp.content else {}
-            if resp.status_code != 200:
-                rec.status = "error"
-                rec.error = f"HTTP {resp.status_code}: {_error_message(payload) or resp.text[:200]}"
-            else:
-                text = _chunk_text(payload) or (
-                    payload.get("choices", [{}])[0].get("message", {}).get("content") or ""
-                )
-                text_parts.append(text)
-                rec.first_token = now
-                rec.chunk_times.append(now)
-                _take_usage(rec, payload.get("usage"))
-    except httpx.TimeoutException:
-        rec.status, rec.error = "error", "timeout"
-    except httpx.HTTPError as exc:
-        rec.status, rec.error = "error", f"{type(exc).__name__}: {exc}"[:300]
-    except ValueError as exc:  # malformed JSON
-        rec.status, rec.error = "error", f"invalid JSON from server: {exc}"[:300]
-    rec.end = time.perf_counter() - t0
-    text = "".join(text_parts)
-    rec.output_text = text[: spec.keep_text_chars]
-    if rec.output_tokens_source != "usage":
-        rec.output_tokens = len(rec.chunk_times)
-    return rec
-
-
-async def _stream(
-    client: httpx.AsyncClient,
-    path: str,
-    body: dict[str, Any],
-    rec: RequestRecord,
-    text_parts: list[str],
-    t0: float,
-) -> None:
-    decoder = SSEDecoder()
-    done = False
-    async with client.stream("POST", path, json=body) as resp:
-        rec.http_status = resp.status_code
-        if resp.status_code != 200:
-            raw = (await resp.aread()).decode("utf-8", errors="replace")
+        for k, share in enumerate(shares):
+            here, there = ctx.Pipe(duplex=True)
+            proc = ctx.Process(
+                target=worker.process_main,
+                args=(share, there, counter),
+                name=f"reportgen-load-{k}",
+                daemon=True,  # never outlives this process, whatever happens here
+            )
+            proc.start()
+            there.close()
+            procs[here] = proc
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        for conn, proc in procs.items():
+            _expect(conn, proc, "ready", deadline)
+        cpu0 = time.thread_time()  # this thread's share: receiving and merging records
+        t0 = time.perf_counter() + START_MARGIN_S
+        started_unix = time.time() + START_MARGIN_S
+        for conn, proc in procs.items():
             try:
-                msg = _error_message(json.loads(raw))
-            except ValueError:
-                msg = ""
-            rec.status = "error"
-            rec.error = f"HTTP {resp.status_code}: {msg or raw[:200]}"
-            return
-        async for raw_chunk in resp.aiter_raw():
-            now = time.perf_counter() - t0
-            for data in decoder.feed(raw_chunk):
-                if data == "[DONE]":
-                    done = True
-                    continue
-                obj = json.loads(data)
-                err = _error_message(obj)
-                if err:
-                    rec.status, rec.error = "error", f"error in stream: {err}"[:300]
-                    return
-                piece = _chunk_text(obj)
-                if piece:
-                    if rec.first_token is None:
-                        rec.first_token = now
-                    rec.chunk_times.append(now)
-                    text_parts.append(piece)
-                _take_usage(rec, obj.get("usage"))
-    if not done:
-        rec.status, rec.error = "error", "stream ended without [DONE]"
+                conn.send(("go", t0))
+            except OSError:
+                raise LoadError(f"load worker {proc.name} exited before the level began") from None
+        end, worker_cpu, lags = _collect(procs, records, on_request)
+        cpu = time.thread_time() - cpu0 + worker_cpu
+        finished = True
+    finally:
+        _stop(procs, finished)
+    records.sort(key=lambda r: r.index)
+    return LevelRun(
+        concurrency=concurrency,
+        started_at_unix=started_unix,
+        duration_s=end,
+        records=records,
+        workers=len(shares),
+        client_cpu_s=cpu,
+        t0_monotonic=t0,
+        loop_lag_ms=lag_summary(lags),
+    )
 
 
-def _take_usage(rec: RequestRecord, usage: Any) -> None:
-    if isinstance(usage, dict):
-        if isinstance(usage.get("prompt_tokens"), int):
-            rec.input_tokens = usage["prompt_tokens"]
-        if isinstance(usage.get("completion_tokens"), int):
-            rec.output_tokens = usage["completion_tokens"]
-            rec.output_tokens_source = "usage"
+def _expect(conn: Connection, proc: Any, kind: str, deadline: float) -> None:
+    left = deadline - time.monotonic()
+    if not conn.poll(max(0.0, left)):
+        raise LoadError(f"load worker {proc.name} did not start within {READY_TIMEOUT_S:g} s")
+    msg = _recv(conn, proc)
+    if msg[0] != kind:
+        raise LoadError(f"load worker {proc.name}: expected {kind!r}, got {msg[0]!r}")
+
+
+def _recv(conn: Connection, proc: Any) -> tuple[Any, ...]:
+    try:
+        msg: tuple[Any, ...] = conn.recv()
+    except EOFError:
+        proc.join(1.0)
+        raise LoadError(
+            f"load worker {proc.name} exited with code {proc.exitcode} before the level ended"
+        ) from None
+    if msg[0] == "error":
+        last = str(msg[1]).strip().splitlines()[-1:] or ["?"]
+        raise LoadError(f"load worker {proc.name} failed: {last[0]}\n{msg[1]}")
+    return msg
+
+
+def _collect(
+    procs: dict[Connection, Any],
+    records: list[RequestRecord],
+    on_request: Callable[[RequestRecord], None] | None,
+) -> tuple[float, float, list[float]]:
+    """Receive records until every worker is done; returns the latest end, the workers' CPU
+    seconds and their loop lag samples."""
+    live = dict(procs)
+    end = cpu = 0.0
+    lags: list[float] = []
+    while live:
+        # A connection is readable at EOF too, so a worker that dies wakes this up.
+        for conn in wait(list(live), timeout=1.0):
+            assert isinstance(conn, Connection)
+            msg = _recv(conn, live[conn])
+            if msg[0] == "records":
+                batch: list[RequestRecord] = msg[1]
+                records.extend(batch)
+                if on_request is not None:
+                    for rec in batch:
+                        on_request(rec)
+            elif msg[0] == "done":
+                end, cpu = max(end, float(msg[1])), cpu + float(msg[2])
+                lags.extend(msg[3])
+                del live[conn]
+    return end, cpu, lags
+
+
+def _stop(procs: dict[Connection, Any], finished: bool) -> None:
+    """Finished workers exit on their own (given a moment); others are terminated, then
+    killed. Either way none is left when this returns."""
+    if finished:
+        for proc in procs.values():
+            proc.join(STOP_TIMEOUT_S)
+    for proc in procs.values():
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs.values():
+        proc.join(STOP_TIMEOUT_S)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    for conn in procs:
+        conn.close()
 
 
 async def run_level(
@@ -204,39 +330,17 @@ async def run_level(
     timeout_s: float = 600.0,
     on_request: Callable[[RequestRecord], None] | None = None,
 ) -> LevelRun:
-    """Run one closed-loop level: ``requests`` in total, or as many as fit in ``duration_s``."""
-    if (requests is None) == (duration_s is None):
-        raise ValueError("give exactly one of requests or duration_s")
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 30.0))
-    records: list[RequestRecord] = []
-    next_index = 0
-    started_unix = time.time()
-    t0 = time.perf_counter()
-    stop_at = t0 + duration_s if duration_s is not None else None
-
-    def take() -> int | None:
-        nonlocal next_index
-        if requests is not None and next_index >= requests:
-            return None
-        if stop_at is not None and time.perf_counter() >= stop_at:
-            return None
-        i = next_index
-        next_index += 1
-        return i
-
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout) as client:
-
-        async def worker() -> None:
-            while (i := take()) is not None:
-                rec = await send_one(client, spec, prompts[i % len(prompts)], i, t0)
-                records.append(rec)
-                if on_request is not None:
-                    on_request(rec)
-
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-    duration = time.perf_counter() - t0
-    records.sort(key=lambda r: r.index)
-    return LevelRun(
-        concurrency=concurrency, started_at_unix=started_unix, duration_s=duration, records=records
+    """Deprecated: the old asynchronous entry point; a closed loop via ``run_load`` in a
+    thread (``on_request`` is called from that thread)."""
+    return await asyncio.to_thread(
+        run_load,
+        base_url,
+        spec,
+        prompts,
+        concurrency,
+        requests=requests,
+        duration_s=duration_s,
+        timeout_s=timeout_s,
+        workers=1,
+        on_request=on_request,
     )

@@ -8,24 +8,23 @@ reason and the end of its log, and the campaign goes on.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import math
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from reportgen import __version__, engines, fingerprint, prompts, results
+from reportgen import __version__, calibrate, engines, fingerprint, results, tokens
 from reportgen.analysis import decide as decide_mod
-from reportgen.analysis.summary import aggregate, summarize
+from reportgen.analysis.summary import aggregate
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
+from reportgen.driver import Driver, keep_text_chars
 from reportgen.errors import GpuError, ReportgenError, ResultsError, ServerError
-from reportgen.loadgen import RequestRecord, RequestSpec, run_level
+from reportgen.loadgen import RequestSpec
 from reportgen.progress import ProgressSink, Quiet
 from reportgen.redact import REDACTED, is_secret_name, redact_argv, redact_env
 from reportgen.server import ServerProcess, port_is_free
-
-PROMPT_POOL = 4096  # prompts generated per level in duration mode (reused cyclically)
+from reportgen.tokens import Tokenizer
 
 
 def new_run_id(campaign: Campaign, now: dt.datetime | None = None) -> str:
@@ -69,6 +68,7 @@ class Runner:
         self.engine = engines.get(self.m.server.engine)
         self.resolved: dict[str, Resolved] = {}
         self.results: dict[str, Any] = {}
+        self._tokenizers: dict[str, Tokenizer] = {}
 
     # -- the table of contents ---------------------------------------------------------------
 
@@ -76,6 +76,8 @@ class Runner:
         environment = fingerprint.collect()
         self._preflight(environment)
         self._start_results(environment)
+        self.progress.phase("measuring the client's ceiling (cached per host)")
+        self.results["client_ceiling"] = calibrate.calibrate()
         exps = self.campaign.experiments
         self.progress.campaign_start(self._total_requests(), len(exps))
         try:
@@ -156,6 +158,7 @@ class Runner:
             "engine": {"name": self.engine.name, "simulated": self.engine.simulated},
             "environment": environment,
             "best": None,
+            "client_ceiling": None,
             "experiments": [
                 {
                     "id": e.id,
@@ -218,42 +221,34 @@ class Runner:
                 "generation_checks": ready.generation_checks,
             }
             model = ready.model or _model_from_args(r.args)
+            tokenizer = self._tokenizer(wl.tokenizer)
             spec = RequestSpec(
                 api=wl.api,
                 model=model,
                 output_tokens=wl.output_tokens,
                 extras=self.engine.request_extras(wl.output_tokens),
+                stream=wl.stream,
+                keep_text_chars=keep_text_chars(tokenizer),
+            )
+            drv = Driver(
+                wl,
+                srv.base_url,
+                spec,
+                campaign_dir=Path(self.campaign.path).resolve().parent,
+                tokenizer=tokenizer,
+                ceiling=self.results.get("client_ceiling"),
+                on_request=lambda rec: self.progress.request_done(
+                    rec.output_tokens, rec.status == "ok"
+                ),
             )
             if wl.warmup_requests:
                 self.progress.phase(f"warm-up ({wl.warmup_requests} requests)")
-                warm = self._level(
-                    srv,
-                    spec,
-                    wl,
-                    min(wl.warmup_requests, max(wl.concurrency)),
-                    wl.warmup_requests,
-                    None,
-                    -1,
-                    count_progress=False,
-                )
-                entry["warmup"] = {
-                    "requests": len(warm.records),
-                    "errors": sum(x.status != "ok" for x in warm.records),
-                    "duration_s": warm.duration_s,
-                }
+                entry["warmup"] = drv.warmup()
             for c in wl.concurrency:
                 for rep in range(wl.repetitions):
                     self.progress.level_start(c, rep, wl.repetitions, wl.requests_per_level)
-                    lv = self._level(srv, spec, wl, c, wl.requests_per_level, wl.duration_s, rep)
-                    recs = [x.as_dict() for x in lv.records]
-                    entry["levels"].append(
-                        {
-                            "concurrency": c,
-                            "repetition": rep,
-                            "started_at_unix": lv.started_at_unix,
-                            "summary": summarize(recs, lv.duration_s),
-                        }
-                    )
+                    level, recs = drv.level(c, rep)
+                    entry["levels"].append(level)
                     rows.extend(
                         {"experiment": r.id, "concurrency": c, "repetition": rep, **x} for x in recs
                     )
@@ -292,37 +287,12 @@ class Runner:
                 results.save_requests(self.run_dir, r.id, rows)
             self._save()
 
-    def _level(
-        self,
-        srv: ServerProcess,
-        spec: RequestSpec,
-        wl: Any,
-        concurrency: int,
-        requests: int | None,
-        duration_s: float | None,
-        rep: int,
-        count_progress: bool = True,
-    ) -> Any:
-        n_prompts = requests if requests is not None else PROMPT_POOL
-        seed = wl.seed * 1_000_003 + concurrency * 1_009 + rep  # same prompts for every experiment
-        pool = prompts.synthetic(n_prompts, wl.input_tokens, seed)
-
-        def on_request(rec: RequestRecord) -> None:
-            if count_progress:
-                self.progress.request_done(rec.output_tokens, rec.status == "ok")
-
-        return asyncio.run(
-            run_level(
-                srv.base_url,
-                spec,
-                pool,
-                concurrency,
-                requests=requests,
-                duration_s=duration_s,
-                timeout_s=wl.request_timeout_s,
-                on_request=on_request,
-            )
-        )
+    def _tokenizer(self, path: str | None) -> Tokenizer | None:
+        if path is None:
+            return None
+        if path not in self._tokenizers:
+            self._tokenizers[path] = tokens.load(path)
+        return self._tokenizers[path]
 
     def _decide(self, entry: dict[str, Any]) -> None:
         obj = self.m.campaign.objective

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = ["validate", "plan", "run", "render", "sim", "schema"]
+COMMANDS = ["validate", "plan", "run", "render", "sim", "calibrate", "schema"]
 
 
 def reportgen(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

@@ -26,8 +26,10 @@ CHROMIUM = "/usr/bin/chromium"
 pytestmark = pytest.mark.slow
 
 
-def run_dir_of(output: Path) -> Path:
-    runs = sorted((output / "demo").iterdir())
+def run_dir_of(output: Path, res: subprocess.CompletedProcess[str]) -> Path:
+    folder = output / "demo"
+    assert folder.is_dir(), f"no run directory; the run said:\n{res.stdout}\n{res.stderr}"
+    runs = sorted(folder.iterdir())
     assert len(runs) == 1, runs
     return runs[0]
 
@@ -44,7 +46,7 @@ def demo_run(
         cwd=ROOT,
         timeout=280,
     )
-    return run_dir_of(output), res
+    return run_dir_of(output, res), res
 
 
 def test_demo_runs_to_the_end_and_prints_the_report(demo_run: Any) -> None:

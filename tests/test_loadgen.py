@@ -1,15 +1,40 @@
-"""The load generator against the simulator on loopback: records, timings, tokens, errors."""
+"""The load generator on loopback: against the simulator, and against small hand-made servers
+that misbehave the ways real ones do (split events, keep-alives, errors inside a 200 stream,
+streams cut short, garbage, rate limits, dropped connections)."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
+import multiprocessing
+import statistics
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
 from reportgen.analysis.summary import summarize
-from reportgen.loadgen import RequestSpec, run_level
+from reportgen.load.worker import no_full_collections
+from reportgen.loadgen import (
+    LevelRun,
+    RequestRecord,
+    RequestSpec,
+    arrival_times,
+    auto_workers,
+    run_level,
+    run_load,
+)
 from reportgen.prompts import synthetic
-from tests.conftest import Sim
+from tests.conftest import Sim, free_port
+
+CHAT = RequestSpec(api="chat", model=None, output_tokens=10)
+
+
+# -- against the simulator -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("api", ["chat", "completions"])
@@ -17,21 +42,24 @@ def test_closed_loop_level_records_every_chunk(sim: Sim, api: str) -> None:
     spec = RequestSpec(api=api, model=None, output_tokens=10)
     prompts = synthetic(8, 12, seed=1)
     done: list[int] = []
-    lv = asyncio.run(
-        run_level(sim.url, spec, prompts, 4, requests=8, on_request=lambda r: done.append(r.index))
-    )
+    lv = run_load(sim.url, spec, prompts, 4, requests=8, on_request=lambda r: done.append(r.index))
     assert sorted(done) == list(range(8))
     assert [r.index for r in lv.records] == list(range(8))
+    assert lv.workers == 1 and lv.client_cpu_s > 0
+    lag = lv.loop_lag_ms
+    assert 0 <= lag["p50"] <= lag["p99"] <= lag["max"] < lv.duration_s * 1e3
     for r in lv.records:
         assert r.status == "ok", r.error
         assert r.output_tokens == 10 and r.output_tokens_source == "usage"
         assert r.input_tokens == 12  # the simulator counts words
-        assert len(r.chunk_times) == 10  # one token per chunk
+        assert len(r.chunk_times) == len(r.chunk_chars) == 10  # one token per chunk
+        assert sum(r.chunk_chars) == len(r.output_text) and all(c > 0 for c in r.chunk_chars)
         assert r.first_token == r.chunk_times[0]
         assert r.start < r.first_token <= r.chunk_times[-1] <= r.end
+        assert r.chunk_times == sorted(r.chunk_times)
+        assert r.scheduled is None
         # --ttft-ms 20 --itl-ms 2 (growth with 4 active): TTFT 20-40 ms, chunks >= 2 ms apart
         assert 0.015 < r.first_token - r.start < 0.2
-        assert r.output_text.strip()
     s = summarize([r.as_dict() for r in lv.records], lv.duration_s)
     assert s["ok"] == 8 and s["errors"] == 0
     assert s["output_tokens"] == 80
@@ -41,28 +69,378 @@ def test_closed_loop_level_records_every_chunk(sim: Sim, api: str) -> None:
     assert 1.5 < s["itl_ms"]["p50"] < 20
 
 
+def test_prompts_by_index_and_text_kept(sim: Sim) -> None:
+    spec = RequestSpec(api="completions", model=None, output_tokens=4, keep_text_chars=5)
+    prompts = synthetic(3, 6, seed=2)
+    lv = run_load(sim.url, spec, prompts, 2, requests=6)
+    # The simulator's text is a function of the prompt, so equal prompts give equal text.
+    assert lv.records[0].output_text == lv.records[3].output_text
+    assert lv.records[1].output_text == lv.records[4].output_text
+    assert lv.records[0].output_text != lv.records[1].output_text
+    assert all(len(r.output_text) == 5 for r in lv.records)
+    assert all(sum(r.chunk_chars) > 5 for r in lv.records)  # counted in full, kept in part
+
+
 def test_non_streaming_and_duration_mode(sim: Sim) -> None:
     spec = RequestSpec(api="chat", model="sim-model", output_tokens=5, stream=False)
-    lv = asyncio.run(run_level(sim.url, spec, synthetic(50, 5, 2), 2, duration_s=0.5))
+    lv = run_load(sim.url, spec, synthetic(50, 5, 2), 2, duration_s=0.5)
     assert lv.records and all(r.status == "ok" for r in lv.records)
     assert all(r.output_tokens == 5 and r.output_tokens_source == "usage" for r in lv.records)
+    assert all(r.first_token == r.chunk_times[0] <= r.end for r in lv.records)
     # Requests stop being issued once the duration has passed; in-flight ones finish.
-    assert lv.duration_s < 0.5 + 0.5
+    assert max(r.start for r in lv.records) < 0.5
+    assert 0.5 <= lv.duration_s < 0.5 + 0.5
 
 
 def test_server_errors_are_recorded_per_request(sim: Sim) -> None:
     spec = RequestSpec(api="chat", model=None, output_tokens=0)  # the simulator rejects 0
-    lv = asyncio.run(run_level(sim.url, spec, ["hello"], 1, requests=2))
+    lv = run_load(sim.url, spec, ["hello"], 1, requests=2)
     assert [r.status for r in lv.records] == ["error", "error"]
-    assert lv.records[0].http_status == 400 and lv.records[0].error.startswith("HTTP 400")
+    assert lv.records[0].http_status == 400
+    assert (lv.records[0].error or "").startswith("HTTP 400: max_tokens must be")
     s = summarize([r.as_dict() for r in lv.records], lv.duration_s)
     assert s["errors"] == 2 and s["output_tok_s"] == 0
     assert s["error_kinds"] == {"HTTP 400": 2}
 
 
 def test_connection_refused_is_an_error_not_a_crash() -> None:
-    from tests.conftest import free_port
+    lv = run_load(f"http://127.0.0.1:{free_port()}", CHAT, ["x"], 2, requests=3)
+    assert [r.index for r in lv.records] == [0, 1, 2]
+    assert all(r.status == "error" for r in lv.records)
+    assert (lv.records[0].error or "").startswith("connect error:")
+    assert lv.records[0].http_status is None and lv.records[0].chunk_times == []
 
+
+def test_old_async_entry_point_still_works(sim: Sim) -> None:
+    lv = asyncio.run(run_level(sim.url, CHAT, ["a b c"], 2, requests=3))
+    assert [r.status for r in lv.records] == ["ok"] * 3
+
+
+# -- open loop -------------------------------------------------------------------------------
+
+
+def test_poisson_arrivals_are_seeded_and_have_the_asked_rate() -> None:
+    a = arrival_times(50.0, "poisson", seed=7, requests=4000)
+    assert a == arrival_times(50.0, "poisson", seed=7, requests=4000)
+    assert a != arrival_times(50.0, "poisson", seed=8, requests=4000)
+    assert a[0] == 0.0 and a == sorted(a) and len(a) == 4000
+    gaps = [y - x for x, y in zip(a, a[1:], strict=False)]
+    assert (len(a) - 1) / a[-1] == pytest.approx(50.0, rel=0.05)
+    # exponential gaps: standard deviation equals the mean
+    assert statistics.stdev(gaps) == pytest.approx(statistics.mean(gaps), rel=0.1)
+    within = arrival_times(50.0, "poisson", seed=7, duration_s=2.0)
+    assert within == [t for t in a if t < 2.0]
+
+
+def test_constant_arrivals() -> None:
+    assert arrival_times(4.0, "constant", requests=4) == [0.0, 0.25, 0.5, 0.75]
+    assert arrival_times(4.0, "constant", duration_s=1.0) == [0.0, 0.25, 0.5, 0.75]
+    with pytest.raises(ValueError, match="arrival"):
+        arrival_times(4.0, "uniform", requests=4)
+    with pytest.raises(ValueError, match="rate"):
+        arrival_times(0.0, requests=4)
+
+
+def test_open_loop_sends_on_schedule_whatever_is_in_flight(start_sim: Any) -> None:
+    # Each request takes ~100 ms; arrivals every 20 ms, so ~5 are in flight at once.
+    sim = start_sim("--ttft-ms", "50", "--itl-ms", "10", "--ttft-growth", "0", "--itl-growth", "0")
+    spec = RequestSpec(api="chat", model=None, output_tokens=6)
+    lv = run_load(sim.url, spec, ["p"], 0, requests=20, rate=50.0, arrival="constant")
+    assert [r.index for r in lv.records] == list(range(20))
+    for r in lv.records:
+        assert r.status == "ok", r.error
+        assert r.scheduled == pytest.approx(r.index * 0.02)
+        assert 0 <= r.start - (r.scheduled or 0) < 0.03  # sent on time, not after a completion
+    s = summarize([r.as_dict() for r in lv.records], lv.duration_s)
+    assert s["achieved_concurrency"] > 2.5
+
+
+def test_open_loop_cap_delays_sending_and_records_it(start_sim: Any) -> None:
+    sim = start_sim("--ttft-ms", "30", "--itl-ms", "5", "--ttft-growth", "0")
     spec = RequestSpec(api="chat", model=None, output_tokens=3)
-    lv = asyncio.run(run_level(f"http://127.0.0.1:{free_port()}", spec, ["x"], 1, requests=1))
-    assert lv.records[0].status == "error" and "ConnectError" in (lv.records[0].error or "")
+    lv = run_load(sim.url, spec, ["p"], 1, requests=6, rate=1000.0, arrival="constant", seed=3)
+    starts = [r.start for r in lv.records]
+    assert starts == sorted(starts)
+    for a, b in zip(lv.records, lv.records[1:], strict=False):
+        assert b.start >= a.end  # the cap of one: never two in flight
+    assert all(r.scheduled is not None and r.scheduled <= r.start for r in lv.records)
+    assert lv.records[-1].start - (lv.records[-1].scheduled or 0) > 0.1  # it waited its turn
+
+
+# -- worker processes ------------------------------------------------------------------------
+
+
+def _shape(lv: LevelRun, n: int) -> None:
+    assert [r.index for r in lv.records] == list(range(n))
+    for r in lv.records:
+        assert r.status == "ok", r.error
+        assert all(r.start <= t <= r.end for t in r.chunk_times)
+        assert len(r.chunk_times) == len(r.chunk_chars) == r.output_tokens
+
+
+def test_two_workers_give_the_same_records_as_one(sim: Sim) -> None:
+    prompts = synthetic(5, 8, seed=3)
+    one = run_load(sim.url, CHAT, prompts, 6, requests=30, workers=1)
+    seen: list[RequestRecord] = []
+    two = run_load(sim.url, CHAT, prompts, 6, requests=30, workers=2, on_request=seen.append)
+    assert (one.workers, two.workers) == (1, 2)
+    _shape(one, 30)
+    _shape(two, 30)
+    assert len(seen) == 30
+    assert [r.output_text for r in one.records] == [r.output_text for r in two.records]
+    assert two.client_cpu_s > 0 and two.duration_s > 0 and two.loop_lag_ms["max"] >= 0
+    assert 0 < two.records[0].start < 0.1  # both workers share the parent's t0
+    assert not multiprocessing.active_children()
+
+
+def test_two_workers_open_loop_and_duration(sim: Sim) -> None:
+    lv = run_load(sim.url, CHAT, ["p q"], 0, duration_s=0.4, rate=40.0, seed=1, workers=2)
+    expected = arrival_times(40.0, "poisson", seed=1, duration_s=0.4)
+    assert [r.scheduled for r in lv.records] == expected  # the same schedule, split in two
+    _shape(lv, len(expected))
+    assert all(r.start - (r.scheduled or 0) < 0.05 for r in lv.records)
+    closed = run_load(sim.url, CHAT, ["p q"], 4, duration_s=0.3, workers=2)
+    _shape(closed, len(closed.records))
+    assert max(r.start for r in closed.records) < 0.3
+    assert not multiprocessing.active_children()
+
+
+def test_interrupt_in_the_parent_stops_every_worker(start_sim: Any) -> None:
+    sim = start_sim("--ttft-ms", "5", "--itl-ms", "20")
+
+    def interrupt(_: Any) -> None:
+        raise KeyboardInterrupt
+
+    t = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_load(sim.url, CHAT, ["x"], 4, duration_s=30, workers=2, on_request=interrupt)
+    assert time.monotonic() - t < 15
+    assert not multiprocessing.active_children()
+
+
+def test_no_full_garbage_collections_during_a_level() -> None:
+    before = gc.get_threshold()
+    with no_full_collections():
+        full = gc.get_stats()[2]["collections"]
+        keep = [[float(i)] * 4 for i in range(300_000)]  # would trigger a few by default
+        assert gc.get_stats()[2]["collections"] == full and keep
+    assert gc.get_threshold() == before
+
+
+def test_auto_workers_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert auto_workers(1) == auto_workers(64) == auto_workers(256) == 1
+    assert (auto_workers(257), auto_workers(512), auto_workers(1024)) == (2, 2, 4)
+    assert auto_workers(100_000) == 8
+    assert auto_workers(0, rate=10.0, output_tokens=256) == 1  # 2,560 chunks/s
+    assert auto_workers(0, rate=100.0, output_tokens=1024) == 8  # 102,400 chunks/s
+    assert auto_workers(64, rate=100.0, output_tokens=1024) == 1  # the cap limits it
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert auto_workers(1024) == 2
+
+
+# -- against hand-made servers ---------------------------------------------------------------
+
+Step = bytes | float  # bytes to write, or a pause in seconds
+OK_SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+OK_CHUNKED = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+
+
+def event(obj: Any) -> bytes:
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def delta(content: str | None = None, **fields: Any) -> bytes:
+    d = ({"content": content} if content is not None else {}) | fields
+    return event({"choices": [{"index": 0, "delta": d, "finish_reason": None}]})
+
+
+def usage(completion: int, prompt: int = 7) -> bytes:
+    return event(
+        {"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
+    )
+
+
+DONE = b"data: [DONE]\n\n"
+
+
+def chunked(*pieces: Step) -> list[Step]:
+    """A 200 SSE response in chunked transfer encoding: one HTTP chunk per bytes piece."""
+    steps: list[Step] = [OK_CHUNKED]
+    steps += [p if isinstance(p, float) else b"%x\r\n%s\r\n" % (len(p), p) for p in pieces]
+    return [*steps, b"0\r\n\r\n"]
+
+
+@contextmanager
+def raw_server(steps: Sequence[Step], hold: bool = False) -> Iterator[str]:
+    """An HTTP/1.1 server on 127.0.0.1 that answers every request with ``steps`` (then closes
+    the connection, or keeps it open doing nothing if ``hold``), in a thread of its own."""
+    loop = asyncio.new_event_loop()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.decode().split("\r\n"):
+                if line.lower().startswith("content-length:"):
+                    length = int(line.split(":")[1])
+            await reader.readexactly(length)
+            for step in steps:
+                if isinstance(step, bytes):
+                    writer.write(step)
+                    await writer.drain()
+                else:
+                    await asyncio.sleep(step)
+            if hold:
+                await asyncio.sleep(3600)
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    port = free_port()
+    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", port))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+
+        async def shut() -> None:
+            server.close()
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
+
+        asyncio.run_coroutine_threadsafe(shut(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+def one(steps: Sequence[Step], spec: RequestSpec = CHAT, **kw: Any) -> Any:
+    with raw_server(steps, hold=kw.pop("hold", False)) as url:
+        lv = run_load(url, spec, ["hi"], 1, requests=1, **kw)
+    return lv.records[0]
+
+
+def test_events_split_byte_by_byte() -> None:
+    body = delta("", role="assistant") + delta("Hel") + delta("lo") + usage(2) + DONE
+    steps: list[Step] = [OK_SSE]
+    for b in body:
+        steps += [bytes([b]), 0.0005]
+    r = one(steps)
+    assert r.status == "ok", r.error
+    assert (r.output_text, r.chunk_chars, r.output_tokens, r.input_tokens) == (
+        "Hello",
+        [3, 2],
+        2,
+        7,
+    )
+    assert r.output_tokens_source == "usage"
+    assert r.chunk_times[0] < r.chunk_times[1]
+
+
+def test_several_events_in_one_write_share_their_arrival_time() -> None:
+    r = one(chunked(delta("a") + delta("b") + delta("c"), 0.05, delta("d") + usage(4) + DONE))
+    assert r.status == "ok", r.error
+    t = r.chunk_times
+    assert len(t) == 4 and t[0] == t[1] == t[2] and t[3] - t[2] > 0.04
+
+
+def test_comments_keepalives_and_crlf() -> None:
+    body = b": ping\r\n\r\n" + delta("x").replace(b"\n", b"\r\n") + b":\n\n" + DONE
+    r = one([OK_SSE, body])
+    assert r.status == "ok", r.error
+    assert r.output_text == "x" and r.output_tokens == 1
+
+
+def test_no_usage_counts_chunks_and_several_tokens_per_chunk() -> None:
+    r = one([OK_SSE, delta("one two") + delta("three") + DONE])
+    assert r.status == "ok", r.error
+    assert (r.output_tokens, r.output_tokens_source, r.input_tokens) == (2, "chunks", None)
+    r = one([OK_SSE, delta("one two") + delta("three") + usage(3) + DONE])
+    assert (r.output_tokens, r.output_tokens_source, len(r.chunk_times)) == (3, "usage", 2)
+
+
+def test_reasoning_counts_as_output_and_empty_role_chunks_do_not() -> None:
+    steps: list[Step] = [OK_SSE, delta("", role="assistant"), 0.03]
+    steps += [delta(None, reasoning_content="think"), 0.03, delta("answer"), DONE]
+    r = one(steps)
+    assert r.status == "ok", r.error
+    assert r.chunk_chars == [5, 6] and r.output_text == "thinkanswer"
+    assert r.first_token == r.chunk_times[0] and r.first_token - r.start > 0.025
+
+
+def test_completions_text_chunks() -> None:
+    spec = RequestSpec(api="completions", model="m", output_tokens=2)
+    text = event({"choices": [{"index": 0, "text": "ab"}]})
+    r = one(chunked(text + text + DONE), spec=spec)
+    assert r.status == "ok" and r.output_text == "abab" and r.output_tokens == 2
+
+
+def test_error_object_inside_a_200_stream() -> None:
+    err = event({"error": {"message": "out of memory", "type": "server_error", "code": 500}})
+    r = one(chunked(delta("a"), err, DONE))
+    assert (r.status, r.http_status) == ("error", 200)
+    assert r.error == "error in stream: out of memory"
+    assert r.chunk_chars == [1]  # what came before is kept
+    r = one(chunked(event({"object": "error", "message": "bad", "code": 400})))
+    assert r.error == "error in stream: bad"
+
+
+def test_stream_cut_short_keeps_the_chunks_received() -> None:
+    r = one([OK_SSE, delta("a") + delta("b") + b'data: {"choi'])  # then the server closes
+    assert r.status == "error" and r.error == "stream ended without [DONE]"
+    assert r.chunk_chars == [1, 1] and r.output_tokens == 2
+
+
+def test_connection_closed_mid_chunked_stream() -> None:
+    r = one([*chunked(delta("a"))[:2], b"40\r\ndata: {"])
+    assert r.status == "error"
+    assert (r.error or "").startswith("stream ended without [DONE]: ClientPayloadError")
+    assert r.chunk_chars == [1]
+
+
+def test_garbage_in_a_data_line() -> None:
+    r = one([OK_SSE, delta("a") + b"data: <html>oops</html>\n\n" + DONE])
+    assert r.status == "error"
+    assert r.error == "invalid JSON in stream: b'<html>oops</html>'"
+    assert r.chunk_chars == [1]
+
+
+def test_rate_limited_with_an_error_body() -> None:
+    body = json.dumps({"error": {"message": "too many requests", "code": 429}}).encode()
+    head = b"HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
+    r = one([head + b"Content-Length: %d\r\n\r\n" % len(body) + body])
+    assert (r.status, r.http_status, r.error) == ("error", 429, "HTTP 429: too many requests")
+    text = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy"
+    assert one([text]).error == "HTTP 503: busy"
+
+
+def test_connection_dropped_before_any_response() -> None:
+    r = one([])  # accepts, reads the request, closes
+    assert r.status == "error" and r.http_status is None
+    assert (r.error or "").startswith("connection error: ServerDisconnectedError")
+
+
+def test_timeout_keeps_what_arrived() -> None:
+    r = one(chunked(delta("a"))[:2], hold=True, timeout_s=0.3)
+    assert r.status == "error" and r.error == "timeout: no complete response within 0.3 s"
+    assert r.chunk_chars == [1] and 0.3 <= r.end - r.start < 1.0
+
+
+def test_non_streaming_answers_and_failures() -> None:
+    spec = RequestSpec(api="chat", model=None, output_tokens=3, stream=False)
+    body = json.dumps(
+        {
+            "choices": [{"message": {"role": "assistant", "content": "hey", "reasoning": "hm"}}],
+            "usage": {"prompt_tokens": 2, "completion_tokens": 3},
+        }
+    ).encode()
+    r = one([b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body], spec=spec)
+    assert (r.status, r.output_text, r.output_tokens, r.chunk_chars) == ("ok", "hmhey", 3, [5])
+    r = one([b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnot"], spec=spec)
+    assert r.status == "error" and (r.error or "").startswith("invalid JSON response")

@@ -230,4 +230,9 @@ def aggregate(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             out[name] = {"mean": float(nums.mean()), "sd": sd, "n": int(nums.size)}
     out["errors"] = int(sum(r["errors"] for r in runs))
     out["requests"] = int(sum(r["requests"] for r in runs))
+    out["short_outputs"] = int(sum(r.get("short_outputs", 0) for r in runs))
+    loads = [(r.get("client") or {}).get("load") for r in runs]
+    known = [float(x) for x in loads if x is not None]
+    out["client_load_max"] = max(known) if known else None
+    out["client_limited"] = int(sum(bool((r.get("client") or {}).get("limited")) for r in runs))
     return out

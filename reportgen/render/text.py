@@ -88,12 +88,37 @@ def methods(
         amount = f"{wl['requests_per_level']} requests per level"
     else:
         amount = f"{wl.get('duration_s', '?')} s per level"
+    rate = wl.get("request_rate")
+    if rate:
+        loop = (
+            f"Open loop: requests arrive at {rate:g} per second ({wl.get('arrival', 'poisson')} "
+            f"arrivals, seeded), whether or not earlier ones have finished; the concurrency "
+            f"level C caps the requests in flight (a request that must wait is timed from when "
+            f"it is actually sent)."
+        )
+    else:
+        loop = (
+            "Closed loop: at concurrency C, C clients each send a request and send the next as "
+            "soon as the previous one ends, so C requests are in flight (apart from the start "
+            "and the end of a level)."
+        )
+    source = (wl.get("prompts") or {}).get("source", "random")
+    prompts_text = {
+        "random": "prompts are synthetic"
+        + (
+            " and exactly that long by the campaign's tokenizer"
+            if wl.get("tokenizer")
+            else ", their length approximated in words and corrected after warm-up from the "
+            "server's reported prompt tokens"
+        ),
+        "sharegpt": "prompts are the first human turns of a ShareGPT-format dataset",
+        "jsonl": "prompts come from a JSONL dataset",
+        "fixed": "every request sends the same fixed prompt",
+    }.get(source, "prompts are synthetic")
     load = [
-        f"Closed loop: at concurrency C, C clients each send a request and send the next as "
-        f"soon as the previous one ends, so C requests are in flight (apart from the start "
-        f"and the end of a level). {amount}; {wl.get('api', 'chat')} API; "
+        f"{loop} {amount}; {wl.get('api', 'chat')} API; "
         f"{wl.get('input_tokens', '?')} input tokens and {wl.get('output_tokens', '?')} "
-        f"output tokens requested per request; prompts are synthetic and generated from "
+        f"output tokens requested per request; {prompts_text}; drawn from "
         f"seed {wl.get('seed', 0)}, the same for every experiment.",
         f"Warm-up: {wl.get('warmup_requests', 0)} requests after the server is ready and "
         f"before the first level; they are excluded from every number.",
@@ -102,6 +127,17 @@ def methods(
         f"deviation; chart error bars are the same standard deviation.",
         f"Request timeout: {wl.get('request_timeout_s', '?')} s.",
     ]
+    if wl.get("trim"):
+        load.append(
+            "Throughputs are trimmed to each level's steady state (ramp-up and drain left out)."
+        )
+    slo = {k: v for k, v in (wl.get("slo") or {}).items() if v is not None}
+    if slo:
+        load.append(
+            "Goodput counts requests meeting every SLO: "
+            + ", ".join(f"{k} ≤ {v:g}" for k, v in slo.items())
+            + "."
+        )
     overrides = [
         (str(e.get("id")), workload(e["workload"]))
         for e in exps

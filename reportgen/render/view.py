@@ -143,6 +143,7 @@ class Experiment:
     objective: list[Cell]  # the objective metric at each objective level
     objective_ratio: list[str]  # ... relative to the baseline there (from vs_baseline)
     levels: list[LevelRow]
+    notes: list[str]  # measurement caveats by level: client-limited, short outputs, goodput
 
 
 @dataclass(frozen=True)
@@ -371,7 +372,32 @@ def _experiment(
             fmt_ratio(vs_base[c].get("ratio")) if c in vs_base else "" for c in objective.levels
         ],
         levels=rows,
+        notes=_level_notes(mine),
     )
+
+
+def _level_notes(levels: Mapping[int, Mapping[str, Any]]) -> list[str]:
+    """Caveats a reader must see next to the numbers they qualify."""
+    notes: list[str] = []
+    for c in sorted(levels):
+        lv = levels[c]
+        if lv.get("client_limited"):
+            load = lv.get("client_load_max")
+            share = f" (up to {load:.0%} of its measured ceiling)" if load is not None else ""
+            notes.append(
+                f"C={c}: client-limited in {lv['client_limited']} of {lv.get('repetitions', '?')}"
+                f" repetition(s){share}; these numbers may describe the load generator rather "
+                "than the server. Raise workload.workers or use a bigger client host."
+            )
+        if lv.get("short_outputs"):
+            notes.append(
+                f"C={c}: {lv['short_outputs']} request(s) returned fewer output tokens than "
+                "asked; the engine may ignore ignore_eos/min_tokens."
+            )
+        goodput = (lv.get("goodput_req_s") or {}).get("mean")
+        if goodput is not None:
+            notes.append(f"C={c}: goodput {fmt_num(goodput)} req/s (requests meeting every SLO).")
+    return notes
 
 
 def _series(index: int, e: Mapping[str, Any], is_baseline: bool, is_best: bool) -> Series:

@@ -1,0 +1,162 @@
+"""Drive one experiment's workload against a ready server: warm-up, then each level.
+
+The driver owns what turns a workload description into requests and requests into a level's
+record: the prompts (synthetic, dataset or fixed; exact with a local tokenizer, otherwise
+corrected after warm-up from the server's own prompt token counts), token counts where the
+server reports none, the client's CPU use, and whether the client itself was the limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from reportgen import loadgen, prompts
+from reportgen.analysis.summary import summarize
+from reportgen.campaign import Workload
+from reportgen.loadgen import LevelRun, RequestRecord, RequestSpec
+from reportgen.tokens import Tokenizer
+
+PROMPT_POOL = 4096  # prompts generated per level in duration mode (reused cyclically)
+CLIENT_LIMIT = 0.8  # a level above this share of the client's ceiling is client-limited
+FULL_TEXT = 10**7  # characters of output kept per request when a tokenizer must count them
+
+
+class Driver:
+    def __init__(
+        self,
+        workload: Workload,
+        base_url: str,
+        spec: RequestSpec,
+        *,
+        campaign_dir: Path,
+        tokenizer: Tokenizer | None,
+        ceiling: dict[str, Any] | None,
+        on_request: Callable[[RequestRecord], None],
+    ) -> None:
+        self.wl = workload
+        self.base_url = base_url
+        self.spec = spec
+        self.campaign_dir = campaign_dir
+        self.tokenizer = tokenizer
+        self.ceiling = ceiling
+        self.on_request = on_request
+        self.words_per_token = 1.0
+        self._dataset: list[str] | None = None
+
+    # -- prompts -------------------------------------------------------------------------
+
+    def prompts(self, count: int, seed: int) -> list[str]:
+        src = self.wl.prompts
+        if src.source == "fixed":
+            return [str(src.text)]
+        if src.source in ("sharegpt", "jsonl"):
+            if self._dataset is None:
+                path = Path(str(src.path)).expanduser()
+                if not path.is_absolute():
+                    path = self.campaign_dir / path
+                self._dataset = prompts.load_dataset(src.source, path, src.field)
+            return prompts.sample(self._dataset, count, seed)
+        if self.tokenizer is not None:
+            return prompts.synthetic_exact(count, self.wl.input_tokens, seed, self.tokenizer)
+        words = max(1, round(self.wl.input_tokens * self.words_per_token))
+        return prompts.synthetic(count, words, seed)
+
+    def _correct_length(self, warm: LevelRun) -> None:
+        """Without a tokenizer, scale words per token so the server sees the target length."""
+        counts = [r.input_tokens for r in warm.records if r.input_tokens]
+        if self.tokenizer is None and self.wl.prompts.source == "random" and counts:
+            measured = sum(counts) / len(counts)
+            self.words_per_token *= self.wl.input_tokens / measured if measured else 1.0
+            self.words_per_token = max(0.05, min(self.words_per_token, 20.0))
+
+    # -- load ----------------------------------------------------------------------------
+
+    def _run(
+        self,
+        concurrency: int,
+        requests: int | None,
+        duration_s: float | None,
+        seed: int,
+        progress: bool,
+    ) -> LevelRun:
+        n = requests if requests is not None else PROMPT_POOL
+        pool = self.prompts(n, seed)
+        return loadgen.run_load(
+            self.base_url,
+            self.spec,
+            pool,
+            concurrency,
+            requests=requests,
+            duration_s=duration_s,
+            rate=self.wl.request_rate,
+            arrival=self.wl.arrival,
+            seed=seed,
+            timeout_s=self.wl.request_timeout_s,
+            workers=self.wl.workers,
+            on_request=self.on_request if progress else None,
+        )
+
+    def warmup(self) -> dict[str, Any]:
+        wl = self.wl
+        conc = min(wl.warmup_requests, max(wl.concurrency))
+        warm = self._run(conc, wl.warmup_requests, None, seed=wl.seed - 1, progress=False)
+        self._correct_length(warm)
+        return {
+            "requests": len(warm.records),
+            "errors": sum(x.status != "ok" for x in warm.records),
+            "duration_s": warm.duration_s,
+            "words_per_token": self.words_per_token,
+        }
+
+    def level(
+        self, concurrency: int, repetition: int
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Run one level; returns its results entry and its request rows."""
+        wl = self.wl
+        # The same prompts for every experiment at a given level and repetition.
+        seed = wl.seed * 1_000_003 + concurrency * 1_009 + repetition
+        lv = self._run(concurrency, wl.requests_per_level, wl.duration_s, seed, progress=True)
+        recs = [x.as_dict() for x in lv.records]
+        if self.tokenizer is not None:
+            for rec in recs:
+                if rec["output_tokens_source"] == "chunks" and rec["status"] == "ok":
+                    rec["output_tokens"] = len(self.tokenizer.encode(rec["output_text"]))
+                    rec["output_tokens_source"] = "tokenizer"
+        summary = summarize(recs, lv.duration_s, slo=wl.slo.model_dump(), trim=wl.trim)
+        summary["client"] = self._client(lv, summary)
+        entry = {
+            "concurrency": concurrency,
+            "repetition": repetition,
+            "started_at_unix": lv.started_at_unix,
+            "summary": summary,
+        }
+        return entry, recs
+
+    def _client(self, lv: LevelRun, summary: dict[str, Any]) -> dict[str, Any]:
+        """The client's own load: CPU used, and the share of its measured ceiling."""
+        workers = int(getattr(lv, "workers", 1) or 1)
+        cpu_s = float(getattr(lv, "client_cpu_s", 0.0) or 0.0)
+        out: dict[str, Any] = {
+            "workers": workers,
+            "cpu_s": cpu_s,
+            "cpu_util": cpu_s / lv.duration_s if lv.duration_s > 0 else None,
+            "ceiling_chunk_s": None,
+            "load": None,
+            "limited": None,
+        }
+        per_cpu = (self.ceiling or {}).get("chunks_per_cpu_s")
+        if per_cpu:
+            ceiling = float(per_cpu) * workers
+            load = summary["chunk_s"] / ceiling if ceiling else None
+            out.update(
+                ceiling_chunk_s=ceiling,
+                load=load,
+                limited=bool(load is not None and load > CLIENT_LIMIT),
+            )
+        return out
+
+
+def keep_text_chars(tokenizer: Tokenizer | None) -> int:
+    return FULL_TEXT if tokenizer is not None else 2000

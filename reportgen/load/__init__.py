@@ -1,0 +1,7 @@
+"""The load generator's parts; ``reportgen.loadgen`` is the entry point and its public face.
+
+- ``records``: what a request and a level are (``RequestSpec``, ``RequestRecord``, ``LevelRun``).
+- ``client``: one HTTP request over aiohttp, streamed or not, into one record.
+- ``worker``: one event loop's share of a level (closed or open loop), in-process or in a
+  worker process.
+"""

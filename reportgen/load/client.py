@@ -1,0 +1,244 @@
+"""One OpenAI-compatible request over aiohttp, streamed or not, into one ``RequestRecord``.
+
+A request never raises: every failure (HTTP status, connection refused or reset, a stream cut
+short, an error object or garbage inside a 200 stream, a timeout) becomes ``status="error"``
+with a message whose text before the first colon names the kind, and the chunks received
+before the failure are kept.
+
+The streaming loop is the hot path (one pass per socket read, up to hundreds of thousands a
+second across a level), so it does little: take the time, split SSE lines, parse JSON with
+orjson, append a time and a length. The time is taken as soon as the read returns, before
+any parsing, so parsing cost never shows up as latency. Output text is kept only up to
+``RequestSpec.keep_text_chars``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import aiohttp
+import orjson
+
+from reportgen.load.records import RequestRecord, RequestSpec
+from reportgen.sse import SSEDecoder
+
+# identity: a compressing server or proxy would hold chunks back to fill its buffer.
+HEADERS = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
+CONNECT_TIMEOUT_S = 30.0
+ERROR_TEXT = 300  # characters of an error message kept
+
+
+def new_session(connections: int, timeout_s: float) -> aiohttp.ClientSession:
+    """A session whose pool holds ``connections`` (0 = no limit), so requests never queue
+    for a connection inside aiohttp: waiting is the load generator's decision, not the pool's.
+    The whole-request timeout is applied per request by ``send``."""
+    connector = aiohttp.TCPConnector(limit=connections, limit_per_host=0)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S)
+    return aiohttp.ClientSession(connector=connector, timeout=timeout, headers=HEADERS)
+
+
+def endpoint(base_url: str, spec: RequestSpec) -> str:
+    """The full URL of ``spec``'s endpoint."""
+    path, _ = spec.body("")
+    return base_url.rstrip("/") + path
+
+
+async def send(
+    session: aiohttp.ClientSession,
+    url: str,
+    spec: RequestSpec,
+    prompt: str,
+    index: int,
+    t0: float,
+    timeout_s: float,
+    scheduled: float | None = None,
+) -> RequestRecord:
+    """Send one request and time it from ``t0`` (a ``time.perf_counter()`` reading)."""
+    payload = orjson.dumps(spec.body(prompt)[1])
+    parts: list[str] = []
+    rec = RequestRecord(
+        index=index,
+        start=time.perf_counter() - t0,
+        requested_output_tokens=spec.output_tokens,
+        scheduled=scheduled,
+    )
+    try:
+        async with asyncio.timeout(timeout_s):
+            if spec.stream:
+                await _stream(session, url, payload, rec, parts, spec.keep_text_chars, t0)
+            else:
+                await _whole(session, url, payload, rec, parts, t0)
+    except TimeoutError:
+        _fail(rec, f"timeout: no complete response within {timeout_s:g} s")
+    except aiohttp.ClientConnectorError as exc:
+        _fail(rec, f"connect error: {exc}")
+    except (aiohttp.ClientError, OSError) as exc:
+        _fail(rec, f"connection error: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # a request must never take the level down
+        _fail(rec, f"client error: {type(exc).__name__}: {exc}")
+    rec.end = time.perf_counter() - t0
+    rec.output_text = "".join(parts)[: spec.keep_text_chars]
+    if rec.output_tokens_source != "usage":
+        rec.output_tokens = len(rec.chunk_times)
+    return rec
+
+
+async def _stream(
+    session: aiohttp.ClientSession,
+    url: str,
+    payload: bytes,
+    rec: RequestRecord,
+    parts: list[str],
+    keep: int,
+    t0: float,
+) -> None:
+    async with session.post(url, data=payload) as resp:
+        rec.http_status = resp.status
+        if resp.status != 200:
+            _fail(rec, _http_error(resp.status, await resp.read()))
+            return
+        decoder = SSEDecoder()
+        read = resp.content.readany
+        clock = time.perf_counter
+        loads = orjson.loads
+        times, chars = rec.chunk_times, rec.chunk_chars
+        kept = 0
+        done = False
+        cut = ""
+        eof = False
+        while not eof:
+            try:
+                chunk = await read()
+            except aiohttp.ClientPayloadError as exc:  # connection closed mid-body
+                chunk, cut = b"", f"{type(exc).__name__}: {exc}"
+            now = clock() - t0
+            if chunk:
+                events = decoder.feed(chunk)
+            else:
+                eof = True
+                events = decoder.close()
+            for data in events:
+                if data == b"[DONE]":
+                    done = True
+                    continue
+                try:
+                    obj = loads(data)
+                except orjson.JSONDecodeError:
+                    if eof:  # the last event of a stream cut short, itself cut: not usable
+                        break
+                    _fail(rec, f"invalid JSON in stream: {data[:100]!r}")
+                    return
+                if type(obj) is not dict:
+                    _fail(rec, f"invalid JSON in stream: not an object: {data[:100]!r}")
+                    return
+                choices = obj.get("choices")
+                if choices:
+                    choice = choices[0]
+                    delta = choice.get("delta")
+                    if delta is not None:
+                        piece = delta.get("content") or ""
+                        # reasoning models: vLLM and SGLang name the field one way or the other
+                        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                        if reasoning:
+                            piece = reasoning + piece
+                    else:
+                        piece = choice.get("text") or ""
+                    if piece:
+                        if rec.first_token is None:
+                            rec.first_token = now
+                        times.append(now)
+                        chars.append(len(piece))
+                        if kept < keep:
+                            parts.append(piece)
+                            kept += len(piece)
+                elif "error" in obj or obj.get("object") == "error":
+                    msg = _error_message(obj) or data[:200].decode(errors="replace")
+                    _fail(rec, f"error in stream: {msg}")
+                    return
+                usage = obj.get("usage")
+                if usage:
+                    _take_usage(rec, usage)
+        if not done:
+            _fail(rec, "stream ended without [DONE]" + (f": {cut}" if cut else ""))
+
+
+async def _whole(
+    session: aiohttp.ClientSession,
+    url: str,
+    payload: bytes,
+    rec: RequestRecord,
+    parts: list[str],
+    t0: float,
+) -> None:
+    """Non-streaming: the whole answer is its one chunk, so TTFT equals end-to-end latency."""
+    async with session.post(url, data=payload) as resp:
+        rec.http_status = resp.status
+        raw = await resp.read()
+        now = time.perf_counter() - t0
+        if resp.status != 200:
+            _fail(rec, _http_error(resp.status, raw))
+            return
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        _fail(rec, f"invalid JSON response: {raw[:100]!r}")
+        return
+    if not isinstance(obj, dict):
+        _fail(rec, f"invalid JSON response: not an object: {raw[:100]!r}")
+        return
+    if "error" in obj:
+        _fail(rec, f"error in response: {_error_message(obj)}")
+        return
+    choices = obj.get("choices") or [{}]
+    choice = choices[0] if isinstance(choices[0], dict) else {}
+    msg = choice.get("message")
+    if isinstance(msg, dict):
+        reasoning = msg.get("reasoning_content") or msg.get("reasoning") or ""
+        text = str(reasoning) + str(msg.get("content") or "")
+    else:
+        text = str(choice.get("text") or "")
+    if text:
+        rec.first_token = now
+        rec.chunk_times.append(now)
+        rec.chunk_chars.append(len(text))
+        parts.append(text)
+    _take_usage(rec, obj.get("usage"))
+
+
+def _fail(rec: RequestRecord, message: str) -> None:
+    rec.status = "error"
+    rec.error = message[:ERROR_TEXT]
+
+
+def _take_usage(rec: RequestRecord, usage: Any) -> None:
+    if isinstance(usage, dict):
+        prompt = usage.get("prompt_tokens")
+        if isinstance(prompt, int):
+            rec.input_tokens = prompt
+        completion = usage.get("completion_tokens")
+        if isinstance(completion, int):
+            rec.output_tokens = completion
+            rec.output_tokens_source = "usage"
+
+
+def _error_message(obj: Any) -> str:
+    """The message of an OpenAI-style error (``{"error": {"message": ...}}``), or of the
+    ``{"object": "error", "message": ...}`` and FastAPI ``{"detail": ...}`` shapes."""
+    if not isinstance(obj, dict):
+        return ""
+    err = obj.get("error")
+    if isinstance(err, dict):
+        return str(err.get("message") or err)
+    if err:
+        return str(err)
+    return str(obj.get("message") or obj.get("detail") or "")
+
+
+def _http_error(status: int, raw: bytes) -> str:
+    try:
+        msg = _error_message(orjson.loads(raw))
+    except orjson.JSONDecodeError:
+        msg = ""
+    return f"HTTP {status}: {msg or raw[:200].decode('utf-8', errors='replace').strip()}"

@@ -1,0 +1,86 @@
+"""What the load generator sends (``RequestSpec``) and keeps (``RequestRecord``, ``LevelRun``).
+
+Times are seconds relative to the level's start ``t0``, a ``time.perf_counter()`` reading.
+On Linux that clock is CLOCK_MONOTONIC, one clock for every process on the host, so records
+made in worker processes share the parent's time axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """One request as the client saw it. Times in seconds from the level's start ``t0``."""
+
+    index: int  # position in the level; prompt = prompts[index % len(prompts)]
+    start: float  # when it was sent (latencies are measured from here)
+    end: float = 0.0  # when its response ended (or it failed)
+    first_token: float | None = None  # first chunk with non-empty content or reasoning
+    chunk_times: list[float] = field(default_factory=list)  # every chunk that carried output
+    input_tokens: int | None = None  # server's prompt_tokens
+    output_tokens: int = 0
+    output_tokens_source: str = "chunks"  # "usage" when the server reported it
+    requested_output_tokens: int = 0
+    status: str = "ok"  # ok | error
+    http_status: int | None = None
+    error: str | None = None
+    output_text: str = ""  # the first RequestSpec.keep_text_chars characters
+    chunk_chars: list[int] = field(default_factory=list)  # output characters, per chunk_times
+    scheduled: float | None = None  # open loop: the intended send time (<= start)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A plain dict with its own lists (faster than ``dataclasses.asdict`` on long lists)."""
+        out = {name: getattr(self, name) for name in _RECORD_FIELDS}
+        out["chunk_times"] = list(self.chunk_times)
+        out["chunk_chars"] = list(self.chunk_chars)
+        return out
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(RequestRecord))
+
+
+@dataclass
+class LevelRun:
+    """One level: every request's record, sorted by index, and the client's own cost."""
+
+    concurrency: int
+    started_at_unix: float  # wall-clock time of t0
+    duration_s: float  # from t0 until the last request ended
+    records: list[RequestRecord]
+    workers: int = 1  # event loops (processes when > 1) that sent the requests
+    client_cpu_s: float = 0.0  # CPU (user + system) of the client's loop thread and workers
+    t0_monotonic: float = 0.0  # t0 as a time.perf_counter() reading, to align other clocks
+    # How late the client's event loop(s) ran a task due to run (ms: p50, p99, max): a bound
+    # on the client's own error in chunk times. Empty when the level was too short to sample.
+    loop_lag_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    api: str  # chat | completions
+    model: str | None
+    output_tokens: int
+    extras: dict[str, Any] = field(default_factory=dict)
+    stream: bool = True
+    keep_text_chars: int = 2000  # output text kept per request, for sanity checks
+
+    def body(self, prompt: str) -> tuple[str, dict[str, Any]]:
+        """The request's path and JSON body."""
+        body: dict[str, Any] = {
+            "max_tokens": self.output_tokens,
+            "temperature": 0.0,
+            "stream": self.stream,
+            **self.extras,
+        }
+        if self.stream:
+            body["stream_options"] = {"include_usage": True}
+        if self.model:
+            body["model"] = self.model
+        if self.api == "chat":
+            body["messages"] = [{"role": "user", "content": prompt}]
+            return "/v1/chat/completions", body
+        body["prompt"] = prompt
+        return "/v1/completions", body

@@ -1,0 +1,272 @@
+"""One event loop's share of a level: its clients (closed loop) or its arrivals (open loop).
+
+``run_share`` runs in the caller's process when the level has one worker. With several, each
+worker process runs ``process_main``, which talks to the parent over one duplex pipe:
+
+    worker -> parent   ("ready",)                      imported, about to wait for the start
+    parent -> worker   ("go", t0)                      t0 (perf_counter) slightly in the future
+    worker -> parent   ("records", [RequestRecord])    every FLUSH_S while requests finish
+    worker -> parent   ("done", end_s, cpu_s, lags)    its last request ended at t0 + end_s
+    worker -> parent   ("error", text)                 it failed (a bug, not a request error)
+
+Anything else arriving from the parent, or the pipe closing (the parent died), stops the
+worker at once. Workers ignore SIGINT: the parent owns Ctrl-C and terminates them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import itertools
+import queue
+import resource
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import aiohttp
+
+from reportgen.load import client
+from reportgen.load.records import RequestRecord, RequestSpec
+
+FLUSH_S = 0.1  # records reach the parent (and its progress display) at least this often
+FLUSH_MAX = 512  # ... or in batches of at most this many
+PROBE_S = 0.01  # the event loop's lag is sampled this often
+
+
+@dataclass(frozen=True)
+class Share:
+    """What one event loop runs. Closed loop when ``arrivals`` is None."""
+
+    base_url: str
+    spec: RequestSpec
+    prompts: list[str]
+    clients: int  # closed loop: clients; open loop: in-flight cap (0 = none)
+    timeout_s: float
+    requests: int | None  # closed loop: the level's total, shared by every worker
+    duration_s: float | None  # closed loop: stop sending after this long
+    arrivals: list[tuple[int, float]] | None = None  # open loop: (index, seconds after t0)
+
+
+Take = Callable[[], int]  # the next request index (shared between workers in a closed loop)
+
+
+async def run_share(
+    share: Share, t0: float, take: Take, emit: Callable[[RequestRecord], None]
+) -> tuple[float, list[float]]:
+    """Run the share from ``t0`` (waiting until then). Returns when its last request ended
+    (seconds after ``t0``) and the event loop's lag samples (seconds, see ``_probe``)."""
+    url = client.endpoint(share.base_url, share.spec)
+    lags: list[float] = []
+    with no_full_collections():
+        async with client.new_session(share.clients, share.timeout_s) as session:
+            delay = t0 - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            probe = asyncio.create_task(_probe(lags))
+            try:
+                if share.arrivals is None:
+                    await _closed(share, session, url, t0, take, emit)
+                else:
+                    await _open(share, session, url, t0, emit)
+            finally:
+                probe.cancel()
+            return time.perf_counter() - t0, lags
+
+
+@contextlib.contextmanager
+def no_full_collections() -> Iterator[None]:
+    """No full garbage collections while the level runs: one walks every object the process
+    holds (every record so far, and the caller's data), which takes 0.2 s at 50,000 records
+    and stalls the loop, so chunk times come late in bursts. Young collections still run,
+    and a request leaves ~0.2 objects of cyclic garbage, so the level holds little extra."""
+    young, middle, old = gc.get_threshold()
+    gc.set_threshold(young, middle, 2**31 - 1)
+    try:
+        yield
+    finally:
+        gc.set_threshold(young, middle, old)
+
+
+async def _probe(lags: list[float]) -> None:
+    """How late the loop wakes a task that asked to sleep PROBE_S: while it is busy, the
+    time of every chunk is taken late by about as much, so this bounds the client's own
+    timing error. (An idle loop still wakes up to ~1 ms late: epoll counts milliseconds.)"""
+    clock = time.perf_counter
+    while True:
+        due = clock() + PROBE_S
+        await asyncio.sleep(PROBE_S)
+        lags.append(max(0.0, clock() - due))
+
+
+async def _closed(
+    share: Share,
+    session: aiohttp.ClientSession,
+    url: str,
+    t0: float,
+    take: Take,
+    emit: Callable[[RequestRecord], None],
+) -> None:
+    prompts, spec, n = share.prompts, share.spec, len(share.prompts)
+    stop_at = None if share.duration_s is None else t0 + share.duration_s
+    limit = share.requests
+
+    async def one_client() -> None:
+        while True:
+            if stop_at is not None and time.perf_counter() >= stop_at:
+                return
+            i = take()
+            if limit is not None and i >= limit:
+                return
+            emit(await client.send(session, url, spec, prompts[i % n], i, t0, share.timeout_s))
+
+    await asyncio.gather(*(one_client() for _ in range(share.clients)))
+
+
+async def _open(
+    share: Share,
+    session: aiohttp.ClientSession,
+    url: str,
+    t0: float,
+    emit: Callable[[RequestRecord], None],
+) -> None:
+    """Send each arrival at its time, whatever is in flight; a full cap delays the sending
+    (recorded: ``scheduled`` < ``start``) and every arrival after it, in order."""
+    prompts, spec, n = share.prompts, share.spec, len(share.prompts)
+    slots = asyncio.Semaphore(share.clients) if share.clients > 0 else None
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(i: int, at: float) -> None:
+        try:
+            emit(await client.send(session, url, spec, prompts[i % n], i, t0, share.timeout_s, at))
+        finally:
+            if slots is not None:
+                slots.release()
+
+    for i, at in share.arrivals or []:
+        delay = t0 + at - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if slots is not None:
+            await slots.acquire()
+        task = asyncio.create_task(one(i, at))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    if tasks:
+        await asyncio.gather(*tasks)
+
+
+def local_take() -> Take:
+    """Indices 0, 1, 2, ... for a level run by one event loop."""
+    return itertools.count().__next__
+
+
+def raise_fd_limit(connections: int) -> None:
+    """Each connection is a file descriptor; a common soft limit (1024) is below C=1024."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = connections + 256
+    if soft != resource.RLIM_INFINITY and soft < want:
+        new = want if hard == resource.RLIM_INFINITY else min(hard, want)
+        if new > soft:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+
+
+# -- worker processes ------------------------------------------------------------------------
+
+
+class _Sender:
+    """Pickles and sends record batches from a thread, so a slow parent never stalls the loop."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._queue: queue.SimpleQueue[list[RequestRecord] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="records-sender", daemon=True)
+        self._thread.start()
+
+    def put(self, batch: list[RequestRecord]) -> None:
+        self._queue.put(batch)
+
+    def _run(self) -> None:
+        try:
+            while (batch := self._queue.get()) is not None:
+                self._conn.send(("records", batch))
+        except OSError:
+            pass  # the parent is gone; the loop sees the pipe close and stops
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+
+class _Batcher:
+    def __init__(self, sender: _Sender) -> None:
+        self.sender = sender
+        self.batch: list[RequestRecord] = []
+        self.last = time.perf_counter()
+
+    def emit(self, rec: RequestRecord) -> None:
+        self.batch.append(rec)
+        now = time.perf_counter()
+        if now - self.last >= FLUSH_S or len(self.batch) >= FLUSH_MAX:
+            self.flush()
+            self.last = now
+
+    def flush(self) -> None:
+        if self.batch:
+            self.sender.put(self.batch)
+            self.batch = []
+
+
+def shared_take(counter: Any) -> Take:
+    """Indices from a counter in shared memory (``multiprocessing.Value``) for every worker."""
+
+    def take() -> int:
+        with counter.get_lock():
+            i = int(counter.value)
+            counter.value = i + 1
+        return i
+
+    return take
+
+
+def process_main(share: Share, conn: Connection, counter: Any) -> None:
+    """A worker process's entry point (see the module docstring for the protocol)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        raise_fd_limit(share.clients or len(share.arrivals or ()))
+        conn.send(("ready",))
+        msg = conn.recv()
+        if msg[0] != "go":
+            return
+        t0 = float(msg[1])
+        cpu0 = time.process_time()
+        sender = _Sender(conn)
+        batcher = _Batcher(sender)
+        take = shared_take(counter) if counter is not None else local_take()
+        end, lags = asyncio.run(_watched(run_share(share, t0, take, batcher.emit), conn))
+        batcher.flush()
+        sender.close()
+        conn.send(("done", end, time.process_time() - cpu0, lags))
+    except (EOFError, BrokenPipeError, asyncio.CancelledError):
+        pass  # the parent is gone or stopped us: nobody to report to
+    except BaseException:
+        with contextlib.suppress(OSError):
+            conn.send(("error", traceback.format_exc()))
+        raise
+
+
+async def _watched(work: Any, conn: Connection) -> tuple[float, list[float]]:
+    """Run ``work``, cancelling it if the parent writes anything or closes the pipe."""
+    loop = asyncio.get_running_loop()
+    task: asyncio.Task[tuple[float, list[float]]] = asyncio.ensure_future(work)
+    loop.add_reader(conn.fileno(), task.cancel)
+    try:
+        return await task
+    finally:
+        loop.remove_reader(conn.fileno())
