@@ -1,0 +1,165 @@
+"""The driver and small campaigns against the simulator: prompt sources, open loop, SLOs,
+trimming, tokenizer counts, client calibration."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reportgen import calibrate, campaign
+from reportgen.campaign import Workload
+from reportgen.driver import Driver
+from reportgen.loadgen import LevelRun, RequestRecord, RequestSpec
+from tests.conftest import ROOT, free_port
+
+SMALL = """
+[campaign]
+name = "small"
+title = "small"
+
+[server]
+engine = "sim"
+args = {{ port = {port}, ttft-ms = 5, itl-ms = 1 }}
+ready_timeout_s = 30
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 12
+input_tokens = 8
+output_tokens = 6
+warmup_requests = 2
+{extra}
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+"""
+
+
+def run_campaign(tmp_path: Path, extra: str, cache: Path) -> dict:
+    path = tmp_path / "c.toml"
+    path.write_text(SMALL.format(port=free_port(), extra=extra))
+    env = {"XDG_CACHE_HOME": str(cache), "PATH": "/usr/bin:/bin"}
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reportgen",
+            "run",
+            str(path),
+            "--output",
+            str(tmp_path / "out"),
+            "--quiet",
+            "--no-pdf",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=180,
+        env=env,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next((tmp_path / "out" / "small").iterdir())
+    data = json.loads((run_dir / "results.json").read_text())
+    data["_requests"] = pd.read_parquet(run_dir / "requests" / "baseline.parquet")
+    return data
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A client ceiling measured once for this module (calibration is cached per host)."""
+    folder = tmp_path_factory.mktemp("cache")
+    res = subprocess.run(
+        [sys.executable, "-m", "reportgen", "calibrate", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={"XDG_CACHE_HOME": str(folder), "PATH": "/usr/bin:/bin"},
+    )
+    assert res.returncode == 0, res.stderr
+    result = json.loads(res.stdout)
+    assert result["chunks_per_cpu_s"] > 1000 and result["requests"] == 400
+    assert list((folder / "reportgen").glob("calibration-*.json"))
+    return folder
+
+
+def test_dataset_prompts_slo_and_trim_end_to_end(tmp_path: Path, cache: Path) -> None:
+    (tmp_path / "d.jsonl").write_text(
+        "".join(
+            json.dumps({"prompt": f"question number {i} about streaming"}) + "\n" for i in range(5)
+        )
+    )
+    data = run_campaign(
+        tmp_path,
+        'prompts = { source = "jsonl", path = "d.jsonl" }\nslo = { ttft_ms = 1000 }\ntrim = true',
+        cache,
+    )
+    exp = data["experiments"][0]
+    assert exp["status"] == "ok", exp.get("reason")
+    table = data["_requests"]
+    assert table["input_tokens"].max() == 5  # the dataset's prompts, counted by the server
+    s = exp["levels"][-1]["summary"]
+    assert s["goodput_req_s"] == pytest.approx(s["req_s"], rel=0.5)  # every request met 1 s
+    assert s["slo_attainment"] == 1.0
+    assert s["window_s"] is not None  # trimmed to the steady state
+    assert data["client_ceiling"]["chunks_per_cpu_s"] > 0
+    client = s["client"]
+    assert client["cpu_s"] > 0 and client["limited"] is False and 0 < client["load"] < 0.8
+
+
+def test_open_loop_and_fixed_prompt(tmp_path: Path, cache: Path) -> None:
+    data = run_campaign(
+        tmp_path,
+        'request_rate = 40\narrival = "constant"\n'
+        'prompts = { source = "fixed", text = "one two three" }',
+        cache,
+    )
+    exp = data["experiments"][0]
+    assert exp["status"] == "ok", exp.get("reason")
+    table = data["_requests"]
+    assert set(table["input_tokens"]) == {3}
+    lv = table[(table["concurrency"] == 4)].sort_values("index")
+    gaps = lv["start"].diff().dropna()
+    assert gaps.median() == pytest.approx(
+        1 / 40, abs=0.01
+    )  # arrivals at the rate, not on completion
+
+
+def rec(i: int, input_tokens: int) -> RequestRecord:
+    return RequestRecord(index=i, start=0.0, end=0.1, input_tokens=input_tokens)
+
+
+def test_word_count_is_corrected_from_the_servers_prompt_tokens(tmp_path: Path) -> None:
+    wl = Workload(input_tokens=100)
+    drv = Driver(
+        wl,
+        "http://127.0.0.1:1",
+        RequestSpec(api="chat", model=None, output_tokens=4),
+        campaign_dir=tmp_path,
+        tokenizer=None,
+        ceiling=None,
+        on_request=lambda r: None,
+    )
+    assert all(len(p.split()) == 100 for p in drv.prompts(3, seed=0))
+    # The server counted 125 tokens for 100 words: next time send 80 words.
+    drv._correct_length(LevelRun(1, 0.0, 1.0, [rec(0, 125), rec(1, 125)]))
+    assert drv.words_per_token == pytest.approx(0.8)
+    assert all(len(p.split()) == 80 for p in drv.prompts(3, seed=0))
+
+
+def test_campaign_rejects_a_dataset_without_a_path() -> None:
+    text = SMALL.format(port=1, extra='prompts = { source = "sharegpt" }')
+    with pytest.raises(campaign.CampaignError, match="needs prompts.path"):
+        campaign.loads(text, "c.toml")
+
+
+def test_cached_calibration_is_reused(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    first = calibrate.calibrate()
+    assert calibrate.calibrate() == first  # no second measurement

@@ -1,0 +1,101 @@
+"""Prompt sources and the tokenizer: exact lengths, datasets, and clear errors."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from reportgen import prompts, tokens
+from reportgen.errors import LoadError
+
+CORPUS = (
+    "the quick brown fox jumps over the lazy dog while the server streams tokens to many "
+    "clients and the engineer measures time to first token and inter token latency "
+) * 20
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small byte-level BPE tokenizer trained here, saved the way models ship it."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator([CORPUS], trainers.BpeTrainer(vocab_size=300, show_progress=False))
+    folder = tmp_path_factory.mktemp("tok")
+    tok.save(str(folder / "tokenizer.json"))
+    return folder
+
+
+def test_exact_prompts_with_a_local_tokenizer(tokenizer_dir: Path) -> None:
+    tok = tokens.load(str(tokenizer_dir))
+    batch = prompts.synthetic_exact(20, 37, seed=3, tok=tok)
+    assert [len(tok.encode(p)) for p in batch] == [37] * 20
+    assert len(set(batch)) == 20  # distinct: no prefix-cache shortcut
+    assert batch == prompts.synthetic_exact(20, 37, seed=3, tok=tok)  # reproducible
+
+
+def test_exact_prompt_from_random_ids(tokenizer_dir: Path) -> None:
+    tok = tokens.load(str(tokenizer_dir))
+    rng = random.Random(0)
+    for n in (1, 5, 64, 200):
+        assert len(tok.encode(tokens.exact_prompt(tok, n, rng))) == n
+
+
+def test_missing_tokenizer_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match="no such folder"):
+        tokens.load(str(tmp_path / "nope"))
+
+
+def test_synthetic_word_prompts() -> None:
+    batch = prompts.synthetic(5, 12, seed=1)
+    assert all(len(p.split()) == 12 for p in batch)
+    assert batch == prompts.synthetic(5, 12, seed=1) and batch != prompts.synthetic(5, 12, 2)
+
+
+def test_sharegpt_and_jsonl(tmp_path: Path) -> None:
+    share = tmp_path / "share.json"
+    share.write_text(
+        json.dumps(
+            [
+                {
+                    "conversations": [
+                        {"from": "human", "value": "first question"},
+                        {"from": "gpt", "value": "answer"},
+                    ]
+                },
+                {
+                    "conversations": [
+                        {"from": "system", "value": "be brief"},
+                        {"from": "human", "value": "second question"},
+                    ]
+                },
+                {"conversations": []},
+            ]
+        )
+    )
+    assert prompts.load_dataset("sharegpt", share) == ["first question", "second question"]
+    lines = tmp_path / "p.jsonl"
+    lines.write_text('{"text": "a"}\n\n{"text": "b"}\n')
+    assert prompts.load_dataset("jsonl", lines, field="text") == ["a", "b"]
+    drawn = prompts.sample(["a", "b", "c"], 7, seed=4)
+    assert len(drawn) == 7 and set(drawn) == {"a", "b", "c"}
+    assert drawn == prompts.sample(["a", "b", "c"], 7, seed=4)
+
+
+def test_dataset_errors_name_the_file_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match="file not found; paths are relative to the campaign"):
+        prompts.load_dataset("jsonl", tmp_path / "missing.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "ok"}\n{"other": 1}\n')
+    with pytest.raises(
+        LoadError, match="line 2 has no string 'prompt'; set workload.prompts.field"
+    ):
+        prompts.load_dataset("jsonl", bad)
+    bad.write_text("[not json")
+    with pytest.raises(LoadError, match="not valid JSON"):
+        prompts.load_dataset("sharegpt", bad)
