@@ -142,6 +142,8 @@ class Driver:
             "workers": workers,
             "cpu_s": cpu_s,
             "cpu_util": cpu_s / lv.duration_s if lv.duration_s > 0 else None,
+            # How late the client's event loop woke (a direct bound on its timing error).
+            "loop_lag_ms": getattr(lv, "loop_lag_ms", None),
             "ceiling_chunk_s": None,
             "load": None,
             "limited": None,

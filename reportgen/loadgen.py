@@ -262,11 +262,13 @@ def _expect(conn: Connection, proc: Any, kind: str, deadline: float) -> None:
 def _recv(conn: Connection, proc: Any) -> tuple[Any, ...]:
     try:
         msg: tuple[Any, ...] = conn.recv()
-    except EOFError:
+    except (EOFError, OSError):
         proc.join(1.0)
         raise LoadError(
             f"load worker {proc.name} exited with code {proc.exitcode} before the level ended"
         ) from None
+    except Exception as exc:  # a message cut or garbled: the worker broke mid-send
+        raise LoadError(f"load worker {proc.name} sent an unreadable message: {exc}") from exc
     if msg[0] == "error":
         last = str(msg[1]).strip().splitlines()[-1:] or ["?"]
         raise LoadError(f"load worker {proc.name} failed: {last[0]}\n{msg[1]}")
@@ -317,30 +319,3 @@ def _stop(procs: dict[Connection, Any], finished: bool) -> None:
             proc.join()
     for conn in procs:
         conn.close()
-
-
-async def run_level(
-    base_url: str,
-    spec: RequestSpec,
-    prompts: list[str],
-    concurrency: int,
-    *,
-    requests: int | None = None,
-    duration_s: float | None = None,
-    timeout_s: float = 600.0,
-    on_request: Callable[[RequestRecord], None] | None = None,
-) -> LevelRun:
-    """Deprecated: the old asynchronous entry point; a closed loop via ``run_load`` in a
-    thread (``on_request`` is called from that thread)."""
-    return await asyncio.to_thread(
-        run_load,
-        base_url,
-        spec,
-        prompts,
-        concurrency,
-        requests=requests,
-        duration_s=duration_s,
-        timeout_s=timeout_s,
-        workers=1,
-        on_request=on_request,
-    )

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from reportgen.analysis.summary import summarize
+from reportgen.errors import LoadError
 from reportgen.load.worker import no_full_collections
 from reportgen.loadgen import (
     LevelRun,
@@ -25,7 +26,6 @@ from reportgen.loadgen import (
     RequestSpec,
     arrival_times,
     auto_workers,
-    run_level,
     run_load,
 )
 from reportgen.prompts import synthetic
@@ -109,11 +109,6 @@ def test_connection_refused_is_an_error_not_a_crash() -> None:
     assert all(r.status == "error" for r in lv.records)
     assert (lv.records[0].error or "").startswith("connect error:")
     assert lv.records[0].http_status is None and lv.records[0].chunk_times == []
-
-
-def test_old_async_entry_point_still_works(sim: Sim) -> None:
-    lv = asyncio.run(run_level(sim.url, CHAT, ["a b c"], 2, requests=3))
-    assert [r.status for r in lv.records] == ["ok"] * 3
 
 
 # -- open loop -------------------------------------------------------------------------------
@@ -215,6 +210,15 @@ def test_interrupt_in_the_parent_stops_every_worker(start_sim: Any) -> None:
     with pytest.raises(KeyboardInterrupt):
         run_load(sim.url, CHAT, ["x"], 4, duration_s=30, workers=2, on_request=interrupt)
     assert time.monotonic() - t < 15
+    assert not multiprocessing.active_children()
+
+
+def test_a_broken_worker_is_a_load_error(sim: Sim) -> None:
+    spec = RequestSpec(api="chat", model=None, output_tokens=2, extras={"x": object()})
+    with pytest.raises(TypeError):  # a bad spec is the caller's bug, in this thread ...
+        run_load(sim.url, spec, ["x"], 2, requests=2, workers=1)
+    with pytest.raises(LoadError, match="TypeError"):  # ... and reported from a worker
+        run_load(sim.url, spec, ["x"], 2, requests=2, workers=2)
     assert not multiprocessing.active_children()
 
 

@@ -238,6 +238,7 @@ def shared_take(counter: Any) -> Take:
 def process_main(share: Share, conn: Connection, counter: Any) -> None:
     """A worker process's entry point (see the module docstring for the protocol)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sender: _Sender | None = None
     try:
         raise_fd_limit(share.clients or len(share.arrivals or ()))
         conn.send(("ready",))
@@ -256,6 +257,8 @@ def process_main(share: Share, conn: Connection, counter: Any) -> None:
     except (EOFError, BrokenPipeError, asyncio.CancelledError):
         pass  # the parent is gone or stopped us: nobody to report to
     except BaseException:
+        if sender is not None:
+            sender.close()  # one writer at a time on the pipe
         with contextlib.suppress(OSError):
             conn.send(("error", traceback.format_exc()))
         raise
