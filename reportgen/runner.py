@@ -77,7 +77,10 @@ class Runner:
         self._preflight(environment)
         self._start_results(environment)
         self.progress.phase("measuring the client's ceiling (cached per host)")
-        self.results["client_ceiling"] = calibrate.calibrate()
+        try:
+            self.results["client_ceiling"] = calibrate.calibrate()
+        except ReportgenError as exc:  # best-effort: the campaign is worth more than the flag
+            self.results["client_ceiling"] = {"error": str(exc)}
         exps = self.campaign.experiments
         self.progress.campaign_start(self._total_requests(), len(exps))
         try:
