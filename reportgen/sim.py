@@ -137,6 +137,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="requests served at once; more wait in a queue before their TTFT starts; "
         "0 = unlimited (default: %(default)s)",
     )
+    a(
+        "--record-sends",
+        metavar="PATH",
+        default=None,
+        help="append one JSON line per request to PATH: request_id (also sent as the "
+        "x-sim-request-id header), the prompt's first 64 characters, t_recv and sends, the "
+        "wall-clock times (time.time(), seconds) at which each output chunk had been written "
+        "to the transport; lets a load generator's timing be checked against the server's "
+        "(default: off)",
+    )
 
 
 class _BadRequest(Exception):
@@ -162,6 +172,13 @@ class _Sim:
         self.slots = (
             asyncio.Semaphore(args.max_running_requests) if args.max_running_requests > 0 else None
         )
+        # Send log (--record-sends): one line per finished request, buffered, closed on shutdown.
+        self.sends_log = open(args.record_sends, "a") if args.record_sends else None  # noqa: SIM115
+
+    def record_sends(self, request_id: str, prompt: str, t_recv: float, sends: list[float]) -> None:
+        if self.sends_log is not None:
+            line = {"request_id": request_id, "prompt": prompt[:64], "t_recv": t_recv}
+            self.sends_log.write(json.dumps({**line, "sends": sends}) + "\n")
 
     def delay_s(self, base_ms: float, growth: float, tokens: int = 1) -> float:
         """Delay in seconds for `tokens` tokens, given the load at this moment."""
@@ -237,6 +254,7 @@ class _Sim:
             self.handlers.discard(task)
 
     async def _serve(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        t_recv = time.time()  # wall clock, like the send times in --record-sends
         if not self.ready:
             return _error("model is still loading", status=503)
         try:
@@ -266,6 +284,7 @@ class _Sim:
             "created": int(time.time()),
             "model": self.args.model,
         }
+        id_header = {"x-sim-request-id": head["id"]}
         if not body.get("stream"):
             async with aclosing(self.generate(tokens, self.args.tokens_per_chunk)) as gen:
                 text = "".join([piece async for piece in gen])  # same total time as a stream
@@ -274,13 +293,16 @@ class _Sim:
                 choice["message"] = {"role": "assistant", "content": text}
             else:
                 choice["text"] = text
-            return web.json_response({**head, "choices": [choice], "usage": usage})
+            self.record_sends(head["id"], prompt, t_recv, [time.time()])  # the body is ready
+            return web.json_response(
+                {**head, "choices": [choice], "usage": usage}, headers=id_header
+            )
 
         opts = body.get("stream_options")
         include_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
         head["object"] = "chat.completion.chunk" if chat else "text_completion"
         resp = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", **id_header}
         )
         await resp.prepare(request)
 
@@ -290,6 +312,7 @@ class _Sim:
             payload = json.dumps({**head, "choices": choices, **extra}, separators=(",", ":"))
             await resp.write(f"data: {payload}\n\n".encode())
 
+        sends: list[float] = []  # wall-clock time each output chunk was handed to the transport
         try:
             if chat:  # OpenAI opens every chat stream with an empty assistant-role delta
                 await send(
@@ -314,12 +337,16 @@ class _Sim:
                     }
                     choice.update({"delta": {"content": piece}} if chat else {"text": piece})
                     await send([choice])
+                    if self.sends_log is not None:
+                        sends.append(time.time())
             if include_usage:
                 await send([], usage=usage)
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
         except ConnectionResetError:
             pass  # client went away mid-stream; generate()'s finally frees the slot
+        finally:
+            self.record_sends(head["id"], prompt, t_recv, sends)
         return resp
 
 
@@ -392,6 +419,9 @@ async def _run(args: argparse.Namespace) -> int:
     for task in list(sim.handlers):
         task.cancel()
     await runner.cleanup()
+    if sim.sends_log is not None:  # None first: a handler still unwinding must not write
+        log, sim.sends_log = sim.sends_log, None
+        log.close()
     return 0
 
 

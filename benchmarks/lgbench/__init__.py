@@ -1,0 +1,1 @@
+"""Parts of benchmarks/loadgen.py: servers, clients, processes, accuracy, tables."""
