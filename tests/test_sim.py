@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -259,3 +260,30 @@ def test_sigterm_exits_zero_even_mid_stream(start_sim: Callable[..., Sim]) -> No
         assert stop_sim(s.proc) == 0, s.log_text()
     assert time.monotonic() - t0 < 3.0
     assert "shutting down" in s.log_text()
+
+
+def test_record_sends_logs_when_each_chunk_was_written(
+    start_sim: Callable[..., Sim], tmp_path: Path
+) -> None:
+    log = tmp_path / "sends.jsonl"
+    s = start_sim("--ttft-ms", "30", "--itl-ms", "10", "--record-sends", str(log))
+    body = {
+        "messages": [{"role": "user", "content": "req-7 hello"}],
+        "max_tokens": 5,
+        "stream": True,
+    }
+    t_before = time.time()
+    with httpx.stream("POST", s.url + "/v1/chat/completions", json=body, timeout=10) as resp:
+        request_id = resp.headers["x-sim-request-id"]
+        list(resp.iter_bytes())
+    stop_sim(s.proc)  # the send log is flushed when the server stops
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(lines) == 1
+    entry = lines[0]
+    assert entry["request_id"] == request_id and entry["prompt"].startswith("req-7")
+    sends = entry["sends"]
+    assert len(sends) == 5  # output chunks only: not the role chunk, not usage
+    assert t_before <= entry["t_recv"] < sends[0]
+    assert sends[0] - entry["t_recv"] >= 0.029  # TTFT 30 ms
+    # The simulator paces to absolute deadlines (ITL 10 ms), so the span is 4 gaps.
+    assert sends == sorted(sends) and 0.039 <= sends[-1] - sends[0] < 0.2
