@@ -22,7 +22,7 @@ from typing import Any
 from reportgen import __version__, engines, loadgen, prompts
 from reportgen.errors import ServerError
 from reportgen.results import atomic_write_bytes
-from reportgen.server import ServerProcess
+from reportgen.server import ServerProcess, free_port
 
 CHUNKS_PER_REQUEST = 256
 
@@ -44,9 +44,7 @@ def measure(
     concurrency: int = 64, requests: int = 400, log_dir: Path | None = None
 ) -> dict[str, Any]:
     """Drive a zero-delay simulator and measure the client's cost per chunk and per request."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = free_port()
     log = (log_dir or Path(os.environ.get("TMPDIR", "/tmp"))) / f"reportgen-calibrate-{port}.log"
     argv = [
         sys.executable,

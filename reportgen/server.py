@@ -38,6 +38,14 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (the kernel's pick), for servers we start ourselves."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
 def tail(path: Path, lines: int = 40) -> str:
     """The last lines of a log file, secrets redacted ('' if unreadable)."""
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,14 +14,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from reportgen.server import free_port
+
+__all__ = ["free_port"]
+
 ROOT = Path(__file__).resolve().parent.parent
 START_DEADLINE_S = 15.0  # generous: a cold interpreter importing aiohttp on a busy CI box
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def group_alive(pgid: int) -> bool:
