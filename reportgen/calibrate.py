@@ -83,7 +83,7 @@ def measure(
     if not ok:
         raise ServerError("calibration failed: no request to the simulator succeeded")
     chunks = sum(len(r.chunk_times) for r in ok)
-    cpu_s = max(float(getattr(lv, "client_cpu_s", 0.0)), 1e-9)
+    cpu_s = max(lv.client_cpu_s, 1e-9)
     return {
         "measured_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "reportgen_version": __version__,

@@ -136,14 +136,15 @@ class Driver:
 
     def _client(self, lv: LevelRun, summary: dict[str, Any]) -> dict[str, Any]:
         """The client's own load: CPU used, and the share of its measured ceiling."""
-        workers = int(getattr(lv, "workers", 1) or 1)
-        cpu_s = float(getattr(lv, "client_cpu_s", 0.0) or 0.0)
+        workers = max(1, lv.workers)
+        cpu_s = lv.client_cpu_s
         out: dict[str, Any] = {
             "workers": workers,
             "cpu_s": cpu_s,
             "cpu_util": cpu_s / lv.duration_s if lv.duration_s > 0 else None,
             # How late the client's event loop woke (a direct bound on its timing error).
-            "loop_lag_ms": getattr(lv, "loop_lag_ms", None),
+            "loop_lag_ms": lv.loop_lag_ms,
+            "preopen_s": lv.preopen_s,  # connections opened before t0, outside the level
             "ceiling_chunk_s": None,
             "load": None,
             "limited": None,

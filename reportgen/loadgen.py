@@ -11,6 +11,10 @@ recomputed from raw data. Times are seconds on ``time.perf_counter`` (CLOCK_MONO
 shared by every process on the host) relative to the level's ``t0``; the level also records
 the wall-clock time of ``t0``. Prompts are ``prompts[i % len(prompts)]`` for request index ``i``.
 
+Before ``t0``, every event loop opens about as many connections as it will have requests in
+flight (``preopen_connections``) and keeps them in its pool, so TCP connection setup is not
+part of any request's latency; ``LevelRun.preopen_s`` says how long that took.
+
 One event loop (in this process) is enough at moderate load; beyond that, worker processes
 each run their own loop and aiohttp session over a share of the clients or arrivals, and
 stream their records back (see ``reportgen.load.worker``). ``auto_workers`` says when.
@@ -19,6 +23,7 @@ stream their records back (see ``reportgen.load.worker``). ``auto_workers`` says
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import multiprocessing as mp
 import os
@@ -38,9 +43,10 @@ from reportgen.load.worker import Share
 __all__ = ["LevelRun", "RequestRecord", "RequestSpec", "arrival_times", "auto_workers", "run_load"]
 
 START_MARGIN_S = 0.05  # workers get "go" this long before t0, so all start together
-READY_TIMEOUT_S = 60.0  # a worker process imports Python, aiohttp and orjson before "ready"
+READY_TIMEOUT_S = 60.0  # a worker imports Python, aiohttp and orjson, and pre-opens (<= 30 s)
 STOP_TIMEOUT_S = 5.0  # terminated workers get this long before SIGKILL
-LOCAL_START_MARGIN_S = 0.01  # in this thread: time to start the event loop and session
+LOCAL_START_MARGIN_S = 0.01  # in this thread: from pre-opened connections to t0
+PREOPEN_UNCAPPED = 64  # an open loop with no in-flight cap pre-opens at most this many
 # Auto mode (see auto_workers)
 CHUNKS_PER_WORKER = 12_800  # chunks/s one event loop is given: ~25% of a core (~20 us each)
 STREAM_CHUNK_S = 50  # chunks/s one stream is assumed to deliver (one every 20 ms)
@@ -70,6 +76,21 @@ def auto_workers(concurrency: int, rate: float | None = None, output_tokens: int
     cores = os.cpu_count() or 1
     want = math.ceil(chunk_s / CHUNKS_PER_WORKER)
     return max(1, min(want, cores, MAX_AUTO_WORKERS))
+
+
+def preopen_connections(
+    clients: int, concurrency: int, requests: int | None, arrivals: int | None
+) -> int:
+    """Connections an event loop opens before t0: about as many as it will have requests in
+    flight. Closed loop (``arrivals`` None): its ``clients``, or fewer when its share of the
+    level's ``requests`` (in proportion to its clients out of ``concurrency``) is smaller.
+    Open loop: its cap ``clients`` (PREOPEN_UNCAPPED when 0 = none), or fewer when it has
+    fewer ``arrivals``."""
+    if arrivals is not None:
+        return min(clients or PREOPEN_UNCAPPED, arrivals)
+    if requests is None:
+        return clients
+    return min(clients, math.ceil(requests * clients / max(concurrency, 1)))
 
 
 def arrival_times(
@@ -158,6 +179,18 @@ def run_load(
         )
         for k in range(n)
     ]
+    shares = [
+        dataclasses.replace(
+            sh,
+            preopen=preopen_connections(
+                sh.clients,
+                concurrency,
+                requests,
+                None if sh.arrivals is None else len(sh.arrivals),
+            ),
+        )
+        for sh in shares
+    ]
     if n == 1:
         return _in_this_thread(shares[0], concurrency, on_request)
     return _in_processes(shares, concurrency, on_request)
@@ -182,13 +215,19 @@ def _in_this_thread(
         if on_request is not None:
             on_request(rec)
 
-    cpu0 = time.thread_time()  # this thread only: other threads here are not the client
-    t0 = time.perf_counter() + LOCAL_START_MARGIN_S
-    started_unix = time.time() + LOCAL_START_MARGIN_S
-    end, lags = asyncio.run(worker.run_share(share, t0, worker.local_take(), emit))
-    cpu = time.thread_time() - cpu0
+    begin: list[float] = []  # t0, its wall-clock time and this thread's CPU time then
+
+    async def start(preopen_s: float) -> float:
+        # this thread only: other threads here are not the client
+        begin[:] = [time.perf_counter(), time.time(), time.thread_time()]
+        return begin[0] + LOCAL_START_MARGIN_S
+
+    end, lags, preopen_s = asyncio.run(worker.run_share(share, start, worker.local_take(), emit))
+    cpu = time.thread_time() - begin[2]
+    t0, started_unix = begin[0] + LOCAL_START_MARGIN_S, begin[1] + LOCAL_START_MARGIN_S
     records.sort(key=lambda r: r.index)
     return LevelRun(
+        preopen_s=preopen_s,
         concurrency=concurrency,
         started_at_unix=started_unix,
         duration_s=end,
@@ -222,8 +261,10 @@ def _in_processes(
             there.close()
             procs[here] = proc
         deadline = time.monotonic() + READY_TIMEOUT_S
+        preopen_s = 0.0
         for conn, proc in procs.items():
-            _expect(conn, proc, "ready", deadline)
+            ready = _expect(conn, proc, "ready", deadline)
+            preopen_s = max(preopen_s, float(ready[1]))
         cpu0 = time.thread_time()  # this thread's share: receiving and merging records
         t0 = time.perf_counter() + START_MARGIN_S
         started_unix = time.time() + START_MARGIN_S
@@ -239,6 +280,7 @@ def _in_processes(
         _stop(procs, finished)
     records.sort(key=lambda r: r.index)
     return LevelRun(
+        preopen_s=preopen_s,
         concurrency=concurrency,
         started_at_unix=started_unix,
         duration_s=end,
@@ -250,13 +292,14 @@ def _in_processes(
     )
 
 
-def _expect(conn: Connection, proc: Any, kind: str, deadline: float) -> None:
+def _expect(conn: Connection, proc: Any, kind: str, deadline: float) -> tuple[Any, ...]:
     left = deadline - time.monotonic()
     if not conn.poll(max(0.0, left)):
         raise LoadError(f"load worker {proc.name} did not start within {READY_TIMEOUT_S:g} s")
     msg = _recv(conn, proc)
     if msg[0] != kind:
         raise LoadError(f"load worker {proc.name}: expected {kind!r}, got {msg[0]!r}")
+    return msg
 
 
 def _recv(conn: Connection, proc: Any) -> tuple[Any, ...]:

@@ -26,6 +26,7 @@ from reportgen.loadgen import (
     RequestSpec,
     arrival_times,
     auto_workers,
+    preopen_connections,
     run_load,
 )
 from reportgen.prompts import synthetic
@@ -448,3 +449,95 @@ def test_non_streaming_answers_and_failures() -> None:
     assert (r.status, r.output_text, r.output_tokens, r.chunk_chars) == ("ok", "hmhey", 3, [5])
     r = one([b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnot"], spec=spec)
     assert r.status == "error" and (r.error or "").startswith("invalid JSON response")
+
+
+# -- connections opened before the level -----------------------------------------------------
+
+
+@contextmanager
+def counting_server() -> Iterator[tuple[str, list[tuple[float, int, str]]]]:
+    """A keep-alive HTTP/1.1 server on 127.0.0.1 serving /v1/models and a short streamed chat
+    answer, in a thread of its own. Yields its URL and its log: (perf_counter, connection
+    number, "accept" or "METHOD /path"), in the order it happened."""
+    loop = asyncio.new_event_loop()
+    log: list[tuple[float, int, str]] = []
+    models = b'{"object": "list", "data": [{"id": "m", "object": "model"}]}'
+    sse = delta("hi") + usage(1) + DONE
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = sum(1 for _, _, what in log if what == "accept")
+        log.append((time.perf_counter(), conn, "accept"))
+        try:
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode()
+                method, path = head.split(" ")[:2]
+                log.append((time.perf_counter(), conn, f"{method} {path}"))
+                length = 0
+                for line in head.split("\r\n"):
+                    if line.lower().startswith("content-length:"):
+                        length = int(line.split(":")[1])
+                await reader.readexactly(length)
+                if method == "GET":
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: %d\r\n\r\n%s" % (len(models), models)
+                    )
+                else:
+                    await asyncio.sleep(0.005)
+                    writer.write(OK_CHUNKED + b"%x\r\n%s\r\n0\r\n\r\n" % (len(sse), sse))
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    port = free_port()
+    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", port))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}", log
+    finally:
+
+        async def shut() -> None:
+            server.close()
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
+
+        asyncio.run_coroutine_threadsafe(shut(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_connections_are_open_before_the_level_starts(workers: int) -> None:
+    with counting_server() as (url, log):
+        lv = run_load(url, CHAT, ["hi"], 8, requests=32, workers=workers)
+        events = list(log)
+    _shape(lv, 32)
+    assert lv.workers == workers
+    accepts = [t for t, _, what in events if what == "accept"]
+    gets = [(t, c) for t, c, what in events if what == "GET /v1/models"]
+    posts = [(t, c) for t, c, what in events if what == "POST /v1/chat/completions"]
+    assert len(accepts) == 8  # 4 per worker with 2
+    assert len(gets) == 8 and {c for _, c in gets} == set(range(8))  # one on each
+    assert len(posts) == 32 and {c for _, c in posts} <= set(range(8))  # reused
+    first_post = min(t for t, _ in posts)
+    assert max(accepts) < max(t for t, _ in gets) < first_post
+    # ... all before the level's t0 (the server's clock is this process's perf_counter)
+    assert max(t for t, _ in gets) < lv.t0_monotonic <= first_post
+    assert lv.t0_monotonic + min(r.start for r in lv.records) <= first_post
+    assert 0 < lv.preopen_s < 5
+
+
+def test_preopen_connections_rule() -> None:
+    assert preopen_connections(8, 8, 32, None) == 8  # closed loop: every client
+    assert preopen_connections(4, 8, 32, None) == 4  # one of two workers
+    assert preopen_connections(8, 8, 3, None) == 3  # fewer requests than clients
+    assert preopen_connections(4, 8, 3, None) == 2  # ... its share of them
+    assert preopen_connections(8, 8, None, None) == 8  # duration mode
+    assert preopen_connections(16, 0, None, 100) == 16  # open loop: its cap
+    assert preopen_connections(0, 0, None, 1000) == 64  # no cap
+    assert preopen_connections(0, 0, None, 10) == 10  # ... nor more than its arrivals

@@ -15,6 +15,7 @@ any parsing, so parsing cost never shows up as latency. Output text is kept only
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -27,16 +28,51 @@ from reportgen.sse import SSEDecoder
 # identity: a compressing server or proxy would hold chunks back to fill its buffer.
 HEADERS = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
 CONNECT_TIMEOUT_S = 30.0
+KEEPALIVE_S = 60.0  # idle pooled connections are kept this long (aiohttp's default is 15 s)
+PREOPEN_PATHS = ("/v1/models", "/health")  # cheap GETs that open connections before t0
+PREOPEN_TIMEOUT_S = 30.0  # pre-opening gives up after this long (or the request timeout)
 ERROR_TEXT = 300  # characters of an error message kept
 
 
 def new_session(connections: int, timeout_s: float) -> aiohttp.ClientSession:
     """A session whose pool holds ``connections`` (0 = no limit), so requests never queue
     for a connection inside aiohttp: waiting is the load generator's decision, not the pool's.
-    The whole-request timeout is applied per request by ``send``."""
-    connector = aiohttp.TCPConnector(limit=connections, limit_per_host=0)
+    Idle connections stay pooled for KEEPALIVE_S, so those ``preopen`` opened before the
+    level are still there when its requests start. The whole-request timeout is applied per
+    request by ``send``."""
+    connector = aiohttp.TCPConnector(
+        limit=connections, limit_per_host=0, keepalive_timeout=KEEPALIVE_S
+    )
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S)
     return aiohttp.ClientSession(connector=connector, timeout=timeout, headers=HEADERS)
+
+
+async def preopen(
+    session: aiohttp.ClientSession, base_url: str, connections: int, timeout_s: float
+) -> None:
+    """Open ``connections`` connections and leave them idle in ``session``'s pool, so the
+    level's first requests do not pay for TCP connection setup: as many concurrent GETs of
+    ``{base_url}/v1/models`` (then ``/health`` if that fails with an HTTP error), each body
+    read so its connection returns to the pool. Statuses and failures are ignored (a server
+    that cannot be reached fails the level's requests, which record it); gives up after
+    PREOPEN_TIMEOUT_S (or ``timeout_s``, if shorter)."""
+    if connections < 1:
+        return
+    base = base_url.rstrip("/")
+
+    async def one() -> None:
+        for path in PREOPEN_PATHS:
+            try:
+                async with session.get(base + path) as resp:
+                    await resp.read()
+                    if resp.status < 400:
+                        return
+            except Exception:  # not a request of the level: nothing to record
+                return
+
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(min(timeout_s, PREOPEN_TIMEOUT_S)):
+            await asyncio.gather(*(one() for _ in range(connections)))
 
 
 def endpoint(base_url: str, spec: RequestSpec) -> str:

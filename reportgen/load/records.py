@@ -56,6 +56,7 @@ class LevelRun:
     # How late the client's event loop(s) ran a task due to run (ms: p50, p99, max): a bound
     # on the client's own error in chunk times. Empty when the level was too short to sample.
     loop_lag_ms: dict[str, float] = field(default_factory=dict)
+    preopen_s: float = 0.0  # the longest any event loop spent opening connections before t0
 
 
 @dataclass(frozen=True)

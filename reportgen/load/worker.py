@@ -3,7 +3,7 @@
 ``run_share`` runs in the caller's process when the level has one worker. With several, each
 worker process runs ``process_main``, which talks to the parent over one duplex pipe:
 
-    worker -> parent   ("ready",)                      imported, about to wait for the start
+    worker -> parent   ("ready", preopen_s)            connections open, waiting for the start
     parent -> worker   ("go", t0)                      t0 (perf_counter) slightly in the future
     worker -> parent   ("records", [RequestRecord])    every FLUSH_S while requests finish
     worker -> parent   ("done", end_s, cpu_s, lags)    its last request ended at t0 + end_s
@@ -11,6 +11,10 @@ worker process runs ``process_main``, which talks to the parent over one duplex 
 
 Anything else arriving from the parent, or the pipe closing (the parent died), stops the
 worker at once. Workers ignore SIGINT: the parent owns Ctrl-C and terminates them.
+
+Before its start, every event loop opens its share's connections (``Share.preopen``, see
+``client.preopen``) and keeps them in its session's pool, so no request of the level waits
+for TCP connection setup; that time (``preopen_s``) is outside the level.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -52,20 +56,28 @@ class Share:
     requests: int | None  # closed loop: the level's total, shared by every worker
     duration_s: float | None  # closed loop: stop sending after this long
     arrivals: list[tuple[int, float]] | None = None  # open loop: (index, seconds after t0)
+    preopen: int = 0  # connections opened before t0 (about as many as will be in flight)
 
 
 Take = Callable[[], int]  # the next request index (shared between workers in a closed loop)
+# Called once the connections are open, with the seconds that took; returns t0.
+Start = Callable[[float], Awaitable[float]]
 
 
 async def run_share(
-    share: Share, t0: float, take: Take, emit: Callable[[RequestRecord], None]
-) -> tuple[float, list[float]]:
-    """Run the share from ``t0`` (waiting until then). Returns when its last request ended
-    (seconds after ``t0``) and the event loop's lag samples (seconds, see ``_probe``)."""
+    share: Share, start: Start, take: Take, emit: Callable[[RequestRecord], None]
+) -> tuple[float, list[float], float]:
+    """Open the share's connections, get ``t0`` from ``start`` and run the share from then
+    (waiting until ``t0``). Returns when its last request ended (seconds after ``t0``), the
+    event loop's lag samples (seconds, see ``_probe``) and the seconds spent pre-opening."""
     url = client.endpoint(share.base_url, share.spec)
     lags: list[float] = []
     with no_full_collections():
         async with client.new_session(share.clients, share.timeout_s) as session:
+            began = time.perf_counter()
+            await client.preopen(session, share.base_url, share.preopen, share.timeout_s)
+            preopen_s = time.perf_counter() - began
+            t0 = await start(preopen_s)
             delay = t0 - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -77,7 +89,7 @@ async def run_share(
                     await _open(share, session, url, t0, emit)
             finally:
                 probe.cancel()
-            return time.perf_counter() - t0, lags
+            return time.perf_counter() - t0, lags, preopen_s
 
 
 @contextlib.contextmanager
@@ -235,26 +247,25 @@ def shared_take(counter: Any) -> Take:
     return take
 
 
+class _Stopped(Exception):
+    """The parent sent something other than "go": stop without a word."""
+
+
 def process_main(share: Share, conn: Connection, counter: Any) -> None:
     """A worker process's entry point (see the module docstring for the protocol)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sender: _Sender | None = None
     try:
         raise_fd_limit(share.clients or len(share.arrivals or ()))
-        conn.send(("ready",))
-        msg = conn.recv()
-        if msg[0] != "go":
-            return
-        t0 = float(msg[1])
-        cpu0 = time.process_time()
-        sender = _Sender(conn)
+        sender = _Sender(conn)  # sends nothing before the level's first records
         batcher = _Batcher(sender)
         take = shared_take(counter) if counter is not None else local_take()
-        end, lags = asyncio.run(_watched(run_share(share, t0, take, batcher.emit), conn))
+        cpu0 = [0.0]
+        end, lags, _ = asyncio.run(_watched(share, conn, take, batcher.emit, cpu0))
         batcher.flush()
         sender.close()
-        conn.send(("done", end, time.process_time() - cpu0, lags))
-    except (EOFError, BrokenPipeError, asyncio.CancelledError):
+        conn.send(("done", end, time.process_time() - cpu0[0], lags))
+    except (EOFError, BrokenPipeError, asyncio.CancelledError, _Stopped):
         pass  # the parent is gone or stopped us: nobody to report to
     except BaseException:
         if sender is not None:
@@ -264,12 +275,42 @@ def process_main(share: Share, conn: Connection, counter: Any) -> None:
         raise
 
 
-async def _watched(work: Any, conn: Connection) -> tuple[float, list[float]]:
-    """Run ``work``, cancelling it if the parent writes anything or closes the pipe."""
+async def _watched(
+    share: Share,
+    conn: Connection,
+    take: Take,
+    emit: Callable[[RequestRecord], None],
+    cpu0: list[float],
+) -> tuple[float, list[float], float]:
+    """Run the share: "ready" once its connections are open, then wait for "go"; from then
+    on, cancel it if the parent writes anything or closes the pipe. ``cpu0`` gets the
+    process's CPU time at "go"."""
     loop = asyncio.get_running_loop()
-    task: asyncio.Task[tuple[float, list[float]]] = asyncio.ensure_future(work)
-    loop.add_reader(conn.fileno(), task.cancel)
+    task = asyncio.current_task()
+    assert task is not None
+    fd = conn.fileno()
+
+    async def start(preopen_s: float) -> float:
+        conn.send(("ready", preopen_s))
+        readable: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not readable.done():
+                readable.set_result(None)
+
+        loop.add_reader(fd, wake)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(fd)
+        msg = conn.recv()
+        if msg[0] != "go":
+            raise _Stopped
+        cpu0[0] = time.process_time()
+        loop.add_reader(fd, task.cancel)
+        return float(msg[1])
+
     try:
-        return await task
+        return await run_share(share, start, take, emit)
     finally:
-        loop.remove_reader(conn.fileno())
+        loop.remove_reader(fd)
