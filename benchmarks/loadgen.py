@@ -97,6 +97,7 @@ class Bench:
             "schema": SCHEMA,
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "quick": args.quick,
+            "pinned": {k: sorted(v) for k, v in procs.CPUS.items()},
             "host": host_info(),
             "plan": self.plan,
             "installs": {},
@@ -348,7 +349,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--paced-levels", metavar="C,C", help="override the paced concurrency levels"
     )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="run servers on the last core and clients on the others (taskset), so the paced "
+        "server's own delays do not come from sharing cores with the client",
+    )
     args = parser.parse_args(argv)
+    if args.pin:
+        cores = sorted(os.sched_getaffinity(0))
+        if len(cores) < 2:
+            parser.error("--pin needs at least 2 cores")
+        procs.CPUS.update(server={cores[-1]}, client=set(cores[:-1]))
     unknown = set(args.clients.split(",")) - set(CLIENTS)
     if unknown:
         parser.error(f"unknown client(s): {', '.join(sorted(unknown))}")

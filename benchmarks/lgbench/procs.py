@@ -101,13 +101,24 @@ class Finished:
     leftovers: int  # processes still in the group after the top one exited (killed)
 
 
+# CPU sets for `--pin`: servers on one set, clients on the other, so they stop competing.
+# Empty: no pinning (the default; every process may use every core).
+CPUS: dict[str, set[int]] = {"server": set(), "client": set()}
+
+
 def start(
-    cmd: Sequence[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+    cmd: Sequence[str],
+    log: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    role: str = "server",
 ) -> subprocess.Popen[bytes]:
-    """Start `cmd` in a new session (its own process group), output to `log`."""
+    """Start `cmd` in a new session (its own process group), output to `log`; pinned to the
+    role's CPUs when `--pin` set them (children inherit the affinity)."""
+    cpus = CPUS.get(role) or None
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            list(cmd),
+            ["taskset", "-c", ",".join(map(str, sorted(cpus))), *cmd] if cpus else list(cmd),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -130,7 +141,7 @@ def run_measured(
     """Run `cmd` to completion (or `timeout_s`), measuring its process tree's CPU (and that
     of the groups `also_sample`, as groups 1, 2, ... of the returned sampler)."""
     t0 = time.time()
-    proc = start(cmd, log, env, cwd)
+    proc = start(cmd, log, env, cwd, role="client")
     sampler = CpuSampler([proc.pid, *also_sample])
     sampler.start()
     deadline = time.monotonic() + timeout_s
