@@ -15,11 +15,10 @@ import datetime as dt
 import json
 import os
 import socket
-import sys
 from pathlib import Path
 from typing import Any
 
-from reportgen import __version__, engines, loadgen, prompts
+from reportgen import __version__, engines, loadgen, prompts, sim
 from reportgen.errors import ServerError
 from reportgen.results import atomic_write_bytes
 from reportgen.server import ServerProcess, free_port
@@ -46,21 +45,7 @@ def measure(
     """Drive a zero-delay simulator and measure the client's cost per chunk and per request."""
     port = free_port()
     log = (log_dir or Path(os.environ.get("TMPDIR", "/tmp"))) / f"reportgen-calibrate-{port}.log"
-    argv = [
-        sys.executable,
-        "-m",
-        "reportgen.sim",
-        "--port",
-        str(port),
-        "--ttft-ms",
-        "0",
-        "--itl-ms",
-        "0",
-        "--ttft-growth",
-        "0",
-        "--itl-growth",
-        "0",
-    ]
+    argv = sim.command(port, ttft_ms=0, itl_ms=0, ttft_growth=0, itl_growth=0)
     srv = ServerProcess(
         argv,
         env={},

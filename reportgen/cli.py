@@ -233,11 +233,9 @@ def _plan(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _flag_change(kind: str, key: str, before: Any, after: Any) -> str:
-    from reportgen.redact import REDACTED, is_secret_name
+    from reportgen.redact import redact_flag
 
-    if is_secret_name(key):
-        before = REDACTED if before is not None else None
-        after = REDACTED if after is not None else None
+    before, after = redact_flag(key, before), redact_flag(key, after)
     if kind == "added":
         return f"+{key}={after}"
     if kind == "removed":

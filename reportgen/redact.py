@@ -35,6 +35,12 @@ def redact_text(text: str) -> str:
     return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
 
 
+def redact_flag(name: str, value: object) -> object:
+    """A flag's or variable's value as it may be shown: hidden when the name is secret-looking
+    (an absent value stays absent, so a reader still sees that it was added or removed)."""
+    return REDACTED if value is not None and is_secret_name(name) else value
+
+
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     """A copy of an environment mapping with secret values replaced."""
     return {k: (REDACTED if is_secret_name(k) else redact_text(str(v))) for k, v in env.items()}

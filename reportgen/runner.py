@@ -22,7 +22,7 @@ from reportgen.driver import Driver, keep_text_chars
 from reportgen.errors import GpuError, ReportgenError, ResultsError, ServerError
 from reportgen.loadgen import RequestSpec
 from reportgen.progress import ProgressSink, Quiet
-from reportgen.redact import REDACTED, is_secret_name, redact_argv, redact_env
+from reportgen.redact import redact_argv, redact_env, redact_flag
 from reportgen.server import ServerProcess, port_is_free
 from reportgen.tokens import Tokenizer
 
@@ -34,7 +34,7 @@ def new_run_id(campaign: Campaign, now: dt.datetime | None = None) -> str:
 
 
 def _redact_args(args: dict[str, Any]) -> dict[str, Any]:
-    return {k: (REDACTED if is_secret_name(k) else v) for k, v in args.items()}
+    return {k: redact_flag(k, v) for k, v in args.items()}
 
 
 def command_line(campaign: Campaign, r: Resolved) -> list[str]:
@@ -187,10 +187,8 @@ class Runner:
                 {
                     "key": c.key,
                     "kind": c.kind,
-                    "before": REDACTED
-                    if is_secret_name(c.key) and c.before is not None
-                    else c.before,
-                    "after": REDACTED if is_secret_name(c.key) and c.after is not None else c.after,
+                    "before": redact_flag(c.key, c.before),
+                    "after": redact_flag(c.key, c.after),
                 }
                 for c in r.flag_diff
             ],

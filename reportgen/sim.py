@@ -15,6 +15,7 @@ import math
 import random
 import resource
 import signal
+import sys
 import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Coroutine
@@ -49,6 +50,16 @@ def _number(kind: type[float] | type[int], minimum: float) -> Callable[[str], fl
 
     parse.__name__ = kind.__name__  # argparse names the type in "invalid <name> value" errors
     return parse
+
+
+def command(port: int, **flags: object) -> list[str]:
+    """The command line that starts this simulator with this interpreter, flags given as
+    keywords: ``command(8000, ttft_ms=0, itl_ms=0)`` -> ``[python, -m, reportgen.sim,
+    --port, 8000, --ttft-ms, 0, --itl-ms, 0]``."""
+    argv = [sys.executable, "-m", "reportgen.sim", "--port", str(port)]
+    for name, value in flags.items():
+        argv += [f"--{name.replace('_', '-')}", str(value)]
+    return argv
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

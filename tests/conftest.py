@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from reportgen import sim as simulator
 from reportgen.server import free_port
 
 __all__ = ["free_port"]
@@ -59,7 +59,7 @@ def start_sim_process(tmp_path: Path, *flags: str, wait_ready: bool = True) -> S
     log = tmp_path / f"sim-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "reportgen.sim", "--port", str(port), *flags],
+            [*simulator.command(port), *flags],
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

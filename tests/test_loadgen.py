@@ -11,7 +11,7 @@ import multiprocessing
 import statistics
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -278,11 +278,38 @@ def chunked(*pieces: Step) -> list[Step]:
     return [*steps, b"0\r\n\r\n"]
 
 
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextmanager
+def serve_in_thread(handle: Handler) -> Iterator[str]:
+    """Run an asyncio TCP server on 127.0.0.1 in a thread of its own; yield its URL. On exit
+    the server is closed and its connections' tasks cancelled."""
+    loop = asyncio.new_event_loop()
+    port = free_port()
+    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", port))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+
+        async def shut() -> None:
+            server.close()
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
+
+        asyncio.run_coroutine_threadsafe(shut(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
 @contextmanager
 def raw_server(steps: Sequence[Step], hold: bool = False) -> Iterator[str]:
     """An HTTP/1.1 server on 127.0.0.1 that answers every request with ``steps`` (then closes
     the connection, or keeps it open doing nothing if ``hold``), in a thread of its own."""
-    loop = asyncio.new_event_loop()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -305,24 +332,8 @@ def raw_server(steps: Sequence[Step], hold: bool = False) -> Iterator[str]:
         finally:
             writer.close()
 
-    port = free_port()
-    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", port))
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-
-        async def shut() -> None:
-            server.close()
-            for task in asyncio.all_tasks():
-                if task is not asyncio.current_task():
-                    task.cancel()
-
-        asyncio.run_coroutine_threadsafe(shut(), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
+    with serve_in_thread(handle) as url:
+        yield url
 
 
 def one(steps: Sequence[Step], spec: RequestSpec = CHAT, **kw: Any) -> Any:
@@ -459,7 +470,6 @@ def counting_server() -> Iterator[tuple[str, list[tuple[float, int, str]]]]:
     """A keep-alive HTTP/1.1 server on 127.0.0.1 serving /v1/models and a short streamed chat
     answer, in a thread of its own. Yields its URL and its log: (perf_counter, connection
     number, "accept" or "METHOD /path"), in the order it happened."""
-    loop = asyncio.new_event_loop()
     log: list[tuple[float, int, str]] = []
     models = b'{"object": "list", "data": [{"id": "m", "object": "model"}]}'
     sse = delta("hi") + usage(1) + DONE
@@ -491,24 +501,8 @@ def counting_server() -> Iterator[tuple[str, list[tuple[float, int, str]]]]:
         finally:
             writer.close()
 
-    port = free_port()
-    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", port))
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}", log
-    finally:
-
-        async def shut() -> None:
-            server.close()
-            for task in asyncio.all_tasks():
-                if task is not asyncio.current_task():
-                    task.cancel()
-
-        asyncio.run_coroutine_threadsafe(shut(), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
+    with serve_in_thread(handle) as url:
+        yield url, log
 
 
 @pytest.mark.parametrize("workers", [1, 2])

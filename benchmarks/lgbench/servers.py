@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -25,15 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from lgbench import procs
+from reportgen import sim
+from reportgen.server import free_port
 
 MODEL = "sim-model"
 _GENERATE = ("/v1/chat/completions", "/v1/completions")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_ready(
@@ -233,23 +227,9 @@ def start_sim(
     """`reportgen sim` (this checkout's), optionally recording every chunk's send time."""
     port = free_port()
     sends = workdir / f"{kind}.sends.jsonl" if record else None
-    cmd = [
-        sys.executable,
-        "-m",
-        "reportgen.sim",
-        "--port",
-        str(port),
-        "--ttft-ms",
-        str(ttft_ms),
-        "--itl-ms",
-        str(itl_ms),
-        "--ttft-growth",
-        "0",
-        "--itl-growth",
-        "0",
-        "--model",
-        MODEL,
-    ]
+    cmd = sim.command(
+        port, ttft_ms=ttft_ms, itl_ms=itl_ms, ttft_growth=0, itl_growth=0, model=MODEL
+    )
     if sends is not None:
         cmd += ["--record-sends", str(sends)]
     log = workdir / f"{kind}.log"
