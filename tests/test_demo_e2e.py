@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 from pypdf import PdfReader
 
+from reportgen import results
 from reportgen.render.fmt import fmt_num
 from reportgen.server import port_is_free
 
@@ -85,7 +85,8 @@ def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
             assert len(e["levels"]) == 3 * 3  # levels x repetitions
             summary = e["levels"][0]["summary"]
             assert summary["errors"] == 0 and summary["output_tok_s"] > 0
-    table = pd.read_parquet(run_dir / "requests" / "baseline.parquet")
+    table = results.load_requests(run_dir, "baseline")
+    assert len(results.load_requests(run_dir)) == 32 * 3 * 3 * 4  # every experiment that ran
     assert len(table) == 32 * 3 * 3
     assert all(len(t) == 24 for t in table["chunk_times"])  # every chunk's arrival time
 

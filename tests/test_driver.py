@@ -8,10 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from reportgen import calibrate, campaign
+from reportgen import calibrate, campaign, results
 from reportgen.campaign import Workload
 from reportgen.driver import Driver
 from reportgen.loadgen import LevelRun, RequestRecord, RequestSpec
@@ -66,7 +65,7 @@ def run_campaign(tmp_path: Path, extra: str, cache: Path) -> dict:
     assert res.returncode == 0, res.stdout + res.stderr
     run_dir = next((tmp_path / "out" / "small").iterdir())
     data = json.loads((run_dir / "results.json").read_text())
-    data["_requests"] = pd.read_parquet(run_dir / "requests" / "baseline.parquet")
+    data["_requests"] = results.load_requests(run_dir, "baseline")
     return data
 
 
