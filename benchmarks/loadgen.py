@@ -6,8 +6,9 @@
 In one go, on 127.0.0.1 only, it starts
   (a) a zero-work streaming server (nginx sending a prebuilt body of 256 one-token chunks), so
       the client is the bottleneck: requests/s, chunks/s and the client's CPU tell its ceiling;
-  (b) a paced server (reportgen sim, TTFT 50 ms, ITL 10 ms, 64 tokens) that records when it
-      really sent each chunk: the client's TTFT and inter-token-latency error against that;
+  (b) a paced server (lgbench/paced_server.py, TTFT 50 ms, ITL 10 ms, 64 tokens) that takes
+      each request's arrival time from the kernel and records when it really sent each chunk:
+      the client's TTFT and inter-token-latency error against that;
 and drives both with reportgen and, side by side, GuideLLM, AIPerf, SGLang's and vLLM's bench
 clients (installed once into benchmarks/.peers-venv/<tool>/, git-ignored). Every client runs
 in a process group of its own; its CPU (user+sys of its process tree) is measured for the
@@ -162,7 +163,10 @@ class Bench:
         prompts = [f"{run_id}-{i:06d} {FILLER}" for i in range(n)]
         own_server = server is None  # paced: a fresh simulator per run, its log flushed at stop
         if own_server:
-            server = servers.start_sim(rundir, "sim-paced", ttft_ms=50, itl_ms=10)
+            if self.args.paced_server == "sim":
+                server = servers.start_sim(rundir, "sim-paced", ttft_ms=50, itl_ms=10)
+            else:
+                server = servers.start_paced(rundir, ttft_ms=50, itl_ms=10)
         job = Job(
             run_id=run_id,
             client=client.name,
@@ -302,10 +306,15 @@ class Bench:
                     self.save()
         finally:
             zero.stop()
+        lean = self.args.paced_server == "lean"
         self.results["servers"]["paced"] = {
-            "kind": "sim-paced",
-            "description": "reportgen sim (this checkout), TTFT 50 ms, ITL 10 ms, no growth, "
-            "no jitter, 64 tokens, send times recorded; a fresh one per run",
+            "kind": "paced" if lean else "sim-paced",
+            "description": (
+                "paced_server.py: one epoll loop, request arrival from the kernel (SO_TIMESTAMPNS)"
+                if lean
+                else "reportgen sim (this checkout), no growth, no jitter"
+            )
+            + ", TTFT 50 ms, ITL 10 ms, 64 tokens, send times recorded; a fresh one per run",
         }
         for c in self.plan["paced"]["levels"]:
             for client in clients:
@@ -316,19 +325,12 @@ class Bench:
                 self.save()
 
 
-_SIM_TEXT: Any = None
-
-
 def _sim_text(prompt: str, n: int) -> str:
-    """The paced simulator's output for `prompt`: it is a function of the prompt and seed."""
-    global _SIM_TEXT
-    if _SIM_TEXT is None:
-        from reportgen import sim
+    """The paced server's output for `prompt` (both paced servers generate reportgen sim's
+    text at its default seed)."""
+    from reportgen import sim
 
-        parser = argparse.ArgumentParser()
-        sim.add_arguments(parser)
-        _SIM_TEXT = sim._Sim(parser.parse_args([])).text  # default seed, as the server runs
-    return "".join(_SIM_TEXT(prompt, n))
+    return "".join(sim.generated_tokens(0, prompt, n))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -348,6 +350,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--paced-levels", metavar="C,C", help="override the paced concurrency levels"
+    )
+    parser.add_argument(
+        "--paced-server",
+        choices=("lean", "sim"),
+        default="lean",
+        help="the paced server: lean (paced_server.py, default) or sim (reportgen sim, whose "
+        "aiohttp stack takes more of the host's CPU)",
     )
     parser.add_argument(
         "--pin",

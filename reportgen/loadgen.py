@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from reportgen.errors import LoadError
-from reportgen.load import worker
+from reportgen.load import client, worker
 from reportgen.load.records import LevelRun, RequestRecord, RequestSpec
 from reportgen.load.worker import Share
 
@@ -222,7 +222,8 @@ def _in_this_thread(
         begin[:] = [time.perf_counter(), time.time(), time.thread_time()]
         return begin[0] + LOCAL_START_MARGIN_S
 
-    end, lags, preopen_s = asyncio.run(worker.run_share(share, start, worker.local_take(), emit))
+    with asyncio.Runner(loop_factory=client.event_loop) as runner:
+        end, lags, preopen_s = runner.run(worker.run_share(share, start, worker.local_take(), emit))
     cpu = time.thread_time() - begin[2]
     t0, started_unix = begin[0] + LOCAL_START_MARGIN_S, begin[1] + LOCAL_START_MARGIN_S
     records.sort(key=lambda r: r.index)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import itertools
 import json
 import math
 import random
@@ -18,7 +19,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
 from contextlib import aclosing
 from typing import Any
 
@@ -160,7 +161,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class _BadRequest(Exception):
+class _BadRequest(ValueError):
     """Client error, answered as an OpenAI-style 400."""
 
 
@@ -201,16 +202,7 @@ class _Sim:
         return d
 
     def text(self, prompt: str, n: int) -> list[str]:
-        """Deterministic pseudo-words: same seed and prompt give the same tokens (greedy-like)."""
-        digest = hashlib.sha256(prompt.encode()).hexdigest()
-        rng = random.Random(f"{self.args.seed}:{digest}")  # str seeds are stable across runs
-        return [
-            " "
-            + "".join(
-                rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(rng.randint(1, 3))
-            )
-            for _ in range(n)
-        ]
+        return generated_tokens(self.args.seed, prompt, n)
 
     async def generate(self, tokens: list[str], chunk: int) -> AsyncGenerator[str, None]:
         """Yield text pieces on schedule: first after TTFT, then one per `chunk` tokens.
@@ -272,7 +264,7 @@ class _Sim:
             body = await request.json()
             if not isinstance(body, dict):
                 raise _BadRequest("request body must be a JSON object")
-            prompt = _chat_prompt(body) if chat else _completion_prompt(body)
+            prompt = request_prompt(body, chat)
             n = body.get("max_completion_tokens") if chat else None
             n = body.get("max_tokens") if n is None else n
             n = DEFAULT_MAX_TOKENS if n is None else n
@@ -390,6 +382,25 @@ def _chat_prompt(body: dict[str, Any]) -> str:
         elif content is not None:
             raise _BadRequest("message content must be a string or a list of parts")
     return "\n".join(texts)
+
+
+def generated_tokens(seed: int, prompt: str, n: int) -> list[str]:
+    """Deterministic pseudo-words: same seed and prompt give the same tokens (greedy-like)."""
+    return list(itertools.islice(token_stream(seed, prompt), n))
+
+
+def token_stream(seed: int, prompt: str) -> Iterator[str]:
+    """``generated_tokens`` one at a time, for servers that make each as it is sent."""
+    digest = hashlib.sha256(prompt.encode()).hexdigest()
+    rng = random.Random(f"{seed}:{digest}")  # str seeds are stable across runs
+    choice, randint = rng.choice, rng.randint
+    while True:
+        yield " " + "".join(choice(_CONSONANTS) + choice(_VOWELS) for _ in range(randint(1, 3)))
+
+
+def request_prompt(body: dict[str, Any], chat: bool) -> str:
+    """The prompt text of a completions or chat request body (ValueError when malformed)."""
+    return _chat_prompt(body) if chat else _completion_prompt(body)
 
 
 async def _run(args: argparse.Namespace) -> int:

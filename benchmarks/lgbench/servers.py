@@ -4,8 +4,10 @@ process group, started and stopped by the benchmark.
 - zero-work: nginx sends one prebuilt SSE body (a role chunk, 256 one-token content chunks,
   a usage chunk, [DONE]) for every POST, so the client is the bottleneck. Falls back to
   `reportgen sim --ttft-ms 0 --itl-ms 0` when nginx is not installed (said in the output).
-- paced: `reportgen sim` with fixed TTFT and inter-token latency, recording when it actually
-  wrote each chunk (`--record-sends`), so client error can be told from server jitter.
+- paced: paced_server.py (default), one epoll loop with fixed TTFT and inter-token latency,
+  taking each request's arrival time from the kernel and recording when it actually wrote each
+  chunk, so client error can be told from server jitter; or `reportgen sim --record-sends`
+  (`--paced-server sim`), whose aiohttp stack costs the client's host far more CPU.
 
 Both tell when each request ran (nginx's access log, the simulator's send log), so every
 client's measured window and request count can also be read from the server's side.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -128,7 +131,7 @@ http {{
 
 @dataclass
 class Server:
-    kind: str  # nginx | sim-zero | sim-paced
+    kind: str  # nginx | sim-zero | sim-paced | paced
     url: str
     root: Path
     proc: subprocess.Popen[bytes]
@@ -244,6 +247,30 @@ def start_sim(
         root=workdir,
         proc=proc,
         description=what + (", send times recorded" if record else ""),
+        sends_log=sends,
+        settings={"ttft_ms": ttft_ms, "itl_ms": itl_ms},
+    )
+
+
+def start_paced(workdir: Path, ttft_ms: float, itl_ms: float) -> Server:
+    """The lean paced server (paced_server.py): kernel arrival times, every send recorded."""
+    port = free_port()
+    sends = workdir / "paced.sends.jsonl"
+    script = Path(__file__).resolve().with_name("paced_server.py")
+    cmd = [sys.executable, str(script), "--port", str(port), "--model", MODEL]
+    cmd += ["--ttft-ms", f"{ttft_ms:g}", "--itl-ms", f"{itl_ms:g}", "--record-sends", str(sends)]
+    log = workdir / "paced.log"
+    proc = procs.start(cmd, log, cwd=Path(__file__).resolve().parents[2])
+    url = f"http://127.0.0.1:{port}"
+    _wait_ready(url + "/health", proc, log)
+    _warm_up(url)
+    return Server(
+        kind="paced",
+        url=url,
+        root=workdir,
+        proc=proc,
+        description=f"paced_server.py (one epoll loop), TTFT {ttft_ms:g} ms, ITL {itl_ms:g} ms, "
+        "request arrival from the kernel, send times recorded",
         sends_log=sends,
         settings={"ttft_ms": ttft_ms, "itl_ms": itl_ms},
     )

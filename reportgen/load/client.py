@@ -5,10 +5,20 @@ short, an error object or garbage inside a 200 stream, a timeout) becomes ``stat
 with a message whose text before the first colon names the kind, and the chunks received
 before the failure are kept.
 
+Where the times come from, so that the client's own work never shows up as latency:
+
+- A request starts when its bytes are handed to the kernel (aiohttp's request-chunk-sent
+  signal, just before the one write of headers and body), not when the client began building
+  it: in a burst of new requests the last one would otherwise carry the cost of the others.
+- A chunk arrives when the event loop's poll reported its connection readable
+  (``ReadyTimes``, the loop's selector, notes the time for every ready socket as the poll
+  returns), not when its task got round to reading: with 64 streams ticking together the
+  last task runs about a millisecond after the first.
+Both fall back to the time the task runs, on an event loop not made by ``event_loop()``.
+
 The streaming loop is the hot path (one pass per socket read, up to hundreds of thousands a
-second across a level), so it does little: take the time, split SSE lines, parse JSON with
-orjson, append a time and a length. The time is taken as soon as the read returns, before
-any parsing, so parsing cost never shows up as latency. Output text is kept only up to
+second across a level), so it does little: look up the time, split SSE lines, parse JSON
+with orjson, append a time and a length. Output text is kept only up to
 ``RequestSpec.keep_text_chars``.
 """
 
@@ -16,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import selectors
 import time
+import weakref
 from typing import Any
 
 import aiohttp
@@ -34,6 +46,55 @@ PREOPEN_TIMEOUT_S = 30.0  # pre-opening gives up after this long (or the request
 ERROR_TEXT = 300  # characters of an error message kept
 
 
+class ReadyTimes(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    """The platform's selector, noting when each socket was last reported readable.
+
+    ``ready[fd]`` is the ``time.perf_counter()`` reading taken as the poll returned: a chunk
+    read from ``fd`` arrived no later than that, whatever the loop did before reading it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ready: dict[int, float] = {}
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        events = super().select(timeout)
+        if events:
+            now = time.perf_counter()
+            ready = self.ready
+            for key, mask in events:
+                if mask & selectors.EVENT_READ:
+                    ready[key.fd] = now
+        return events
+
+
+_READY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, float]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def event_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop whose selector notes readiness times (``asyncio.Runner``'s
+    ``loop_factory``): chunks read on it are timed by when they arrived."""
+    selector = ReadyTimes()
+    loop = asyncio.SelectorEventLoop(selector)
+    _READY[loop] = selector.ready
+    return loop
+
+
+def _sent_signal() -> aiohttp.TraceConfig:
+    """Notes, in the request's ``trace_request_ctx`` list, when its body went to the kernel."""
+
+    async def chunk_sent(session: Any, ctx: Any, params: Any) -> None:
+        sent = ctx.trace_request_ctx
+        if sent is not None and not sent:
+            sent.append(time.perf_counter())
+
+    config = aiohttp.TraceConfig()
+    config.on_request_chunk_sent.append(chunk_sent)
+    return config
+
+
 def new_session(connections: int, timeout_s: float) -> aiohttp.ClientSession:
     """A session whose pool holds ``connections`` (0 = no limit), so requests never queue
     for a connection inside aiohttp: waiting is the load generator's decision, not the pool's.
@@ -44,7 +105,9 @@ def new_session(connections: int, timeout_s: float) -> aiohttp.ClientSession:
         limit=connections, limit_per_host=0, keepalive_timeout=KEEPALIVE_S
     )
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S)
-    return aiohttp.ClientSession(connector=connector, timeout=timeout, headers=HEADERS)
+    return aiohttp.ClientSession(
+        connector=connector, timeout=timeout, headers=HEADERS, trace_configs=[_sent_signal()]
+    )
 
 
 async def preopen(
@@ -91,7 +154,10 @@ async def send(
     timeout_s: float,
     scheduled: float | None = None,
 ) -> RequestRecord:
-    """Send one request and time it from ``t0`` (a ``time.perf_counter()`` reading)."""
+    """Send one request and time it from ``t0`` (a ``time.perf_counter()`` reading).
+
+    ``start`` is when the request went to the kernel (when the client began, if it never
+    did: a failed connection)."""
     payload = orjson.dumps(spec.body(prompt)[1])
     parts: list[str] = []
     rec = RequestRecord(
@@ -100,12 +166,13 @@ async def send(
         requested_output_tokens=spec.output_tokens,
         scheduled=scheduled,
     )
+    sent: list[float] = []
     try:
         async with asyncio.timeout(timeout_s):
             if spec.stream:
-                await _stream(session, url, payload, rec, parts, spec.keep_text_chars, t0)
+                await _stream(session, url, payload, rec, parts, spec.keep_text_chars, t0, sent)
             else:
-                await _whole(session, url, payload, rec, parts, t0)
+                await _whole(session, url, payload, rec, parts, t0, sent)
     except TimeoutError:
         _fail(rec, f"timeout: no complete response within {timeout_s:g} s")
     except aiohttp.ClientConnectorError as exc:
@@ -115,6 +182,8 @@ async def send(
     except Exception as exc:  # a request must never take the level down
         _fail(rec, f"client error: {type(exc).__name__}: {exc}")
     rec.end = time.perf_counter() - t0
+    if sent:
+        rec.start = sent[0] - t0
     rec.output_text = "".join(parts)[: spec.keep_text_chars]
     if rec.output_tokens_source != "usage":
         rec.output_tokens = len(rec.chunk_times)
@@ -129,15 +198,16 @@ async def _stream(
     parts: list[str],
     keep: int,
     t0: float,
+    sent: list[float],
 ) -> None:
-    async with session.post(url, data=payload) as resp:
+    async with session.post(url, data=payload, trace_request_ctx=sent) as resp:
         rec.http_status = resp.status
         if resp.status != 200:
             _fail(rec, _http_error(resp.status, await resp.read()))
             return
         decoder = SSEDecoder()
         read = resp.content.readany
-        clock = time.perf_counter
+        clock = _arrival_clock(resp)
         loads = orjson.loads
         times, chars = rec.chunk_times, rec.chunk_chars
         kept = 0
@@ -207,12 +277,14 @@ async def _whole(
     rec: RequestRecord,
     parts: list[str],
     t0: float,
+    sent: list[float],
 ) -> None:
     """Non-streaming: the whole answer is its one chunk, so TTFT equals end-to-end latency."""
-    async with session.post(url, data=payload) as resp:
+    async with session.post(url, data=payload, trace_request_ctx=sent) as resp:
         rec.http_status = resp.status
+        clock = _arrival_clock(resp)
         raw = await resp.read()
-        now = time.perf_counter() - t0
+        now = clock() - t0
         if resp.status != 200:
             _fail(rec, _http_error(resp.status, raw))
             return
@@ -241,6 +313,26 @@ async def _whole(
         rec.chunk_chars.append(len(text))
         parts.append(text)
     _take_usage(rec, obj.get("usage"))
+
+
+def _arrival_clock(resp: aiohttp.ClientResponse) -> Any:
+    """A function giving when the data just read from ``resp`` arrived (perf_counter): the
+    last time the loop's poll saw its socket readable, or now when that is not known."""
+    clock = time.perf_counter
+    ready = _READY.get(asyncio.get_running_loop())
+    conn = resp.connection
+    transport = conn.transport if conn is not None else None
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if ready is None or sock is None:
+        return clock
+    fd = sock.fileno()
+    get = ready.get
+
+    def arrived() -> float:
+        now = clock()
+        return min(get(fd, now), now)
+
+    return arrived
 
 
 def _fail(rec: RequestRecord, message: str) -> None:

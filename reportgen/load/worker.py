@@ -261,7 +261,8 @@ def process_main(share: Share, conn: Connection, counter: Any) -> None:
         batcher = _Batcher(sender)
         take = shared_take(counter) if counter is not None else local_take()
         cpu0 = [0.0]
-        end, lags, _ = asyncio.run(_watched(share, conn, take, batcher.emit, cpu0))
+        with asyncio.Runner(loop_factory=client.event_loop) as runner:
+            end, lags, _ = runner.run(_watched(share, conn, take, batcher.emit, cpu0))
         batcher.flush()
         sender.close()
         conn.send(("done", end, time.process_time() - cpu0[0], lags))
