@@ -48,7 +48,7 @@ STOP_TIMEOUT_S = 5.0  # terminated workers get this long before SIGKILL
 LOCAL_START_MARGIN_S = 0.01  # in this thread: from pre-opened connections to t0
 PREOPEN_UNCAPPED = 64  # an open loop with no in-flight cap pre-opens at most this many
 # Auto mode (see auto_workers)
-CHUNKS_PER_WORKER = 12_800  # chunks/s one event loop is given: ~25% of a core (~20 us each)
+CHUNKS_PER_WORKER = 8_000  # chunks/s one event loop is given: ~25% of a core (~30 us each)
 STREAM_CHUNK_S = 50  # chunks/s one stream is assumed to deliver (one every 20 ms)
 MAX_AUTO_WORKERS = 8
 
@@ -59,13 +59,16 @@ def auto_workers(concurrency: int, rate: float | None = None, output_tokens: int
 
     The chunk rate is estimated as STREAM_CHUNK_S per stream in flight (``concurrency``: a
     closed loop's clients, an open loop's cap), and for an open loop at most ``rate`` x
-    ``output_tokens`` (one token per chunk at worst). So a closed loop gets 1 loop up to 256
-    clients, 2 up to 512, 4 at 1024.
+    ``output_tokens`` (one token per chunk at worst). So a closed loop gets 1 loop up to 160
+    clients, 2 up to 320, 7 at 1024.
 
-    Why: the client spends ~15-20 us of CPU per chunk (aiohttp's read path is most of it).
-    While its loop is busy, every chunk's time is taken late; at a quarter of a core that
-    lag stays small (``LevelRun.loop_lag_ms`` reports it). A process costs ~0.5 s to start
-    and each splits the in-flight cap, so fewer is better while one is enough.
+    Why: the client spends ~30 us of CPU per chunk when each chunk is a read of its own (a
+    real engine's pace; the event loop's poll and the read are most of it). With kernel
+    receive times a busy loop does not make a chunk late, but two chunks of one stream read
+    together share the later one's time, so the loop must keep up with every stream.
+    At a quarter of a core its lag stays small (``LevelRun.loop_lag_ms`` reports it). A
+    process costs ~0.5 s to start and each splits the in-flight cap, so fewer is better
+    while one is enough.
     """
     limits: list[float] = []
     if concurrency > 0:

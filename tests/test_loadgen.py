@@ -19,6 +19,7 @@ import pytest
 
 from reportgen.analysis.summary import summarize
 from reportgen.errors import LoadError
+from reportgen.load import client
 from reportgen.load.worker import no_full_collections
 from reportgen.loadgen import (
     LevelRun,
@@ -33,6 +34,14 @@ from reportgen.prompts import synthetic
 from tests.conftest import Sim, free_port
 
 CHAT = RequestSpec(api="chat", model=None, output_tokens=10)
+
+
+@pytest.fixture(autouse=True, params=["wire", "aiohttp"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on both ways out: kernel-timed plain connections (the default for
+    http://) and aiohttp (https://). Worker processes always use the default."""
+    monkeypatch.setattr(client, "TRANSPORT", request.param)
+    return str(request.param)
 
 
 # -- against the simulator -------------------------------------------------------------------
@@ -234,8 +243,13 @@ def test_no_full_garbage_collections_during_a_level() -> None:
 
 def test_auto_workers_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("os.cpu_count", lambda: 16)
-    assert auto_workers(1) == auto_workers(64) == auto_workers(256) == 1
-    assert (auto_workers(257), auto_workers(512), auto_workers(1024)) == (2, 2, 4)
+    assert auto_workers(1) == auto_workers(64) == auto_workers(160) == 1
+    assert (auto_workers(161), auto_workers(320), auto_workers(512), auto_workers(1024)) == (
+        2,
+        2,
+        4,
+        7,
+    )
     assert auto_workers(100_000) == 8
     assert auto_workers(0, rate=10.0, output_tokens=256) == 1  # 2,560 chunks/s
     assert auto_workers(0, rate=100.0, output_tokens=1024) == 8  # 102,400 chunks/s
@@ -366,6 +380,30 @@ def test_several_events_in_one_write_share_their_arrival_time() -> None:
     assert len(t) == 4 and t[0] == t[1] == t[2] and t[3] - t[2] > 0.04
 
 
+def test_chunk_times_are_arrival_times_even_when_the_client_is_busy(transport: str) -> None:
+    """Both chunks arrive while the client's event loop is blocked for 0.3 s. The kernel
+    timed them, so their times still say when they came (50 ms apart, right after the
+    request); aiohttp can only say when the loop got to read them."""
+    if transport != "wire":
+        pytest.skip("aiohttp's chunks are timed when the event loop reads them")
+    with raw_server(chunked(delta("a"), 0.05, delta("b") + DONE)) as url:
+
+        async def go() -> RequestRecord:
+            async with client.new_session(url, 1, 10.0) as session:
+                t0 = time.perf_counter()
+                path = client.endpoint(CHAT)
+                task = asyncio.ensure_future(client.send(session, path, CHAT, "hi", 0, t0, 10))
+                await asyncio.sleep(0.02)  # connected and sent
+                time.sleep(0.3)  # the loop is busy elsewhere
+                return await task
+
+        r = asyncio.run(go())
+    assert r.status == "ok", r.error
+    gap, first = r.chunk_times[1] - r.chunk_times[0], r.first_token - r.start
+    assert 0.045 <= gap < 0.1 and first < 0.03, (gap, first)
+    assert r.end - r.start > 0.25  # the request did end when the loop was free again
+
+
 def test_comments_keepalives_and_crlf() -> None:
     body = b": ping\r\n\r\n" + delta("x").replace(b"\n", b"\r\n") + b":\n\n" + DONE
     r = one([OK_SSE, body])
@@ -413,10 +451,11 @@ def test_stream_cut_short_keeps_the_chunks_received() -> None:
     assert r.chunk_chars == [1, 1] and r.output_tokens == 2
 
 
-def test_connection_closed_mid_chunked_stream() -> None:
+def test_connection_closed_mid_chunked_stream(transport: str) -> None:
     r = one([*chunked(delta("a"))[:2], b"40\r\ndata: {"])
     assert r.status == "error"
-    assert (r.error or "").startswith("stream ended without [DONE]: ClientPayloadError")
+    how = {"wire": "the server closed the connection mid-body", "aiohttp": "ClientPayloadError"}
+    assert (r.error or "").startswith("stream ended without [DONE]: " + how[transport])
     assert r.chunk_chars == [1]
 
 
@@ -436,10 +475,11 @@ def test_rate_limited_with_an_error_body() -> None:
     assert one([text]).error == "HTTP 503: busy"
 
 
-def test_connection_dropped_before_any_response() -> None:
+def test_connection_dropped_before_any_response(transport: str) -> None:
     r = one([])  # accepts, reads the request, closes
     assert r.status == "error" and r.http_status is None
-    assert (r.error or "").startswith("connection error: ServerDisconnectedError")
+    how = {"wire": "the server closed the connection before answering", "aiohttp": "Server"}
+    assert (r.error or "").startswith("connection error: " + how[transport])
 
 
 def test_timeout_keeps_what_arrived() -> None:

@@ -34,6 +34,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from reportgen.load import wire
 from reportgen.load.records import RequestRecord, RequestSpec
 from reportgen.sse import SSEDecoder
 
@@ -46,7 +47,7 @@ PREOPEN_TIMEOUT_S = 30.0  # pre-opening gives up after this long (or the request
 ERROR_TEXT = 300  # characters of an error message kept
 
 
-class ReadyTimes(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+class ReadyTimes(selectors.DefaultSelector):
     """The platform's selector, noting when each socket was last reported readable.
 
     ``ready[fd]`` is the ``time.perf_counter()`` reading taken as the poll returned: a chunk
@@ -95,10 +96,49 @@ def _sent_signal() -> aiohttp.TraceConfig:
     return config
 
 
-def new_session(connections: int, timeout_s: float) -> aiohttp.ClientSession:
-    """A session whose pool holds ``connections`` (0 = no limit), so requests never queue
-    for a connection inside aiohttp: waiting is the load generator's decision, not the pool's.
-    Idle connections stay pooled for KEEPALIVE_S, so those ``preopen`` opened before the
+class Session:
+    """Where a share's requests go out: kernel-timed plain HTTP connections (``wire``) for
+    http:// URLs, aiohttp for https:// (or when ``transport="aiohttp"``). Use as an async
+    context manager; it closes every connection it opened."""
+
+    def __init__(
+        self, base_url: str, connections: int, timeout_s: float, transport: str | None = None
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        kind = transport or TRANSPORT
+        if kind == "wire" and not self.base_url.startswith("http://"):
+            kind = "aiohttp"
+        self.kind = kind
+        self.pool: wire.Pool | None = None
+        self.http: aiohttp.ClientSession | None = None
+        if kind == "wire":
+            self.pool = wire.Pool(wire.Target(self.base_url, HEADERS), CONNECT_TIMEOUT_S)
+        else:
+            self.http = _aiohttp_session(connections)
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.close()
+        if self.http is not None:
+            await self.http.close()
+
+
+TRANSPORT = "wire"  # the default for http:// URLs ("aiohttp" to use aiohttp everywhere)
+
+
+def new_session(
+    base_url: str, connections: int, timeout_s: float, transport: str | None = None
+) -> Session:
+    """A ``Session`` for ``connections`` requests in flight (0 = no limit): requests never
+    queue for a connection inside it, since waiting is the load generator's decision."""
+    return Session(base_url, connections, timeout_s, transport)
+
+
+def _aiohttp_session(connections: int) -> aiohttp.ClientSession:
+    """Idle connections stay pooled for KEEPALIVE_S, so those ``preopen`` opened before the
     level are still there when its requests start. The whole-request timeout is applied per
     request by ``send``."""
     connector = aiohttp.TCPConnector(
@@ -110,43 +150,61 @@ def new_session(connections: int, timeout_s: float) -> aiohttp.ClientSession:
     )
 
 
-async def preopen(
-    session: aiohttp.ClientSession, base_url: str, connections: int, timeout_s: float
-) -> None:
+async def preopen(session: Session, connections: int, timeout_s: float) -> None:
     """Open ``connections`` connections and leave them idle in ``session``'s pool, so the
     level's first requests do not pay for TCP connection setup: as many concurrent GETs of
-    ``{base_url}/v1/models`` (then ``/health`` if that fails with an HTTP error), each body
-    read so its connection returns to the pool. Statuses and failures are ignored (a server
-    that cannot be reached fails the level's requests, which record it); gives up after
-    PREOPEN_TIMEOUT_S (or ``timeout_s``, if shorter)."""
+    ``/v1/models`` (then ``/health`` if that fails with an HTTP error), each body read so
+    its connection returns to the pool and the server has surely accepted it. Statuses and
+    failures are ignored (a server that cannot be reached fails the level's requests, which
+    record it); gives up after PREOPEN_TIMEOUT_S (or ``timeout_s``, if shorter)."""
     if connections < 1:
         return
-    base = base_url.rstrip("/")
+    base = session.base_url
+
+    async def one_wire(pool: wire.Pool) -> None:
+        conn = await pool.connect()
+        loop = asyncio.get_running_loop()
+        for path in PREOPEN_PATHS:
+            got = wire.Collect(loop.create_future())
+            conn.send(pool.target.request("GET", path), got)
+            await got.done
+            if got.error is not None or not conn.reusable:
+                conn.close()
+                return
+            if got.status < 400:
+                break
+        pool.release(conn)
+
+    async def one_aiohttp(http: aiohttp.ClientSession) -> None:
+        for path in PREOPEN_PATHS:
+            async with http.get(base + path) as resp:
+                await resp.read()
+                if resp.status < 400:
+                    return
 
     async def one() -> None:
-        for path in PREOPEN_PATHS:
-            try:
-                async with session.get(base + path) as resp:
-                    await resp.read()
-                    if resp.status < 400:
-                        return
-            except Exception:  # not a request of the level: nothing to record
-                return
+        try:
+            if session.pool is not None:
+                await one_wire(session.pool)
+            elif session.http is not None:
+                await one_aiohttp(session.http)
+        except Exception:  # not a request of the level: nothing to record
+            return
 
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(min(timeout_s, PREOPEN_TIMEOUT_S)):
             await asyncio.gather(*(one() for _ in range(connections)))
 
 
-def endpoint(base_url: str, spec: RequestSpec) -> str:
-    """The full URL of ``spec``'s endpoint."""
+def endpoint(spec: RequestSpec) -> str:
+    """The path of ``spec``'s endpoint."""
     path, _ = spec.body("")
-    return base_url.rstrip("/") + path
+    return path
 
 
 async def send(
-    session: aiohttp.ClientSession,
-    url: str,
+    session: Session,
+    path: str,
     spec: RequestSpec,
     prompt: str,
     index: int,
@@ -167,16 +225,25 @@ async def send(
         scheduled=scheduled,
     )
     sent: list[float] = []
+    keep = spec.keep_text_chars
     try:
         async with asyncio.timeout(timeout_s):
-            if spec.stream:
-                await _stream(session, url, payload, rec, parts, spec.keep_text_chars, t0, sent)
+            if session.pool is not None:
+                await _wire(session.pool, path, payload, spec.stream, rec, parts, keep, t0, sent)
+            elif spec.stream:
+                assert session.http is not None
+                url = session.base_url + path
+                await _stream(session.http, url, payload, rec, parts, keep, t0, sent)
             else:
-                await _whole(session, url, payload, rec, parts, t0, sent)
+                assert session.http is not None
+                url = session.base_url + path
+                await _whole(session.http, url, payload, rec, parts, t0, sent)
     except TimeoutError:
         _fail(rec, f"timeout: no complete response within {timeout_s:g} s")
     except aiohttp.ClientConnectorError as exc:
         _fail(rec, f"connect error: {exc}")
+    except ConnectionError as exc:  # wire: connecting failed
+        _fail(rec, f"connect error: {type(exc).__name__}: {exc}")
     except (aiohttp.ClientError, OSError) as exc:
         _fail(rec, f"connection error: {type(exc).__name__}: {exc}")
     except Exception as exc:  # a request must never take the level down
@@ -184,14 +251,158 @@ async def send(
     rec.end = time.perf_counter() - t0
     if sent:
         rec.start = sent[0] - t0
-    rec.output_text = "".join(parts)[: spec.keep_text_chars]
+    rec.output_text = "".join(parts)[:keep]
     if rec.output_tokens_source != "usage":
         rec.output_tokens = len(rec.chunk_times)
     return rec
 
 
+class _Events:
+    """A streamed body's SSE events into ``rec``: chunk times and sizes, text, usage, and
+    the failure, if any. ``feed`` returns False once the request has failed."""
+
+    __slots__ = ("rec", "parts", "keep", "kept", "done", "decoder")
+
+    def __init__(self, rec: RequestRecord, parts: list[str], keep: int) -> None:
+        self.rec, self.parts, self.keep = rec, parts, keep
+        self.kept = 0
+        self.done = False  # [DONE] seen
+        self.decoder = SSEDecoder()
+
+    def feed(self, chunk: bytes, now: float) -> bool:
+        return self._events(self.decoder.feed(chunk), now, False)
+
+    def close(self, now: float, cut: str = "") -> None:
+        """The body ended (``cut``: how, when the connection broke)."""
+        if self._events(self.decoder.close(), now, True) and not self.done:
+            _fail(self.rec, "stream ended without [DONE]" + (f": {cut}" if cut else ""))
+
+    def _events(self, events: list[bytes], now: float, eof: bool) -> bool:
+        rec = self.rec
+        loads = orjson.loads
+        for data in events:
+            if data == b"[DONE]":
+                self.done = True
+                continue
+            try:
+                obj = loads(data)
+            except orjson.JSONDecodeError:
+                if eof:  # the last event of a stream cut short, itself cut: not usable
+                    break
+                _fail(rec, f"invalid JSON in stream: {data[:100]!r}")
+                return False
+            if type(obj) is not dict:
+                _fail(rec, f"invalid JSON in stream: not an object: {data[:100]!r}")
+                return False
+            choices = obj.get("choices")
+            if choices:
+                choice = choices[0]
+                delta = choice.get("delta")
+                if delta is not None:
+                    piece = delta.get("content") or ""
+                    # reasoning models: vLLM and SGLang name the field one way or the other
+                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                    if reasoning:
+                        piece = reasoning + piece
+                else:
+                    piece = choice.get("text") or ""
+                if piece:
+                    if rec.first_token is None:
+                        rec.first_token = now
+                    rec.chunk_times.append(now)
+                    rec.chunk_chars.append(len(piece))
+                    if self.kept < self.keep:
+                        self.parts.append(piece)
+                        self.kept += len(piece)
+            elif "error" in obj or obj.get("object") == "error":
+                msg = _error_message(obj) or data[:200].decode(errors="replace")
+                _fail(rec, f"error in stream: {msg}")
+                return False
+            usage = obj.get("usage")
+            if usage:
+                _take_usage(rec, usage)
+        return True
+
+
+class _WireSink:
+    """One wire request's response into its record (``wire.Sink``)."""
+
+    __slots__ = ("rec", "parts", "t0", "events", "status", "error_body", "done", "stream")
+
+    def __init__(
+        self,
+        rec: RequestRecord,
+        parts: list[str],
+        keep: int,
+        t0: float,
+        stream: bool,
+        done: asyncio.Future[None],
+    ) -> None:
+        self.rec, self.parts, self.t0, self.stream, self.done = rec, parts, t0, stream, done
+        self.events = _Events(rec, parts, keep)
+        self.status = 0
+        self.error_body = bytearray()
+
+    def headers(self, status: int) -> None:
+        self.status = self.rec.http_status = status
+
+    def body(self, data: bytes, t: float) -> bool:
+        if self.status != 200 or not self.stream:
+            self.error_body += data  # (the whole body, for a non-streamed answer)
+            return True
+        if self.events.feed(data, t - self.t0):
+            return True
+        self._resolve()
+        return False
+
+    def end(self, t: float) -> None:
+        if self.status != 200:
+            _fail(self.rec, _http_error(self.status, bytes(self.error_body)))
+        elif self.stream:
+            self.events.close(t - self.t0)
+        else:
+            _whole_answer(self.rec, self.parts, bytes(self.error_body), t - self.t0)
+        self._resolve()
+
+    def lost(self, message: str, t: float, answered: bool) -> None:
+        if not answered:
+            _fail(self.rec, f"connection error: {message}")
+        elif self.status == 200 and self.stream:
+            self.events.close(t - self.t0, message)
+        else:
+            _fail(self.rec, f"connection error: {message}")
+        self._resolve()
+
+    def _resolve(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+async def _wire(
+    pool: wire.Pool,
+    path: str,
+    payload: bytes,
+    stream: bool,
+    rec: RequestRecord,
+    parts: list[str],
+    keep: int,
+    t0: float,
+    sent: list[float],
+) -> None:
+    conn = await pool.acquire()
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    sink = _WireSink(rec, parts, keep, t0, stream, done)
+    try:
+        sent.append(conn.send(pool.target.request("POST", path, payload), sink))
+        await done
+    finally:
+        if not done.done():  # timed out or cancelled: the connection is in an unknown state
+            conn.close()
+        pool.release(conn)
+
+
 async def _stream(
-    session: aiohttp.ClientSession,
+    http: aiohttp.ClientSession,
     url: str,
     payload: bytes,
     rec: RequestRecord,
@@ -200,78 +411,29 @@ async def _stream(
     t0: float,
     sent: list[float],
 ) -> None:
-    async with session.post(url, data=payload, trace_request_ctx=sent) as resp:
+    async with http.post(url, data=payload, trace_request_ctx=sent) as resp:
         rec.http_status = resp.status
         if resp.status != 200:
             _fail(rec, _http_error(resp.status, await resp.read()))
             return
-        decoder = SSEDecoder()
         read = resp.content.readany
         clock = _arrival_clock(resp)
-        loads = orjson.loads
-        times, chars = rec.chunk_times, rec.chunk_chars
-        kept = 0
-        done = False
-        cut = ""
-        eof = False
-        while not eof:
+        events = _Events(rec, parts, keep)
+        while True:
             try:
                 chunk = await read()
             except aiohttp.ClientPayloadError as exc:  # connection closed mid-body
-                chunk, cut = b"", f"{type(exc).__name__}: {exc}"
-            now = clock() - t0
-            if chunk:
-                events = decoder.feed(chunk)
-            else:
-                eof = True
-                events = decoder.close()
-            for data in events:
-                if data == b"[DONE]":
-                    done = True
-                    continue
-                try:
-                    obj = loads(data)
-                except orjson.JSONDecodeError:
-                    if eof:  # the last event of a stream cut short, itself cut: not usable
-                        break
-                    _fail(rec, f"invalid JSON in stream: {data[:100]!r}")
-                    return
-                if type(obj) is not dict:
-                    _fail(rec, f"invalid JSON in stream: not an object: {data[:100]!r}")
-                    return
-                choices = obj.get("choices")
-                if choices:
-                    choice = choices[0]
-                    delta = choice.get("delta")
-                    if delta is not None:
-                        piece = delta.get("content") or ""
-                        # reasoning models: vLLM and SGLang name the field one way or the other
-                        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                        if reasoning:
-                            piece = reasoning + piece
-                    else:
-                        piece = choice.get("text") or ""
-                    if piece:
-                        if rec.first_token is None:
-                            rec.first_token = now
-                        times.append(now)
-                        chars.append(len(piece))
-                        if kept < keep:
-                            parts.append(piece)
-                            kept += len(piece)
-                elif "error" in obj or obj.get("object") == "error":
-                    msg = _error_message(obj) or data[:200].decode(errors="replace")
-                    _fail(rec, f"error in stream: {msg}")
-                    return
-                usage = obj.get("usage")
-                if usage:
-                    _take_usage(rec, usage)
-        if not done:
-            _fail(rec, "stream ended without [DONE]" + (f": {cut}" if cut else ""))
+                events.close(clock() - t0, f"{type(exc).__name__}: {exc}")
+                return
+            if not chunk:
+                events.close(clock() - t0)
+                return
+            if not events.feed(chunk, clock() - t0):
+                return
 
 
 async def _whole(
-    session: aiohttp.ClientSession,
+    http: aiohttp.ClientSession,
     url: str,
     payload: bytes,
     rec: RequestRecord,
@@ -280,7 +442,7 @@ async def _whole(
     sent: list[float],
 ) -> None:
     """Non-streaming: the whole answer is its one chunk, so TTFT equals end-to-end latency."""
-    async with session.post(url, data=payload, trace_request_ctx=sent) as resp:
+    async with http.post(url, data=payload, trace_request_ctx=sent) as resp:
         rec.http_status = resp.status
         clock = _arrival_clock(resp)
         raw = await resp.read()
@@ -288,6 +450,11 @@ async def _whole(
         if resp.status != 200:
             _fail(rec, _http_error(resp.status, raw))
             return
+    _whole_answer(rec, parts, raw, now)
+
+
+def _whole_answer(rec: RequestRecord, parts: list[str], raw: bytes, now: float) -> None:
+    """A non-streamed 200 answer (arrived at ``now``) into ``rec``."""
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:

@@ -34,8 +34,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-import aiohttp
-
 from reportgen.load import client
 from reportgen.load.records import RequestRecord, RequestSpec
 
@@ -70,12 +68,12 @@ async def run_share(
     """Open the share's connections, get ``t0`` from ``start`` and run the share from then
     (waiting until ``t0``). Returns when its last request ended (seconds after ``t0``), the
     event loop's lag samples (seconds, see ``_probe``) and the seconds spent pre-opening."""
-    url = client.endpoint(share.base_url, share.spec)
+    url = client.endpoint(share.spec)
     lags: list[float] = []
     with no_full_collections():
-        async with client.new_session(share.clients, share.timeout_s) as session:
+        async with client.new_session(share.base_url, share.clients, share.timeout_s) as session:
             began = time.perf_counter()
-            await client.preopen(session, share.base_url, share.preopen, share.timeout_s)
+            await client.preopen(session, share.preopen, share.timeout_s)
             preopen_s = time.perf_counter() - began
             t0 = await start(preopen_s)
             delay = t0 - time.perf_counter()
@@ -119,7 +117,7 @@ async def _probe(lags: list[float]) -> None:
 
 async def _closed(
     share: Share,
-    session: aiohttp.ClientSession,
+    session: client.Session,
     url: str,
     t0: float,
     take: Take,
@@ -143,7 +141,7 @@ async def _closed(
 
 async def _open(
     share: Share,
-    session: aiohttp.ClientSession,
+    session: client.Session,
     url: str,
     t0: float,
     emit: Callable[[RequestRecord], None],
