@@ -5,7 +5,7 @@ chunks and requests per CPU-second of the client. A run records the ceiling and 
 level whose chunk rate came above 80% of it (scaled by the client's worker processes) as
 client-limited: its numbers may describe the client rather than the server.
 
-The result is cached per host and reportgen version in ~/.cache/reportgen/.
+The result is cached per host, reportgen version and client revision in ~/.cache/reportgen/.
 """
 
 from __future__ import annotations
@@ -24,11 +24,15 @@ from reportgen.results import atomic_write_bytes
 from reportgen.server import ServerProcess, free_port
 
 CHUNKS_PER_REQUEST = 256
+# Bumped when the load generator's cost per request changes, so a cached ceiling measured
+# with an older hot path is measured again (2: kernel-timed plain connections).
+CLIENT_REVISION = 2
 
 
 def cache_path() -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "reportgen" / f"calibration-{socket.gethostname()}-{__version__}.json"
+    name = f"calibration-{socket.gethostname()}-{__version__}-r{CLIENT_REVISION}.json"
+    return base / "reportgen" / name
 
 
 def load_cached() -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ flight (``preopen_connections``) and keeps them in its pool, so TCP connection s
 part of any request's latency; ``LevelRun.preopen_s`` says how long that took.
 
 One event loop (in this process) is enough at moderate load; beyond that, worker processes
-each run their own loop and aiohttp session over a share of the clients or arrivals, and
+each run their own loop and connections over a share of the clients or arrivals, and
 stream their records back (see ``reportgen.load.worker``). ``auto_workers`` says when.
 """
 
@@ -43,7 +43,7 @@ from reportgen.load.worker import Share
 __all__ = ["LevelRun", "RequestRecord", "RequestSpec", "arrival_times", "auto_workers", "run_load"]
 
 START_MARGIN_S = 0.05  # workers get "go" this long before t0, so all start together
-READY_TIMEOUT_S = 60.0  # a worker imports Python, aiohttp and orjson, and pre-opens (<= 30 s)
+READY_TIMEOUT_S = 60.0  # a worker imports its modules and pre-opens (<= 30 s)
 STOP_TIMEOUT_S = 5.0  # terminated workers get this long before SIGKILL
 LOCAL_START_MARGIN_S = 0.01  # in this thread: from pre-opened connections to t0
 PREOPEN_UNCAPPED = 64  # an open loop with no in-flight cap pre-opens at most this many

@@ -482,6 +482,20 @@ def test_connection_dropped_before_any_response(transport: str) -> None:
     assert (r.error or "").startswith("connection error: " + how[transport])
 
 
+def test_a_server_closing_every_connection_gets_a_new_one_per_request() -> None:
+    with raw_server([OK_SSE, delta("a") + usage(1) + DONE]) as url:  # "Connection: close"
+        lv = run_load(url, CHAT, ["hi"], 1, requests=3)
+    assert [r.status for r in lv.records] == ["ok"] * 3, [r.error for r in lv.records]
+
+
+def test_a_request_larger_than_the_socket_buffer_goes_out_whole() -> None:
+    prompt = "word " * 400_000  # 2 MB of JSON: sent in several writes as the server reads
+    with raw_server([OK_SSE, delta("a") + usage(1) + DONE]) as url:
+        lv = run_load(url, CHAT, [prompt], 1, requests=2)
+    assert [r.status for r in lv.records] == ["ok"] * 2, [r.error for r in lv.records]
+    assert all(r.output_text == "a" for r in lv.records)
+
+
 def test_timeout_keeps_what_arrived() -> None:
     r = one(chunked(delta("a"))[:2], hold=True, timeout_s=0.3)
     assert r.status == "error" and r.error == "timeout: no complete response within 0.3 s"

@@ -16,6 +16,7 @@ microsecond or so. Without `t0_monotonic` (the older `run_level`), `started_at_u
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import sys
@@ -69,8 +70,15 @@ def main(job_path: str, out_path: str) -> int:
     # the level tells its t0 on perf_counter (precise); else its own started_at_unix.
     t0_mono = getattr(run, "t0_monotonic", 0.0) or 0.0
     t0_wall = wall0 + (t0_mono - perf0) if t0_mono else run.started_at_unix
+    summary = None
+    with contextlib.suppress(ImportError):  # the report's own numbers, where this checkout has them
+        from reportgen.analysis.summary import summarize
+
+        full = summarize([r.as_dict() for r in run.records], run.duration_s)
+        summary = {"output_tok_s": full["output_tok_s"], "ttft_p50_ms": full["ttft_ms"]["p50"]}
     out = {
         "api": api,
+        "summary": summary,
         "t0_wall": t0_wall,
         "t0_from": "t0_monotonic + anchor" if t0_mono else "started_at_unix",
         "workers": getattr(run, "workers", 1),

@@ -225,13 +225,19 @@ def _nginx_version(nginx: str) -> str:
 
 
 def start_sim(
-    workdir: Path, kind: str, ttft_ms: float, itl_ms: float, record: bool = True
+    workdir: Path,
+    kind: str,
+    ttft_ms: float,
+    itl_ms: float,
+    record: bool = True,
+    **flags: object,
 ) -> Server:
-    """`reportgen sim` (this checkout's), optionally recording every chunk's send time."""
+    """`reportgen sim` (this checkout's), optionally recording every chunk's send time;
+    ``flags``: more of its flags (``jitter=0.05``, ``seed=1``)."""
     port = free_port()
     sends = workdir / f"{kind}.sends.jsonl" if record else None
     cmd = sim.command(
-        port, ttft_ms=ttft_ms, itl_ms=itl_ms, ttft_growth=0, itl_growth=0, model=MODEL
+        port, ttft_ms=ttft_ms, itl_ms=itl_ms, ttft_growth=0, itl_growth=0, model=MODEL, **flags
     )
     if sends is not None:
         cmd += ["--record-sends", str(sends)]
@@ -240,7 +246,8 @@ def start_sim(
     url = f"http://127.0.0.1:{port}"
     _wait_ready(url + "/health", proc, log)
     _warm_up(url)
-    what = f"reportgen sim, TTFT {ttft_ms:g} ms, ITL {itl_ms:g} ms, no growth, no jitter"
+    what = f"reportgen sim, TTFT {ttft_ms:g} ms, ITL {itl_ms:g} ms, no growth"
+    what += "".join(f", {k} {v}" for k, v in flags.items()) if flags else ", no jitter"
     return Server(
         kind=kind,
         url=url,

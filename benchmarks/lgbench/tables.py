@@ -93,13 +93,18 @@ def paced_table(results: dict[str, Any]) -> str:
     rows = [r for r in results["runs"] if r["workload"] == "paced"]
     if not rows:
         return ""
+    server = results.get("servers", {}).get("paced", {}).get("description", "")
+    received = (
+        "request received (kernel time)"
+        if "SO_TIMESTAMPNS" in server
+        else "request received (its handler started)"
+    )
     out = [
-        "Paced server (reportgen sim: TTFT 50 ms, ITL 10 ms, 64 tokens, a fresh one per run, "
-        "recording when it wrote each chunk); requests per level = "
+        f"Paced server ({server or 'TTFT 50 ms, ITL 10 ms, 64 tokens'}); requests per level = "
         f"{results['plan']['paced']['per_c']}*C. All in ms, p50 / p99, client minus server "
         "(positive = the client saw it late). TTFT err: client TTFT - (first chunk written - "
-        "request received). ITL err: per chunk, client gap - server gap. Request lag: server "
-        "received - client started (client send + server accept). Chunk arrival lag: client "
+        f"{received}). ITL err: per chunk, client gap - server gap. Request lag: server "
+        "received - client started. Chunk arrival lag: client "
         "arrival - server write, on time.time(). Server TTFT / ITL: the server's own p50 / p99.",
         "",
         "| C | client | req/s | client cores | server cores | TTFT err | ITL err | request lag "

@@ -1,9 +1,11 @@
 """Per-level summaries from per-request records.
 
-Definitions (times from the client's clock, in milliseconds unless the name says otherwise):
+Definitions (times from the client's host, in milliseconds unless the name says otherwise; a
+request starts when its bytes go to the kernel, a chunk arrives when the kernel received it;
+see ``reportgen.load.wire``):
 
-- ``ttft_ms``: request start (when it was sent) to the first chunk with non-empty content or
-  reasoning.
+- ``ttft_ms``: request start (when it was sent) to the arrival of the first chunk with
+  non-empty content or reasoning.
 - ``itl_ms``: gap between consecutive output-carrying chunks, pooled over all requests (per
   chunk).
 - ``itl_token_ms``: each chunk gap divided by the tokens that chunk carried, counted once per

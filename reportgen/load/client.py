@@ -1,25 +1,23 @@
-"""One OpenAI-compatible request over aiohttp, streamed or not, into one ``RequestRecord``.
+"""One OpenAI-compatible request, streamed or not, into one ``RequestRecord``.
 
 A request never raises: every failure (HTTP status, connection refused or reset, a stream cut
 short, an error object or garbage inside a 200 stream, a timeout) becomes ``status="error"``
 with a message whose text before the first colon names the kind, and the chunks received
 before the failure are kept.
 
-Where the times come from, so that the client's own work never shows up as latency:
+Two ways out, one record format (``Session`` picks):
 
-- A request starts when its bytes are handed to the kernel (aiohttp's request-chunk-sent
-  signal, just before the one write of headers and body), not when the client began building
-  it: in a burst of new requests the last one would otherwise carry the cost of the others.
-- A chunk arrives when the event loop's poll reported its connection readable
-  (``ReadyTimes``, the loop's selector, notes the time for every ready socket as the poll
-  returns), not when its task got round to reading: with 64 streams ticking together the
-  last task runs about a millisecond after the first.
-Both fall back to the time the task runs, on an event loop not made by ``event_loop()``.
+- http:// (every engine on its host): ``reportgen.load.wire``, keep-alive connections read
+  with ``recvmsg``: a request starts just before its one ``send``, and a chunk arrives when
+  the kernel received it, so the client's own work never shows up as latency.
+- https://: aiohttp. A request starts when its body goes to the socket (aiohttp's
+  request-chunk-sent signal); a chunk arrives when the event loop's poll reported its socket
+  readable (``ReadyTimes``, the loop's selector, notes the time for every ready socket),
+  not when its task got round to reading it. On an event loop not made by ``event_loop()``
+  that falls back to the time the task runs.
 
-The streaming loop is the hot path (one pass per socket read, up to hundreds of thousands a
-second across a level), so it does little: look up the time, split SSE lines, parse JSON
-with orjson, append a time and a length. Output text is kept only up to
-``RequestSpec.keep_text_chars``.
+The streamed body goes through ``_Events`` on both (SSE lines, orjson, one time and length
+appended per output chunk). Output text is kept only up to ``RequestSpec.keep_text_chars``.
 """
 
 from __future__ import annotations
