@@ -110,6 +110,17 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--refresh", action="store_true", help="measure again even if cached")
     cal.add_argument("--json", action="store_true", help="print the result as JSON")
 
+    fp = sub.add_parser(
+        "fingerprint",
+        help="print this host's fingerprint (host, software, GPUs) as a table or JSON",
+        description="Print what a run records about its environment: the host, the software "
+        "stack and every GPU through NVML, each field best-effort (one that cannot be read "
+        "says why).",
+        epilog="example:\n  reportgen fingerprint --json > host.json",
+        formatter_class=_Formatter,
+    )
+    fp.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
     sc = sub.add_parser(
         "schema",
         help="print the campaign file's JSON Schema",
@@ -353,6 +364,25 @@ def _calibrate(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
+def _fingerprint(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen import fingerprint
+
+    data = fingerprint.collect()
+    if args.json:
+        sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+        return EXIT_OK
+    from rich.table import Table
+
+    for section in ("host", "software", "gpus"):
+        table = Table(title=section, show_header=False, title_justify="left")
+        table.add_column("field", style="bold")
+        table.add_column("value", overflow="fold")
+        for key, value in fingerprint.flatten(data[section]):
+            table.add_row(key, value)
+        out.print(table)
+    return EXIT_OK
+
+
 def _schema(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.campaign import json_schema
 
@@ -366,5 +396,6 @@ _COMMANDS = {
     "run": _run,
     "render": _render,
     "calibrate": _calibrate,
+    "fingerprint": _fingerprint,
     "schema": _schema,
 }

@@ -130,6 +130,8 @@ class Driver:
             "concurrency": concurrency,
             "repetition": repetition,
             "started_at_unix": lv.started_at_unix,
+            # the measured window on the records' clock (perf_counter), to cut telemetry
+            "window": {"t0_monotonic": lv.t0_monotonic, "duration_s": lv.duration_s},
             "summary": summary,
         }
         return entry, recs

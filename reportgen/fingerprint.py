@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
+from reportgen.gpu import GpuSource, open_source
 from reportgen.redact import redact_env
 
 PACKAGES = (
@@ -123,61 +124,25 @@ def software() -> dict[str, Any]:
     }
 
 
-def gpus() -> dict[str, Any]:
-    """GPUs through NVML; ``{"available": False, "reason": ...}`` when there is none."""
+def gpus(source: GpuSource | None = None, why: str | None = None) -> dict[str, Any]:
+    """GPUs through ``source`` (NVML by default); ``{"available": False, "reason": ...}``
+    when there is none."""
+    own = source is None and why is None
+    if own:
+        source, why = open_source()
+    if source is None:
+        return {"available": False, "reason": why or "no GPU source"}
     try:
-        import pynvml
-    except ImportError:
-        return {"available": False, "reason": "nvidia-ml-py is not installed"}
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return {"available": False, "reason": f"NVML unavailable: {exc}"}
-    try:
-        devices = []
-
-        def field(fn: Any, *args: Any) -> Any:
-            try:
-                value = fn(*args)
-            except pynvml.NVMLError as exc:
-                return {"error": str(exc)}
-            return value.decode() if isinstance(value, bytes) else value
-
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            cc = field(pynvml.nvmlDeviceGetCudaComputeCapability, h)
-            mem = field(pynvml.nvmlDeviceGetMemoryInfo, h)
-            devices.append(
-                {
-                    "index": i,
-                    "name": field(pynvml.nvmlDeviceGetName, h),
-                    "uuid": field(pynvml.nvmlDeviceGetUUID, h),
-                    "compute_capability": f"{cc[0]}.{cc[1]}" if isinstance(cc, tuple) else cc,
-                    "memory_total_bytes": getattr(mem, "total", mem),
-                    "memory_used_bytes": getattr(mem, "used", None),
-                    "power_limit_w": _scaled(
-                        field(pynvml.nvmlDeviceGetPowerManagementLimit, h), 1e3
-                    ),
-                }
-            )
-        return {
-            "available": True,
-            "driver": field(pynvml.nvmlSystemGetDriverVersion),
-            "cuda_driver": field(pynvml.nvmlSystemGetCudaDriverVersion),
-            "count": len(devices),
-            "devices": devices,
-        }
+        return source.info()
+    except Exception as exc:  # a fingerprint must never stop a run
+        return {"available": False, "reason": f"reading the GPUs failed: {exc}"}
     finally:
-        with contextlib.suppress(pynvml.NVMLError):
-            pynvml.nvmlShutdown()
+        if own:
+            source.close()
 
 
-def _scaled(value: Any, divisor: float) -> Any:
-    return value / divisor if isinstance(value, int | float) else value
-
-
-def collect() -> dict[str, Any]:
-    return {"host": host(), "software": software(), "gpus": gpus()}
+def collect(source: GpuSource | None = None, why: str | None = None) -> dict[str, Any]:
+    return {"host": host(), "software": software(), "gpus": gpus(source, why)}
 
 
 def host_mismatches(expect: dict[str, Any], gpu_info: dict[str, Any]) -> list[str]:
@@ -202,3 +167,23 @@ def host_mismatches(expect: dict[str, Any], gpu_info: dict[str, Any]) -> list[st
         if devices and not all(name.lower() in n.lower() for n in names):
             out.append(f"expected GPU name containing {name!r}, found {', '.join(names)}")
     return out
+
+
+def flatten(data: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """(dotted key, text) pairs of a nested fingerprint, for tables; an unreadable field
+    shows as "unavailable: why"."""
+    if isinstance(data, dict) and set(data) == {"error"}:
+        return [(prefix, f"unavailable: {data['error']}")]
+    if isinstance(data, dict):
+        out: list[tuple[str, str]] = []
+        for key, value in data.items():
+            out += flatten(value, f"{prefix}.{key}" if prefix else str(key))
+        return out or [(prefix, "-")]
+    if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
+        out = []
+        for i, value in enumerate(data):
+            out += flatten(value, f"{prefix}[{i}]")
+        return out
+    if isinstance(data, list):
+        return [(prefix, ", ".join(str(x) for x in data) or "-")]
+    return [(prefix, "-" if data is None else str(data))]

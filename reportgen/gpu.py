@@ -443,8 +443,20 @@ class FakeSource:
         pass
 
 
+CAPTURE_ENV = "REPORTGEN_GPU_CAPTURE"
+
+
 def open_source() -> tuple[GpuSource | None, str | None]:
-    """NVML if it works here, else ``(None, why)``."""
+    """NVML if it works here, else ``(None, why)``. With ``REPORTGEN_GPU_CAPTURE`` set to a
+    capture file, that capture replayed instead (tests and demos on hosts without a GPU)."""
+    import os
+
+    capture = os.environ.get(CAPTURE_ENV)
+    if capture:
+        try:
+            return FakeSource(capture), None
+        except (OSError, ValueError, KeyError) as exc:
+            return None, f"{CAPTURE_ENV}={capture}: not a readable GPU capture ({exc})"
     try:
         return NvmlSource(), None
     except GpuUnavailable as exc:

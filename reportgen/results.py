@@ -22,9 +22,11 @@ from typing import Any
 import pandas as pd
 
 from reportgen.errors import ResultsError
+from reportgen.gpu import TELEMETRY_FIELDS
 
 SCHEMA_VERSION = 1
 RESULTS = "results.json"
+TELEMETRY_COLUMNS = ("t", "gpu", *TELEMETRY_FIELDS)
 REQUEST_COLUMNS = (
     "experiment",
     "concurrency",
@@ -108,8 +110,26 @@ def load(target: str | Path) -> dict[str, Any]:
 
 def save_requests(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) -> Path:
     """Write one experiment's request records (atomically) as a Parquet table."""
-    path = run_dir / "requests" / f"{experiment}.parquet"
     frame = pd.DataFrame(rows, columns=list(REQUEST_COLUMNS))
+    return _save_table(run_dir / "requests" / f"{experiment}.parquet", frame)
+
+
+def save_telemetry(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) -> Path:
+    """Write one experiment's GPU telemetry rows (``reportgen.gpu``'s fields, ``t`` on the
+    records' perf_counter clock) atomically as a Parquet table."""
+    frame = pd.DataFrame(rows, columns=list(TELEMETRY_COLUMNS))
+    return _save_table(run_dir / "telemetry" / f"{experiment}.parquet", frame)
+
+
+def load_telemetry(run_dir: Path, experiment: str) -> pd.DataFrame:
+    """One experiment's telemetry rows (empty table when none were saved)."""
+    path = run_dir / "telemetry" / f"{experiment}.parquet"
+    if not path.exists():
+        return pd.DataFrame(columns=list(TELEMETRY_COLUMNS))
+    return pd.read_parquet(path)
+
+
+def _save_table(path: Path, frame: pd.DataFrame) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.fchmod(fd, 0o644)

@@ -14,16 +14,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from reportgen import __version__, calibrate, engines, fingerprint, results, tokens
+from reportgen import __version__, calibrate, engines, fingerprint, gpu, results, telemetry, tokens
 from reportgen.analysis import decide as decide_mod
 from reportgen.analysis.summary import aggregate
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.driver import Driver, keep_text_chars
 from reportgen.errors import GpuError, ReportgenError, ResultsError, ServerError
+from reportgen.gpu import GpuSource
 from reportgen.loadgen import RequestSpec
 from reportgen.progress import ProgressSink, Quiet
 from reportgen.redact import redact_argv, redact_env, redact_flag
 from reportgen.server import ServerProcess, port_is_free
+from reportgen.telemetry import Telemetry
 from reportgen.tokens import Tokenizer
 
 
@@ -69,11 +71,21 @@ class Runner:
         self.resolved: dict[str, Resolved] = {}
         self.results: dict[str, Any] = {}
         self._tokenizers: dict[str, Tokenizer] = {}
+        self.gpu_source: GpuSource | None = None
+        self.gpu_why: str | None = None
 
     # -- the table of contents ---------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        environment = fingerprint.collect()
+        self.gpu_source, self.gpu_why = gpu.open_source()
+        try:
+            return self._run_all()
+        finally:
+            if self.gpu_source is not None:
+                self.gpu_source.close()
+
+    def _run_all(self) -> dict[str, Any]:
+        environment = fingerprint.collect(self.gpu_source, self.gpu_why)
         self._preflight(environment)
         self._start_results(environment)
         self.progress.phase("measuring the client's ceiling (cached per host)")
@@ -211,6 +223,7 @@ class Runner:
             stop_timeout_s=self.m.server.stop_timeout_s,
         )
         rows: list[dict[str, Any]] = []
+        tele = self._telemetry_start(entry)
         try:
             self.progress.phase("starting server")
             srv.start()
@@ -282,11 +295,51 @@ class Runner:
                     + ("process group still alive; " if not stop.group_gone else "")
                     + ("port still in use" if not stop.port_free else "")
                 )
+            self._telemetry_end(r.id, entry, tele)
             entry["finished_at"] = _utc_now()
             entry["by_level"] = _by_level(entry["levels"])
             if rows:
                 results.save_requests(self.run_dir, r.id, rows)
             self._save()
+
+    def _telemetry_start(self, entry: dict[str, Any]) -> Telemetry | None:
+        """Error counters now, and GPU sampling from before the server starts (its loading
+        shows in the charts) until after it stops."""
+        if self.gpu_source is None:
+            entry["telemetry"] = {"error": f"no GPU telemetry: {self.gpu_why}"}
+            return None
+        try:
+            entry["gpu_counters"] = {"before": self.gpu_source.counters()}
+        except Exception as exc:
+            entry["gpu_counters"] = {"error": f"error counters unreadable: {exc}"}
+        return Telemetry(self.gpu_source).start()
+
+    def _telemetry_end(self, exp_id: str, entry: dict[str, Any], tele: Telemetry | None) -> None:
+        if tele is None or self.gpu_source is None:
+            return
+        rows = tele.stop()
+        for level in entry["levels"]:
+            w = level.get("window") or {}
+            if w.get("t0_monotonic"):
+                t0 = float(w["t0_monotonic"])
+                level["telemetry"] = telemetry.window(rows, t0, t0 + float(w["duration_s"]))
+        entry["telemetry"] = {
+            "hz": tele.hz,
+            "rows": len(rows),
+            "late_samples": tele.late_samples,
+            "error": tele.error,
+        }
+        if rows:
+            results.save_telemetry(self.run_dir, exp_id, rows)
+        counters = entry.get("gpu_counters") or {}
+        if "before" in counters:
+            try:
+                counters["after"] = self.gpu_source.counters()
+                counters["new_errors"] = telemetry.counter_deltas(
+                    counters["before"], counters["after"]
+                )
+            except Exception as exc:
+                counters["after"] = {"error": f"error counters unreadable: {exc}"}
 
     def _tokenizer(self, path: str | None) -> Tokenizer | None:
         if path is None:
