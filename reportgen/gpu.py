@@ -423,7 +423,8 @@ class FakeSource:
         self.capture = data
         self.samples: list[list[dict[str, Any]]] = data["samples"]
         self.position = 0
-        self.fail_after: int | None = None  # tests: NVML failing in the middle of a run
+        # NVML failing in the middle of a run: a capture may say after how many samples.
+        self.fail_after: int | None = data.get("fail_after_samples")
 
     def info(self) -> dict[str, Any]:
         return dict(json.loads(json.dumps(self.capture["info"])))

@@ -40,10 +40,12 @@ why = "reference"
 """
 
 
-def run_campaign(tmp_path: Path, extra: str, cache: Path) -> dict:
+def run_campaign(
+    tmp_path: Path, extra: str, cache: Path, env_extra: dict[str, str] | None = None
+) -> dict:
     path = tmp_path / "c.toml"
     path.write_text(SMALL.format(port=free_port(), extra=extra))
-    env = {"XDG_CACHE_HOME": str(cache), "PATH": "/usr/bin:/bin"}
+    env = {"XDG_CACHE_HOME": str(cache), "PATH": "/usr/bin:/bin", **(env_extra or {})}
     res = subprocess.run(
         [
             sys.executable,
@@ -66,6 +68,7 @@ def run_campaign(tmp_path: Path, extra: str, cache: Path) -> dict:
     run_dir = next((tmp_path / "out" / "small").iterdir())
     data = json.loads((run_dir / "results.json").read_text())
     data["_requests"] = results.load_requests(run_dir, "baseline")
+    data["_telemetry"] = results.load_telemetry(run_dir, "baseline")
     return data
 
 
