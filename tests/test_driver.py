@@ -69,6 +69,7 @@ def run_campaign(
     data = json.loads((run_dir / "results.json").read_text())
     data["_requests"] = results.load_requests(run_dir, "baseline")
     data["_telemetry"] = results.load_telemetry(run_dir, "baseline")
+    data["_run_dir"] = run_dir
     return data
 
 

@@ -34,10 +34,20 @@ class Rendered:
     pdf: Path | None
 
 
-def render_html(results: Mapping[str, Any]) -> str:
-    """The report's HTML for a loaded results dict. Pure: reads and writes no file."""
+def render_html(
+    results: Mapping[str, Any], telemetry: Mapping[str, Mapping[str, list[Any]]] | None = None
+) -> str:
+    """The report's HTML for a loaded results dict and, by experiment id, its telemetry
+    columns (``results.load_telemetry``). Pure: reads and writes no file."""
     report = view.build(results)
-    return html.render_page(report, charts.all_charts(report.series))
+    extra = {}
+    for e in report.experiments:
+        columns = (telemetry or {}).get(e.id)
+        if columns and columns.get("t"):
+            extra[f"telemetry-{e.index}"] = charts.telemetry(
+                columns, e.telemetry_windows, f"telemetry-{e.index}"
+            )
+    return html.render_page(report, charts.all_charts(report.series, extra))
 
 
 def render(run_dir: Path, pdf: bool = True) -> Rendered:
@@ -51,12 +61,23 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     data = results_mod.load(run_dir)
     if not run_dir.is_dir():  # given results.json itself: write beside it
         run_dir = run_dir.parent
-    text = render_html(data)
+    text = render_html(data, _telemetry(run_dir, data))
     html_path = _write(run_dir / HTML_NAME, text.encode("utf-8"))
     if not pdf:
         return Rendered(html=html_path, pdf=None)
     printed = printer.html_to_pdf(text, run_dir)
     return Rendered(html=html_path, pdf=_write(run_dir / PDF_NAME, printed.data))
+
+
+def _telemetry(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, list[Any]]]:
+    """Each experiment's saved telemetry table as columns (none for those without one)."""
+    out = {}
+    for e in data.get("experiments") or []:
+        exp_id = str(e.get("id"))
+        frame = results_mod.load_telemetry(run_dir, exp_id)
+        if len(frame):
+            out[exp_id] = {c: frame[c].tolist() for c in ("t", "gpu", "sm_clock_mhz", "power_w")}
+    return out
 
 
 def _write(path: Path, data: bytes) -> Path:

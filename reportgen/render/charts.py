@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib
@@ -249,6 +249,62 @@ def latency(series: Sequence[Series]) -> Markup:
         return _to_svg(fig, "latency")
 
 
-def all_charts(series: Sequence[Series]) -> dict[str, Markup]:
+def telemetry(
+    rows: Mapping[str, Sequence[float]], windows: Sequence[tuple[float, float, str]], salt: str
+) -> Markup:
+    """One experiment's GPU telemetry over time: SM clock and power per GPU, each level's
+    measured window shaded and labelled. ``rows``: columns ``t``, ``gpu``, ``sm_clock_mhz``,
+    ``power_w`` (telemetry table); ``windows``: (start, end, label) on the same clock."""
+    with matplotlib.rc_context(RC):
+        fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
+        FigureCanvasAgg(fig)
+        left, right = fig.subplots(1, 2, sharex=True)
+        t = list(rows.get("t") or [])
+        t0 = min(t) if t else 0.0
+        gpus = sorted({int(g) for g in rows.get("gpu") or []})
+        for ax, key, title, unit in (
+            (left, "sm_clock_mhz", "SM clock", "MHz"),
+            (right, "power_w", "Power", "W"),
+        ):
+            shade = 0
+            for start, end, label in windows:
+                shade += 1 if label else 0  # a new level: the other shade
+                colour = "#e3ebf4" if shade % 2 else "#f1f5f9"
+                ax.axvspan(start - t0, end - t0, color=colour, zorder=0, lw=0)
+            values = list(rows.get(key) or [])
+            for g in gpus:
+                pts = [
+                    (ti - t0, v)
+                    for ti, gi, v in zip(t, rows.get("gpu") or [], values, strict=False)
+                    if int(gi) == g and v is not None and v == v  # NaN: not read
+                ]
+                if pts:
+                    xs, ys = zip(*pts, strict=True)
+                    ax.plot(xs, ys, color=PALETTE[g % len(PALETTE)], lw=1.0, label=f"GPU {g}")
+            if not t:
+                _empty(ax, "no telemetry")
+            ax.set_title(f"{title} ({unit})", loc="left")
+            ax.set_xlabel("seconds since the server started")
+            ax.set_ylim(bottom=0)
+        if windows and t:
+            top = left.get_ylim()[1]
+            span = max(max(t) - t0, 1e-9)
+            last = None
+            for start, _, label in windows:  # skip a label that would overlap the last one
+                if label and (last is None or (start - last) / span > 0.08):
+                    left.text(start - t0, top, label, fontsize=6.5, va="top", color="#555555")
+                    last = start
+        fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, bottom=0.16, top=0.9)
+        if len(gpus) > 1:
+            left.legend(loc="lower right", frameon=False)
+        return _to_svg(fig, salt)
+
+
+def all_charts(
+    series: Sequence[Series],
+    telemetry_charts: Mapping[str, Markup] | None = None,
+) -> dict[str, Markup]:
     """Every chart of the report by name; Markup because this SVG is ours, not user text."""
-    return {"throughput": throughput(series), "latency": latency(series)}
+    out = {"throughput": throughput(series), "latency": latency(series)}
+    out.update(telemetry_charts or {})
+    return out

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportgen.analysis import decide, summary
+from reportgen.fingerprint import flatten
 
 Pair = tuple[str, str]
 
@@ -239,8 +240,23 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
         "gpu_reason": str(gpus.get("reason") or "no reason recorded"),
         "gpu_rows": [
             ("driver", _value(gpus.get("driver"))),
-            ("CUDA driver", _value(gpus.get("cuda_driver"))),
+            ("CUDA driver", _value(gpus.get("cuda_driver_version") or gpus.get("cuda_driver"))),
             ("count", _value(gpus.get("count", len(devices)))),
         ],
         "devices": devices,
+        "device_details": [
+            {"index": _value(d.get("index")), "rows": flatten(d)} for d in gpus.get("devices") or []
+        ],
+        "topology": [
+            {
+                "gpus": " - ".join(str(g) for g in t.get("gpus") or []),
+                "ancestor": _value(t.get("common_ancestor")),
+                **{
+                    k: _value((t.get("p2p") or {}).get(k))
+                    for k in ("read", "write", "nvlink", "atomics")
+                },
+            }
+            for t in gpus.get("topology") or []
+            if isinstance(t, dict)
+        ],
     }

@@ -144,6 +144,10 @@ class Experiment:
     objective_ratio: list[str]  # ... relative to the baseline there (from vs_baseline)
     levels: list[LevelRow]
     notes: list[str]  # measurement caveats by level: client-limited, short outputs, goodput
+    telemetry: list[dict[str, str]]  # per level and GPU, during the measured window
+    telemetry_windows: list[tuple[float, float, str]]  # (start, end, label), records' clock
+    telemetry_note: str  # why there is none, or how it was sampled
+    gpu_errors: list[str]  # error counters that grew during the experiment
 
 
 @dataclass(frozen=True)
@@ -373,7 +377,80 @@ def _experiment(
         ],
         levels=rows,
         notes=_level_notes(mine),
+        telemetry=_telemetry_rows(e),
+        telemetry_windows=_windows(e),
+        telemetry_note=_telemetry_note(e),
+        gpu_errors=[str(x) for x in (e.get("gpu_counters") or {}).get("new_errors") or []],
     )
+
+
+def _windows(e: Mapping[str, Any]) -> list[tuple[float, float, str]]:
+    levels = list(e.get("levels") or [])
+    out = []
+    for lv in levels:
+        w = lv.get("window") or {}
+        if w.get("t0_monotonic"):
+            t0 = float(w["t0_monotonic"])
+            first = int(lv.get("repetition", 0)) == 0  # label a level once, at its first run
+            label = f"C={lv.get('concurrency')}" if first else ""
+            out.append((t0, t0 + float(w.get("duration_s") or 0), label))
+    return out
+
+
+def _telemetry_note(e: Mapping[str, Any]) -> str:
+    info = e.get("telemetry") or {}
+    if info.get("error"):
+        return str(info["error"])
+    if info.get("rows"):
+        late = info.get("late_samples") or 0
+        return f"sampled at {fmt_num(info.get('hz'))} Hz, {info['rows']} rows" + (
+            f", {late} late samples" if late else ""
+        )
+    return ""
+
+
+def _telemetry_rows(e: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row per level and repetition, over all GPUs: mean of the GPUs' means, the lowest
+    minimum and highest maximum, and for clock events the worst GPU's share."""
+    rows = []
+    for lv in e.get("levels") or []:
+        gpus = [g for g in lv.get("telemetry") or [] if g.get("samples")]
+        if not gpus:
+            continue
+
+        def stat(key: str, which: str, gpus: list[dict[str, Any]] = gpus) -> list[float]:
+            return [float(v) for g in gpus if (v := (g.get(key) or {}).get(which)) is not None]
+
+        def mean(xs: list[float]) -> float | None:
+            return sum(xs) / len(xs) if xs else None
+
+        events: dict[str, float] = {}
+        for g in gpus:
+            for name, share in (g.get("clock_events") or {}).items():
+                events[name] = max(events.get(name, 0.0), float(share))
+        slow = [float(g["slowdown_share"]) for g in gpus if g.get("slowdown_share") is not None]
+        rows.append(
+            {
+                "concurrency": str(lv.get("concurrency")),
+                "repetition": str(int(lv.get("repetition", 0)) + 1),
+                "gpus": str(len(gpus)),
+                "sm_clock": f"{fmt_num(mean(stat('sm_clock_mhz', 'mean')))} "
+                f"({fmt_num(min(stat('sm_clock_mhz', 'min'), default=None))}-"
+                f"{fmt_num(max(stat('sm_clock_mhz', 'max'), default=None))})",
+                "power": f"{fmt_num(mean(stat('power_w', 'mean')))} / "
+                f"{fmt_num(max(stat('power_w', 'max'), default=None))}",
+                "temp": fmt_num(max(stat("temp_c", "max"), default=None)),
+                "util": fmt_num(mean(stat("util_gpu_pct", "mean"))),
+                "slowdown": f"{max(slow):.0%}" if slow else "–",
+                "events": ", ".join(
+                    f"{name.replace('_', ' ')} {share:.0%}"
+                    for name, share in sorted(events.items())
+                )
+                or "none",
+                "samples": str(min(int(g["samples"]) for g in gpus)),
+            }
+        )
+    return rows
 
 
 def _level_notes(levels: Mapping[int, Mapping[str, Any]]) -> list[str]:
