@@ -75,6 +75,11 @@ class HostExpect(_Model):
 
 class Host(_Model):
     expect: HostExpect = Field(default_factory=lambda: HostExpect())  # type: ignore[call-arg]
+    repos: list[str] = Field(
+        default_factory=list,
+        description="Git checkouts whose commit and uncommitted changes the run records (an "
+        "engine built from source, say); relative to the campaign file.",
+    )
 
 
 class Server(_Model):

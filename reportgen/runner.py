@@ -85,7 +85,13 @@ class Runner:
                 self.gpu_source.close()
 
     def _run_all(self) -> dict[str, Any]:
-        environment = fingerprint.collect(self.gpu_source, self.gpu_why)
+        here = Path(self.campaign.path).resolve().parent
+        environment = fingerprint.collect(
+            self.gpu_source,
+            self.gpu_why,
+            repos=[here / p for p in self.m.host.repos],
+            env_keys=sorted(self.m.server.env),
+        )
         self._preflight(environment)
         self._start_results(environment)
         self.progress.phase("measuring the client's ceiling (cached per host)")

@@ -172,6 +172,8 @@ def _value(v: Any) -> str:
         return "yes" if v else "no"
     if isinstance(v, list | tuple):
         return ", ".join(_value(x) for x in v)
+    if isinstance(v, Mapping):  # a group of fields: "key: value" pairs
+        return "; ".join(f"{k}: {_value(x)}" for k, x in v.items()) or "–"
     return str(v)
 
 
@@ -180,12 +182,19 @@ HOST_FIELDS: tuple[Pair, ...] = (
     ("cpu_model", "CPU"),
     ("cpu_count", "CPUs"),
     ("cpu_affinity", "CPUs usable by the run"),
+    ("cpu_mhz_now", "CPU MHz (now)"),
+    ("cpu_max_mhz", "CPU max MHz"),
+    ("frequency_governor", "frequency governor"),
+    ("turbo", "turbo / boost"),
+    ("numa_nodes", "NUMA nodes (CPUs)"),
     ("memory_gib", "memory (GiB)"),
     ("os", "OS"),
     ("kernel", "kernel"),
     ("machine", "architecture"),
+    ("virtualization", "virtualised by"),
     ("python", "Python"),
-    ("container", "in a container"),
+    ("container", "container"),
+    ("cgroup_limits", "cgroup limits"),
 )
 
 
@@ -210,6 +219,22 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
                 f"{sw.get('installed_packages_sha256')})",
             )
         )
+    stack = sw.get("torch_stack")
+    if stack:
+        software.append(("torch stack (reportgen's Python)", _value(stack)))
+    for repo in sw.get("repos") or []:
+        if isinstance(repo, Mapping):
+            state = (
+                f"unavailable ({repo['error']})"
+                if "error" in repo
+                else f"{repo.get('commit')}"
+                + (
+                    f" ({repo.get('changed_files')} uncommitted changes)"
+                    if repo.get("dirty")
+                    else ""
+                )
+            )
+            software.append((f"repository {repo.get('path')}", state))
     packages = [
         (str(k), "not installed" if v is None else _value(v))
         for k, v in (sw.get("packages") or {}).items()
