@@ -1,12 +1,14 @@
 """Engine adapters: how each serving engine is started, spoken to and judged ready.
 
-One small object per engine. Later work adds info endpoints, metric names and log patterns;
-the runner only ever talks to an engine through this interface.
+One small object per engine: how it is started, its flags written, readiness judged, exact
+output lengths asked for, and where its own evidence is (info endpoints, Prometheus metrics,
+log lines worth quoting). The runner only ever talks to an engine through this interface.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +24,16 @@ class Engine:
     simulated: bool = False
     # Request fields this engine understands for "produce exactly N tokens".
     exact_length_fields: tuple[str, ...] = ()
+    info_paths: tuple[str, ...] = ("/v1/models",)  # GETs recorded once the server is ready
+    metrics_path: str | None = "/metrics"  # Prometheus text, scraped around every level
+    # Named regular expressions whose first matching log line the report shows.
+    log_patterns: tuple[tuple[str, str], ...] = ()
+
+    def patterns(self) -> dict[str, str]:
+        found = dict(self.log_patterns)
+        if self.ready_log_line:
+            found.setdefault("ready", re.escape(self.ready_log_line))
+        return found
 
     def command(self, configured: list[str] | None) -> list[str]:
         if configured:
@@ -88,6 +100,13 @@ ENGINES: dict[str, Engine] = {
         health_path="/health",
         ready_log_line="The server is fired up and ready to roll!",
         exact_length_fields=("ignore_eos", "min_tokens"),
+        info_paths=("/server_info", "/get_server_info", "/get_model_info", "/v1/models"),
+        log_patterns=(
+            ("server_args", r"server_args=ServerArgs\("),
+            ("cuda_graph_captured", r"Capture cuda graph end|Capture cuda graph bs"),
+            ("custom_all_reduce_disabled", r"[Cc]ustom all-?reduce is disabled"),
+            ("decode_batch", r"Decode batch\."),
+        ),
     ),
     "vllm": Engine(
         name="vllm",
@@ -96,6 +115,12 @@ ENGINES: dict[str, Engine] = {
         health_path="/health",
         ready_log_line="Application startup complete.",
         exact_length_fields=("ignore_eos", "min_tokens"),
+        info_paths=("/version", "/v1/models"),
+        log_patterns=(
+            ("non_default_args", r"non-default args:"),
+            ("cuda_graph_captured", r"Graph capturing finished"),
+            ("kv_cache", r"GPU KV cache size"),
+        ),
     ),
     "transformers": Engine(
         name="transformers",
@@ -103,12 +128,14 @@ ENGINES: dict[str, Engine] = {
         default_port=8000,
         health_path="/health",
         ready_log_line="Uvicorn running on",
+        metrics_path=None,  # transformers serve has no Prometheus endpoint
     ),
     "generic": Engine(
         name="generic",
         default_command=None,
         default_port=8000,
         health_path=None,
+        metrics_path=None,
     ),
 }
 

@@ -14,7 +14,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from reportgen import __version__, calibrate, engines, fingerprint, gpu, results, telemetry, tokens
+from reportgen import (
+    __version__,
+    calibrate,
+    engines,
+    evidence,
+    fingerprint,
+    gpu,
+    results,
+    telemetry,
+    tokens,
+)
 from reportgen.analysis import decide as decide_mod
 from reportgen.analysis.summary import aggregate
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
@@ -71,6 +81,7 @@ class Runner:
         self.resolved: dict[str, Resolved] = {}
         self.results: dict[str, Any] = {}
         self._tokenizers: dict[str, Tokenizer] = {}
+        self._metrics_off = False
         self.gpu_source: GpuSource | None = None
         self.gpu_why: str | None = None
 
@@ -216,6 +227,7 @@ class Runner:
 
     def _run_experiment(self, r: Resolved, entry: dict[str, Any]) -> None:
         entry["status"] = "running"
+        self._metrics_off = False
         entry["started_at"] = _utc_now()
         wl = r.workload
         port = self.engine.port(r.args)
@@ -240,6 +252,7 @@ class Runner:
                 "health_checks": ready.health_checks,
                 "generation_checks": ready.generation_checks,
             }
+            entry["engine_info"] = evidence.fetch_info(srv.base_url, self.engine.info_paths)
             model = ready.model or _model_from_args(r.args)
             tokenizer = self._tokenizer(wl.tokenizer)
             spec = RequestSpec(
@@ -267,7 +280,12 @@ class Runner:
             for c in wl.concurrency:
                 for rep in range(wl.repetitions):
                     self.progress.level_start(c, rep, wl.repetitions, wl.requests_per_level)
+                    before = self._scrape(srv.base_url)
                     level, recs = drv.level(c, rep)
+                    if before is not None:
+                        level["engine_metrics"] = evidence.deltas(
+                            before, self._scrape(srv.base_url) or {}
+                        )
                     entry["levels"].append(level)
                     rows.extend(
                         {"experiment": r.id, "concurrency": c, "repetition": rep, **x} for x in recs
@@ -302,11 +320,26 @@ class Runner:
                     + ("port still in use" if not stop.port_free else "")
                 )
             self._telemetry_end(r.id, entry, tele)
+            entry["log_evidence"] = evidence.log_evidence(srv.log_text(), self.engine.patterns())
+            entry["model_files"] = evidence.model_files(
+                r.args, Path(self.campaign.path).resolve().parent
+            )
             entry["finished_at"] = _utc_now()
             entry["by_level"] = _by_level(entry["levels"])
             if rows:
                 results.save_requests(self.run_dir, r.id, rows)
             self._save()
+
+    def _scrape(self, base_url: str) -> dict[str, Any] | None:
+        """The engine's Prometheus metrics now, or None when it has none (or stopped
+        answering: one failed scrape turns them off for the rest of the run)."""
+        path = self.engine.metrics_path
+        if path is None or self._metrics_off:
+            return None
+        got = evidence.scrape(base_url, path)
+        if "error" in got:
+            self._metrics_off = True
+        return got
 
     def _telemetry_start(self, entry: dict[str, Any]) -> Telemetry | None:
         """Error counters now, and GPU sampling from before the server starts (its loading

@@ -135,6 +135,19 @@ class ServerProcess:
                 self._log.flush()
         return tail(self.log_path, lines)
 
+    def log_text(self, limit: int = 8 * 1024 * 1024) -> str:
+        """The server's log so far (its first ``limit`` bytes), secrets redacted."""
+        from reportgen.redact import redact_text
+
+        if self._log is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._log.flush()
+        try:
+            with self.log_path.open("rb") as f:
+                return redact_text(f.read(limit).decode("utf-8", errors="replace"))
+        except OSError:
+            return ""
+
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 

@@ -30,7 +30,8 @@ DESCRIPTION = (
     "TTFT and inter-token latency grow with the number of concurrently active requests."
 )
 EPILOG = (
-    "Endpoints: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions "
+    "Endpoints: GET /health, GET /v1/models, GET /metrics (Prometheus), POST /v1/completions, "
+    "POST /v1/chat/completions "
     "(streaming and non-streaming).\n\n"
     "example:\n  reportgen sim --port 8123 --ttft-ms 50 --itl-ms 8 --itl-growth 0.02 "
     "--max-running-requests 64"
@@ -177,6 +178,8 @@ class _Sim:
         self.args = args
         self.ready = False
         self.active = 0  # requests being served right now (queued ones excluded)
+        # Prometheus counters, named like an engine's ("sim:" as "sglang:" or "vllm:").
+        self.counted = {"requests": 0, "prompt_tokens": 0, "generation_tokens": 0}
         self.handlers: set[asyncio.Task[Any]] = set()
         self.noise = random.Random(args.seed)
         # Lognormal with mean 1 and relative sd `jitter`: sigma^2 = ln(1 + jitter^2).
@@ -235,6 +238,14 @@ class _Sim:
             return web.json_response({"status": "loading"}, status=503)
         return web.json_response({"status": "ok"})
 
+    async def metrics(self, request: web.Request) -> web.Response:
+        """Prometheus text format, as engines expose it."""
+        lines = []
+        for name, value in self.counted.items():
+            lines += [f"# TYPE sim:{name}_total counter", f"sim:{name}_total {value}"]
+        lines += ["# TYPE sim:num_running_reqs gauge", f"sim:num_running_reqs {self.active}"]
+        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+
     async def models(self, request: web.Request) -> web.Response:
         card = {"id": self.args.model, "object": "model", "created": 0, "owned_by": "reportgen"}
         return web.json_response({"object": "list", "data": [card]})
@@ -280,6 +291,9 @@ class _Sim:
             "completion_tokens": n,
             "total_tokens": len(prompt.split()) + n,
         }
+        self.counted["requests"] += 1
+        self.counted["prompt_tokens"] += usage["prompt_tokens"]
+        self.counted["generation_tokens"] += n  # (as scheduled: counted when accepted)
         tokens = self.text(prompt, n)
         head = {
             "id": ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex,
@@ -410,6 +424,7 @@ async def _run(args: argparse.Namespace) -> int:
         [
             web.get("/health", sim.health),
             web.get("/v1/models", sim.models),
+            web.get("/metrics", sim.metrics),
             web.post("/v1/completions", sim.completions),
             web.post("/v1/chat/completions", sim.chat),
         ]

@@ -1,0 +1,138 @@
+"""The engine's own evidence: its info endpoints, its Prometheus counters around each level,
+what its log says, and fingerprints of the model's configuration files.
+
+Everything here is best-effort and never raises: an endpoint that does not answer or a
+file that cannot be read is recorded as ``{"error": why}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+TIMEOUT_S = 5.0
+MAX_TEXT = 20_000  # characters kept of a non-JSON answer or a log match
+MAX_SERIES = 400  # metric series kept per scrape
+MODEL_ARGS = ("model-path", "model", "model_path", "model-name-or-path")
+CONFIG_FILES = (
+    "config.json",
+    "hf_quant_config.json",
+    "quantize_config.json",
+    "quantization_config.json",
+    "generation_config.json",
+    "tokenizer_config.json",
+)
+
+
+def fetch_info(base_url: str, paths: Sequence[str]) -> dict[str, Any]:
+    """GET each path; JSON answers as data, others as (truncated) text, failures as errors."""
+    out: dict[str, Any] = {}
+    with httpx.Client(base_url=base_url, timeout=TIMEOUT_S) as client:
+        for path in paths:
+            try:
+                resp = client.get(path)
+            except httpx.HTTPError as exc:
+                out[path] = {"error": f"{type(exc).__name__}: {exc}"}
+                continue
+            if resp.status_code != 200:
+                out[path] = {"error": f"HTTP {resp.status_code}"}
+                continue
+            try:
+                out[path] = resp.json()
+            except ValueError:
+                out[path] = resp.text[:MAX_TEXT]
+    return out
+
+
+def scrape(base_url: str, path: str) -> dict[str, Any]:
+    """One Prometheus scrape: ``{"series": {name{labels}: [type, value]}}`` (histogram
+    buckets and created-timestamps left out), or ``{"error": why}``."""
+    try:
+        resp = httpx.get(base_url.rstrip("/") + path, timeout=TIMEOUT_S)
+    except httpx.HTTPError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    if resp.status_code != 200:
+        return {"error": f"HTTP {resp.status_code}"}
+    series: dict[str, list[Any]] = {}
+    try:
+        for family in text_string_to_metric_families(resp.text):
+            for s in family.samples:
+                if s.name.endswith(("_bucket", "_created")) or len(series) >= MAX_SERIES:
+                    continue
+                labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
+                key = f"{s.name}{{{labels}}}" if labels else s.name
+                series[key] = [family.type, float(s.value)]
+    except ValueError as exc:
+        return {"error": f"not Prometheus text: {exc}"}
+    return {"series": series}
+
+
+def deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """What a level did to the engine's metrics: counters (and histogram/summary sums and
+    counts) as after - before, gauges as their value after. ``{"error": ...}`` when either
+    scrape failed."""
+    if "error" in before or "error" in after:
+        return {"error": str(before.get("error") or after.get("error"))}
+    b, a = before.get("series") or {}, after.get("series") or {}
+    counters, gauges = {}, {}
+    for key, (kind, value) in a.items():
+        if kind == "gauge":
+            gauges[key] = value
+        elif key in b:
+            change = value - b[key][1]
+            if change:
+                counters[key] = change
+    return {"counters": counters, "gauges": gauges}
+
+
+def log_evidence(text: str, patterns: Mapping[str, str]) -> dict[str, Any]:
+    """For each named pattern (a regular expression), the first matching line (or None);
+    plus how many lines are warnings and errors, with the first few of each."""
+    lines = text.splitlines()
+    found: dict[str, str | None] = {}
+    for name, pattern in patterns.items():
+        rx = re.compile(pattern)
+        found[name] = next((ln.strip()[:MAX_TEXT] for ln in lines if rx.search(ln)), None)
+    warnings = [ln.strip() for ln in lines if re.search(r"\bWARN(ING)?\b", ln)]
+    errors = [ln.strip() for ln in lines if re.search(r"\b(ERROR|CRITICAL|Traceback)\b", ln)]
+    return {
+        "found": found,
+        "warnings": len(warnings),
+        "warning_lines": [w[:300] for w in warnings[:5]],
+        "errors": len(errors),
+        "error_lines": [e[:300] for e in errors[:5]],
+    }
+
+
+def model_files(args: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    """sha256 of the model's configuration files, when the server's model argument is a local
+    folder (relative paths from ``base``); the quantization block of config.json separately."""
+    model = next((args[k] for k in MODEL_ARGS if isinstance(args.get(k), str)), None)
+    if model is None:
+        return {"error": "no model argument in the server's flags"}
+    folder = Path(model) if Path(model).is_absolute() else base / model
+    if not folder.is_dir():
+        return {"model": model, "error": "not a local folder (a hub id?): nothing to hash"}
+    out: dict[str, Any] = {"model": model, "files": {}}
+    for name in CONFIG_FILES:
+        path = folder / name
+        if path.is_file():
+            out["files"][name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    config = folder / "config.json"
+    if config.is_file():
+        try:
+            quant = json.loads(config.read_text()).get("quantization_config")
+        except ValueError:
+            quant = None
+        if quant is not None:
+            canonical = json.dumps(quant, sort_keys=True).encode()
+            out["quantization_config_sha256"] = hashlib.sha256(canonical).hexdigest()
+            out["quantization"] = quant.get("quant_method") or quant.get("quant_algo")
+    return out
