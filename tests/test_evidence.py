@@ -75,3 +75,5 @@ def test_a_campaign_records_the_engines_evidence(tmp_path: Path) -> None:
         assert level["engine_metrics"]["gauges"]["sim:num_running_reqs"] == 0
     assert exp["log_evidence"]["found"]["ready"].startswith("sim: ready on")
     assert exp["model_files"] == {"error": "no model argument in the server's flags"}
+    page = (data["_run_dir"] / "report.html").read_text()
+    assert "The engine's own evidence" in page and "sim:requests_total +12" in page

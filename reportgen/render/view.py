@@ -8,6 +8,7 @@ clock, so the same results always give the same report.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -148,6 +149,7 @@ class Experiment:
     telemetry_windows: list[tuple[float, float, str]]  # (start, end, label), records' clock
     telemetry_note: str  # why there is none, or how it was sampled
     gpu_errors: list[str]  # error counters that grew during the experiment
+    evidence: dict[str, Any]  # the engine's own: log lines, info endpoints, metrics, model
 
 
 @dataclass(frozen=True)
@@ -381,7 +383,47 @@ def _experiment(
         telemetry_windows=_windows(e),
         telemetry_note=_telemetry_note(e),
         gpu_errors=[str(x) for x in (e.get("gpu_counters") or {}).get("new_errors") or []],
+        evidence=_evidence(e),
     )
+
+
+def _evidence(e: Mapping[str, Any]) -> dict[str, Any]:
+    log = e.get("log_evidence") or {}
+    found = [(str(k), str(v)) for k, v in (log.get("found") or {}).items() if v]
+    missing = [str(k) for k, v in (log.get("found") or {}).items() if not v]
+    metrics = []
+    for lv in e.get("levels") or []:
+        em = lv.get("engine_metrics")
+        if not em:
+            continue
+        if "error" in em:
+            text = f"unavailable ({em['error']})"
+        else:
+            items = sorted((em.get("counters") or {}).items())
+            text = "; ".join(f"{k} +{fmt_num(v)}" for k, v in items[:12]) or "no counter moved"
+            if len(items) > 12:
+                text += f"; and {len(items) - 12} more in results.json"
+        metrics.append((f"C={lv.get('concurrency')} #{int(lv.get('repetition', 0)) + 1}", text))
+    info = e.get("engine_info") or {}
+    files = e.get("model_files") or {}
+    return {
+        "present": bool(log or info or metrics or files),
+        "found": found,
+        "missing": missing,
+        "warnings": int(log.get("warnings") or 0),
+        "warning_lines": [str(x) for x in log.get("warning_lines") or []],
+        "errors": int(log.get("errors") or 0),
+        "error_lines": [str(x) for x in log.get("error_lines") or []],
+        "metrics": metrics,
+        "info": json.dumps(info, indent=1, sort_keys=True, default=str)[:6000] if info else "",
+        "model_files": [(str(k), str(v)) for k, v in (files.get("files") or {}).items()]
+        + (
+            [("quantization_config (sha256)", str(files["quantization_config_sha256"]))]
+            if files.get("quantization_config_sha256")
+            else []
+        )
+        + ([("model files", f"unavailable ({files['error']})")] if "error" in files else []),
+    }
 
 
 def _windows(e: Mapping[str, Any]) -> list[tuple[float, float, str]]:
