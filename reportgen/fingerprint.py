@@ -168,13 +168,17 @@ def _container() -> dict[str, Any]:
     if "KUBERNETES_SERVICE_HOST" in os.environ:
         signs.append("KUBERNETES_SERVICE_HOST is set")
     image = next(
-        (
-            os.environ[k]
-            for k in ("CONTAINER_IMAGE", "IMAGE_NAME", "NVIDIA_PYTORCH_VERSION")
-            if k in os.environ
-        ),
-        None,
+        (os.environ[k] for k in ("CONTAINER_IMAGE", "IMAGE_NAME") if k in os.environ), None
     )
+    if image is None and "NVIDIA_PRODUCT_NAME" in os.environ:  # NVIDIA's base images
+        image = (
+            " ".join(
+                os.environ[k]
+                for k in ("NVIDIA_PRODUCT_NAME", "NVIDIA_PYTORCH_VERSION", "CUDA_VERSION")
+                if k in os.environ
+            )
+            + " (an NVIDIA container image)"
+        )
     return {"detected": bool(signs), "signs": signs, "image": image}
 
 

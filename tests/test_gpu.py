@@ -242,3 +242,18 @@ def test_nvml_on_a_real_gpu() -> None:
         assert source.counters()[0]["gpu"] == 0
     finally:
         source.close()
+
+
+def test_the_report_shows_a_real_h200_fingerprint() -> None:
+    """`reportgen fingerprint --json` as it ran on the H200, rendered into the environment
+    section: host, GPU, every NVML field, and the torch stack."""
+    from reportgen.render import text
+
+    fp = json.loads((H200.parent / "h200-fingerprint.json").read_text())
+    env = text.environment(fp)
+    assert ("OS", "Ubuntu 24.04.3 LTS") in env["host"]
+    assert env["devices"][0]["name"] == "NVIDIA H200" and env["devices"][0]["cc"] == "9.0"
+    details = dict(env["device_details"][0]["rows"])
+    assert details["pcie.max_generation"] == "5" and details["nvlink"].startswith("unavailable")
+    stack = dict(env["software"])["torch stack (reportgen's Python)"]
+    assert "nccl: 2.28.9" in stack and "cuda_runtime: 13.0" in stack
