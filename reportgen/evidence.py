@@ -7,6 +7,7 @@ file that cannot be read is recorded as ``{"error": why}``.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -109,6 +110,57 @@ def log_evidence(text: str, patterns: Mapping[str, str]) -> dict[str, Any]:
         "errors": len(errors),
         "error_lines": [e[:300] for e in errors[:5]],
     }
+
+
+def server_args(found: Mapping[str, str | None]) -> dict[str, Any] | None:
+    """The engine's resolved arguments from its log line: SGLang's
+    ``server_args=ServerArgs(key=value, ...)`` or vLLM's ``non-default args: {...}``. Values
+    are Python literals where they parse, else their text. None when no such line."""
+    line = found.get("server_args") or found.get("non_default_args")
+    if not line:
+        return None
+    if "ServerArgs(" in line:
+        body = line[line.index("ServerArgs(") + len("ServerArgs(") :]
+        body = body[: body.rindex(")")] if ")" in body else body
+        return _keyword_args(body)
+    if "non-default args:" in line:
+        text = line.split("non-default args:", 1)[1].strip()
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return {"text": text[:MAX_TEXT]}
+        return dict(value) if isinstance(value, dict) else {"text": text[:MAX_TEXT]}
+    return None
+
+
+def _keyword_args(body: str) -> dict[str, Any]:
+    """``a=1, b='x', c=[1, 2]`` -> {"a": 1, "b": "x", "c": [1, 2]}: split at top-level commas
+    (outside brackets and quotes), then each value as a literal where it is one."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(body):
+        if quote:
+            if ch == quote and body[i - 1] != "\\":
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+    parts.append(body[start:])
+    out: dict[str, Any] = {}
+    for part in parts:
+        key, sep, raw = part.strip().partition("=")
+        if not sep or not key.isidentifier():
+            continue
+        try:
+            out[key] = ast.literal_eval(raw.strip())
+        except (ValueError, SyntaxError):
+            out[key] = raw.strip()
+    return out
 
 
 def model_files(args: Mapping[str, Any], base: Path) -> dict[str, Any]:

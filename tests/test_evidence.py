@@ -43,6 +43,21 @@ def test_sglang_log_lines_that_matter() -> None:
     assert f["cuda_graph_captured"].endswith("Time elapsed: 12.3 s")
     assert f["ready"].endswith("ready to roll!") and "accept len: 2.71" in f["decode_batch"]
     assert found["warnings"] == 1 and found["errors"] == 1
+    assert evidence.server_args(f) == {
+        "model_path": "/models/qwen",
+        "tp_size": 8,
+        "disable_custom_all_reduce": False,
+    }
+    vllm = {"non_default_args": "INFO non-default args: {'model': 'q', 'tensor_parallel_size': 8}"}
+    assert evidence.server_args(vllm) == {"model": "q", "tensor_parallel_size": 8}
+    nested = "x server_args=ServerArgs(a=[1, 2], b='c,d', e=Foo(1), f={'g': (1, 2)})"
+    assert evidence.server_args({"server_args": nested}) == {
+        "a": [1, 2],
+        "b": "c,d",
+        "e": "Foo(1)",
+        "f": {"g": (1, 2)},
+    }
+    assert evidence.server_args({"ready": "x"}) is None
     assert found["error_lines"] == ["[2026-11-29 10:02:01] ERROR: something odd"]
 
 

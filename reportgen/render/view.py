@@ -406,8 +406,10 @@ def _evidence(e: Mapping[str, Any]) -> dict[str, Any]:
         metrics.append((f"C={lv.get('concurrency')} #{int(lv.get('repetition', 0)) + 1}", text))
     info = e.get("engine_info") or {}
     files = e.get("model_files") or {}
+    resolved = e.get("server_args_resolved") or {}
     return {
         "present": bool(log or info or metrics or files),
+        "server_args": [(str(k), str(v)) for k, v in sorted(resolved.items())],
         "found": found,
         "missing": missing,
         "warnings": int(log.get("warnings") or 0),
