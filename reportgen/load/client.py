@@ -240,8 +240,8 @@ async def send(
         _fail(rec, f"timeout: no complete response within {timeout_s:g} s")
     except aiohttp.ClientConnectorError as exc:
         _fail(rec, f"connect error: {exc}")
-    except ConnectionError as exc:  # wire: connecting failed
-        _fail(rec, f"connect error: {type(exc).__name__}: {exc}")
+    except wire.ConnectFailed as exc:
+        _fail(rec, f"connect error: {exc}")
     except (aiohttp.ClientError, OSError) as exc:
         _fail(rec, f"connection error: {type(exc).__name__}: {exc}")
     except Exception as exc:  # a request must never take the level down
@@ -325,7 +325,7 @@ class _Events:
 class _WireSink:
     """One wire request's response into its record (``wire.Sink``)."""
 
-    __slots__ = ("rec", "parts", "t0", "events", "status", "error_body", "done", "stream")
+    __slots__ = ("rec", "parts", "t0", "events", "status", "raw", "done", "stream")
 
     def __init__(
         self,
@@ -339,14 +339,14 @@ class _WireSink:
         self.rec, self.parts, self.t0, self.stream, self.done = rec, parts, t0, stream, done
         self.events = _Events(rec, parts, keep)
         self.status = 0
-        self.error_body = bytearray()
+        self.raw = bytearray()  # the body of an error or of a non-streamed answer
 
     def headers(self, status: int) -> None:
         self.status = self.rec.http_status = status
 
     def body(self, data: bytes, t: float) -> bool:
         if self.status != 200 or not self.stream:
-            self.error_body += data  # (the whole body, for a non-streamed answer)
+            self.raw += data
             return True
         if self.events.feed(data, t - self.t0):
             return True
@@ -355,11 +355,11 @@ class _WireSink:
 
     def end(self, t: float) -> None:
         if self.status != 200:
-            _fail(self.rec, _http_error(self.status, bytes(self.error_body)))
+            _fail(self.rec, _http_error(self.status, bytes(self.raw)))
         elif self.stream:
             self.events.close(t - self.t0)
         else:
-            _whole_answer(self.rec, self.parts, bytes(self.error_body), t - self.t0)
+            _whole_answer(self.rec, self.parts, bytes(self.raw), t - self.t0)
         self._resolve()
 
     def lost(self, message: str, t: float, answered: bool) -> None:

@@ -30,6 +30,10 @@ _ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size)
 READ_SIZE = 256 * 1024
 
 
+class ConnectFailed(OSError):
+    """No connection to the server (refused, unreachable, timed out)."""
+
+
 class Sink(Protocol):
     """Receives one response. Times are ``time.perf_counter()`` readings."""
 
@@ -245,10 +249,11 @@ class Pool:
         except TimeoutError:
             sock.close()
             if deadline.expired():  # (not the request's own timeout, around this one)
-                raise ConnectionError(
-                    f"no connection within {self.connect_timeout_s:g} s"
-                ) from None
+                raise ConnectFailed(f"no connection within {self.connect_timeout_s:g} s") from None
             raise
+        except OSError as exc:
+            sock.close()
+            raise ConnectFailed(f"{type(exc).__name__}: {exc}") from None
         except BaseException:
             sock.close()
             raise
