@@ -155,3 +155,42 @@ def test_trim_keeps_only_the_steady_state() -> None:
     assert s["req_s"] == pytest.approx(0.5)  # one request ended inside the window
     untrimmed = summarize(records, 4.0)
     assert untrimmed["window_s"] is None and untrimmed["output_tok_s"] == pytest.approx(2.0)
+
+
+def test_smallest_detectable_effect_and_repetitions_needed_by_hand() -> None:
+    """Two runs a side at 100 and 110 tok/s: log values 4.6052 and 4.7005, variance 0.004541
+    per side; se = sqrt(2 x 0.004541 / 2) = 0.06739 with 2 degrees of freedom, where
+    t_0.975 = 4.3027 and t_0.8 = 1.0607: mde = exp(5.3634 x 0.06739) = 1.4354."""
+    import math
+
+    from scipy import stats
+
+    cmp = compare_runs([100, 110], [100, 110], margin=0.05, higher_is_better=True)
+    assert cmp.verdict == "inconclusive" and cmp.ratio == 1.0
+    assert cmp.mde == pytest.approx(1.4354, abs=1e-3)
+    # identical means: deciding "equivalent" needs t(2n-2) x sd x sqrt(2/n) < log(1.05),
+    # sd = 0.06739; true from n = 16 on, false at 15
+    sd, gap = math.sqrt(0.0045412), math.log(1.05)
+
+    def fits(n: int) -> bool:
+        return float(stats.t.ppf(0.975, 2 * n - 2)) * sd * math.sqrt(2 / n) < gap
+
+    assert cmp.reps_needed == 16 and fits(16) and not fits(15)
+    decided = compare_runs([100, 101, 99], [120, 121, 119], margin=0.05, higher_is_better=True)
+    assert decided.verdict == "better" and decided.reps_needed is None
+    assert 1.0 < decided.mde < 1.05  # this little noise could see a 5% change
+
+
+def test_two_level_bootstrap_of_a_tail_ratio() -> None:
+    from reportgen.analysis.decide import bootstrap_ratio
+
+    # every request of the child twice the parent's: ratio 2, no uncertainty at all
+    assert bootstrap_ratio([[10, 10, 10], [10, 10]], [[20, 20], [20, 20, 20]]) == (2.0, 2.0, 2.0)
+    # one child run slow, one fast: resampling runs lets the interval span both (a request-
+    # only bootstrap would call it 3.0 give or take nothing)
+    ratio, lo, hi = bootstrap_ratio([[10.0] * 50, [10.0] * 50], [[10.0] * 50, [30.0] * 50])
+    assert ratio == 3.0 and lo == 1.0 and hi == 3.0
+    assert bootstrap_ratio([], [[1.0]]) == (None, None, None)
+    same = bootstrap_ratio([[1.0, 2.0, 3.0]] * 3, [[1.0, 2.0, 3.0]] * 3, seed=1)
+    assert same == bootstrap_ratio([[1.0, 2.0, 3.0]] * 3, [[1.0, 2.0, 3.0]] * 3, seed=1)
+    assert same[1] is not None and same[2] is not None and same[1] <= 1.0 <= same[2]

@@ -9,6 +9,21 @@ against the campaign's margin m:
 - ``better`` / ``worse``: the interval excludes 1 and the estimate is beyond the margin, in the
   good / bad direction for the metric;
 - ``inconclusive``: anything else (too few repetitions or too much noise to tell).
+
+With each comparison come two numbers that say what the noise allowed:
+
+- ``mde``: the smallest effect this comparison could detect, as a ratio: a true change
+  beyond x``mde`` (or below 1/``mde``) would make the 95% interval exclude 1 four times in
+  five (80% power): exp((t_0.975 + t_0.8) x the standard error of the log ratio).
+- ``reps_needed``: for an inconclusive comparison, about how many repetitions per side would
+  decide it with the same noise: enough for the interval's half-width to fit between the
+  estimate and the margin (to show a change), or between the estimate and the margin's edge
+  (to show equivalence), whichever is nearer; None when the estimate sits on the margin.
+
+Tail latencies (p99) compare the pooled requests of each side with a two-level bootstrap
+(``bootstrap_ratio``): resample the runs, then the requests within each run, and take the
+2.5th and 97.5th percentiles of the ratio, so run-to-run noise counts as well as request
+noise.
 """
 
 from __future__ import annotations
@@ -34,6 +49,8 @@ class Comparison:
     n_parent: int
     n_child: int
     verdict: Verdict
+    mde: float | None = None  # smallest detectable ratio (> 1) at 80% power
+    reps_needed: int | None = None  # inconclusive: repetitions per side that would decide
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,18 +75,88 @@ def compare_runs(
         )
     diff = float(c.mean() - p.mean())
     ratio = math.exp(diff)
-    lo = hi = None
+    lo = hi = mde = None
+    reps: int | None = None
     if p.size >= 2 and c.size >= 2:
         vp, vc = p.var(ddof=1) / p.size, c.var(ddof=1) / c.size
         se = math.sqrt(vp + vc)
         if se == 0:
             lo = hi = ratio
+            mde = 1.0
         else:
             dof = (vp + vc) ** 2 / (vp**2 / (p.size - 1) + vc**2 / (c.size - 1))
             t = float(stats.t.ppf(0.5 + confidence / 2, dof))
             lo, hi = math.exp(diff - t * se), math.exp(diff + t * se)
+            mde = math.exp((t + float(stats.t.ppf(POWER, dof))) * se)
+            # per-run sd of log values, pooled: what more repetitions would average down
+            sd = math.sqrt((p.var(ddof=1) + c.var(ddof=1)) / 2)
+            reps = _reps_needed(abs(diff), sd, math.log1p(margin), confidence)
     verdict = _verdict(ratio, lo, hi, margin, higher_is_better)
-    return Comparison(metric, concurrency, ratio, lo, hi, int(p.size), int(c.size), verdict)
+    return Comparison(
+        metric,
+        concurrency,
+        ratio,
+        lo,
+        hi,
+        int(p.size),
+        int(c.size),
+        verdict,
+        mde,
+        reps if verdict == "inconclusive" else None,
+    )
+
+
+POWER = 0.8
+
+
+def _reps_needed(effect: float, sd: float, margin: float, confidence: float) -> int | None:
+    """Repetitions per side for the interval's half-width (t x sd x sqrt(2/n)) to fit in the
+    gap between |log ratio| and log(1 + margin); None when there is no gap."""
+    gap = abs(effect - margin)
+    if gap <= 0 or sd <= 0:
+        return None
+    n = 2
+    while n < 10_000:
+        t = float(stats.t.ppf(0.5 + confidence / 2, 2 * n - 2))
+        if t * sd * math.sqrt(2 / n) < gap:
+            return n
+        n += 1
+    return None
+
+
+def bootstrap_ratio(
+    parent_runs: Sequence[Sequence[float]],
+    child_runs: Sequence[Sequence[float]],
+    q: float = 99,
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float | None, float | None, float | None]:
+    """The ratio of the ``q``th percentile of the child's pooled requests to the parent's,
+    with a two-level bootstrap interval (runs, then requests within each run). Each side is
+    a list of runs, each a list of per-request values. Returns (ratio, low, high); None
+    where a side has no data."""
+    p = [np.asarray(r, dtype=float) for r in parent_runs if len(r)]
+    c = [np.asarray(r, dtype=float) for r in child_runs if len(r)]
+    if not p or not c:
+        return None, None, None
+
+    def pooled(runs: list[np.ndarray]) -> float:
+        return float(np.percentile(np.concatenate(runs), q))
+
+    ratio = pooled(c) / pooled(p)
+    rng = np.random.default_rng(seed)
+
+    def resample(runs: list[np.ndarray]) -> float:
+        picked = rng.integers(0, len(runs), size=len(runs))
+        values = [runs[i][rng.integers(0, len(runs[i]), size=len(runs[i]))] for i in picked]
+        return pooled(values)
+
+    draws = np.array([resample(c) / resample(p) for _ in range(resamples)])
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(draws, [tail, 100 - tail])
+    return ratio, float(lo), float(hi)
 
 
 def _verdict(
@@ -150,7 +237,10 @@ def _fmt(c: Comparison) -> str:
     if c.ratio is None:
         return f"C={c.concurrency}: no data"
     ci = "" if c.ci_low is None else f" (95% CI {c.ci_low:.2f}-{c.ci_high:.2f})"
-    return f"C={c.concurrency}: x{c.ratio:.2f}{ci}, {c.verdict}"
+    more = ""
+    if c.verdict == "inconclusive" and c.reps_needed:
+        more = f" (about {c.reps_needed} repetitions a side would decide)"
+    return f"C={c.concurrency}: x{c.ratio:.2f}{ci}, {c.verdict}{more}"
 
 
 def decide(

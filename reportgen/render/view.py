@@ -89,6 +89,8 @@ class Comparison:
     ci: str
     verdict: str
     n: str
+    detectable: str  # the smallest change the noise let it see, "±4.1%"
+    decide_with: str  # inconclusive: repetitions per side that would decide, else ""
 
 
 @dataclass(frozen=True)
@@ -290,6 +292,8 @@ def _comparisons(items: Sequence[Mapping[str, Any]]) -> list[Comparison]:
             ci=fmt_ci(c.get("ci_low"), c.get("ci_high")),
             verdict=str(c.get("verdict") or "inconclusive"),
             n=f"{c.get('n_parent', '?')} vs {c.get('n_child', '?')}",
+            detectable=f"±{(c['mde'] - 1) * 100:.1f}%" if c.get("mde") else "–",
+            decide_with=str(c["reps_needed"]) if c.get("reps_needed") else "",
         )
         for c in items
     ]
