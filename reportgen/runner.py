@@ -429,8 +429,29 @@ class Runner:
                 entry["id"], parent["id"], vs_parent, obj.metric, margin
             )
         entry["decision"] = decide_mod.Decision(verdict, why, vs_parent, vs_base).as_dict()
+        entry["decision"]["metrics"] = self._all_metrics(entry, parent, baseline, margin)
         if verdict == "adopted":
             self._update_best(entry, baseline, higher)
+
+    def _all_metrics(
+        self,
+        entry: dict[str, Any],
+        parent: dict[str, Any],
+        baseline: dict[str, Any],
+        margin: float,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Every headline metric against the parent and the baseline, at every common level:
+        run-level comparisons for throughputs and medians, the two-level bootstrap for p99."""
+        mine = results.load_requests(self.run_dir, entry["id"]).to_dict("records")
+        out: dict[str, list[dict[str, Any]]] = {}
+        for name, other in (("vs_parent", parent), ("vs_baseline", baseline)):
+            if other["status"] != "ok":
+                continue
+            theirs = results.load_requests(self.run_dir, other["id"]).to_dict("records")
+            found = decide_mod.headline_comparisons(other["levels"], entry["levels"], margin=margin)
+            found += decide_mod.tail_comparisons(theirs, mine, margin=margin)
+            out[name] = [c.as_dict() for c in found]
+        return out
 
     def _update_best(self, entry: dict[str, Any], baseline: dict[str, Any], higher: bool) -> None:
         """Best = the adopted configuration with the highest objective score against baseline."""

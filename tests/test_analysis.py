@@ -194,3 +194,25 @@ def test_two_level_bootstrap_of_a_tail_ratio() -> None:
     same = bootstrap_ratio([[1.0, 2.0, 3.0]] * 3, [[1.0, 2.0, 3.0]] * 3, seed=1)
     assert same == bootstrap_ratio([[1.0, 2.0, 3.0]] * 3, [[1.0, 2.0, 3.0]] * 3, seed=1)
     assert same[1] is not None and same[2] is not None and same[1] <= 1.0 <= same[2]
+
+
+def test_tail_comparisons_from_request_rows() -> None:
+    from reportgen.analysis.decide import headline_comparisons, tail_comparisons
+
+    def rows(ttft_s: float, reps: int = 2) -> list[dict[str, object]]:
+        return [
+            {"concurrency": 4, "repetition": r, "status": "ok", "start": 0.0,
+             "first_token": ttft_s, "end": ttft_s + 1.0}
+            for r in range(reps)
+            for _ in range(20)
+        ] + [{"concurrency": 4, "repetition": 0, "status": "error", "start": 0.0,
+              "first_token": None, "end": 9.0}]  # fmt: skip
+
+    found = {c.metric: c for c in tail_comparisons(rows(0.1), rows(0.2), margin=0.05)}
+    ttft, e2e = found["ttft_ms_p99"], found["e2e_ms_p99"]
+    assert ttft.ratio == pytest.approx(2.0) and ttft.verdict == "worse"  # p99 100 -> 200 ms
+    assert e2e.ratio == pytest.approx(1.2 / 1.1) and (ttft.n_parent, ttft.n_child) == (2, 2)
+    level = {"concurrency": 4, "summary": {"output_tok_s": 100.0, "ttft_ms": {"p50": 10.0}}}
+    heads = headline_comparisons([level, level], [level, level], margin=0.05)
+    assert {c.metric for c in heads} == {"output_tok_s", "ttft_ms"}
+    assert all(c.verdict == "equivalent" and c.ratio == 1.0 for c in heads)

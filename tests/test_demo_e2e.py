@@ -85,6 +85,17 @@ def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
             assert len(e["levels"]) == 3 * 3  # levels x repetitions
             summary = e["levels"][0]["summary"]
             assert summary["errors"] == 0 and summary["output_tok_s"] > 0
+    # every headline metric against the parent, p99 latencies too: bigger-batches' slower
+    # decode shows in its end-to-end tail at C=16
+    every = {
+        (c["metric"], c["concurrency"]): c
+        for c in exps["bigger-batches"]["decision"]["metrics"]["vs_parent"]
+    }
+    assert {m for m, _ in every} == {
+        "output_tok_s", "req_s", "ttft_ms", "itl_ms", "e2e_ms", "ttft_ms_p99", "e2e_ms_p99"
+    }  # fmt: skip
+    assert every[("e2e_ms_p99", 16)]["verdict"] == "worse"
+    assert every[("e2e_ms_p99", 16)]["ratio"] > 1.1
     table = results.load_requests(run_dir, "baseline")
     assert len(results.load_requests(run_dir)) == 32 * 3 * 3 * 4  # every experiment that ran
     assert len(table) == 32 * 3 * 3

@@ -283,3 +283,79 @@ def decide(
         else " More repetitions would narrow the interval."
     )
     return "inconclusive", f"{head} The noise is too large to tell.{more}"
+
+
+# Headline metrics compared beyond the objective: (metric, higher is better). Latencies at p50
+# from the runs' summaries; their p99 from the pooled requests (``tail_comparisons``).
+HEADLINE = (
+    ("output_tok_s", True),
+    ("req_s", True),
+    ("ttft_ms", False),
+    ("itl_ms", False),
+    ("e2e_ms", False),
+)
+TAILS = ("ttft_ms", "e2e_ms")
+
+
+def headline_comparisons(
+    parent_levels: Sequence[Mapping[str, Any]],
+    child_levels: Sequence[Mapping[str, Any]],
+    *,
+    margin: float,
+) -> list[Comparison]:
+    """Every headline metric (p50 for latencies) at every level both experiments ran."""
+    out: list[Comparison] = []
+    for metric, higher in HEADLINE:
+        out += compare_experiments(
+            parent_levels, child_levels, metric, margin=margin, higher_is_better=higher
+        )
+    return out
+
+
+def request_latencies(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[int, list[list[float]]]]:
+    """Per latency metric and level, each run's per-request values in ms (successful
+    requests): ``{"ttft_ms": {C: [[run 1 values], [run 2 values]]}, "e2e_ms": ...}``."""
+    runs: dict[tuple[str, int, int], list[float]] = {}
+    for r in rows:
+        if r.get("status") != "ok" or r.get("start") is None:
+            continue
+        key_c, key_r = int(r["concurrency"]), int(r["repetition"])
+        if r.get("first_token") is not None:
+            runs.setdefault(("ttft_ms", key_c, key_r), []).append(
+                (float(r["first_token"]) - float(r["start"])) * 1e3
+            )
+        if r.get("end") is not None:
+            runs.setdefault(("e2e_ms", key_c, key_r), []).append(
+                (float(r["end"]) - float(r["start"])) * 1e3
+            )
+    out: dict[str, dict[int, list[list[float]]]] = {}
+    for (metric, c, _), values in sorted(runs.items()):
+        out.setdefault(metric, {}).setdefault(c, []).append(values)
+    return out
+
+
+def tail_comparisons(
+    parent_rows: Sequence[Mapping[str, Any]],
+    child_rows: Sequence[Mapping[str, Any]],
+    *,
+    margin: float,
+    q: float = 99,
+    seed: int = 0,
+) -> list[Comparison]:
+    """p``q`` of TTFT and end-to-end latency, child / parent, at every common level, with the
+    two-level bootstrap interval (``bootstrap_ratio``); the verdict rules are the same."""
+    p, c = request_latencies(parent_rows), request_latencies(child_rows)
+    out = []
+    for metric in TAILS:
+        for level in sorted(set(p.get(metric, {})) & set(c.get(metric, {}))):
+            pr, cr = p[metric][level], c[metric][level]
+            ratio, lo, hi = bootstrap_ratio(pr, cr, q, seed=seed)
+            verdict: Verdict = (
+                "inconclusive"
+                if ratio is None
+                else _verdict(ratio, lo, hi, margin, higher_is_better=False)
+            )
+            out.append(
+                Comparison(f"{metric}_p{q:g}", level, ratio, lo, hi, len(pr), len(cr), verdict)
+            )
+    return out

@@ -91,6 +91,7 @@ class Comparison:
     n: str
     detectable: str  # the smallest change the noise let it see, "±4.1%"
     decide_with: str  # inconclusive: repetitions per side that would decide, else ""
+    metric: str = ""
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,7 @@ class Experiment:
     telemetry_note: str  # why there is none, or how it was sampled
     gpu_errors: list[str]  # error counters that grew during the experiment
     evidence: dict[str, Any]  # the engine's own: log lines, info endpoints, metrics, model
+    all_metrics: list[Comparison]  # every headline metric against the parent
 
 
 @dataclass(frozen=True)
@@ -294,6 +296,7 @@ def _comparisons(items: Sequence[Mapping[str, Any]]) -> list[Comparison]:
             n=f"{c.get('n_parent', '?')} vs {c.get('n_child', '?')}",
             detectable=f"±{(c['mde'] - 1) * 100:.1f}%" if c.get("mde") else "–",
             decide_with=str(c["reps_needed"]) if c.get("reps_needed") else "",
+            metric=str(c.get("metric") or ""),
         )
         for c in items
     ]
@@ -388,6 +391,7 @@ def _experiment(
         telemetry_note=_telemetry_note(e),
         gpu_errors=[str(x) for x in (e.get("gpu_counters") or {}).get("new_errors") or []],
         evidence=_evidence(e),
+        all_metrics=_comparisons((decision.get("metrics") or {}).get("vs_parent") or []),
     )
 
 
