@@ -18,6 +18,7 @@ Telemetry fields (one row per GPU per sample): ``sm_clock_mhz``, ``mem_clock_mhz
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import time
 from collections.abc import Callable
@@ -383,9 +384,11 @@ class NvmlSource:
         return out
 
     def _xids(self) -> Any:
-        """XID events since the first call (NVML delivers only those after registering)."""
+        """XID events since the first call (NVML delivers only those after registering),
+        each with the index of its GPU where NVML says which."""
         nv = self.nv
         if self._xid_set is None:
+            self._xids_seen: list[dict[str, Any]] = []
             try:
                 self._xid_set = nv.nvmlEventSetCreate()
                 for h in self.handles:
@@ -393,15 +396,23 @@ class NvmlSource:
             except (nv.NVMLError, AttributeError) as exc:
                 self._xid_set = False
                 self._xid_error = str(exc)
-            self._xids_seen: list[dict[str, Any]] = []
         if self._xid_set is False:
             return {"error": self._xid_error}
+        wait = getattr(nv, "nvmlEventSetWait_v2", None) or getattr(nv, "nvmlEventSetWait", None)
+        if wait is None:
+            return {"error": "nvmlEventSetWait is not in this nvidia-ml-py"}
+        addresses = [ctypes.cast(h, ctypes.c_void_p).value for h in self.handles]
         while True:
             try:
-                event = nv.nvmlEventSetWait_v2(self._xid_set, 0)
+                event = wait(self._xid_set, 0)
             except nv.NVMLError:  # NVML_ERROR_TIMEOUT: nothing pending
                 break
-            self._xids_seen.append({"xid": int(event.eventData), "t": time.time()})
+            entry: dict[str, Any] = {"xid": int(event.eventData), "t": time.time()}
+            with contextlib.suppress(Exception):
+                where = ctypes.cast(event.device, ctypes.c_void_p).value
+                if where in addresses:
+                    entry["gpu"] = addresses.index(where)
+            self._xids_seen.append(entry)
         return list(self._xids_seen)
 
     def close(self) -> None:

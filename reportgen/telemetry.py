@@ -142,6 +142,8 @@ def counter_deltas(before: list[dict[str, Any]], after: list[dict[str, Any]]) ->
             out.append(f"GPU {g}: {y - x} new PCIe replay(s)")
         xb, xa = b.get("xid_events"), a.get("xid_events")
         if isinstance(xb, list) and isinstance(xa, list) and len(xa) > len(xb):
-            xids = ", ".join(str(e.get("xid")) for e in xa[len(xb) :])
-            out.append(f"GPU {g}: XID event(s) {xids}")
+            # events NVML tied to another GPU belong to that GPU's line
+            new = [e for e in xa[len(xb) :] if e.get("gpu", g) == g]
+            if new:
+                out.append(f"GPU {g}: XID event(s) {', '.join(str(e.get('xid')) for e in new)}")
     return out

@@ -102,7 +102,7 @@ def test_counter_deltas_name_what_got_worse() -> None:
     after[0]["ecc_errors"]["uncorrected_volatile"] = 2
     after[0]["remapped_rows"]["pending"] = 1
     after[0]["pcie_replays"] = 5
-    after[0]["xid_events"] = [{"xid": 79, "t": 0}]
+    after[0]["xid_events"] = [{"xid": 79, "t": 0}, {"xid": 48, "t": 0, "gpu": 1}]
     assert telemetry.counter_deltas(before, after) == [
         "GPU 0: 2 new uncorrected volatile ECC error(s)",
         "GPU 0: a row remapping is pending (reset the GPU)",
