@@ -25,6 +25,7 @@ from reportgen import (
     telemetry,
     tokens,
 )
+from reportgen.analysis import checks as checks_mod
 from reportgen.analysis import decide as decide_mod
 from reportgen.analysis.summary import aggregate
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
@@ -393,6 +394,18 @@ class Runner:
         higher = obj.better() == "higher"
         by_id = {e["id"]: e for e in self.results["experiments"]}
         baseline = self.results["experiments"][0]
+        entry["checks"] = checks_mod.run_checks(
+            entry, self.results.get("environment"), log_patterns=list(self.engine.patterns())
+        )
+        broken = checks_mod.invalidated(entry["checks"])
+        if entry["status"] == "ok" and broken:
+            entry["decision"] = decide_mod.Decision(
+                "failed",
+                f"{entry['id']}'s numbers cannot be trusted: failed check(s) "
+                + ", ".join(broken)
+                + " (see the assumptions checked).",
+            ).as_dict()
+            return
         if entry["status"] != "ok":
             entry["decision"] = decide_mod.Decision(
                 "failed", f"{entry['id']} failed: {entry.get('reason')}"

@@ -96,6 +96,16 @@ def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
     }  # fmt: skip
     assert every[("e2e_ms_p99", 16)]["verdict"] == "worse"
     assert every[("e2e_ms_p99", 16)]["ratio"] > 1.1
+    # assumption checks on every experiment that measured; none invalidates the demo
+    base_checks = {c["id"]: c for c in exps["baseline"]["checks"]}
+    assert base_checks["request_errors"]["status"] == "pass"
+    assert base_checks["output_lengths"]["status"] == "pass"
+    assert base_checks["repetition_spread"]["status"] in ("pass", "warn")
+    assert base_checks["telemetry"]["status"] == "warn"  # no GPU here: said, not hidden
+    failed_ids = {c["id"] for c in exps["typo-in-flag"]["checks"]}
+    assert "request_errors" not in failed_ids and failed_ids <= {"gpu_errors"}  # no levels
+    page = (run_dir / "report.html").read_text()
+    assert "5. Assumptions checked" in page and "Outputs as long as requested" in page
     table = results.load_requests(run_dir, "baseline")
     assert len(results.load_requests(run_dir)) == 32 * 3 * 3 * 4  # every experiment that ran
     assert len(table) == 32 * 3 * 3

@@ -95,6 +95,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("decisions", "Decision log"),
     ("performance", "Throughput and latency"),
     ("references", "References"),
+    ("assumptions", "Assumptions checked"),
     ("environment", "Environment"),
     ("methods", "Methods"),
     ("reproduce", "Reproducibility"),

@@ -154,6 +154,7 @@ class Experiment:
     gpu_errors: list[str]  # error counters that grew during the experiment
     evidence: dict[str, Any]  # the engine's own: log lines, info endpoints, metrics, model
     all_metrics: list[Comparison]  # every headline metric against the parent
+    checks: list[dict[str, str]]  # assumption checks: id, title, status, evidence, hint
 
 
 @dataclass(frozen=True)
@@ -392,6 +393,10 @@ def _experiment(
         gpu_errors=[str(x) for x in (e.get("gpu_counters") or {}).get("new_errors") or []],
         evidence=_evidence(e),
         all_metrics=_comparisons((decision.get("metrics") or {}).get("vs_parent") or []),
+        checks=[
+            {k: str(c.get(k) or "") for k in ("id", "title", "status", "evidence", "hint")}
+            for c in e.get("checks") or []
+        ],
     )
 
 
