@@ -395,7 +395,10 @@ class Runner:
         by_id = {e["id"]: e for e in self.results["experiments"]}
         baseline = self.results["experiments"][0]
         entry["checks"] = checks_mod.run_checks(
-            entry, self.results.get("environment"), log_patterns=list(self.engine.patterns())
+            entry,
+            self.results.get("environment"),
+            log_patterns=list(self.engine.patterns()),
+            host_expect=self.m.host.expect.model_dump(),
         )
         broken = checks_mod.invalidated(entry["checks"])
         if entry["status"] == "ok" and broken:

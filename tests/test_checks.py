@@ -46,6 +46,7 @@ def test_a_clean_experiment_passes_everything() -> None:
         "request_errors": "pass", "output_lengths": "pass", "repetition_spread": "pass",
         "client_headroom": "pass", "telemetry": "pass", "gpu_throttling": "pass",
         "clock_stability": "pass", "gpu_errors": "pass", "gpus_free_at_start": "pass",
+        "host_matches": "skip",
     }  # fmt: skip
     assert got["request_errors"]["evidence"] == "0 of 200 requests failed (0.0%)"
 
@@ -93,3 +94,16 @@ def test_without_telemetry_or_repetitions_the_checks_say_so() -> None:
     }  # fmt: skip
     assert got["gpu_throttling"]["status"] == got["clock_stability"]["status"] == "skip"
     assert got["repetition_spread"]["status"] == "skip" and "gpus_free_at_start" not in got
+
+
+def test_host_expectations_are_recorded_as_a_check() -> None:
+    env = {"gpus": {"available": True, "devices": [
+        {"index": i, "name": "NVIDIA H200", "compute_capability": "9.0", "processes": []}
+        for i in range(2)]}}  # fmt: skip
+    ok = by_id(run_checks(entry([level(1)]), env, host_expect={"gpu_count": 2, "gpu_name": None}))
+    assert ok["host_matches"]["status"] == "pass"
+    assert ok["host_matches"]["evidence"] == "matched gpu_count = 2"
+    bad = by_id(run_checks(entry([level(1)]), env, host_expect={"compute_capability": "12.0"}))
+    assert bad["host_matches"]["status"] == "fail"
+    assert bad["host_matches"]["evidence"] == "expected compute capability 12.0, found 9.0"
+    assert invalidated(list(bad.values())) == ["Host as the campaign expects"]

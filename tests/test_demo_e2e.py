@@ -103,7 +103,7 @@ def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
     assert base_checks["repetition_spread"]["status"] in ("pass", "warn")
     assert base_checks["telemetry"]["status"] == "warn"  # no GPU here: said, not hidden
     failed_ids = {c["id"] for c in exps["typo-in-flag"]["checks"]}
-    assert "request_errors" not in failed_ids and failed_ids <= {"gpu_errors"}  # no levels
+    assert "request_errors" not in failed_ids and failed_ids <= {"gpu_errors", "host_matches"}
     page = (run_dir / "report.html").read_text()
     assert "5. Assumptions checked" in page and "Outputs as long as requested" in page
     table = results.load_requests(run_dir, "baseline")

@@ -20,6 +20,8 @@ failure makes the experiment's verdict "failed", whatever its numbers say.
 - ``gpus_free_at_start``: no other process on the GPUs when the run began (warn).
 - ``cuda_graphs``: the engine's log says CUDA graph capture finished (engines that print it).
 - ``telemetry``: GPU telemetry was recorded for every window (warn when unavailable).
+- ``host_matches``: the host matched the campaign's ``host.expect`` (a run on a host that does
+  not is refused before it starts; this records that it was checked, and against what).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-INVALIDATING = ("request_errors", "output_lengths", "gpu_errors")
+INVALIDATING = ("request_errors", "output_lengths", "gpu_errors", "host_matches")
 CV_BOUND = 0.05
 CLOCK_CV_BOUND = 0.05
 
@@ -46,6 +48,7 @@ def run_checks(
     *,
     log_patterns: Sequence[str] = (),
     cv_bound: float = CV_BOUND,
+    host_expect: Mapping[str, Any] | None = None,
 ) -> list[dict[str, str]]:
     """Every check for one experiment (see the module docstring). ``log_patterns``: the
     engine's pattern names, so a check of a line the engine never prints is skipped."""
@@ -53,6 +56,7 @@ def run_checks(
     by_level = list(entry.get("by_level") or [])
     out = [] if not levels else _measurement_checks(entry, levels, by_level, cv_bound)
     out += _gpu_state_checks(entry, environment)
+    out.append(_host_check(environment, host_expect))
     found = (entry.get("log_evidence") or {}).get("found") or {}
     if "cuda_graph_captured" in log_patterns and entry.get("status") == "ok":
         line = found.get("cuda_graph_captured")
@@ -245,6 +249,26 @@ def _gpu_state_checks(
         )
 
     return out
+
+
+def _host_check(
+    environment: Mapping[str, Any] | None, expect: Mapping[str, Any] | None
+) -> dict[str, str]:
+    from reportgen.fingerprint import host_mismatches
+
+    wanted = {k: v for k, v in (expect or {}).items() if v is not None}
+    if not wanted:
+        return _check("host_matches", "Host as the campaign expects", "skip",
+                      "the campaign sets no host.expect", "set host.expect (GPU count, "
+                      "compute capability, name) so a wrong host is refused")  # fmt: skip
+    problems = host_mismatches(dict(wanted), dict((environment or {}).get("gpus") or {}))
+    said = ", ".join(f"{k} = {v}" for k, v in sorted(wanted.items()))
+    return _check(
+        "host_matches",
+        "Host as the campaign expects",
+        "fail" if problems else "pass",
+        "; ".join(problems) or f"matched {said}",
+    )
 
 
 def invalidated(checks: Sequence[Mapping[str, str]]) -> list[str]:
