@@ -211,11 +211,23 @@ class Reference(_Model):
 
 
 class Check(_Model):
-    """A campaign-specific assumption about the server log."""
+    """A campaign-specific assumption about the server log: a line that must appear
+    (``log_contains``) or must not (``log_absent``), as a regular expression."""
 
-    log_contains: str | None = None
-    log_absent: str | None = None
-    description: str = ""
+    log_contains: str | None = Field(None, description="Regex a server log line must match.")
+    log_absent: str | None = Field(None, description="Regex no server log line may match.")
+    description: str = Field("", description="What the check means, shown in the report.")
+
+    @model_validator(mode="after")
+    def _one_regex(self) -> Check:
+        given = [x for x in (self.log_contains, self.log_absent) if x is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of log_contains or log_absent")
+        try:
+            re.compile(given[0])
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression ({exc})") from None
+        return self
 
 
 class Experiment(_Model):

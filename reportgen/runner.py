@@ -321,7 +321,11 @@ class Runner:
                     + ("port still in use" if not stop.port_free else "")
                 )
             self._telemetry_end(r.id, entry, tele)
-            entry["log_evidence"] = evidence.log_evidence(srv.log_text(), self.engine.patterns())
+            entry["campaign_checks"] = [chk.model_dump() for chk in r.checks]
+            patterns = self.engine.patterns()
+            for i, chk in enumerate(r.checks):
+                patterns[f"campaign:{i}"] = str(chk.log_contains or chk.log_absent)
+            entry["log_evidence"] = evidence.log_evidence(srv.log_text(), patterns)
             entry["model_files"] = evidence.model_files(
                 r.args, Path(self.campaign.path).resolve().parent
             )

@@ -107,3 +107,19 @@ def test_host_expectations_are_recorded_as_a_check() -> None:
     assert bad["host_matches"]["status"] == "fail"
     assert bad["host_matches"]["evidence"] == "expected compute capability 12.0, found 9.0"
     assert invalidated(list(bad.values())) == ["Host as the campaign expects"]
+
+
+def test_campaign_log_checks() -> None:
+    e = entry([level(1)])
+    e["campaign_checks"] = [
+        {"log_contains": "ready", "log_absent": None, "description": "server ready"},
+        {"log_contains": None, "log_absent": "all-?reduce is disabled", "description": ""},
+    ]
+    found = {"campaign:0": "x ready", "campaign:1": "Custom allreduce is disabled"}
+    e["log_evidence"] = {"found": found}
+    got = by_id(run_checks(e, ENV))
+    assert got["campaign_0"] == {"id": "campaign_0", "title": "server ready", "status": "pass",
+                                 "evidence": "x ready", "hint": ""}  # fmt: skip
+    assert got["campaign_1"]["status"] == "fail"
+    assert got["campaign_1"]["title"] == "log never shows /all-?reduce is disabled/"
+    assert invalidated(list(got.values())) == []  # the campaign's checks inform, not veto

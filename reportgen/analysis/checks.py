@@ -57,6 +57,7 @@ def run_checks(
     out = [] if not levels else _measurement_checks(entry, levels, by_level, cv_bound)
     out += _gpu_state_checks(entry, environment)
     out.append(_host_check(environment, host_expect))
+    out += _campaign_checks(entry)
     found = (entry.get("log_evidence") or {}).get("found") or {}
     if "cuda_graph_captured" in log_patterns and entry.get("status") == "ok":
         line = found.get("cuda_graph_captured")
@@ -269,6 +270,25 @@ def _host_check(
         "fail" if problems else "pass",
         "; ".join(problems) or f"matched {said}",
     )
+
+
+def _campaign_checks(entry: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The campaign's own log checks: a line that must appear, or must not (fail when not)."""
+    found = (entry.get("log_evidence") or {}).get("found") or {}
+    out = []
+    for i, c in enumerate(entry.get("campaign_checks") or []):
+        line = found.get(f"campaign:{i}")
+        must = c.get("log_contains")
+        pattern = must or c.get("log_absent")
+        title = c.get("description") or (
+            f"log shows /{pattern}/" if must else f"log never shows /{pattern}/"
+        )
+        if must:
+            status, evidence = ("pass", line) if line else ("fail", "no log line matched")
+        else:
+            status, evidence = ("fail", line) if line else ("pass", "no log line matched")
+        out.append(_check(f"campaign_{i}", str(title), status, str(evidence)))
+    return out
 
 
 def invalidated(checks: Sequence[Mapping[str, str]]) -> list[str]:
