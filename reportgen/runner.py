@@ -464,13 +464,20 @@ class Runner:
         run-level comparisons for throughputs and medians, the two-level bootstrap for p99."""
         mine = results.load_requests(self.run_dir, entry["id"]).to_dict("records")
         out: dict[str, list[dict[str, Any]]] = {}
+        done: dict[
+            str, list[dict[str, Any]]
+        ] = {}  # by other's id: the parent is often the baseline
         for name, other in (("vs_parent", parent), ("vs_baseline", baseline)):
             if other["status"] != "ok":
                 continue
-            theirs = results.load_requests(self.run_dir, other["id"]).to_dict("records")
-            found = decide_mod.headline_comparisons(other["levels"], entry["levels"], margin=margin)
-            found += decide_mod.tail_comparisons(theirs, mine, margin=margin)
-            out[name] = [c.as_dict() for c in found]
+            if other["id"] not in done:
+                theirs = results.load_requests(self.run_dir, other["id"]).to_dict("records")
+                found = decide_mod.headline_comparisons(
+                    other["levels"], entry["levels"], margin=margin
+                )
+                found += decide_mod.tail_comparisons(theirs, mine, margin=margin)
+                done[other["id"]] = [c.as_dict() for c in found]
+            out[name] = done[other["id"]]
         return out
 
     def _update_best(self, entry: dict[str, Any], baseline: dict[str, Any], higher: bool) -> None:

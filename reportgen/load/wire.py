@@ -275,7 +275,6 @@ class Collect:
         self.done = done
         self.status = 0
         self.data = bytearray()
-        self.t_end = 0.0
         self.error: str | None = None
 
     def headers(self, status: int) -> None:
@@ -286,12 +285,10 @@ class Collect:
         return True
 
     def end(self, t: float) -> None:
-        self.t_end = t
         if not self.done.done():
             self.done.set_result(None)
 
     def lost(self, message: str, t: float, answered: bool) -> None:
         self.error = message
-        self.t_end = t
         if not self.done.done():
             self.done.set_result(None)
