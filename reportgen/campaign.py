@@ -63,6 +63,19 @@ class CampaignInfo(_Model):
     margin: float = Field(
         0.03, gt=0, lt=1, description="Relative changes smaller than this count as equivalent."
     )
+    cv_bound: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        description="Largest coefficient of variation of output tok/s across a level's "
+        "repetitions before the repetition-spread check warns.",
+    )
+    interleave: bool = Field(
+        False,
+        description="Alternate each experiment's repetitions with fresh runs of its parent "
+        "(parent, child, child, parent, ...; a fresh server each), and compare the pairs: drift "
+        "of the host over time then cancels out. Doubles the servers started.",
+    )
 
 
 class HostExpect(_Model):
@@ -157,6 +170,19 @@ class Workload(_Model):
         "to when the first runs out of work.",
     )
     slo: Slo = Field(default_factory=lambda: Slo())  # type: ignore[call-arg]
+    fresh_server: bool = Field(
+        False,
+        description="Start a fresh server (and warm it up) for every repetition, so a "
+        "repetition also samples start-to-start variation (memory layout, autotuning).",
+    )
+    prefix_cache_hit_rate: list[Annotated[float, Field(ge=0, le=1)]] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description="Expected [lowest, highest] share of prompt tokens the engine serves from "
+        "its prefix cache during levels. Default: at most 0.1 for random and dataset prompts "
+        "(a higher rate flatters the numbers), no expectation for a fixed prompt.",
+    )
     workers: int | None = Field(
         None, ge=1, description="Client processes (default: chosen from concurrency)."
     )
@@ -181,6 +207,9 @@ class Workload(_Model):
             raise ValueError("concurrency levels must be unique")
         if self.requests_per_level is not None and self.duration_s is not None:
             raise ValueError("give requests_per_level or duration_s, not both")
+        rate = self.prefix_cache_hit_rate
+        if rate is not None and rate[0] > rate[1]:
+            raise ValueError("prefix_cache_hit_rate is [lowest, highest]: lowest comes first")
         return self
 
 
@@ -210,23 +239,70 @@ class Reference(_Model):
     conditions: str = ""
 
 
+STATS = ("mean", "p50", "p90", "p99")
+
+
 class Check(_Model):
-    """A campaign-specific assumption about the server log: a line that must appear
-    (``log_contains``) or must not (``log_absent``), as a regular expression."""
+    """A campaign's own assumption, one of: a server log line that must appear
+    (``log_contains``) or must not (``log_absent``), as a regular expression; or a bound on a
+    metric (``metric`` with ``max`` and/or ``min``) at every level or the ones named."""
 
     log_contains: str | None = Field(None, description="Regex a server log line must match.")
     log_absent: str | None = Field(None, description="Regex no server log line may match.")
+    metric: Literal[METRICS] | None = Field(  # type: ignore[valid-type]
+        None, description="Metric to bound (mean across repetitions of each level)."
+    )
+    stat: Literal[STATS] = Field(  # type: ignore[valid-type]
+        "p50", description="Latencies: which statistic of the level is bounded."
+    )
+    max: float | None = Field(None, description="The metric must not exceed this.")
+    min: float | None = Field(None, description="The metric must not fall below this.")
+    concurrency: list[Annotated[int, Field(ge=1)]] | None = Field(
+        None, description="Levels the bound applies to (default: every level run)."
+    )
+    invalidates: bool = Field(
+        False,
+        description='A failure makes the experiment\'s verdict "failed" (its numbers cannot '
+        "be used), not only a failed check in the report.",
+    )
     description: str = Field("", description="What the check means, shown in the report.")
 
     @model_validator(mode="after")
-    def _one_regex(self) -> Check:
-        given = [x for x in (self.log_contains, self.log_absent) if x is not None]
+    def _one_kind(self) -> Check:
+        given = [x for x in (self.log_contains, self.log_absent, self.metric) if x is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of log_contains or log_absent")
-        try:
-            re.compile(given[0])
-        except re.error as exc:
-            raise ValueError(f"not a valid regular expression ({exc})") from None
+            raise ValueError("give exactly one of log_contains, log_absent or metric")
+        if self.metric is None:
+            if self.max is not None or self.min is not None or self.concurrency is not None:
+                raise ValueError("max, min and concurrency go with metric")
+            try:
+                re.compile(str(given[0]))
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression ({exc})") from None
+        elif self.max is None and self.min is None:
+            raise ValueError(f"metric = {self.metric!r} needs max or min")
+        elif self.max is not None and self.min is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) is above max ({self.max})")
+        return self
+
+
+class Probe(_Model):
+    """A golden prompt sent at temperature 0 to every configuration once it is ready, before
+    warm-up; its answer must match ``expect`` and must not be degenerate (loops, garbage)."""
+
+    prompt: str = Field(min_length=1, description="The prompt (a chat message, or raw text).")
+    expect: str | None = Field(
+        None, description="Regex the answer must match (searched, case-sensitive)."
+    )
+    max_tokens: int = Field(64, ge=1, le=4096, description="Output limit for the answer.")
+
+    @model_validator(mode="after")
+    def _regex(self) -> Probe:
+        if self.expect is not None:
+            try:
+                re.compile(self.expect)
+            except re.error as exc:
+                raise ValueError(f"expect is not a valid regular expression ({exc})") from None
         return self
 
 
@@ -250,6 +326,12 @@ class CampaignModel(_Model):
     server: Server = Field(default_factory=lambda: Server())  # type: ignore[call-arg]
     workload: Workload = Field(default_factory=lambda: Workload())  # type: ignore[call-arg]
     reference: list[Reference] = Field(default_factory=list)
+    probe: list[Probe] = Field(
+        default_factory=list, description="Golden prompts checked on every configuration."
+    )
+    check: list[Check] = Field(
+        default_factory=list, description="Checks applied to every experiment."
+    )
     experiment: list[Experiment] = Field(min_length=1)
 
 
@@ -608,7 +690,7 @@ def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -
         args=args,
         env=env,
         workload=workload,
-        checks=list(exp.checks),
+        checks=list(campaign.check) + list(exp.checks),
         flag_diff=diff,
     )
 

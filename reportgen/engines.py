@@ -28,6 +28,10 @@ class Engine:
     metrics_path: str | None = "/metrics"  # Prometheus text, scraped around every level
     # Named regular expressions whose first matching log line the report shows.
     log_patterns: tuple[tuple[str, str], ...] = ()
+    # Prometheus counters the checks read, by role: "generation_tokens" (output tokens the
+    # engine produced), "prompt_tokens", "prefix_hits" (prompt tokens served from the prefix
+    # cache) and "prefix_queries" (prompt tokens looked up; prompt_tokens when absent).
+    counters: tuple[tuple[str, str], ...] = ()
 
     def patterns(self) -> dict[str, str]:
         found = dict(self.log_patterns)
@@ -92,6 +96,12 @@ ENGINES: dict[str, Engine] = {
         health_path="/health",
         ready_log_line="sim: ready on",
         simulated=True,
+        counters=(
+            ("generation_tokens", "sim:generation_tokens_total"),
+            ("prompt_tokens", "sim:prompt_tokens_total"),
+            ("prefix_hits", "sim:prefix_cache_hits_total"),
+            ("prefix_queries", "sim:prefix_cache_queries_total"),
+        ),
     ),
     "sglang": Engine(
         name="sglang",
@@ -107,6 +117,11 @@ ENGINES: dict[str, Engine] = {
             ("custom_all_reduce_disabled", r"[Cc]ustom all-?reduce is disabled"),
             ("decode_batch", r"Decode batch\."),
         ),
+        counters=(
+            ("generation_tokens", "sglang:generation_tokens_total"),
+            ("prompt_tokens", "sglang:prompt_tokens_total"),
+            ("prefix_hits", "sglang:cached_tokens_total"),
+        ),
     ),
     "vllm": Engine(
         name="vllm",
@@ -120,6 +135,12 @@ ENGINES: dict[str, Engine] = {
             ("non_default_args", r"non-default args:"),
             ("cuda_graph_captured", r"Graph capturing finished"),
             ("kv_cache", r"GPU KV cache size"),
+        ),
+        counters=(
+            ("generation_tokens", "vllm:generation_tokens_total"),
+            ("prompt_tokens", "vllm:prompt_tokens_total"),
+            ("prefix_hits", "vllm:prefix_cache_hits_total"),
+            ("prefix_queries", "vllm:prefix_cache_queries_total"),
         ),
     ),
     "transformers": Engine(

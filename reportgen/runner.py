@@ -21,6 +21,7 @@ from reportgen import (
     evidence,
     fingerprint,
     gpu,
+    probes,
     results,
     telemetry,
     tokens,
@@ -28,7 +29,7 @@ from reportgen import (
 from reportgen.analysis import checks as checks_mod
 from reportgen.analysis import decide as decide_mod
 from reportgen.analysis.summary import aggregate
-from reportgen.campaign import Campaign, Resolved, parent_id, resolve
+from reportgen.campaign import Campaign, Resolved, Workload, parent_id, resolve
 from reportgen.driver import Driver, keep_text_chars
 from reportgen.errors import GpuError, ReportgenError, ResultsError, ServerError
 from reportgen.gpu import GpuSource
@@ -44,6 +45,12 @@ def new_run_id(campaign: Campaign, now: dt.datetime | None = None) -> str:
     """Sortable: UTC time, then a short hash of the campaign file."""
     now = now or dt.datetime.now(dt.UTC)
     return f"{now:%Y%m%dT%H%M%SZ}-{campaign.sha256[:6]}"
+
+
+def control_table(exp_id: str) -> str:
+    """Name of the request table of an experiment's interleaved runs of its parent ("~" is
+    not allowed in experiment ids, so it cannot clash with one)."""
+    return f"{exp_id}~control"
 
 
 def _redact_args(args: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +134,8 @@ class Runner:
                 self._decide(entry)
                 self._save()
                 note = entry.get("reason") or entry["decision"]["verdict"]
-                sent = sum(lv["summary"]["requests"] for lv in entry["levels"])
+                measured = entry["levels"] + (entry.get("control") or {}).get("levels", [])
+                sent = sum(lv["summary"]["requests"] for lv in measured)
                 skipped = max(0, self._planned_requests(r) - sent)
                 self.progress.experiment_end(exp.id, entry["status"], note, skipped)
         except KeyboardInterrupt:
@@ -226,68 +234,152 @@ class Runner:
             "log_file": f"logs/{r.id}.server.log",
         }
 
+    def _sessions(self, r: Resolved) -> list[tuple[Resolved, list[int], str]]:
+        """Server launches for one experiment: (configuration, repetitions, role). One for
+        all repetitions; one per repetition with ``workload.fresh_server``; with
+        ``campaign.interleave``, the parent's configuration ("control") and the experiment's
+        alternate, parent first then child first (P C C P P C ...), so a linear drift of the
+        host weighs on both alike."""
+        reps = list(range(r.workload.repetitions))
+        parent = self.resolved.get(r.parent) if r.parent else None
+        if self.m.campaign.interleave and parent is not None:
+            out: list[tuple[Resolved, list[int], str]] = []
+            for k in reps:
+                pair = [(parent, [k], "control"), (r, [k], "experiment")]
+                out += pair if k % 2 == 0 else pair[::-1]
+            return out
+        if r.workload.fresh_server:
+            return [(r, [k], "experiment") for k in reps]
+        return [(r, reps, "experiment")]
+
     def _run_experiment(self, r: Resolved, entry: dict[str, Any]) -> None:
         entry["status"] = "running"
-        self._metrics_off = False
         entry["started_at"] = _utc_now()
-        wl = r.workload
-        port = self.engine.port(r.args)
+        sessions = self._sessions(r)
+        entry["sessions"] = []
+        if any(role == "control" for _, _, role in sessions):
+            entry["control"] = {"of": r.parent, "levels": [], "error": None}
+        rows: dict[str, list[dict[str, Any]]] = {"experiment": [], "control": []}
+        logs: list[str] = []
+        tele = self._telemetry_start(entry)
+        try:
+            for index, (cfg, reps, role) in enumerate(sessions):
+                control = entry.get("control") or {}
+                if role == "control" and control.get("error"):
+                    continue  # the parent's configuration failed once: no more control runs
+                try:
+                    self._session(r, cfg, reps, role, index, entry, rows[role], logs)
+                except ReportgenError as exc:
+                    if role != "control":
+                        raise
+                    control["error"] = f"{cfg.id} (interleaved run): {exc}"
+            entry["status"] = "ok"
+        except ReportgenError as exc:
+            entry["status"] = "failed"
+            entry["reason"] = str(exc)
+            entry["log_tail"] = (
+                entry["sessions"][-1].get("log_tail", "") if entry["sessions"] else ""
+            )
+        except KeyboardInterrupt:
+            entry["status"] = "interrupted"
+            entry["reason"] = "interrupted by the user"
+            raise
+        finally:
+            self._telemetry_end(r.id, entry, tele)
+            entry["campaign_checks"] = [chk.model_dump() for chk in r.checks]
+            patterns = self.engine.patterns()
+            for i, chk in enumerate(r.checks):
+                if chk.log_contains or chk.log_absent:
+                    patterns[f"campaign:{i}"] = str(chk.log_contains or chk.log_absent)
+            entry["log_evidence"] = evidence.log_evidence("\n".join(logs), patterns)
+            entry["model_files"] = evidence.model_files(
+                r.args, Path(self.campaign.path).resolve().parent
+            )
+            entry["finished_at"] = _utc_now()
+            entry["by_level"] = _by_level(entry["levels"])
+            if entry.get("control"):
+                entry["control"]["by_level"] = _by_level(entry["control"]["levels"])
+            if rows["experiment"]:
+                results.save_requests(self.run_dir, r.id, rows["experiment"])
+            if rows["control"]:
+                results.save_requests(self.run_dir, control_table(r.id), rows["control"])
+            self._save()
+
+    def _session(
+        self,
+        r: Resolved,
+        cfg: Resolved,
+        reps: list[int],
+        role: str,
+        index: int,
+        entry: dict[str, Any],
+        rows: list[dict[str, Any]],
+        logs: list[str],
+    ) -> None:
+        """One server launch: start, wait until ready, (first time) the engine's info and the
+        golden prompts, warm-up, then each level for these repetitions; always stopped."""
+        wl = r.workload  # the experiment's workload, also for its parent's control runs
+        first = not any(x["role"] == role for x in entry["sessions"])
+        name = (
+            f"{r.id}.server.log"
+            if first and role == "experiment"
+            else (f"{r.id}.{index + 1}-{role}.server.log")
+        )
+        session: dict[str, Any] = {
+            "index": index,
+            "role": role,
+            "config": cfg.id,
+            "repetitions": reps,
+            "log_file": f"logs/{name}",
+        }
+        entry["sessions"].append(session)
+        self._metrics_off = False
         srv = ServerProcess(
-            command_line(self.campaign, r),
-            env=r.env,
-            log_path=self.run_dir / "logs" / f"{r.id}.server.log",
+            command_line(self.campaign, cfg),
+            env=cfg.env,
+            log_path=self.run_dir / "logs" / name,
             host=self.m.server.host,
-            port=port,
+            port=self.engine.port(cfg.args),
             engine=self.engine,
             stop_timeout_s=self.m.server.stop_timeout_s,
         )
-        rows: list[dict[str, Any]] = []
-        tele = self._telemetry_start(entry)
+        levels = entry["levels"] if role == "experiment" else entry["control"]["levels"]
         try:
-            self.progress.phase("starting server")
+            what = "" if role == "experiment" else f" ({cfg.id}, interleaved)"
+            self.progress.phase(f"starting server{what}")
             srv.start()
             ready = srv.wait_ready(self.m.server.ready_timeout_s, wl.api)
-            entry["server"] = {
-                "ready_s": ready.ready_s,
-                "model": ready.model,
-                "health_checks": ready.health_checks,
-                "generation_checks": ready.generation_checks,
-            }
-            entry["engine_info"] = evidence.fetch_info(srv.base_url, self.engine.info_paths)
-            model = ready.model or _model_from_args(r.args)
-            tokenizer = self._tokenizer(wl.tokenizer)
-            spec = RequestSpec(
-                api=wl.api,
-                model=model,
-                output_tokens=wl.output_tokens,
-                extras=self.engine.request_extras(wl.output_tokens),
-                stream=wl.stream,
-                keep_text_chars=keep_text_chars(tokenizer),
-            )
-            drv = Driver(
-                wl,
-                srv.base_url,
-                spec,
-                campaign_dir=Path(self.campaign.path).resolve().parent,
-                tokenizer=tokenizer,
-                ceiling=self.results.get("client_ceiling"),
-                on_request=lambda rec: self.progress.request_done(
-                    rec.output_tokens, rec.status == "ok"
-                ),
-            )
+            session["ready_s"] = ready.ready_s
+            if role == "experiment" and first:
+                entry["server"] = {
+                    "ready_s": ready.ready_s,
+                    "model": ready.model,
+                    "health_checks": ready.health_checks,
+                    "generation_checks": ready.generation_checks,
+                }
+                entry["engine_info"] = evidence.fetch_info(srv.base_url, self.engine.info_paths)
+            model = ready.model or _model_from_args(cfg.args)
+            if role == "experiment" and first and self.m.probe:
+                self.progress.phase(f"golden prompts ({len(self.m.probe)})")
+                entry["probes"] = probes.ask(
+                    srv.base_url, wl.api, model, self.m.probe, timeout_s=wl.request_timeout_s
+                )
+            drv = self._driver(wl, srv.base_url, model)
             if wl.warmup_requests:
                 self.progress.phase(f"warm-up ({wl.warmup_requests} requests)")
-                entry["warmup"] = drv.warmup()
+                session["warmup"] = drv.warmup()
+                entry.setdefault("warmup", session["warmup"])
             for c in wl.concurrency:
-                for rep in range(wl.repetitions):
+                for rep in reps:
                     self.progress.level_start(c, rep, wl.repetitions, wl.requests_per_level)
                     before = self._scrape(srv.base_url)
                     level, recs = drv.level(c, rep)
+                    level["session"] = index
                     if before is not None:
                         level["engine_metrics"] = evidence.deltas(
                             before, self._scrape(srv.base_url) or {}
                         )
-                    entry["levels"].append(level)
+                    levels.append(level)
                     rows.extend(
                         {"experiment": r.id, "concurrency": c, "repetition": rep, **x} for x in recs
                     )
@@ -297,43 +389,45 @@ class Runner:
                             f"server exited with code {code} during C={c} repetition {rep + 1}",
                             srv.log_tail(),
                         )
-            entry["status"] = "ok"
-        except ServerError as exc:
-            entry["status"] = "failed"
-            entry["reason"] = str(exc)
-            entry["log_tail"] = exc.log_tail or srv.log_tail()
         except ReportgenError as exc:
-            entry["status"] = "failed"
-            entry["reason"] = str(exc)
-            entry["log_tail"] = srv.log_tail()
-        except KeyboardInterrupt:
-            entry["status"] = "interrupted"
-            entry["reason"] = "interrupted by the user"
+            session["error"] = str(exc)
+            session["log_tail"] = getattr(exc, "log_tail", "") or srv.log_tail()
             raise
         finally:
             self.progress.phase("stopping server")
             stop = srv.stop()
-            entry["stop"] = asdict(stop)
+            session["stop"] = asdict(stop)
+            if role == "experiment":
+                entry["stop"] = session["stop"]
+                logs.append(srv.log_text())
             if not stop.group_gone or not stop.port_free:
                 entry.setdefault("warnings", []).append(
                     "server did not stop cleanly: "
                     + ("process group still alive; " if not stop.group_gone else "")
                     + ("port still in use" if not stop.port_free else "")
                 )
-            self._telemetry_end(r.id, entry, tele)
-            entry["campaign_checks"] = [chk.model_dump() for chk in r.checks]
-            patterns = self.engine.patterns()
-            for i, chk in enumerate(r.checks):
-                patterns[f"campaign:{i}"] = str(chk.log_contains or chk.log_absent)
-            entry["log_evidence"] = evidence.log_evidence(srv.log_text(), patterns)
-            entry["model_files"] = evidence.model_files(
-                r.args, Path(self.campaign.path).resolve().parent
-            )
-            entry["finished_at"] = _utc_now()
-            entry["by_level"] = _by_level(entry["levels"])
-            if rows:
-                results.save_requests(self.run_dir, r.id, rows)
-            self._save()
+
+    def _driver(self, wl: Workload, base_url: str, model: str | None) -> Driver:
+        tokenizer = self._tokenizer(wl.tokenizer)
+        spec = RequestSpec(
+            api=wl.api,
+            model=model,
+            output_tokens=wl.output_tokens,
+            extras=self.engine.request_extras(wl.output_tokens),
+            stream=wl.stream,
+            keep_text_chars=keep_text_chars(tokenizer),
+        )
+        return Driver(
+            wl,
+            base_url,
+            spec,
+            campaign_dir=Path(self.campaign.path).resolve().parent,
+            tokenizer=tokenizer,
+            ceiling=self.results.get("client_ceiling"),
+            on_request=lambda rec: self.progress.request_done(
+                rec.output_tokens, rec.status == "ok"
+            ),
+        )
 
     def _scrape(self, base_url: str) -> dict[str, Any] | None:
         """The engine's Prometheus metrics now, or None when it has none (or stopped
@@ -362,7 +456,7 @@ class Runner:
         if tele is None or self.gpu_source is None:
             return
         rows = tele.stop()
-        for level in entry["levels"]:
+        for level in entry["levels"] + (entry.get("control") or {}).get("levels", []):
             w = level.get("window") or {}
             if w.get("t0_monotonic"):
                 t0 = float(w["t0_monotonic"])
@@ -398,11 +492,22 @@ class Runner:
         higher = obj.better() == "higher"
         by_id = {e["id"]: e for e in self.results["experiments"]}
         baseline = self.results["experiments"][0]
+        mine = (
+            results.load_requests(self.run_dir, entry["id"]).to_dict("records")
+            if entry["levels"]
+            else []
+        )
+        wl = self.resolved[entry["id"]].workload
         entry["checks"] = checks_mod.run_checks(
             entry,
             self.results.get("environment"),
             log_patterns=list(self.engine.patterns()),
+            cv_bound=self.m.campaign.cv_bound,
             host_expect=self.m.host.expect.model_dump(),
+            rows=mine,
+            counters=dict(self.engine.counters),
+            prefix_expect=_prefix_expect(wl),
+            baseline=None if entry is baseline else baseline,
         )
         broken = checks_mod.invalidated(entry["checks"])
         if entry["status"] == "ok" and broken:
@@ -425,8 +530,22 @@ class Runner:
             self.results["best"] = entry["id"]
             return
         parent = by_id[entry["parent"]]
+        control = entry.get("control") or {}
+        paired = bool(control.get("levels")) and not control.get("error")
+        # With interleaving, the parent's side is its runs next to this experiment's.
+        parent_side = (
+            {
+                "id": parent["id"],
+                "status": "ok",
+                "levels": control["levels"],
+                "table": control_table(entry["id"]),
+            }  # fmt: skip
+            if paired
+            else {**parent, "table": parent["id"]}
+        )
+        base_side = {**baseline, "table": baseline["id"]}
 
-        def cmp(other: dict[str, Any]) -> list[decide_mod.Comparison]:
+        def cmp(other: dict[str, Any], pair: bool) -> list[decide_mod.Comparison]:
             if other["status"] != "ok":
                 return []
             return decide_mod.compare_experiments(
@@ -436,10 +555,11 @@ class Runner:
                 margin=margin,
                 higher_is_better=higher,
                 concurrency=obj.concurrency,
+                paired=pair,
             )
 
-        vs_parent, vs_base = cmp(parent), cmp(baseline)
-        if parent["status"] != "ok":
+        vs_parent, vs_base = cmp(parent_side, paired), cmp(base_side, False)
+        if parent_side["status"] != "ok":
             verdict, why = (
                 "inconclusive",
                 f"its parent {parent['id']} failed, so there is nothing to compare with.",
@@ -448,36 +568,47 @@ class Runner:
             verdict, why = decide_mod.decide(
                 entry["id"], parent["id"], vs_parent, obj.metric, margin
             )
+            if paired:
+                why += (
+                    f" Compared pair by pair with {parent['id']}'s configuration run "
+                    "alternately with it (interleaved)."
+                )
+            elif control.get("error"):
+                why += (
+                    f" The interleaved runs of {parent['id']} failed ({control['error']}), "
+                    "so its earlier runs were used."
+                )
         entry["decision"] = decide_mod.Decision(verdict, why, vs_parent, vs_base).as_dict()
-        entry["decision"]["metrics"] = self._all_metrics(entry, parent, baseline, margin)
+        entry["decision"]["paired"] = paired
+        entry["decision"]["metrics"] = self._all_metrics(
+            mine, entry, [("vs_parent", parent_side, paired), ("vs_baseline", base_side, False)]
+        )
         if verdict == "adopted":
             self._update_best(entry, baseline, higher)
 
     def _all_metrics(
         self,
+        mine: list[dict[str, Any]],
         entry: dict[str, Any],
-        parent: dict[str, Any],
-        baseline: dict[str, Any],
-        margin: float,
+        sides: list[tuple[str, dict[str, Any], bool]],
     ) -> dict[str, list[dict[str, Any]]]:
         """Every headline metric against the parent and the baseline, at every common level:
         run-level comparisons for throughputs and medians, the two-level bootstrap for p99."""
-        mine = results.load_requests(self.run_dir, entry["id"]).to_dict("records")
+        margin = self.m.campaign.margin
         out: dict[str, list[dict[str, Any]]] = {}
-        done: dict[
-            str, list[dict[str, Any]]
-        ] = {}  # by other's id: the parent is often the baseline
-        for name, other in (("vs_parent", parent), ("vs_baseline", baseline)):
+        done: dict[tuple[str, bool], list[dict[str, Any]]] = {}  # the parent is often the baseline
+        for name, other, paired in sides:
             if other["status"] != "ok":
                 continue
-            if other["id"] not in done:
-                theirs = results.load_requests(self.run_dir, other["id"]).to_dict("records")
+            key = (other["table"], paired)
+            if key not in done:
+                theirs = results.load_requests(self.run_dir, other["table"]).to_dict("records")
                 found = decide_mod.headline_comparisons(
-                    other["levels"], entry["levels"], margin=margin
+                    other["levels"], entry["levels"], margin=margin, paired=paired
                 )
                 found += decide_mod.tail_comparisons(theirs, mine, margin=margin)
-                done[other["id"]] = [c.as_dict() for c in found]
-            out[name] = done[other["id"]]
+                done[key] = [c.as_dict() for c in found]
+            out[name] = done[key]
         return out
 
     def _update_best(self, entry: dict[str, Any], baseline: dict[str, Any], higher: bool) -> None:
@@ -507,11 +638,12 @@ class Runner:
     def _save(self) -> None:
         results.save(self.run_dir, self.results)
 
-    @staticmethod
-    def _planned_requests(r: Resolved) -> int:
-        """Measured requests an experiment will send (0 when levels run for a duration)."""
+    def _planned_requests(self, r: Resolved) -> int:
+        """Measured requests an experiment will send (0 when levels run for a duration);
+        twice that when its parent's configuration is interleaved with it."""
         wl = r.workload
-        return (wl.requests_per_level or 0) * len(wl.concurrency) * wl.repetitions
+        sides = 2 if self.m.campaign.interleave and r.parent else 1
+        return (wl.requests_per_level or 0) * len(wl.concurrency) * wl.repetitions * sides
 
     def _total_requests(self) -> int:
         steps = plan(self.campaign)
@@ -525,6 +657,15 @@ def _by_level(levels: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for lv in levels:
         groups.setdefault(lv["concurrency"], []).append(lv["summary"])
     return [{"concurrency": c, **aggregate(s)} for c, s in groups.items()]
+
+
+def _prefix_expect(wl: Workload) -> tuple[float, float] | None:
+    """The prefix-cache hit rate a workload should see: as the campaign says; else low for
+    varied prompts, and no expectation for one fixed prompt (every request shares it)."""
+    if wl.prefix_cache_hit_rate is not None:
+        lo, hi = wl.prefix_cache_hit_rate
+        return float(lo), float(hi)
+    return None if wl.prompts.source == "fixed" else checks_mod.DEFAULT_PREFIX_HIT
 
 
 def _model_from_args(args: dict[str, Any]) -> str | None:

@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import random
+import re
 import resource
 import signal
 import sys
@@ -151,6 +152,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "0 = unlimited (default: %(default)s)",
     )
     a(
+        "--repeat-after",
+        metavar="N",
+        type=i,
+        default=0,
+        help="stand-in for a broken engine: after N output tokens, repeat the last one until "
+        "max_tokens (a model stuck in a loop); 0 = off (default: %(default)s)",
+    )
+    a(
+        "--cold-requests",
+        metavar="N",
+        type=i,
+        default=0,
+        help="stand-in for an engine still warming up (JIT, autotuning, lazy allocation): the "
+        "first N requests after start take 3x their delays (default: %(default)s)",
+    )
+    a(
         "--record-sends",
         metavar="PATH",
         default=None,
@@ -179,7 +196,15 @@ class _Sim:
         self.ready = False
         self.active = 0  # requests being served right now (queued ones excluded)
         # Prometheus counters, named like an engine's ("sim:" as "sglang:" or "vllm:").
-        self.counted = {"requests": 0, "prompt_tokens": 0, "generation_tokens": 0}
+        self.counted = {
+            "requests": 0,
+            "prompt_tokens": 0,
+            "generation_tokens": 0,
+            "prefix_cache_queries": 0,  # prompt tokens looked up in the prefix cache
+            "prefix_cache_hits": 0,  # of those, tokens found there
+        }
+        self.cached_blocks: set[str] = set()  # chained hashes of the prompts' 16-word blocks
+        self.started = 0  # requests accepted since start (for --cold-requests)
         self.handlers: set[asyncio.Task[Any]] = set()
         self.noise = random.Random(args.seed)
         # Lognormal with mean 1 and relative sd `jitter`: sigma^2 = ln(1 + jitter^2).
@@ -195,17 +220,45 @@ class _Sim:
             line = {"request_id": request_id, "prompt": prompt[:64], "t_recv": t_recv}
             self.sends_log.write(json.dumps({**line, "sends": sends}) + "\n")
 
-    def delay_s(self, base_ms: float, growth: float, tokens: int = 1) -> float:
+    def delay_s(self, base_ms: float, growth: float, tokens: int = 1, cold: float = 1.0) -> float:
         """Delay in seconds for `tokens` tokens, given the load at this moment."""
         if base_ms == 0:
             return 0.0
-        d = base_ms / 1000 * tokens * (1 + growth * max(self.active - 1, 0))
+        d = base_ms / 1000 * tokens * (1 + growth * max(self.active - 1, 0)) * cold
         if self.sigma > 0:
             d *= self.noise.lognormvariate(-(self.sigma**2) / 2, self.sigma)
         return d
 
-    def text(self, prompt: str, n: int) -> list[str]:
-        return generated_tokens(self.args.seed, prompt, n)
+    def text(self, prompt: str, n: int) -> tuple[list[str], str]:
+        """The answer's tokens and finish reason. A prompt with a line "Repeat after me: X"
+        is answered with X's words and stops there, as a model following it would; anything
+        else gets ``n`` pseudo-words. ``--repeat-after`` then breaks it."""
+        m = re.search(r"Repeat after me:[ \t]*(.*)", prompt)
+        if m and m.group(1).split():
+            tokens, finish = [" " + w for w in m.group(1).split()][:n], "stop"
+        else:
+            tokens, finish = generated_tokens(self.args.seed, prompt, n), "length"
+        if self.args.repeat_after:  # a loop until the length limit, whatever was asked
+            head = tokens[: self.args.repeat_after]
+            tokens, finish = head + [head[-1]] * (n - len(head)), "length"
+        return tokens, finish
+
+    def prefix_cache(self, prompt: str) -> None:
+        """Count prompt tokens (words) found in the prefix cache: whole 16-word blocks whose
+        prefix was seen before, as a paged engine's radix or hash cache would."""
+        words = prompt.split()
+        self.counted["prefix_cache_queries"] += len(words)
+        chain = hashlib.sha256()
+        hit = True
+        for k in range(0, len(words) - len(words) % 16, 16):
+            chain.update(" ".join(words[k : k + 16]).encode())
+            key = chain.hexdigest()
+            if hit and key in self.cached_blocks:
+                self.counted["prefix_cache_hits"] += 16
+            else:
+                hit = False
+                if len(self.cached_blocks) < 1_000_000:
+                    self.cached_blocks.add(key)
 
     async def generate(self, tokens: list[str], chunk: int) -> AsyncGenerator[str, None]:
         """Yield text pieces on schedule: first after TTFT, then one per `chunk` tokens.
@@ -216,15 +269,18 @@ class _Sim:
         if self.slots is not None:
             await self.slots.acquire()  # queue wait happens before the TTFT clock starts
         self.active += 1
+        self.started += 1
+        cold = 3.0 if self.started <= self.args.cold_requests else 1.0
         try:
             loop = asyncio.get_running_loop()
             deadline = loop.time()
             a = self.args
             for k in range(0, len(tokens), chunk):
                 if k == 0:
-                    deadline += self.delay_s(a.ttft_ms, a.ttft_growth)
+                    deadline += self.delay_s(a.ttft_ms, a.ttft_growth, cold=cold)
                 else:  # the load (active count) is sampled as each chunk is scheduled
-                    deadline += self.delay_s(a.itl_ms, a.itl_growth, min(chunk, len(tokens) - k))
+                    step = min(chunk, len(tokens) - k)
+                    deadline += self.delay_s(a.itl_ms, a.itl_growth, step, cold)
                 if deadline > loop.time():
                     await asyncio.sleep(deadline - loop.time())
                 yield "".join(tokens[k : k + chunk])
@@ -286,15 +342,16 @@ class _Sim:
         except _BadRequest as exc:
             return _error(str(exc))
 
+        tokens, finish = self.text(prompt, n)
         usage = {
             "prompt_tokens": len(prompt.split()),
-            "completion_tokens": n,
-            "total_tokens": len(prompt.split()) + n,
+            "completion_tokens": len(tokens),
+            "total_tokens": len(prompt.split()) + len(tokens),
         }
         self.counted["requests"] += 1
         self.counted["prompt_tokens"] += usage["prompt_tokens"]
-        self.counted["generation_tokens"] += n  # (as scheduled: counted when accepted)
-        tokens = self.text(prompt, n)
+        self.counted["generation_tokens"] += len(tokens)  # (as scheduled: counted when accepted)
+        self.prefix_cache(prompt)
         head = {
             "id": ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex,
             "object": "chat.completion" if chat else "text_completion",
@@ -305,7 +362,7 @@ class _Sim:
         if not body.get("stream"):
             async with aclosing(self.generate(tokens, self.args.tokens_per_chunk)) as gen:
                 text = "".join([piece async for piece in gen])  # same total time as a stream
-            choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": "length"}
+            choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish}
             if chat:
                 choice["message"] = {"role": "assistant", "content": text}
             else:
@@ -350,7 +407,7 @@ class _Sim:
                     choice = {
                         "index": 0,
                         "logprobs": None,
-                        "finish_reason": "length" if sent >= n else None,
+                        "finish_reason": finish if sent >= len(tokens) else None,
                     }
                     choice.update({"delta": {"content": piece}} if chat else {"text": piece})
                     await send([choice])

@@ -20,6 +20,11 @@ With each comparison come two numbers that say what the noise allowed:
   estimate and the margin (to show a change), or between the estimate and the margin's edge
   (to show equivalence), whichever is nearer; None when the estimate sits on the margin.
 
+With ``campaign.interleave``, an experiment's repetitions alternate with fresh runs of its
+parent, and the comparison with the parent is paired (``compare_pairs``): the ratio of each
+repetition to its neighbour in time, with a t interval on the mean of those log ratios
+(n - 1 degrees of freedom), so drift of the host between them cancels out.
+
 Tail latencies (p99) compare the pooled requests of each side with a two-level bootstrap
 (``bootstrap_ratio``): resample the runs, then the requests within each run, and take the
 2.5th and 97.5th percentiles of the ratio, so run-to-run noise counts as well as request
@@ -51,6 +56,7 @@ class Comparison:
     verdict: Verdict
     mde: float | None = None  # smallest detectable ratio (> 1) at 80% power
     reps_needed: int | None = None  # inconclusive: repetitions per side that would decide
+    paired: bool = False  # interleaved repetitions compared pair by pair
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,6 +113,63 @@ def compare_runs(
 
 
 POWER = 0.8
+
+
+def compare_pairs(
+    pairs: Sequence[tuple[float, float]],
+    *,
+    margin: float,
+    higher_is_better: bool,
+    metric: str = "",
+    concurrency: int = 0,
+    confidence: float = 0.95,
+) -> Comparison:
+    """Paired ratio: each (parent, child) pair ran next to each other in time. The estimate
+    is the geometric mean of the pairs' ratios; its interval a one-sample t interval on the
+    log ratios."""
+    d = np.asarray(
+        [math.log(c) - math.log(p) for p, c in pairs if p and c and p > 0 and c > 0], dtype=float
+    )
+    n = int(d.size)
+    if n == 0:
+        return Comparison(metric, concurrency, None, None, None, 0, 0, "inconclusive", paired=True)
+    mean = float(d.mean())
+    ratio = math.exp(mean)
+    lo = hi = mde = None
+    reps: int | None = None
+    if n >= 2:
+        sd = float(d.std(ddof=1))
+        se = sd / math.sqrt(n)
+        if se == 0:
+            lo = hi = ratio
+            mde = 1.0
+        else:
+            t = float(stats.t.ppf(0.5 + confidence / 2, n - 1))
+            lo, hi = math.exp(mean - t * se), math.exp(mean + t * se)
+            mde = math.exp((t + float(stats.t.ppf(POWER, n - 1))) * se)
+            gap = abs(abs(mean) - math.log1p(margin))
+            reps = next(
+                (
+                    k
+                    for k in range(2, 10_000)
+                    if float(stats.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k) < gap
+                ),
+                None,
+            )
+    verdict = _verdict(ratio, lo, hi, margin, higher_is_better)
+    return Comparison(
+        metric,
+        concurrency,
+        ratio,
+        lo,
+        hi,
+        n,
+        n,
+        verdict,
+        mde,
+        reps if verdict == "inconclusive" else None,
+        paired=True,
+    )
 
 
 def _reps_needed(effect: float, sd: float, margin: float, confidence: float) -> int | None:
@@ -194,13 +257,21 @@ class Decision:
 
 def runs_by_level(levels: Sequence[Mapping[str, Any]], metric: str) -> dict[int, list[float]]:
     """Per concurrency level, the metric's value in each repetition (p50 for latencies)."""
+    out: dict[int, list[float]] = {}
+    for (c, _), v in _by_run(levels, metric).items():
+        out.setdefault(c, []).append(v)
+    return out
+
+
+def _by_run(levels: Sequence[Mapping[str, Any]], metric: str) -> dict[tuple[int, int], float]:
+    """The metric (p50 for latencies) of each (concurrency, repetition) run, in run order."""
     from reportgen.analysis.summary import metric_value
 
-    out: dict[int, list[float]] = {}
+    out: dict[tuple[int, int], float] = {}
     for lv in levels:
         v = metric_value(lv["summary"], metric, "p50")
         if v is not None and math.isfinite(v):
-            out.setdefault(int(lv["concurrency"]), []).append(v)
+            out[(int(lv["concurrency"]), int(lv.get("repetition", len(out))))] = v
     return out
 
 
@@ -212,14 +283,28 @@ def compare_experiments(
     margin: float,
     higher_is_better: bool,
     concurrency: Sequence[int] | None = None,
+    paired: bool = False,
 ) -> list[Comparison]:
-    """Compare two experiments' level runs at their common (or the given) levels."""
+    """Compare two experiments' level runs at their common (or the given) levels; with
+    ``paired``, repetition k of one with repetition k of the other (interleaved runs)."""
     p, c = runs_by_level(parent_levels, metric), runs_by_level(child_levels, metric)
     wanted = (
         sorted(set(p) & set(c))
         if not concurrency
         else [x for x in concurrency if x in p and x in c]
     )
+    if paired:
+        pr, cr = _by_run(parent_levels, metric), _by_run(child_levels, metric)
+        return [
+            compare_pairs(
+                [(pr[k], cr[k]) for k in sorted(set(pr) & set(cr)) if k[0] == x],
+                margin=margin,
+                higher_is_better=higher_is_better,
+                metric=metric,
+                concurrency=x,
+            )
+            for x in wanted
+        ]
     return [
         compare_runs(
             p[x],
@@ -302,12 +387,18 @@ def headline_comparisons(
     child_levels: Sequence[Mapping[str, Any]],
     *,
     margin: float,
+    paired: bool = False,
 ) -> list[Comparison]:
     """Every headline metric (p50 for latencies) at every level both experiments ran."""
     out: list[Comparison] = []
     for metric, higher in HEADLINE:
         out += compare_experiments(
-            parent_levels, child_levels, metric, margin=margin, higher_is_better=higher
+            parent_levels,
+            child_levels,
+            metric,
+            margin=margin,
+            higher_is_better=higher,
+            paired=paired,
         )
     return out
 
