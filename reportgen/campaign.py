@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from reportgen.errors import MISSING, CampaignError, Problem
@@ -207,10 +215,14 @@ class Workload(_Model):
             raise ValueError("concurrency levels must be unique")
         if self.requests_per_level is not None and self.duration_s is not None:
             raise ValueError("give requests_per_level or duration_s, not both")
-        rate = self.prefix_cache_hit_rate
-        if rate is not None and rate[0] > rate[1]:
-            raise ValueError("prefix_cache_hit_rate is [lowest, highest]: lowest comes first")
         return self
+
+    @field_validator("prefix_cache_hit_rate")
+    @classmethod
+    def _low_high(cls, rate: list[float] | None) -> list[float] | None:
+        if rate is not None and rate[0] > rate[1]:
+            raise ValueError("[lowest, highest]: the lowest comes first")
+        return rate
 
 
 def _optional_copy(model: type[_Model], name: str, doc: str) -> type[_Model]:
@@ -296,14 +308,15 @@ class Probe(_Model):
     )
     max_tokens: int = Field(64, ge=1, le=4096, description="Output limit for the answer.")
 
-    @model_validator(mode="after")
-    def _regex(self) -> Probe:
-        if self.expect is not None:
+    @field_validator("expect")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
             try:
-                re.compile(self.expect)
+                re.compile(value)
             except re.error as exc:
-                raise ValueError(f"expect is not a valid regular expression ({exc})") from None
-        return self
+                raise ValueError(f"not a valid regular expression ({exc})") from None
+        return value
 
 
 class Experiment(_Model):

@@ -293,6 +293,18 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"{len(failed)} experiment(s) failed: {', '.join(failed)} (see the report)",
             markup=False,
         )
+    untrusted = [
+        e["id"]
+        for e in data["experiments"]
+        if e["status"] == "ok" and (e.get("decision") or {}).get("verdict") == "failed"
+    ]
+    if untrusted:
+        err.print(
+            f"{len(untrusted)} experiment(s) ran but failed an assumption check that "
+            f"invalidates their numbers: {', '.join(untrusted)} (see the report)",
+            markup=False,
+        )
+    failed += untrusted
     return EXIT_FAILED if failed and args.strict else EXIT_OK
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -99,3 +101,23 @@ def start_sim(tmp_path: Path) -> Iterator[Callable[..., Sim]]:
 def sim(start_sim: Callable[..., Sim]) -> Sim:
     """A simulator with TTFT 20 ms and inter-token latency 2 ms."""
     return start_sim("--ttft-ms", "20", "--itl-ms", "2")
+
+
+@pytest.fixture(scope="session")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An XDG cache folder holding a client ceiling measured once for the session
+    (calibration is cached per host), for runs started as subprocesses."""
+    folder = tmp_path_factory.mktemp("cache")
+    res = subprocess.run(
+        [sys.executable, "-m", "reportgen", "calibrate", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={"XDG_CACHE_HOME": str(folder), "PATH": "/usr/bin:/bin"},
+    )
+    assert res.returncode == 0, res.stderr
+    result = json.loads(res.stdout)
+    assert result["chunks_per_cpu_s"] > 1000 and result["requests"] == 400
+    assert list((folder / "reportgen").glob("calibration-*.json"))
+    return folder

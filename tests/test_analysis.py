@@ -216,3 +216,58 @@ def test_tail_comparisons_from_request_rows() -> None:
     heads = headline_comparisons([level, level], [level, level], margin=0.05)
     assert {c.metric for c in heads} == {"output_tok_s", "ttft_ms"}
     assert all(c.verdict == "equivalent" and c.ratio == 1.0 for c in heads)
+
+
+def test_paired_comparison_by_hand() -> None:
+    """Pairs (100, 110), (120, 130), (90, 100): a drifting host moves both sides together.
+    Log ratios 0.09531, 0.08004, 0.10536: mean 0.09357, sd 0.01275, se 0.007360 on 2 degrees
+    of freedom (t_0.975 = 4.3027): ratio exp(0.09357) = 1.0981, interval exp(0.09357 -+
+    0.03167) = 1.0639 to 1.1334. Unpaired, the drift (90 to 130) would swamp the change."""
+    from reportgen.analysis.decide import compare_pairs
+
+    got = compare_pairs([(100, 110), (120, 130), (90, 100)], margin=0.03, higher_is_better=True)
+    assert got.paired and got.n_parent == got.n_child == 3
+    assert got.ratio == pytest.approx(1.0981, abs=1e-4)
+    assert got.ci_low == pytest.approx(1.0639, abs=1e-4)
+    assert got.ci_high == pytest.approx(1.1334, abs=1e-4)
+    assert got.verdict == "better"
+    unpaired = compare_runs([100, 120, 90], [110, 130, 100], margin=0.03, higher_is_better=True)
+    assert unpaired.verdict == "inconclusive" and unpaired.ci_low is not None
+    assert unpaired.ci_low < 1 < unpaired.ci_high
+    one = compare_pairs([(100, 110)], margin=0.03, higher_is_better=True)
+    assert one.ratio == pytest.approx(1.1) and one.ci_low is None and one.verdict == "inconclusive"
+
+
+def test_paired_levels_match_repetitions() -> None:
+    from reportgen.analysis.decide import compare_experiments
+
+    def lv(c: int, rep: int, tok: float) -> dict[str, object]:
+        return {"concurrency": c, "repetition": rep, "summary": {"output_tok_s": tok}}
+
+    parent = [lv(1, 0, 100), lv(1, 1, 120), lv(1, 2, 90)]
+    child = [lv(1, 2, 100), lv(1, 0, 110), lv(1, 1, 130)]  # order does not matter, reps do
+    (got,) = compare_experiments(
+        parent, child, "output_tok_s", margin=0.03, higher_is_better=True, paired=True
+    )
+    assert got.paired and got.ratio == pytest.approx(1.0981, abs=1e-4)
+
+
+def test_degenerate_text_detector() -> None:
+    from reportgen.analysis.text import agreement, problems
+    from reportgen.sim import generated_tokens
+
+    assert problems("The capital of France is Paris. It lies on the Seine.") == []
+    assert problems("def f(x):\n    return x + 1\n\n# ==========================") == []
+    assert problems("".join(generated_tokens(7, "hello", 64))) == []  # the simulator's words
+    assert problems("1 2 3 4 5 6 7 8 9 10 11 12") == []  # counting is not a loop
+    assert problems("  ") == ["empty answer"]
+    assert problems("Paris is nice. I like it. " + "I like it. " * 10) == [
+        "ends in a loop: 'I like it.' (3 word(s)) repeated, 33 of 36 words"
+    ]
+    assert problems("!" * 30) == [
+        "only 0 of 30 visible characters are letters or digits",
+        "'!' repeated 30 times in a row",
+    ]
+    assert problems("ok \ufffd\ufffd") == ["2 unreadable characters of 5"]
+    assert agreement("a b c d", "a b x d") == 0.5
+    assert agreement("a b", "a b c d") == 0.5 and agreement("", "") == 1.0

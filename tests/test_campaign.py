@@ -149,3 +149,48 @@ def test_published_json_schema_is_current() -> None:
 def test_shipped_campaigns_validate(path: Path) -> None:
     c = campaign.load(path)
     assert c.experiments
+
+
+def test_checks_probes_and_new_settings_are_validated() -> None:
+    text = (
+        GOOD
+        + """
+[[probe]]
+prompt = "What is 2 + 2?"
+expect = "4("
+
+[[check]]
+metric = "ttft_ms"
+stat = "p99"
+
+[[check]]
+log_contains = "x"
+max = 3
+"""
+    )
+    text = text.replace('title = "T"', 'title = "T"\ncv_bound = 1.5')
+    text = text.replace("requests_per_level = 8", "requests_per_level = 8\n"
+                        "prefix_cache_hit_rate = [0.5, 0.1]")  # fmt: skip
+    found = "\n".join(problems(text))
+    assert "probe[0].expect = '4(': not a valid regular expression" in found
+    assert "check[0]" in found and "metric = 'ttft_ms' needs max or min" in found
+    assert "check[1]" in found and "max, min and concurrency go with metric" in found
+    assert "campaign.cv_bound = 1.5" in found
+    assert (
+        "workload.prefix_cache_hit_rate = [0.5, 0.1]: [lowest, highest]: the lowest comes first"
+        in found
+    )
+    ok = (
+        GOOD.replace('title = "T"', 'title = "T"\ninterleave = true\ncv_bound = 0.1')
+        + """
+[[check]]
+metric = "output_tok_s"
+min = 10
+concurrency = [1]
+invalidates = true
+"""
+    )
+    c = campaign.loads(ok, "c.toml")
+    assert c.model.campaign.interleave and c.model.campaign.cv_bound == 0.1
+    steps = plan(c)
+    assert all(s.checks[0].metric == "output_tok_s" for s in steps)  # on every experiment

@@ -46,7 +46,8 @@ def test_a_clean_experiment_passes_everything() -> None:
         "request_errors": "pass", "output_lengths": "pass", "repetition_spread": "pass",
         "client_headroom": "pass", "telemetry": "pass", "gpu_throttling": "pass",
         "clock_stability": "pass", "gpu_errors": "pass", "gpus_free_at_start": "pass",
-        "host_matches": "skip",
+        "host_matches": "skip", "steady_state": "skip", "token_agreement": "skip",
+        "prefix_cache": "skip", "server_stable": "pass", "outputs_sane": "skip",
     }  # fmt: skip
     assert got["request_errors"]["evidence"] == "0 of 200 requests failed (0.0%)"
 
@@ -118,8 +119,156 @@ def test_campaign_log_checks() -> None:
     found = {"campaign:0": "x ready", "campaign:1": "Custom allreduce is disabled"}
     e["log_evidence"] = {"found": found}
     got = by_id(run_checks(e, ENV))
-    assert got["campaign_0"] == {"id": "campaign_0", "title": "server ready", "status": "pass",
-                                 "evidence": "x ready", "hint": ""}  # fmt: skip
+    assert got["campaign_0"] == {
+        "id": "campaign_0", "title": "server ready", "status": "pass", "evidence": "x ready",
+        "hint": "", "invalidates": False}  # fmt: skip
     assert got["campaign_1"]["status"] == "fail"
     assert got["campaign_1"]["title"] == "log never shows /all-?reduce is disabled/"
     assert invalidated(list(got.values())) == []  # the campaign's checks inform, not veto
+
+
+def bound(**kw: Any) -> dict[str, Any]:
+    return {"metric": None, "stat": "p50", "max": None, "min": None, "concurrency": None,
+            "invalidates": False, "description": "", "log_contains": None,
+            "log_absent": None} | kw  # fmt: skip
+
+
+def test_campaign_metric_bounds_judge_the_mean_of_each_level() -> None:
+    lv = [level(1), level(1), level(8)]
+    for x, ttft99, tok in zip(lv, (400.0, 600.0, 1500.0), (90.0, 110.0, 700.0), strict=True):
+        x["summary"] |= {"ttft_ms": {"p99": ttft99}, "output_tok_s": tok}
+    e = entry(lv)
+    e["campaign_checks"] = [
+        bound(metric="ttft_ms", stat="p99", max=1000),  # C=1: mean 500; C=8: 1500
+        bound(metric="ttft_ms", stat="p99", max=1000, concurrency=[1]),
+        bound(metric="output_tok_s", min=95, invalidates=True, description="fast enough"),
+    ]
+    got = by_id(run_checks(e, ENV))
+    assert got["campaign_0"]["title"] == "ttft_ms p99 <= 1000"
+    assert got["campaign_0"]["status"] == "fail"
+    assert got["campaign_0"]["evidence"] == "outside the bound at C=8: 1500"
+    assert got["campaign_1"]["status"] == "pass"
+    assert got["campaign_1"]["evidence"] == "C=1: 500"
+    assert got["campaign_2"]["status"] == "pass"  # C=1 mean 100, C=8 700
+    e["campaign_checks"][2]["min"] = 150
+    got = by_id(run_checks(e, ENV))
+    assert got["campaign_2"]["evidence"] == "outside the bound at C=1: 100"
+    assert invalidated(list(got.values())) == ["fast enough"]  # only the one that says so
+
+
+def rec(c: int, rep: int, start: float, tpot_s: float, n: int = 11) -> dict[str, Any]:
+    """A request of n tokens: first token 0.1 s after start, then one every tpot_s."""
+    return {"concurrency": c, "repetition": rep, "status": "ok", "start": start,
+            "first_token": start + 0.1, "end": start + 0.1 + tpot_s * (n - 1),
+            "output_tokens": n}  # fmt: skip
+
+
+def test_steady_state_compares_early_and_late_requests_of_a_level() -> None:
+    # C=1: 12 requests back to back; the first six decode at 30 ms a token, the rest at 10
+    def back_to_back(tpots: list[float]) -> list[dict[str, Any]]:
+        rows, t = [], 0.0
+        for x in tpots:
+            rows.append(rec(1, 0, t, x))
+            t = rows[-1]["end"]
+        return rows
+
+    rows = back_to_back([0.030] * 6 + [0.010] * 6)
+    got = by_id(run_checks(entry([level(1)]), ENV, rows=rows))["steady_state"]
+    assert got["status"] == "warn"
+    assert got["evidence"].startswith("C=1 repetition 1: later requests decoded at x0.33")
+    assert "warmup_requests" in got["hint"]
+    steady = back_to_back([0.020, 0.021, 0.019] * 4)
+    assert by_id(run_checks(entry([level(1)]), ENV, rows=steady))["steady_state"]["status"] == (
+        "pass"
+    )
+    few = by_id(run_checks(entry([level(1)]), ENV, rows=rows[:5]))["steady_state"]
+    assert few["status"] == "skip"
+
+
+def metered(c: int, engine: dict[str, float], client_tokens: int, errors: int = 0) -> dict:
+    lv = level(c, errors=errors)
+    lv["repetition"] = 0
+    lv["summary"]["output_tokens"] = client_tokens
+    lv["engine_metrics"] = {"counters": engine, "gauges": {}}
+    return lv
+
+
+COUNTERS = {"generation_tokens": "e:gen_total", "prompt_tokens": "e:prompt_total",
+            "prefix_hits": "e:hits_total"}  # fmt: skip
+
+
+def test_engine_and_client_token_counts_and_prefix_cache_rate() -> None:
+    levels = [
+        metered(1, {'e:gen_total{model="m"}': 1000, "e:prompt_total": 4000}, 1000),
+        metered(
+            8, {'e:gen_total{model="m"}': 4100, "e:prompt_total": 16000, "e:hits_total": 200}, 4000
+        ),  # fmt: skip
+        metered(16, {"e:gen_total": 9999}, 10, errors=2),  # errors: not judged
+    ]
+    got = by_id(run_checks(entry(levels), ENV, counters=COUNTERS))
+    assert got["token_agreement"]["status"] == "warn"
+    assert got["token_agreement"]["evidence"] == (
+        "2 level run(s), largest difference 2.5% (C=8 repetition 1: engine 4100, client 4000)"
+    )
+    # 200 of 20000 prompt tokens from the cache: 1%, in the default range
+    assert got["prefix_cache"]["status"] == "pass"
+    assert got["prefix_cache"]["evidence"].startswith("1.0% of 20000 prompt tokens")
+    high = by_id(run_checks(entry(levels), ENV, counters=COUNTERS, prefix_expect=(0.5, 1.0)))
+    assert high["prefix_cache"]["status"] == "warn"
+    assert "is prefix caching enabled" in high["prefix_cache"]["hint"]
+    none = by_id(run_checks(entry(levels), ENV, counters={}))
+    assert none["token_agreement"]["status"] == none["prefix_cache"]["status"] == "skip"
+
+
+def test_a_crash_or_a_restart_fails_the_server_check_and_the_verdict() -> None:
+    e = entry([metered(1, {"e:gen_total": 10}, 10)])
+    e["levels"].append(metered(8, {"e:gen_total": -500}, 10))  # counters reset: restarted
+    got = by_id(run_checks(e, ENV))
+    assert got["server_stable"]["status"] == "fail"
+    assert got["server_stable"]["evidence"] == (
+        "C=8 repetition 1: counter e:gen_total went back (the engine restarted)"
+    )
+    assert invalidated([got["server_stable"]]) == ["Server ran without a crash or restart"]
+    e = entry([level(1)], status="failed", reason="server exited with code -9 during C=8 "
+              "repetition 2")  # fmt: skip
+    assert by_id(run_checks(e, ENV))["server_stable"]["status"] == "fail"
+
+
+def answers(*texts: str, expect: str | None = "Paris") -> list[dict[str, Any]]:
+    return [{"prompt": "p", "expect": expect, "answer": t, "error": None} for t in texts]
+
+
+def test_golden_prompts_catch_wrong_and_degenerate_answers() -> None:
+    good = entry([level(1)], probes=answers("The capital of France is Paris."))
+    got = by_id(run_checks(good, ENV))
+    assert got["outputs_sane"]["status"] == "pass"
+    assert got["outputs_sane"]["evidence"] == "1 of 1 answers as expected"
+    assert "baseline_agreement" not in got  # the baseline itself
+    loop = entry([level(1)], probes=answers("The capital of of of of of of of of of of"))
+    got = by_id(run_checks(loop, ENV, baseline=good))
+    assert got["outputs_sane"]["status"] == "fail"
+    assert got["outputs_sane"]["evidence"] == (
+        "probe 1: 'The capital of of of of of of of of of of' does not match /Paris/; "
+        "probe 1: ends in a loop: 'of' (1 word(s)) repeated, 10 of 12 words"
+    )
+    assert invalidated(list(got.values())) == ["Outputs sane: golden prompts answered as expected"]
+    assert got["baseline_agreement"]["status"] == "warn"
+    assert got["baseline_agreement"]["evidence"] == "probe 1: same for 25% of the words"
+    err = entry([level(1)], probes=[{"prompt": "p", "expect": None, "answer": None,
+                                     "error": "HTTP 500: boom"}])  # fmt: skip
+    got = by_id(run_checks(err, ENV, baseline=good))
+    assert got["outputs_sane"]["evidence"] == "probe 1: HTTP 500: boom"
+    assert got["baseline_agreement"]["status"] == "skip"
+    same = by_id(run_checks(good | {"id": "x"}, ENV, baseline=good))
+    assert same["baseline_agreement"]["evidence"] == "1 answer(s) word for word the same"
+
+
+def test_memory_in_use_at_start_means_the_gpus_were_not_free() -> None:
+    env = {"gpus": {"available": True, "devices": [
+        {"index": 0, "processes": [], "memory_used_bytes": 40 * 2**30,
+         "memory_total_bytes": 140 * 2**30},
+        {"index": 1, "processes": [], "memory_used_bytes": 2**29,
+         "memory_total_bytes": 140 * 2**30}]}}  # fmt: skip
+    got = by_id(run_checks(entry([level(1)]), env))["gpus_free_at_start"]
+    assert got["status"] == "warn"
+    assert got["evidence"] == "GPU 0: 40.0 of 140 GiB memory in use"

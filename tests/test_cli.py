@@ -77,7 +77,7 @@ def test_plan_prints_commands_and_redacts_secrets(tmp_path: Path) -> None:
     assert "HF_TOKEN='***'" in res.stdout and "--api-key '***'" in res.stdout
     assert "-m reportgen.sim --api-key" in res.stdout
     assert "changes:  itl-ms: 4 -> 3" in res.stdout
-    assert res.stdout.count("workload: chat, C=1,4,16") == 5
+    assert res.stdout.count("workload: chat, C=1,4,16") == 6
 
 
 def test_render_of_a_missing_run_is_a_clear_error(tmp_path: Path) -> None:

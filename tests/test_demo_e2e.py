@@ -71,6 +71,14 @@ def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
     assert verdicts["prefill-chunk"] in ("equivalent", "inconclusive")  # within noise
     assert verdicts["typo-in-flag"] == "failed"
     assert data["best"] == "fast-decode-kernel"
+    # faster on paper, but its golden answer loops: "failed", never "adopted"
+    broken = exps["fast-but-broken"]
+    assert broken["status"] == "ok" and verdicts["fast-but-broken"] == "failed"
+    assert "Outputs sane" in broken["decision"]["explanation"]
+    sane = {c["id"]: c for c in broken["checks"]}["outputs_sane"]
+    assert sane["status"] == "fail" and "ends in a loop: 'France'" in sane["evidence"]
+    assert broken["probes"][0]["answer"].startswith(" The capital of France France")
+    assert exps["baseline"]["probes"][0]["answer"] == " The capital of France is Paris."
     failed = exps["typo-in-flag"]
     assert failed["status"] == "failed" and "before it was ready" in failed["reason"]
     assert "unrecognized arguments: --itl-msec 2" in failed["log_tail"]
@@ -116,7 +124,7 @@ def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
     page = (run_dir / "report.html").read_text()
     assert "5. Assumptions checked" in page and "Outputs as long as requested" in page
     table = results.load_requests(run_dir, "baseline")
-    assert len(results.load_requests(run_dir)) == 32 * 3 * 3 * 4  # every experiment that ran
+    assert len(results.load_requests(run_dir)) == 32 * 3 * 3 * 5  # every experiment that ran
     assert len(table) == 32 * 3 * 3
     assert all(len(t) == 24 for t in table["chunk_times"])  # every chunk's arrival time
 

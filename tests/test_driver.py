@@ -73,25 +73,6 @@ def run_campaign(
     return data
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A client ceiling measured once for this module (calibration is cached per host)."""
-    folder = tmp_path_factory.mktemp("cache")
-    res = subprocess.run(
-        [sys.executable, "-m", "reportgen", "calibrate", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        env={"XDG_CACHE_HOME": str(folder), "PATH": "/usr/bin:/bin"},
-    )
-    assert res.returncode == 0, res.stderr
-    result = json.loads(res.stdout)
-    assert result["chunks_per_cpu_s"] > 1000 and result["requests"] == 400
-    assert list((folder / "reportgen").glob("calibration-*.json"))
-    return folder
-
-
 def test_dataset_prompts_slo_and_trim_end_to_end(tmp_path: Path, cache: Path) -> None:
     (tmp_path / "d.jsonl").write_text(
         "".join(

@@ -287,3 +287,40 @@ def test_record_sends_logs_when_each_chunk_was_written(
     assert sends[0] - entry["t_recv"] >= 0.029  # TTFT 30 ms
     # The simulator paces to absolute deadlines (ITL 10 ms), so the span is 4 gaps.
     assert sends == sorted(sends) and 0.039 <= sends[-1] - sends[0] < 0.2
+
+
+def _metric(url: str, name: str) -> float:
+    text = httpx.get(url + "/metrics").text
+    return float(next(ln.split()[1] for ln in text.splitlines() if ln.startswith(name + " ")))
+
+
+def test_golden_prompt_echo_a_loop_and_the_prefix_cache(start_sim: Callable[..., Sim]) -> None:
+    good, broken = start_sim(), start_sim("--repeat-after", "3")
+    ask = {"messages": [{"role": "user", "content": "Repeat after me: Paris is in France."}],
+           "max_tokens": 12}  # fmt: skip
+    body = httpx.post(good.url + "/v1/chat/completions", json=ask).json()
+    assert body["choices"][0]["message"]["content"] == " Paris is in France."
+    assert body["choices"][0]["finish_reason"] == "stop"  # stopped on its own, like a model
+    assert body["usage"]["completion_tokens"] == 4
+    body = httpx.post(broken.url + "/v1/chat/completions", json=ask).json()
+    assert body["choices"][0]["message"]["content"] == " Paris is" + " in" * 10
+    assert body["choices"][0]["finish_reason"] == "length"
+    # prefix cache: whole 16-word blocks of a prompt seen before are hits
+    prompt = " ".join(f"w{i}" for i in range(40))  # two whole blocks and 8 words
+    for text in (prompt, prompt, "other " + prompt):
+        httpx.post(good.url + "/v1/completions", json={"prompt": text, "max_tokens": 1})
+    queries = _metric(good.url, "sim:prefix_cache_queries_total")
+    assert queries == 7 + 40 + 40 + 41  # the chat prompt had 7 words
+    assert _metric(good.url, "sim:prefix_cache_hits_total") == 32  # the second prompt only
+    assert _metric(good.url, "sim:generation_tokens_total") == 4 + 3
+
+
+def test_cold_requests_are_slow(start_sim: Callable[..., Sim]) -> None:
+    sim = start_sim("--cold-requests", "2", "--ttft-ms", "0", "--itl-ms", "20")
+    times = []
+    for _ in range(4):
+        t0 = time.perf_counter()
+        httpx.post(sim.url + "/v1/completions", json={"prompt": "x", "max_tokens": 6})
+        times.append(time.perf_counter() - t0)
+    # 5 gaps of 20 ms: 0.1 s warm, 0.3 s for the first two
+    assert min(times[:2]) > 0.25 and max(times[2:]) < 0.2, times

@@ -1,0 +1,167 @@
+"""Decisions and assumption checks through `reportgen run` against the simulator: interleaved
+parent runs compared pair by pair, a fresh server per repetition, golden prompts, the
+campaign's own log checks and metric bounds, and a server still warming up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from reportgen import results
+from tests.conftest import ROOT, free_port
+
+
+def run(tmp_path: Path, text: str, cache: Path) -> tuple[dict[str, Any], Path]:
+    path = tmp_path / "c.toml"
+    path.write_text(text.replace("PORT", str(free_port())))
+    res = subprocess.run(
+        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(tmp_path / "out"),
+         "--quiet", "--no-pdf"],
+        capture_output=True, text=True, cwd=ROOT, timeout=240,
+        env={"XDG_CACHE_HOME": str(cache), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next(p for p in (tmp_path / "out").glob("*/*") if p.is_dir())
+    return json.loads((run_dir / "results.json").read_text()), run_dir
+
+
+INTERLEAVED = """
+[campaign]
+name = "ab"
+title = "interleaved"
+interleave = true
+margin = 0.05
+
+[server]
+engine = "sim"
+args = { port = PORT, ttft-ms = 5, itl-ms = 4 }
+ready_timeout_s = 30
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 12
+input_tokens = 8
+output_tokens = 6
+repetitions = 2
+warmup_requests = 2
+fresh_server = true
+
+[[probe]]
+prompt = "Repeat after me: all is well"
+expect = "all is well"
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+checks = [
+  { log_contains = "ready on", description = "the simulator says it is ready" },
+  { log_absent = "Traceback" },
+]
+
+[[experiment]]
+id = "faster"
+why = "a faster decode"
+args = { itl-ms = 2 }
+"""
+
+
+def test_interleaved_runs_are_paired_and_each_repetition_gets_a_fresh_server(
+    tmp_path: Path, cache: Path
+) -> None:
+    data, run_dir = run(tmp_path, INTERLEAVED, cache)
+    base, faster = data["experiments"]
+    # the baseline: one fresh server per repetition, no parent to interleave with
+    assert [(s["role"], s["repetitions"]) for s in base["sessions"]] == [
+        ("experiment", [0]), ("experiment", [1])]  # fmt: skip
+    got = [(lv["session"], lv["concurrency"], lv["repetition"]) for lv in base["levels"]]
+    assert got == [(0, 1, 0), (0, 4, 0), (1, 1, 1), (1, 4, 1)]  # each server: C=1, then C=4
+    checks = {c["id"]: c for c in base["checks"]}
+    assert checks["campaign_0"]["title"] == "the simulator says it is ready"
+    assert checks["campaign_0"]["status"] == "pass" and "ready on" in checks["campaign_0"][
+        "evidence"]  # fmt: skip
+    assert checks["campaign_1"] | {"evidence": ""} == {
+        "id": "campaign_1", "title": "log never shows /Traceback/", "status": "pass",
+        "evidence": "", "hint": "", "invalidates": False}  # fmt: skip
+    # the experiment: its parent's configuration alternates with it, P C C P
+    assert [(s["role"], s["config"], s["repetitions"]) for s in faster["sessions"]] == [
+        ("control", "baseline", [0]), ("experiment", "faster", [0]),
+        ("experiment", "faster", [1]), ("control", "baseline", [1])]  # fmt: skip
+    logs = [s["log_file"] for s in faster["sessions"]]
+    assert len(set(logs)) == 4 and all((run_dir / x).exists() for x in logs)
+    assert logs[1] == "logs/faster.server.log"
+    control = faster["control"]
+    assert control["of"] == "baseline" and control["error"] is None
+    assert len(control["levels"]) == len(faster["levels"]) == 4
+    rows = results.load_requests(run_dir, "faster~control")
+    assert len(rows) == 2 * 2 * 12
+    # compared pair by pair with the interleaved runs: 2 pairs per level
+    decision = faster["decision"]
+    assert decision["paired"] is True and "interleaved" in decision["explanation"]
+    vs_parent = {c["concurrency"]: c for c in decision["vs_parent"]}
+    assert all(c["paired"] and c["n_parent"] == c["n_child"] == 2 for c in vs_parent.values())
+    assert vs_parent[1]["ratio"] > 1.3  # 4 ms -> 2 ms a token
+    assert decision["verdict"] == "adopted"
+    assert not any(c["paired"] for c in decision["vs_baseline"])  # the baseline's own runs
+    # golden prompt answered by both configurations, word for word the same
+    assert faster["probes"][0]["answer"] == " all is well"
+    checks = {c["id"]: c for c in faster["checks"]}
+    assert checks["outputs_sane"]["status"] == checks["baseline_agreement"]["status"] == "pass"
+    # the report shows the interleaving and the new checks
+    page = (run_dir / "report.html").read_text()
+    assert "Golden answers agree with the baseline" in page
+    assert "interleaved" in page
+
+
+WARMING = """
+[campaign]
+name = "cold"
+title = "a server still warming up"
+
+[server]
+engine = "sim"
+args = { port = PORT, ttft-ms = 2, itl-ms = 10, cold-requests = 14 }
+ready_timeout_s = 30
+
+[workload]
+concurrency = [1]
+requests_per_level = 24
+input_tokens = 8
+output_tokens = 8
+warmup_requests = 2
+
+[[check]]
+metric = "ttft_ms"
+stat = "p99"
+max = 0.001
+description = "an impossible TTFT bound"
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+
+[[experiment.checks]]
+log_contains = "a line the simulator never prints"
+invalidates = true
+description = "the engine confirms the feature is on"
+"""
+
+
+def test_a_cold_server_warns_and_an_invalidating_campaign_check_fails_the_verdict(
+    tmp_path: Path, cache: Path
+) -> None:
+    data, run_dir = run(tmp_path, WARMING, cache)
+    (base,) = data["experiments"]
+    checks = {c["id"]: c for c in base["checks"]}
+    # the readiness probe and 2 warm-up requests were not enough: 11 of 24 measured are cold
+    assert checks["steady_state"]["status"] == "warn", checks["steady_state"]
+    assert "later requests decoded at x0.3" in checks["steady_state"]["evidence"]
+    assert "warmup_requests" in checks["steady_state"]["hint"]
+    assert checks["campaign_0"]["title"] == "an impossible TTFT bound"
+    assert checks["campaign_0"]["status"] == "fail" and not checks["campaign_0"]["invalidates"]
+    assert checks["campaign_1"]["status"] == "fail" and checks["campaign_1"]["invalidates"]
+    assert base["decision"]["verdict"] == "failed"
+    assert "the engine confirms the feature is on" in base["decision"]["explanation"]
+    assert "an impossible TTFT bound" not in base["decision"]["explanation"]
