@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from reportgen.analysis.summary import THROUGHPUTS
@@ -155,6 +155,9 @@ class Experiment:
     evidence: dict[str, Any]  # the engine's own: log lines, info endpoints, metrics, model
     all_metrics: list[Comparison]  # every headline metric against the parent
     checks: list[dict[str, str]]  # assumption checks: id, title, status, evidence, hint
+    paired: bool = False  # compared with interleaved runs of its parent, pair by pair
+    servers: str = ""  # how many server launches, and how they were arranged
+    probes: list[tuple[str, str, str]] = field(default_factory=list)  # prompt, expect, answer
 
 
 @dataclass(frozen=True)
@@ -185,12 +188,23 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class Assumptions:
+    """Every check against every experiment at a glance, and what did not pass in full."""
+
+    experiments: list[str]  # column heads: experiment ids
+    rows: list[tuple[str, list[str]]]  # check title, status per experiment ("" not run)
+    problems: list[dict[str, str]]  # warn and fail: experiment, title, status, evidence, hint
+    passed: list[dict[str, str]]  # pass and skip, with their evidence
+
+
+@dataclass(frozen=True)
 class Report:
     header: Header
     objective: Objective
     summary: str
     experiments: list[Experiment]
     ok_experiments: list[Experiment]
+    assumptions: Assumptions
     series: list[Series]
     references: list[Reference]
     environment: dict[str, Any]
@@ -216,6 +230,7 @@ def build(results: Mapping[str, Any]) -> Report:
         summary=_summary_sentence(exps, best, objective),
         experiments=views,
         ok_experiments=[v for v in views if v.status == "ok"],
+        assumptions=_assumptions(views),
         series=[
             _series(i + 1, e, e is baseline, e.get("id") == best)
             for i, e in enumerate(exps)
@@ -397,7 +412,52 @@ def _experiment(
             {k: str(c.get(k) or "") for k in ("id", "title", "status", "evidence", "hint")}
             for c in e.get("checks") or []
         ],
+        paired=bool(decision.get("paired")),
+        servers=_servers(e),
+        probes=[
+            (
+                str(p.get("prompt") or ""),
+                str(p.get("expect") or ""),
+                str(p.get("answer") if p.get("answer") is not None else p.get("error") or ""),
+            )
+            for p in e.get("probes") or []
+        ],
     )
+
+
+def _assumptions(views: Sequence[Experiment]) -> Assumptions:
+    titles: dict[str, str] = {}  # check id -> title, in the order first seen
+    for v in views:
+        for c in v.checks:
+            titles.setdefault(c["id"], c["title"])
+    checked = [v for v in views if v.checks]
+    status = {(v.id, c["id"]): c["status"] for v in checked for c in v.checks}
+    rows = [(t, [status.get((v.id, cid), "") for v in checked]) for cid, t in titles.items()]
+    problems: list[dict[str, str]] = []
+    passed: list[dict[str, str]] = []
+    for v in checked:
+        for c in v.checks:
+            (problems if c["status"] in ("warn", "fail") else passed).append(
+                {"experiment": v.id, **c}
+            )
+    return Assumptions([v.id for v in checked], rows, problems, passed)
+
+
+def _servers(e: Mapping[str, Any]) -> str:
+    """How the experiment's servers were launched, in a phrase ("" for one launch)."""
+    sessions = list(e.get("sessions") or [])
+    if len(sessions) <= 1:
+        return ""
+    mine = [x for x in sessions if x.get("role") == "experiment"]
+    control = [x for x in sessions if x.get("role") == "control"]
+    text = f"{len(mine)} launches of this configuration, one per repetition"
+    if control:
+        order = " ".join("P" if x.get("role") == "control" else "E" for x in sessions)
+        text += (
+            f", interleaved with {len(control)} of its parent's ({order}; P: parent, "
+            "E: this experiment)"
+        )
+    return text
 
 
 def _evidence(e: Mapping[str, Any]) -> dict[str, Any]:
