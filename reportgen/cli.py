@@ -240,6 +240,22 @@ def _plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}",
             markup=False,
         )
+        parent_r = next((x for x in steps if x.id == r.parent), None)
+        launches = runner.server_sessions(r, parent_r, interleave=c.model.campaign.interleave)
+        if len(launches) > 1:
+            order = " ".join("P" if role == "control" else "E" for _, _, role in launches)
+            how = (
+                f"{order} (P: {r.parent}'s configuration, interleaved; E: this one)"
+                if "P" in order
+                else "a fresh server per repetition"
+            )
+            out.print(f"  servers:  {len(launches)} launches, {how}", markup=False)
+        if r.checks or c.model.probe:
+            out.print(
+                f"  checks:   {len(r.checks)} of the campaign's, "
+                f"{len(c.model.probe)} golden prompt(s)",
+                markup=False,
+            )
     return EXIT_OK
 
 

@@ -79,6 +79,25 @@ def plan(campaign: Campaign) -> list[Resolved]:
     return out
 
 
+def server_sessions(
+    r: Resolved, parent: Resolved | None, *, interleave: bool
+) -> list[tuple[Resolved, list[int], str]]:
+    """Server launches for one experiment: (configuration, repetitions, role). One for all
+    repetitions; one per repetition with ``workload.fresh_server``; with ``interleave``, the
+    parent's configuration ("control") and the experiment's alternate, parent first then
+    child first (P C C P P C ...), so a linear drift of the host weighs on both alike."""
+    reps = list(range(r.workload.repetitions))
+    if interleave and parent is not None:
+        out: list[tuple[Resolved, list[int], str]] = []
+        for k in reps:
+            pair = [(parent, [k], "control"), (r, [k], "experiment")]
+            out += pair if k % 2 == 0 else pair[::-1]
+        return out
+    if r.workload.fresh_server:
+        return [(r, [k], "experiment") for k in reps]
+    return [(r, reps, "experiment")]
+
+
 class Runner:
     def __init__(self, campaign: Campaign, run_dir: Path, progress: ProgressSink | None = None):
         self.campaign = campaign
@@ -235,22 +254,8 @@ class Runner:
         }
 
     def _sessions(self, r: Resolved) -> list[tuple[Resolved, list[int], str]]:
-        """Server launches for one experiment: (configuration, repetitions, role). One for
-        all repetitions; one per repetition with ``workload.fresh_server``; with
-        ``campaign.interleave``, the parent's configuration ("control") and the experiment's
-        alternate, parent first then child first (P C C P P C ...), so a linear drift of the
-        host weighs on both alike."""
-        reps = list(range(r.workload.repetitions))
         parent = self.resolved.get(r.parent) if r.parent else None
-        if self.m.campaign.interleave and parent is not None:
-            out: list[tuple[Resolved, list[int], str]] = []
-            for k in reps:
-                pair = [(parent, [k], "control"), (r, [k], "experiment")]
-                out += pair if k % 2 == 0 else pair[::-1]
-            return out
-        if r.workload.fresh_server:
-            return [(r, [k], "experiment") for k in reps]
-        return [(r, reps, "experiment")]
+        return server_sessions(r, parent, interleave=self.m.campaign.interleave)
 
     def _run_experiment(self, r: Resolved, entry: dict[str, Any]) -> None:
         entry["status"] = "running"
@@ -568,6 +573,7 @@ class Runner:
             verdict, why = decide_mod.decide(
                 entry["id"], parent["id"], vs_parent, obj.metric, margin
             )
+            why = _what_changed(entry) + why
             if paired:
                 why += (
                     f" Compared pair by pair with {parent['id']}'s configuration run "
@@ -657,6 +663,20 @@ def _by_level(levels: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for lv in levels:
         groups.setdefault(lv["concurrency"], []).append(lv["summary"])
     return [{"concurrency": c, **aggregate(s)} for c, s in groups.items()]
+
+
+def _what_changed(entry: dict[str, Any]) -> str:
+    """The flag changes from the parent in a sentence (values already redacted)."""
+    parts = []
+    for f in entry.get("flag_diff") or []:
+        if f["kind"] == "added":
+            parts.append(f"--{f['key']} {f['after']} added")
+        elif f["kind"] == "removed":
+            parts.append(f"--{f['key']} removed")
+        else:
+            parts.append(f"--{f['key']} {f['before']} -> {f['after']}")
+    what = ", ".join(parts) or "no server flag, only its environment or workload"
+    return f"Changed from {entry['parent']}: {what}. "
 
 
 def _prefix_expect(wl: Workload) -> tuple[float, float] | None:

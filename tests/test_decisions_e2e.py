@@ -100,6 +100,7 @@ def test_interleaved_runs_are_paired_and_each_repetition_gets_a_fresh_server(
     # compared pair by pair with the interleaved runs: 2 pairs per level
     decision = faster["decision"]
     assert decision["paired"] is True and "interleaved" in decision["explanation"]
+    assert decision["explanation"].startswith("Changed from baseline: --itl-ms 4 -> 2. ")
     vs_parent = {c["concurrency"]: c for c in decision["vs_parent"]}
     assert all(c["paired"] and c["n_parent"] == c["n_child"] == 2 for c in vs_parent.values())
     assert vs_parent[1]["ratio"] > 1.3  # 4 ms -> 2 ms a token

@@ -112,8 +112,9 @@ def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
     assert base_checks["telemetry"]["status"] == "warn"  # no GPU here: said, not hidden
     # the experiment that never started gets only the checks that need no measurement
     typo = {c["id"]: c["status"] for c in exps["typo-in-flag"]["checks"]}
-    assert set(typo) == {"server_stable", "outputs_sane", "gpu_errors", "host_matches"}
-    assert typo["server_stable"] == typo["outputs_sane"] == "skip"
+    assert set(typo) == {
+        "server_stable", "outputs_sane", "gpu_errors", "host_matches", "campaign_0"}  # fmt: skip
+    assert typo["server_stable"] == typo["outputs_sane"] == typo["campaign_0"] == "skip"
     # the simulator counts its tokens as the client does, and its prefix cache misses
     checks = {c["id"]: c for c in exps["fast-decode-kernel"]["checks"]}
     assert checks["token_agreement"]["status"] == "pass", checks["token_agreement"]
