@@ -1,10 +1,11 @@
 """Assumption checks: what must hold for an experiment's numbers to mean what they seem to.
 
-Each check reads what a run already recorded (level summaries, telemetry windows, error
-counters, the engine's log evidence) and gives ``pass``, ``warn``, ``fail`` or ``skip`` with
-its evidence (the numbers it looked at) and a hint (what to do). Pure functions of the
-experiment's results entry and the run's environment; ``INVALIDATING`` names the checks whose
-failure makes the experiment's verdict "failed", whatever its numbers say.
+Each check reads what a run already recorded (level summaries, request records, telemetry
+windows, error counters, the engine's counters and log, the golden prompts' answers) and gives
+``pass``, ``warn``, ``fail`` or ``skip`` with its evidence (the numbers it looked at) and a
+hint (what to do). A failure of ``request_errors``, ``output_lengths``, ``gpu_errors``,
+``host_matches``, ``server_stable`` or ``outputs_sane`` makes the
+experiment's verdict "failed", whatever its numbers say.
 
 - ``request_errors``: failed requests, at most 1% (pass), 5% (warn), more (fail).
 - ``output_lengths``: requests that returned fewer tokens than asked: none (pass), up to 5%

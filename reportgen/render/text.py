@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reportgen.analysis import decide, summary
+from reportgen.analysis import checks, decide, summary
 from reportgen.fingerprint import flatten
 
 Pair = tuple[str, str]
@@ -80,10 +80,13 @@ def methods(
     exps: Sequence[Mapping[str, Any]],
     margin: float | None,
     objective_label: str,
+    interleave: bool = False,
 ) -> dict[str, Any]:
-    """Metric definitions, load settings and statistics, for the methods section."""
+    """Metric definitions, load settings, statistics and the assumption checks, for the
+    methods section."""
     metric_doc = parse_doc(summary.__doc__)
     stats_doc = parse_doc(decide.__doc__)
+    checks_doc = parse_doc(checks.__doc__)
     reps = int(wl.get("repetitions") or 1)
     if wl.get("requests_per_level") is not None:
         amount = f"{wl['requests_per_level']} requests per level"
@@ -128,6 +131,14 @@ def methods(
         f"deviation; chart error bars are the same standard deviation.",
         f"Request timeout: {wl.get('request_timeout_s', '?')} s.",
     ]
+    if interleave:
+        load.append(
+            "Interleaved: each experiment's repetitions alternated with fresh runs of its "
+            "parent's configuration (parent, experiment, experiment, parent, ...), each on a "
+            "fresh server, and the comparison with the parent is paired by repetition."
+        )
+    elif wl.get("fresh_server"):
+        load.append("A fresh server was started and warmed up for every repetition.")
     if wl.get("trim"):
         load.append(
             "Throughputs are trimmed to each level's steady state (ramp-up and drain left out)."
@@ -153,6 +164,8 @@ def methods(
         "overrides": overrides,
         "stats_intro": stats_doc.paragraphs[1:],
         "rules": stats_doc.bullets,
+        "checks_intro": checks_doc.paragraphs[1:],
+        "checks": checks_doc.bullets,
         "margin": margin_text,
         "objective": objective_label,
     }

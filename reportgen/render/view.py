@@ -238,7 +238,13 @@ def build(results: Mapping[str, Any]) -> Report:
         ],
         references=_references(camp.get("reference") or [], exps, best),
         environment=text.environment(results.get("environment") or {}),
-        methods=text.methods(camp.get("workload") or {}, exps, info.get("margin"), objective.label),
+        methods=text.methods(
+            camp.get("workload") or {},
+            exps,
+            info.get("margin"),
+            objective.label,
+            interleave=bool(info.get("interleave")),
+        ),
         campaign_file={
             "path": path,
             "sha256": str(cf.get("sha256") or NONE),
