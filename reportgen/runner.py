@@ -514,13 +514,13 @@ class Runner:
             prefix_expect=_prefix_expect(wl),
             baseline=None if entry is baseline else baseline,
         )
-        broken = checks_mod.invalidated(entry["checks"])
+        broken = checks_mod.invalidated(entry["checks"], evidence=True)
         if entry["status"] == "ok" and broken:
             entry["decision"] = decide_mod.Decision(
                 "failed",
-                f"{entry['id']}'s numbers cannot be trusted: failed check(s) "
-                + ", ".join(broken)
-                + " (see the assumptions checked).",
+                f"{entry['id']}'s numbers cannot be trusted, whatever they say: failed "
+                + "; ".join(broken)
+                + ". See the assumptions checked.",
             ).as_dict()
             return
         if entry["status"] != "ok":

@@ -631,10 +631,11 @@ def probe_checks(
     return out
 
 
-def invalidated(checks: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The failed checks that make an experiment's verdict "failed"."""
+def invalidated(checks: Sequence[Mapping[str, Any]], evidence: bool = False) -> list[str]:
+    """The failed checks that make an experiment's verdict "failed" (their titles, and with
+    ``evidence`` what each found)."""
     return [
-        str(c["title"])
+        str(c["title"]) + (f" ({c['evidence']})" if evidence and c.get("evidence") else "")
         for c in checks
         if c["status"] == "fail" and (c["id"] in INVALIDATING or c.get("invalidates"))
     ]

@@ -437,15 +437,29 @@ def _assumptions(views: Sequence[Experiment]) -> Assumptions:
         for c in v.checks:
             titles.setdefault(c["id"], c["title"])
     checked = [v for v in views if v.checks]
-    status = {(v.id, c["id"]): c["status"] for v in checked for c in v.checks}
-    rows = [(t, [status.get((v.id, cid), "") for v in checked]) for cid, t in titles.items()]
+    seen = {(v.id, c["id"]): c["status"] for v in checked for c in v.checks}
+    rows = [(t, [seen.get((v.id, cid), "") for v in checked]) for cid, t in titles.items()]
     problems: list[dict[str, str]] = []
     passed: list[dict[str, str]] = []
+    grouped: dict[tuple[str, str, str, str], list[str]] = {}  # the same finding, once
     for v in checked:
         for c in v.checks:
-            (problems if c["status"] in ("warn", "fail") else passed).append(
-                {"experiment": v.id, **c}
-            )
+            if c["status"] in ("warn", "fail"):
+                key = (c["title"], c["status"], c["evidence"], c["hint"])
+                grouped.setdefault(key, []).append(v.id)
+            else:
+                passed.append({"experiment": v.id, **c})
+    for (title, st, evidence, hint), ids in grouped.items():
+        who = "every experiment" if len(ids) == len(checked) > 1 else ", ".join(ids)
+        problems.append(
+            {
+                "experiment": who,
+                "title": title,
+                "status": st,
+                "evidence": evidence,
+                "hint": hint,
+            }
+        )
     return Assumptions([v.id for v in checked], rows, problems, passed)
 
 
