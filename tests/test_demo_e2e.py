@@ -213,6 +213,9 @@ def test_ctrl_c_stops_the_server_and_leaves_a_partial_report(tmp_path: Path) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal, whatever this test runs under: a shell's background job
+        # inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 120

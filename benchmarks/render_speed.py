@@ -1,0 +1,1084 @@
+"""How long does a large campaign's report take to render? HTML and PDF against their budgets.
+
+    python benchmarks/render_speed.py                  # 20 x 8 x 3 x 500, 4 GPUs of telemetry
+    python benchmarks/render_speed.py --gpus 0         # no telemetry (a host without NVML)
+    python benchmarks/render_speed.py --no-pdf --repeat 5
+    python benchmarks/render_speed.py --experiments 5 --requests 100 --out /tmp/small-run
+    python benchmarks/render_speed.py --out /tmp/big-run --reuse --profile
+
+The target: a campaign of 20 experiments x 8 concurrency levels x 3 repetitions x 500
+requests renders report.html in under 5 s and report.pdf in under 30 s on this 2-core
+machine.
+
+The script first writes a synthetic run directory of that size, the way a run writes one:
+a campaign file parsed by ``reportgen.campaign`` (a vLLM campaign: Llama 3.3 70B on 4 GPUs,
+one flag change per experiment, most built on the best so far); per-request records (start,
+first token, the arrival of each of 64 output chunks, end) from a seeded closed-loop model
+of an engine whose latencies grow with concurrency, saved with ``results.save_requests``;
+level summaries from ``analysis.summary.summarize`` and ``aggregate``; engine counters,
+golden-prompt answers, a server log and ``evidence.log_evidence``; GPU telemetry rows at
+20 Hz for ``--gpus`` GPUs (``results.save_telemetry``, windows from ``telemetry.window``);
+assumption checks from ``analysis.checks.run_checks``; decisions, every headline metric and
+the p99 bootstrap from ``analysis.decide``, as the runner computes them. None of that is
+timed against the target (its time is printed apart).
+
+Then it times, in this process, ``reportgen.render.render(run_dir, pdf=False)`` (load
+results.json and the telemetry tables, build the view, draw the charts, fill the template,
+write report.html) and the PDF step (``reportgen.render.pdf.html_to_pdf`` on that HTML:
+WeasyPrint's layout and PDF writing, then report.pdf written), each ``--repeat`` times. The
+first HTML run includes compiling the template, the first PDF run importing WeasyPrint
+(both also happen once in every ``reportgen render``); the budget is compared with the
+median. Exit status 0 when both medians are within their budgets, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime as dt
+import gc
+import heapq
+import io
+import json
+import math
+import os
+import pstats
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reportgen import __version__, engines, evidence, fingerprint, gpu, loadgen, results, telemetry
+from reportgen.analysis import checks as checks_mod
+from reportgen.analysis import decide as decide_mod
+from reportgen.analysis.summary import aggregate, summarize
+from reportgen.campaign import Campaign, Resolved, parent_id, resolve
+from reportgen.campaign import loads as load_campaign
+from reportgen.redact import redact_argv, redact_env, redact_flag
+from reportgen.runner import command_line
+
+ROOT = Path(__file__).resolve().parents[1]
+CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
+HTML_TARGET_S = 5.0
+PDF_TARGET_S = 30.0
+
+MODEL = "meta-llama/Llama-3.3-70B-Instruct"
+SERVED = "llama-3.3-70b"
+INPUT_TOKENS = 512
+OUTPUT_TOKENS = 64
+TTFT0_MS = 45.0  # time to first token of a lone request (512-token prompt)
+ITL0_MS = 13.0  # inter-token latency of a lone request
+TTFT_GROWTH = 0.03  # TTFT x (1 + growth x C)
+ITL_GROWTH = 0.03  # ITL x (1 + growth x C^0.85)
+RUN_NOISE = 0.012  # sd of log speed from one repetition to the next
+HZ = 20.0  # telemetry rate, as a run samples
+CAMPAIGN_START = dt.datetime(2026, 11, 20, 6, 0, 0, tzinfo=dt.UTC)
+MONO_START = 412_345.0  # perf_counter() at the campaign's start (the host's uptime)
+ERROR_TEXT = (
+    "RemoteProtocolError: peer closed connection without sending complete message body "
+    "(incomplete chunked read)"
+)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One experiment of the synthetic campaign and its effect on the engine's latencies
+    (multipliers: inter-token latency at C=1 and at the highest level, time to first token)."""
+
+    id: str
+    based_on: str | None
+    args: dict[str, Any]
+    why: str
+    expect: str
+    effect: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    env: dict[str, str] | None = None
+
+
+SPECS = (
+    Spec("baseline", None, {}, "The configuration everything else is measured against.",
+         "Steady numbers across three repetitions."),
+    Spec("fp8-kv-cache", "best", {"kv-cache-dtype": "fp8"},
+         "An FP8 KV cache halves the cache's memory traffic in decode.",
+         "Faster decode at high concurrency, no change at C=1", (0.99, 0.92, 1.0)),
+    Spec("max-num-seqs-512", "best", {"max-num-seqs": 512},
+         "More sequences per batch only matter past 256 in flight.",
+         "Within noise up to C=128"),
+    Spec("batched-tokens-16k", "best", {"max-num-batched-tokens": 16384},
+         "A larger token budget per step prefills more prompts at once.",
+         "Lower TTFT at high concurrency, decode a little slower", (1.0, 1.03, 0.88)),
+    Spec("async-scheduling", "best", {"async-scheduling": True},
+         "Scheduling the next step while the GPU runs this one hides the CPU's share.",
+         "A few percent faster decode everywhere", (0.95, 0.96, 0.98)),
+    Spec("enforce-eager", None, {"enforce-eager": True},
+         "Without CUDA graphs every decode step pays its kernel launches.",
+         "Much slower decode at low concurrency", (1.45, 1.12, 1.02)),
+    Spec("gpu-mem-0.95", "best", {"gpu-memory-utilization": 0.95},
+         "A larger KV cache admits more sequences before preemption.",
+         "Within noise: nothing is preempted at these levels"),
+    Spec("block-size-32", "best", {"block-size": 32},
+         "Larger KV blocks mean fewer page-table entries per sequence.",
+         "Within noise", (1.0, 1.01, 1.0)),
+    Spec("flashinfer-attention", "best", {},
+         "FlashInfer's decode kernels against the default attention backend.",
+         "A few percent either way", (0.98, 0.97, 1.01), {"VLLM_ATTENTION_BACKEND": "FLASHINFER"}),
+    Spec("ngram-speculation", "best",
+         {"speculative-config": {"method": "ngram", "num_speculative_tokens": 4,
+                                 "prompt_lookup_max": 4}},
+         "Prompt-lookup speculation drafts tokens for free; it wins while the GPU idles.",
+         "Faster at C=1, slower once batches are full", (0.72, 1.18, 1.03)),
+    Spec("cuda-graph-sizes", "best", {"cuda-graph-sizes": [1, 2, 4, 8, 16, 32, 64, 128, 256]},
+         "Capture a graph for every level measured, so no batch is padded.",
+         "A small gain between captured sizes", (1.0, 0.98, 1.0)),
+    Spec("long-prefill-2k", "best", {"long-prefill-token-threshold": 2048},
+         "Long prompts prefill in 2k-token pieces between decode steps.",
+         "Within noise for 512-token prompts", (1.0, 1.0, 1.01)),
+    Spec("prefix-caching-off", "best", {"no-enable-prefix-caching": True},
+         "Random prompts never hit the prefix cache; its bookkeeping may cost a little.",
+         "Within noise", (1.0, 0.995, 1.0)),
+    Spec("max-model-len-8k", "best", {"max-model-len": 8192},
+         "A shorter context limit leaves more of the cache to concurrent sequences.",
+         "Within noise at these lengths"),
+    Spec("compile-level-3", "best", {"compilation-config": {"level": 3}},
+         "Full torch.compile of the model fuses more elementwise kernels.",
+         "One to three percent faster decode", (0.98, 0.985, 1.0)),
+    Spec("scheduling-priority", "best", {"scheduling-policy": "priority"},
+         "Priority scheduling with equal priorities should act as first come, first served.",
+         "Within noise"),
+    Spec("fp8-weights", "best", {"quantization": "fp8"},
+         "FP8 weights halve the bytes read per decode step.",
+         "Faster decode everywhere, and faster prefill", (0.78, 0.83, 0.86)),
+    Spec("max-num-seqs-1024", "best", {"max-num-seqs": 1024},
+         "A higher cap on sequences changes nothing below 512 in flight.", "Within noise"),
+    Spec("custom-all-reduce-off", "best", {"disable-custom-all-reduce": True},
+         "NCCL's all-reduce instead of vLLM's custom kernel across the four GPUs.",
+         "Slower decode at low concurrency", (1.08, 1.03, 1.02)),
+    Spec("swap-space-0", "best", {"swap-space": 0},
+         "No CPU swap space: a preempted sequence is recomputed instead.",
+         "Within noise: nothing is preempted"),
+)  # fmt: skip
+
+PROBES = (
+    ("Repeat after me: The capital of France is Paris.", "Paris",
+     " The capital of France is Paris.", " The capital of France is Paris."),
+    ("What is 17 + 25? Answer with the number only.", "42", " 42", " 42"),
+    ("Name the largest planet in the solar system in one sentence.", "Jupiter",
+     " The largest planet in the solar system is Jupiter.",
+     " Jupiter is the largest planet in the solar system."),
+)  # fmt: skip  (prompt, expect, answer, answer with FP8 numerics)
+
+WORDS = (
+    "the model serves tokens in batches while the scheduler admits new requests and the "
+    "cache keeps each sequence's keys and values on the device until it finishes"
+).split()
+
+
+def specs(n: int) -> list[Spec]:
+    out = list(SPECS[:n])
+    for i in range(len(out), n):  # more than the named ones: harmless knobs
+        out.append(
+            Spec(f"tweak-{i + 1}", "best", {"max-num-seqs": 256 + 8 * i},
+                 "A knob that should not matter at these levels.", "Within noise")
+        )  # fmt: skip
+    return out
+
+
+# -- the campaign file ---------------------------------------------------------------------
+
+
+def toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(type(v))
+
+
+def campaign_text(args: argparse.Namespace, levels: list[int], exps: list[Spec]) -> str:
+    wanted = [c for c in (1, 16, 128) if c in levels] or [levels[-1]]
+    expect = (
+        f'expect = {{ gpu_count = {args.gpus}, compute_capability = "9.0", gpu_name = "H200" }}'
+        if args.gpus
+        else ""
+    )
+    lines = [
+        "# Synthetic campaign written by benchmarks/render_speed.py: the numbers are modelled,",
+        "# not measured. It exists to time how long its report takes to render.",
+        "",
+        "[campaign]",
+        'name = "render-speed"',
+        f'title = "Render benchmark: {len(exps)} vLLM configurations of Llama 3.3 70B '
+        f'on 4x H200 (synthetic)"',
+        'description = "A synthetic campaign of the size the render target names; every number '
+        'in it comes from a seeded model of an engine, not from a server."',
+        f'objective = {{ metric = "output_tok_s", concurrency = {toml_value(wanted)}, '
+        'direction = "higher" }',
+        "margin = 0.03",
+        "",
+        "[host]",
+        expect,
+        "",
+        "[server]",
+        'engine = "vllm"',
+        "args = "
+        + toml_value(
+            {
+                "model": MODEL,
+                "served-model-name": SERVED,
+                "port": 8000,
+                "tensor-parallel-size": 4,
+                "max-num-seqs": 256,
+                "max-num-batched-tokens": 8192,
+                "gpu-memory-utilization": 0.9,
+                "seed": 0,
+            }
+        ),
+        "env = { NCCL_DEBUG = \"WARN\" }",
+        "ready_timeout_s = 1200",
+        "",
+        "[workload]",
+        'api = "chat"',
+        f"concurrency = {toml_value(levels)}",
+        f"requests_per_level = {args.requests}",
+        f"input_tokens = {INPUT_TOKENS}",
+        f"output_tokens = {OUTPUT_TOKENS}",
+        f"repetitions = {args.repetitions}",
+        "warmup_requests = 32",
+        "seed = 0",
+        "",
+        "[[reference]]",
+        'name = "synthetic reference point"',
+        'metric = "output_tok_s"',
+        f"concurrency = {levels[-1]}",
+        "value = 3000",
+        "gpus = 4",
+        'source = "benchmarks/render_speed.py (a made-up number, to fill the table)"',
+        'conditions = "512 input tokens, 64 output tokens, closed loop"',
+    ]
+    for prompt, expect_re, _, _ in PROBES:
+        lines += ["", "[[probe]]", f"prompt = {json.dumps(prompt)}", f"expect = {json.dumps(expect_re)}"]
+    lines += [
+        "",
+        "[[check]]",
+        'metric = "ttft_ms"',
+        'stat = "p99"',
+        "max = 3000",
+        'description = "TTFT p99 under three seconds at every level"',
+        "",
+        "[[check]]",
+        'log_absent = "CUDA out of memory"',
+        "invalidates = true",
+        'description = "No out-of-memory error in the server log"',
+    ]
+    for s in exps:
+        lines += ["", "[[experiment]]", f'id = "{s.id}"']
+        if s.based_on:
+            lines.append(f'based_on = "{s.based_on}"')
+        lines += [f"why = {json.dumps(s.why)}", f"expect = {json.dumps(s.expect)}"]
+        if s.args:
+            lines.append(f"args = {toml_value(s.args)}")
+        if s.env:
+            lines.append(f"env = {toml_value(s.env)}")
+    return "\n".join(lines) + "\n"
+
+
+# -- the engine model ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Effect:
+    itl_low: float = 1.0
+    itl_high: float = 1.0
+    ttft: float = 1.0
+
+    def times(self, other: tuple[float, float, float]) -> Effect:
+        return Effect(self.itl_low * other[0], self.itl_high * other[1], self.ttft * other[2])
+
+    def latencies(self, c: int, top: int) -> tuple[float, float]:
+        """(TTFT ms, ITL ms) of the modelled engine at concurrency ``c``."""
+        share = math.log2(c) / math.log2(top) if top > 1 else 0.0
+        itl_mult = self.itl_low + (self.itl_high - self.itl_low) * share
+        ttft = TTFT0_MS * (1 + TTFT_GROWTH * c) * self.ttft
+        itl = ITL0_MS * (1 + ITL_GROWTH * c**0.85) * itl_mult
+        return ttft, itl
+
+
+TEXTS = tuple(
+    " " + " ".join(WORDS[(k + j * 7) % len(WORDS)] for j in range(OUTPUT_TOKENS * 3 // 4))
+    for k in range(len(WORDS))
+)
+
+
+def level_records(
+    rng: np.random.Generator, c: int, n: int, ttft_ms: float, itl_ms: float
+) -> tuple[list[dict[str, Any]], float]:
+    """One level run of a closed loop of ``c`` clients against the modelled engine: its
+    request records (times in seconds from the level's t0) and its duration."""
+    run = rng.lognormal(0.0, RUN_NOISE)
+    ttft = ttft_ms * run * rng.lognormal(0.0, 0.15, n) / 1e3
+    gaps = itl_ms * run * rng.lognormal(0.0, 0.08, (n, OUTPUT_TOKENS - 1)) / 1e3
+    stalls = rng.random(gaps.shape) < 0.004  # a prefill scheduled between decode steps
+    gaps[stalls] *= rng.uniform(2.0, 6.0, int(stalls.sum()))
+    service = ttft + gaps.sum(axis=1) + 0.0004
+    starts = np.empty(n)
+    free = [0.0003 + k * 0.00015 for k in range(min(c, n))]  # connections open before t0
+    heapq.heapify(free)
+    for i in range(n):
+        t = heapq.heappop(free)
+        starts[i] = t
+        heapq.heappush(free, t + service[i] + 0.0001)
+    first = starts + ttft
+    chunks = first[:, None] + np.concatenate([np.zeros((n, 1)), np.cumsum(gaps, axis=1)], axis=1)
+    ends = chunks[:, -1] + 0.0004
+    failed = rng.random(n) < (1 / 4000 if c >= 64 else 0.0)  # a dropped connection, rarely
+    prompt = rng.integers(INPUT_TOKENS - 3, INPUT_TOKENS + 4, n)
+    texts = rng.integers(0, len(TEXTS), n)
+    recs = []
+    for i in range(n):
+        times = chunks[i]
+        out = OUTPUT_TOKENS
+        end = float(ends[i])
+        status, error, text = "ok", None, TEXTS[texts[i]]
+        if failed[i]:
+            out = int(rng.integers(1, OUTPUT_TOKENS))
+            times = times[:out]
+            end = float(times[-1]) + 0.002
+            status, error, text = "error", ERROR_TEXT, text[: out * 4]
+        recs.append(
+            {
+                "index": i,
+                "start": float(starts[i]),
+                "first_token": float(first[i]),
+                "end": end,
+                "chunk_times": times,
+                "input_tokens": int(prompt[i]),
+                "output_tokens": out,
+                "output_tokens_source": "usage",
+                "requested_output_tokens": OUTPUT_TOKENS,
+                "status": status,
+                "http_status": 200,
+                "error": error,
+                "output_text": text,
+            }
+        )
+    return recs, float(ends.max()) + 0.0005
+
+
+def client_stats(c: int, summary: dict[str, Any], ceiling: dict[str, Any]) -> dict[str, Any]:
+    """What the driver records about the client's own load (``Driver._client``)."""
+    workers = loadgen.auto_workers(c, None, OUTPUT_TOKENS)
+    duration = summary["duration_s"]
+    cpu_s = summary["chunks"] / ceiling["chunks_per_cpu_s"] * 1.15 + 0.02
+    limit = ceiling["chunks_per_cpu_s"] * workers
+    load = summary["chunk_s"] / limit
+    return {
+        "workers": workers,
+        "cpu_s": cpu_s,
+        "cpu_util": cpu_s / duration,
+        "loop_lag_ms": {"p50": 0.4 + c / 400, "p99": 1.6 + c / 60, "max": 3.1 + c / 25},
+        "preopen_s": 0.0018 + 0.00009 * c,
+        "ceiling_chunk_s": limit,
+        "load": load,
+        "limited": load > 0.8,
+    }
+
+
+def engine_metrics(
+    summary: dict[str, Any], recs: list[dict[str, Any]], started: float
+) -> dict[str, Any]:
+    """A vLLM scrape's deltas over one level (``evidence.deltas``'s shape)."""
+    label = f'{{model_name="{SERVED}"}}'
+    ok = [r for r in recs if r["status"] == "ok"]
+    prompt = float(summary["input_tokens"])
+    e2e = sum(r["end"] - r["start"] for r in ok)
+    ttft = sum(r["first_token"] - r["start"] for r in ok)
+    n = float(len(ok))
+    gen = float(summary["output_tokens"])
+    counters = {
+        f"vllm:prompt_tokens_total{label}": prompt,
+        f"vllm:generation_tokens_total{label}": gen,
+        f'vllm:request_success_total{{finished_reason="length",model_name="{SERVED}"}}': n,
+        f"vllm:prefix_cache_queries_total{label}": prompt,
+        f"vllm:prefix_cache_hits_total{label}": 16.0 * n,  # the chat template's shared start
+        f"vllm:e2e_request_latency_seconds_sum{label}": e2e,
+        f"vllm:e2e_request_latency_seconds_count{label}": n,
+        f"vllm:time_to_first_token_seconds_sum{label}": ttft,
+        f"vllm:time_to_first_token_seconds_count{label}": n,
+        f"vllm:time_per_output_token_seconds_sum{label}": (e2e - ttft),
+        f"vllm:time_per_output_token_seconds_count{label}": gen - n,
+        f"vllm:request_queue_time_seconds_sum{label}": 0.0008 * n,
+        f"vllm:request_queue_time_seconds_count{label}": n,
+        f"vllm:request_prefill_time_seconds_sum{label}": ttft * 0.8,
+        f"vllm:request_prefill_time_seconds_count{label}": n,
+        f"vllm:request_decode_time_seconds_sum{label}": e2e - ttft,
+        f"vllm:request_decode_time_seconds_count{label}": n,
+        f"vllm:request_prompt_tokens_sum{label}": prompt,
+        f"vllm:request_prompt_tokens_count{label}": n,
+        f"vllm:request_generation_tokens_sum{label}": gen,
+        f"vllm:request_generation_tokens_count{label}": n,
+        f"vllm:iteration_tokens_total_sum{label}": prompt + gen,
+        f"vllm:iteration_tokens_total_count{label}": gen / max(1.0, summary["achieved_concurrency"]),
+    }
+    gauges = {
+        "process_start_time_seconds": started,
+        f"vllm:num_requests_running{label}": 0.0,
+        f"vllm:num_requests_waiting{label}": 0.0,
+        f"vllm:gpu_cache_usage_perc{label}": 0.0,
+    }
+    return {"counters": counters, "gauges": gauges}
+
+
+def telemetry_rows(
+    rng: np.random.Generator,
+    gpus: int,
+    begin: float,
+    ready: float,
+    end: float,
+    windows: Sequence[tuple[float, float, int]],
+    top: int,
+) -> list[dict[str, Any]]:
+    """Rows as ``Telemetry`` samples them (every GPU at each tick), on the perf_counter
+    clock: loading until ``ready``, idle between levels, busy in each level's window."""
+    t = np.arange(begin, end, 1 / HZ)
+    k = t.size
+    starts = np.array([w[0] for w in windows])
+    stops = np.array([w[1] for w in windows])
+    levels = np.array([w[2] for w in windows])
+    idx = np.searchsorted(starts, t, side="right") - 1
+    inside = (idx >= 0) & (t <= stops[np.clip(idx, 0, None)])
+    c = np.where(inside, levels[np.clip(idx, 0, None)], 0)
+    loading = t < ready
+    load = np.where(c > 0, np.log2(c + 1) / math.log2(top + 1), 0.0)
+    cols: list[list[Any]] = []
+    for g in range(gpus):
+        demand = np.where(c > 0, 260 + 520 * load, 78.0) + rng.normal(0, 6, k)
+        demand = np.where(loading, 95 + 40 * rng.random(k), demand)
+        capped = demand > 695
+        power = np.where(capped, 690 + rng.normal(0, 2.5, k), demand)
+        clock = np.where(c > 0, 1980, 345)
+        clock = np.where(loading, 1980, clock)
+        clock = np.where(capped, (1980 * 695 / demand).astype(int) // 15 * 15, clock)
+        events = np.where((c == 0) & ~loading, 0x1, 0) | np.where(capped, 0x4, 0)
+        util = np.where(c > 0, np.minimum(100, 78 + 40 * load).astype(int), 0)
+        util = np.where(loading, rng.integers(0, 35, k), util)
+        mem = np.where(loading, np.linspace(0.6e9, 128.1e9, k).astype(np.int64), int(128.4e9))
+        temp = (31 + (power - 78) / 21).astype(int) + g % 2
+        cols.append(
+            [
+                t.tolist(),
+                [g] * k,
+                clock.astype(int).tolist(),
+                [3201] * k,
+                np.round(power, 3).tolist(),
+                temp.tolist(),
+                util.tolist(),
+                (util * 3 // 10).tolist(),
+                mem.tolist(),
+                events.tolist(),
+            ]
+        )
+    keys = results.TELEMETRY_COLUMNS
+    rows: list[dict[str, Any]] = []
+    for i in range(k):  # tick by tick, every GPU: the sampler's order
+        for g in range(gpus):
+            rows.append({key: col[i] for key, col in zip(keys, cols[g], strict=True)})
+    return rows
+
+
+def server_log(r: Resolved, ready_s: float, levels: Sequence[tuple[int, float, float]]) -> str:
+    """A vLLM server log, enough for ``evidence.log_evidence`` to find what it looks for."""
+    args = {k.replace("-", "_"): v for k, v in r.args.items() if k != "port"}
+    ts = 0.0
+    lines = [
+        f"INFO 11-20 06:00:01 [api_server.py:1896] vLLM API server version 0.11.0",
+        f"INFO 11-20 06:00:01 [utils.py:328] non-default args: {args!r}",
+        "INFO 11-20 06:00:09 [model.py:547] Resolved architecture: LlamaForCausalLM",
+        "WARNING 11-20 06:00:09 [__init__.py:2891] We must use the `spawn` multiprocessing "
+        "start method.",
+        "INFO 11-20 06:00:41 [gpu_model_runner.py:2602] Model loading took 32.8945 GiB and "
+        "29.11 seconds",
+        "INFO 11-20 06:00:58 [kv_cache_utils.py:1087] GPU KV cache size: 1,207,584 tokens",
+        f"INFO 11-20 06:01:{int(ready_s) % 60:02d} [gpu_model_runner.py:3480] Graph capturing "
+        "finished in 14 secs, took 1.12 GiB",
+        "INFO 11-20 06:01:30 [launcher.py:44] Route: /v1/chat/completions, Methods: POST",
+        "INFO:     Application startup complete.",
+    ]
+    for c, t0, dur in levels:  # vLLM's periodic stats line, every 10 s
+        ts = t0
+        while ts < t0 + dur:
+            lines.append(
+                f"INFO [loggers.py:123] Engine 000: Avg prompt throughput: "
+                f"{INPUT_TOKENS * c / 2:.1f} tokens/s, Avg generation throughput: "
+                f"{c * 40:.1f} tokens/s, Running: {c} reqs, Waiting: 0 reqs, GPU KV cache "
+                f"usage: {min(99.0, c * 0.06):.1f}%, Prefix cache hit rate: 3.1%"
+            )
+            ts += 10.0
+    lines.append("INFO:     Shutting down")
+    return "\n".join(lines) + "\n"
+
+
+def probe_answers(r: Resolved, latency_s: float) -> list[dict[str, Any]]:
+    fp8 = "quantization" in r.args or "kv-cache-dtype" in r.args
+    return [
+        {
+            "prompt": prompt,
+            "expect": expect,
+            "answer": (answer_fp8 if fp8 else answer),
+            "finish_reason": "stop",
+            "output_tokens": len((answer_fp8 if fp8 else answer).split()) + 1,
+            "latency_s": latency_s * (1 + len(answer.split())),
+            "error": None,
+        }
+        for prompt, expect, answer, answer_fp8 in PROBES
+    ]
+
+
+# -- the run directory ---------------------------------------------------------------------
+
+
+def iso(offset_s: float) -> str:
+    return (CAMPAIGN_START + dt.timedelta(seconds=offset_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def gpu_source(gpus: int) -> gpu.FakeSource:
+    """The H200 capture as ``gpus`` GPUs: its info and error counters, one per GPU."""
+    cap = json.loads(CAPTURE.read_text())
+    dev = cap["info"]["devices"][0]
+    cap["info"]["devices"] = [
+        {**dev, "index": g, "uuid": f"{dev['uuid'][:-2]}{g:02d}", "pci_bus_id": f"00000000:{g + 6:02X}:00.0"}
+        for g in range(gpus)
+    ]  # fmt: skip
+    cap["info"]["count"] = gpus
+    cap["counters_before"] = [{**cap["counters_before"][0], "gpu": g} for g in range(gpus)]
+    return gpu.FakeSource(cap)
+
+
+def describe(campaign: Campaign, r: Resolved) -> dict[str, Any]:
+    """What ``Runner._describe`` records about an experiment's configuration."""
+    return {
+        "parent": r.parent,
+        "args": {k: redact_flag(k, v) for k, v in r.args.items()},
+        "env": redact_env(r.env),
+        "command": redact_argv(command_line(campaign, r)),
+        "flag_diff": [
+            {
+                "key": c.key,
+                "kind": c.kind,
+                "before": redact_flag(c.key, c.before),
+                "after": redact_flag(c.key, c.after),
+            }
+            for c in r.flag_diff
+        ],
+        "workload": r.workload.model_dump(mode="json"),
+        "log_file": f"logs/{r.id}.server.log",
+    }
+
+
+def by_level(levels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for lv in levels:
+        groups.setdefault(lv["concurrency"], []).append(lv["summary"])
+    return [{"concurrency": c, **aggregate(s)} for c, s in groups.items()]
+
+
+def what_changed(entry: dict[str, Any]) -> str:
+    parts = []
+    for f in entry.get("flag_diff") or []:
+        if f["kind"] == "added":
+            parts.append(f"--{f['key']} {f['after']} added")
+        elif f["kind"] == "removed":
+            parts.append(f"--{f['key']} removed")
+        else:
+            parts.append(f"--{f['key']} {f['before']} -> {f['after']}")
+    what = ", ".join(parts) or "no server flag, only its environment or workload"
+    return f"Changed from {entry['parent']}: {what}. "
+
+
+class Light:
+    """An experiment's request times, kept for the checks and p99 comparisons that need
+    them (the columns ``checks.steady_state`` and ``decide.request_latencies`` read)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, int, float, float, float, int, str]] = []
+
+    def add(self, c: int, rep: int, recs: list[dict[str, Any]]) -> None:
+        self.rows += [
+            (c, rep, r["start"], r["first_token"], r["end"], r["output_tokens"], r["status"])
+            for r in recs
+        ]
+
+    def records(self) -> list[dict[str, Any]]:
+        keys = ("concurrency", "repetition", "start", "first_token", "end", "output_tokens")
+        return [{**dict(zip(keys, x[:6], strict=True)), "status": x[6]} for x in self.rows]
+
+
+def build_run(run_dir: Path, args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
+    """Write a synthetic run directory of the asked size; returns counts of what it holds."""
+    levels = [2**i for i in range(args.levels)]
+    exps = specs(args.experiments)
+    text = campaign_text(args, levels, exps)
+    campaign = load_campaign(text, "campaigns/render-speed.toml")
+    engine = engines.get(campaign.model.server.engine)
+    results.atomic_write_bytes(run_dir / "campaign.toml", text.encode("utf-8"))
+    source = gpu_source(args.gpus) if args.gpus else None
+    os.environ.setdefault("GIT_OPTIONAL_LOCKS", "0")  # fingerprint's git status: read only
+    environment = fingerprint.collect(
+        source, None if source else "NVML unavailable: NVML Shared Library Not Found", [], []
+    )
+    ceiling = {
+        "measured_at": iso(-3600),
+        "reportgen_version": __version__,
+        "host": environment["host"].get("hostname"),
+        "cpu_count": environment["host"].get("cpu_count"),
+        "concurrency": 64,
+        "requests": 400,
+        "chunks": 102400,
+        "duration_s": 3.58,
+        "client_cpu_s": 2.89,
+        "chunks_per_cpu_s": 35392.6,
+        "requests_per_cpu_s": 138.3,
+        "chunk_s": 28590.9,
+    }
+    doc: dict[str, Any] = {
+        "schema_version": results.SCHEMA_VERSION,
+        "reportgen_version": __version__,
+        "run_id": run_dir.name,
+        "status": "running",
+        "status_reason": None,
+        "started_at": iso(0),
+        "finished_at": None,
+        "campaign": campaign.model.model_dump(mode="json"),
+        "campaign_file": {"path": campaign.path, "sha256": campaign.sha256, "text": campaign.text},
+        "engine": {"name": engine.name, "simulated": engine.simulated},
+        "environment": environment,
+        "best": None,
+        "client_ceiling": ceiling,
+        "experiments": [
+            {
+                "id": e.id,
+                "why": e.why,
+                "expect": e.expect,
+                "based_on": e.based_on,
+                "status": "pending",
+                "reason": None,
+                "levels": [],
+            }
+            for e in campaign.experiments
+        ],
+    }
+    rng = np.random.default_rng(args.seed)
+    resolved: dict[str, Resolved] = {}
+    effects: dict[str, Effect] = {}
+    light: dict[str, Light] = {}
+    clock = 0.0  # seconds since the campaign started
+    counts = {"requests": 0, "telemetry_rows": 0}
+    top = levels[-1]
+    for i, (exp, spec) in enumerate(zip(campaign.experiments, exps, strict=True)):
+        began = time.perf_counter()
+        pid = parent_id(exp, i, exps[0].id, doc["best"] or exps[0].id)
+        r = resolve(campaign.model, exp, resolved[pid] if pid else None)
+        resolved[exp.id] = r
+        effects[exp.id] = (effects[pid] if pid else Effect()).times(spec.effect)
+        entry = doc["experiments"][i]
+        entry.update(describe(campaign, r))
+        entry["status"] = "running"
+        entry["started_at"] = iso(clock)
+        exp_clock = clock
+        ready_s = float(rng.uniform(70, 110))
+        clock += ready_s
+        session: dict[str, Any] = {
+            "index": 0,
+            "role": "experiment",
+            "config": r.id,
+            "repetitions": list(range(args.repetitions)),
+            "log_file": entry["log_file"],
+            "ready_s": ready_s,
+        }
+        entry["sessions"] = [session]
+        if source is not None:
+            entry["gpu_counters"] = {"before": source.counters()}
+        else:
+            entry["telemetry"] = {"error": f"no GPU telemetry: {environment['gpus']['reason']}"}
+        entry["server"] = {
+            "ready_s": ready_s,
+            "model": SERVED,
+            "health_checks": int(ready_s // 2),
+            "generation_checks": 1,
+        }
+        entry["engine_info"] = {
+            "/version": {"version": "0.11.0"},
+            "/v1/models": {
+                "object": "list",
+                "data": [{"id": SERVED, "object": "model", "root": MODEL, "max_model_len": 131072}],
+            },
+        }
+        ttft1, _ = effects[exp.id].latencies(1, top)
+        entry["probes"] = probe_answers(r, ttft1 / 1e3)
+        clock += 2.0
+        session["warmup"] = {"requests": 32, "errors": 0, "duration_s": 3.1, "words_per_token": 1.3}
+        entry["warmup"] = session["warmup"]
+        clock += 3.5
+        rows: list[dict[str, Any]] = []
+        windows: list[tuple[float, float, int]] = []
+        logged: list[tuple[int, float, float]] = []
+        light[exp.id] = Light()
+        started_unix = CAMPAIGN_START.timestamp() + exp_clock
+        for c in r.workload.concurrency:
+            ttft_ms, itl_ms = effects[exp.id].latencies(c, top)
+            for rep in range(args.repetitions):
+                clock += 0.3  # the metrics scrape before the level
+                recs, duration = level_records(rng, c, args.requests, ttft_ms, itl_ms)
+                summary = summarize(
+                    recs, duration, slo=r.workload.slo.model_dump(), trim=r.workload.trim
+                )
+                summary["client"] = client_stats(c, summary, ceiling)
+                t0 = MONO_START + clock
+                entry["levels"].append(
+                    {
+                        "concurrency": c,
+                        "repetition": rep,
+                        "started_at_unix": CAMPAIGN_START.timestamp() + clock,
+                        "window": {"t0_monotonic": t0, "duration_s": duration},
+                        "summary": summary,
+                        "session": 0,
+                        "engine_metrics": engine_metrics(summary, recs, started_unix),
+                    }
+                )
+                windows.append((t0, t0 + duration, c))
+                logged.append((c, clock - exp_clock, duration))
+                light[exp.id].add(c, rep, recs)
+                rows += [{"experiment": r.id, "concurrency": c, "repetition": rep, **x} for x in recs]
+                clock += duration
+        clock += 0.3
+        session["stop"] = {
+            "signals": ["SIGINT"],
+            "exit_code": 0,
+            "stop_s": float(rng.uniform(2.5, 4.5)),
+            "group_gone": True,
+            "port_free": True,
+        }
+        entry["stop"] = session["stop"]
+        clock += session["stop"]["stop_s"]
+        if source is not None:
+            tele = telemetry_rows(
+                rng,
+                args.gpus,
+                MONO_START + exp_clock,
+                MONO_START + exp_clock + ready_s,
+                MONO_START + clock,
+                windows,
+                top,
+            )
+            ts = [row["t"] for row in tele]
+            for lv in entry["levels"]:
+                w = lv["window"]
+                lo = int(np.searchsorted(ts, w["t0_monotonic"], side="left"))
+                hi = int(np.searchsorted(ts, w["t0_monotonic"] + w["duration_s"], side="right"))
+                lv["telemetry"] = telemetry.window(
+                    tele[lo:hi], w["t0_monotonic"], w["t0_monotonic"] + w["duration_s"]
+                )
+            entry["telemetry"] = {"hz": HZ, "rows": len(tele), "late_samples": 0, "error": None}
+            results.save_telemetry(run_dir, r.id, tele)
+            counts["telemetry_rows"] += len(tele)
+            before = entry["gpu_counters"]["before"]
+            after = source.counters()
+            entry["gpu_counters"].update(
+                after=after, new_errors=telemetry.counter_deltas(before, after)
+            )
+            del tele, ts
+        entry["campaign_checks"] = [chk.model_dump() for chk in r.checks]
+        patterns = engine.patterns()
+        for k, chk in enumerate(r.checks):
+            if chk.log_contains or chk.log_absent:
+                patterns[f"campaign:{k}"] = str(chk.log_contains or chk.log_absent)
+        log = server_log(r, ready_s, logged)
+        results.atomic_write_bytes(run_dir / entry["log_file"], log.encode("utf-8"))
+        entry["log_evidence"] = evidence.log_evidence(log, patterns)
+        entry["model_files"] = evidence.model_files(r.args, run_dir)
+        entry["status"] = "ok"
+        entry["finished_at"] = iso(clock)
+        entry["by_level"] = by_level(entry["levels"])
+        results.save_requests(run_dir, r.id, rows)
+        counts["requests"] += len(rows)
+        del rows
+        decide_entry(doc, entry, campaign, engine, resolved, light)
+        clock += 1.0
+        say(
+            f"  [{i + 1}/{len(exps)}] {exp.id}: {entry['decision']['verdict']} "
+            f"({time.perf_counter() - began:.1f} s)"
+        )
+    doc["status"] = "complete"
+    doc["finished_at"] = iso(clock)
+    results.save(run_dir, doc)
+    counts["campaign_hours"] = clock / 3600
+    return counts
+
+
+def decide_entry(
+    doc: dict[str, Any],
+    entry: dict[str, Any],
+    campaign: Campaign,
+    engine: engines.Engine,
+    resolved: dict[str, Resolved],
+    light: dict[str, Light],
+) -> None:
+    """Checks and the decision, as ``Runner._decide`` makes them (no interleaving here)."""
+    info = campaign.model.campaign
+    obj, margin = info.objective, info.margin
+    higher = obj.better() == "higher"
+    by_id = {e["id"]: e for e in doc["experiments"]}
+    baseline = doc["experiments"][0]
+    mine = light[entry["id"]].records()
+    wl = resolved[entry["id"]].workload
+    if wl.prefix_cache_hit_rate is not None:
+        prefix = (float(wl.prefix_cache_hit_rate[0]), float(wl.prefix_cache_hit_rate[1]))
+    else:
+        prefix = None if wl.prompts.source == "fixed" else checks_mod.DEFAULT_PREFIX_HIT
+    entry["checks"] = checks_mod.run_checks(
+        entry,
+        doc.get("environment"),
+        log_patterns=list(engine.patterns()),
+        cv_bound=info.cv_bound,
+        host_expect=campaign.model.host.expect.model_dump(),
+        rows=mine,
+        counters=dict(engine.counters),
+        prefix_expect=prefix,
+        baseline=None if entry is baseline else baseline,
+    )
+    broken = checks_mod.invalidated(entry["checks"], evidence=True)
+    if broken:
+        entry["decision"] = decide_mod.Decision(
+            "failed",
+            f"{entry['id']}'s numbers cannot be trusted, whatever they say: failed "
+            + "; ".join(broken)
+            + ". See the assumptions checked.",
+        ).as_dict()
+        return
+    if entry is baseline:
+        entry["decision"] = decide_mod.Decision(
+            "baseline", "The reference every other experiment is compared with."
+        ).as_dict()
+        doc["best"] = entry["id"]
+        return
+    parent = by_id[entry["parent"]]
+
+    def cmp(other: dict[str, Any]) -> list[decide_mod.Comparison]:
+        return decide_mod.compare_experiments(
+            other["levels"],
+            entry["levels"],
+            obj.metric,
+            margin=margin,
+            higher_is_better=higher,
+            concurrency=obj.concurrency,
+        )
+
+    vs_parent, vs_base = cmp(parent), cmp(baseline)
+    verdict, why = decide_mod.decide(entry["id"], parent["id"], vs_parent, obj.metric, margin)
+    entry["decision"] = decide_mod.Decision(
+        verdict, what_changed(entry) + why, vs_parent, vs_base
+    ).as_dict()
+    entry["decision"]["paired"] = False
+    metrics: dict[str, list[dict[str, Any]]] = {}
+    done: dict[str, list[dict[str, Any]]] = {}  # the parent is often the baseline
+    for name, other in (("vs_parent", parent), ("vs_baseline", baseline)):
+        if other["id"] not in done:
+            found = decide_mod.headline_comparisons(other["levels"], entry["levels"], margin=margin)
+            found += decide_mod.tail_comparisons(
+                light[other["id"]].records(), mine, margin=margin
+            )
+            done[other["id"]] = [c.as_dict() for c in found]
+        metrics[name] = done[other["id"]]
+    entry["decision"]["metrics"] = metrics
+    if verdict == "adopted":
+
+        def score(e: dict[str, Any]) -> float:
+            if e is baseline:
+                return 0.0
+            ratios = [c["ratio"] for c in e["decision"]["vs_baseline"] if c["ratio"]]
+            if not ratios:
+                return -math.inf
+            s = sum(math.log(x) for x in ratios) / len(ratios)
+            return s if higher else -s
+
+        if score(entry) > score(by_id[doc["best"]]):
+            doc["best"] = entry["id"]
+
+
+# -- timing --------------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
+    times, out = [], None
+    for _ in range(repeat):
+        gc.collect()
+        began = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - began)
+    return times, out
+
+
+def profile(fn: Callable[[], Any], title: str, top: int = 10) -> None:
+    prof = cProfile.Profile()
+    prof.enable()
+    fn()
+    prof.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(top)
+    body = buf.getvalue()
+    start = body.find("   ncalls")
+    print(f"\n-- profile: {title} (top {top} by cumulative time)")
+    print(body[start:].rstrip() if start >= 0 else body.rstrip())
+
+
+def size(path: Path) -> str:
+    n = path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*"))
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0].strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--experiments", type=int, default=20)
+    parser.add_argument("--levels", type=int, default=8, help="C = 1, 2, 4 ... 2^(levels-1)")
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=500, help="requests per level run")
+    parser.add_argument("--gpus", type=int, default=4, help="GPUs in the telemetry (0: none)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="write the run here (kept) instead of a temp dir")
+    parser.add_argument("--reuse", action="store_true", help="--out already holds a run: time it")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary run directory")
+    parser.add_argument("--repeat", type=int, default=3, help="timings of each step")
+    parser.add_argument("--no-pdf", action="store_true", help="time the HTML only")
+    parser.add_argument("--profile", action="store_true", help="cProfile each step once, top 10")
+    args = parser.parse_args()
+    if args.experiments < 1 or args.levels < 1 or args.repetitions < 1 or args.requests < 2:
+        parser.error("--experiments, --levels and --repetitions >= 1, --requests >= 2")
+    if args.reuse and not args.out:
+        parser.error("--reuse needs --out")
+
+    if args.out:
+        run_dir = args.out.resolve()
+        keep = True
+    else:
+        run_dir = Path(tempfile.mkdtemp(prefix="render-speed-")) / "20261120T060000Z-synthetic"
+        keep = args.keep
+    try:
+        size_text = (
+            f"{args.experiments} experiments x {args.levels} levels x {args.repetitions} "
+            f"repetitions x {args.requests} requests, "
+            + (f"{args.gpus} GPUs of telemetry at {HZ:g} Hz" if args.gpus else "no telemetry")
+        )
+        if args.reuse:
+            print(f"run directory: {run_dir} (reused; its own size, not the options')")
+            gen_s = None
+        else:
+            if (run_dir / results.RESULTS).exists():
+                print(f"{run_dir} already holds a run: use --reuse, or another --out")
+                return 2
+            run_dir.mkdir(parents=True, exist_ok=True)
+            print(f"run directory: {run_dir}")
+            print(f"generating: {size_text}")
+            began = time.perf_counter()
+            counts = build_run(run_dir, args, print)
+            gen_s = time.perf_counter() - began
+            print(
+                f"synthetic data: {gen_s:.1f} s to generate (not part of the target); "
+                f"{counts['requests']:,} requests, {counts['telemetry_rows']:,} telemetry rows, "
+                f"a campaign of {counts['campaign_hours']:.1f} h of modelled time"
+            )
+        print(
+            f"results.json {size(run_dir / results.RESULTS)}, requests/ "
+            f"{size(run_dir / 'requests')}"
+            + (f", telemetry/ {size(run_dir / 'telemetry')}" if (run_dir / "telemetry").is_dir() else "")
+        )  # fmt: skip
+
+        began = time.perf_counter()
+        from reportgen import render as render_mod
+        from reportgen.render import pdf as printer
+
+        import_s = time.perf_counter() - began
+        print(f"import reportgen.render (jinja2, matplotlib): {import_s:.2f} s (not timed below)")
+
+        print(f"\nrendering, {args.repeat} time(s) each ...")
+        html_times, rendered = timed(lambda: render_mod.render(run_dir, pdf=False), args.repeat)
+        html_path = rendered.html
+        rows = [("HTML", html_times, HTML_TARGET_S)]
+        pdf_path = run_dir / render_mod.PDF_NAME
+        warnings: list[str] = []
+        if not args.no_pdf:
+            text = html_path.read_text(encoding="utf-8")
+
+            def print_pdf() -> Any:
+                printed = printer.html_to_pdf(text, run_dir)
+                results.atomic_write_bytes(pdf_path, printed.data)
+                return printed
+
+            pdf_times, printed = timed(print_pdf, args.repeat)
+            warnings = printed.warnings
+            rows.append(("PDF", pdf_times, PDF_TARGET_S))
+
+        print(f"\n{size_text}")
+        print(f"{'step':<6} {'first':>8} {'best':>8} {'median':>8} {'target':>8} {'median/target':>14}")
+        ok = True
+        for name, times, target in rows:
+            med = statistics.median(times)
+            ok &= med <= target
+            print(
+                f"{name:<6} {times[0]:>7.2f}s {min(times):>7.2f}s {med:>7.2f}s "
+                f"{target:>7.0f}s {med / target:>13.2f}x"
+            )
+        for name, times, target in rows:
+            med = statistics.median(times)
+            verdict = "within" if med <= target else "OVER"
+            print(
+                f"{name} {med:.2f} s (median of {len(times)}), target {target:g} s, "
+                f"{med / target:.2f}x of the budget: {verdict}"
+            )
+        print(f"report.html {size(html_path)}")
+        if not args.no_pdf:
+            from pypdf import PdfReader
+
+            pages = len(PdfReader(pdf_path).pages)
+            print(f"report.pdf {size(pdf_path)}, {pages} pages")
+            if warnings:
+                print(f"WeasyPrint warnings: {len(warnings)} (first: {warnings[0][:120]})")
+        if gen_s is not None:
+            print(f"generating the synthetic run: {gen_s:.1f} s (not part of the target)")
+
+        if args.profile:
+            data = results.load(run_dir)
+            tele = {}  # as render() reads them: each experiment's table as columns
+            for e in data["experiments"]:
+                frame = results.load_telemetry(run_dir, str(e["id"]))
+                if len(frame):
+                    cols = ("t", "gpu", "sm_clock_mhz", "power_w")
+                    tele[str(e["id"])] = {c: frame[c].tolist() for c in cols}
+            profile(lambda: render_mod.render_html(data, tele), "render_html (view, charts, template)")
+            if not args.no_pdf:
+                text = html_path.read_text(encoding="utf-8")
+                profile(lambda: printer.html_to_pdf(text, run_dir), "html_to_pdf (WeasyPrint)")
+        print(f"\nexit status {0 if ok else 1}: {'within' if ok else 'over'} target")
+        return 0 if ok else 1
+    finally:
+        if keep:
+            print(f"kept: {run_dir}")
+        else:
+            shutil.rmtree(run_dir.parent, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
