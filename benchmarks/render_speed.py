@@ -164,6 +164,7 @@ SPECS = (
          "Within noise: nothing is preempted"),
 )  # fmt: skip
 
+# Golden prompts: (prompt, expect, the answer, the answer with FP8 numerics).
 PROBES = (
     ("Repeat after me: The capital of France is Paris.", "Paris",
      " The capital of France is Paris.", " The capital of France is Paris."),
@@ -171,12 +172,13 @@ PROBES = (
     ("Name the largest planet in the solar system in one sentence.", "Jupiter",
      " The largest planet in the solar system is Jupiter.",
      " Jupiter is the largest planet in the solar system."),
-)  # fmt: skip  (prompt, expect, answer, answer with FP8 numerics)
+)  # fmt: skip
 
-WORDS = (
+SENTENCE = (
     "the model serves tokens in batches while the scheduler admits new requests and the "
     "cache keeps each sequence's keys and values on the device until it finishes"
-).split()
+)
+WORDS = tuple(SENTENCE.split())
 
 
 def specs(n: int) -> list[Spec]:
@@ -245,7 +247,7 @@ def campaign_text(args: argparse.Namespace, levels: list[int], exps: list[Spec])
                 "seed": 0,
             }
         ),
-        "env = { NCCL_DEBUG = \"WARN\" }",
+        'env = { NCCL_DEBUG = "WARN" }',
         "ready_timeout_s = 1200",
         "",
         "[workload]",
@@ -268,7 +270,12 @@ def campaign_text(args: argparse.Namespace, levels: list[int], exps: list[Spec])
         'conditions = "512 input tokens, 64 output tokens, closed loop"',
     ]
     for prompt, expect_re, _, _ in PROBES:
-        lines += ["", "[[probe]]", f"prompt = {json.dumps(prompt)}", f"expect = {json.dumps(expect_re)}"]
+        lines += [
+            "",
+            "[[probe]]",
+            f"prompt = {json.dumps(prompt)}",
+            f"expect = {json.dumps(expect_re)}",
+        ]
     lines += [
         "",
         "[[check]]",
@@ -429,7 +436,8 @@ def engine_metrics(
         f"vllm:request_generation_tokens_sum{label}": gen,
         f"vllm:request_generation_tokens_count{label}": n,
         f"vllm:iteration_tokens_total_sum{label}": prompt + gen,
-        f"vllm:iteration_tokens_total_count{label}": gen / max(1.0, summary["achieved_concurrency"]),
+        f"vllm:iteration_tokens_total_count{label}": gen
+        / max(1.0, summary["achieved_concurrency"]),
     }
     gauges = {
         "process_start_time_seconds": started,
@@ -502,7 +510,7 @@ def server_log(r: Resolved, ready_s: float, levels: Sequence[tuple[int, float, f
     args = {k.replace("-", "_"): v for k, v in r.args.items() if k != "port"}
     ts = 0.0
     lines = [
-        f"INFO 11-20 06:00:01 [api_server.py:1896] vLLM API server version 0.11.0",
+        "INFO 11-20 06:00:01 [api_server.py:1896] vLLM API server version 0.11.0",
         f"INFO 11-20 06:00:01 [utils.py:328] non-default args: {args!r}",
         "INFO 11-20 06:00:09 [model.py:547] Resolved architecture: LlamaForCausalLM",
         "WARNING 11-20 06:00:09 [__init__.py:2891] We must use the `spawn` multiprocessing "
@@ -557,9 +565,14 @@ def gpu_source(gpus: int) -> gpu.FakeSource:
     cap = json.loads(CAPTURE.read_text())
     dev = cap["info"]["devices"][0]
     cap["info"]["devices"] = [
-        {**dev, "index": g, "uuid": f"{dev['uuid'][:-2]}{g:02d}", "pci_bus_id": f"00000000:{g + 6:02X}:00.0"}
+        {
+            **dev,
+            "index": g,
+            "uuid": f"{dev['uuid'][:-2]}{g:02d}",
+            "pci_bus_id": f"0:{g + 6:02X}:00.0",
+        }
         for g in range(gpus)
-    ]  # fmt: skip
+    ]
     cap["info"]["count"] = gpus
     cap["counters_before"] = [{**cap["counters_before"][0], "gpu": g} for g in range(gpus)]
     return gpu.FakeSource(cap)
@@ -624,7 +637,9 @@ class Light:
         return [{**dict(zip(keys, x[:6], strict=True)), "status": x[6]} for x in self.rows]
 
 
-def build_run(run_dir: Path, args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
+def build_run(
+    run_dir: Path, args: argparse.Namespace, say: Callable[[str], None]
+) -> dict[str, Any]:
     """Write a synthetic run directory of the asked size; returns counts of what it holds."""
     levels = [2**i for i in range(args.levels)]
     exps = specs(args.experiments)
@@ -759,7 +774,9 @@ def build_run(run_dir: Path, args: argparse.Namespace, say: Callable[[str], None
                 windows.append((t0, t0 + duration, c))
                 logged.append((c, clock - exp_clock, duration))
                 light[exp.id].add(c, rep, recs)
-                rows += [{"experiment": r.id, "concurrency": c, "repetition": rep, **x} for x in recs]
+                rows += [
+                    {"experiment": r.id, "concurrency": c, "repetition": rep, **x} for x in recs
+                ]
                 clock += duration
         clock += 0.3
         session["stop"] = {
@@ -895,9 +912,7 @@ def decide_entry(
     for name, other in (("vs_parent", parent), ("vs_baseline", baseline)):
         if other["id"] not in done:
             found = decide_mod.headline_comparisons(other["levels"], entry["levels"], margin=margin)
-            found += decide_mod.tail_comparisons(
-                light[other["id"]].records(), mine, margin=margin
-            )
+            found += decide_mod.tail_comparisons(light[other["id"]].records(), mine, margin=margin)
             done[other["id"]] = [c.as_dict() for c in found]
         metrics[name] = done[other["id"]]
     entry["decision"]["metrics"] = metrics
@@ -919,13 +934,19 @@ def decide_entry(
 # -- timing --------------------------------------------------------------------------------
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
+def timed(fn: Callable[[], Any], repeat: int, name: str, target: float) -> tuple[list[float], Any]:
+    """``fn`` run ``repeat`` times, each timed; fewer when one run took over twice the
+    target (one such run already says the step is over budget)."""
     times, out = [], None
-    for _ in range(repeat):
+    for k in range(repeat):
         gc.collect()
         began = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - began)
+        print(f"  {name} run {k + 1}: {times[-1]:.2f} s", flush=True)
+        if times[-1] > 2 * target and k + 1 < repeat:
+            print(f"  {name}: over twice its {target:g} s target; not repeated")
+            break
     return times, out
 
 
@@ -1000,11 +1021,12 @@ def main() -> int:
                 f"{counts['requests']:,} requests, {counts['telemetry_rows']:,} telemetry rows, "
                 f"a campaign of {counts['campaign_hours']:.1f} h of modelled time"
             )
+        tele_dir = run_dir / "telemetry"
         print(
             f"results.json {size(run_dir / results.RESULTS)}, requests/ "
             f"{size(run_dir / 'requests')}"
-            + (f", telemetry/ {size(run_dir / 'telemetry')}" if (run_dir / "telemetry").is_dir() else "")
-        )  # fmt: skip
+            + (f", telemetry/ {size(tele_dir)}" if tele_dir.is_dir() else "")
+        )
 
         began = time.perf_counter()
         from reportgen import render as render_mod
@@ -1013,8 +1035,10 @@ def main() -> int:
         import_s = time.perf_counter() - began
         print(f"import reportgen.render (jinja2, matplotlib): {import_s:.2f} s (not timed below)")
 
-        print(f"\nrendering, {args.repeat} time(s) each ...")
-        html_times, rendered = timed(lambda: render_mod.render(run_dir, pdf=False), args.repeat)
+        print(f"\nrendering, {args.repeat} time(s) each ...", flush=True)
+        html_times, rendered = timed(
+            lambda: render_mod.render(run_dir, pdf=False), args.repeat, "HTML", HTML_TARGET_S
+        )
         html_path = rendered.html
         rows = [("HTML", html_times, HTML_TARGET_S)]
         pdf_path = run_dir / render_mod.PDF_NAME
@@ -1027,12 +1051,15 @@ def main() -> int:
                 results.atomic_write_bytes(pdf_path, printed.data)
                 return printed
 
-            pdf_times, printed = timed(print_pdf, args.repeat)
+            pdf_times, printed = timed(print_pdf, args.repeat, "PDF", PDF_TARGET_S)
             warnings = printed.warnings
             rows.append(("PDF", pdf_times, PDF_TARGET_S))
 
         print(f"\n{size_text}")
-        print(f"{'step':<6} {'first':>8} {'best':>8} {'median':>8} {'target':>8} {'median/target':>14}")
+        print(
+            f"{'step':<6} {'first':>8} {'best':>8} {'median':>8} {'target':>8} "
+            f"{'median/target':>14}"
+        )
         ok = True
         for name, times, target in rows:
             med = statistics.median(times)
@@ -1067,7 +1094,9 @@ def main() -> int:
                 if len(frame):
                     cols = ("t", "gpu", "sm_clock_mhz", "power_w")
                     tele[str(e["id"])] = {c: frame[c].tolist() for c in cols}
-            profile(lambda: render_mod.render_html(data, tele), "render_html (view, charts, template)")
+            profile(
+                lambda: render_mod.render_html(data, tele), "render_html (view, charts, template)"
+            )
             if not args.no_pdf:
                 text = html_path.read_text(encoding="utf-8")
                 profile(lambda: printer.html_to_pdf(text, run_dir), "html_to_pdf (WeasyPrint)")

@@ -84,15 +84,30 @@ def _parser() -> argparse.ArgumentParser:
 
     rd = sub.add_parser(
         "render",
-        help="render report.html and report.pdf from saved results",
-        description="Build report.html (self-contained) and report.pdf from a "
-        "run directory's saved results alone; no GPU or server "
-        "needed.",
+        help="render the report (HTML, PDF, Markdown, CSV) from saved results",
+        description="Build report.html (self-contained), report.pdf, report.md (a summary "
+        "for a pull request or a chat) and tables/*.csv from a run directory's saved results "
+        "alone; no GPU or server needed.",
         epilog="example:\n  reportgen render output/demo/20261129T150000Z-1a2b3c",
         formatter_class=_Formatter,
     )
     rd.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    rd.add_argument("--no-pdf", action="store_true", help="render HTML only")
+    rd.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+
+    vf = sub.add_parser(
+        "verify",
+        help="check that a report still matches the raw data it summarises",
+        description="Recompute every summary of a report from the raw request tables beside "
+        "it (raw table hashes, level summaries, aggregates across repetitions, every "
+        "comparison in the decisions, the page's own text) and say whether the report still "
+        "matches. Exit 0 when everything matches, 1 when something differs.",
+        epilog="example:\n  reportgen verify output/demo/20261129T150000Z-1a2b3c/report.html",
+        formatter_class=_Formatter,
+    )
+    vf.add_argument("report", type=Path, metavar="REPORT", help="report.html, or its run directory")
+    vf.add_argument(
+        "--run-dir", type=Path, default=None, help="where the raw tables are (default: beside it)"
+    )
 
     # `reportgen sim ...` is handed to the simulator's own parser (see main); listed here for
     # the command overview.
@@ -328,7 +343,8 @@ def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
     from reportgen.render import render
 
     out = render(run_dir, pdf=pdf)
-    return [p for p in (out.html, out.pdf) if p is not None]
+    tables = out.tables[0].parent if out.tables else None
+    return [p for p in (out.html, out.pdf, out.markdown, tables) if p is not None]
 
 
 def _summary_table(out: Console, data: dict[str, Any]) -> None:
@@ -371,6 +387,24 @@ def _render(args: argparse.Namespace, out: Console, err: Console) -> int:
     for p in _render_paths(args.run_dir, pdf=not args.no_pdf):
         out.print(f"report: {p}", markup=False)
     return EXIT_OK
+
+
+def _verify(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen import verify
+    from reportgen.render import HTML_NAME
+
+    report = args.report / HTML_NAME if args.report.is_dir() else args.report
+    if not report.is_file():
+        raise ResultsError(f"{report}: no such report; give report.html or its run directory")
+    found = verify.verify(report, args.run_dir)
+    for f in found.findings:
+        mark = "ok  " if f.ok else "DIFF"
+        out.print(f"{mark} {f.step}: {f.detail}", markup=False, highlight=False)
+    if found.ok:
+        out.print(f"{report}: matches its raw data", markup=False)
+        return EXIT_OK
+    err.print(f"{report}: does NOT match its raw data (see DIFF above)", markup=False)
+    return EXIT_FAILED
 
 
 def _calibrate(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -423,6 +457,7 @@ _COMMANDS = {
     "plan": _plan,
     "run": _run,
     "render": _render,
+    "verify": _verify,
     "calibrate": _calibrate,
     "fingerprint": _fingerprint,
     "schema": _schema,

@@ -36,6 +36,7 @@ REQUEST_COLUMNS = (
     "first_token",
     "end",
     "chunk_times",
+    "chunk_chars",
     "input_tokens",
     "output_tokens",
     "output_tokens_source",
@@ -142,6 +143,14 @@ def _save_table(path: Path, frame: pd.DataFrame) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def request_records(run_dir: Path, table: str) -> list[dict[str, Any]]:
+    """One request table as records, missing values as None (Parquet gives NaN), the way
+    the runner held them before saving."""
+    frame = load_requests(run_dir, table)
+    out = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return [{str(k): v for k, v in r.items()} for r in out]
 
 
 def load_requests(run_dir: Path, experiment: str | None = None) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from tests.conftest import ROOT, free_port
 
 
 def run(tmp_path: Path, text: str, cache: Path) -> tuple[dict[str, Any], Path]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "c.toml"
     path.write_text(text.replace("PORT", str(free_port())))
     res = subprocess.run(
@@ -166,3 +167,62 @@ def test_a_cold_server_warns_and_an_invalidating_campaign_check_fails_the_verdic
     assert base["decision"]["verdict"] == "failed"
     assert "the engine confirms the feature is on" in base["decision"]["explanation"]
     assert "an impossible TTFT bound" not in base["decision"]["explanation"]
+
+
+def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
+    tmp_path: Path, cache: Path
+) -> None:
+    import pandas as pd
+
+    _, run_dir = run(tmp_path, INTERLEAVED, cache)
+    report = run_dir / "report.html"
+
+    def verify() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "reportgen", "verify", str(report)],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+
+    res = verify()
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert "ok   raw tables: 3 table(s), each with the sha256 given" in lines
+    # 2 experiments x 2 levels x 2 repetitions, and the interleaved baseline runs
+    assert "ok   level summaries: 12 level run(s) recomputed from their requests" in lines
+    assert any(x.startswith("ok   comparisons: ") for x in lines)
+    assert "ok   report text: rendering the embedded results again gives the same HTML" in (
+        res.stdout
+    )
+    assert res.stdout.rstrip().endswith("matches its raw data")
+    # the Markdown summary and the CSV tables beside it
+    md = (run_dir / "report.md").read_text()
+    assert "| 2 | faster (best) | adopted |" in md
+    levels = pd.read_csv(run_dir / "tables" / "levels.csv")
+    assert len(levels) == 12 and set(levels["role"]) == {"experiment", "control"}
+    comps = pd.read_csv(run_dir / "tables" / "comparisons.csv")
+    assert comps[comps["kind"] == "objective_vs_parent"]["paired"].all()
+
+    # one request 50 ms slower in the raw table: its hash and its level's summary differ
+    path = run_dir / "requests" / "faster.parquet"
+    frame = pd.read_parquet(path)
+    frame.loc[0, "end"] += 0.05
+    frame.to_parquet(path, index=False)
+    res = verify()
+    assert res.returncode == 1
+    assert "DIFF raw tables: requests/faster.parquet: changed since the report" in res.stdout
+    diff = next(x for x in res.stdout.splitlines() if x.startswith("DIFF level summaries"))
+    assert diff.startswith("DIFF level summaries: faster C=1 repetition 1: ")
+    assert "e2e_ms" in diff and "achieved_concurrency" in diff and "ttft_ms" not in diff
+    assert "does NOT match its raw data" in res.stderr
+
+    # a number edited in the page itself
+    _, run_dir = run(tmp_path / "again", INTERLEAVED, cache)
+    report = run_dir / "report.html"
+    page = report.read_text()
+    report.write_text(page.replace("adopted", "rejected", 1))
+    res = verify()
+    assert res.returncode == 1
+    assert "DIFF report text: rendering the embedded results again gives different HTML" in (
+        res.stdout
+    )
+    assert "ok   level summaries" in res.stdout

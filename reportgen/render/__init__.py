@@ -15,13 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from reportgen import results as results_mod
+from reportgen import verify
 from reportgen.errors import RenderError
-from reportgen.render import charts, html, view
+from reportgen.render import charts, exports, html, view
 from reportgen.render import pdf as printer  # `render` has a parameter named pdf
 
 HTML_NAME = "report.html"
 PDF_NAME = "report.pdf"
+MARKDOWN_NAME = "report.md"
+TABLES_DIR = "tables"
 
 __all__ = ["HTML_NAME", "PDF_NAME", "Rendered", "render", "render_html"]
 
@@ -32,13 +37,19 @@ class Rendered:
 
     html: Path
     pdf: Path | None
+    markdown: Path | None = None
+    tables: tuple[Path, ...] = ()
 
 
 def render_html(
-    results: Mapping[str, Any], telemetry: Mapping[str, Mapping[str, list[Any]]] | None = None
+    results: Mapping[str, Any],
+    telemetry: Mapping[str, Mapping[str, list[Any]]] | None = None,
+    tables: Mapping[str, str] | None = None,
 ) -> str:
     """The report's HTML for a loaded results dict and, by experiment id, its telemetry
-    columns (``results.load_telemetry``). Pure: reads and writes no file."""
+    columns (``results.load_telemetry``); the results and the raw tables' hashes
+    (``verify.table_hashes``) are embedded for ``reportgen verify``. Pure: reads and writes
+    no file."""
     report = view.build(results)
     extra = {}
     for e in report.experiments:
@@ -47,11 +58,13 @@ def render_html(
             extra[f"telemetry-{e.index}"] = charts.telemetry(
                 columns, e.telemetry_windows, f"telemetry-{e.index}"
             )
-    return html.render_page(report, charts.all_charts(report.series, extra))
+    data = Markup(verify.embed(results, tables or {}))
+    return html.render_page(report, charts.all_charts(report.series, extra), data)
 
 
 def render(run_dir: Path, pdf: bool = True) -> Rendered:
-    """Write report.html (and report.pdf) into ``run_dir`` from its results.json.
+    """Write report.html (and report.pdf), report.md and tables/*.csv into ``run_dir`` from
+    its results.json.
 
     Raises ResultsError (from ``results.load``) when the results cannot be used, and
     RenderError when the report cannot be written. Each file is replaced atomically, so a
@@ -61,15 +74,21 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     data = results_mod.load(run_dir)
     if not run_dir.is_dir():  # given results.json itself: write beside it
         run_dir = run_dir.parent
-    text = render_html(data, _telemetry(run_dir, data))
+    text = render_html(data, telemetry_columns(run_dir, data), verify.table_hashes(run_dir))
     html_path = _write(run_dir / HTML_NAME, text.encode("utf-8"))
-    if not pdf:
-        return Rendered(html=html_path, pdf=None)
-    printed = printer.html_to_pdf(text, run_dir)
-    return Rendered(html=html_path, pdf=_write(run_dir / PDF_NAME, printed.data))
+    md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(view.build(data)).encode("utf-8"))
+    csvs = tuple(
+        _write(run_dir / TABLES_DIR / name, body.encode("utf-8"))
+        for name, body in exports.tables(data).items()
+    )
+    pdf_path = None
+    if pdf:
+        printed = printer.html_to_pdf(text, run_dir)
+        pdf_path = _write(run_dir / PDF_NAME, printed.data)
+    return Rendered(html=html_path, pdf=pdf_path, markdown=md_path, tables=csvs)
 
 
-def _telemetry(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, list[Any]]]:
+def telemetry_columns(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, list[Any]]]:
     """Each experiment's saved telemetry table as columns (none for those without one)."""
     out = {}
     for e in data.get("experiments") or []:
@@ -82,6 +101,7 @@ def _telemetry(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, li
 
 def _write(path: Path, data: bytes) -> Path:
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         results_mod.atomic_write_bytes(path, data)
     except OSError as exc:
         reason = exc.strerror or str(exc)

@@ -76,9 +76,13 @@ def stylesheet() -> Markup:
     return Markup((TEMPLATES / STYLESHEET).read_text(encoding="utf-8"))
 
 
-def render_page(report: view_mod.Report, charts: Mapping[str, Markup]) -> str:
-    """The report's HTML from its view model and chart SVGs."""
+def render_page(
+    report: view_mod.Report, charts: Mapping[str, Markup], data: Markup | None = None
+) -> str:
+    """The report's HTML from its view model, chart SVGs and the embedded data (JSON already
+    made safe inside a script element by ``verify.embed``)."""
     context: dict[str, Any] = {
+        "data": data,
         "r": report,
         "h": report.header,
         "obj": report.objective,

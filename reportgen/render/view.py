@@ -70,6 +70,7 @@ class Header:
     simulated: bool
     simulated_notice: str
     engine: str
+    host: str = ""  # "hostname: 8 x NVIDIA H200" (or why the GPUs are unknown)
 
 
 @dataclass(frozen=True)
@@ -288,7 +289,25 @@ def _header(results: Mapping[str, Any], info: Mapping[str, Any]) -> Header:
         simulated=bool(engine.get("simulated")),
         simulated_notice=SIMULATED_NOTICE,
         engine=str(engine.get("name") or NONE),
+        host=_host_line(results.get("environment") or {}),
     )
+
+
+def _host_line(env: Mapping[str, Any]) -> str:
+    """The machine in a phrase: its name and its GPUs, counted by model."""
+    host = env.get("host") or {}
+    gpus = env.get("gpus") or {}
+    names: dict[str, int] = {}
+    for d in gpus.get("devices") or []:
+        name = str(d.get("name") or "GPU")
+        names[name] = names.get(name, 0) + 1
+    if names:
+        what = ", ".join(f"{n} x {name}" for name, n in names.items())
+    else:
+        what = "no GPU seen" + (f" ({gpus['error']})" if gpus.get("error") else "")
+    cpu = host.get("cpu_model")
+    parts = [str(host.get("hostname") or "host"), what] + ([str(cpu)] if cpu else [])
+    return f"{parts[0]}: " + "; ".join(parts[1:])
 
 
 def _objective(info: Mapping[str, Any], workload: Mapping[str, Any]) -> Objective:

@@ -1,0 +1,181 @@
+"""The report's other shapes: a Markdown summary (for a pull request or a chat) and CSV tables.
+
+Pure functions of the loaded results (and the view built from them): no clock, no I/O, so the
+same results give the same bytes. Numbers in CSV are written in full (Python's shortest
+round-trip form), not as the report formats them; empty cells are missing values.
+
+- ``levels.csv``: one row per level run (experiment, role, concurrency, repetition) with its
+  summary: requests, errors, throughputs, and each latency's mean, p50, p90 and p99.
+- ``by_level.csv``: one row per experiment and level: each headline number's mean, standard
+  deviation and count across repetitions.
+- ``comparisons.csv``: every comparison in the decisions: experiment, against whom
+  (``vs_parent`` or ``vs_baseline``), metric, level, ratio, interval, verdict, detectable
+  change, repetitions to decide, paired or not.
+- ``checks.csv``: every assumption check of every experiment.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from reportgen.analysis.summary import LATENCIES, THROUGHPUTS
+from reportgen.render.view import Report
+
+STATS = ("mean", "p50", "p90", "p99")
+CSV_FILES = ("levels.csv", "by_level.csv", "comparisons.csv", "checks.csv")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if value == value else ""  # NaN: missing
+    return str(value)
+
+
+def _csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(header)
+    for row in rows:
+        w.writerow([_cell(v) for v in row])
+    return out.getvalue()
+
+
+def tables(results: Mapping[str, Any]) -> dict[str, str]:
+    """Every CSV table by file name (see the module docstring)."""
+    exps = list(results.get("experiments") or [])
+    return {
+        "levels.csv": _levels(exps),
+        "by_level.csv": _by_level(exps),
+        "comparisons.csv": _comparisons(exps),
+        "checks.csv": _checks(exps),
+    }
+
+
+def _levels(exps: Sequence[Mapping[str, Any]]) -> str:
+    counts = ("requests", "ok", "errors", "short_outputs", "input_tokens", "output_tokens")
+    scalars = ("duration_s", *THROUGHPUTS, "achieved_concurrency")
+    header = ["experiment", "role", "concurrency", "repetition", *counts, *scalars] + [
+        f"{m}_{s}" for m in LATENCIES for s in STATS
+    ]
+    rows = []
+    for e in exps:
+        runs = [("experiment", lv) for lv in e.get("levels") or []]
+        runs += [("control", lv) for lv in (e.get("control") or {}).get("levels") or []]
+        for role, lv in runs:
+            s = lv.get("summary") or {}
+            rows.append(
+                [e.get("id"), role, lv.get("concurrency"), lv.get("repetition")]
+                + [s.get(k) for k in counts]
+                + [s.get(k) for k in scalars]
+                + [(s.get(m) or {}).get(st) for m in LATENCIES for st in STATS]
+            )
+    return _csv(header, rows)
+
+
+def _by_level(exps: Sequence[Mapping[str, Any]]) -> str:
+    keys = list(THROUGHPUTS) + [f"{m}_{s}" for m in LATENCIES for s in ("p50", "p90", "p99")]
+    header = ["experiment", "concurrency", "repetitions"] + [
+        f"{k}_{part}" for k in keys for part in ("mean", "sd", "n")
+    ]
+    rows = []
+    for e in exps:
+        for agg in e.get("by_level") or []:
+            rows.append(
+                [e.get("id"), agg.get("concurrency"), agg.get("repetitions")]
+                + [(agg.get(k) or {}).get(part) for k in keys for part in ("mean", "sd", "n")]
+            )
+    return _csv(header, rows)
+
+
+def _comparisons(exps: Sequence[Mapping[str, Any]]) -> str:
+    fields = ("metric", "concurrency", "ratio", "ci_low", "ci_high", "verdict", "n_parent",
+              "n_child", "mde", "reps_needed", "paired")  # fmt: skip
+    header = ["experiment", "against", "kind", *fields]
+    rows = []
+    for e in exps:
+        decision = e.get("decision") or {}
+        metrics = decision.get("metrics") or {}
+        base = exps[0].get("id") if exps else None
+        for kind, found in (
+            ("objective_vs_parent", decision.get("vs_parent")),
+            ("objective_vs_baseline", decision.get("vs_baseline")),
+            ("vs_parent", metrics.get("vs_parent")),
+            ("vs_baseline", metrics.get("vs_baseline")),
+        ):
+            against = e.get("parent") if "parent" in kind else base
+            for c in found or []:
+                rows.append([e.get("id"), against, kind] + [c.get(f) for f in fields])
+    return _csv(header, rows)
+
+
+def _checks(exps: Sequence[Mapping[str, Any]]) -> str:
+    fields = ("id", "title", "status", "evidence", "hint")
+    rows = [
+        [e.get("id")] + [c.get(f) for f in fields] + [c.get("invalidates")]
+        for e in exps
+        for c in e.get("checks") or []
+    ]
+    return _csv(["experiment", *fields, "invalidates"], rows)
+
+
+def _md(text: str) -> str:
+    """Text safe inside a Markdown table cell: no pipes or newlines breaking the row, and no
+    markup or HTML taking effect (user text comes from campaign files and server logs)."""
+    out = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    for ch in "`*_[]<>#!":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def markdown(report: Report) -> str:
+    """A short summary for a pull request or a chat: status, the one-sentence conclusion, one
+    row per experiment, and what failed or warned."""
+    h, obj = report.header, report.objective
+    lines = [f"## {_md(h.title)}", ""]
+    status = "complete" if h.complete else f"**INCOMPLETE** ({_md(h.incomplete_reason)})"
+    sim = " (simulated engine)" if h.simulated else ""
+    lines += [
+        f"Run `{h.run_id}` · {status} · {_md(h.host)} · engine {_md(h.engine)}{sim} · "
+        f"reportgen {_md(h.version)} · {_md(h.started)}",
+        "",
+        _md(report.summary),
+        "",
+    ]
+    levels = " / ".join(f"C={c}" for c in obj.levels)
+    lines += [
+        f"| # | experiment | verdict | `{obj.label}` at {levels} | vs baseline |",
+        "|---:|---|---|---|---|",
+    ]
+    for e in report.experiments:
+        values = " / ".join(
+            (cell.value + (f" {cell.sd}" if cell.sd else "")) or "–" for cell in e.objective
+        )
+        ratios = " / ".join(r or "–" for r in e.objective_ratio) if not e.is_baseline else "–"
+        best = " (best)" if e.is_best else ""
+        lines.append(
+            f"| {e.index} | {_md(e.id)}{best} | {_md(e.verdict)} | {values or '–'} | {ratios} |"
+        )
+    problems = report.assumptions.problems
+    fails = [p for p in problems if p["status"] == "fail"]
+    warns = [p for p in problems if p["status"] == "warn"]
+    if fails or warns:
+        lines += ["", "**Assumption checks**", ""]
+        for p in fails + warns:
+            lines.append(
+                f"- {p['status']}: {_md(p['experiment'])}: {_md(p['title'])}: {_md(p['evidence'])}"
+            )
+    lines += [
+        "",
+        f"Objective: `{obj.label}`, {obj.direction} is better, margin {obj.margin}. "
+        "Values are means ± standard deviation across repetitions; ratios are against the "
+        "baseline. Full report: report.html (report.pdf).",
+        "",
+    ]
+    return "\n".join(lines)
