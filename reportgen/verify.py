@@ -228,9 +228,15 @@ def _check_page(
     run_dir: Path,
     claimed: Mapping[str, str],
 ) -> None:
-    from reportgen.render import render_html, telemetry_columns  # render imports verify
+    from reportgen.render import (  # render imports verify
+        latency_percentiles,
+        render_html,
+        telemetry_columns,
+    )
 
-    again = render_html(res, telemetry_columns(run_dir, res), tables=claimed)
+    again = render_html(
+        res, telemetry_columns(run_dir, res), claimed, latency_percentiles(run_dir, res)
+    )
     out.add(
         "report text",
         []

@@ -127,7 +127,10 @@ def test_html_is_self_contained(page: str) -> None:
     parsed = _links(page)
     external = [u for u in parsed.urls if re.match(r"(?i)\s*(https?:)?//", u[2])]
     assert external == []  # the sample's only reference source is not an https URL
-    assert not parsed.tags & {"script", "link", "img", "iframe", "object", "embed"}
+    assert not parsed.tags & {"link", "img", "iframe", "object", "embed"}
+    # one script element: the embedded results, data the browser never runs
+    assert page.count("<script") == 1
+    assert '<script type="application/json" id="reportgen-data">' in page
     assert "@import" not in page and "url(http" not in page
     assert '<meta name="viewport"' in page
     assert "<?xml" not in page and "<!DOCTYPE svg" not in page
@@ -248,7 +251,11 @@ def test_user_text_is_escaped_everywhere(sample: dict[str, Any]) -> None:
         if e.get("parent") == old:
             e["parent"] = EVIL
     page = render_html(data)
-    assert "<script" not in page.lower()
+    body, _, embedded = page.partition('<script type="application/json" id="reportgen-data">')
+    assert "<script" not in body.lower()
+    # the embedded results carry the text as data, with no "<" that could close the element
+    data_text = embedded.split("</script>")[0]
+    assert "<" not in data_text and "\\u003cscript\\u003ealert(1)" in data_text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     # the chart legend (SVG text written by matplotlib) is escaped too
     svg = charts.throughput(view.build(data).series)

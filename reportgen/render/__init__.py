@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from markupsafe import Markup
 
 from reportgen import results as results_mod
@@ -45,14 +46,19 @@ def render_html(
     results: Mapping[str, Any],
     telemetry: Mapping[str, Mapping[str, list[Any]]] | None = None,
     tables: Mapping[str, str] | None = None,
+    latencies: Mapping[str, Mapping[int, Mapping[str, list[float]]]] | None = None,
 ) -> str:
     """The report's HTML for a loaded results dict and, by experiment id, its telemetry
     columns (``results.load_telemetry``); the results and the raw tables' hashes
-    (``verify.table_hashes``) are embedded for ``reportgen verify``. Pure: reads and writes
-    no file."""
+    (``verify.table_hashes``) are embedded for ``reportgen verify``; ``latencies`` are each
+    experiment's latency percentiles by level (``latency_percentiles``). Pure: reads and
+    writes no file."""
     report = view.build(results)
     extra = {}
     for e in report.experiments:
+        dist = (latencies or {}).get(e.id)
+        if dist:
+            extra[f"dist-{e.index}"] = charts.distributions(dist, f"dist-{e.index}")
         columns = (telemetry or {}).get(e.id)
         if columns and columns.get("t"):
             extra[f"telemetry-{e.index}"] = charts.telemetry(
@@ -74,7 +80,12 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     data = results_mod.load(run_dir)
     if not run_dir.is_dir():  # given results.json itself: write beside it
         run_dir = run_dir.parent
-    text = render_html(data, telemetry_columns(run_dir, data), verify.table_hashes(run_dir))
+    text = render_html(
+        data,
+        telemetry_columns(run_dir, data),
+        verify.table_hashes(run_dir),
+        latency_percentiles(run_dir, data),
+    )
     html_path = _write(run_dir / HTML_NAME, text.encode("utf-8"))
     md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(view.build(data)).encode("utf-8"))
     csvs = tuple(
@@ -86,6 +97,34 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
         printed = printer.html_to_pdf(text, run_dir)
         pdf_path = _write(run_dir / PDF_NAME, printed.data)
     return Rendered(html=html_path, pdf=pdf_path, markdown=md_path, tables=csvs)
+
+
+PERCENTILES = tuple(range(101))
+
+
+def latency_percentiles(
+    run_dir: Path, data: Mapping[str, Any]
+) -> dict[str, dict[int, dict[str, list[float]]]]:
+    """Per experiment and level, percentiles 0-100 of TTFT and end-to-end latency (ms) of
+    its successful requests, every repetition pooled (for the distribution charts)."""
+    from reportgen.analysis.decide import request_latencies
+
+    out: dict[str, dict[int, dict[str, list[float]]]] = {}
+    for e in data.get("experiments") or []:
+        if not e.get("levels"):
+            continue
+        rows = results_mod.request_records(run_dir, str(e.get("id")))
+        by_metric = request_latencies(rows)
+        levels: dict[int, dict[str, list[float]]] = {}
+        for metric, per_level in by_metric.items():
+            for c, runs in per_level.items():
+                pooled = np.concatenate([np.asarray(r, dtype=float) for r in runs])
+                if pooled.size:
+                    qs = np.percentile(pooled, PERCENTILES)
+                    levels.setdefault(c, {})[metric] = [float(x) for x in qs]
+        if levels:
+            out[str(e.get("id"))] = levels
+    return out
 
 
 def telemetry_columns(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, list[Any]]]:

@@ -105,6 +105,8 @@ def _legend_name(series: Series) -> str:
         suffix = "" if series.id == "baseline" else " (baseline)"
     else:
         suffix = " (best)" if series.is_best else ""
+    if series.untrusted:
+        suffix += " (failed checks)"
     return _label(series.id, series.index) + suffix
 
 
@@ -179,11 +181,11 @@ def _empty(ax: Axes, message: str) -> None:
     ax.set_yticks([])
 
 
-def _legend_below(fig: Figure, ax: Axes) -> None:
+def _legend_below(fig: Figure, ax: Axes, plot_in: float = PLOT_IN) -> None:
     """A legend under the plots, as many columns as fit the width, and the figure grown to
     hold it: long experiment ids must neither run off the page nor squash the plot."""
     handles, labels = ax.get_legend_handles_labels()
-    height = PLOT_IN
+    height = plot_in
     if handles:
         renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
         for ncol in range(min(len(handles), LEGEND_COLUMNS), 0, -1):
@@ -204,7 +206,7 @@ def _legend_below(fig: Figure, ax: Axes) -> None:
             legend.remove()
         height += box.height / fig.dpi
     fig.set_figheight(height)
-    fig.subplots_adjust(bottom=(height - PLOT_IN + XLABEL_IN) / height, top=1 - TITLE_IN / height)
+    fig.subplots_adjust(bottom=(height - plot_in + XLABEL_IN) / height, top=1 - TITLE_IN / height)
 
 
 def throughput(series: Sequence[Series]) -> Markup:
@@ -227,14 +229,16 @@ def throughput(series: Sequence[Series]) -> Markup:
 
 
 def latency(series: Sequence[Series]) -> Markup:
-    """TTFT p50 and ITL p50 against concurrency, side by side, sharing one legend."""
+    """TTFT and ITL, p50 and p99, against concurrency: four panels sharing one legend."""
     with matplotlib.rc_context(RC):
-        fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
+        fig = Figure(figsize=(WIDTH_IN, PLOT_IN * 2))
         FigureCanvasAgg(fig)
-        left, right = fig.subplots(1, 2)
+        axes = fig.subplots(2, 2)
         for ax, key, title in (
-            (left, "ttft_ms_p50", "Time to first token, p50"),
-            (right, "itl_ms_p50", "Inter-token latency, p50"),
+            (axes[0][0], "ttft_ms_p50", "Time to first token, p50"),
+            (axes[0][1], "ttft_ms_p99", "Time to first token, p99"),
+            (axes[1][0], "itl_ms_p50", "Inter-token latency, p50"),
+            (axes[1][1], "itl_ms_p99", "Inter-token latency, p99"),
         ):
             if series:
                 _plot(ax, series, key, errors=True)
@@ -244,9 +248,84 @@ def latency(series: Sequence[Series]) -> Markup:
             else:
                 _empty(ax, "no data")
             ax.set_title(title, loc="left")
-        fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25)
-        _legend_below(fig, left)
+        fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, hspace=0.45)
+        _legend_below(fig, axes[0][0], plot_in=PLOT_IN * 2)
         return _to_svg(fig, "latency")
+
+
+def tradeoff(series: Sequence[Series]) -> Markup:
+    """The throughput-latency trade-off: output tok/s against the median time per output
+    token, one point per level (labelled with its concurrency), a line per experiment. Down
+    and to the right is better."""
+    with matplotlib.rc_context(RC):
+        fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        drawn = False
+        others = 0
+        for s in series:
+            style = _style(others, s)
+            if not s.is_baseline:
+                others += 1
+            pts = [
+                (x, y, c)
+                for c, x, y in zip(
+                    s.levels, s.mean["output_tok_s"], s.mean["tpot_ms_p50"], strict=True
+                )
+                if x is not None and y is not None
+            ]
+            if not pts:
+                continue
+            drawn = True
+            xs, ys, cs = zip(*pts, strict=True)
+            ax.plot(xs, ys, label=_legend_name(s), **style)
+            if s.is_baseline:
+                for x, y, c in pts:
+                    ax.annotate(f"C={c}", (x, y), textcoords="offset points", xytext=(4, 4),
+                                fontsize=7, color="#333333")  # fmt: skip
+        if drawn:
+            ax.set_xlabel("output tokens / s")
+            ax.set_ylabel("time per output token, p50 (ms)")
+            ax.set_xlim(left=0)
+            ax.set_ylim(bottom=0)
+        else:
+            _empty(ax, "no successful experiment to plot")
+        ax.set_title("Throughput against latency (down and to the right is better)", loc="left")
+        fig.subplots_adjust(left=0.09, right=0.98)
+        _legend_below(fig, ax)
+        return _to_svg(fig, "tradeoff")
+
+
+def distributions(levels: Mapping[int, Mapping[str, Sequence[float]]], salt: str) -> Markup:
+    """One experiment's latency distributions: for each level, TTFT and end-to-end latency
+    as cumulative distributions (from percentiles 0 to 100 of its successful requests,
+    every repetition pooled)."""
+    with matplotlib.rc_context(RC):
+        fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
+        FigureCanvasAgg(fig)
+        left, right = fig.subplots(1, 2)
+        order = sorted(levels)
+        for ax, key, title in (
+            (left, "ttft_ms", "Time to first token"),
+            (right, "e2e_ms", "End-to-end latency"),
+        ):
+            for i, c in enumerate(order):
+                qs = list(levels[c].get(key) or [])
+                if qs:
+                    ys = [100 * k / (len(qs) - 1) for k in range(len(qs))] if len(qs) > 1 else [100]
+                    ax.plot(qs, ys, color=PALETTE[i % len(PALETTE)],
+                            linestyle=DASHES[(i // len(PALETTE)) % len(DASHES)], lw=1.4,
+                            label=f"C={c}")  # fmt: skip
+            if not order:
+                _empty(ax, "no requests")
+            ax.set_title(f"{title} (ms)", loc="left")
+            ax.set_xlabel("ms")
+            ax.set_xlim(left=0)
+            ax.set_ylim(0, 100)
+        left.set_ylabel("percent of requests at or below")
+        fig.subplots_adjust(left=0.09, right=0.98, wspace=0.25)
+        _legend_below(fig, left)
+        return _to_svg(fig, salt)
 
 
 def telemetry(
@@ -305,6 +384,10 @@ def all_charts(
     telemetry_charts: Mapping[str, Markup] | None = None,
 ) -> dict[str, Markup]:
     """Every chart of the report by name; Markup because this SVG is ours, not user text."""
-    out = {"throughput": throughput(series), "latency": latency(series)}
+    out = {
+        "throughput": throughput(series),
+        "latency": latency(series),
+        "tradeoff": tradeoff(series),
+    }
     out.update(telemetry_charts or {})
     return out

@@ -47,7 +47,14 @@ LEVEL_COLUMNS = (
 )
 
 # Series drawn in the charts (section 5): by_level keys.
-CHART_KEYS = ("output_tok_s", "ttft_ms_p50", "itl_ms_p50")
+CHART_KEYS = (
+    "output_tok_s",
+    "ttft_ms_p50",
+    "ttft_ms_p99",
+    "itl_ms_p50",
+    "itl_ms_p99",
+    "tpot_ms_p50",
+)
 
 
 # -- the view model ------------------------------------------------------------------------------
@@ -172,6 +179,7 @@ class Series:
     levels: list[int]
     mean: dict[str, list[float | None]]
     sd: dict[str, list[float | None]]
+    untrusted: bool = False  # ran, but a check invalidated its numbers (verdict "failed")
 
 
 @dataclass(frozen=True)
@@ -644,6 +652,7 @@ def _series(index: int, e: Mapping[str, Any], is_baseline: bool, is_best: bool) 
         levels=order,
         mean={k: [_mean(levels[c], k) for c in order] for k in CHART_KEYS},
         sd={k: [(levels[c].get(k) or {}).get("sd") for c in order] for k in CHART_KEYS},
+        untrusted=(e.get("decision") or {}).get("verdict") == "failed",
     )
 
 
