@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test check lint types schema clean
+.PHONY: demo test check lint types schema golden clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "reportgen needs Python 3.11 or newer"'
@@ -36,6 +36,10 @@ check: lint types test
 # Regenerate the published JSON Schema after changing reportgen/campaign.py.
 schema: $(STAMP)
 	$(VENV)/bin/reportgen schema > campaigns/campaign.schema.json
+
+# Rewrite tests/golden/ after an intended change to what reports say; review the diff, commit.
+golden: $(STAMP)
+	$(PY) -m pytest -q tests/test_golden.py --update-golden
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -121,3 +121,12 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert result["chunks_per_cpu_s"] > 1000 and result["requests"] == 400
     assert list((folder / "reportgen").glob("calibration-*.json"))
     return folder
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite tests/golden/ from the current output instead of comparing with it",
+    )
