@@ -348,3 +348,22 @@ def test_pdf_printer_ignores_no_style_and_is_reproducible(page: str, rendered: R
     assert printed.warnings == []  # every CSS rule the PDF needs is one WeasyPrint applies
     # no clock and no random identifier: the same HTML prints to the same bytes
     assert printed.data == rendered.pdf.read_bytes()
+
+
+def test_printed_report_has_nothing_past_the_page_edge(sample: dict[str, Any]) -> None:
+    """Long unbreakable text where users put it (ids, flag values, model paths, log lines,
+    check evidence) and many levels: every table still fits the page's width."""
+    data = copy.deepcopy(sample)
+    long = "x" * 40
+    path = "/models/" + "very-long-model-directory-name-" * 6 + "Qwen3.5-397B-A17B-NVFP4"
+    exp = data["experiments"][1]
+    exp["id"] = "speculative-nextn-mtp-with-four-draft-tokens-and-topk-one-" + long[:6]
+    exp["flag_diff"].append({"key": "model-path", "kind": "added", "before": None, "after": path})
+    exp["flag_diff"].append({"key": "speculative-config", "kind": "added", "before": None,
+                             "after": json.dumps({"method": "eagle3", "model": path})})  # fmt: skip
+    exp["checks"] = [{"id": "campaign_0", "title": f"log shows /{long}{long}/", "status": "fail",
+                      "evidence": "line " + "A" * 300, "hint": path}]  # fmt: skip
+    exp["log_evidence"] = {"found": {"server_args": "server_args=ServerArgs(" + "k" * 400}}
+    data["experiments"][4]["log_tail"] = "E" * 500
+    page = render_html(data)
+    assert pdf.overflowing(page, FIXTURE) == []

@@ -104,3 +104,29 @@ def html_to_pdf(html: str, base_dir: Path) -> Pdf:
     if data is None:  # only when a target is given; kept for the type checker
         raise RuntimeError("WeasyPrint returned no PDF")
     return Pdf(data=data, warnings=log.messages)
+
+
+def overflowing(html: str, base_dir: Path) -> list[str]:
+    """Elements that run past the right edge of their page's content area when printed
+    (a table cut off at the page edge, say): "page N: <tag class> by X px", or nothing."""
+    import weasyprint
+
+    with _captured(("weasyprint", "weasyprint.progress", "fontTools")):
+        document = weasyprint.HTML(string=html, base_url=str(base_dir)).render()
+    found: dict[tuple[int, str], float] = {}
+    for number, page in enumerate(document.pages, 1):
+        box = page._page_box  # WeasyPrint's layout tree: no public API walks it
+        right = box.content_box_x() + box.width
+        stack = [box]
+        while stack:
+            b = stack.pop()
+            stack.extend(getattr(b, "children", None) or [])
+            tag = getattr(b, "element_tag", None)
+            if tag is None or not hasattr(b, "margin_width"):
+                continue
+            over = b.position_x + b.margin_width() - right
+            if over > 0.5:
+                cls = (b.element.get("class") or "") if b.element is not None else ""
+                key = (number, f"<{tag}{' class=' + cls if cls else ''}>")
+                found[key] = max(found.get(key, 0.0), over)
+    return [f"page {n}: {what} by {px:.0f} px" for (n, what), px in sorted(found.items())]

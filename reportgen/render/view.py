@@ -163,6 +163,10 @@ class Experiment:
     evidence: dict[str, Any]  # the engine's own: log lines, info endpoints, metrics, model
     all_metrics: list[Comparison]  # every headline metric against the parent
     checks: list[dict[str, str]]  # assumption checks: id, title, status, evidence, hint
+    # Every headline metric against the baseline: metric labels, then per level its cells
+    # (ratio with interval, verdict)
+    baseline_metrics: list[str] = field(default_factory=list)
+    baseline_table: list[tuple[int, list[tuple[str, str, str]]]] = field(default_factory=list)
     paired: bool = False  # compared with interleaved runs of its parent, pair by pair
     servers: str = ""  # how many server launches, and how they were arranged
     probes: list[tuple[str, str, str]] = field(default_factory=list)  # prompt, expect, answer
@@ -447,6 +451,7 @@ def _experiment(
         ],
         paired=bool(decision.get("paired")),
         servers=_servers(e),
+        **_baseline_table((decision.get("metrics") or {}).get("vs_baseline") or []),
         probes=[
             (
                 str(p.get("prompt") or ""),
@@ -488,6 +493,28 @@ def _assumptions(views: Sequence[Experiment]) -> Assumptions:
             }
         )
     return Assumptions([v.id for v in checked], rows, problems, passed)
+
+
+def _baseline_table(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Every headline metric's comparison with the baseline, as a level-by-metric table."""
+    metrics: list[str] = []
+    cells: dict[tuple[int, str], tuple[str, str, str]] = {}
+    for c in items:
+        name = str(c.get("metric") or "")
+        if name not in metrics:
+            metrics.append(name)
+        ci = fmt_ci(c.get("ci_low"), c.get("ci_high"))
+        verdict = str(c.get("verdict") or "")
+        cells[(int(c.get("concurrency", 0)), name)] = (fmt_ratio(c.get("ratio")), ci, verdict)
+    levels = sorted({c for c, _ in cells})
+    labels = [m.replace("_p99", " p99") if m.endswith("_p99") else (
+        m if m.endswith("_s") else f"{m} p50") for m in metrics]  # fmt: skip
+    return {
+        "baseline_metrics": labels,
+        "baseline_table": [
+            (c, [cells.get((c, m), (NONE, "", "")) for m in metrics]) for c in levels
+        ],
+    }
 
 
 def _servers(e: Mapping[str, Any]) -> str:
