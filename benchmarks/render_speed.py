@@ -4,7 +4,7 @@
     python benchmarks/render_speed.py --gpus 0         # no telemetry (a host without NVML)
     python benchmarks/render_speed.py --no-pdf --repeat 5
     python benchmarks/render_speed.py --experiments 5 --requests 100 --out /tmp/small-run
-    python benchmarks/render_speed.py --out /tmp/big-run --reuse --profile
+    python benchmarks/render_speed.py --out /tmp/big-run --reuse --repeat 0 --profile
 
 The target: a campaign of 20 experiments x 8 concurrency levels x 3 repetitions x 500
 requests renders report.html in under 5 s and report.pdf in under 30 s on this 2-core
@@ -22,13 +22,16 @@ assumption checks from ``analysis.checks.run_checks``; decisions, every headline
 the p99 bootstrap from ``analysis.decide``, as the runner computes them. None of that is
 timed against the target (its time is printed apart).
 
-Then it times, in this process, ``reportgen.render.render(run_dir, pdf=False)`` (load
-results.json and the telemetry tables, build the view, draw the charts, fill the template,
-write report.html) and the PDF step (``reportgen.render.pdf.html_to_pdf`` on that HTML:
-WeasyPrint's layout and PDF writing, then report.pdf written), each ``--repeat`` times. The
-first HTML run includes compiling the template, the first PDF run importing WeasyPrint
-(both also happen once in every ``reportgen render``); the budget is compared with the
-median. Exit status 0 when both medians are within their budgets, 1 otherwise.
+Then it times, in this process, ``reportgen.render.render(run_dir, pdf=False)`` (all that
+``reportgen render --no-pdf`` does: load results.json and the saved tables, build the view,
+draw the charts, fill the template, write report.html and its companions) and the PDF step
+(``reportgen.render.pdf.html_to_pdf`` on that HTML: WeasyPrint's parsing, layout and PDF
+writing, then report.pdf written), each ``--repeat`` times, or once when that run took over
+twice its target. The first HTML run includes compiling the template, the first PDF run
+importing WeasyPrint (both also happen once in every ``reportgen render``); the budget is
+compared with the median. Exit status 0 when both medians are within their budgets, 1
+otherwise. ``--profile`` then runs each step once more under cProfile and prints its top
+entries by cumulative time.
 """
 
 from __future__ import annotations
@@ -350,17 +353,18 @@ def level_records(
     chunks = first[:, None] + np.concatenate([np.zeros((n, 1)), np.cumsum(gaps, axis=1)], axis=1)
     ends = chunks[:, -1] + 0.0004
     failed = rng.random(n) < (1 / 4000 if c >= 64 else 0.0)  # a dropped connection, rarely
+    chars = rng.integers(2, 8, (n, OUTPUT_TOKENS))  # output characters of each chunk
     prompt = rng.integers(INPUT_TOKENS - 3, INPUT_TOKENS + 4, n)
     texts = rng.integers(0, len(TEXTS), n)
     recs = []
     for i in range(n):
-        times = chunks[i]
+        times, sizes = chunks[i], chars[i]
         out = OUTPUT_TOKENS
         end = float(ends[i])
         status, error, text = "ok", None, TEXTS[texts[i]]
         if failed[i]:
             out = int(rng.integers(1, OUTPUT_TOKENS))
-            times = times[:out]
+            times, sizes = times[:out], sizes[:out]
             end = float(times[-1]) + 0.002
             status, error, text = "error", ERROR_TEXT, text[: out * 4]
         recs.append(
@@ -370,6 +374,7 @@ def level_records(
                 "first_token": float(first[i]),
                 "end": end,
                 "chunk_times": times,
+                "chunk_chars": sizes,
                 "input_tokens": int(prompt[i]),
                 "output_tokens": out,
                 "output_tokens_source": "usage",
@@ -950,7 +955,7 @@ def timed(fn: Callable[[], Any], repeat: int, name: str, target: float) -> tuple
     return times, out
 
 
-def profile(fn: Callable[[], Any], title: str, top: int = 10) -> None:
+def profile(fn: Callable[[], Any], title: str, top: int = 15) -> None:
     prof = cProfile.Profile()
     prof.enable()
     fn()
@@ -968,6 +973,58 @@ def size(path: Path) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
 
 
+def time_steps(
+    run_dir: Path, args: argparse.Namespace, render_mod: Any, printer: Any, size_text: str
+) -> bool:
+    """Time the HTML and PDF steps and print the table; True when both are within target."""
+    print(f"\nrendering, {args.repeat} time(s) each ...", flush=True)
+    html_times, rendered = timed(
+        lambda: render_mod.render(run_dir, pdf=False), args.repeat, "HTML", HTML_TARGET_S
+    )
+    html_path = rendered.html
+    rows = [("HTML", html_times, HTML_TARGET_S)]
+    pdf_path = run_dir / render_mod.PDF_NAME
+    warnings: list[str] = []
+    if not args.no_pdf:
+        text = html_path.read_text(encoding="utf-8")
+
+        def print_pdf() -> Any:
+            printed = printer.html_to_pdf(text, run_dir)
+            results.atomic_write_bytes(pdf_path, printed.data)
+            return printed
+
+        pdf_times, printed = timed(print_pdf, args.repeat, "PDF", PDF_TARGET_S)
+        warnings = printed.warnings
+        rows.append(("PDF", pdf_times, PDF_TARGET_S))
+
+    print(f"\n{size_text}")
+    print(f"{'step':<6} {'first':>8} {'best':>8} {'median':>8} {'target':>8} {'median/target':>14}")
+    ok = True
+    for name, times, target in rows:
+        med = statistics.median(times)
+        ok &= med <= target
+        print(
+            f"{name:<6} {times[0]:>7.2f}s {min(times):>7.2f}s {med:>7.2f}s "
+            f"{target:>7.0f}s {med / target:>13.2f}x"
+        )
+    for name, times, target in rows:
+        med = statistics.median(times)
+        verdict = "within" if med <= target else "OVER"
+        print(
+            f"{name} {med:.2f} s (median of {len(times)}), target {target:g} s, "
+            f"{med / target:.2f}x of the budget: {verdict}"
+        )
+    print(f"report.html {size(html_path)}")
+    if not args.no_pdf:
+        from pypdf import PdfReader
+
+        pages = len(PdfReader(pdf_path).pages)
+        print(f"report.pdf {size(pdf_path)}, {pages} pages")
+        if warnings:
+            print(f"WeasyPrint warnings: {len(warnings)} (first: {warnings[0][:120]})")
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=(__doc__ or "").split("\n\n")[0].strip(),
@@ -982,12 +1039,16 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write the run here (kept) instead of a temp dir")
     parser.add_argument("--reuse", action="store_true", help="--out already holds a run: time it")
     parser.add_argument("--keep", action="store_true", help="keep the temporary run directory")
-    parser.add_argument("--repeat", type=int, default=3, help="timings of each step")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="timings of each step (0: none, with --profile)"
+    )
     parser.add_argument("--no-pdf", action="store_true", help="time the HTML only")
-    parser.add_argument("--profile", action="store_true", help="cProfile each step once, top 10")
+    parser.add_argument("--profile", action="store_true", help="cProfile each step once more")
     args = parser.parse_args()
     if args.experiments < 1 or args.levels < 1 or args.repetitions < 1 or args.requests < 2:
         parser.error("--experiments, --levels and --repetitions >= 1, --requests >= 2")
+    if args.repeat < 0 or (args.repeat == 0 and not args.profile):
+        parser.error("--repeat >= 1, or 0 with --profile")
     if args.reuse and not args.out:
         parser.error("--reuse needs --out")
 
@@ -997,6 +1058,12 @@ def main() -> int:
     else:
         run_dir = Path(tempfile.mkdtemp(prefix="render-speed-")) / "20261120T060000Z-synthetic"
         keep = args.keep
+    # Imported before anything is generated, so data and renderer come from one source tree.
+    began = time.perf_counter()
+    from reportgen import render as render_mod
+    from reportgen.render import pdf as printer
+
+    import_s = time.perf_counter() - began
     try:
         size_text = (
             f"{args.experiments} experiments x {args.levels} levels x {args.repetitions} "
@@ -1028,79 +1095,29 @@ def main() -> int:
             + (f", telemetry/ {size(tele_dir)}" if tele_dir.is_dir() else "")
         )
 
-        began = time.perf_counter()
-        from reportgen import render as render_mod
-        from reportgen.render import pdf as printer
-
-        import_s = time.perf_counter() - began
         print(f"import reportgen.render (jinja2, matplotlib): {import_s:.2f} s (not timed below)")
-
-        print(f"\nrendering, {args.repeat} time(s) each ...", flush=True)
-        html_times, rendered = timed(
-            lambda: render_mod.render(run_dir, pdf=False), args.repeat, "HTML", HTML_TARGET_S
-        )
-        html_path = rendered.html
-        rows = [("HTML", html_times, HTML_TARGET_S)]
-        pdf_path = run_dir / render_mod.PDF_NAME
-        warnings: list[str] = []
-        if not args.no_pdf:
-            text = html_path.read_text(encoding="utf-8")
-
-            def print_pdf() -> Any:
-                printed = printer.html_to_pdf(text, run_dir)
-                results.atomic_write_bytes(pdf_path, printed.data)
-                return printed
-
-            pdf_times, printed = timed(print_pdf, args.repeat, "PDF", PDF_TARGET_S)
-            warnings = printed.warnings
-            rows.append(("PDF", pdf_times, PDF_TARGET_S))
-
-        print(f"\n{size_text}")
-        print(
-            f"{'step':<6} {'first':>8} {'best':>8} {'median':>8} {'target':>8} "
-            f"{'median/target':>14}"
-        )
         ok = True
-        for name, times, target in rows:
-            med = statistics.median(times)
-            ok &= med <= target
-            print(
-                f"{name:<6} {times[0]:>7.2f}s {min(times):>7.2f}s {med:>7.2f}s "
-                f"{target:>7.0f}s {med / target:>13.2f}x"
-            )
-        for name, times, target in rows:
-            med = statistics.median(times)
-            verdict = "within" if med <= target else "OVER"
-            print(
-                f"{name} {med:.2f} s (median of {len(times)}), target {target:g} s, "
-                f"{med / target:.2f}x of the budget: {verdict}"
-            )
-        print(f"report.html {size(html_path)}")
-        if not args.no_pdf:
-            from pypdf import PdfReader
-
-            pages = len(PdfReader(pdf_path).pages)
-            print(f"report.pdf {size(pdf_path)}, {pages} pages")
-            if warnings:
-                print(f"WeasyPrint warnings: {len(warnings)} (first: {warnings[0][:120]})")
+        html_path = run_dir / render_mod.HTML_NAME
+        pdf_path = run_dir / render_mod.PDF_NAME
+        if args.repeat:
+            ok = time_steps(run_dir, args, render_mod, printer, size_text)
         if gen_s is not None:
             print(f"generating the synthetic run: {gen_s:.1f} s (not part of the target)")
-
         if args.profile:
-            data = results.load(run_dir)
-            tele = {}  # as render() reads them: each experiment's table as columns
-            for e in data["experiments"]:
-                frame = results.load_telemetry(run_dir, str(e["id"]))
-                if len(frame):
-                    cols = ("t", "gpu", "sm_clock_mhz", "power_w")
-                    tele[str(e["id"])] = {c: frame[c].tolist() for c in cols}
             profile(
-                lambda: render_mod.render_html(data, tele), "render_html (view, charts, template)"
+                lambda: render_mod.render(run_dir, pdf=False),
+                "render(run_dir, pdf=False): load, render_html, write",
             )
             if not args.no_pdf:
                 text = html_path.read_text(encoding="utf-8")
-                profile(lambda: printer.html_to_pdf(text, run_dir), "html_to_pdf (WeasyPrint)")
-        print(f"\nexit status {0 if ok else 1}: {'within' if ok else 'over'} target")
+                profile(
+                    lambda: results.atomic_write_bytes(
+                        pdf_path, printer.html_to_pdf(text, run_dir).data
+                    ),
+                    "html_to_pdf (WeasyPrint), report.pdf written",
+                )
+        if args.repeat:
+            print(f"\nexit status {0 if ok else 1}: {'within' if ok else 'over'} target")
         return 0 if ok else 1
     finally:
         if keep:

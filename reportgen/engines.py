@@ -28,10 +28,15 @@ class Engine:
     metrics_path: str | None = "/metrics"  # Prometheus text, scraped around every level
     # Named regular expressions whose first matching log line the report shows.
     log_patterns: tuple[tuple[str, str], ...] = ()
-    # Prometheus counters the checks read, by role: "generation_tokens" (output tokens the
-    # engine produced), "prompt_tokens", "prefix_hits" (prompt tokens served from the prefix
-    # cache) and "prefix_queries" (prompt tokens looked up; prompt_tokens when absent).
+    # Prometheus series the checks and the report read, by role: "generation_tokens" (output
+    # tokens the engine produced), "prompt_tokens", "prefix_hits" (prompt tokens served from
+    # the prefix cache), "prefix_queries" (prompt tokens looked up; prompt_tokens when
+    # absent); for speculative decoding "spec_drafts" (draft rounds), "spec_draft_tokens"
+    # (tokens proposed), "spec_accepted" (tokens accepted), or the gauge "spec_accept_length"
+    # (mean tokens per step) where the engine exports that instead.
     counters: tuple[tuple[str, str], ...] = ()
+    # A log line's number that is the speculative acceptance length (SGLang's decode lines).
+    spec_accept_log: str | None = None
 
     def patterns(self) -> dict[str, str]:
         found = dict(self.log_patterns)
@@ -101,7 +106,11 @@ ENGINES: dict[str, Engine] = {
             ("prompt_tokens", "sim:prompt_tokens_total"),
             ("prefix_hits", "sim:prefix_cache_hits_total"),
             ("prefix_queries", "sim:prefix_cache_queries_total"),
+            ("spec_drafts", "sim:spec_decode_num_drafts_total"),
+            ("spec_draft_tokens", "sim:spec_decode_num_draft_tokens_total"),
+            ("spec_accepted", "sim:spec_decode_num_accepted_tokens_total"),
         ),
+        spec_accept_log=r"accept len: ([0-9.]+)",
     ),
     "sglang": Engine(
         name="sglang",
@@ -121,7 +130,9 @@ ENGINES: dict[str, Engine] = {
             ("generation_tokens", "sglang:generation_tokens_total"),
             ("prompt_tokens", "sglang:prompt_tokens_total"),
             ("prefix_hits", "sglang:cached_tokens_total"),
+            ("spec_accept_length", "sglang:spec_accept_length"),
         ),
+        spec_accept_log=r"accept len: ([0-9.]+)",
     ),
     "vllm": Engine(
         name="vllm",
@@ -141,6 +152,9 @@ ENGINES: dict[str, Engine] = {
             ("prompt_tokens", "vllm:prompt_tokens_total"),
             ("prefix_hits", "vllm:prefix_cache_hits_total"),
             ("prefix_queries", "vllm:prefix_cache_queries_total"),
+            ("spec_drafts", "vllm:spec_decode_num_drafts_total"),
+            ("spec_draft_tokens", "vllm:spec_decode_num_draft_tokens_total"),
+            ("spec_accepted", "vllm:spec_decode_num_accepted_tokens_total"),
         ),
     ),
     "transformers": Engine(

@@ -112,6 +112,32 @@ def log_evidence(text: str, patterns: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+def log_values(text: str, pattern: str | None) -> dict[str, Any] | None:
+    """Statistics of a number the log repeats (the first group of ``pattern``): count, mean,
+    min, max, first and last; None when the pattern is unset or never matches."""
+    if not pattern:
+        return None
+    rx = re.compile(pattern)
+    values = []
+    for line in text.splitlines():
+        m = rx.search(line)
+        if m:
+            try:
+                values.append(float(m.group(1)))
+            except (IndexError, ValueError):
+                continue
+    if not values:
+        return None
+    return {
+        "count": len(values),
+        "mean": sum(values) / len(values),
+        "min": min(values),
+        "max": max(values),
+        "first": values[0],
+        "last": values[-1],
+    }
+
+
 def server_args(found: Mapping[str, str | None]) -> dict[str, Any] | None:
     """The engine's resolved arguments from its log line: SGLang's
     ``server_args=ServerArgs(key=value, ...)`` or vLLM's ``non-default args: {...}``. Values

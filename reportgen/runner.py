@@ -296,7 +296,11 @@ class Runner:
             for i, chk in enumerate(r.checks):
                 if chk.log_contains or chk.log_absent:
                     patterns[f"campaign:{i}"] = str(chk.log_contains or chk.log_absent)
-            entry["log_evidence"] = evidence.log_evidence("\n".join(logs), patterns)
+            log_text = "\n".join(logs)
+            entry["log_evidence"] = evidence.log_evidence(log_text, patterns)
+            accept = evidence.log_values(log_text, self.engine.spec_accept_log)
+            if accept is not None:
+                entry["log_evidence"]["spec_accept_length"] = accept
             entry["model_files"] = evidence.model_files(
                 r.args, Path(self.campaign.path).resolve().parent
             )

@@ -160,6 +160,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "max_tokens (a model stuck in a loop); 0 = off (default: %(default)s)",
     )
     a(
+        "--spec-draft-tokens",
+        metavar="K",
+        type=i,
+        default=0,
+        help="stand-in for speculative decoding: K draft tokens proposed per decode step, "
+        "of which --spec-accept-rate are accepted; inter-token latency scales by "
+        "(1 + 0.1 K) / (1 + K x rate), and the counters and log lines an engine prints "
+        "follow (default: %(default)s, off)",
+    )
+    a(
+        "--spec-accept-rate",
+        metavar="P",
+        type=f,
+        default=0.6,
+        help="share of draft tokens accepted, 0 to 1 (default: %(default)s)",
+    )
+    a(
         "--cold-requests",
         metavar="N",
         type=i,
@@ -202,7 +219,13 @@ class _Sim:
             "generation_tokens": 0,
             "prefix_cache_queries": 0,  # prompt tokens looked up in the prefix cache
             "prefix_cache_hits": 0,  # of those, tokens found there
+            "spec_decode_num_drafts": 0,  # decode steps that proposed draft tokens
+            "spec_decode_num_draft_tokens": 0,
+            "spec_decode_num_accepted_tokens": 0,
         }
+        k, rate = args.spec_draft_tokens, min(max(args.spec_accept_rate, 0.0), 1.0)
+        self.accept_len = 1 + k * rate  # tokens per decode step
+        self.itl_factor = (1 + 0.1 * k) / self.accept_len if k else 1.0
         self.cached_blocks: set[str] = set()  # chained hashes of the prompts' 16-word blocks
         self.started = 0  # requests accepted since start (for --cold-requests)
         self.handlers: set[asyncio.Task[Any]] = set()
@@ -243,6 +266,22 @@ class _Sim:
             tokens, finish = head + [head[-1]] * (n - len(head)), "length"
         return tokens, finish
 
+    def speculate(self, n: int) -> None:
+        """Count the draft rounds that would make ``n`` tokens, and print the decode line an
+        engine with speculative decoding prints (SGLang's "accept len")."""
+        k = self.args.spec_draft_tokens
+        if not k or n < 2:
+            return
+        steps = math.ceil((n - 1) / self.accept_len)
+        accepted = max(0, n - 1 - steps)
+        self.counted["spec_decode_num_drafts"] += steps
+        self.counted["spec_decode_num_draft_tokens"] += steps * k
+        self.counted["spec_decode_num_accepted_tokens"] += accepted
+        print(
+            f"Decode batch. #running-req: {self.active + 1}, accept len: {(n - 1) / steps:.2f}",
+            flush=True,
+        )
+
     def prefix_cache(self, prompt: str) -> None:
         """Count prompt tokens (words) found in the prefix cache: whole 16-word blocks whose
         prefix was seen before, as a paged engine's radix or hash cache would."""
@@ -280,7 +319,7 @@ class _Sim:
                     deadline += self.delay_s(a.ttft_ms, a.ttft_growth, cold=cold)
                 else:  # the load (active count) is sampled as each chunk is scheduled
                     step = min(chunk, len(tokens) - k)
-                    deadline += self.delay_s(a.itl_ms, a.itl_growth, step, cold)
+                    deadline += self.delay_s(a.itl_ms * self.itl_factor, a.itl_growth, step, cold)
                 if deadline > loop.time():
                     await asyncio.sleep(deadline - loop.time())
                 yield "".join(tokens[k : k + chunk])
@@ -352,6 +391,7 @@ class _Sim:
         self.counted["prompt_tokens"] += usage["prompt_tokens"]
         self.counted["generation_tokens"] += len(tokens)  # (as scheduled: counted when accepted)
         self.prefix_cache(prompt)
+        self.speculate(len(tokens))
         head = {
             "id": ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex,
             "object": "chat.completion" if chat else "text_completion",

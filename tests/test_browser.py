@@ -100,17 +100,10 @@ ELEMENTS = (
     "source",
     "math",
     "foreignObject",
-    "a",
-    "pre",
-    "details",
     "section",
     "h1",
     "h2",
 )
-
-# Which elements differ in number between the clean and hostile reports by design: more
-# references, checks, probes and evidence in the hostile one.
-GROWS = {"a", "pre", "details"}
 
 
 @pytest.fixture(scope="module")
@@ -362,8 +355,6 @@ def test_no_javascript_urls(hostile: Loaded) -> None:
 
 def test_no_elements_are_added_and_the_page_is_not_restyled(hostile: Loaded, clean: Loaded) -> None:
     for tag in ELEMENTS:
-        if tag in GROWS:
-            continue
         assert hostile.count(tag) == clean.count(tag), tag
     assert hostile.count("style") >= 1  # the report's own stylesheet (and the charts')
     assert hostile.count("svg") == 3  # the three charts, no planted <svg>
@@ -374,11 +365,9 @@ def test_no_elements_are_added_and_the_page_is_not_restyled(hostile: Loaded, cle
     assert hostile.js("getComputedStyle(document.body).display") != "none"
     assert hostile.page.is_visible("h1")
     assert hostile.page.is_visible("section#reproduce")
-    # the same stylesheet text: no planted rule reached any <style>
-    styles = "() => [...document.querySelectorAll('style')].map(s => s.textContent).join('')"
-    assert "display:none" not in hostile.js(styles).replace(" ", "").replace(
-        clean.js(styles).replace(" ", ""), ""
-    )
+    # the same style sheets, word for word: no planted rule reached any <style>
+    styles = "() => [...document.querySelectorAll('style')].map(s => s.textContent)"
+    assert hostile.js(styles) == clean.js(styles)
 
 
 # -- everything reads as text ---------------------------------------------------------------

@@ -226,3 +226,50 @@ def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
         res.stdout
     )
     assert "ok   level summaries" in res.stdout
+
+
+SPECULATIVE = """
+[campaign]
+name = "spec"
+title = "speculative decoding"
+
+[server]
+engine = "sim"
+args = { port = PORT, ttft-ms = 5, itl-ms = 4 }
+ready_timeout_s = 30
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 8
+input_tokens = 8
+output_tokens = 25
+warmup_requests = 1
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+
+[[experiment]]
+id = "mtp"
+why = "four draft tokens, half accepted"
+args = { spec-draft-tokens = 4, spec-accept-rate = 0.5 }
+"""
+
+
+def test_speculative_decoding_acceptance_is_reported(tmp_path: Path, cache: Path) -> None:
+    data, run_dir = run(tmp_path, SPECULATIVE, cache)
+    base, mtp = data["experiments"]
+    assert mtp["log_evidence"]["spec_accept_length"]["mean"] == 3.0  # 24 tokens in 8 steps
+    counters = mtp["levels"][0]["engine_metrics"]["counters"]
+    assert counters["sim:spec_decode_num_drafts_total"] == 8 * 8  # 8 requests x 8 steps
+    assert counters["sim:spec_decode_num_accepted_tokens_total"] == 8 * 16
+    assert "spec_accept_length" not in base["log_evidence"]
+    page = (run_dir / "report.html").read_text()
+    assert "Speculative decoding in mtp" in page
+    # 1 + 128 / 64 tokens per step; 128 of 256 draft tokens accepted
+    assert '<td class="num">3.00</td><td class="num">50%</td>' in page
+    assert "mean 3.00, from 3.00 to 3.00" in page
+    assert "Speculative decoding in baseline" not in page
+    # (1 + 0.4) / 3 of the time per token: about twice the output tok/s at C=1
+    (c1,) = [c for c in mtp["decision"]["vs_parent"] if c["concurrency"] == 1]
+    assert c1["ratio"] > 1.5

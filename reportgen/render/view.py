@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reportgen import engines
 from reportgen.analysis.summary import THROUGHPUTS
 from reportgen.render import text
 from reportgen.render.fmt import (
@@ -167,6 +168,10 @@ class Experiment:
     # (ratio with interval, verdict)
     baseline_metrics: list[str] = field(default_factory=list)
     baseline_table: list[tuple[int, list[tuple[str, str, str]]]] = field(default_factory=list)
+    # Speculative decoding, where the engine reported it: per level run (C, repetition,
+    # mean accepted length, acceptance rate), and what its log said over the whole run
+    spec: list[tuple[str, str, str, str]] = field(default_factory=list)
+    spec_log: str = ""
     paired: bool = False  # compared with interleaved runs of its parent, pair by pair
     servers: str = ""  # how many server launches, and how they were arranged
     probes: list[tuple[str, str, str]] = field(default_factory=list)  # prompt, expect, answer
@@ -234,7 +239,9 @@ def build(results: Mapping[str, Any]) -> Report:
     exps = list(results.get("experiments") or [])
     baseline = exps[0] if exps else None
     best = results.get("best")
-    views = [_experiment(i, e, baseline, best, objective) for i, e in enumerate(exps)]
+    engine_name = str((results.get("engine") or {}).get("name") or "")
+    counters = dict(engines.ENGINES[engine_name].counters) if engine_name in engines.ENGINES else {}
+    views = [_experiment(i, e, baseline, best, objective, counters) for i, e in enumerate(exps)]
     cf = results.get("campaign_file") or {}
     path = str(cf.get("path") or "campaign.toml")
     return Report(
@@ -396,6 +403,7 @@ def _experiment(
     baseline: Mapping[str, Any] | None,
     best: str | None,
     objective: Objective,
+    counters: Mapping[str, str] | None = None,
 ) -> Experiment:
     decision = e.get("decision") or {}
     status = str(e.get("status") or "pending")
@@ -451,6 +459,8 @@ def _experiment(
         ],
         paired=bool(decision.get("paired")),
         servers=_servers(e),
+        spec=_spec_rows(e, counters or {}),
+        spec_log=_spec_log(e),
         **_baseline_table((decision.get("metrics") or {}).get("vs_baseline") or []),
         probes=[
             (
@@ -493,6 +503,60 @@ def _assumptions(views: Sequence[Experiment]) -> Assumptions:
             }
         )
     return Assumptions([v.id for v in checked], rows, problems, passed)
+
+
+def _spec_rows(
+    e: Mapping[str, Any], counters: Mapping[str, str]
+) -> list[tuple[str, str, str, str]]:
+    """Speculative decoding per level run, from the engine's counters (accepted over draft
+    rounds and draft tokens) or its acceptance-length gauge."""
+    rows = []
+    for lv in e.get("levels") or []:
+        em = lv.get("engine_metrics") or {}
+
+        def total(role: str, em: Mapping[str, Any] = em) -> float | None:
+            name = counters.get(role)
+            got = [
+                float(v)
+                for k, v in (em.get("counters") or {}).items()
+                if name and str(k).split("{")[0] == name
+            ]
+            return sum(got) if got else None
+
+        drafts, proposed, accepted = (
+            total("spec_drafts"), total("spec_draft_tokens"), total("spec_accepted")
+        )  # fmt: skip
+        gauge = next(
+            (
+                float(v)
+                for k, v in (em.get("gauges") or {}).items()
+                if counters.get("spec_accept_length") == str(k).split("{")[0]
+            ),
+            None,
+        )
+        length = 1 + accepted / drafts if drafts and accepted is not None else gauge
+        rate = accepted / proposed if proposed and accepted is not None else None
+        if length is None and rate is None:
+            continue
+        rows.append(
+            (
+                str(lv.get("concurrency")),
+                str(int(lv.get("repetition", 0)) + 1),
+                NONE if length is None else f"{length:.2f}",
+                NONE if rate is None else f"{rate:.0%}",
+            )
+        )
+    return rows
+
+
+def _spec_log(e: Mapping[str, Any]) -> str:
+    got = (e.get("log_evidence") or {}).get("spec_accept_length")
+    if not got:
+        return ""
+    return (
+        f"the server log's acceptance length over {got['count']} decode line(s): mean "
+        f"{got['mean']:.2f}, from {got['min']:.2f} to {got['max']:.2f}"
+    )
 
 
 def _baseline_table(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
