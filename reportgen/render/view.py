@@ -200,6 +200,8 @@ class Reference:
     gpus: str
     per_gpu: str
     measured: str  # this run's best configuration at the same metric and level
+    measured_per_gpu: str  # ... divided by this host's GPUs (throughputs only)
+    versus: str  # measured per GPU / the reference per GPU (throughputs), or measured / value
     conditions: str
     source: str
     link: str | None  # only https:// sources become links
@@ -256,7 +258,12 @@ def build(results: Mapping[str, Any]) -> Report:
             for i, e in enumerate(exps)
             if e.get("status") == "ok" and e.get("by_level")
         ],
-        references=_references(camp.get("reference") or [], exps, best),
+        references=_references(
+            camp.get("reference") or [],
+            exps,
+            best,
+            len(((results.get("environment") or {}).get("gpus") or {}).get("devices") or []),
+        ),
         environment=text.environment(results.get("environment") or {}),
         methods=text.methods(
             camp.get("workload") or {},
@@ -792,15 +799,24 @@ def _at_levels(levels: Sequence[int]) -> str:
 
 
 def _references(
-    refs: Sequence[Mapping[str, Any]], exps: Sequence[Mapping[str, Any]], best: str | None
+    refs: Sequence[Mapping[str, Any]],
+    exps: Sequence[Mapping[str, Any]],
+    best: str | None,
+    host_gpus: int = 0,
 ) -> list[Reference]:
+    """Published numbers next to this run's best. Throughputs are compared per GPU (a
+    server's tokens per second over its GPUs); latencies as they are."""
     chosen = _by_level(next((e for e in exps if e.get("id") == best), None))
     out = []
     for r in refs:
         value, gpus = float(r.get("value") or 0), int(r.get("gpus") or 1)
         metric, level = str(r.get("metric")), r.get("concurrency")
-        key = metric if metric in THROUGHPUTS else f"{metric}_p50"
+        throughput = metric in THROUGHPUTS
+        key = metric if throughput else f"{metric}_p50"
         measured = _mean(chosen.get(int(level)), key) if level is not None else None
+        mine = measured / host_gpus if measured is not None and throughput and host_gpus else None
+        theirs = value / gpus if throughput else value
+        versus = (mine if throughput else measured) or None
         source = str(r.get("source") or "")
         out.append(
             Reference(
@@ -809,8 +825,10 @@ def _references(
                 concurrency=NONE if level is None else str(level),
                 value=fmt_num(value),
                 gpus=str(gpus),
-                per_gpu=fmt_num(value / gpus),
+                per_gpu=fmt_num(value / gpus) if throughput else NONE,
                 measured=fmt_num(measured),
+                measured_per_gpu=fmt_num(mine) if throughput else NONE,
+                versus=fmt_ratio(versus / theirs) if versus and theirs else NONE,
                 conditions=str(r.get("conditions") or ""),
                 source=source,
                 link=source if source.startswith("https://") else None,
