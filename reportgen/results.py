@@ -145,6 +145,13 @@ def _save_table(path: Path, frame: pd.DataFrame) -> Path:
     return path
 
 
+def telemetry_records(run_dir: Path, experiment: str) -> list[dict[str, Any]]:
+    """One experiment's telemetry rows as records, missing values as None."""
+    frame = load_telemetry(run_dir, experiment)
+    out = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return [{str(k): v for k, v in r.items()} for r in out]
+
+
 def request_records(run_dir: Path, table: str) -> list[dict[str, Any]]:
     """One request table as records, missing values as None (Parquet gives NaN), the way
     the runner held them before saving."""

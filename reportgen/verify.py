@@ -5,7 +5,8 @@ A report embeds the results it was rendered from and the sha256 of every raw tab
 
 1. the raw tables: each one listed is there and has the same hash (none missing, none added);
 2. every level summary recomputed from its requests (the same ``summarize``, with the stored
-   level duration and the experiment's workload settings) against the embedded one;
+   level duration and the experiment's workload settings) against the embedded one, and
+   every level's GPU telemetry summary from the telemetry table;
 3. every per-level aggregate across repetitions, recomputed from those summaries;
 4. every comparison in the decisions (objective against the parent and the baseline, every
    headline metric, the p99 bootstraps), recomputed from the recomputed numbers;
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import results as results_mod
+from reportgen import telemetry
 from reportgen.analysis import decide as decide_mod
 from reportgen.analysis.summary import aggregate, summarize
 from reportgen.errors import ResultsError
@@ -136,6 +138,7 @@ def verify(report: Path, run_dir: Path | None = None) -> Verification:
     found = table_hashes(run_dir)
     _check_tables(out, claimed, found)
     fresh_levels, rows_of = _check_levels(out, res, run_dir, found)
+    _check_telemetry(out, res, run_dir, found)
     _check_aggregates(out, res, fresh_levels)
     problems, compared = _decisions(res, fresh_levels, rows_of)
     out.add("comparisons", problems, f"{compared} comparison(s) recomputed")
@@ -205,6 +208,30 @@ def _check_levels(
             fresh[(e["id"], table)] = recomputed
     out.add("level summaries", problems, f"{runs} level run(s) recomputed from their requests")
     return fresh, rows_of
+
+
+def _check_telemetry(
+    out: Verification, res: Mapping[str, Any], run_dir: Path, found: Mapping[str, str]
+) -> None:
+    problems = []
+    windows = 0
+    for e in res.get("experiments") or []:
+        if f"telemetry/{e['id']}.parquet" not in found:
+            continue
+        rows = results_mod.telemetry_records(run_dir, str(e["id"]))
+        control = (e.get("control") or {}).get("levels") or []
+        for lv in list(e.get("levels") or []) + list(control):
+            w = lv.get("window") or {}
+            if "telemetry" not in lv or not w.get("t0_monotonic"):
+                continue
+            t0 = float(w["t0_monotonic"])
+            fresh = telemetry.window(rows, t0, t0 + float(w["duration_s"]))
+            windows += 1
+            if not _close(lv["telemetry"], fresh):
+                where = f"{e['id']} C={lv['concurrency']} repetition {int(lv['repetition']) + 1}"
+                problems.append(f"{where}: GPU telemetry window")
+    if windows or problems:
+        out.add("telemetry windows", problems, f"{windows} window(s) recomputed")
 
 
 def _check_aggregates(out: Verification, res: Mapping[str, Any], fresh_levels: Levels) -> None:

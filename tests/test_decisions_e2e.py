@@ -13,8 +13,12 @@ from typing import Any
 from reportgen import results
 from tests.conftest import ROOT, free_port
 
+GPU_CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
 
-def run(tmp_path: Path, text: str, cache: Path) -> tuple[dict[str, Any], Path]:
+
+def run(
+    tmp_path: Path, text: str, cache: Path, env: dict[str, str] | None = None
+) -> tuple[dict[str, Any], Path]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "c.toml"
     path.write_text(text.replace("PORT", str(free_port())))
@@ -22,7 +26,7 @@ def run(tmp_path: Path, text: str, cache: Path) -> tuple[dict[str, Any], Path]:
         [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(tmp_path / "out"),
          "--quiet", "--no-pdf"],
         capture_output=True, text=True, cwd=ROOT, timeout=240,
-        env={"XDG_CACHE_HOME": str(cache), "PATH": "/usr/bin:/bin"},
+        env={"XDG_CACHE_HOME": str(cache), "PATH": "/usr/bin:/bin", **(env or {})},
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     run_dir = next(p for p in (tmp_path / "out").glob("*/*") if p.is_dir())
@@ -174,7 +178,8 @@ def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
 ) -> None:
     import pandas as pd
 
-    _, run_dir = run(tmp_path, INTERLEAVED, cache)
+    # GPU telemetry replayed from the H200 capture, so its windows are verified too
+    _, run_dir = run(tmp_path, INTERLEAVED, cache, {"REPORTGEN_GPU_CAPTURE": str(GPU_CAPTURE)})
     report = run_dir / "report.html"
 
     def verify() -> subprocess.CompletedProcess[str]:
@@ -186,7 +191,8 @@ def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
     res = verify()
     assert res.returncode == 0, res.stdout + res.stderr
     lines = res.stdout.splitlines()
-    assert "ok   raw tables: 3 table(s), each with the sha256 given" in lines
+    assert "ok   raw tables: 5 table(s), each with the sha256 given" in lines
+    assert "ok   telemetry windows: 12 window(s) recomputed" in lines
     # 2 experiments x 2 levels x 2 repetitions, and the interleaved baseline runs
     assert "ok   level summaries: 12 level run(s) recomputed from their requests" in lines
     assert any(x.startswith("ok   comparisons: ") for x in lines)
