@@ -653,7 +653,6 @@ def build_run(
     engine = engines.get(campaign.model.server.engine)
     results.atomic_write_bytes(run_dir / "campaign.toml", text.encode("utf-8"))
     source = gpu_source(args.gpus) if args.gpus else None
-    os.environ.setdefault("GIT_OPTIONAL_LOCKS", "0")  # fingerprint's git status: read only
     environment = fingerprint.collect(
         source, None if source else "NVML unavailable: NVML Shared Library Not Found", [], []
     )
@@ -1025,6 +1024,24 @@ def time_steps(
     return ok
 
 
+SNAPSHOT_ENV = "RENDER_SPEED_SNAPSHOT"
+
+
+def run_on_snapshot() -> None:
+    """Copy reportgen/ and templates/ to a temporary folder and run this script again with
+    that copy first on the import path (``--snapshot``): edits made to the tree while the
+    benchmark runs (a template changed under an already imported view, say) cannot reach it
+    halfway. Does not return."""
+    snap = Path(tempfile.mkdtemp(prefix="render-speed-src-"))
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "reportgen", snap / "reportgen", ignore=skip)
+    shutil.copytree(ROOT / "templates", snap / "templates", ignore=skip)
+    env = {**os.environ, SNAPSHOT_ENV: str(snap)}
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (str(snap), env.get("PYTHONPATH")) if x)
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]], env)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=(__doc__ or "").split("\n\n")[0].strip(),
@@ -1044,6 +1061,11 @@ def main() -> int:
     )
     parser.add_argument("--no-pdf", action="store_true", help="time the HTML only")
     parser.add_argument("--profile", action="store_true", help="cProfile each step once more")
+    parser.add_argument(
+        "--snapshot",
+        action="store_true",
+        help="run against a copy of reportgen/ and templates/ taken at start",
+    )
     args = parser.parse_args()
     if args.experiments < 1 or args.levels < 1 or args.repetitions < 1 or args.requests < 2:
         parser.error("--experiments, --levels and --repetitions >= 1, --requests >= 2")
@@ -1051,6 +1073,17 @@ def main() -> int:
         parser.error("--repeat >= 1, or 0 with --profile")
     if args.reuse and not args.out:
         parser.error("--reuse needs --out")
+    snapshot = os.environ.get(SNAPSHOT_ENV)
+    if args.snapshot and not snapshot:
+        run_on_snapshot()
+    os.environ.setdefault("GIT_OPTIONAL_LOCKS", "0")  # git status below and in fingerprint
+    tree = fingerprint.git_state(ROOT)
+    print(
+        f"reportgen {__version__} from {Path(results.__file__).parent}"
+        + (" (a copy taken at start)" if snapshot else "")
+        + f"; tree at {str(tree.get('commit'))[:10]}"
+        + (f", {tree.get('changed_files')} changed file(s)" if tree.get("dirty") else "")
+    )
 
     if args.out:
         run_dir = args.out.resolve()
@@ -1124,6 +1157,8 @@ def main() -> int:
             print(f"kept: {run_dir}")
         else:
             shutil.rmtree(run_dir.parent, ignore_errors=True)
+        if snapshot:
+            shutil.rmtree(snapshot, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -440,3 +440,23 @@ def test_no_errors_and_nothing_fetched(hostile: Loaded, clean: Loaded) -> None:
     for loaded in (clean, hostile):
         assert loaded.errors == []
         assert loaded.requests == [loaded.page.url]
+
+
+def test_reads_on_a_phone_without_sideways_scrolling(hostile: Loaded) -> None:
+    """At a phone's width (390 CSS px) the page itself never scrolls sideways, even with the
+    hostile run's long ids and paths: wide tables scroll inside their own wrapper."""
+    page = hostile.page
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        widths = hostile.js(
+            "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        assert widths[0] <= widths[1], widths
+        wide = hostile.js(
+            "() => [...document.querySelectorAll('table')]"
+            ".filter(t => t.getBoundingClientRect().width > 390)"
+            ".filter(t => !t.closest('.table-wrap')).length"
+        )
+        assert wide == 0  # every table wider than the phone scrolls inside .table-wrap
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})
