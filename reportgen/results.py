@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,12 +123,15 @@ def save_telemetry(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) -
     return _save_table(run_dir / "telemetry" / f"{experiment}.parquet", frame)
 
 
-def load_telemetry(run_dir: Path, experiment: str) -> pd.DataFrame:
-    """One experiment's telemetry rows (empty table when none were saved)."""
+def load_telemetry(
+    run_dir: Path, experiment: str, columns: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """One experiment's telemetry rows, all columns or the ones named (empty table when none
+    were saved)."""
     path = run_dir / "telemetry" / f"{experiment}.parquet"
     if not path.exists():
-        return pd.DataFrame(columns=list(TELEMETRY_COLUMNS))
-    return pd.read_parquet(path)
+        return pd.DataFrame(columns=list(columns or TELEMETRY_COLUMNS))
+    return pd.read_parquet(path, columns=list(columns) if columns else None)
 
 
 def _save_table(path: Path, frame: pd.DataFrame) -> Path:

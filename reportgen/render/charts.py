@@ -19,11 +19,15 @@ pyplot, so no global backend state is touched and nothing is kept between calls.
 from __future__ import annotations
 
 import io
+import multiprocessing as mp
+import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import matplotlib
+import numpy as np
 from markupsafe import Markup
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -163,7 +167,8 @@ def _clean(svg: str) -> str:
 
     Drops the XML prolog and doctype (invalid inside HTML), the metadata block (an external
     URL), the fixed width/height (CSS sizes the chart to the column; the viewBox keeps its
-    shape) and the structural ``<g id="figure_1">`` ids that every chart would repeat.
+    shape) and the structural ``<g id="figure_1">`` ids that every chart would repeat, and
+    rounds path coordinates to 0.01 pt.
     Text content cannot match these patterns: matplotlib escapes ``<`` in it.
     """
     svg = svg[svg.index("<svg") :]
@@ -172,7 +177,19 @@ def _clean(svg: str) -> str:
     head = re.sub(r'\s(width|height)="[^"]*"', "", svg[:head_end])
     head = head.replace("<svg", '<svg class="chart" role="img"', 1)
     svg = head + svg[head_end:]
-    return re.sub(r'<g id="[A-Za-z0-9_.-]+">', "<g>", svg).strip() + "\n"
+    svg = re.sub(r'<g id="[A-Za-z0-9_.-]+">', "<g>", svg)
+    # Path coordinates to a hundredth of a point: finer cannot be seen, and it halves the size.
+    svg = _PATH_DATA.sub(lambda m: m.group(1) + _NUMBER.sub(_round, m.group(2)) + '"', svg)
+    return svg.strip() + "\n"
+
+
+_PATH_DATA = re.compile(r'(\sd=")([^"]*)"')
+_NUMBER = re.compile(r"-?\d+\.\d{3,}")
+
+
+def _round(m: re.Match[str]) -> str:
+    text = f"{float(m.group(0)):.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
 
 
 def _empty(ax: Axes, message: str) -> None:
@@ -328,46 +345,75 @@ def distributions(levels: Mapping[int, Mapping[str, Sequence[float]]], salt: str
         return _to_svg(fig, salt)
 
 
+MAX_POINTS = 300  # per line of a time series: more cannot be seen at a chart's width
+BAND_GPUS = 2  # draw a min-max band under each GPU's line only for this many GPUs or fewer
+
+
+def _decimate(t: np.ndarray, v: np.ndarray, points: int = MAX_POINTS) -> tuple[np.ndarray, ...]:
+    """A long series as at most ``points`` buckets: each bucket's time, mean, min and max (the
+    band shows what the mean smooths away). Short series come back as they are."""
+    if t.size <= points:
+        return t, v, v, v
+    edges = np.linspace(0, t.size, points + 1).astype(int)
+    starts = edges[:-1]
+    counts = np.diff(edges)
+    mean = np.add.reduceat(v, starts) / counts
+    return (
+        np.add.reduceat(t, starts) / counts,
+        mean,
+        np.minimum.reduceat(v, starts),
+        np.maximum.reduceat(v, starts),
+    )
+
+
 def telemetry(
-    rows: Mapping[str, Sequence[float]], windows: Sequence[tuple[float, float, str]], salt: str
+    rows: Mapping[str, Any], windows: Sequence[tuple[float, float, str]], salt: str
 ) -> Markup:
     """One experiment's GPU telemetry over time: SM clock and power per GPU, each level's
     measured window shaded and labelled. ``rows``: columns ``t``, ``gpu``, ``sm_clock_mhz``,
-    ``power_w`` (telemetry table); ``windows``: (start, end, label) on the same clock."""
+    ``power_w`` (telemetry table, NaN where not read); ``windows``: (start, end, label) on
+    the same clock. Long runs are drawn as bucket means with their min-max band."""
     with matplotlib.rc_context(RC):
         fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
         FigureCanvasAgg(fig)
         left, right = fig.subplots(1, 2, sharex=True)
-        t = list(rows.get("t") or [])
-        t0 = min(t) if t else 0.0
-        gpus = sorted({int(g) for g in rows.get("gpu") or []})
+        t = np.asarray(rows.get("t") if rows.get("t") is not None else [], dtype=float)
+        gpu = np.asarray(rows.get("gpu") if rows.get("gpu") is not None else [], dtype=float)
+        t0 = float(t.min()) if t.size else 0.0
+        gpus = sorted({int(g) for g in np.unique(gpu[~np.isnan(gpu)])}) if gpu.size else []
         for ax, key, title, unit in (
             (left, "sm_clock_mhz", "SM clock", "MHz"),
             (right, "power_w", "Power", "W"),
         ):
+            spans: tuple[list[tuple[float, float]], list[tuple[float, float]]] = ([], [])
             shade = 0
             for start, end, label in windows:
                 shade += 1 if label else 0  # a new level: the other shade
-                colour = "#e3ebf4" if shade % 2 else "#f1f5f9"
-                ax.axvspan(start - t0, end - t0, color=colour, zorder=0, lw=0)
-            values = list(rows.get(key) or [])
+                spans[shade % 2].append((start - t0, end - start))
+            for colour, bars in zip(("#f1f5f9", "#e3ebf4"), spans, strict=True):
+                if bars:  # one collection per shade: far cheaper than a patch per window
+                    ax.broken_barh(bars, (0, 1), facecolors=colour, lw=0, zorder=0,
+                                   transform=ax.get_xaxis_transform())  # fmt: skip
+            raw = rows.get(key)
+            values = np.asarray(raw if raw is not None else [], dtype=float)
             for g in gpus:
-                pts = [
-                    (ti - t0, v)
-                    for ti, gi, v in zip(t, rows.get("gpu") or [], values, strict=False)
-                    if int(gi) == g and v is not None and v == v  # NaN: not read
-                ]
-                if pts:
-                    xs, ys = zip(*pts, strict=True)
-                    ax.plot(xs, ys, color=PALETTE[g % len(PALETTE)], lw=1.0, label=f"GPU {g}")
-            if not t:
+                mask = (gpu == g) & ~np.isnan(values) if values.size == t.size else None
+                if mask is None or not mask.any():
+                    continue
+                order = np.argsort(t[mask], kind="stable")
+                xs, ys, lo, hi = _decimate(t[mask][order] - t0, values[mask][order])
+                colour = PALETTE[g % len(PALETTE)]
+                if xs.size < mask.sum() and len(gpus) <= BAND_GPUS:
+                    ax.fill_between(xs, lo, hi, color=colour, alpha=0.18, lw=0)
+                ax.plot(xs, ys, color=colour, lw=1.0, label=f"GPU {g}")
+            if not t.size:
                 _empty(ax, "no telemetry")
             ax.set_title(f"{title} ({unit})", loc="left")
             ax.set_xlabel("seconds since the server started")
             ax.set_ylim(bottom=0)
-        if windows and t:
+        if windows and t.size:
             top = left.get_ylim()[1]
-            span = max(max(t) - t0, 1e-9)
+            span = max(float(t.max()) - t0, 1e-9)
             last = None
             for start, _, label in windows:  # skip a label that would overlap the last one
                 if label and (last is None or (start - last) / span > 0.08):
@@ -379,15 +425,39 @@ def telemetry(
         return _to_svg(fig, salt)
 
 
+Job = tuple[str, Callable[..., Markup], tuple[Any, ...]]
+PARALLEL_FROM = 8  # charts: below this, starting processes costs more than it saves
+
+
+def _draw(job: Job) -> tuple[str, str]:
+    name, func, args = job
+    return name, str(func(*args))
+
+
+def draw_all(jobs: Sequence[Job]) -> dict[str, Markup]:
+    """Draw charts, on every CPU when there are many: each is independent and its SVG is the
+    same whichever process draws it (constant hash salts, no shared state)."""
+    workers = min(os.cpu_count() or 1, 8)
+    if len(jobs) < PARALLEL_FROM or workers < 2 or "fork" not in mp.get_all_start_methods():
+        return {name: func(*args) for name, func, args in jobs}
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+        return {name: Markup(svg) for name, svg in pool.map(_draw, jobs, chunksize=1)}
+
+
 def all_charts(
     series: Sequence[Series],
     telemetry_charts: Mapping[str, Markup] | None = None,
+    jobs: Sequence[Job] = (),
 ) -> dict[str, Markup]:
-    """Every chart of the report by name; Markup because this SVG is ours, not user text."""
-    out = {
-        "throughput": throughput(series),
-        "latency": latency(series),
-        "tradeoff": tradeoff(series),
-    }
+    """Every chart of the report by name; Markup because this SVG is ours, not user text.
+    ``jobs``: more charts to draw (name, function, arguments), per experiment."""
+    out = draw_all(
+        [
+            ("throughput", throughput, (series,)),
+            ("latency", latency, (series,)),
+            ("tradeoff", tradeoff, (series,)),
+            *jobs,
+        ]
+    )
     out.update(telemetry_charts or {})
     return out
