@@ -2,7 +2,8 @@
 
     results.json --load--> dict --view.build--> Report (formatted strings, pure)
                                          \\--charts--> inline SVG (ours, deterministic)
-    Report + charts --html (jinja2, autoescaped)--> report.html --pdf (WeasyPrint)--> report.pdf
+    Report + charts --html (jinja2, autoescaped)--> report.html
+                    \\--the same template for print--> (WeasyPrint) --> report.pdf
 
 Only saved files are read, so any report can be rebuilt later without a GPU or a server, and
 rendering the same results twice gives byte-identical HTML (no clock, no random ids).
@@ -53,6 +54,18 @@ def render_html(
     (``verify.table_hashes``) are embedded for ``reportgen verify``; ``latencies`` are each
     experiment's latency percentiles by level (``latency_percentiles``). Pure: reads and
     writes no file."""
+    return render_pages(results, telemetry, tables, latencies)[0]
+
+
+def render_pages(
+    results: Mapping[str, Any],
+    telemetry: Mapping[str, Mapping[str, Any]] | None = None,
+    tables: Mapping[str, str] | None = None,
+    latencies: Mapping[str, Mapping[int, Mapping[str, list[float]]]] | None = None,
+    for_print: bool = False,
+) -> tuple[str, str | None]:
+    """The screen page (``render_html``) and, with ``for_print``, the page the PDF is
+    printed from: the same view and charts, without what only a screen uses."""
     report = view.build(results)
     jobs: list[charts.Job] = []
     for e in report.experiments:
@@ -64,8 +77,11 @@ def render_html(
         if columns and len(columns.get("t", ())):
             key = f"telemetry-{e.index}"
             jobs.append((key, charts.telemetry, (columns, e.telemetry_windows, key)))
+    drawn = charts.all_charts(report.series, jobs=jobs)
     data = Markup(verify.embed(results, tables or {}))
-    return html.render_page(report, charts.all_charts(report.series, jobs=jobs), data)
+    screen = html.render_page(report, drawn, data)
+    printed = html.render_page(report, drawn, None, for_print=True) if for_print else None
+    return screen, printed
 
 
 def render(run_dir: Path, pdf: bool = True) -> Rendered:
@@ -80,11 +96,12 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     data = results_mod.load(run_dir)
     if not run_dir.is_dir():  # given results.json itself: write beside it
         run_dir = run_dir.parent
-    text = render_html(
+    text, print_text = render_pages(
         data,
         telemetry_columns(run_dir, data),
         verify.table_hashes(run_dir),
         latency_percentiles(run_dir, data),
+        for_print=pdf,
     )
     html_path = _write(run_dir / HTML_NAME, text.encode("utf-8"))
     md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(view.build(data)).encode("utf-8"))
@@ -94,7 +111,7 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     )
     pdf_path = None
     if pdf:
-        printed = printer.html_to_pdf(text, run_dir)
+        printed = printer.html_to_pdf(print_text or text, run_dir)
         pdf_path = _write(run_dir / PDF_NAME, printed.data)
     return Rendered(html=html_path, pdf=pdf_path, markdown=md_path, tables=csvs)
 

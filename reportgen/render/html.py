@@ -77,12 +77,18 @@ def stylesheet() -> Markup:
 
 
 def render_page(
-    report: view_mod.Report, charts: Mapping[str, Markup], data: Markup | None = None
+    report: view_mod.Report,
+    charts: Mapping[str, Markup],
+    data: Markup | None = None,
+    for_print: bool = False,
 ) -> str:
     """The report's HTML from its view model, chart SVGs and the embedded data (JSON already
-    made safe inside a script element by ``verify.embed``)."""
+    made safe inside a script element by ``verify.embed``). ``for_print``: the page the PDF
+    is printed from, without what only a screen can use (collapsed details, the embedded
+    data), so the printer lays out less."""
     context: dict[str, Any] = {
         "data": data,
+        "for_print": for_print,
         "r": report,
         "h": report.header,
         "obj": report.objective,
