@@ -343,8 +343,15 @@ def test_pdf_contains_every_experiment_and_the_baseline_number(
 
 
 def test_pdf_printer_ignores_no_style_and_is_reproducible(page: str, rendered: Rendered) -> None:
+    from reportgen.render import render_pages
+
     assert rendered.pdf is not None
-    printed = pdf.html_to_pdf(page, rendered.pdf.parent)
+    assert pdf.html_to_pdf(page, rendered.pdf.parent).warnings == []  # the screen page too
+    screen, for_print = render_pages(results.load(rendered.pdf.parent), for_print=True)
+    assert screen == page and for_print is not None
+    # the page for print leaves out what only a screen uses, and says where it is
+    assert "reportgen-data" not in for_print and "reportgen-data" in page
+    printed = pdf.html_to_pdf(for_print, rendered.pdf.parent)
     assert printed.warnings == []  # every CSS rule the PDF needs is one WeasyPrint applies
     # no clock and no random identifier: the same HTML prints to the same bytes
     assert printed.data == rendered.pdf.read_bytes()
