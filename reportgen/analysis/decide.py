@@ -34,7 +34,7 @@ noise.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -80,23 +80,59 @@ def compare_runs(
             metric, concurrency, None, None, None, int(p.size), int(c.size), "inconclusive"
         )
     diff = float(c.mean() - p.mean())
-    ratio = math.exp(diff)
-    lo = hi = mde = None
-    reps: int | None = None
+    se = dof = None
     if p.size >= 2 and c.size >= 2:
         vp, vc = p.var(ddof=1) / p.size, c.var(ddof=1) / c.size
         se = math.sqrt(vp + vc)
-        if se == 0:
-            lo = hi = ratio
-            mde = 1.0
-        else:
+        if se > 0:
             dof = (vp + vc) ** 2 / (vp**2 / (p.size - 1) + vc**2 / (c.size - 1))
-            t = float(stats.t.ppf(0.5 + confidence / 2, dof))
-            lo, hi = math.exp(diff - t * se), math.exp(diff + t * se)
-            mde = math.exp((t + float(stats.t.ppf(POWER, dof))) * se)
-            # per-run sd of log values, pooled: what more repetitions would average down
-            sd = math.sqrt((p.var(ddof=1) + c.var(ddof=1)) / 2)
-            reps = _reps_needed(abs(diff), sd, math.log1p(margin), confidence)
+    # per-run sd of log values, pooled: what more repetitions would average down
+    sd = math.sqrt((p.var(ddof=1) + c.var(ddof=1)) / 2) if se else 0.0
+    return _judge(
+        diff,
+        se,
+        dof,
+        (int(p.size), int(c.size)),
+        lambda: _reps_needed(abs(diff), sd, math.log1p(margin), confidence),
+        margin=margin,
+        higher_is_better=higher_is_better,
+        metric=metric,
+        concurrency=concurrency,
+        confidence=confidence,
+    )
+
+
+POWER = 0.8
+
+
+def _judge(
+    diff: float,
+    se: float | None,
+    dof: float | None,
+    n: tuple[int, int],
+    reps: Callable[[], int | None],
+    *,
+    margin: float,
+    higher_is_better: bool,
+    metric: str,
+    concurrency: int,
+    confidence: float,
+    paired: bool = False,
+) -> Comparison:
+    """A comparison from the mean log ratio ``diff`` and its standard error (None: too few
+    runs for one): the interval, the smallest detectable change, the verdict, and for an
+    inconclusive one the repetitions that would decide it (``reps``)."""
+    ratio = math.exp(diff)
+    lo = hi = mde = None
+    needed: int | None = None
+    if se is not None and (se == 0 or dof is None):
+        lo = hi = ratio
+        mde = 1.0
+    elif se is not None and dof is not None:
+        t = float(stats.t.ppf(0.5 + confidence / 2, dof))
+        lo, hi = math.exp(diff - t * se), math.exp(diff + t * se)
+        mde = math.exp((t + float(stats.t.ppf(POWER, dof))) * se)
+        needed = reps()
     verdict = _verdict(ratio, lo, hi, margin, higher_is_better)
     return Comparison(
         metric,
@@ -104,15 +140,13 @@ def compare_runs(
         ratio,
         lo,
         hi,
-        int(p.size),
-        int(c.size),
+        n[0],
+        n[1],
         verdict,
         mde,
-        reps if verdict == "inconclusive" else None,
+        needed if verdict == "inconclusive" else None,
+        paired=paired,
     )
-
-
-POWER = 0.8
 
 
 def compare_pairs(
@@ -134,40 +168,25 @@ def compare_pairs(
     if n == 0:
         return Comparison(metric, concurrency, None, None, None, 0, 0, "inconclusive", paired=True)
     mean = float(d.mean())
-    ratio = math.exp(mean)
-    lo = hi = mde = None
-    reps: int | None = None
-    if n >= 2:
-        sd = float(d.std(ddof=1))
-        se = sd / math.sqrt(n)
-        if se == 0:
-            lo = hi = ratio
-            mde = 1.0
-        else:
-            t = float(stats.t.ppf(0.5 + confidence / 2, n - 1))
-            lo, hi = math.exp(mean - t * se), math.exp(mean + t * se)
-            mde = math.exp((t + float(stats.t.ppf(POWER, n - 1))) * se)
-            gap = abs(abs(mean) - math.log1p(margin))
-            reps = next(
-                (
-                    k
-                    for k in range(2, 10_000)
-                    if float(stats.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k) < gap
-                ),
-                None,
-            )
-    verdict = _verdict(ratio, lo, hi, margin, higher_is_better)
-    return Comparison(
-        metric,
-        concurrency,
-        ratio,
-        lo,
-        hi,
-        n,
-        n,
-        verdict,
-        mde,
-        reps if verdict == "inconclusive" else None,
+    sd = float(d.std(ddof=1)) if n >= 2 else 0.0
+    gap = abs(abs(mean) - math.log1p(margin))
+
+    def reps() -> int | None:
+        t = stats.t.ppf
+        fits = (k for k in range(2, 10_000) if t(0.5 + confidence / 2, k - 1) * sd / k**0.5 < gap)
+        return next(fits, None)
+
+    return _judge(
+        mean,
+        sd / math.sqrt(n) if n >= 2 else None,
+        float(n - 1) if n >= 2 else None,
+        (n, n),
+        reps,
+        margin=margin,
+        higher_is_better=higher_is_better,
+        metric=metric,
+        concurrency=concurrency,
+        confidence=confidence,
         paired=True,
     )
 
