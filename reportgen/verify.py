@@ -21,7 +21,6 @@ Each step says what it compared and what differed. Numbers agree when within a r
 from __future__ import annotations
 
 import hashlib
-import html as html_mod
 import json
 import math
 import re
@@ -75,7 +74,7 @@ def extract(page: str) -> dict[str, Any]:
             "this HTML carries no reportgen data (not a report, or one rendered by an "
             "earlier reportgen); render it again with `reportgen render RUN_DIR`"
         )
-    data = json.loads(html_mod.unescape(m.group(1)) if "&quot;" in m.group(1) else m.group(1))
+    data = json.loads(m.group(1))
     if not isinstance(data, dict) or data.get("format") != EMBED_FORMAT:
         raise ResultsError("the report's embedded data is of an unknown format")
     return data
