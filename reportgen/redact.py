@@ -13,8 +13,12 @@ from collections.abc import Iterable, Mapping
 
 REDACTED = "***"
 
+# "token" only as a name's last word (HF_TOKEN, --hf-token, x-api-token): engines' flags
+# count tokens (max-num-batched-tokens, speculative-num-draft-tokens, long-prefill-token-
+# threshold) and those values must stay visible. "auth" and "authorization" as whole words.
 _SECRET_NAME = re.compile(
-    r"(token|secret|passw(or)?d|api[-_]?key|access[-_]?key|credential|auth|private[-_]?key)",
+    r"((^|[-_.])token$|secret|passw(or)?d|api[-_]?key|access[-_]?key|credential|"
+    r"(^|[-_.])auth(orization)?([-_.]|$)|private[-_]?key)",
     re.IGNORECASE,
 )
 _SECRET_VALUE = re.compile(
