@@ -207,7 +207,8 @@ def test_two_workers_open_loop_and_duration(sim: Sim) -> None:
     assert all(r.start - (r.scheduled or 0) < 0.05 for r in lv.records)
     closed = run_load(sim.url, CHAT, ["p q"], 4, duration_s=0.3, workers=2)
     _shape(closed, len(closed.records))
-    assert max(r.start for r in closed.records) < 0.3
+    # issued before the duration ended; sent (start) at most a loop turn later with aiohttp
+    assert max(r.start for r in closed.records) < 0.35
     assert not multiprocessing.active_children()
 
 
