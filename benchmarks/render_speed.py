@@ -16,7 +16,7 @@ a campaign file parsed by ``reportgen.campaign`` (a vLLM campaign: Llama 3.3 70B
 one flag change per experiment, most built on the best so far); per-request records (start,
 first token, the arrival of each of 64 output chunks, end) from a seeded closed-loop model
 of an engine whose latencies grow with concurrency, saved with ``results.save_requests``;
-level summaries from ``analysis.summary.summarize`` and ``aggregate``; engine counters,
+level summaries from ``analysis.summary.summarize`` and ``by_level``; engine counters,
 golden-prompt answers, a server log and ``evidence.log_evidence``; GPU telemetry rows at
 20 Hz for ``--gpus`` GPUs (``results.save_telemetry``, windows from ``telemetry.window``);
 assumption checks from ``analysis.checks.run_checks``; decisions, every headline metric and
@@ -65,11 +65,10 @@ import numpy as np
 from reportgen import __version__, engines, evidence, fingerprint, gpu, loadgen, results, telemetry
 from reportgen.analysis import checks as checks_mod
 from reportgen.analysis import decide as decide_mod
-from reportgen.analysis.summary import aggregate, summarize
+from reportgen.analysis.summary import by_level, summarize
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.campaign import loads as load_campaign
-from reportgen.redact import redact_argv, redact_env, redact_flag
-from reportgen.runner import command_line
+from reportgen.runner import describe
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
@@ -587,47 +586,6 @@ def gpu_source(gpus: int) -> gpu.FakeSource:
     return gpu.FakeSource(cap)
 
 
-def describe(campaign: Campaign, r: Resolved) -> dict[str, Any]:
-    """What ``Runner._describe`` records about an experiment's configuration."""
-    return {
-        "parent": r.parent,
-        "args": {k: redact_flag(k, v) for k, v in r.args.items()},
-        "env": redact_env(r.env),
-        "command": redact_argv(command_line(campaign, r)),
-        "flag_diff": [
-            {
-                "key": c.key,
-                "kind": c.kind,
-                "before": redact_flag(c.key, c.before),
-                "after": redact_flag(c.key, c.after),
-            }
-            for c in r.flag_diff
-        ],
-        "workload": r.workload.model_dump(mode="json"),
-        "log_file": f"logs/{r.id}.server.log",
-    }
-
-
-def by_level(levels: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[int, list[dict[str, Any]]] = {}
-    for lv in levels:
-        groups.setdefault(lv["concurrency"], []).append(lv["summary"])
-    return [{"concurrency": c, **aggregate(s)} for c, s in groups.items()]
-
-
-def what_changed(entry: dict[str, Any]) -> str:
-    parts = []
-    for f in entry.get("flag_diff") or []:
-        if f["kind"] == "added":
-            parts.append(f"--{f['key']} {f['after']} added")
-        elif f["kind"] == "removed":
-            parts.append(f"--{f['key']} removed")
-        else:
-            parts.append(f"--{f['key']} {f['before']} -> {f['after']}")
-    what = ", ".join(parts) or "no server flag, only its environment or workload"
-    return f"Changed from {entry['parent']}: {what}. "
-
-
 class Light:
     """An experiment's request times, kept for the checks and p99 comparisons that need
     them (the columns ``checks.steady_state`` and ``decide.request_latencies`` read)."""
@@ -912,7 +870,10 @@ def decide_entry(
     vs_parent, vs_base = cmp(parent), cmp(baseline)
     verdict, why = decide_mod.decide(entry["id"], parent["id"], vs_parent, obj.metric, margin)
     entry["decision"] = decide_mod.Decision(
-        verdict, what_changed(entry) + why, vs_parent, vs_base
+        verdict,
+        decide_mod.what_changed(entry["parent"], entry.get("flag_diff") or []) + why,
+        vs_parent,
+        vs_base,
     ).as_dict()
     entry["decision"]["paired"] = False
     metrics: dict[str, list[dict[str, Any]]] = {}

@@ -28,7 +28,7 @@ from reportgen import (
 )
 from reportgen.analysis import checks as checks_mod
 from reportgen.analysis import decide as decide_mod
-from reportgen.analysis.summary import aggregate
+from reportgen.analysis.summary import by_level
 from reportgen.campaign import Campaign, Resolved, Workload, parent_id, resolve
 from reportgen.driver import Driver, keep_text_chars
 from reportgen.errors import GpuError, ReportgenError, ResultsError, ServerError
@@ -77,6 +77,27 @@ def plan(campaign: Campaign) -> list[Resolved]:
         by_id[exp.id] = r
         out.append(r)
     return out
+
+
+def describe(campaign: Campaign, r: Resolved) -> dict[str, Any]:
+    """What a run records about an experiment's configuration, secrets redacted."""
+    return {
+        "parent": r.parent,
+        "args": _redact_args(r.args),
+        "env": redact_env(r.env),
+        "command": redact_argv(command_line(campaign, r)),
+        "flag_diff": [
+            {
+                "key": c.key,
+                "kind": c.kind,
+                "before": redact_flag(c.key, c.before),
+                "after": redact_flag(c.key, c.after),
+            }
+            for c in r.flag_diff
+        ],
+        "workload": r.workload.model_dump(mode="json"),
+        "log_file": f"logs/{r.id}.server.log",
+    }
 
 
 def server_sessions(
@@ -146,7 +167,7 @@ class Runner:
                 self.resolved[exp.id] = r
                 self.progress.experiment_start(i, len(exps), exp.id)
                 entry = self.results["experiments"][i]
-                entry.update(self._describe(r))
+                entry.update(describe(self.campaign, r))
                 entry["status"] = "running"
                 self._save()  # a crash from here on still shows which experiment was running
                 self._run_experiment(r, entry)
@@ -234,25 +255,6 @@ class Runner:
         }
         self._save()
 
-    def _describe(self, r: Resolved) -> dict[str, Any]:
-        return {
-            "parent": r.parent,
-            "args": _redact_args(r.args),
-            "env": redact_env(r.env),
-            "command": redact_argv(command_line(self.campaign, r)),
-            "flag_diff": [
-                {
-                    "key": c.key,
-                    "kind": c.kind,
-                    "before": redact_flag(c.key, c.before),
-                    "after": redact_flag(c.key, c.after),
-                }
-                for c in r.flag_diff
-            ],
-            "workload": r.workload.model_dump(mode="json"),
-            "log_file": f"logs/{r.id}.server.log",
-        }
-
     def _sessions(self, r: Resolved) -> list[tuple[Resolved, list[int], str]]:
         parent = self.resolved.get(r.parent) if r.parent else None
         return server_sessions(r, parent, interleave=self.m.campaign.interleave)
@@ -305,9 +307,9 @@ class Runner:
                 r.args, Path(self.campaign.path).resolve().parent
             )
             entry["finished_at"] = _utc_now()
-            entry["by_level"] = _by_level(entry["levels"])
+            entry["by_level"] = by_level(entry["levels"])
             if entry.get("control"):
-                entry["control"]["by_level"] = _by_level(entry["control"]["levels"])
+                entry["control"]["by_level"] = by_level(entry["control"]["levels"])
             if rows["experiment"]:
                 results.save_requests(self.run_dir, r.id, rows["experiment"])
             if rows["control"]:
@@ -577,7 +579,7 @@ class Runner:
             verdict, why = decide_mod.decide(
                 entry["id"], parent["id"], vs_parent, obj.metric, margin
             )
-            why = _what_changed(entry) + why
+            why = decide_mod.what_changed(entry["parent"], entry.get("flag_diff") or []) + why
             if paired:
                 why += (
                     f" Compared pair by pair with {parent['id']}'s configuration run "
@@ -660,27 +662,6 @@ class Runner:
         if any(r.workload.requests_per_level is None for r in steps):
             return 0  # duration-based levels: no request count to show
         return sum(self._planned_requests(r) for r in steps)
-
-
-def _by_level(levels: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[int, list[dict[str, Any]]] = {}
-    for lv in levels:
-        groups.setdefault(lv["concurrency"], []).append(lv["summary"])
-    return [{"concurrency": c, **aggregate(s)} for c, s in groups.items()]
-
-
-def _what_changed(entry: dict[str, Any]) -> str:
-    """The flag changes from the parent in a sentence (values already redacted)."""
-    parts = []
-    for f in entry.get("flag_diff") or []:
-        if f["kind"] == "added":
-            parts.append(f"--{f['key']} {f['after']} added")
-        elif f["kind"] == "removed":
-            parts.append(f"--{f['key']} removed")
-        else:
-            parts.append(f"--{f['key']} {f['before']} -> {f['after']}")
-    what = ", ".join(parts) or "no server flag, only its environment or workload"
-    return f"Changed from {entry['parent']}: {what}. "
 
 
 def _prefix_expect(wl: Workload) -> tuple[float, float] | None:

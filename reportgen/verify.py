@@ -32,7 +32,7 @@ from typing import Any
 from reportgen import results as results_mod
 from reportgen import telemetry
 from reportgen.analysis import decide as decide_mod
-from reportgen.analysis.summary import aggregate, summarize
+from reportgen.analysis.summary import by_level, summarize
 from reportgen.errors import ResultsError
 
 DATA_ID = "reportgen-data"
@@ -237,7 +237,9 @@ def _check_aggregates(out: Verification, res: Mapping[str, Any], fresh_levels: L
     problems = []
     groups = 0
     for e in res.get("experiments") or []:
-        fresh = _by_level(fresh_levels.get((e["id"], e["id"]), []))
+        fresh = {
+            int(a["concurrency"]): a for a in by_level(fresh_levels.get((e["id"], e["id"]), []))
+        }
         stored = {int(a["concurrency"]): a for a in e.get("by_level") or []}
         for c, agg in fresh.items():
             groups += 1
@@ -273,13 +275,6 @@ def _check_page(
         ],
         "rendering the embedded results again gives the same HTML, byte for byte",
     )
-
-
-def _by_level(levels: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
-    groups: dict[int, list[Mapping[str, Any]]] = {}
-    for lv in levels:
-        groups.setdefault(int(lv["concurrency"]), []).append(lv["summary"])
-    return {c: {"concurrency": c, **aggregate(s)} for c, s in groups.items()}
 
 
 def _decisions(

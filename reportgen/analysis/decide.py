@@ -347,6 +347,20 @@ def _fmt(c: Comparison) -> str:
     return f"C={c.concurrency}: x{c.ratio:.2f}{ci}, {c.verdict}{more}"
 
 
+def what_changed(parent: str, flag_diff: Sequence[Mapping[str, Any]]) -> str:
+    """The flag changes from the parent in a sentence (values already redacted)."""
+    parts = []
+    for f in flag_diff:
+        if f["kind"] == "added":
+            parts.append(f"--{f['key']} {f['after']} added")
+        elif f["kind"] == "removed":
+            parts.append(f"--{f['key']} removed")
+        else:
+            parts.append(f"--{f['key']} {f['before']} -> {f['after']}")
+    what = ", ".join(parts) or "no server flag, only its environment or workload"
+    return f"Changed from {parent}: {what}. "
+
+
 def decide(
     exp_id: str,
     parent_id: str,

@@ -238,3 +238,12 @@ def aggregate(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out["client_load_max"] = max(known) if known else None
     out["client_limited"] = int(sum(bool((r.get("client") or {}).get("limited")) for r in runs))
     return out
+
+
+def by_level(levels: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each concurrency level's aggregate across its repetitions (``aggregate`` of the level
+    runs' summaries), in the order the levels first ran."""
+    groups: dict[int, list[Mapping[str, Any]]] = {}
+    for lv in levels:
+        groups.setdefault(int(lv["concurrency"]), []).append(lv["summary"])
+    return [{"concurrency": c, **aggregate(s)} for c, s in groups.items()]
