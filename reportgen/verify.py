@@ -256,15 +256,10 @@ def _check_page(
     run_dir: Path,
     claimed: Mapping[str, str],
 ) -> None:
-    from reportgen.render import (  # render imports verify
-        latency_percentiles,
-        render_html,
-        telemetry_columns,
-    )
+    from reportgen.render import chart_inputs, render_html  # render imports verify
 
-    again = render_html(
-        res, telemetry_columns(run_dir, res), claimed, latency_percentiles(run_dir, res)
-    )
+    telemetry, latencies = chart_inputs(run_dir, res)
+    again = render_html(res, telemetry, claimed, latencies)
     out.add(
         "report text",
         []

@@ -347,11 +347,12 @@ def test_pdf_printer_ignores_no_style_and_is_reproducible(page: str, rendered: R
 
     assert rendered.pdf is not None
     assert pdf.html_to_pdf(page, rendered.pdf.parent).warnings == []  # the screen page too
-    screen, for_print = render_pages(results.load(rendered.pdf.parent), for_print=True)
+    pages = render_pages(results.load(rendered.pdf.parent), for_print=True)
+    screen, for_print = pages.screen, pages.printed
     assert screen == page and for_print is not None
     # the page for print leaves out what only a screen uses, and says where it is
     assert "reportgen-data" not in for_print and "reportgen-data" in page
-    printed = pdf.html_to_pdf(for_print, rendered.pdf.parent)
+    printed = pdf.html_to_pdf(for_print, rendered.pdf.parent, pages.chart_pdfs)
     assert printed.warnings == []  # every CSS rule the PDF needs is one WeasyPrint applies
     # no clock and no random identifier: the same HTML prints to the same bytes
     assert printed.data == rendered.pdf.read_bytes()

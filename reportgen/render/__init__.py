@@ -12,7 +12,7 @@ rendering the same results twice gives byte-identical HTML (no clock, no random 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,43 +45,75 @@ class Rendered:
 
 def render_html(
     results: Mapping[str, Any],
-    telemetry: Mapping[str, Mapping[str, Any]] | None = None,
+    telemetry: Mapping[str, Any] | None = None,
     tables: Mapping[str, str] | None = None,
-    latencies: Mapping[str, Mapping[int, Mapping[str, list[float]]]] | None = None,
+    latencies: Mapping[str, Any] | None = None,
 ) -> str:
     """The report's HTML for a loaded results dict and, by experiment id, its telemetry
-    columns (``results.load_telemetry``); the results and the raw tables' hashes
+    columns (``telemetry_columns``); the results and the raw tables' hashes
     (``verify.table_hashes``) are embedded for ``reportgen verify``; ``latencies`` are each
-    experiment's latency percentiles by level (``latency_percentiles``). Pure: reads and
-    writes no file."""
-    return render_pages(results, telemetry, tables, latencies)[0]
+    experiment's latency percentiles by level (``latency_percentiles``). Either may be
+    ``charts.Lazy`` loaders instead (``chart_inputs``). Pure: reads and writes no file."""
+    return render_pages(results, telemetry, tables, latencies).screen
+
+
+@dataclass(frozen=True)
+class Pages:
+    """The screen page; with ``for_print``, the page the PDF is printed from (the same view
+    without what only a screen uses; charts as empty boxes of their size) and the charts as
+    PDF, to lay over those boxes (``pdf.html_to_pdf``)."""
+
+    screen: str
+    printed: str | None = None
+    chart_pdfs: Mapping[str, bytes] = field(default_factory=dict)
+
+
+def chart_list(
+    report: view.Report,
+    results: Mapping[str, Any],
+    telemetry: Mapping[str, Any] | None,
+    latencies: Mapping[str, Any] | None,
+) -> list[charts.Chart]:
+    """Every chart of the report: the campaign's, then each experiment's distributions and
+    telemetry where it has them."""
+    levels = {
+        str(e.get("id")): sorted({int(lv["concurrency"]) for lv in e.get("levels") or []})
+        for e in results.get("experiments") or []
+    }
+    out = charts.overview(report.series)
+    for e in report.experiments:
+        dist = (latencies or {}).get(e.id)
+        if dist:
+            ran = levels.get(e.id) or (sorted(dist) if isinstance(dist, Mapping) else [])
+            out.append(charts.distributions_chart(f"dist-{e.index}", dist, ran))
+        columns = (telemetry or {}).get(e.id)
+        if isinstance(columns, charts.Lazy) or (columns and len(columns.get("t", ()))):
+            out.append(charts.telemetry_chart(f"telemetry-{e.index}", columns, e.telemetry_windows))
+    return out
 
 
 def render_pages(
     results: Mapping[str, Any],
-    telemetry: Mapping[str, Mapping[str, Any]] | None = None,
+    telemetry: Mapping[str, Any] | None = None,
     tables: Mapping[str, str] | None = None,
-    latencies: Mapping[str, Mapping[int, Mapping[str, list[float]]]] | None = None,
+    latencies: Mapping[str, Any] | None = None,
     for_print: bool = False,
-) -> tuple[str, str | None]:
-    """The screen page (``render_html``) and, with ``for_print``, the page the PDF is
-    printed from: the same view and charts, without what only a screen uses."""
+) -> Pages:
+    """The screen page (``render_html``) and, with ``for_print``, the printed page and the
+    charts as PDF (``Pages``)."""
     report = view.build(results)
-    jobs: list[charts.Job] = []
-    for e in report.experiments:
-        dist = (latencies or {}).get(e.id)
-        if dist:
-            key = f"dist-{e.index}"
-            jobs.append((key, charts.distributions, (dist, key)))
-        columns = (telemetry or {}).get(e.id)
-        if columns and len(columns.get("t", ())):
-            key = f"telemetry-{e.index}"
-            jobs.append((key, charts.telemetry, (columns, e.telemetry_windows, key)))
-    drawn = charts.all_charts(report.series, jobs=jobs)
+    todo = chart_list(report, results, telemetry, latencies)
+    drawing = charts.Drawing(todo, pdf=for_print)
+    try:
+        printed = None
+        if for_print:
+            boxes = {c.name: charts.placeholder(c.name, c.size()) for c in todo}
+            printed = html.render_page(report, boxes, None, for_print=True)
+        svgs, pdfs = drawing.result()
+    finally:
+        drawing.close()
     data = Markup(verify.embed(results, tables or {}))
-    screen = html.render_page(report, drawn, data)
-    printed = html.render_page(report, drawn, None, for_print=True) if for_print else None
-    return screen, printed
+    return Pages(html.render_page(report, svgs, data), printed, pdfs)
 
 
 def render(run_dir: Path, pdf: bool = True) -> Rendered:
@@ -91,29 +123,57 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     Raises ResultsError (from ``results.load``) when the results cannot be used, and
     RenderError when the report cannot be written. Each file is replaced atomically, so a
     reader never sees half a report and a failed render leaves the previous one in place.
+
+    With ``pdf``, WeasyPrint lays out the printed page (charts as empty boxes of their
+    size) in this process while other processes draw the charts, as SVG for the HTML and
+    as PDF to lay over the boxes: the two largest costs of a big report overlap.
     """
     run_dir = Path(run_dir)
     data = results_mod.load(run_dir)
     if not run_dir.is_dir():  # given results.json itself: write beside it
         run_dir = run_dir.parent
-    text, print_text = render_pages(
-        data,
-        telemetry_columns(run_dir, data),
-        verify.table_hashes(run_dir),
-        latency_percentiles(run_dir, data),
-        for_print=pdf,
-    )
+    report = view.build(data)
+    telemetry, latencies = chart_inputs(run_dir, data)
+    todo = chart_list(report, data, telemetry, latencies)
+    drawing = charts.Drawing(todo, pdf=pdf)
+    try:
+        printed = None
+        if pdf:
+            boxes = {c.name: charts.placeholder(c.name, c.size()) for c in todo}
+            page = html.render_page(report, boxes, None, for_print=True)
+            printed = printer.html_to_pdf(page, run_dir, lambda: drawing.result()[1])
+        svgs, _ = drawing.result()
+    finally:
+        drawing.close()
+    embedded = Markup(verify.embed(data, verify.table_hashes(run_dir)))
+    text = html.render_page(report, svgs, embedded)
     html_path = _write(run_dir / HTML_NAME, text.encode("utf-8"))
-    md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(view.build(data)).encode("utf-8"))
+    md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(report).encode("utf-8"))
     csvs = tuple(
         _write(run_dir / TABLES_DIR / name, body.encode("utf-8"))
         for name, body in exports.tables(data).items()
     )
-    pdf_path = None
-    if pdf:
-        printed = printer.html_to_pdf(print_text or text, run_dir)
-        pdf_path = _write(run_dir / PDF_NAME, printed.data)
+    pdf_path = _write(run_dir / PDF_NAME, printed.data) if printed is not None else None
     return Rendered(html=html_path, pdf=pdf_path, markdown=md_path, tables=csvs)
+
+
+def chart_inputs(
+    run_dir: Path, data: Mapping[str, Any]
+) -> tuple[dict[str, charts.Lazy], dict[str, charts.Lazy]]:
+    """Loaders of each experiment's telemetry columns and latency percentiles, for the
+    experiments that saved a telemetry table with rows, or requests: the charts' processes
+    read them, in parallel, instead of this one before drawing starts."""
+    import pyarrow.parquet as pq
+
+    telemetry, latencies = {}, {}
+    for e in data.get("experiments") or []:
+        exp_id = str(e.get("id"))
+        path = run_dir / "telemetry" / f"{exp_id}.parquet"
+        if path.exists() and pq.read_metadata(path).num_rows:
+            telemetry[exp_id] = charts.Lazy(_telemetry_of, (run_dir, exp_id))
+        if e.get("levels") and (run_dir / "requests" / f"{exp_id}.parquet").exists():
+            latencies[exp_id] = charts.Lazy(_latencies_of, (run_dir, exp_id))
+    return telemetry, latencies
 
 
 PERCENTILES = tuple(range(101))
@@ -124,28 +184,33 @@ def latency_percentiles(
     run_dir: Path, data: Mapping[str, Any]
 ) -> dict[str, dict[int, dict[str, list[float]]]]:
     """Per experiment and level, percentiles 0-100 of TTFT and end-to-end latency (ms) of
-    its successful requests, every repetition pooled (for the distribution charts). Reads
-    only the columns it needs (not every chunk's time)."""
+    its successful requests, every repetition pooled (for the distribution charts)."""
+    out = {}
+    for e in data.get("experiments") or []:
+        exp_id = str(e.get("id"))
+        if e.get("levels") and (run_dir / "requests" / f"{exp_id}.parquet").exists():
+            levels = _latencies_of(run_dir, exp_id)
+            if levels:
+                out[exp_id] = levels
+    return out
+
+
+def _latencies_of(run_dir: Path, exp_id: str) -> dict[int, dict[str, list[float]]]:
+    """One experiment's latency percentiles by level; reads only the columns it needs (not
+    every chunk's time)."""
     import pandas as pd
 
-    out: dict[str, dict[int, dict[str, list[float]]]] = {}
     columns = ["concurrency", "status", "start", "first_token", "end"]
-    for e in data.get("experiments") or []:
-        path = run_dir / "requests" / f"{e.get('id')}.parquet"
-        if not e.get("levels") or not path.exists():
-            continue
-        frame = pd.read_parquet(path, columns=columns)
-        ok = frame[(frame["status"] == "ok") & frame["start"].notna()]
-        levels: dict[int, dict[str, list[float]]] = {}
-        for c, group in ok.groupby("concurrency", sort=True):
-            for metric, stop in (("ttft_ms", "first_token"), ("e2e_ms", "end")):
-                ms = ((group[stop] - group["start"]) * 1e3).dropna().to_numpy(dtype=float)
-                if ms.size:
-                    qs = np.percentile(ms, PERCENTILES)
-                    levels.setdefault(int(c), {})[metric] = [float(x) for x in qs]
-        if levels:
-            out[str(e.get("id"))] = levels
-    return out
+    frame = pd.read_parquet(run_dir / "requests" / f"{exp_id}.parquet", columns=columns)
+    ok = frame[(frame["status"] == "ok") & frame["start"].notna()]
+    levels: dict[int, dict[str, list[float]]] = {}
+    for c, group in ok.groupby("concurrency", sort=True):
+        for metric, stop in (("ttft_ms", "first_token"), ("e2e_ms", "end")):
+            ms = ((group[stop] - group["start"]) * 1e3).dropna().to_numpy(dtype=float)
+            if ms.size:
+                qs = np.percentile(ms, PERCENTILES)
+                levels.setdefault(int(c), {})[metric] = [float(x) for x in qs]
+    return levels
 
 
 def telemetry_columns(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -153,11 +218,15 @@ def telemetry_columns(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[
     experiments without one)."""
     out = {}
     for e in data.get("experiments") or []:
-        exp_id = str(e.get("id"))
-        frame = results_mod.load_telemetry(run_dir, exp_id, columns=TELEMETRY_CHART_COLUMNS)
-        if len(frame):
-            out[exp_id] = {c: frame[c].to_numpy(dtype=float) for c in TELEMETRY_CHART_COLUMNS}
+        columns = _telemetry_of(run_dir, str(e.get("id")))
+        if len(columns["t"]):
+            out[str(e.get("id"))] = columns
     return out
+
+
+def _telemetry_of(run_dir: Path, exp_id: str) -> dict[str, Any]:
+    frame = results_mod.load_telemetry(run_dir, exp_id, columns=TELEMETRY_CHART_COLUMNS)
+    return {c: frame[c].to_numpy(dtype=float) for c in TELEMETRY_CHART_COLUMNS}
 
 
 def _write(path: Path, data: bytes) -> Path:

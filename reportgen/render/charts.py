@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
@@ -32,6 +33,7 @@ from markupsafe import Markup
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, NullLocator
 from matplotlib.typing import RcKeyType
 
@@ -114,12 +116,34 @@ def _legend_name(series: Series) -> str:
     return _label(series.id, series.index) + suffix
 
 
-def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool) -> None:
+def _entries(series: Sequence[Series]) -> list[tuple[str, dict[str, Any]]]:
+    """Each series' legend label and line style, in drawing order (the baseline black)."""
+    out = []
     others = 0
     for s in series:
-        style = _style(others, s)
+        out.append((_legend_name(s), _style(others, s)))
         if not s.is_baseline:
             others += 1
+    return out
+
+
+def _level_entries(levels: Sequence[int]) -> list[tuple[str, dict[str, Any]]]:
+    """One entry per concurrency level, as the distribution charts draw them."""
+    return [
+        (
+            f"C={c}",
+            {
+                "color": PALETTE[i % len(PALETTE)],
+                "linestyle": DASHES[(i // len(PALETTE)) % len(DASHES)],
+                "linewidth": 1.4,
+            },
+        )
+        for i, c in enumerate(sorted(levels))
+    ]
+
+
+def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool) -> None:
+    for s, (_, style) in zip(series, _entries(series), strict=True):
         xs = [c for c, v in zip(s.levels, s.mean[key], strict=True) if v is not None]
         ys = [v for v in s.mean[key] if v is not None]
         if not xs:
@@ -129,15 +153,7 @@ def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool) -> None:
             for e, v in zip(s.sd[key], s.mean[key], strict=True)
             if v is not None
         ]
-        ax.errorbar(
-            xs,
-            ys,
-            yerr=sd if errors else None,
-            capsize=2.5,
-            elinewidth=0.9,
-            label=_legend_name(s),
-            **style,
-        )
+        ax.errorbar(xs, ys, yerr=sd if errors else None, capsize=2.5, elinewidth=0.9, **style)
 
 
 def _concurrency_axis(ax: Axes, series: Sequence[Series]) -> None:
@@ -157,9 +173,18 @@ def _concurrency_axis(ax: Axes, series: Sequence[Series]) -> None:
 
 def _to_svg(fig: Figure, salt: str) -> Markup:
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": f"reportgen-{salt}"}):
+    with matplotlib.rc_context({**RC, "svg.hashsalt": f"reportgen-{salt}"}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     return Markup(_clean(buf.getvalue()))
+
+
+def _to_pdf(fig: Figure) -> bytes:
+    """The same figure as a one-page PDF, for the printed report: text stays text (TrueType,
+    subset), no time stamp and no producer string, so the same chart gives the same bytes."""
+    buf = io.BytesIO()
+    with matplotlib.rc_context({**RC, "pdf.fonttype": 42}):
+        fig.savefig(buf, format="pdf", metadata={"CreationDate": None, "Producer": None})
+    return buf.getvalue()
 
 
 def _clean(svg: str) -> str:
@@ -198,15 +223,19 @@ def _empty(ax: Axes, message: str) -> None:
     ax.set_yticks([])
 
 
-def _legend_below(fig: Figure, ax: Axes, plot_in: float = PLOT_IN) -> None:
+def _legend_below(
+    fig: Figure, entries: Sequence[tuple[str, Mapping[str, Any]]], plot_in: float = PLOT_IN
+) -> float:
     """A legend under the plots, as many columns as fit the width, and the figure grown to
-    hold it: long experiment ids must neither run off the page nor squash the plot."""
-    handles, labels = ax.get_legend_handles_labels()
+    hold it: long experiment ids must neither run off the page nor squash the plot. Returns
+    the figure's height (inches), which depends only on the entries, so ``size`` can tell it
+    before anything is drawn."""
     height = plot_in
-    if handles:
+    if entries:
+        handles = [Line2D([], [], **style) for _, style in entries]
+        labels = [label for label, _ in entries]
         renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
         for ncol in range(min(len(handles), LEGEND_COLUMNS), 0, -1):
-            # Explicit handles and labels: matplotlib drops labels starting with "_" otherwise.
             legend = fig.legend(
                 handles,
                 labels,
@@ -224,125 +253,121 @@ def _legend_below(fig: Figure, ax: Axes, plot_in: float = PLOT_IN) -> None:
         height += box.height / fig.dpi
     fig.set_figheight(height)
     fig.subplots_adjust(bottom=(height - plot_in + XLABEL_IN) / height, top=1 - TITLE_IN / height)
+    return height
 
 
-def throughput(series: Sequence[Series]) -> Markup:
+def _figure(height: float) -> Figure:
+    fig = Figure(figsize=(WIDTH_IN, height))
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _throughput(series: Sequence[Series]) -> Figure:
     """Output tok/s against concurrency, one line per successful experiment, ±1 sd bars."""
-    with matplotlib.rc_context(RC):
-        fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
-        FigureCanvasAgg(fig)
-        ax = fig.add_subplot()
+    fig = _figure(PLOT_IN)
+    ax = fig.add_subplot()
+    if series:
+        _plot(ax, series, "output_tok_s", errors=True)
+        _concurrency_axis(ax, series)
+        ax.set_ylabel("output tokens / s")
+        ax.set_ylim(bottom=0)
+    else:
+        _empty(ax, "no successful experiment to plot")
+    ax.set_title("Output throughput (mean ± sd across repetitions)", loc="left")
+    fig.subplots_adjust(left=0.09, right=0.98)
+    _legend_below(fig, _entries(series))
+    return fig
+
+
+def _latency(series: Sequence[Series]) -> Figure:
+    """TTFT and ITL, p50 and p99, against concurrency: four panels sharing one legend."""
+    fig = _figure(PLOT_IN * 2)
+    axes = fig.subplots(2, 2)
+    for ax, key, title in (
+        (axes[0][0], "ttft_ms_p50", "Time to first token, p50"),
+        (axes[0][1], "ttft_ms_p99", "Time to first token, p99"),
+        (axes[1][0], "itl_ms_p50", "Inter-token latency, p50"),
+        (axes[1][1], "itl_ms_p99", "Inter-token latency, p99"),
+    ):
         if series:
-            _plot(ax, series, "output_tok_s", errors=True)
+            _plot(ax, series, key, errors=True)
             _concurrency_axis(ax, series)
-            ax.set_ylabel("output tokens / s")
+            ax.set_ylabel("ms")
             ax.set_ylim(bottom=0)
         else:
-            _empty(ax, "no successful experiment to plot")
-        ax.set_title("Output throughput (mean ± sd across repetitions)", loc="left")
-        fig.subplots_adjust(left=0.09, right=0.98)
-        _legend_below(fig, ax)
-        return _to_svg(fig, "throughput")
+            _empty(ax, "no data")
+        ax.set_title(title, loc="left")
+    fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, hspace=0.45)
+    _legend_below(fig, _entries(series), plot_in=PLOT_IN * 2)
+    return fig
 
 
-def latency(series: Sequence[Series]) -> Markup:
-    """TTFT and ITL, p50 and p99, against concurrency: four panels sharing one legend."""
-    with matplotlib.rc_context(RC):
-        fig = Figure(figsize=(WIDTH_IN, PLOT_IN * 2))
-        FigureCanvasAgg(fig)
-        axes = fig.subplots(2, 2)
-        for ax, key, title in (
-            (axes[0][0], "ttft_ms_p50", "Time to first token, p50"),
-            (axes[0][1], "ttft_ms_p99", "Time to first token, p99"),
-            (axes[1][0], "itl_ms_p50", "Inter-token latency, p50"),
-            (axes[1][1], "itl_ms_p99", "Inter-token latency, p99"),
-        ):
-            if series:
-                _plot(ax, series, key, errors=True)
-                _concurrency_axis(ax, series)
-                ax.set_ylabel("ms")
-                ax.set_ylim(bottom=0)
-            else:
-                _empty(ax, "no data")
-            ax.set_title(title, loc="left")
-        fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, hspace=0.45)
-        _legend_below(fig, axes[0][0], plot_in=PLOT_IN * 2)
-        return _to_svg(fig, "latency")
-
-
-def tradeoff(series: Sequence[Series]) -> Markup:
+def _tradeoff(series: Sequence[Series]) -> Figure:
     """The throughput-latency trade-off: output tok/s against the median time per output
     token, one point per level (labelled with its concurrency), a line per experiment. Down
     and to the right is better."""
-    with matplotlib.rc_context(RC):
-        fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
-        FigureCanvasAgg(fig)
-        ax = fig.add_subplot()
-        drawn = False
-        others = 0
-        for s in series:
-            style = _style(others, s)
-            if not s.is_baseline:
-                others += 1
-            pts = [
-                (x, y, c)
-                for c, x, y in zip(
-                    s.levels, s.mean["output_tok_s"], s.mean["tpot_ms_p50"], strict=True
-                )
-                if x is not None and y is not None
-            ]
-            if not pts:
-                continue
-            drawn = True
-            xs, ys, cs = zip(*pts, strict=True)
-            ax.plot(xs, ys, label=_legend_name(s), **style)
-            if s.is_baseline:
-                for x, y, c in pts:
-                    ax.annotate(f"C={c}", (x, y), textcoords="offset points", xytext=(4, 4),
-                                fontsize=7, color="#333333")  # fmt: skip
-        if drawn:
-            ax.set_xlabel("output tokens / s")
-            ax.set_ylabel("time per output token, p50 (ms)")
-            ax.set_xlim(left=0)
-            ax.set_ylim(bottom=0)
-        else:
-            _empty(ax, "no successful experiment to plot")
-        ax.set_title("Throughput against latency (down and to the right is better)", loc="left")
-        fig.subplots_adjust(left=0.09, right=0.98)
-        _legend_below(fig, ax)
-        return _to_svg(fig, "tradeoff")
+    fig = _figure(PLOT_IN)
+    ax = fig.add_subplot()
+    drawn = False
+    for s, (_, style) in zip(series, _entries(series), strict=True):
+        pts = [
+            (x, y, c)
+            for c, x, y in zip(s.levels, s.mean["output_tok_s"], s.mean["tpot_ms_p50"], strict=True)
+            if x is not None and y is not None
+        ]
+        if not pts:
+            continue
+        drawn = True
+        xs, ys, _ = zip(*pts, strict=True)
+        ax.plot(xs, ys, **style)
+        if s.is_baseline:
+            for x, y, c in pts:
+                ax.annotate(f"C={c}", (x, y), textcoords="offset points", xytext=(4, 4),
+                            fontsize=7, color="#333333")  # fmt: skip
+    if drawn:
+        ax.set_xlabel("output tokens / s")
+        ax.set_ylabel("time per output token, p50 (ms)")
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+    else:
+        _empty(ax, "no successful experiment to plot")
+    ax.set_title("Throughput against latency (down and to the right is better)", loc="left")
+    fig.subplots_adjust(left=0.09, right=0.98)
+    _legend_below(fig, _entries(series))
+    return fig
 
 
-def distributions(levels: Mapping[int, Mapping[str, Sequence[float]]], salt: str) -> Markup:
-    """One experiment's latency distributions: for each level, TTFT and end-to-end latency
-    as cumulative distributions (from percentiles 0 to 100 of its successful requests,
-    every repetition pooled)."""
-    with matplotlib.rc_context(RC):
-        fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
-        FigureCanvasAgg(fig)
-        left, right = fig.subplots(1, 2)
-        order = sorted(levels)
-        for ax, key, title in (
-            (left, "ttft_ms", "Time to first token"),
-            (right, "e2e_ms", "End-to-end latency"),
-        ):
-            for i, c in enumerate(order):
-                qs = list(levels[c].get(key) or [])
-                if qs:
-                    ys = [100 * k / (len(qs) - 1) for k in range(len(qs))] if len(qs) > 1 else [100]
-                    ax.plot(qs, ys, color=PALETTE[i % len(PALETTE)],
-                            linestyle=DASHES[(i // len(PALETTE)) % len(DASHES)], lw=1.4,
-                            label=f"C={c}")  # fmt: skip
-            if not order:
-                _empty(ax, "no requests")
-            ax.set_title(f"{title} (ms)", loc="left")
-            ax.set_xlabel("ms")
-            ax.set_xlim(left=0)
-            ax.set_ylim(0, 100)
-        left.set_ylabel("percent of requests at or below")
-        fig.subplots_adjust(left=0.09, right=0.98, wspace=0.25)
-        _legend_below(fig, left)
-        return _to_svg(fig, salt)
+def _distributions(
+    data: Mapping[int, Mapping[str, Sequence[float]]], levels: Sequence[int]
+) -> Figure:
+    """One experiment's latency distributions: for each of its ``levels``, TTFT and
+    end-to-end latency as cumulative distributions (from percentiles 0 to 100 of its
+    successful requests, every repetition pooled; ``data`` by level)."""
+    fig = _figure(PLOT_IN)
+    left, right = fig.subplots(1, 2)
+    entries = _level_entries(levels)
+    drawn = False
+    for ax, key, title in (
+        (left, "ttft_ms", "Time to first token"),
+        (right, "e2e_ms", "End-to-end latency"),
+    ):
+        for c, (_, style) in zip(sorted(levels), entries, strict=True):
+            qs = list((data.get(c) or {}).get(key) or [])
+            if qs:
+                drawn = True
+                ys = [100 * k / (len(qs) - 1) for k in range(len(qs))] if len(qs) > 1 else [100]
+                ax.plot(qs, ys, **style)
+        ax.set_title(f"{title} (ms)", loc="left")
+        ax.set_xlabel("ms")
+        ax.set_xlim(left=0)
+        ax.set_ylim(0, 100)
+    if not drawn:
+        for ax in (left, right):
+            _empty(ax, "no successful requests")
+    left.set_ylabel("percent of requests at or below")
+    fig.subplots_adjust(left=0.09, right=0.98, wspace=0.25)
+    _legend_below(fig, entries)
+    return fig
 
 
 MAX_POINTS = 300  # per line of a time series: more cannot be seen at a chart's width
@@ -366,98 +391,189 @@ def _decimate(t: np.ndarray, v: np.ndarray, points: int = MAX_POINTS) -> tuple[n
     )
 
 
-def telemetry(
-    rows: Mapping[str, Any], windows: Sequence[tuple[float, float, str]], salt: str
-) -> Markup:
+def _telemetry(rows: Mapping[str, Any], windows: Sequence[tuple[float, float, str]]) -> Figure:
     """One experiment's GPU telemetry over time: SM clock and power per GPU, each level's
     measured window shaded and labelled. ``rows``: columns ``t``, ``gpu``, ``sm_clock_mhz``,
     ``power_w`` (telemetry table, NaN where not read); ``windows``: (start, end, label) on
     the same clock. Long runs are drawn as bucket means with their min-max band."""
-    with matplotlib.rc_context(RC):
-        fig = Figure(figsize=(WIDTH_IN, PLOT_IN))
-        FigureCanvasAgg(fig)
-        left, right = fig.subplots(1, 2, sharex=True)
-        t = np.asarray(rows.get("t") if rows.get("t") is not None else [], dtype=float)
-        gpu = np.asarray(rows.get("gpu") if rows.get("gpu") is not None else [], dtype=float)
-        t0 = float(t.min()) if t.size else 0.0
-        gpus = sorted({int(g) for g in np.unique(gpu[~np.isnan(gpu)])}) if gpu.size else []
-        for ax, key, title, unit in (
-            (left, "sm_clock_mhz", "SM clock", "MHz"),
-            (right, "power_w", "Power", "W"),
-        ):
-            spans: tuple[list[tuple[float, float]], list[tuple[float, float]]] = ([], [])
-            shade = 0
-            for start, end, label in windows:
-                shade += 1 if label else 0  # a new level: the other shade
-                spans[shade % 2].append((start - t0, end - start))
-            for colour, bars in zip(("#f1f5f9", "#e3ebf4"), spans, strict=True):
-                if bars:  # one collection per shade: far cheaper than a patch per window
-                    ax.broken_barh(bars, (0, 1), facecolors=colour, lw=0, zorder=0,
-                                   transform=ax.get_xaxis_transform())  # fmt: skip
-            raw = rows.get(key)
-            values = np.asarray(raw if raw is not None else [], dtype=float)
-            for g in gpus:
-                mask = (gpu == g) & ~np.isnan(values) if values.size == t.size else None
-                if mask is None or not mask.any():
-                    continue
-                order = np.argsort(t[mask], kind="stable")
-                xs, ys, lo, hi = _decimate(t[mask][order] - t0, values[mask][order])
-                colour = PALETTE[g % len(PALETTE)]
-                if xs.size < mask.sum() and len(gpus) <= BAND_GPUS:
-                    ax.fill_between(xs, lo, hi, color=colour, alpha=0.18, lw=0)
-                ax.plot(xs, ys, color=colour, lw=1.0, label=f"GPU {g}")
-            if not t.size:
-                _empty(ax, "no telemetry")
-            ax.set_title(f"{title} ({unit})", loc="left")
-            ax.set_xlabel("seconds since the server started")
-            ax.set_ylim(bottom=0)
-        if windows and t.size:
-            top = left.get_ylim()[1]
-            span = max(float(t.max()) - t0, 1e-9)
-            last = None
-            for start, _, label in windows:  # skip a label that would overlap the last one
-                if label and (last is None or (start - last) / span > 0.08):
-                    left.text(start - t0, top, label, fontsize=6.5, va="top", color="#555555")
-                    last = start
-        fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, bottom=0.16, top=0.9)
-        if len(gpus) > 1:
-            left.legend(loc="lower right", frameon=False)
-        return _to_svg(fig, salt)
+    fig = _figure(PLOT_IN)
+    left, right = fig.subplots(1, 2, sharex=True)
+    t = np.asarray(rows.get("t") if rows.get("t") is not None else [], dtype=float)
+    gpu = np.asarray(rows.get("gpu") if rows.get("gpu") is not None else [], dtype=float)
+    t0 = float(t.min()) if t.size else 0.0
+    gpus = sorted({int(g) for g in np.unique(gpu[~np.isnan(gpu)])}) if gpu.size else []
+    for ax, key, title, unit in (
+        (left, "sm_clock_mhz", "SM clock", "MHz"),
+        (right, "power_w", "Power", "W"),
+    ):
+        spans: tuple[list[tuple[float, float]], list[tuple[float, float]]] = ([], [])
+        shade = 0
+        for start, end, label in windows:
+            shade += 1 if label else 0  # a new level: the other shade
+            spans[shade % 2].append((start - t0, end - start))
+        for colour, bars in zip(("#f1f5f9", "#e3ebf4"), spans, strict=True):
+            if bars:  # one collection per shade: far cheaper than a patch per window
+                ax.broken_barh(bars, (0, 1), facecolors=colour, lw=0, zorder=0,
+                               transform=ax.get_xaxis_transform())  # fmt: skip
+        raw = rows.get(key)
+        values = np.asarray(raw if raw is not None else [], dtype=float)
+        for g in gpus:
+            mask = (gpu == g) & ~np.isnan(values) if values.size == t.size else None
+            if mask is None or not mask.any():
+                continue
+            order = np.argsort(t[mask], kind="stable")
+            xs, ys, lo, hi = _decimate(t[mask][order] - t0, values[mask][order])
+            colour = PALETTE[g % len(PALETTE)]
+            if xs.size < mask.sum() and len(gpus) <= BAND_GPUS:
+                ax.fill_between(xs, lo, hi, color=colour, alpha=0.18, lw=0)
+            ax.plot(xs, ys, color=colour, lw=1.0, label=f"GPU {g}")
+        if not t.size:
+            _empty(ax, "no telemetry")
+        ax.set_title(f"{title} ({unit})", loc="left")
+        ax.set_xlabel("seconds since the server started")
+        ax.set_ylim(bottom=0)
+    if windows and t.size:
+        top = left.get_ylim()[1]
+        span = max(float(t.max()) - t0, 1e-9)
+        last = None
+        for start, _, label in windows:  # skip a label that would overlap the last one
+            if label and (last is None or (start - last) / span > 0.08):
+                left.text(start - t0, top, label, fontsize=6.5, va="top", color="#555555")
+                last = start
+    fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, bottom=0.16, top=0.9)
+    if len(gpus) > 1:
+        left.legend(loc="lower right", frameon=False)
+    return fig
 
 
-Job = tuple[str, Callable[..., Markup], tuple[Any, ...]]
+@dataclass(frozen=True)
+class Lazy:
+    """Data a chart needs, loaded where the chart is drawn (in a worker process, in
+    parallel with the other charts) rather than before: ``func(*args)``."""
+
+    func: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+
+
+BUILDERS: dict[str, Callable[..., Figure]] = {
+    "throughput": _throughput,
+    "latency": _latency,
+    "tradeoff": _tradeoff,
+    "distributions": _distributions,
+    "telemetry": _telemetry,
+}
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart to draw: its name in the report (also its SVG ids' salt), its kind (a key of
+    BUILDERS), the builder's arguments (``Lazy`` ones are loaded when drawn) and the legend
+    entries when the legend's size is known before the data (``size``)."""
+
+    name: str
+    kind: str
+    args: tuple[Any, ...]
+    legend: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+
+    def size(self) -> tuple[float, float]:
+        """(width, height) in points before drawing: the printed report lays out the page
+        with a box of this size while the chart is drawn elsewhere."""
+        plot_in = PLOT_IN * 2 if self.kind == "latency" else PLOT_IN
+        if self.kind == "telemetry":
+            return WIDTH_IN * 72, plot_in * 72
+        with matplotlib.rc_context(RC):
+            return WIDTH_IN * 72, _legend_below(_figure(plot_in), self.legend, plot_in) * 72
+
+    def figure(self) -> Figure:
+        args = tuple(a.func(*a.args) if isinstance(a, Lazy) else a for a in self.args)
+        with matplotlib.rc_context(RC):
+            return BUILDERS[self.kind](*args)
+
+
+def overview(series: Sequence[Series]) -> list[Chart]:
+    """The campaign-wide charts (section 3)."""
+    legend = tuple(_entries(series))
+    return [Chart(kind, kind, (series,), legend) for kind in ("throughput", "latency", "tradeoff")]
+
+
+def distributions_chart(name: str, data: Any, levels: Sequence[int]) -> Chart:
+    """An experiment's latency distributions; ``data``: its percentiles by level (or a
+    ``Lazy`` that loads them), ``levels``: the levels it ran (one legend entry each)."""
+    levels = sorted(levels)
+    return Chart(name, "distributions", (data, levels), tuple(_level_entries(levels)))
+
+
+def telemetry_chart(name: str, data: Any, windows: Sequence[tuple[float, float, str]]) -> Chart:
+    return Chart(name, "telemetry", (data, windows))
+
+
+def draw(chart: Chart, pdf: bool = False) -> tuple[str, Markup, bytes | None]:
+    """One chart as inline SVG and, with ``pdf``, as a one-page PDF of the same figure."""
+    fig = chart.figure()
+    return chart.name, _to_svg(fig, chart.name), _to_pdf(fig) if pdf else None
+
+
+def _draw(job: tuple[Chart, bool]) -> tuple[str, str, bytes | None]:
+    name, svg, printed = draw(*job)
+    return name, str(svg), printed
+
+
 PARALLEL_FROM = 8  # charts: below this, starting processes costs more than it saves
 
 
-def _draw(job: Job) -> tuple[str, str]:
-    name, func, args = job
-    return name, str(func(*args))
+class Drawing:
+    """Charts being drawn: in worker processes when there are many (each is independent and
+    its output is the same whichever process draws it: constant hash salts, no shared
+    state), so the caller can lay out the printed page meanwhile. ``result()`` waits."""
+
+    def __init__(self, charts: Sequence[Chart], pdf: bool = False) -> None:
+        workers = min(os.cpu_count() or 1, 8)
+        jobs = [(c, pdf) for c in charts]
+        self._pool: ProcessPoolExecutor | None = None
+        if len(jobs) < PARALLEL_FROM or workers < 2 or "fork" not in mp.get_all_start_methods():
+            self._done: list[tuple[str, str, bytes | None]] | None = [_draw(j) for j in jobs]
+            self._futures = []
+        else:
+            self._done = None
+            self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"))
+            # the costliest first, so no worker is left with a long one at the end
+            jobs.sort(key=lambda j: j[0].kind not in ("latency", "throughput", "tradeoff"))
+            self._futures = [self._pool.submit(_draw, j) for j in jobs]
+
+    def result(self) -> tuple[dict[str, Markup], dict[str, bytes]]:
+        """(SVG by chart name, PDF by chart name); the PDFs only when asked for."""
+        if self._done is None:
+            try:
+                self._done = [f.result() for f in self._futures]
+            finally:
+                self.close()
+        svgs = {name: Markup(svg) for name, svg, _ in self._done}
+        pdfs = {name: data for name, _, data in self._done if data is not None}
+        return svgs, pdfs
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
 
-def draw_all(jobs: Sequence[Job]) -> dict[str, Markup]:
-    """Draw charts, on every CPU when there are many: each is independent and its SVG is the
-    same whichever process draws it (constant hash salts, no shared state)."""
-    workers = min(os.cpu_count() or 1, 8)
-    if len(jobs) < PARALLEL_FROM or workers < 2 or "fork" not in mp.get_all_start_methods():
-        return {name: func(*args) for name, func, args in jobs}
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
-        return {name: Markup(svg) for name, svg in pool.map(_draw, jobs, chunksize=1)}
+def draw_all(charts: Sequence[Chart]) -> dict[str, Markup]:
+    return Drawing(charts).result()[0]
 
 
-def all_charts(
-    series: Sequence[Series],
-    telemetry_charts: Mapping[str, Markup] | None = None,
-    jobs: Sequence[Job] = (),
-) -> dict[str, Markup]:
-    """Every chart of the report by name; Markup because this SVG is ours, not user text.
-    ``jobs``: more charts to draw (name, function, arguments), per experiment."""
-    out = draw_all(
-        [
-            ("throughput", throughput, (series,)),
-            ("latency", latency, (series,)),
-            ("tradeoff", tradeoff, (series,)),
-            *jobs,
-        ]
+def all_charts(series: Sequence[Series]) -> dict[str, Markup]:
+    """The campaign-wide charts by name, as inline SVG (Markup: this SVG is ours)."""
+    return draw_all(overview(series))
+
+
+def throughput(series: Sequence[Series]) -> Markup:
+    return draw(overview(series)[0])[1]
+
+
+def placeholder(name: str, size: tuple[float, float]) -> Markup:
+    """An empty SVG box of a chart's size, for the printed page: the chart itself (as PDF)
+    is laid over it after printing (``pdf.print_pdf``)."""
+    w, h = size
+    return Markup(
+        f'<svg class="chart" role="img" data-chart="{name}" viewBox="0 0 {w:.2f} {h:.2f}"></svg>\n'
     )
-    out.update(telemetry_charts or {})
-    return out

@@ -13,12 +13,14 @@ silently ignore is caught.
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # Warnings that are expected and harmless, so they are not reported:
 # - the chart SVG's style attributes (fill, stroke...) are also seen by WeasyPrint's HTML CSS
@@ -84,7 +86,11 @@ def _captured(names: tuple[str, ...]) -> Iterator[_Collect]:
             lg.setLevel(level)
 
 
-def html_to_pdf(html: str, base_dir: Path) -> Pdf:
+ChartPdfs = Mapping[str, bytes] | Callable[[], Mapping[str, bytes]]
+PT_PER_PX = 0.75  # CSS pixels (WeasyPrint's layout unit) to PDF points
+
+
+def html_to_pdf(html: str, base_dir: Path, charts: ChartPdfs | None = None) -> Pdf:
     """Print ``html`` to PDF bytes.
 
     ``base_dir`` resolves relative URLs (the report has none today, but a future image beside
@@ -92,6 +98,13 @@ def html_to_pdf(html: str, base_dir: Path) -> Pdf:
     PDF identifier is derived from the HTML, so the same report gets the same identifier
     instead of a random one, and the creation date comes from the document's
     ``dcterms.created`` meta (the run's finish time), never from the clock.
+
+    Charts: an empty ``<svg data-chart="NAME" viewBox=...>`` box on the page is where chart
+    NAME goes; ``charts`` maps names to one-page PDFs of the charts (or is a function that
+    waits for them, called only once the page is laid out), each laid over its box after
+    WeasyPrint has printed the page. WeasyPrint draws SVG in Python, element by element
+    (about half a second per chart); a chart that matplotlib wrote as PDF costs nothing
+    here and stays vector graphics with real text.
     """
     # Imported here: WeasyPrint loads Pango and fonts (about a second); HTML-only rendering
     # and the rest of the CLI should not pay for that.
@@ -99,11 +112,76 @@ def html_to_pdf(html: str, base_dir: Path) -> Pdf:
 
     identifier = hashlib.sha256(html.encode("utf-8")).hexdigest()[:32].encode("ascii")
     with _captured(("weasyprint", "weasyprint.progress", "fontTools")) as log:
-        document = weasyprint.HTML(string=html, base_url=str(base_dir))
+        document = weasyprint.HTML(string=html, base_url=str(base_dir)).render()
         data = document.write_pdf(pdf_identifier=identifier)
     if data is None:  # only when a target is given; kept for the type checker
         raise RuntimeError("WeasyPrint returned no PDF")
+    slots = _slots(document)
+    if slots:
+        pdfs = charts() if callable(charts) else (charts or {})
+        data = _overlay(data, slots, pdfs)
     return Pdf(data=data, warnings=log.messages)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    page: int  # 0-based
+    name: str
+    box: tuple[float, float, float, float]  # left, bottom, right, top in PDF points
+
+
+def _slots(document: Any) -> list[_Slot]:
+    """Where the chart boxes landed: page and rectangle (PDF points, origin bottom left)."""
+    out = []
+    for number, page in enumerate(document.pages):
+        stack = [page._page_box]  # WeasyPrint's layout tree: no public API walks it
+        while stack:
+            b = stack.pop()
+            stack.extend(getattr(b, "children", None) or [])
+            element = getattr(b, "element", None)
+            tag = str(getattr(b, "element_tag", None) or "")
+            if not tag.endswith("svg") or element is None:
+                continue
+            name = element.get("data-chart")
+            if name:
+                x, y = b.content_box_x(), b.content_box_y()
+                top = page.height - y
+                out.append(
+                    _Slot(
+                        number,
+                        name,
+                        (
+                            x * PT_PER_PX,
+                            (top - b.height) * PT_PER_PX,
+                            (x + b.width) * PT_PER_PX,
+                            top * PT_PER_PX,
+                        ),
+                    )
+                )
+    return sorted(out, key=lambda s: (s.page, s.name))
+
+
+def _overlay(data: bytes, slots: list[_Slot], charts: Mapping[str, bytes]) -> bytes:
+    """Lay each chart's PDF page over its box (as a form XObject: vector, text kept)."""
+    import pikepdf
+
+    missing = sorted({s.name for s in slots} - set(charts))
+    if missing:
+        raise RuntimeError(f"no drawn chart for the printed page's box(es): {', '.join(missing)}")
+    with pikepdf.open(io.BytesIO(data)) as doc:
+        opened = []
+        try:
+            for slot in slots:
+                chart = pikepdf.open(io.BytesIO(charts[slot.name]))
+                opened.append(chart)
+                doc.pages[slot.page].add_overlay(chart.pages[0], pikepdf.Rectangle(*slot.box))
+            out = io.BytesIO()
+            # deterministic_id: the same report gives the same bytes (no random /ID)
+            doc.save(out, deterministic_id=True, compress_streams=True)
+        finally:
+            for chart in opened:
+                chart.close()
+    return out.getvalue()
 
 
 def overflowing(html: str, base_dir: Path) -> list[str]:
