@@ -18,7 +18,7 @@ from typing import Any
 import pypdf
 import pytest
 
-from reportgen import results
+from reportgen import results, verify
 from reportgen.analysis import summary
 from reportgen.errors import RenderError, ResultsError
 from reportgen.render import Rendered, charts, fmt, html, pdf, render, render_html, view
@@ -343,11 +343,14 @@ def test_pdf_contains_every_experiment_and_the_baseline_number(
 
 
 def test_pdf_printer_ignores_no_style_and_is_reproducible(page: str, rendered: Rendered) -> None:
-    from reportgen.render import render_pages
+    from reportgen.render import chart_inputs, render_pages
 
     assert rendered.pdf is not None
-    assert pdf.html_to_pdf(page, rendered.pdf.parent).warnings == []  # the screen page too
-    pages = render_pages(results.load(rendered.pdf.parent), for_print=True)
+    run_dir = rendered.pdf.parent
+    assert pdf.html_to_pdf(page, run_dir).warnings == []  # the screen page too
+    data = results.load(run_dir)
+    telemetry, latencies = chart_inputs(run_dir, data)
+    pages = render_pages(data, telemetry, verify.table_hashes(run_dir), latencies, for_print=True)
     screen, for_print = pages.screen, pages.printed
     assert screen == page and for_print is not None
     # the page for print leaves out what only a screen uses, and says where it is

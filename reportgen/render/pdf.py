@@ -171,10 +171,17 @@ def _overlay(data: bytes, slots: list[_Slot], charts: Mapping[str, bytes]) -> by
     with pikepdf.open(io.BytesIO(data)) as doc:
         opened = []
         try:
-            for slot in slots:
+            for n, slot in enumerate(slots):
                 chart = pikepdf.open(io.BytesIO(charts[slot.name]))
                 opened.append(chart)
-                doc.pages[slot.page].add_overlay(chart.pages[0], pikepdf.Rectangle(*slot.box))
+                page = doc.pages[slot.page]
+                form = chart.pages[0].as_form_xobject()
+                # a name of our own (pikepdf's default is random): the same bytes every time
+                name = page.add_resource(form, pikepdf.Name.XObject, pikepdf.Name(f"/RgChart{n}"))
+                place = page.calc_form_xobject_placement(form, name, pikepdf.Rectangle(*slot.box))
+                page.contents_add(b"q\n", prepend=True)  # the page's graphics state, restored
+                page.contents_add(b"Q\n" + place)
+                page.contents_coalesce()
             out = io.BytesIO()
             # deterministic_id: the same report gives the same bytes (no random /ID)
             doc.save(out, deterministic_id=True, compress_streams=True)

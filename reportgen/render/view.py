@@ -157,7 +157,8 @@ class Experiment:
     objective_ratio: list[str]  # ... relative to the baseline there (from vs_baseline)
     levels: list[LevelRow]
     notes: list[str]  # measurement caveats by level: client-limited, short outputs, goodput
-    telemetry: list[dict[str, str]]  # per level and GPU, during the measured window
+    telemetry: list[dict[str, str]]  # per level and repetition, during the measured window
+    telemetry_levels: list[dict[str, str]]  # the same per level, repetitions pooled (print)
     telemetry_windows: list[tuple[float, float, str]]  # (start, end, label), records' clock
     telemetry_note: str  # why there is none, or how it was sampled
     gpu_errors: list[str]  # error counters that grew during the experiment
@@ -455,6 +456,7 @@ def _experiment(
         levels=rows,
         notes=_level_notes(mine),
         telemetry=_telemetry_rows(e),
+        telemetry_levels=_telemetry_rows(e, pooled=True),
         telemetry_windows=_windows(e),
         telemetry_note=_telemetry_note(e),
         gpu_errors=[str(x) for x in (e.get("gpu_counters") or {}).get("new_errors") or []],
@@ -671,17 +673,26 @@ def _telemetry_note(e: Mapping[str, Any]) -> str:
     return ""
 
 
-def _telemetry_rows(e: Mapping[str, Any]) -> list[dict[str, str]]:
-    """One row per level and repetition, over all GPUs: mean of the GPUs' means, the lowest
-    minimum and highest maximum, and for clock events the worst GPU's share."""
-    rows = []
+def _telemetry_rows(e: Mapping[str, Any], pooled: bool = False) -> list[dict[str, str]]:
+    """One row per level and repetition (``pooled``: per level, its repetitions together),
+    over all GPUs: mean of the GPUs' means, the lowest minimum and highest maximum, and for
+    clock events the worst GPU's share; samples: the fewest of any GPU, summed over runs."""
+    groups: dict[tuple[Any, ...], list[list[dict[str, Any]]]] = {}
     for lv in e.get("levels") or []:
         gpus = [g for g in lv.get("telemetry") or [] if g.get("samples")]
-        if not gpus:
-            continue
+        if gpus:
+            key = (
+                (lv.get("concurrency"),)
+                if pooled
+                else (lv.get("concurrency"), lv.get("repetition", 0))
+            )
+            groups.setdefault(key, []).append(gpus)
+    rows = []
+    for key, runs in groups.items():
+        gpus = [g for run in runs for g in run]
 
-        def stat(key: str, which: str, gpus: list[dict[str, Any]] = gpus) -> list[float]:
-            return [float(v) for g in gpus if (v := (g.get(key) or {}).get(which)) is not None]
+        def stat(name: str, which: str, gpus: list[dict[str, Any]] = gpus) -> list[float]:
+            return [float(v) for g in gpus if (v := (g.get(name) or {}).get(which)) is not None]
 
         def mean(xs: list[float]) -> float | None:
             return sum(xs) / len(xs) if xs else None
@@ -693,9 +704,9 @@ def _telemetry_rows(e: Mapping[str, Any]) -> list[dict[str, str]]:
         slow = [float(g["slowdown_share"]) for g in gpus if g.get("slowdown_share") is not None]
         rows.append(
             {
-                "concurrency": str(lv.get("concurrency")),
-                "repetition": str(int(lv.get("repetition", 0)) + 1),
-                "gpus": str(len(gpus)),
+                "concurrency": str(key[0]),
+                "repetition": str(len(runs)) if pooled else str(int(key[1]) + 1),
+                "gpus": str(max(len(run) for run in runs)),
                 "sm_clock": f"{fmt_num(mean(stat('sm_clock_mhz', 'mean')))} "
                 f"({fmt_num(min(stat('sm_clock_mhz', 'min'), default=None))}-"
                 f"{fmt_num(max(stat('sm_clock_mhz', 'max'), default=None))})",
@@ -709,7 +720,7 @@ def _telemetry_rows(e: Mapping[str, Any]) -> list[dict[str, str]]:
                     for name, share in sorted(events.items())
                 )
                 or "none",
-                "samples": str(min(int(g["samples"]) for g in gpus)),
+                "samples": str(sum(min(int(g["samples"]) for g in run) for run in runs)),
             }
         )
     return rows
