@@ -677,7 +677,7 @@ def _telemetry_rows(e: Mapping[str, Any], pooled: bool = False) -> list[dict[str
     """One row per level and repetition (``pooled``: per level, its repetitions together),
     over all GPUs: mean of the GPUs' means, the lowest minimum and highest maximum, and for
     clock events the worst GPU's share; samples: the fewest of any GPU, summed over runs."""
-    groups: dict[tuple[Any, ...], list[list[dict[str, Any]]]] = {}
+    groups: dict[tuple[Any, int], list[list[dict[str, Any]]]] = {}
     for lv in e.get("levels") or []:
         gpus = [g for g in lv.get("telemetry") or [] if g.get("samples")]
         if gpus:
@@ -705,7 +705,7 @@ def _telemetry_rows(e: Mapping[str, Any], pooled: bool = False) -> list[dict[str
         rows.append(
             {
                 "concurrency": str(key[0]),
-                "repetition": str(len(runs)) if pooled else str(int(key[1]) + 1),
+                "repetition": str(len(runs)) if pooled else str(key[1] + 1),
                 "gpus": str(max(len(run) for run in runs)),
                 "sm_clock": f"{fmt_num(mean(stat('sm_clock_mhz', 'mean')))} "
                 f"({fmt_num(min(stat('sm_clock_mhz', 'min'), default=None))}-"
