@@ -681,12 +681,8 @@ def _telemetry_rows(e: Mapping[str, Any], pooled: bool = False) -> list[dict[str
     for lv in e.get("levels") or []:
         gpus = [g for g in lv.get("telemetry") or [] if g.get("samples")]
         if gpus:
-            key = (
-                (lv.get("concurrency"),)
-                if pooled
-                else (lv.get("concurrency"), lv.get("repetition", 0))
-            )
-            groups.setdefault(key, []).append(gpus)
+            rep = 0 if pooled else int(lv.get("repetition", 0))
+            groups.setdefault((lv.get("concurrency"), rep), []).append(gpus)
     rows = []
     for key, runs in groups.items():
         gpus = [g for run in runs for g in run]
