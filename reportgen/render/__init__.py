@@ -137,22 +137,23 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     todo = chart_list(report, data, telemetry, latencies)
     drawing = charts.Drawing(todo, pdf=pdf)
     try:
+        # while other processes draw the charts: the PDF's layout, or the rest of the work
         printed = None
         if pdf:
             boxes = {c.name: charts.placeholder(c.name, c.size()) for c in todo}
             page = html.render_page(report, boxes, None, for_print=True)
             printed = printer.html_to_pdf(page, run_dir, lambda: drawing.result()[1])
+        embedded = Markup(verify.embed(data, verify.table_hashes(run_dir)))
+        md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(report).encode("utf-8"))
+        csvs = tuple(
+            _write(run_dir / TABLES_DIR / name, body.encode("utf-8"))
+            for name, body in exports.tables(data).items()
+        )
         svgs, _ = drawing.result()
     finally:
         drawing.close()
-    embedded = Markup(verify.embed(data, verify.table_hashes(run_dir)))
     text = html.render_page(report, svgs, embedded)
     html_path = _write(run_dir / HTML_NAME, text.encode("utf-8"))
-    md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(report).encode("utf-8"))
-    csvs = tuple(
-        _write(run_dir / TABLES_DIR / name, body.encode("utf-8"))
-        for name, body in exports.tables(data).items()
-    )
     pdf_path = _write(run_dir / PDF_NAME, printed.data) if printed is not None else None
     return Rendered(html=html_path, pdf=pdf_path, markdown=md_path, tables=csvs)
 
@@ -203,14 +204,16 @@ def _latencies_of(run_dir: Path, exp_id: str) -> dict[int, dict[str, list[float]
     columns = ["concurrency", "status", "start", "first_token", "end"]
     frame = pd.read_parquet(run_dir / "requests" / f"{exp_id}.parquet", columns=columns)
     ok = frame[(frame["status"] == "ok") & frame["start"].notna()]
+    level = ok["concurrency"].to_numpy()
     levels: dict[int, dict[str, list[float]]] = {}
-    for c, group in ok.groupby("concurrency", sort=True):
-        for metric, stop in (("ttft_ms", "first_token"), ("e2e_ms", "end")):
-            ms = ((group[stop] - group["start"]) * 1e3).dropna().to_numpy(dtype=float)
-            if ms.size:
-                qs = np.percentile(ms, PERCENTILES)
+    for metric, stop in (("ttft_ms", "first_token"), ("e2e_ms", "end")):
+        ms = ((ok[stop] - ok["start"]) * 1e3).to_numpy(dtype=float)
+        for c in np.unique(level):
+            values = ms[(level == c) & ~np.isnan(ms)]
+            if values.size:
+                qs = np.percentile(values, PERCENTILES)
                 levels.setdefault(int(c), {})[metric] = [float(x) for x in qs]
-    return levels
+    return dict(sorted(levels.items()))
 
 
 def telemetry_columns(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

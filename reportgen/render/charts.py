@@ -70,7 +70,9 @@ RC: dict[RcKeyType, Any] = {
     # Titles at a fixed height over the plot: matplotlib otherwise measures every tick label
     # to place them (a fifth of a small chart's drawing time), and the top has no ticks.
     "axes.titley": 1.0,
-    "pdf.fonttype": 42,  # TrueType text in the printed charts: small, selectable
+    # Type 3 fonts in the printed charts (text stays text, extractable): TrueType (42) would
+    # have fontTools subset the font for every chart, twice the time of drawing it.
+    "pdf.fonttype": 3,
 }
 
 
@@ -152,12 +154,16 @@ def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool) -> None:
         ys = [v for v in s.mean[key] if v is not None]
         if not xs:
             continue
-        sd = [
-            0.0 if e is None else float(e)
-            for e, v in zip(s.sd[key], s.mean[key], strict=True)
-            if v is not None
-        ]
-        ax.errorbar(xs, ys, yerr=sd if errors else None, capsize=2.5, elinewidth=0.9, **style)
+        ax.plot(xs, ys, **style)
+        if errors:  # ±1 sd as plain bars: matplotlib's errorbar costs twice as much to draw
+            sd = [
+                0.0 if e is None else float(e)
+                for e, v in zip(s.sd[key], s.mean[key], strict=True)
+                if v is not None
+            ]
+            lo = [y - d for y, d in zip(ys, sd, strict=True)]
+            hi = [y + d for y, d in zip(ys, sd, strict=True)]
+            ax.vlines(xs, lo, hi, colors=style["color"], lw=0.9, zorder=style["zorder"])
 
 
 def _concurrency_axis(ax: Axes, series: Sequence[Series]) -> None:
@@ -182,8 +188,8 @@ def _to_svg(fig: Figure) -> Markup:
 
 
 def _to_pdf(fig: Figure) -> bytes:
-    """The same figure as a one-page PDF, for the printed report: text stays text (TrueType,
-    subset), no time stamp and no producer string, so the same chart gives the same bytes."""
+    """The same figure as a one-page PDF, for the printed report: text stays text, no time
+    stamp and no producer string, so the same chart gives the same bytes."""
     buf = io.BytesIO()
     fig.savefig(buf, format="pdf", metadata={"CreationDate": None, "Producer": None})
     return buf.getvalue()
@@ -195,7 +201,7 @@ def _clean(svg: str) -> str:
     Drops the XML prolog and doctype (invalid inside HTML), the metadata block (an external
     URL), the fixed width/height (CSS sizes the chart to the column; the viewBox keeps its
     shape) and the structural ``<g id="figure_1">`` ids that every chart would repeat, and
-    rounds path coordinates to 0.01 pt.
+    cuts path coordinates to 0.01 pt.
     Text content cannot match these patterns: matplotlib escapes ``<`` in it.
     """
     svg = svg[svg.index("<svg") :]
@@ -206,17 +212,12 @@ def _clean(svg: str) -> str:
     svg = head + svg[head_end:]
     svg = re.sub(r'<g id="[A-Za-z0-9_.-]+">', "<g>", svg)
     # Path coordinates to a hundredth of a point: finer cannot be seen, and it halves the size.
-    svg = _PATH_DATA.sub(lambda m: m.group(1) + _NUMBER.sub(_round, m.group(2)) + '"', svg)
+    svg = _PATH_DATA.sub(lambda m: m.group(1) + _DIGITS.sub(r"\1", m.group(2)) + '"', svg)
     return svg.strip() + "\n"
 
 
 _PATH_DATA = re.compile(r'(\sd=")([^"]*)"')
-_NUMBER = re.compile(r"-?\d+\.\d{3,}")
-
-
-def _round(m: re.Match[str]) -> str:
-    text = f"{float(m.group(0)):.2f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
+_DIGITS = re.compile(r"(\.\d\d)\d+")  # cut, not rounded: a regex alone, no call per number
 
 
 def _empty(ax: Axes, message: str) -> None:
@@ -413,6 +414,13 @@ def _telemetry(rows: Mapping[str, Any], windows: Sequence[tuple[float, float, st
     gpu = np.asarray(rows.get("gpu") if rows.get("gpu") is not None else [], dtype=float)
     t0 = float(t.min()) if t.size else 0.0
     gpus = sorted({int(g) for g in np.unique(gpu[~np.isnan(gpu)])}) if gpu.size else []
+    # each GPU's rows in time order (sampled in order, so the sort is a check, rarely a cost)
+    by_gpu = {}
+    for g in gpus:
+        index = np.flatnonzero(gpu == g)
+        if index.size > 1 and np.any(np.diff(t[index]) < 0):
+            index = index[np.argsort(t[index], kind="stable")]
+        by_gpu[g] = index
     for ax, key, title, unit in (
         (left, "sm_clock_mhz", "SM clock", "MHz"),
         (right, "power_w", "Power", "W"),
@@ -428,14 +436,15 @@ def _telemetry(rows: Mapping[str, Any], windows: Sequence[tuple[float, float, st
                                transform=ax.get_xaxis_transform())  # fmt: skip
         raw = rows.get(key)
         values = np.asarray(raw if raw is not None else [], dtype=float)
-        for g in gpus:
-            mask = (gpu == g) & ~np.isnan(values) if values.size == t.size else None
-            if mask is None or not mask.any():
+        for g, index in by_gpu.items():
+            if values.size != t.size:
                 continue
-            order = np.argsort(t[mask], kind="stable")
-            xs, ys, lo, hi = _decimate(t[mask][order] - t0, values[mask][order])
+            index = index[~np.isnan(values[index])]
+            if not index.size:
+                continue
+            xs, ys, lo, hi = _decimate(t[index] - t0, values[index])
             colour = PALETTE[g % len(PALETTE)]
-            if xs.size < mask.sum() and len(gpus) <= BAND_GPUS:
+            if xs.size < index.size and len(gpus) <= BAND_GPUS:
                 ax.fill_between(xs, lo, hi, color=colour, alpha=0.18, lw=0)
             ax.plot(xs, ys, color=colour, lw=1.0, label=f"GPU {g}")
         if not t.size:
@@ -543,7 +552,14 @@ class Drawing:
             self._futures = []
         else:
             self._done = None
-            self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"))
+            # With ``pdf`` this process lays out the printed page meanwhile, the longest
+            # single task of a big report: the workers yield the CPU to it (nice 10).
+            self._pool = ProcessPoolExecutor(
+                workers,
+                mp_context=mp.get_context("fork"),
+                initializer=os.nice if pdf else None,
+                initargs=(10,) if pdf else (),
+            )
             # the costliest first, so no worker is left with a long one at the end
             jobs.sort(key=lambda j: j[0].kind not in ("latency", "throughput", "tradeoff"))
             self._futures = [self._pool.submit(_draw, j) for j in jobs]
