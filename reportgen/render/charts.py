@@ -535,6 +535,10 @@ def _draw(job: tuple[Chart, bool]) -> tuple[str, str, bytes | None]:
     return name, str(svg), printed
 
 
+def _yield_cpu() -> None:
+    os.nice(10)
+
+
 PARALLEL_FROM = 8  # charts: below this, starting processes costs more than it saves
 
 
@@ -557,8 +561,7 @@ class Drawing:
             self._pool = ProcessPoolExecutor(
                 workers,
                 mp_context=mp.get_context("fork"),
-                initializer=os.nice if pdf else None,
-                initargs=(10,) if pdf else (),
+                initializer=_yield_cpu if pdf else None,
             )
             # the costliest first, so no worker is left with a long one at the end
             jobs.sort(key=lambda j: j[0].kind not in ("latency", "throughput", "tradeoff"))
