@@ -15,6 +15,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pypdf
 import pytest
 
@@ -378,3 +379,46 @@ def test_printed_report_has_nothing_past_the_page_edge(sample: dict[str, Any]) -
     data["experiments"][4]["log_tail"] = "E" * 500
     page = render_html(data)
     assert pdf.overflowing(page, FIXTURE) == []
+
+
+def _telemetry_columns(gpus: int, seconds: float, power: bool = True) -> dict[str, Any]:
+    rng = np.random.default_rng(gpus)
+    t = np.repeat(np.arange(0, seconds, 0.05), gpus)
+    gpu = np.tile(np.arange(gpus, dtype=float), t.size // gpus)
+    clock = 1980 - 40 * rng.random(t.size)
+    watts = 300 + 200 * rng.random(t.size) if power else np.full(t.size, np.nan)
+    return {"t": t, "gpu": gpu, "sm_clock_mhz": clock, "power_w": watts}
+
+
+def _percentiles(levels: list[int], scale: float) -> dict[int, dict[str, list[float]]]:
+    q = np.linspace(0, 1, 101)
+    return {
+        c: {"ttft_ms": list(scale * c * (1 + q)), "e2e_ms": list(10 * scale * c * (1 + q))}
+        for c in levels
+    }
+
+
+def test_charts_drawn_on_kept_figures_are_byte_identical_to_new_ones() -> None:
+    """The per-experiment charts reuse one figure per kind and process; whatever was drawn
+    before (more levels, more GPUs, a legend, an empty panel), a chart comes out the same."""
+    windows = [(0.0, 30.0, "C=1"), (40.0, 70.0, "C=4"), (80.0, 99.0, "")]
+    todo = [
+        charts.distributions_chart(
+            "dist-1", _percentiles([1, 2, 4, 8, 16, 32, 64, 128], 1), range(1, 9)
+        ),  # fmt: skip
+        charts.distributions_chart("dist-2", _percentiles([1, 4], 3), [1, 4]),
+        charts.distributions_chart("dist-3", {1: {"ttft_ms": [5.0, 6.0]}}, [1, 4]),  # no e2e
+        charts.telemetry_chart("telemetry-1", _telemetry_columns(4, 100), windows),
+        charts.telemetry_chart("telemetry-2", _telemetry_columns(1, 20), windows[:1]),
+        charts.telemetry_chart("telemetry-3", _telemetry_columns(2, 50, power=False), windows),
+    ]
+    saved = charts.REUSE
+    try:
+        charts.REUSE = False
+        new = {c.name: charts.draw(c, pdf=True)[1:] for c in todo}
+        charts.REUSE = True
+        for order in (todo, todo[::-1], todo[1::2] + todo[::2]):
+            kept = {c.name: charts.draw(c, pdf=True)[1:] for c in order}
+            assert kept == new
+    finally:
+        charts.REUSE = saved

@@ -272,6 +272,40 @@ def _figure(height: float) -> Figure:
     return fig
 
 
+REUSE = True
+_KEPT: dict[str, tuple[Figure, Axes, Axes]] = {}  # this process's kept figures, by kind
+
+
+def _pair(kind: str, reuse: bool, sharex: bool = False) -> tuple[Figure, Axes, Axes]:
+    """A figure with two panels side by side, for the per-experiment charts (two per
+    experiment, all alike): made once per process and cleared for each chart, which spares
+    matplotlib building the axes and their ticks again (a third of such a chart's time).
+    Cleared: every artist a chart adds is removed and the limits are automatic again; what
+    every chart sets anyway (titles, labels, ticks, size, margins) it sets again. Only
+    charts whose panels both get data use a kept figure (an empty panel's limits come out
+    differently); tests/test_render.py checks that a chart drawn on a kept figure is
+    byte-identical to one drawn on a new figure."""
+    kept = _KEPT.get(kind) if REUSE and reuse else None
+    if kept is None:
+        fig = _figure(PLOT_IN)
+        left, right = fig.subplots(1, 2, sharex=sharex)
+        if REUSE and reuse:
+            _KEPT[kind] = (fig, left, right)
+        return fig, left, right
+    fig, left, right = kept
+    for legend in list(fig.legends):
+        legend.remove()
+    for ax in (left, right):
+        for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
+            artist.remove()
+        if (legend := ax.get_legend()) is not None:
+            legend.remove()
+        ax.relim()
+        ax.autoscale(True)
+    fig.set_figheight(PLOT_IN)
+    return kept
+
+
 def _throughput(series: Sequence[Series]) -> Figure:
     """Output tok/s against concurrency, one line per successful experiment, ±1 sd bars."""
     fig = _figure(PLOT_IN)
@@ -353,8 +387,8 @@ def _distributions(
     """One experiment's latency distributions: for each of its ``levels``, TTFT and
     end-to-end latency as cumulative distributions (from percentiles 0 to 100 of its
     successful requests, every repetition pooled; ``data`` by level)."""
-    fig = _figure(PLOT_IN)
-    left, right = fig.subplots(1, 2)
+    full = all(any((data.get(c) or {}).get(k) for c in levels) for k in ("ttft_ms", "e2e_ms"))
+    fig, left, right = _pair("distributions", reuse=full)
     _few_ticks(left, right)
     entries = _level_entries(levels)
     drawn = False
@@ -407,11 +441,15 @@ def _telemetry(rows: Mapping[str, Any], windows: Sequence[tuple[float, float, st
     measured window shaded and labelled. ``rows``: columns ``t``, ``gpu``, ``sm_clock_mhz``,
     ``power_w`` (telemetry table, NaN where not read); ``windows``: (start, end, label) on
     the same clock. Long runs are drawn as bucket means with their min-max band."""
-    fig = _figure(PLOT_IN)
-    left, right = fig.subplots(1, 2, sharex=True)
-    _few_ticks(left, right)
     t = np.asarray(rows.get("t") if rows.get("t") is not None else [], dtype=float)
     gpu = np.asarray(rows.get("gpu") if rows.get("gpu") is not None else [], dtype=float)
+    full = t.size > 0 and all(
+        np.asarray(rows.get(k) if rows.get(k) is not None else [], dtype=float).size == t.size
+        and bool(np.any(~np.isnan(np.asarray(rows.get(k), dtype=float)) & ~np.isnan(gpu)))
+        for k in ("sm_clock_mhz", "power_w")
+    )
+    fig, left, right = _pair("telemetry", reuse=full, sharex=True)
+    _few_ticks(left, right)
     t0 = float(t.min()) if t.size else 0.0
     gpus = sorted({int(g) for g in np.unique(gpu[~np.isnan(gpu)])}) if gpu.size else []
     # each GPU's rows in time order (sampled in order, so the sort is a check, rarely a cost)
