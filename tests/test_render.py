@@ -402,10 +402,9 @@ def test_charts_drawn_on_kept_figures_are_byte_identical_to_new_ones() -> None:
     """The per-experiment charts reuse one figure per kind and process; whatever was drawn
     before (more levels, more GPUs, a legend, an empty panel), a chart comes out the same."""
     windows = [(0.0, 30.0, "C=1"), (40.0, 70.0, "C=4"), (80.0, 99.0, "")]
+    eight = [1, 2, 4, 8, 16, 32, 64, 128]
     todo = [
-        charts.distributions_chart(
-            "dist-1", _percentiles([1, 2, 4, 8, 16, 32, 64, 128], 1), range(1, 9)
-        ),  # fmt: skip
+        charts.distributions_chart("dist-1", _percentiles(eight, 1), eight),
         charts.distributions_chart("dist-2", _percentiles([1, 4], 3), [1, 4]),
         charts.distributions_chart("dist-3", {1: {"ttft_ms": [5.0, 6.0]}}, [1, 4]),  # no e2e
         charts.telemetry_chart("telemetry-1", _telemetry_columns(4, 100), windows),

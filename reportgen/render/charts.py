@@ -293,13 +293,13 @@ def _pair(kind: str, reuse: bool, sharex: bool = False) -> tuple[Figure, Axes, A
             _KEPT[kind] = (fig, left, right)
         return fig, left, right
     fig, left, right = kept
-    for legend in list(fig.legends):
-        legend.remove()
+    for below in list(fig.legends):
+        below.remove()
     for ax in (left, right):
         for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
             artist.remove()
-        if (legend := ax.get_legend()) is not None:
-            legend.remove()
+        if (inside := ax.get_legend()) is not None:
+            inside.remove()
         ax.relim()
         ax.autoscale(True)
     fig.set_figheight(PLOT_IN)
