@@ -22,7 +22,17 @@ import pytest
 from reportgen import results, verify
 from reportgen.analysis import summary
 from reportgen.errors import RenderError, ResultsError
-from reportgen.render import Rendered, charts, fmt, html, pdf, render, render_html, view
+from reportgen.render import (
+    Rendered,
+    charts,
+    fmt,
+    html,
+    pdf,
+    render,
+    render_html,
+    render_pages,
+    view,
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sample-run"
 IDS = ("baseline", "fast-decode-kernel", "bigger-batches", "prefill-chunk", "typo-in-flag")
@@ -344,7 +354,7 @@ def test_pdf_contains_every_experiment_and_the_baseline_number(
 
 
 def test_pdf_printer_ignores_no_style_and_is_reproducible(page: str, rendered: Rendered) -> None:
-    from reportgen.render import chart_inputs, render_pages
+    from reportgen.render import chart_inputs
 
     assert rendered.pdf is not None
     run_dir = rendered.pdf.parent
@@ -379,6 +389,31 @@ def test_printed_report_has_nothing_past_the_page_edge(sample: dict[str, Any]) -
     data["experiments"][4]["log_tail"] = "E" * 500
     page = render_html(data)
     assert pdf.overflowing(page, FIXTURE) == []
+    printed = render_pages(data, for_print=True).printed
+    assert printed is not None and pdf.overflowing(printed, FIXTURE) == []
+
+
+def test_printed_report_of_twenty_experiments_fits_the_page(sample: dict[str, Any]) -> None:
+    """A wide campaign: the checks matrix (a column per experiment) is split on paper."""
+    data = copy.deepcopy(sample)
+    extra = []
+    for n in range(16):
+        exp = copy.deepcopy(data["experiments"][1 + n % 3])
+        exp["id"] = f"variant-{n:02d}-of-a-longer-experiment-name"
+        exp["parent"] = data["experiments"][0]["id"]
+        extra.append(exp)
+    data["experiments"].extend(extra)
+    for i, exp in enumerate(data["experiments"]):
+        exp["checks"] = [
+            {"id": "errors", "title": "every request succeeded", "status": "pass",
+             "evidence": "0 of 600 failed"},
+            {"id": "clocks", "title": "SM clocks steady", "status": "warn" if i % 5 else "pass",
+             "evidence": "1,980 MHz"},
+        ]  # fmt: skip
+    printed = render_pages(data, for_print=True).printed
+    assert printed is not None
+    assert printed.count('<table class="checks-matrix">') == 3  # 20 experiments, 8 a table
+    assert pdf.overflowing(printed, FIXTURE) == []
 
 
 def _telemetry_columns(gpus: int, seconds: float, power: bool = True) -> dict[str, Any]:
