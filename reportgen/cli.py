@@ -109,6 +109,47 @@ def _parser() -> argparse.ArgumentParser:
         "--run-dir", type=Path, default=None, help="where the raw tables are (default: beside it)"
     )
 
+    df = sub.add_parser(
+        "diff",
+        help="compare two runs: what changed in the environment, which differences are real",
+        description="Compare run B (after) with run A (before), e.g. the same campaign before "
+        "and after an engine upgrade: differences that make the runs incomparable (GPUs, "
+        "model checkpoint, workload) in a banner, every other difference in the environment "
+        "and the setup, and per experiment and level each headline metric B / A with its 95%% "
+        "confidence interval and a verdict (improved, regressed, equivalent, inconclusive), "
+        "verdicts that changed and new failures. Writes diff.html, diff.pdf, diff.md and "
+        "diff.json. Exit 1 when --fail-on-regression is given and a regression beyond it is "
+        "certain, 0 otherwise.",
+        epilog="example:\n  reportgen diff output/demo/RUN_A output/demo/RUN_B "
+        "--fail-on-regression 5%%",
+        formatter_class=_Formatter,
+    )
+    df.add_argument("run_a", type=Path, metavar="A", help="run directory (or results.json): before")
+    df.add_argument("run_b", type=Path, metavar="B", help="run directory (or results.json): after")
+    df.add_argument(
+        "--fail-on-regression",
+        metavar="PCT",
+        default=None,
+        help="exit 1 when some metric is certainly worse in B by more than PCT (e.g. 5%%)",
+    )
+    df.add_argument(
+        "--metric",
+        action="append",
+        choices=["output_tok_s", "req_s", "ttft_ms", "itl_ms", "e2e_ms"],  # decide.HEADLINE
+        help="only these metrics count for --fail-on-regression (repeatable; default: all)",
+    )
+    df.add_argument(
+        "--margin",
+        metavar="FRAC",
+        type=float,
+        default=None,
+        help="changes within this fraction are equivalent (default: B's campaign margin)",
+    )
+    df.add_argument(
+        "--out", type=Path, default=None, help="folder for the files (default: beside B's run)"
+    )
+    df.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+
     # `reportgen sim ...` is handed to the simulator's own parser (see main); listed here for
     # the command overview.
     sub.add_parser("sim", help="run the simulated OpenAI-compatible server (no GPU needed)")
@@ -452,7 +493,83 @@ def _schema(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
+def _diff(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen import diff, results
+    from reportgen.render import diffpage
+
+    threshold = None
+    if args.fail_on_regression is not None:
+        try:
+            threshold = diff.parse_threshold(args.fail_on_regression)
+        except ValueError:
+            raise ResultsError(
+                f"--fail-on-regression {args.fail_on_regression}: not a percentage; give one "
+                "such as 5% (or 0.05)"
+            ) from None
+    if args.margin is not None and not 0 < args.margin < 1:
+        raise ResultsError(f"--margin {args.margin}: give a fraction such as 0.03 (3%)")
+    a, b = results.load(args.run_a), results.load(args.run_b)
+    paths = (str(results.results_path(args.run_a)), str(results.results_path(args.run_b)))
+    d = diff.compare(a, b, margin=args.margin, paths=paths)
+    folder = args.run_b if args.run_b.is_dir() else args.run_b.parent
+    out_dir = args.out or folder.parent / f"diff-{d.a.run_id}-vs-{d.b.run_id}"
+
+    out.print(f"A: {d.a.run_id} ({d.a.campaign}); B: {d.b.run_id} ({d.b.campaign})", markup=False)
+    if d.incomparable:
+        out.print("[bold red]NOT COMPARABLE[/]: the runs differ in", end=" ")
+        out.print(
+            "; ".join(f"{c.area} {c.key}: {c.a} -> {c.b}" for c in d.incomparable), markup=False
+        )
+    table = Table(
+        caption="comparisons of a headline metric at a level, B / A: + improved, - regressed, "
+        "= equivalent, ? inconclusive"
+    )
+    table.add_column("experiment", no_wrap=True)
+    table.add_column("verdict (A -> B)")
+    for name in "+-=?":
+        table.add_column(name, justify="right")
+    table.add_column("notes")
+    for e in d.experiments:
+        n = {v: sum(m.verdict == v for m in e.metrics) for v in diff.VERDICT.values()}
+        notes = []
+        if e.new_failure:
+            notes.append(f"failed in B: {e.reason[1] or e.status[1]}")
+        if e.recovered:
+            notes.append("failed in A only")
+        if e.newly_failed:
+            notes.append(f"checks failing only in B: {', '.join(e.newly_failed)}")
+        verdict = f"{e.verdict[0]} -> {e.verdict[1]}" if e.flipped else e.verdict[1]
+        table.add_row(e.id, verdict, *(str(n[v]) for v in diff.VERDICT.values()), "; ".join(notes))
+    out.print(table)
+    if d.only_a or d.only_b:
+        out.print(
+            f"only in A: {', '.join(d.only_a) or '-'}; only in B: {', '.join(d.only_b) or '-'}",
+            markup=False,
+        )
+    out.print(f"what else changed: {len(d.changed)} difference(s)", markup=False)
+    for c in d.changed[:8]:
+        out.print(f"  {c.area}: {c.key}: {c.a} -> {c.b} ({diffpage.where(c)})", markup=False)
+    if len(d.changed) > 8:
+        out.print(f"  ... {len(d.changed) - 8} more in diff.html", markup=False)
+    for path in diffpage.write(d, out_dir, threshold, pdf=not args.no_pdf).values():
+        out.print(f"diff: {path}", markup=False)
+    if threshold is None:
+        return EXIT_OK
+    worse = d.regressions(threshold, args.metric)
+    for m in worse:
+        err.print(
+            f"regression: {m.experiment} {m.metric} at C={m.concurrency}: B/A "
+            f"{m.ratio:.3f} (95% CI {m.ci_low:.3f}-{m.ci_high:.3f}), beyond {threshold:.0%}",
+            markup=False,
+        )
+    if worse:
+        return EXIT_FAILED
+    out.print(f"no regression beyond {threshold:.0%} is certain", markup=False)
+    return EXIT_OK
+
+
 _COMMANDS = {
+    "diff": _diff,
     "validate": _validate,
     "plan": _plan,
     "run": _run,

@@ -37,6 +37,8 @@ VERDICT_CLASSES = (
     "pending",
     "better",
     "worse",
+    "improved",
+    "regressed",
 )
 
 

@@ -1,0 +1,476 @@
+"""``reportgen diff A B``: what changed between two runs of a campaign, and did it matter.
+
+Pure analysis of two loaded results files (``results.load``): no I/O here, so every rule can
+be tested on dicts. Rendering (HTML, PDF, Markdown, the terminal table) is in
+``render.diffpage`` and the CLI.
+
+- **Comparability gate**: differences that make the numbers incomparable (the GPUs' model or
+  count, the model checkpoint, the workload definition) go to a banner; every other
+  difference in the environment (packages, driver, host, the engine's version, server
+  arguments as written and as the engine resolved them, environment variables, the campaign
+  file) is listed as "what else changed". A difference shared by several experiments is
+  listed once, with the experiments it concerns.
+- **Numbers**: experiments are matched by id. For each matched experiment that ran on both
+  sides, every headline metric at every common level is compared B / A with the campaign's
+  statistics (``analysis.decide.headline_comparisons``: each repetition's summary is one
+  observation, Welch's t interval on log values, the margin for equivalence): improved,
+  regressed, equivalent or inconclusive.
+- **Decisions**: verdicts that changed (adopted in A, rejected in B), experiments that failed
+  only in B (new failures) or only in A, checks that fail only in B (newly failed) or only in
+  A (newly passing); experiments present on one side only.
+- **CI gate** (``regressions``): the comparisons where a regression beyond a threshold is
+  certain, that is the whole 95% interval lies beyond it (throughputs at most 1 - t of A,
+  latencies at least 1 + t).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from reportgen import evidence
+from reportgen.analysis import decide
+
+DEFAULT_MARGIN = 0.03  # as the campaign file's default, when neither run names one
+
+# Verdicts of B against A, from the comparison's better/worse.
+VERDICT = {
+    "better": "improved",
+    "worse": "regressed",
+    "equivalent": "equivalent",
+    "inconclusive": "inconclusive",
+}
+HIGHER_IS_BETTER = dict(decide.HEADLINE)
+# Headline metrics as they are named in by_level (latencies compared at their p50).
+LEVEL_KEY = {m: m if higher else f"{m}_p50" for m, higher in decide.HEADLINE}
+
+# Fields that change from one run to the next without saying anything about the setup.
+VOLATILE = {
+    "memory_used_bytes",
+    "processes",
+    "cpu_mhz_now",
+    "uuid",
+    "serial",
+    "pci_bus_id",
+    "board_part_number",
+    "clocks_mhz_now",
+    "temperature_c",
+    "power_draw_w",
+    "utilization",
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference: its area ("GPUs", "packages"...), what it is, A's and B's values
+    (formatted; "–" when absent), and the experiments it concerns (empty: the whole run)."""
+
+    area: str
+    key: str
+    a: str
+    b: str
+    experiments: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    experiment: str
+    metric: str  # a headline metric (latencies at their p50)
+    concurrency: int
+    a: float | None  # mean across A's repetitions
+    b: float | None
+    ratio: float | None  # B / A (geometric means of the repetitions)
+    ci_low: float | None
+    ci_high: float | None
+    n_a: int
+    n_b: int
+    verdict: str  # improved | regressed | equivalent | inconclusive
+    higher_is_better: bool
+
+    def regression_beyond(self, threshold: float) -> bool:
+        """Certainly worse than A by more than ``threshold`` (0.05 = 5%)."""
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        if self.higher_is_better:
+            return self.ci_high < 1 - threshold
+        return self.ci_low > 1 + threshold
+
+
+@dataclass
+class ExperimentDiff:
+    id: str
+    status: tuple[str, str]  # ok | failed | interrupted ... in A and in B
+    verdict: tuple[str, str]  # the campaign's decision in A and in B
+    metrics: list[MetricChange] = field(default_factory=list)
+    newly_failed: list[str] = field(default_factory=list)  # check titles failing only in B
+    newly_passing: list[str] = field(default_factory=list)  # failing only in A
+    reason: tuple[str, str] = ("", "")  # why it failed, in A and in B
+
+    @property
+    def flipped(self) -> bool:
+        return self.verdict[0] != self.verdict[1]
+
+    @property
+    def new_failure(self) -> bool:
+        return self.status[0] == "ok" and self.status[1] != "ok"
+
+    @property
+    def recovered(self) -> bool:
+        return self.status[0] != "ok" and self.status[1] == "ok"
+
+
+@dataclass(frozen=True)
+class Side:
+    run_id: str
+    campaign: str
+    status: str
+    finished_at: str
+    path: str
+
+
+@dataclass
+class RunDiff:
+    a: Side
+    b: Side
+    margin: float
+    incomparable: list[Change]
+    changed: list[Change]
+    experiments: list[ExperimentDiff]
+    only_a: list[str]
+    only_b: list[str]
+
+    @property
+    def comparable(self) -> bool:
+        return not self.incomparable
+
+    def regressions(
+        self, threshold: float, metrics: Iterable[str] | None = None
+    ) -> list[MetricChange]:
+        """Comparisons where B is certainly worse than A by more than ``threshold``."""
+        wanted = set(metrics) if metrics else None
+        return [
+            m
+            for e in self.experiments
+            for m in e.metrics
+            if (wanted is None or m.metric in wanted) and m.regression_beyond(threshold)
+        ]
+
+    def counts(self) -> dict[str, int]:
+        """How many comparisons came out each way."""
+        out = {v: 0 for v in VERDICT.values()}
+        for e in self.experiments:
+            for m in e.metrics:
+                out[m.verdict] += 1
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "a": asdict(self.a),
+            "b": asdict(self.b),
+            "margin": self.margin,
+            "comparable": self.comparable,
+            "incomparable": [asdict(c) for c in self.incomparable],
+            "changed": [asdict(c) for c in self.changed],
+            "experiments": [
+                {
+                    **asdict(e),
+                    "flipped": e.flipped,
+                    "new_failure": e.new_failure,
+                    "recovered": e.recovered,
+                }
+                for e in self.experiments
+            ],
+            "only_a": self.only_a,
+            "only_b": self.only_b,
+            "counts": self.counts(),
+        }
+
+
+def compare(
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    *,
+    margin: float | None = None,
+    paths: tuple[str, str] = ("", ""),
+) -> RunDiff:
+    """Everything that differs between run A (before) and run B (after)."""
+    if margin is None:
+        margin = float(_campaign(b).get("margin") or _campaign(a).get("margin") or DEFAULT_MARGIN)
+    exps_a = {str(e.get("id")): e for e in a.get("experiments") or []}
+    exps_b = {str(e.get("id")): e for e in b.get("experiments") or []}
+    common = [i for i in exps_a if i in exps_b]
+    gate: list[Change] = []
+    other: list[Change] = []
+    _environment(a, b, gate, other)
+    _campaigns(a, b, gate, other)
+    per_exp_gate: list[Change] = []
+    per_exp_other: list[Change] = []
+    for exp_id in common:
+        _experiment_setup(exp_id, exps_a[exp_id], exps_b[exp_id], per_exp_gate, per_exp_other)
+    gate += _grouped(per_exp_gate, common)
+    other += _grouped(per_exp_other, common)
+    return RunDiff(
+        a=_side(a, paths[0]),
+        b=_side(b, paths[1]),
+        margin=margin,
+        incomparable=gate,
+        changed=other,
+        experiments=[_experiment(i, exps_a[i], exps_b[i], margin) for i in common],
+        only_a=[i for i in exps_a if i not in exps_b],
+        only_b=[i for i in exps_b if i not in exps_a],
+    )
+
+
+def _side(data: Mapping[str, Any], path: str) -> Side:
+    return Side(
+        run_id=str(data.get("run_id") or ""),
+        campaign=str(_campaign(data).get("title") or _campaign(data).get("name") or ""),
+        status=str(data.get("status") or ""),
+        finished_at=str(data.get("finished_at") or ""),
+        path=path,
+    )
+
+
+def _campaign(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    return ((data.get("campaign") or {}).get("campaign")) or {}
+
+
+# -- the environment ---------------------------------------------------------------------------
+
+
+def fmt_value(value: Any) -> str:
+    """A value as one line of text: strings as they are, the rest as compact JSON."""
+    if value is None:
+        return "–"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return json.dumps(value)
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "), default=str)
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as dotted keys; lists of scalars stay whole, lists of dicts by index."""
+    out: dict[str, Any] = {}
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if str(k) in VOLATILE:
+                continue
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        for i, v in enumerate(value):
+            out.update(flatten(v, f"{prefix}[{i}]"))
+    else:
+        out[prefix] = value
+    return out
+
+
+def _differences(
+    area: str, a: Any, b: Any, prefix: str = "", experiments: tuple[str, ...] = ()
+) -> list[Change]:
+    fa, fb = flatten(a, prefix), flatten(b, prefix)
+    return [
+        Change(area, key, fmt_value(fa.get(key)), fmt_value(fb.get(key)), experiments)
+        for key in sorted(set(fa) | set(fb))
+        if fa.get(key) != fb.get(key)
+    ]
+
+
+def gpu_summary(gpus: Mapping[str, Any]) -> str:
+    """ "8 x NVIDIA H200 (compute capability 9.0)", or why there are none."""
+    devices = [d for d in gpus.get("devices") or [] if isinstance(d, Mapping)]
+    if not devices:
+        return "no GPUs" if gpus.get("available") is not False else "no GPUs (NVML unavailable)"
+    kinds: dict[str, int] = {}
+    for d in devices:
+        name = f"{d.get('name')} (compute capability {d.get('compute_capability')})"
+        kinds[name] = kinds.get(name, 0) + 1
+    return ", ".join(f"{n} x {name}" for name, n in sorted(kinds.items()))
+
+
+def _environment(
+    a: Mapping[str, Any], b: Mapping[str, Any], gate: list[Change], other: list[Change]
+) -> None:
+    env_a, env_b = a.get("environment") or {}, b.get("environment") or {}
+    gpus_a, gpus_b = env_a.get("gpus") or {}, env_b.get("gpus") or {}
+    if gpu_summary(gpus_a) != gpu_summary(gpus_b):
+        gate.append(Change("GPUs", "GPU model and count", gpu_summary(gpus_a), gpu_summary(gpus_b)))
+    for key in ("driver", "cuda_driver_version", "nvml_version"):
+        if gpus_a.get(key) != gpus_b.get(key):
+            other.append(
+                Change("driver", key, fmt_value(gpus_a.get(key)), fmt_value(gpus_b.get(key)))
+            )
+    devices_a, devices_b = gpus_a.get("devices") or [], gpus_b.get("devices") or []
+    if len(devices_a) == len(devices_b):  # per GPU settings: power limits, clocks, ECC, MIG
+        other += _differences("GPU settings", devices_a, devices_b, "gpu")
+        units_a = [d.get("uuid") for d in devices_a if isinstance(d, Mapping)]
+        units_b = [d.get("uuid") for d in devices_b if isinstance(d, Mapping)]
+        if units_a != units_b:
+            other.append(Change("GPU settings", "GPU units (by UUID)", "these", "other units"))
+    host_a, host_b = env_a.get("host") or {}, env_b.get("host") or {}
+    other += _differences("host", host_a, host_b)
+    soft_a, soft_b = env_a.get("software") or {}, env_b.get("software") or {}
+    other += _differences("packages", soft_a.get("packages"), soft_b.get("packages"))
+    for key in ("installed_packages_count", "installed_packages_sha256"):
+        if soft_a.get(key) != soft_b.get(key):
+            other.append(
+                Change("packages", key, fmt_value(soft_a.get(key)), fmt_value(soft_b.get(key)))
+            )
+    other += _differences("reportgen", soft_a.get("reportgen"), soft_b.get("reportgen"))
+    other += _differences("torch stack", soft_a.get("torch_stack"), soft_b.get("torch_stack"))
+    other += _differences("environment variables", soft_a.get("env"), soft_b.get("env"))
+    engine_a, engine_b = a.get("engine") or {}, b.get("engine") or {}
+    other += _differences("engine", engine_a, engine_b)
+
+
+def _campaigns(
+    a: Mapping[str, Any], b: Mapping[str, Any], gate: list[Change], other: list[Change]
+) -> None:
+    file_a, file_b = a.get("campaign_file") or {}, b.get("campaign_file") or {}
+    if file_a.get("sha256") != file_b.get("sha256"):
+        other.append(
+            Change(
+                "campaign",
+                "campaign file (sha256)",
+                str(file_a.get("sha256") or "–")[:16],
+                str(file_b.get("sha256") or "–")[:16],
+            )
+        )
+    camp_a, camp_b = a.get("campaign") or {}, b.get("campaign") or {}
+    gate += _differences("workload", camp_a.get("workload"), camp_b.get("workload"), "workload")
+    other += _differences("campaign", _campaign(a), _campaign(b), "campaign") + _differences(
+        "campaign", camp_a.get("host"), camp_b.get("host"), "host"
+    )
+
+
+def _model(exp: Mapping[str, Any]) -> dict[str, Any]:
+    """What identifies the model checkpoint: the server's model argument and, for a local
+    folder, the sha256 of its configuration files and quantization block."""
+    args = exp.get("args") or {}
+    model = next((args[k] for k in evidence.MODEL_ARGS if isinstance(args.get(k), str)), None)
+    files = exp.get("model_files") or {}
+    return {
+        "model": model,
+        "files": files.get("files"),
+        "quantization": files.get("quantization_config_sha256"),
+    }
+
+
+def _experiment_setup(
+    exp_id: str,
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    gate: list[Change],
+    other: list[Change],
+) -> None:
+    """One matched experiment's setup: model and workload gate; flags, the engine's
+    resolved arguments, environment variables, command and engine info do not."""
+    one = (exp_id,)
+    gate += _differences("model", _model(a), _model(b), "", one)
+    gate += _differences("workload", a.get("workload"), b.get("workload"), "workload", one)
+    other += _differences("server arguments", a.get("args"), b.get("args"), "", one)
+    resolved_a = evidence.server_args((a.get("log_evidence") or {}).get("found") or {})
+    resolved_b = evidence.server_args((b.get("log_evidence") or {}).get("found") or {})
+    other += _differences("resolved server arguments", resolved_a, resolved_b, "", one)
+    other += _differences("environment variables", a.get("env"), b.get("env"), "", one)
+    if a.get("command") != b.get("command"):
+        other.append(
+            Change(
+                "server command",
+                "command",
+                fmt_value(a.get("command")),
+                fmt_value(b.get("command")),
+                one,
+            )  # fmt: skip
+        )
+    other += _differences("engine", a.get("engine_info"), b.get("engine_info"), "", one)
+
+
+def _grouped(changes: Sequence[Change], common: Sequence[str]) -> list[Change]:
+    """The same difference in several experiments, listed once with their ids (none when it
+    concerns every matched experiment)."""
+    groups: dict[tuple[str, str, str, str], list[str]] = {}
+    for c in changes:
+        groups.setdefault((c.area, c.key, c.a, c.b), []).extend(c.experiments)
+    out = []
+    for (area, key, a, b), ids in groups.items():
+        every = len(common) > 1 and sorted(set(ids)) == sorted(common)
+        out.append(Change(area, key, a, b, () if every else tuple(dict.fromkeys(ids))))
+    return out
+
+
+# -- the numbers and the decisions --------------------------------------------------------------
+
+
+def _experiment(
+    exp_id: str, a: Mapping[str, Any], b: Mapping[str, Any], margin: float
+) -> ExperimentDiff:
+    out = ExperimentDiff(
+        id=exp_id,
+        status=(str(a.get("status") or ""), str(b.get("status") or "")),
+        verdict=(
+            str((a.get("decision") or {}).get("verdict") or a.get("status") or ""),
+            str((b.get("decision") or {}).get("verdict") or b.get("status") or ""),
+        ),
+        reason=(str(a.get("reason") or ""), str(b.get("reason") or "")),
+    )
+    failing_a, failing_b = _failing(a), _failing(b)
+    out.newly_failed = sorted(str(t) for t in failing_b - failing_a)
+    out.newly_passing = sorted(str(t) for t in failing_a - failing_b)
+    if a.get("levels") and b.get("levels"):
+        means_a = {int(lv["concurrency"]): lv for lv in a.get("by_level") or []}
+        means_b = {int(lv["concurrency"]): lv for lv in b.get("by_level") or []}
+        for c in decide.headline_comparisons(a["levels"], b["levels"], margin=margin):
+            key = LEVEL_KEY[c.metric]
+            if _same_runs(a["levels"], b["levels"], c.metric, c.concurrency):
+                # the same measurements on both sides (a run compared with itself, or its
+                # copy): nothing differs, whatever the noise between repetitions
+                c = replace(c, ratio=1.0, ci_low=1.0, ci_high=1.0, verdict="equivalent")
+            out.metrics.append(
+                MetricChange(
+                    experiment=exp_id,
+                    metric=c.metric,
+                    concurrency=c.concurrency,
+                    a=_mean(means_a.get(c.concurrency), key),
+                    b=_mean(means_b.get(c.concurrency), key),
+                    ratio=c.ratio,
+                    ci_low=c.ci_low,
+                    ci_high=c.ci_high,
+                    n_a=c.n_parent,
+                    n_b=c.n_child,
+                    verdict=VERDICT[c.verdict],
+                    higher_is_better=HIGHER_IS_BETTER[c.metric],
+                )
+            )
+    return out
+
+
+def _failing(exp: Mapping[str, Any]) -> set[str]:
+    return {
+        str(c.get("title") or c.get("id"))
+        for c in exp.get("checks") or []
+        if c.get("status") == "fail"
+    }
+
+
+def _same_runs(
+    a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], metric: str, level: int
+) -> bool:
+    runs_a = decide.runs_by_level(a, metric).get(level)
+    return bool(runs_a) and runs_a == decide.runs_by_level(b, metric).get(level)
+
+
+def _mean(level: Mapping[str, Any] | None, key: str) -> float | None:
+    value = ((level or {}).get(key) or {}).get("mean")
+    return None if value is None else float(value)
+
+
+def parse_threshold(text: str) -> float:
+    """ "5%" or "0.05" -> 0.05 (ValueError when it is neither, or not in (0, 1))."""
+    raw = text.strip()
+    value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    if not 0 < value < 1:
+        raise ValueError(f"{text!r} is not between 0% and 100%")
+    return value

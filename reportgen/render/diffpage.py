@@ -1,0 +1,185 @@
+"""The comparison of two runs (``reportgen diff``) as HTML, PDF, Markdown and JSON.
+
+The same rules as the report: one self-contained page (the report's stylesheet inlined,
+nothing fetched), every value autoescaped, the PDF printed from the same page, nothing from
+the time of rendering in it (the same two runs give the same bytes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reportgen import __version__
+from reportgen.diff import Change, ExperimentDiff, MetricChange, RunDiff
+from reportgen.render import html
+from reportgen.render.fmt import fmt_ci, fmt_num, fmt_ratio, fmt_time
+
+TEMPLATE = "diff.html.j2"
+NAMES = {"html": "diff.html", "pdf": "diff.pdf", "markdown": "diff.md", "json": "diff.json"}
+METRIC_LABELS = {
+    "output_tok_s": "output tok/s",
+    "req_s": "req/s",
+    "ttft_ms": "TTFT p50 (ms)",
+    "itl_ms": "ITL p50 (ms)",
+    "e2e_ms": "E2E p50 (ms)",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    concurrency: int
+    metric: str
+    a: str
+    b: str
+    ratio: str
+    ci: str
+    verdict: str
+    beyond: bool  # a regression beyond the threshold
+
+
+def where(change: Change) -> str:
+    return ", ".join(change.experiments) if change.experiments else "every experiment"
+
+
+def summary(d: RunDiff, threshold: float | None) -> str:
+    """One paragraph: how many comparisons went which way, flips, failures, the gate."""
+    n = d.counts()
+    total = sum(n.values())
+    parts = [
+        f"{len(d.experiments)} experiment(s) in both runs, {total} comparisons of a headline "
+        f"metric at a level: {n['improved']} improved, {n['regressed']} regressed, "
+        f"{n['equivalent']} equivalent (within ±{d.margin:.0%}), {n['inconclusive']} "
+        "inconclusive."
+    ]
+    flips = [e for e in d.experiments if e.flipped]
+    if flips:
+        parts.append(
+            "Verdicts that changed: "
+            + "; ".join(f"{e.id} {e.verdict[0]} → {e.verdict[1]}" for e in flips)
+            + "."
+        )
+    fails = [e.id for e in d.experiments if e.new_failure]
+    if fails:
+        parts.append(f"Failed only in B: {', '.join(fails)}.")
+    if threshold is not None:
+        worse = d.regressions(threshold)
+        parts.append(
+            f"{len(worse)} regression(s) beyond {threshold:.0%} are certain "
+            "(the whole 95% interval beyond it)."
+            if worse
+            else f"No regression beyond {threshold:.0%} is certain."
+        )
+    return " ".join(parts)
+
+
+def rows(e: ExperimentDiff, threshold: float | None) -> list[Row]:
+    out = []
+    for m in sorted(e.metrics, key=lambda m: (m.concurrency, _order(m.metric))):
+        out.append(
+            Row(
+                concurrency=m.concurrency,
+                metric=METRIC_LABELS.get(m.metric, m.metric),
+                a=fmt_num(m.a),
+                b=fmt_num(m.b),
+                ratio=fmt_ratio(m.ratio),
+                ci=fmt_ci(m.ci_low, m.ci_high),
+                verdict=m.verdict,
+                beyond=threshold is not None and m.regression_beyond(threshold),
+            )
+        )
+    return out
+
+
+def _order(metric: str) -> int:
+    names = list(METRIC_LABELS)
+    return names.index(metric) if metric in names else len(names)
+
+
+def render_html(d: RunDiff, threshold: float | None = None) -> str:
+    env = html.environment()
+    context: dict[str, Any] = {
+        "d": d,
+        "a": d.a,
+        "b": d.b,
+        "version": __version__,
+        "css": html.stylesheet(),
+        "summary": summary(d, threshold),
+        "threshold": threshold,
+        "rows": {e.id: rows(e, threshold) for e in d.experiments},
+        "where": where,
+        "fmt_time": fmt_time,
+        "regressions": d.regressions(threshold) if threshold is not None else [],
+        "labels": METRIC_LABELS,
+    }
+    return env.get_template(TEMPLATE).render(context)
+
+
+def markdown(d: RunDiff, threshold: float | None = None, limit: int = 20) -> str:
+    """A short Markdown summary for a pull request or a chat."""
+    lines = [
+        f"# reportgen diff: `{d.a.run_id}` → `{d.b.run_id}`",
+        "",
+        f"A: {d.a.campaign} (`{d.a.run_id}`, {d.a.status}); "
+        f"B: {d.b.campaign} (`{d.b.run_id}`, {d.b.status})",
+        "",
+    ]
+    if d.incomparable:
+        lines += ["**Not comparable:** the runs differ in what makes numbers comparable:", ""]
+        lines += [f"- {c.area}: `{c.key}`: {c.a} → {c.b} ({where(c)})" for c in d.incomparable]
+        lines.append("")
+    lines += [summary(d, threshold), ""]
+    lines += ["| experiment | verdict A → B | objective changes |", "|---|---|---|"]
+    for e in d.experiments:
+        worst = [m for m in e.metrics if m.verdict in ("improved", "regressed")]
+        moved = "; ".join(
+            f"{METRIC_LABELS.get(m.metric, m.metric)} C={m.concurrency} {fmt_ratio(m.ratio)} "
+            f"({fmt_ci(m.ci_low, m.ci_high)}) {m.verdict}"
+            for m in worst[:4]
+        ) + (f"; {len(worst) - 4} more" if len(worst) > 4 else "")
+        verdict = f"{e.verdict[0]} → {e.verdict[1]}" if e.flipped else e.verdict[1]
+        lines.append(f"| {_md(e.id)} | {_md(verdict)} | {_md(moved or 'no certain change')} |")
+    if d.only_a or d.only_b:
+        lines += ["", f"Only in A: {', '.join(d.only_a) or '–'}; only in B: "
+                      f"{', '.join(d.only_b) or '–'}."]  # fmt: skip
+    if d.changed:
+        lines += ["", "What else changed:", ""]
+        lines += [f"- {c.area}: `{c.key}`: {c.a} → {c.b} ({where(c)})" for c in d.changed[:limit]]
+        if len(d.changed) > limit:
+            lines.append(f"- … and {len(d.changed) - limit} more (see diff.html)")
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def write(
+    d: RunDiff, out_dir: Path, threshold: float | None = None, pdf: bool = True
+) -> dict[str, Path]:
+    """diff.html, diff.pdf, diff.md and diff.json in ``out_dir`` (each written atomically)."""
+    from reportgen.render import _write
+    from reportgen.render import pdf as printer
+
+    page = render_html(d, threshold)
+    out = {"html": _write(out_dir / NAMES["html"], page.encode("utf-8"))}
+    if pdf:
+        out["pdf"] = _write(out_dir / NAMES["pdf"], printer.html_to_pdf(page, out_dir).data)
+    out["markdown"] = _write(out_dir / NAMES["markdown"], markdown(d, threshold).encode())
+    data = {**d.as_dict(), "threshold": threshold, "reportgen_version": __version__}
+    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
+    out["json"] = _write(out_dir / NAMES["json"], text.encode("utf-8"))
+    return out
+
+
+def changes_by_area(changes: Sequence[Change]) -> Mapping[str, list[Change]]:
+    out: dict[str, list[Change]] = {}
+    for c in changes:
+        out.setdefault(c.area, []).append(c)
+    return out
+
+
+__all__ = ["MetricChange", "markdown", "render_html", "summary", "write"]
