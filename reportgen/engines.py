@@ -101,6 +101,8 @@ ENGINES: dict[str, Engine] = {
         health_path="/health",
         ready_log_line="sim: ready on",
         simulated=True,
+        info_paths=("/version", "/v1/models"),
+        log_patterns=(("server_args", r"server_args=ServerArgs\("),),
         counters=(
             ("generation_tokens", "sim:generation_tokens_total"),
             ("prompt_tokens", "sim:prompt_tokens_total"),

@@ -26,12 +26,14 @@ from typing import Any
 
 from aiohttp import web
 
+from reportgen import __version__
+
 DESCRIPTION = (
     "Simulated OpenAI-compatible LLM server. Latency is set by flags: "
     "TTFT and inter-token latency grow with the number of concurrently active requests."
 )
 EPILOG = (
-    "Endpoints: GET /health, GET /v1/models, GET /metrics (Prometheus), POST /v1/completions, "
+    "Endpoints: GET /health, GET /v1/models, GET /version, GET /metrics (Prometheus), POST /v1/completions, "
     "POST /v1/chat/completions "
     "(streaming and non-streaming).\n\n"
     "example:\n  reportgen sim --port 8123 --ttft-ms 50 --itl-ms 8 --itl-growth 0.02 "
@@ -82,6 +84,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         default="sim-model",
         help="served model name (default: %(default)s)",
+    )
+    a(
+        "--engine-version",
+        metavar="TEXT",
+        default=__version__,
+        help="version the simulator reports at GET /version, as engines do; two versions of an "
+        "engine can be told apart in `reportgen diff` (default: reportgen's, %(default)s)",
     )
     a(
         "--ttft-ms",
@@ -341,6 +350,9 @@ class _Sim:
         lines += ["# TYPE sim:num_running_reqs gauge", f"sim:num_running_reqs {self.active}"]
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
+    async def version(self, request: web.Request) -> web.Response:
+        return web.json_response({"version": self.args.engine_version})
+
     async def models(self, request: web.Request) -> web.Response:
         card = {"id": self.args.model, "object": "model", "created": 0, "owned_by": "reportgen"}
         return web.json_response({"object": "list", "data": [card]})
@@ -521,6 +533,7 @@ async def _run(args: argparse.Namespace) -> int:
         [
             web.get("/health", sim.health),
             web.get("/v1/models", sim.models),
+            web.get("/version", sim.version),
             web.get("/metrics", sim.metrics),
             web.post("/v1/completions", sim.completions),
             web.post("/v1/chat/completions", sim.chat),
@@ -561,7 +574,9 @@ async def _run(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM; returns the exit code (0 on a clean signal shutdown)."""
-    print(f"sim: server_args={args!r}", flush=True)
+    # every setting, defaults included, as engines dump theirs (SGLang's ServerArgs(...))
+    settings = ", ".join(f"{k}={v!r}" for k, v in sorted(vars(args).items()))
+    print(f"sim: server_args=ServerArgs({settings})", flush=True)
     # 1024 concurrent connections need more file descriptors than a common soft limit of 1024.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 8192 if hard == resource.RLIM_INFINITY else min(hard, 8192)

@@ -1,0 +1,228 @@
+"""`reportgen diff` on real runs: the same campaign against two versions of the simulated
+engine (the second decodes faster), a run compared with itself, and the comparability gate
+and the decisions' changes on edited copies of a run."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pypdf import PdfReader
+
+from reportgen import diff, results
+from reportgen.render import diffpage
+from tests.conftest import ROOT, free_port
+
+CAMPAIGN = """
+[campaign]
+name = "upgrade"
+title = "engine upgrade check"
+margin = 0.05
+
+[server]
+engine = "sim"
+args = {{ port = PORT, ttft-ms = 5, itl-ms = {itl}, engine-version = "{version}", seed = 1 }}
+ready_timeout_s = 30
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 16
+input_tokens = 8
+output_tokens = 12
+repetitions = 3
+warmup_requests = 2
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+
+[[experiment]]
+id = "bigger-chunks"
+why = "two tokens per chunk"
+args = {{ tokens-per-chunk = 2 }}
+
+[[experiment]]
+id = "{extra}"
+why = "present in one run only"
+args = {{ ttft-ms = 6 }}
+"""
+
+
+def _run(folder: Path, version: str, itl: int, extra: str, cache: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "c.toml"
+    text = CAMPAIGN.format(itl=itl, version=version, extra=extra)
+    path.write_text(text.replace("PORT", str(free_port())))
+    res = subprocess.run(
+        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(folder / "out"),
+         "--quiet", "--no-pdf"],
+        capture_output=True, text=True, cwd=ROOT, timeout=240,
+        env={"XDG_CACHE_HOME": str(cache), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    return next(p for p in (folder / "out").glob("*/*") if p.is_dir())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Iterator[tuple[Path, Path]]:
+    """Run A: engine 1.0 at 4 ms per token; run B: engine 1.1 at 2 ms per token."""
+    root = tmp_path_factory.mktemp("diff")
+    yield (
+        _run(root / "a", "1.0", 4, "only-in-a", cache),
+        _run(root / "b", "1.1", 2, "only-in-b", cache),
+    )
+
+
+def _diff(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reportgen", "diff", *args],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+
+
+def test_an_engine_upgrade_shows_what_changed_and_which_differences_are_real(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = runs
+    res = _diff(str(a), str(b), "--out", str(tmp_path), "--fail-on-regression", "5%")
+    assert res.returncode == 0, res.stdout + res.stderr  # B is faster: nothing regressed
+    assert "no regression beyond 5% is certain" in res.stdout
+    d = json.loads((tmp_path / "diff.json").read_text())
+    assert d["comparable"] is True and d["incomparable"] == []
+    changed = {(c["area"], c["key"]): (c["a"], c["b"]) for c in d["changed"]}
+    # the engine's own version, from GET /version, and its resolved settings from its log
+    assert changed[("engine", "/version.version")] == ("1.0", "1.1")
+    assert changed[("resolved server arguments", "engine_version")] == ("1.0", "1.1")
+    assert changed[("server arguments", "itl-ms")] == ("4", "2")
+    exps = {e["id"]: e for e in d["experiments"]}
+    assert set(exps) == {"baseline", "bigger-chunks"}
+    assert d["only_a"] == ["only-in-a"] and d["only_b"] == ["only-in-b"]
+    # half the time per token: output tok/s up and end-to-end latency down at every level
+    for exp in exps.values():
+        by = {(m["metric"], m["concurrency"]): m for m in exp["metrics"]}
+        for c in (1, 4):
+            assert by[("output_tok_s", c)]["verdict"] == "improved", by[("output_tok_s", c)]
+            assert by[("output_tok_s", c)]["ratio"] > 1.4
+            assert by[("e2e_ms", c)]["verdict"] == "improved"
+            low, high = by[("e2e_ms", c)]["ci_low"], by[("e2e_ms", c)]["ci_high"]
+            assert low <= by[("e2e_ms", c)]["ratio"] <= high < 1
+    # the terminal table, and every file
+    assert "bigger-chunks" in res.stdout and "only in A: only-in-a" in res.stdout
+    page = (tmp_path / "diff.html").read_text()
+    assert "NOT COMPARABLE" not in page and "/version.version" in page
+    text = "\n".join(p.extract_text() for p in PdfReader(tmp_path / "diff.pdf").pages)
+    assert "baseline" in text and "bigger-chunks" in text and "improved" in text
+    md = (tmp_path / "diff.md").read_text()
+    assert "| bigger-chunks |" in md and "output tok/s C=1" in md
+
+
+def test_the_other_way_round_the_regression_fails_the_ci_gate(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = runs
+    res = _diff(str(b), str(a), "--out", str(tmp_path), "--no-pdf", "--fail-on-regression", "5%")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "regression: baseline output_tok_s at C=1" in res.stderr
+    assert "itl_ms at C=4" in res.stderr  # twice the time per token: latencies regress too
+    # only the named metrics count for the gate: time per token doubled, time to first token
+    # grew far less; a threshold no change reaches passes
+    gate = ["--out", str(tmp_path), "--no-pdf", "--fail-on-regression", "50%"]
+    assert _diff(str(b), str(a), *gate).returncode == 1
+    for extra in (["--metric", "ttft_ms", *gate], [*gate[:-1], "300%"]):
+        res = _diff(str(b), str(a), *extra)
+        assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_a_run_compared_with_itself_is_equivalent_throughout(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, _ = runs
+    res = _diff(str(a), str(a), "--out", str(tmp_path), "--no-pdf", "--fail-on-regression", "1%")
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = json.loads((tmp_path / "diff.json").read_text())
+    assert d["changed"] == [] and d["incomparable"] == [] and not d["only_a"]
+    counts = d["counts"]
+    assert counts["equivalent"] == 3 * 5 * 2 and sum(counts.values()) == counts["equivalent"]
+
+
+def test_bad_input_is_one_line_naming_what_to_do(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    a, _ = runs
+    res = _diff(str(a), str(tmp_path / "missing"))
+    assert res.returncode == 2 and "no results file here" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = _diff(str(a), str(a), "--fail-on-regression", "lots")
+    assert res.returncode == 2 and "--fail-on-regression lots" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+# -- on edited copies of a run -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def run_a(runs: tuple[Path, Path]) -> dict[str, Any]:
+    return results.load(runs[0])
+
+
+def test_gpus_model_and_workload_differences_make_runs_incomparable(
+    run_a: dict[str, Any],
+) -> None:
+    b = copy.deepcopy(run_a)
+    b["environment"]["gpus"] = {
+        "available": True,
+        "driver": "580.1",
+        "devices": [{"name": "NVIDIA H200", "compute_capability": "9.0"}] * 8,
+    }
+    b["campaign"]["workload"]["output_tokens"] = 64
+    b["experiments"][0]["args"]["model"] = "/models/other-checkpoint"
+    d = diff.compare(run_a, b)
+    gate = {(c.area, c.key): c for c in d.incomparable}
+    assert gate[("GPUs", "GPU model and count")].b == "8 x NVIDIA H200 (compute capability 9.0)"
+    assert ("workload", "workload.output_tokens") in gate
+    assert gate[("model", "model")].experiments == ("baseline",)
+    assert not d.comparable
+    assert "NOT COMPARABLE" in diffpage.render_html(d)
+    assert "**Not comparable:**" in diffpage.markdown(d)
+    # a driver change alone does not gate: it is listed among the other changes
+    assert ("driver", "driver") in {(c.area, c.key) for c in d.changed}
+
+
+def test_flipped_verdicts_new_failures_and_newly_failed_checks(run_a: dict[str, Any]) -> None:
+    b = copy.deepcopy(run_a)
+    chunks = b["experiments"][1]
+    chunks["decision"]["verdict"] = "rejected" if chunks["decision"]["verdict"] != "rejected" else "adopted"  # fmt: skip
+    chunks["checks"] = [*chunks.get("checks", []),
+                        {"id": "x", "title": "outputs are sane", "status": "fail"}]  # fmt: skip
+    extra = b["experiments"][2]
+    extra["status"], extra["reason"] = "failed", "server exited during start (exit 1)"
+    d = diff.compare(run_a, b)
+    by = {e.id: e for e in d.experiments}
+    assert by["bigger-chunks"].flipped
+    assert by["bigger-chunks"].newly_failed == ["outputs are sane"]
+    assert by["only-in-a"].new_failure and by["only-in-a"].reason[1].startswith("server exited")
+    page = diffpage.render_html(d)
+    assert "Checks failing only in B:" in page and "New failure:" in page
+    assert "Verdicts that changed: bigger-chunks" in diffpage.summary(d, None)
+
+
+def test_user_text_cannot_inject_markup(run_a: dict[str, Any]) -> None:
+    b = copy.deepcopy(run_a)
+    evil = "<script>alert(1)</script>"
+    b["experiments"][0]["env"] = {"NOTE": evil}
+    b["run_id"] = evil
+    page = diffpage.render_html(diff.compare(run_a, b))
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_threshold_parsing() -> None:
+    assert diff.parse_threshold("5%") == pytest.approx(0.05)
+    assert diff.parse_threshold("0.1") == pytest.approx(0.1)
+    assert diff.parse_threshold("150%") == pytest.approx(1.5)  # latencies can more than double
+    for bad in ("0", "-5%", "x", "nan"):
+        with pytest.raises(ValueError):
+            diff.parse_threshold(bad)
