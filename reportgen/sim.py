@@ -33,8 +33,8 @@ DESCRIPTION = (
     "TTFT and inter-token latency grow with the number of concurrently active requests."
 )
 EPILOG = (
-    "Endpoints: GET /health, GET /v1/models, GET /version, GET /metrics (Prometheus), POST /v1/completions, "
-    "POST /v1/chat/completions "
+    "Endpoints: GET /health, GET /v1/models, GET /version, GET /metrics (Prometheus), "
+    "POST /v1/completions, POST /v1/chat/completions "
     "(streaming and non-streaming).\n\n"
     "example:\n  reportgen sim --port 8123 --ttft-ms 50 --itl-ms 8 --itl-growth 0.02 "
     "--max-running-requests 64"

@@ -195,7 +195,8 @@ def test_gpus_model_and_workload_differences_make_runs_incomparable(
 def test_flipped_verdicts_new_failures_and_newly_failed_checks(run_a: dict[str, Any]) -> None:
     b = copy.deepcopy(run_a)
     chunks = b["experiments"][1]
-    chunks["decision"]["verdict"] = "rejected" if chunks["decision"]["verdict"] != "rejected" else "adopted"  # fmt: skip
+    before = chunks["decision"]["verdict"]
+    chunks["decision"]["verdict"] = "rejected" if before != "rejected" else "adopted"
     chunks["checks"] = [*chunks.get("checks", []),
                         {"id": "x", "title": "outputs are sane", "status": "fail"}]  # fmt: skip
     extra = b["experiments"][2]
