@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import sys
 from pathlib import Path
@@ -512,7 +513,8 @@ def _diff(args: argparse.Namespace, out: Console, err: Console) -> int:
     paths = (str(results.results_path(args.run_a)), str(results.results_path(args.run_b)))
     d = diff.compare(a, b, margin=args.margin, paths=paths)
     folder = args.run_b if args.run_b.is_dir() else args.run_b.parent
-    out_dir = args.out or folder.parent / f"diff-{d.a.run_id}-vs-{d.b.run_id}"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"diff-{d.a.run_id}-vs-{d.b.run_id}")
+    out_dir = args.out or folder.parent / name
 
     out.print(f"A: {d.a.run_id} ({d.a.campaign}); B: {d.b.run_id} ({d.b.campaign})", markup=False)
     if d.incomparable:

@@ -307,8 +307,10 @@ def _environment(
         other += _differences("GPU settings", devices_a, devices_b, "gpu")
         units_a = [d.get("uuid") for d in devices_a if isinstance(d, Mapping)]
         units_b = [d.get("uuid") for d in devices_b if isinstance(d, Mapping)]
-        if units_a != units_b:
-            other.append(Change("GPU settings", "GPU units (by UUID)", "these", "other units"))
+        if units_a != units_b:  # the same model, other physical GPUs (or another host)
+            other.append(
+                Change("GPU settings", "GPU units (UUID)", fmt_value(units_a), fmt_value(units_b))
+            )
     host_a, host_b = env_a.get("host") or {}, env_b.get("host") or {}
     other += _differences("host", host_a, host_b)
     soft_a, soft_b = env_a.get("software") or {}, env_b.get("software") or {}

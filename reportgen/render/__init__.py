@@ -107,13 +107,18 @@ def render_pages(
     try:
         printed = None
         if for_print:
-            boxes = {c.name: charts.placeholder(c.name, c.size()) for c in todo}
-            printed = html.render_page(report, boxes, None, for_print=True)
+            printed = _print_page(report, todo)
         svgs, pdfs = drawing.result()
     finally:
         drawing.close()
     data = Markup(verify.embed(results, tables or {}))
     return Pages(html.render_page(report, svgs, data), printed, pdfs)
+
+
+def _print_page(report: view.Report, todo: list[charts.Chart]) -> str:
+    """The page the PDF is printed from, each chart an empty box of its size."""
+    boxes = {c.name: charts.placeholder(c.name, c.size()) for c in todo}
+    return html.render_page(report, boxes, None, for_print=True)
 
 
 def render(run_dir: Path, pdf: bool = True) -> Rendered:
@@ -140,8 +145,7 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
         # while other processes draw the charts: the PDF's layout, or the rest of the work
         printed = None
         if pdf:
-            boxes = {c.name: charts.placeholder(c.name, c.size()) for c in todo}
-            page = html.render_page(report, boxes, None, for_print=True)
+            page = _print_page(report, todo)
             printed = printer.html_to_pdf(page, run_dir, lambda: drawing.result()[1])
         embedded = Markup(verify.embed(data, verify.table_hashes(run_dir)))
         md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(report).encode("utf-8"))

@@ -8,13 +8,12 @@ the time of rendering in it (the same two runs give the same bytes).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
-from reportgen.diff import Change, ExperimentDiff, MetricChange, RunDiff
+from reportgen.diff import Change, ExperimentDiff, RunDiff
 from reportgen.render import html
 from reportgen.render.fmt import fmt_ci, fmt_num, fmt_ratio, fmt_time
 
@@ -173,13 +172,3 @@ def write(
     text = json.dumps(data, indent=1, allow_nan=False) + "\n"
     out["json"] = _write(out_dir / NAMES["json"], text.encode("utf-8"))
     return out
-
-
-def changes_by_area(changes: Sequence[Change]) -> Mapping[str, list[Change]]:
-    out: dict[str, list[Change]] = {}
-    for c in changes:
-        out.setdefault(c.area, []).append(c)
-    return out
-
-
-__all__ = ["MetricChange", "markdown", "render_html", "summary", "write"]
