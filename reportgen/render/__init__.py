@@ -103,14 +103,9 @@ def render_pages(
     charts as PDF (``Pages``)."""
     report = view.build(results)
     todo = chart_list(report, results, telemetry, latencies)
-    drawing = charts.Drawing(todo, pdf=for_print)
-    try:
-        printed = None
-        if for_print:
-            printed = _print_page(report, todo)
+    with charts.Drawing(todo, pdf=for_print) as drawing:
+        printed = _print_page(report, todo) if for_print else None
         svgs, pdfs = drawing.result()
-    finally:
-        drawing.close()
     data = Markup(verify.embed(results, tables or {}))
     return Pages(html.render_page(report, svgs, data), printed, pdfs)
 
@@ -140,8 +135,7 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     report = view.build(data)
     telemetry, latencies = chart_inputs(run_dir, data)
     todo = chart_list(report, data, telemetry, latencies)
-    drawing = charts.Drawing(todo, pdf=pdf)
-    try:
+    with charts.Drawing(todo, pdf=pdf) as drawing:
         # while other processes draw the charts: the PDF's layout, or the rest of the work
         printed = None
         if pdf:
@@ -154,8 +148,6 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
             for name, body in exports.tables(data).items()
         )
         svgs, _ = drawing.result()
-    finally:
-        drawing.close()
     text = html.render_page(report, svgs, embedded)
     html_path = _write(run_dir / HTML_NAME, text.encode("utf-8"))
     pdf_path = _write(run_dir / PDF_NAME, printed.data) if printed is not None else None

@@ -621,6 +621,12 @@ class Drawing:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
+    def __enter__(self) -> Drawing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def draw_all(charts: Sequence[Chart]) -> dict[str, Markup]:
     return Drawing(charts).result()[0]
