@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = ["validate", "plan", "run", "render", "sim", "calibrate", "schema"]
+COMMANDS = ["validate", "plan", "run", "render", "diff", "sim", "calibrate", "schema"]
 
 
 def reportgen(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -96,3 +96,23 @@ def test_run_into_an_unwritable_output_is_a_clear_error(tmp_path: Path) -> None:
     assert res.returncode == 2, res.stderr
     assert "cannot write the run directory" in res.stderr and "--output" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_the_qwen397b_campaign_validates_plans_and_stops_on_another_host(tmp_path: Path) -> None:
+    """The campaign the project was born from: SGLang flags as the engine spells them, the
+    speculative cap raised, the all-reduce check; on a host without its 8 GPUs nothing starts."""
+    campaign = str(Path(__file__).parents[1] / "campaigns" / "qwen397b.toml")
+    assert reportgen("validate", campaign).returncode == 0
+    plan = reportgen("plan", campaign)
+    assert plan.returncode == 0, plan.stderr
+    assert (
+        "--moe-runner-backend flashinfer_cutlass --fp4-gemm-backend flashinfer_cudnn" in plan.stdout
+    )
+    assert "--disable-custom-all-reduce" in plan.stdout
+    assert ("--speculative-algorithm NEXTN --speculative-num-steps 3 --speculative-eagle-topk 1 "
+            "--speculative-num-draft-tokens 4 --max-running-requests 64") in plan.stdout  # fmt: skip
+    assert "C=1,2,4,8,16,32,64" in plan.stdout
+    res = reportgen("run", campaign, "--output", str(tmp_path / "out"))
+    assert res.returncode == 1 and "host.expect does not match this host" in res.stderr
+    assert "Nothing was started" in res.stderr and "Traceback" not in res.stderr
+    assert not list((tmp_path / "out").glob("*/*/results.json"))
