@@ -105,12 +105,11 @@ def test_the_qwen397b_campaign_validates_plans_and_stops_on_another_host(tmp_pat
     assert reportgen("validate", campaign).returncode == 0
     plan = reportgen("plan", campaign)
     assert plan.returncode == 0, plan.stderr
-    assert (
-        "--moe-runner-backend flashinfer_cutlass --fp4-gemm-backend flashinfer_cudnn" in plan.stdout
-    )
-    assert "--disable-custom-all-reduce" in plan.stdout
-    assert ("--speculative-algorithm NEXTN --speculative-num-steps 3 --speculative-eagle-topk 1 "
-            "--speculative-num-draft-tokens 4 --max-running-requests 64") in plan.stdout  # fmt: skip
+    out = plan.stdout
+    assert "--moe-runner-backend flashinfer_cutlass --fp4-gemm-backend flashinfer_cudnn" in out
+    assert "--disable-custom-all-reduce" in out
+    spec = "--speculative-algorithm NEXTN --speculative-num-steps 3 --speculative-eagle-topk 1"
+    assert f"{spec} --speculative-num-draft-tokens 4 --max-running-requests 64" in out
     assert "C=1,2,4,8,16,32,64" in plan.stdout
     res = reportgen("run", campaign, "--output", str(tmp_path / "out"))
     assert res.returncode == 1 and "host.expect does not match this host" in res.stderr
