@@ -48,17 +48,14 @@ LEVEL_KEY = {m: m if higher else f"{m}_p50" for m, higher in decide.HEADLINE}
 
 # Fields that change from one run to the next without saying anything about the setup.
 VOLATILE = {
-    "memory_used_bytes",
-    "processes",
+    "memory_used_bytes",  # GPU memory in use when the fingerprint was taken
+    "processes",  # processes on the GPUs then
     "cpu_mhz_now",
+    # which physical units (the GPU units are compared once, as a list of UUIDs)
     "uuid",
     "serial",
     "pci_bus_id",
     "board_part_number",
-    "clocks_mhz_now",
-    "temperature_c",
-    "power_draw_w",
-    "utilization",
 }
 
 

@@ -50,10 +50,10 @@ def render_html(
     latencies: Mapping[str, Any] | None = None,
 ) -> str:
     """The report's HTML for a loaded results dict and, by experiment id, its telemetry
-    columns (``telemetry_columns``); the results and the raw tables' hashes
+    columns (t, gpu, sm_clock_mhz, power_w as arrays); the results and the raw tables' hashes
     (``verify.table_hashes``) are embedded for ``reportgen verify``; ``latencies`` are each
-    experiment's latency percentiles by level (``latency_percentiles``). Either may be
-    ``charts.Lazy`` loaders instead (``chart_inputs``). Pure: reads and writes no file."""
+    experiment's latency percentiles by level. Either may be ``charts.Lazy`` loaders instead
+    (``chart_inputs``, what ``render`` and ``verify`` pass). Pure: reads and writes no file."""
     return render_pages(results, telemetry, tables, latencies).screen
 
 
@@ -177,21 +177,6 @@ PERCENTILES = tuple(range(101))
 TELEMETRY_CHART_COLUMNS = ("t", "gpu", "sm_clock_mhz", "power_w")
 
 
-def latency_percentiles(
-    run_dir: Path, data: Mapping[str, Any]
-) -> dict[str, dict[int, dict[str, list[float]]]]:
-    """Per experiment and level, percentiles 0-100 of TTFT and end-to-end latency (ms) of
-    its successful requests, every repetition pooled (for the distribution charts)."""
-    out = {}
-    for e in data.get("experiments") or []:
-        exp_id = str(e.get("id"))
-        if e.get("levels") and (run_dir / "requests" / f"{exp_id}.parquet").exists():
-            levels = _latencies_of(run_dir, exp_id)
-            if levels:
-                out[exp_id] = levels
-    return out
-
-
 def _latencies_of(run_dir: Path, exp_id: str) -> dict[int, dict[str, list[float]]]:
     """One experiment's latency percentiles by level; reads only the columns it needs (not
     every chunk's time)."""
@@ -210,17 +195,6 @@ def _latencies_of(run_dir: Path, exp_id: str) -> dict[int, dict[str, list[float]
                 qs = np.percentile(values, PERCENTILES)
                 levels.setdefault(int(c), {})[metric] = [float(x) for x in qs]
     return dict(sorted(levels.items()))
-
-
-def telemetry_columns(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each experiment's saved telemetry table as numpy columns (missing values NaN; none for
-    experiments without one)."""
-    out = {}
-    for e in data.get("experiments") or []:
-        columns = _telemetry_of(run_dir, str(e.get("id")))
-        if len(columns["t"]):
-            out[str(e.get("id"))] = columns
-    return out
 
 
 def _telemetry_of(run_dir: Path, exp_id: str) -> dict[str, Any]:

@@ -443,10 +443,12 @@ def _telemetry(rows: Mapping[str, Any], windows: Sequence[tuple[float, float, st
     the same clock. Long runs are drawn as bucket means with their min-max band."""
     t = np.asarray(rows.get("t") if rows.get("t") is not None else [], dtype=float)
     gpu = np.asarray(rows.get("gpu") if rows.get("gpu") is not None else [], dtype=float)
-    full = t.size > 0 and all(
-        np.asarray(rows.get(k) if rows.get(k) is not None else [], dtype=float).size == t.size
-        and bool(np.any(~np.isnan(np.asarray(rows.get(k), dtype=float)) & ~np.isnan(gpu)))
+    columns = {
+        k: np.asarray(rows.get(k) if rows.get(k) is not None else [], dtype=float)
         for k in ("sm_clock_mhz", "power_w")
+    }
+    full = t.size > 0 and all(
+        v.size == t.size and bool(np.any(~np.isnan(v) & ~np.isnan(gpu))) for v in columns.values()
     )
     fig, left, right = _pair("telemetry", reuse=full, sharex=True)
     _few_ticks(left, right)
@@ -472,8 +474,7 @@ def _telemetry(rows: Mapping[str, Any], windows: Sequence[tuple[float, float, st
             if bars:  # one collection per shade: far cheaper than a patch per window
                 ax.broken_barh(bars, (0, 1), facecolors=colour, lw=0, zorder=0,
                                transform=ax.get_xaxis_transform())  # fmt: skip
-        raw = rows.get(key)
-        values = np.asarray(raw if raw is not None else [], dtype=float)
+        values = columns[key]
         for g, index in by_gpu.items():
             if values.size != t.size:
                 continue
@@ -628,13 +629,9 @@ class Drawing:
         self.close()
 
 
-def draw_all(charts: Sequence[Chart]) -> dict[str, Markup]:
-    return Drawing(charts).result()[0]
-
-
 def all_charts(series: Sequence[Series]) -> dict[str, Markup]:
     """The campaign-wide charts by name, as inline SVG (Markup: this SVG is ours)."""
-    return draw_all(overview(series))
+    return Drawing(overview(series)).result()[0]
 
 
 def throughput(series: Sequence[Series]) -> Markup:
