@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+ENGINE := $(VENV)/.test-engine
 
 .PHONY: demo test check lint types schema golden clean
 
@@ -15,11 +16,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
+# A real engine for the tests (transformers serve on the CPU, torch's CPU build).
+$(ENGINE): $(STAMP)
+	$(PY) -m pip install -q -e '.[dev,test-engine]'
+	@touch $@
+
 demo: $(STAMP)
 	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh
 	$(VENV)/bin/reportgen run campaigns/demo.toml
 
-test: $(STAMP)
+test: $(STAMP) $(ENGINE)
 	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh --test
 	$(PY) -m pytest
 

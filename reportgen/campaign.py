@@ -84,6 +84,12 @@ class CampaignInfo(_Model):
         "(parent, child, child, parent, ...; a fresh server each), and compare the pairs: drift "
         "of the host over time then cancels out. Doubles the servers started.",
     )
+    random_weights: bool = Field(
+        False,
+        description="The model has random weights (a test model built locally, say): its "
+        "text is meaningless by construction, so golden answers are not judged (that check "
+        "is skipped, saying why); greedy answers are still compared with the baseline's.",
+    )
 
 
 class HostExpect(_Model):

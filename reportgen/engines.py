@@ -7,11 +7,19 @@ log lines worth quoting). The runner only ever talks to an engine through this i
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import json
+import os
 import re
+import signal
+import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+from reportgen.redact import redact_argv
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,14 @@ class Engine:
     counters: tuple[tuple[str, str], ...] = ()
     # A log line's number that is the speculative acceptance length (SGLang's decode lines).
     spec_accept_log: str | None = None
+    # Arguments written first and without a flag, in this order (``vllm serve MODEL``).
+    positional: tuple[str, ...] = ()
+    # How a false boolean is written: "no-" gives ``--no-compile`` (vLLM's and typer's
+    # negatable flags); None leaves the flag out (SGLang's store_true flags).
+    negate: str | None = None
+    # The argument that makes the engine print every flag it accepts; the campaign's flags are
+    # checked against that list before anything starts. None: no check.
+    help_flag: str | None = None
 
     def patterns(self) -> dict[str, str]:
         found = dict(self.log_patterns)
@@ -58,14 +74,20 @@ class Engine:
     def format_args(self, args: dict[str, Any]) -> list[str]:
         """Flags as the engine's argparse expects them.
 
-        ``true`` becomes a bare ``--flag``; ``false`` leaves the flag out; a list becomes
-        ``--flag a b``; a table becomes one JSON argument (vLLM's ``--speculative-config``).
+        The engine's positional arguments come first (their values only); ``true`` becomes a
+        bare ``--flag``; ``false`` becomes ``--no-flag`` where the engine negates flags that
+        way, else the flag is left out; a list becomes ``--flag a b``; a table becomes one
+        JSON argument (vLLM's ``--speculative-config``).
         """
-        argv: list[str] = []
+        argv = [_scalar(args[k]) for k in self.positional if args.get(k) not in (None, False)]
         for key, value in args.items():
             flag = f"--{key}"
+            if key in self.positional:
+                continue
             if value is True:
                 argv.append(flag)
+            elif value is False and self.negate:
+                argv.append(f"--{self.negate}{key}")
             elif value is False or value is None:
                 continue
             elif isinstance(value, list):
@@ -91,6 +113,93 @@ def _scalar(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+# A flag in help text ("--tp-size", "--no-compile", "--help=all"), and argparse's choices
+# after a flag in its usage lines ("--dtype {auto,half,bfloat16}").
+_FLAG = re.compile(r"(?<![\w-])--([A-Za-z0-9][\w.-]*)")
+_CHOICES = re.compile(r"(?<![\w-])--([A-Za-z0-9][\w.-]*)[ =]\{([^{}\s]+)\}")
+
+
+def _norm(flag: str) -> str:
+    return flag.replace("_", "-").lower()
+
+
+@dataclass
+class Flags:
+    """The flags an engine says it accepts, read from its own help text."""
+
+    command: list[str]
+    names: frozenset[str] = frozenset()
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    error: str | None = None  # why there is no list (engine not installed here, say)
+
+    @classmethod
+    def parse(cls, command: list[str], text: str) -> Flags:
+        names = frozenset(_norm(m) for m in _FLAG.findall(text))
+        choices = {_norm(k): tuple(v.split(",")) for k, v in _CHOICES.findall(text)}
+        return cls(command, names, choices)
+
+    def problems(
+        self, args: Mapping[str, Any], skip: Iterable[str] = ()
+    ) -> list[tuple[str, Any, str]]:
+        """(flag, value, what is wrong) for each flag the engine does not know, or value
+        outside the flag's choices."""
+        if self.error or not self.names:
+            return []
+        out: list[tuple[str, Any, str]] = []
+        skipped = set(skip)
+        for key, value in args.items():
+            if key in skipped or value is None:
+                continue
+            name = _norm(key)
+            if name not in self.names:
+                near = difflib.get_close_matches(name, sorted(self.names), n=1, cutoff=0.75)
+                hint = f"; did you mean --{near[0]}?" if near else ""
+                out.append((key, value, f"not a flag of this engine{hint}"))
+                continue
+            allowed = self.choices.get(name)
+            if allowed and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                if _scalar(value) not in allowed:
+                    out.append((key, value, f"not one of its choices {{{','.join(allowed)}}}"))
+        return out
+
+    def record(self) -> dict[str, Any]:
+        return {"command": redact_argv(self.command), "flags": len(self.names), "error": self.error}
+
+
+def read_flags(argv: list[str], timeout_s: float = 120.0) -> Flags:
+    """Run the engine's help command (``argv``, ending in its help flag) in its own process
+    group and parse the flags it prints. A missing engine or a failing help is no error: the
+    check is skipped (``Flags.error`` says why) and the engine judges the flags at start."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "COLUMNS": "200"},
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return Flags(argv, error=f"cannot run it: {exc.strerror or exc}")
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return Flags(argv, error=f"no answer within {timeout_s:g} s")
+    finally:
+        # The help command may leave helpers behind in its group: none outlive the check.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = out.decode("utf-8", "replace")
+    flags = Flags.parse(argv, text)
+    if proc.returncode != 0 or len(flags.names) < 2:
+        last = text.strip().splitlines()[-1:] or [""]
+        return Flags(argv, error=f"exit code {proc.returncode}: {last[0][:200]}")
+    return flags
 
 
 ENGINES: dict[str, Engine] = {
@@ -135,10 +244,11 @@ ENGINES: dict[str, Engine] = {
             ("spec_accept_length", "sglang:spec_accept_length"),
         ),
         spec_accept_log=r"accept len: ([0-9.]+)",
+        help_flag="--help",
     ),
     "vllm": Engine(
         name="vllm",
-        default_command=("vllm", "serve"),
+        default_command=(sys.executable, "-m", "vllm.entrypoints.cli.main", "serve"),
         default_port=8000,
         health_path="/health",
         ready_log_line="Application startup complete.",
@@ -158,14 +268,27 @@ ENGINES: dict[str, Engine] = {
             ("spec_draft_tokens", "vllm:spec_decode_num_draft_tokens_total"),
             ("spec_accepted", "vllm:spec_decode_num_accepted_tokens_total"),
         ),
+        positional=("model",),  # `vllm serve MODEL`
+        negate="no-",  # --enable-prefix-caching / --no-enable-prefix-caching
+        help_flag="--help=all",  # plain --help lists only the groups
     ),
     "transformers": Engine(
         name="transformers",
-        default_command=("transformers", "serve"),
+        default_command=(sys.executable, "-m", "transformers.cli.transformers", "serve"),
         default_port=8000,
         health_path="/health",
         ready_log_line="Uvicorn running on",
+        # It answers 422 to fields it does not know (ignore_eos, min_tokens): none are sent;
+        # its outputs run to max_tokens only where the model's end-of-sequence never comes.
+        exact_length_fields=(),
         metrics_path=None,  # transformers serve has no Prometheus endpoint
+        log_patterns=(
+            ("continuous_batching", r"CB: (True|False)"),
+            ("unsupported_fields", r"Ignoring unsupported fields"),
+        ),
+        positional=("model",),  # `transformers serve MODEL` (its FORCE_MODEL)
+        negate="no-",  # typer's --compile / --no-compile
+        help_flag="--help",
     ),
     "generic": Engine(
         name="generic",

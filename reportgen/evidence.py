@@ -191,11 +191,14 @@ def _keyword_args(body: str) -> dict[str, Any]:
 
 def model_files(args: Mapping[str, Any], base: Path) -> dict[str, Any]:
     """sha256 of the model's configuration files, when the server's model argument is a local
-    folder (relative paths from ``base``); the quantization block of config.json separately."""
+    folder (a relative path from the working directory, else from ``base``); the
+    quantization block of config.json separately."""
     model = next((args[k] for k in MODEL_ARGS if isinstance(args.get(k), str)), None)
     if model is None:
         return {"error": "no model argument in the server's flags"}
-    folder = Path(model) if Path(model).is_absolute() else base / model
+    folder = Path(model)  # relative: to where the server runs (here), else the campaign file
+    if not folder.is_absolute() and not folder.is_dir():
+        folder = base / model
     if not folder.is_dir():
         return {"model": model, "error": "not a local folder (a hub id?): nothing to hash"}
     out: dict[str, Any] = {"model": model, "files": {}}

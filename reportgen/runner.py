@@ -31,7 +31,14 @@ from reportgen.analysis import decide as decide_mod
 from reportgen.analysis.summary import by_level
 from reportgen.campaign import Campaign, Resolved, Workload, parent_id, resolve
 from reportgen.driver import Driver, keep_text_chars
-from reportgen.errors import GpuError, ReportgenError, ResultsError, ServerError
+from reportgen.errors import (
+    CampaignError,
+    GpuError,
+    Problem,
+    ReportgenError,
+    ResultsError,
+    ServerError,
+)
 from reportgen.gpu import GpuSource
 from reportgen.loadgen import RequestSpec
 from reportgen.progress import ProgressSink, Quiet
@@ -132,6 +139,7 @@ class Runner:
         self._metrics_off = False
         self.gpu_source: GpuSource | None = None
         self.gpu_why: str | None = None
+        self.flags: engines.Flags | None = None
 
     # -- the table of contents ---------------------------------------------------------------
 
@@ -201,6 +209,7 @@ class Runner:
                 + ". Nothing was started; run on the host the campaign was written for, "
                 "or change host.expect"
             )
+        self._check_flags()
         host = self.m.server.host
         for port in sorted({self.engine.port(r.args) for r in plan(self.campaign)}):
             if not port_is_free(host, port):
@@ -209,6 +218,30 @@ class Runner:
                     "process (another server or reportgen run?); nothing was started. Stop it "
                     "or set another port in server.args"
                 )
+
+    def _check_flags(self) -> None:
+        """Every experiment's flags against the engine's own help, where the engine is
+        installed: a misspelt flag or a value outside its choices stops the campaign before
+        anything starts, naming the experiment, not hours later when its turn comes."""
+        self.flags = None
+        if self.engine.help_flag is None:
+            return
+        argv = self.engine.command(self.m.server.command) + [self.engine.help_flag]
+        self.progress.phase(f"checking flags against `{' '.join(argv)}`")
+        self.flags = engines.read_flags(argv)
+        where = " ".join(argv)
+        problems = [
+            Problem(
+                self.campaign.path,
+                f"experiment {r.id!r}: args.{key}",
+                value,
+                f"{why} (checked against `{where}`); nothing was started: fix the flag",
+            )
+            for r in plan(self.campaign)
+            for key, value, why in self.flags.problems(r.args, skip=self.engine.positional)
+        ]
+        if problems:
+            raise CampaignError(problems)
 
     def _start_results(self, environment: dict[str, Any]) -> None:
         try:
@@ -236,7 +269,11 @@ class Runner:
                 "sha256": self.campaign.sha256,
                 "text": self.campaign.text,
             },
-            "engine": {"name": self.engine.name, "simulated": self.engine.simulated},
+            "engine": {
+                "name": self.engine.name,
+                "simulated": self.engine.simulated,
+                "flag_check": self.flags.record() if self.flags else None,
+            },
             "environment": environment,
             "best": None,
             "client_ceiling": None,
@@ -519,6 +556,7 @@ class Runner:
             counters=dict(self.engine.counters),
             prefix_expect=_prefix_expect(wl),
             baseline=None if entry is baseline else baseline,
+            random_weights=self.m.campaign.random_weights,
         )
         broken = checks_mod.invalidated(entry["checks"], evidence=True)
         if entry["status"] == "ok" and broken:

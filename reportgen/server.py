@@ -158,6 +158,7 @@ class ServerProcess:
         health_ok = self.engine.health_path is None
         health_checks = generation_checks = 0
         model: str | None = None
+        models_asked = False  # /v1/models answered (transformers serve answers 500: once)
         delay = 0.05
         with httpx.Client(base_url=self.base_url, timeout=10.0) as client:
             while True:
@@ -181,8 +182,8 @@ class ServerProcess:
                         resp = client.get(self.engine.health_path)
                         health_ok = resp.status_code == 200
                     if health_ok:
-                        if model is None:
-                            model = self._served_model(client)
+                        if not models_asked:
+                            models_asked, model = self._served_model(client)
                         generation_checks += 1
                         if self._one_token(client, api, model):
                             return Readiness(
@@ -197,13 +198,20 @@ class ServerProcess:
                 delay = min(delay * 1.5, 1.0)
 
     @staticmethod
-    def _served_model(client: httpx.Client) -> str | None:
+    def _served_model(client: httpx.Client) -> tuple[bool, str | None]:
+        """(whether the server has answered for good, the model it serves). Not yet while it
+        is unreachable or still loading (503); an error or an odd body is its answer."""
         try:
             resp = client.get("/v1/models")
+        except httpx.HTTPError:
+            return False, None
+        if resp.status_code == 503:
+            return False, None
+        try:
             data = resp.json().get("data") or []
-            return str(data[0]["id"]) if data else None
-        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
-            return None
+            return True, str(data[0]["id"]) if data else None
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+            return True, None
 
     @staticmethod
     def _one_token(client: httpx.Client, api: str, model: str | None) -> bool:

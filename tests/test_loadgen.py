@@ -453,6 +453,19 @@ def test_stream_cut_short_keeps_the_chunks_received() -> None:
     assert r.chunk_chars == [1, 1] and r.output_tokens == 2
 
 
+def test_stream_that_finished_needs_no_done_marker(transport: str) -> None:
+    """transformers serve ends its streams after the finish_reason chunk, with no [DONE]."""
+    last = event({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
+                  "usage": {"prompt_tokens": 7, "completion_tokens": 2}})  # fmt: skip
+    r = one(chunked(delta("a"), delta("b"), last))
+    assert r.status == "ok", r.error
+    assert (r.output_tokens, r.output_tokens_source) == (2, "usage")
+    r = one([*chunked(delta("a"), last)[:3], b"40\r\ndata: {"])  # finished, then cut: broken
+    assert r.status == "error" and (r.error or "").startswith("stream ended without [DONE]: ")
+    r = one(chunked(delta("a"), delta("b")))  # neither finish_reason nor [DONE]: cut short
+    assert r.status == "error" and r.error == "stream ended without [DONE]"
+
+
 def test_connection_closed_mid_chunked_stream(transport: str) -> None:
     r = one([*chunked(delta("a"))[:2], b"40\r\ndata: {"])
     assert r.status == "error"

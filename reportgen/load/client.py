@@ -259,20 +259,25 @@ class _Events:
     """A streamed body's SSE events into ``rec``: chunk times and sizes, text, usage, and
     the failure, if any. ``feed`` returns False once the request has failed."""
 
-    __slots__ = ("rec", "parts", "keep", "kept", "done", "decoder")
+    __slots__ = ("rec", "parts", "keep", "kept", "done", "finished", "decoder")
 
     def __init__(self, rec: RequestRecord, parts: list[str], keep: int) -> None:
         self.rec, self.parts, self.keep = rec, parts, keep
         self.kept = 0
         self.done = False  # [DONE] seen
+        self.finished = False  # a choice's finish_reason seen
         self.decoder = SSEDecoder()
 
     def feed(self, chunk: bytes, now: float) -> bool:
         return self._events(self.decoder.feed(chunk), now, False)
 
     def close(self, now: float, cut: str = "") -> None:
-        """The body ended (``cut``: how, when the connection broke)."""
-        if self._events(self.decoder.close(), now, True) and not self.done:
+        """The body ended (``cut``: how, when the connection broke). A body that ended
+        cleanly after the answer's finish_reason is complete without [DONE]: transformers
+        serve sends none."""
+        if self._events(self.decoder.close(), now, True) and not (
+            self.done or (self.finished and not cut)
+        ):
             _fail(self.rec, "stream ended without [DONE]" + (f": {cut}" if cut else ""))
 
     def _events(self, events: list[bytes], now: float, eof: bool) -> bool:
@@ -295,6 +300,8 @@ class _Events:
             choices = obj.get("choices")
             if choices:
                 choice = choices[0]
+                if choice.get("finish_reason"):
+                    self.finished = True
                 delta = choice.get("delta")
                 if delta is not None:
                     piece = delta.get("content") or ""

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Build a small Qwen3-MoE model with random weights and a locally trained tokenizer.
+
+For running a real engine (``transformers serve``) with no access to a model hub: the tests
+run one on the CPU, and ``campaigns/h200.toml`` runs one on a GPU. Its text is meaningless by
+construction (random weights), and its end-of-sequence id lies outside the vocabulary, so
+every answer runs to ``max_tokens``.
+
+    python scripts/build_model.py --preset tiny  --out output/models/tiny-moe
+    python scripts/build_model.py --preset small --out output/models/small-moe
+
+Needs torch, transformers and tokenizers. The same preset and seed give the same weights and
+the same tokenizer (trained on this project's own README and sources).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# tiny: seconds on a CPU (CI); small: a 0.65 B-parameter MoE, the H200 example.
+PRESETS: dict[str, dict[str, int]] = {
+    "tiny": dict(
+        vocab=1024, hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16,
+        experts=4, top_k=2, moe_inter=64, inter=128,
+    ),  # fmt: skip
+    "small": dict(
+        vocab=8192, hidden=1024, layers=12, heads=16, kv_heads=4, head_dim=64,
+        experts=32, top_k=4, moe_inter=384, inter=2048,
+    ),  # fmt: skip
+}
+
+# Qwen's chat format: transformers serve finds the answer after "<|im_start|>assistant\n"
+# (its response parser for Qwen models); with another format it echoes the prompt.
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def corpus() -> list[str]:
+    """The project's own text, in a fixed order."""
+    files = [ROOT / "README.md", *sorted((ROOT / "reportgen").rglob("*.py"))]
+    return [f.read_text(encoding="utf-8") for f in files if f.is_file()]
+
+
+def build(out: Path, preset: str, seed: int) -> dict[str, object]:
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    p = PRESETS[preset]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=p["vocab"],
+        special_tokens=SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus(), trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        model_max_length=32768,
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    vocab = len(fast)
+    config = Qwen3MoeConfig(
+        vocab_size=vocab,
+        hidden_size=p["hidden"],
+        intermediate_size=p["inter"],
+        moe_intermediate_size=p["moe_inter"],
+        num_hidden_layers=p["layers"],
+        num_attention_heads=p["heads"],
+        num_key_value_heads=p["kv_heads"],
+        head_dim=p["head_dim"],
+        num_experts=p["experts"],
+        num_experts_per_tok=p["top_k"],
+        max_position_embeddings=32768,
+        # Outside the vocabulary: the model can never end an answer early.
+        eos_token_id=vocab,
+        bos_token_id=None,
+        pad_token_id=fast.pad_token_id,
+        tie_word_embeddings=False,
+        dtype="bfloat16",
+    )
+    torch.manual_seed(seed)
+    model = Qwen3MoeForCausalLM(config).to(torch.bfloat16)
+    model.generation_config.eos_token_id = vocab
+    model.generation_config.pad_token_id = fast.pad_token_id
+    model.generation_config.do_sample = False
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    fast.save_pretrained(out)
+    params = sum(t.numel() for t in model.parameters())
+    about = {"preset": preset, "seed": seed, "parameters": params, "vocab": vocab, **p}
+    (out / "reportgen-model.json").write_text(json.dumps(about, indent=2) + "\n")
+    return about
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
+    ap.add_argument("--out", type=Path, required=True, help="folder to write the model into")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    try:
+        about = build(args.out, args.preset, args.seed)
+    except ImportError as exc:
+        print(f"build_model: {exc.name} is missing; pip install torch transformers tokenizers",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    print(f"build_model: {about['parameters']:,} parameters ({args.preset}) in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
