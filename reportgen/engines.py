@@ -159,9 +159,9 @@ class Flags:
                 out.append((key, value, f"not a flag of this engine{hint}"))
                 continue
             allowed = self.choices.get(name)
-            if allowed and isinstance(value, (str, int, float)) and not isinstance(value, bool):
-                if _scalar(value) not in allowed:
-                    out.append((key, value, f"not one of its choices {{{','.join(allowed)}}}"))
+            scalar = isinstance(value, (str, int, float)) and not isinstance(value, bool)
+            if allowed and scalar and _scalar(value) not in allowed:
+                out.append((key, value, f"not one of its choices {{{','.join(allowed)}}}"))
         return out
 
     def record(self) -> dict[str, Any]:

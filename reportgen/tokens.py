@@ -65,8 +65,8 @@ def load(path: str) -> Tokenizer:
     try:
         from transformers import AutoTokenizer
     except ImportError:
-        AutoTokenizer = None  # noqa: N806
-    if AutoTokenizer is not None:
+        pass  # the tokenizers library alone reads tokenizer.json
+    else:
         try:
             return _HF(AutoTokenizer.from_pretrained(str(folder), local_files_only=True))
         except (OSError, ValueError) as exc:

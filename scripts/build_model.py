@@ -25,12 +25,28 @@ ROOT = Path(__file__).resolve().parent.parent
 # tiny: seconds on a CPU (CI); small: a 0.65 B-parameter MoE, the H200 example.
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": dict(
-        vocab=1024, hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16,
-        experts=4, top_k=2, moe_inter=64, inter=128,
+        vocab=1024,
+        hidden=64,
+        layers=2,
+        heads=4,
+        kv_heads=2,
+        head_dim=16,
+        experts=4,
+        top_k=2,
+        moe_inter=64,
+        inter=128,
     ),  # fmt: skip
     "small": dict(
-        vocab=8192, hidden=1024, layers=12, heads=16, kv_heads=4, head_dim=64,
-        experts=32, top_k=4, moe_inter=384, inter=2048,
+        vocab=8192,
+        hidden=1024,
+        layers=12,
+        heads=16,
+        kv_heads=4,
+        head_dim=64,
+        experts=32,
+        top_k=4,
+        moe_inter=384,
+        inter=2048,
     ),  # fmt: skip
 }
 

@@ -51,10 +51,16 @@ random_weights = true
 
 [server]
 engine = "transformers"
-args = {{ model = "{model}", host = "127.0.0.1", port = {port}, device = "cpu", log-level = "info" }}
 env = {{ OMP_NUM_THREADS = "1" }}
 ready_timeout_s = 180
 stop_timeout_s = 6
+
+[server.args]
+model = "{model}"
+host = "127.0.0.1"
+port = {port}
+device = "cpu"
+log-level = "info"
 
 [workload]
 api = "chat"
@@ -80,7 +86,7 @@ CB = """
 [[experiment]]
 id = "continuous-batching"
 why = "Paged attention and one batch for every request in flight."
-args = { continuous-batching = true, cb-num-blocks = 64, cb-block-size = 32, cb-max-batch-tokens = 512 }
+args = { continuous-batching = true, cb-num-blocks = 64, cb-max-batch-tokens = 512 }
 """
 
 
@@ -134,7 +140,7 @@ def test_a_campaign_against_transformers_serve(model: Path, tmp_path: Path, cach
     # engine counted them: its streams end without [DONE] but with usage
     assert set(rows["output_tokens"]) == {16} and set(rows["output_tokens_source"]) == {"usage"}
     log = (run_dir / "logs" / "baseline.server.log").read_text()
-    assert "HTTP/1.1\" 422" not in log  # no field it rejects (ignore_eos, min_tokens) was sent
+    assert 'HTTP/1.1" 422' not in log  # no field it rejects (ignore_eos, min_tokens) was sent
     html = (run_dir / "report.html").read_text()
     assert "continuous-batching" in html and "random weights" in html
     assert port_is_free("127.0.0.1", port)

@@ -597,9 +597,12 @@ def probe_checks(
         for why in text_mod.problems(answer):
             bad.append(f"probe {i}: {why}")
     if random_weights and not bad:
-        status, found = "skip", (
-            f"{len(answers)} answer(s) received, not judged: the model has random weights "
-            "(campaign.random_weights), so its text is meaningless by construction"
+        status, found = (
+            "skip",
+            (
+                f"{len(answers)} answer(s) received, not judged: the model has random weights "
+                "(campaign.random_weights), so its text is meaningless by construction"
+            ),
         )
     else:
         status = "fail" if bad else "pass"
