@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -67,10 +68,29 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def save(run_dir: Path, results: dict[str, Any]) -> Path:
+    """Write results.json atomically. A value that is not a finite number (NaN from a
+    statistic with too little data, say) is written as null: JSON has no NaN, and the results
+    already paid for must not be lost over one."""
     path = run_dir / RESULTS
-    text = json.dumps(results, indent=1, sort_keys=False, allow_nan=False, default=_jsonable)
+    try:
+        text = json.dumps(results, indent=1, allow_nan=False, default=_jsonable)
+    except ValueError:
+        text = json.dumps(_finite(results), indent=1, allow_nan=False, default=_jsonable)
     atomic_write_bytes(path, text.encode("utf-8") + b"\n")
     return path
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, infinity) replaced by None."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()  # numpy scalars
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _jsonable(value: Any) -> Any:

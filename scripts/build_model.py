@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,6 +64,11 @@ def corpus() -> list[str]:
     """The project's own text, in a fixed order."""
     files = [ROOT / "README.md", *sorted((ROOT / "reportgen").rglob("*.py"))]
     return [f.read_text(encoding="utf-8") for f in files if f.is_file()]
+
+
+def _silent(tokenizer: Any, token_id: int) -> bool:
+    text = tokenizer.decode([token_id])
+    return not text or "\ufffd" in text
 
 
 def build(out: Path, preset: str, seed: int) -> dict[str, object]:
@@ -110,6 +116,12 @@ def build(out: Path, preset: str, seed: int) -> dict[str, object]:
     )
     torch.manual_seed(seed)
     model = Qwen3MoeForCausalLM(config).to(torch.bfloat16)
+    # Tokens that stream no text (special tokens, lone bytes of a multi-byte character) get
+    # all-zero output rows: a logit of 0 never wins a greedy pick among thousands of random
+    # logits, so every answer streams text, token by token.
+    silent = [i for i in range(vocab) if i in fast.all_special_ids or _silent(fast, i)]
+    with torch.no_grad():
+        model.lm_head.weight[silent] = 0
     model.generation_config.eos_token_id = vocab
     model.generation_config.pad_token_id = fast.pad_token_id
     model.generation_config.do_sample = False
@@ -117,7 +129,8 @@ def build(out: Path, preset: str, seed: int) -> dict[str, object]:
     model.save_pretrained(out)
     fast.save_pretrained(out)
     params = sum(t.numel() for t in model.parameters())
-    about = {"preset": preset, "seed": seed, "parameters": params, "vocab": vocab, **p}
+    about = {"preset": preset, "seed": seed, "parameters": params, "vocab": vocab,
+             "silent_tokens": len(silent), **p}  # fmt: skip
     (out / "reportgen-model.json").write_text(json.dumps(about, indent=2) + "\n")
     return about
 

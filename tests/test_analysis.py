@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
-from reportgen.analysis.decide import compare_runs, decide
+from reportgen import results
+from reportgen.analysis.decide import compare_runs, decide, tail_comparisons
 from reportgen.analysis.summary import aggregate, summarize
 
 
@@ -271,3 +276,35 @@ def test_degenerate_text_detector() -> None:
     assert problems("ok \ufffd\ufffd") == ["2 unreadable characters of 5"]
     assert agreement("a b c d", "a b x d") == 0.5
     assert agreement("a b", "a b c d") == 0.5 and agreement("", "") == 1.0
+
+
+def test_answers_without_streamed_text_count_tokens_but_no_latencies(tmp_path: Path) -> None:
+    """transformers serve, random weights: 64 tokens counted, none of them text."""
+    silent = rec(0.0, [], 1.0, 4)
+    s = summarize([rec(0.0, [0.1, 0.2, 0.3, 0.4], 0.4, 4), silent], 1.0)
+    assert (s["ok"], s["silent_outputs"], s["output_tokens"]) == (2, 1, 8)
+    assert s["ttft_ms"]["p50"] == pytest.approx(100.0)  # from the one that streamed
+    # the same rows read back from a table have NaN where the record had None
+    rows = pd.DataFrame(
+        [
+            {"concurrency": 1, "repetition": k, **rec(0.0, c, 1.0, 4)}
+            for k in (0, 1)
+            for c in ([0.1, 0.5], [])
+        ]  # fmt: skip
+    )
+    path = tmp_path / "rows.parquet"
+    rows.to_parquet(path)
+    back = pd.read_parquet(path).to_dict("records")
+    assert any(isinstance(r["first_token"], float) and math.isnan(r["first_token"]) for r in back)
+    found = {c.metric: c for c in tail_comparisons(back, back, margin=0.05)}
+    assert found["ttft_ms_p99"].ratio == 1.0 and found["ttft_ms_p99"].verdict == "equivalent"
+    assert found["e2e_ms_p99"].n_parent == 2
+
+
+def test_results_with_nan_are_saved_as_null(tmp_path: Path) -> None:
+    data = {"a": [1.0, float("nan"), np.float64("inf")], "b": {"c": np.float32(2.5)}}
+    results.save(tmp_path, data)
+    assert json.loads((tmp_path / "results.json").read_text()) == {
+        "a": [1.0, None, None],
+        "b": {"c": 2.5},
+    }

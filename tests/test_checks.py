@@ -272,3 +272,25 @@ def test_memory_in_use_at_start_means_the_gpus_were_not_free() -> None:
     got = by_id(run_checks(entry([level(1)]), env))["gpus_free_at_start"]
     assert got["status"] == "warn"
     assert got["evidence"] == "GPU 0: 40.0 of 140 GiB memory in use"
+
+
+def test_random_weights_skip_judging_answers_but_still_compare_them() -> None:
+    loop = entry([level(1)], probes=answers("of of of of of of of of of of of of", expect=None))
+    base = entry([level(1)], probes=answers("x y z", expect=None))
+    got = by_id(run_checks(loop, ENV, baseline=base, random_weights=True))
+    assert got["outputs_sane"]["status"] == "skip"  # a loop is what random weights give
+    assert "random weights" in got["outputs_sane"]["evidence"]
+    assert got["baseline_agreement"]["status"] == "warn"  # but not the baseline's answer
+    err = entry([level(1)], probes=[{"prompt": "p", "expect": None, "answer": None,
+                                     "error": "HTTP 500: boom"}])  # fmt: skip
+    got = by_id(run_checks(err, ENV, random_weights=True))
+    assert got["outputs_sane"]["status"] == "fail"  # an error is an error, whatever the weights
+
+
+def test_answers_that_stream_no_text_are_flagged() -> None:
+    e = entry([level(1)])
+    e["levels"][0]["summary"]["silent_outputs"] = 3
+    got = by_id(run_checks(e, ENV))["output_lengths"]
+    assert got["status"] == "warn"
+    assert got["evidence"].startswith("0 of 100 requests returned fewer tokens than asked (0.0%); ")
+    assert "3 streamed no text although the engine counted their tokens" in got["evidence"]

@@ -150,19 +150,23 @@ def _measurement_checks(
     )
 
     short = sum(int(lv["summary"].get("short_outputs", 0)) for lv in levels)
+    silent = sum(int(lv["summary"].get("silent_outputs", 0)) for lv in levels)
     share = _share(short, requests)
     status = "pass" if short == 0 else "warn" if share <= 0.05 else "fail"
-    out.append(
-        _check(
-            "output_lengths",
-            "Outputs as long as requested",
-            status,
-            f"{short} of {requests} requests returned fewer tokens than asked ({share:.1%})",
-            ""
-            if status == "pass"
-            else "the engine stopped early: check that it honours ignore_eos / min_tokens",
+    found = f"{short} of {requests} requests returned fewer tokens than asked ({share:.1%})"
+    todo = "" if status == "pass" else "the engine stopped early: check that it honours "
+    todo += "" if status == "pass" else "ignore_eos / min_tokens"
+    if silent:
+        status = "warn" if status == "pass" else status
+        found += (
+            f"; {silent} streamed no text although the engine counted their tokens: their "
+            "time to first token and inter-token latencies are unknown, and left out"
         )
-    )
+        todo += ("; " if todo else "") + (
+            "read one such answer: text in a field the client does not read, or tokens "
+            "that decode to nothing (special tokens)"
+        )
+    out.append(_check("output_lengths", "Outputs as long as requested", status, found, todo))
 
     worst: tuple[float, int] | None = None
     for agg in by_level:

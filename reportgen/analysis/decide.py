@@ -441,21 +441,27 @@ def request_latencies(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[int, 
     requests): ``{"ttft_ms": {C: [[run 1 values], [run 2 values]]}, "e2e_ms": ...}``."""
     runs: dict[tuple[str, int, int], list[float]] = {}
     for r in rows:
-        if r.get("status") != "ok" or r.get("start") is None:
+        start, first, end = _time(r, "start"), _time(r, "first_token"), _time(r, "end")
+        if r.get("status") != "ok" or start is None:
             continue
         key_c, key_r = int(r["concurrency"]), int(r["repetition"])
-        if r.get("first_token") is not None:
-            runs.setdefault(("ttft_ms", key_c, key_r), []).append(
-                (float(r["first_token"]) - float(r["start"])) * 1e3
-            )
-        if r.get("end") is not None:
-            runs.setdefault(("e2e_ms", key_c, key_r), []).append(
-                (float(r["end"]) - float(r["start"])) * 1e3
-            )
+        if first is not None:  # none where no text was streamed
+            runs.setdefault(("ttft_ms", key_c, key_r), []).append((first - start) * 1e3)
+        if end is not None:
+            runs.setdefault(("e2e_ms", key_c, key_r), []).append((end - start) * 1e3)
     out: dict[str, dict[int, list[list[float]]]] = {}
     for (metric, c, _), values in sorted(runs.items()):
         out.setdefault(metric, {}).setdefault(c, []).append(values)
     return out
+
+
+def _time(row: Mapping[str, Any], key: str) -> float | None:
+    """A timestamp of a request record, None when absent (None, or NaN from a table)."""
+    value = row.get(key)
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
 def tail_comparisons(

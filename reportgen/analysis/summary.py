@@ -125,7 +125,7 @@ def summarize(
     e2e: list[float] = []
     out_tokens = in_tokens = chunks = 0
     busy_s = sum(max(0.0, r["end"] - r["start"]) for r in recs)
-    short = 0
+    short = silent = 0  # silent: tokens counted by the engine, but no text streamed
     for r in ok:
         out_tokens += int(r["output_tokens"])
         in_tokens += int(r["input_tokens"] or 0)
@@ -145,6 +145,8 @@ def summarize(
             itl_tok.append(np.repeat(gaps / np.maximum(per_chunk, 1e-9), counts))
         if r["requested_output_tokens"] and r["output_tokens"] < r["requested_output_tokens"]:
             short += 1
+        if r["output_tokens"] and not r["chunk_times"]:
+            silent += 1
     errors: dict[str, int] = {}
     for r in recs:
         if r["status"] != "ok":
@@ -183,6 +185,7 @@ def summarize(
         "errors": len(recs) - len(ok),
         "error_kinds": errors,
         "short_outputs": short,
+        "silent_outputs": silent,
         "duration_s": duration_s,
         "window_s": [window[0], window[1]] if window else None,
         "input_tokens": in_tokens,
@@ -233,6 +236,7 @@ def aggregate(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out["errors"] = int(sum(r["errors"] for r in runs))
     out["requests"] = int(sum(r["requests"] for r in runs))
     out["short_outputs"] = int(sum(r.get("short_outputs", 0) for r in runs))
+    out["silent_outputs"] = int(sum(r.get("silent_outputs", 0) for r in runs))
     loads = [(r.get("client") or {}).get("load") for r in runs]
     known = [float(x) for x in loads if x is not None]
     out["client_load_max"] = max(known) if known else None
