@@ -296,6 +296,9 @@ def test_answers_without_streamed_text_count_tokens_but_no_latencies(tmp_path: P
     rows.to_parquet(path)
     back = pd.read_parquet(path).to_dict("records")
     assert any(isinstance(r["first_token"], float) and math.isnan(r["first_token"]) for r in back)
+    live = summarize([rec(0.0, [0.1, 0.5], 1.0, 4), rec(0.0, [], 1.0, 4)], 1.0)
+    again = summarize([r for r in back if r["repetition"] == 0], 1.0)  # as verify reads them
+    assert again["ttft_ms"] == live["ttft_ms"] and again["silent_outputs"] == 1
     found = {c.metric: c for c in tail_comparisons(back, back, margin=0.05)}
     assert found["ttft_ms_p99"].ratio == 1.0 and found["ttft_ms_p99"].verdict == "equivalent"
     assert found["e2e_ms_p99"].n_parent == 2

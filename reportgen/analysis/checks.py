@@ -451,7 +451,7 @@ def steady_state(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def _tpot(r: Mapping[str, Any]) -> float | None:
     n = int(r.get("output_tokens") or 0)
     first = r.get("first_token")
-    if n < 2 or first is None:
+    if n < 2 or first is None or first != first:  # None, or NaN read back from a table
         return None
     return (float(r["end"]) - float(first)) / (n - 1)
 

@@ -94,7 +94,8 @@ def steady_window(records: Sequence[Mapping[str, Any]]) -> tuple[float, float] |
 
 
 def _meets(r: Mapping[str, Any], slo: Mapping[str, float | None]) -> bool:
-    ttft = (r["first_token"] - r["start"]) * 1e3 if r["first_token"] is not None else None
+    first = r["first_token"]
+    ttft = (first - r["start"]) * 1e3 if first is not None and first == first else None
     e2e = (r["end"] - r["start"]) * 1e3
     if slo.get("ttft_ms") is not None and (ttft is None or ttft > slo["ttft_ms"]):
         return False
@@ -132,8 +133,9 @@ def summarize(
         chunks += len(r["chunk_times"])
         e2e_s = r["end"] - r["start"]
         e2e.append(e2e_s * 1e3)
-        if r["first_token"] is not None:
-            ttft_s = r["first_token"] - r["start"]
+        first = r["first_token"]
+        if first is not None and first == first:  # None live, NaN read back from a table
+            ttft_s = first - r["start"]
             ttft.append(ttft_s * 1e3)
             if r["output_tokens"] > 1:
                 tpot.append((e2e_s - ttft_s) / (r["output_tokens"] - 1) * 1e3)
@@ -145,7 +147,7 @@ def summarize(
             itl_tok.append(np.repeat(gaps / np.maximum(per_chunk, 1e-9), counts))
         if r["requested_output_tokens"] and r["output_tokens"] < r["requested_output_tokens"]:
             short += 1
-        if r["output_tokens"] and not r["chunk_times"]:
+        if r["output_tokens"] and len(r["chunk_times"]) == 0:
             silent += 1
     errors: dict[str, int] = {}
     for r in recs:
