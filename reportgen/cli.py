@@ -64,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run a campaign and render its report",
         description="Run every experiment in order (start the server, wait until "
         "ready, warm up, load each concurrency level, stop), save "
-        "results after each experiment, then render the report.",
+        "results after each experiment, then render the report. After Ctrl-C (or a crash), "
+        "the same command with --resume goes on where the run stopped.",
         epilog="example:\n  reportgen run campaigns/demo.toml --output output/",
         formatter_class=_Formatter,
     )
@@ -81,6 +82,15 @@ def _parser() -> argparse.ArgumentParser:
         "--strict",
         action="store_true",
         help="exit 1 when any experiment failed (default: failures are results)",
+    )
+    r.add_argument(
+        "--resume",
+        nargs="?",
+        const="latest",
+        metavar="RUN_DIR",
+        help="continue an interrupted run instead of starting a new one: its finished "
+        "experiments are kept, the others run (default: the latest unfinished run of this "
+        "campaign under --output)",
     )
 
     rd = sub.add_parser(
@@ -337,11 +347,22 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen import campaign, progress, results, runner
 
     c = campaign.load(args.campaign)
-    run_dir = args.output / c.name / runner.new_run_id(c)
+    saved = None
+    if args.resume is not None:
+        run_dir = _run_to_resume(args.output / c.name, args.resume)
+        saved = runner.resumable(c, run_dir)
+        done = [e["id"] for e in saved["experiments"] if e["status"] in runner.FINISHED]
+        out.print(
+            f"resuming {run_dir}: kept {len(done)} finished experiment(s)"
+            + (f" ({', '.join(done)})" if done else ""),
+            markup=False,
+        )
+    else:
+        run_dir = args.output / c.name / runner.new_run_id(c)
     live = out.is_terminal and not args.quiet
     _interrupt_on_sigterm()
     out.print(f"run directory: {run_dir}", markup=False)
-    r = runner.Runner(c, run_dir, progress.make(out, live))
+    r = runner.Runner(c, run_dir, progress.make(out, live), resume=saved)
     interrupted = False
     try:
         r.run()
@@ -379,6 +400,28 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
     failed += untrusted
     return EXIT_FAILED if failed and args.strict else EXIT_OK
+
+
+def _run_to_resume(campaign_dir: Path, given: str) -> Path:
+    """The run directory --resume names, or the latest unfinished run of the campaign."""
+    from reportgen import results
+
+    if given != "latest":
+        return Path(given)
+    unfinished = []
+    for path in sorted(campaign_dir.glob("*/" + results.RESULTS)):
+        try:
+            status = results.load(path).get("status")
+        except ResultsError:
+            continue
+        if status != "complete":
+            unfinished.append(path.parent)
+    if not unfinished:
+        raise ResultsError(
+            f"no unfinished run under {campaign_dir}/ to resume; run without --resume, or "
+            "give the run directory: --resume output/<campaign>/<run-id>"
+        )
+    return unfinished[-1]
 
 
 def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:

@@ -126,10 +126,41 @@ def server_sessions(
     return [(r, reps, "experiment")]
 
 
+FINISHED = ("ok", "failed")  # an experiment in either state is kept by --resume
+
+
+def resumable(campaign: Campaign, run_dir: Path) -> dict[str, Any]:
+    """The saved results of an unfinished run of ``campaign``, to continue with ``--resume``;
+    a ResultsError saying what to do when the run cannot be continued (complete already, or
+    run from another version of the campaign file)."""
+    saved = results.load(run_dir)
+    if saved.get("status") == "complete":
+        raise ResultsError(
+            f"{run_dir}: this run is complete, there is nothing to resume; run the campaign "
+            "without --resume for a new run"
+        )
+    was = (saved.get("campaign_file") or {}).get("sha256")
+    if was != campaign.sha256:
+        raise ResultsError(
+            f"{campaign.path}: the campaign file changed since run {run_dir.name} started "
+            f"(sha256 {str(was)[:12]} then, {campaign.sha256[:12]} now), so its finished "
+            "experiments may not be the ones the file now asks for. Run it without --resume "
+            f"for a new run, or resume from the file as it was: {run_dir / 'campaign.toml'}"
+        )
+    return saved
+
+
 class Runner:
-    def __init__(self, campaign: Campaign, run_dir: Path, progress: ProgressSink | None = None):
+    def __init__(
+        self,
+        campaign: Campaign,
+        run_dir: Path,
+        progress: ProgressSink | None = None,
+        resume: dict[str, Any] | None = None,
+    ):
         self.campaign = campaign
         self.run_dir = run_dir
+        self.resume = resume  # saved results of this run, to continue (see ``resumable``)
         self.progress: ProgressSink = progress or Quiet()
         self.m = campaign.model
         self.engine = engines.get(self.m.server.engine)
@@ -160,7 +191,10 @@ class Runner:
             env_keys=sorted(self.m.server.env),
         )
         self._preflight(environment)
-        self._start_results(environment)
+        if self.resume is not None:
+            self._resume_results(environment)
+        else:
+            self._start_results(environment)
         self.progress.phase("measuring the client's ceiling (cached per host)")
         try:
             self.results["client_ceiling"] = calibrate.calibrate()
@@ -170,11 +204,18 @@ class Runner:
         self.progress.campaign_start(self._total_requests(), len(exps))
         try:
             for i, exp in enumerate(exps):
+                entry = self.results["experiments"][i]
+                if self.resume is not None and entry["status"] in FINISHED:
+                    # kept from before the interruption: its parent as it was then
+                    pid = entry.get("parent")
+                    self.resolved[exp.id] = resolve(
+                        self.m, exp, self.resolved[pid] if pid else None
+                    )
+                    continue
                 pid = parent_id(exp, i, exps[0].id, self.results["best"] or exps[0].id)
                 r = resolve(self.m, exp, self.resolved[pid] if pid else None)
                 self.resolved[exp.id] = r
                 self.progress.experiment_start(i, len(exps), exp.id)
-                entry = self.results["experiments"][i]
                 entry.update(describe(self.campaign, r))
                 entry["status"] = "running"
                 self._save()  # a crash from here on still shows which experiment was running
@@ -290,6 +331,45 @@ class Runner:
                 for e in self.campaign.experiments
             ],
         }
+        self._save()
+
+    def _resume_results(self, environment: dict[str, Any]) -> None:
+        """Continue the saved results: finished experiments stay as they are, the others
+        start again from nothing; the resumption is recorded with the host it ran on."""
+        assert self.resume is not None
+        self.results = self.resume
+        kept = []
+        for entry, exp in zip(self.results["experiments"], self.campaign.experiments, strict=True):
+            if entry["status"] in FINISHED:
+                kept.append(entry["id"])
+                continue
+            entry.clear()
+            entry.update(
+                {
+                    "id": exp.id,
+                    "why": exp.why,
+                    "expect": exp.expect,
+                    "based_on": exp.based_on,
+                    "status": "pending",
+                    "reason": None,
+                    "levels": [],
+                }
+            )
+        self.results["resumed"] = [
+            *self.results.get("resumed", []),
+            {
+                "at": _utc_now(),
+                "after": self.results.get("status"),
+                "kept": kept,
+                "reportgen_version": __version__,
+                "host": (environment.get("host") or {}).get("hostname"),
+                "gpus": [g.get("name") for g in (environment.get("gpus") or {}).get("devices", [])],
+            },
+        ]
+        self.results["status"] = "running"
+        self.results["status_reason"] = None
+        self.results["finished_at"] = None
+        self.results["engine"]["flag_check"] = self.flags.record() if self.flags else None
         self._save()
 
     def _sessions(self, r: Resolved) -> list[tuple[Resolved, list[int], str]]:

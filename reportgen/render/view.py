@@ -79,6 +79,7 @@ class Header:
     simulated_notice: str
     engine: str
     host: str = ""  # "hostname: 8 x NVIDIA H200" (or why the GPUs are unknown)
+    resumed: str = ""  # when the run was continued with --resume, and what it kept
 
 
 @dataclass(frozen=True)
@@ -317,6 +318,11 @@ def _header(results: Mapping[str, Any], info: Mapping[str, Any]) -> Header:
         simulated_notice=SIMULATED_NOTICE,
         engine=str(engine.get("name") or NONE),
         host=_host_line(results.get("environment") or {}),
+        resumed="; ".join(
+            f"{fmt_time(x.get('at'))} (run {x.get('after') or 'unfinished'}; kept "
+            f"{', '.join(x.get('kept') or []) or 'nothing'})"
+            for x in results.get("resumed") or []
+        ),
     )
 
 

@@ -1,0 +1,124 @@
+"""SIGTERM in the middle of a campaign, then `reportgen run --resume`: nothing finished is lost
+or run again, a changed campaign file is refused, and no server is left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from reportgen.server import port_is_free
+from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def small_demo(tmp_path: Path, port: int) -> Path:
+    """The demo campaign, smaller: two levels, two repetitions of 12 requests."""
+    text = (ROOT / "campaigns" / "demo.toml").read_text()
+    for old, new in (
+        ("port = 18427", f"port = {port}"),
+        ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
+        ("requests_per_level = 32", "requests_per_level = 12"),
+        ("repetitions = 3", "repetitions = 2"),
+        ("warmup_requests = 8", "warmup_requests = 2"),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "demo.toml"
+    path.write_text(text.replace("#:schema ./campaign.schema.json\n", ""))
+    return path
+
+
+def reportgen(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reportgen", "run", *args, "--quiet", "--no-pdf"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+    )
+
+
+def test_sigterm_then_resume_keeps_what_finished(tmp_path: Path, cache: Path) -> None:
+    port = free_port()
+    campaign = small_demo(tmp_path, port)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reportgen", "run", str(campaign), "--output", str(out)]
+        + ["--quiet", "--no-pdf"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        results = None
+        while time.monotonic() < deadline and results is None:
+            for path in (out / "demo").glob("*/results.json"):
+                data = json.loads(path.read_text())
+                exp = data["experiments"][1]
+                if exp["status"] == "running" and (path.parent / "logs").glob(f"{exp['id']}.*"):
+                    results = path
+            time.sleep(0.2)
+        assert results is not None, "the second experiment never started"
+        time.sleep(1.5)  # inside the second experiment
+        proc.send_signal(signal.SIGTERM)  # as a job scheduler or `kill` would stop it
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    run_dir = results.parent
+    before = json.loads(results.read_text())
+    assert before["status"] == "incomplete"
+    assert [e["status"] for e in before["experiments"][:2]] == ["ok", "interrupted"]
+    assert "INCOMPLETE" in (run_dir / "report.html").read_text().upper()
+    assert port_is_free("127.0.0.1", port)  # the server it had started is gone
+    baseline_log = run_dir / "logs" / "baseline.server.log"
+    baseline_mtime = baseline_log.stat().st_mtime_ns
+
+    # A campaign file changed since: refused, the saved run untouched.
+    original = campaign.read_text()
+    campaign.write_text(original.replace("itl-ms = 3", "itl-ms = 2.5"))
+    res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    assert f"{campaign}: the campaign file changed since run {run_dir.name} started" in (
+        " ".join(res.stderr.split())
+    )
+    assert json.loads(results.read_text()) == before
+
+    # As it was: the run goes on where it stopped.
+    campaign.write_text(original)
+    res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"resuming {run_dir}: kept 1 finished experiment(s) (baseline)" in res.stdout
+    after = json.loads(results.read_text())
+    assert after["status"] == "complete"
+    assert len(list((out / "demo").iterdir())) == 1  # no new run directory
+    base_before, base_after = before["experiments"][0], after["experiments"][0]
+    assert base_after == base_before  # kept as it was, not run again
+    assert baseline_log.stat().st_mtime_ns == baseline_mtime
+    statuses = {e["id"]: e["status"] for e in after["experiments"]}
+    assert statuses["fast-decode-kernel"] == "ok" and statuses["typo-in-flag"] == "failed"
+    assert all(e.get("decision") for e in after["experiments"])
+    (resumed,) = after["resumed"]
+    assert resumed["kept"] == ["baseline"] and resumed["after"] == "incomplete"
+    html = (run_dir / "report.html").read_text()
+    assert "INCOMPLETE REPORT" not in html.upper()
+    assert "<dt>Resumed</dt><dd>20" in html and "(run incomplete; kept baseline)" in html
+    assert port_is_free("127.0.0.1", port)
+
+    # Nothing left to resume.
+    res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
+    assert res.returncode == 2 and "no unfinished run under" in res.stderr
