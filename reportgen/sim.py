@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import random
 import re
 import resource
@@ -194,6 +195,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "first N requests after start take 3x their delays (default: %(default)s)",
     )
     a(
+        "--fault",
+        choices=sorted(FAULTS),
+        default=None,
+        help="behave like a failing server: "
+        + "; ".join(f"{k}: {v}" for k, v in FAULTS.items())
+        + " (default: none)",
+    )
+    a(
+        "--fault-after",
+        metavar="N",
+        type=i,
+        default=0,
+        help="serve the first N streamed requests normally, then fault on every later one "
+        "(default: %(default)s)",
+    )
+    a(
         "--record-sends",
         metavar="PATH",
         default=None,
@@ -203,6 +220,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "to the transport; lets a load generator's timing be checked against the server's "
         "(default: off)",
     )
+
+
+# Faults a real server shows, for rehearsing what a campaign does with them (--fault).
+FAULTS = {
+    "exit-at-start": "exit with code 1 before listening, as with a bad flag value",
+    "never-ready": "listen, but /health answers 503 for ever (a load that never ends)",
+    "exit": "the whole process exits (code 3) when a streamed request arrives (a crash)",
+    "hang": "stream two chunks, then nothing more, holding the connection open",
+    "http-400": "answer 400 with an OpenAI-style error body",
+    "http-429": "answer 429 (rate limited), with Retry-After",
+    "http-500": "answer 500 with an error body",
+    "bad-sse": "answer 200 text/event-stream with a body that is not SSE (an HTML page)",
+    "bad-json": "stream a chunk whose data line is not JSON",
+    "drop": "stream two chunks, then drop the connection (reset, no end of body)",
+    "error-in-stream": "stream two chunks, then an error object inside the 200 stream",
+}
 
 
 class _BadRequest(ValueError):
@@ -237,6 +270,7 @@ class _Sim:
         self.itl_factor = (1 + 0.1 * k) / self.accept_len if k else 1.0
         self.cached_blocks: set[str] = set()  # chained hashes of the prompts' 16-word blocks
         self.started = 0  # requests accepted since start (for --cold-requests)
+        self.streamed = 0  # streamed requests received (for --fault-after)
         self.handlers: set[asyncio.Task[Any]] = set()
         self.noise = random.Random(args.seed)
         # Lognormal with mean 1 and relative sd `jitter`: sigma^2 = ln(1 + jitter^2).
@@ -338,7 +372,7 @@ class _Sim:
                 self.slots.release()
 
     async def health(self, request: web.Request) -> web.Response:
-        if not self.ready:
+        if not self.ready or self.args.fault == "never-ready":
             return web.json_response({"status": "loading"}, status=503)
         return web.json_response({"status": "ok"})
 
@@ -424,6 +458,17 @@ class _Sim:
                 {**head, "choices": [choice], "usage": usage}, headers=id_header
             )
 
+        self.streamed += 1
+        fault = self.args.fault if self.streamed > self.args.fault_after else None
+        if fault == "exit":
+            print("sim: fault: exiting mid-run (--fault exit)", flush=True)
+            os._exit(3)
+        if fault in ("http-400", "http-429", "http-500"):
+            status = int(fault[5:])
+            resp_err = _error(f"simulated fault: HTTP {status}", status=status)
+            if status == 429:
+                resp_err.headers["Retry-After"] = "1"
+            return resp_err
         opts = body.get("stream_options")
         include_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
         head["object"] = "chat.completion.chunk" if chat else "text_completion"
@@ -451,10 +496,17 @@ class _Sim:
                         }
                     ]
                 )
+            if fault == "bad-sse":
+                await resp.write(b"<html><body>502 Bad Gateway</body></html>\n")
+                await resp.write_eof()
+                return resp
             sent = 0
             # aclosing: if the client leaves, free the slot now rather than at garbage collection
             async with aclosing(self.generate(tokens, self.args.tokens_per_chunk)) as gen:
                 async for piece in gen:
+                    if fault and sent >= 2 * self.args.tokens_per_chunk:
+                        await self._fault_mid_stream(fault, request, resp)
+                        return resp
                     sent += self.args.tokens_per_chunk
                     choice = {
                         "index": 0,
@@ -474,6 +526,27 @@ class _Sim:
         finally:
             self.record_sends(head["id"], prompt, t_recv, sends)
         return resp
+
+    async def _fault_mid_stream(
+        self, fault: str, request: web.Request, resp: web.StreamResponse
+    ) -> None:
+        """After two chunks of a stream: the fault (--fault) instead of the rest."""
+        if fault == "hang":
+            print("sim: fault: stream hung (--fault hang)", flush=True)
+            await asyncio.sleep(3600)
+        elif fault == "bad-json":
+            await resp.write(b'data: {"choices": [{"delta": oops}\n\n')
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+        elif fault == "drop":
+            print("sim: fault: connection dropped (--fault drop)", flush=True)
+            if request.transport is not None:
+                request.transport.abort()
+        elif fault == "error-in-stream":
+            err = {"error": {"message": "simulated fault: CUDA out of memory", "code": 500}}
+            await resp.write(f"data: {json.dumps(err)}\n\n".encode())
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
 
 
 def _completion_prompt(body: dict[str, Any]) -> str:
@@ -527,6 +600,9 @@ def request_prompt(body: dict[str, Any], chat: bool) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    if args.fault == "exit-at-start":
+        print("sim: fault: exiting before listening (--fault exit-at-start)", flush=True)
+        return 1
     sim = _Sim(args)
     app = web.Application(client_max_size=64 * 1024 * 1024)  # long prompts: up to 64 MiB bodies
     app.add_routes(

@@ -460,7 +460,7 @@ def _experiment(
             fmt_ratio(vs_base[c].get("ratio")) if c in vs_base else "" for c in objective.levels
         ],
         levels=rows,
-        notes=_level_notes(mine),
+        notes=_level_notes(mine, _error_kinds(e)),
         telemetry=_telemetry_rows(e),
         telemetry_levels=_telemetry_rows(e, pooled=True),
         telemetry_windows=_windows(e),
@@ -728,7 +728,19 @@ def _telemetry_rows(e: Mapping[str, Any], pooled: bool = False) -> list[dict[str
     return rows
 
 
-def _level_notes(levels: Mapping[int, Mapping[str, Any]]) -> list[str]:
+def _error_kinds(e: Mapping[str, Any]) -> dict[int, dict[str, int]]:
+    """Failed requests by level and kind ("HTTP 429", "timeout"...), repetitions pooled."""
+    out: dict[int, dict[str, int]] = {}
+    for lv in e.get("levels") or []:
+        kinds = out.setdefault(int(lv.get("concurrency", 0)), {})
+        for kind, n in ((lv.get("summary") or {}).get("error_kinds") or {}).items():
+            kinds[kind] = kinds.get(kind, 0) + int(n)
+    return out
+
+
+def _level_notes(
+    levels: Mapping[int, Mapping[str, Any]], error_kinds: Mapping[int, Mapping[str, int]]
+) -> list[str]:
     """Caveats a reader must see next to the numbers they qualify."""
     notes: list[str] = []
     for c in sorted(levels):
@@ -740,6 +752,19 @@ def _level_notes(levels: Mapping[int, Mapping[str, Any]]) -> list[str]:
                 f"C={c}: client-limited in {lv['client_limited']} of {lv.get('repetitions', '?')}"
                 f" repetition(s){share}; these numbers may describe the load generator rather "
                 "than the server. Raise workload.workers or use a bigger client host."
+            )
+        if lv.get("errors"):
+            found = sorted((error_kinds.get(c) or {}).items(), key=lambda kv: -kv[1])
+            kinds = ", ".join(f"{k} ({n})" for k, n in found)
+            notes.append(
+                f"C={c}: {lv['errors']} of {lv.get('requests', '?')} request(s) failed"
+                + (f": {kinds}" if kinds else "")
+                + "; the numbers count only those that succeeded."
+            )
+        if lv.get("silent_outputs"):
+            notes.append(
+                f"C={c}: {lv['silent_outputs']} request(s) streamed no text although the "
+                "engine counted their tokens; their latencies are left out."
             )
         if lv.get("short_outputs"):
             notes.append(

@@ -1,0 +1,126 @@
+"""A campaign against servers that fail in every way a real one does (`reportgen sim --fault`):
+each fault is recorded with its reason at the request, the level or the experiment, the
+campaign goes on, the report shows what happened, and no server is left running."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reportgen.server import port_is_free
+from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# experiment id -> (--fault, what the request errors say)
+REQUEST_FAULTS = {
+    "hang": ("hang", "timeout"),
+    "http-400": ("http-400", "HTTP 400"),
+    "http-429": ("http-429", "HTTP 429"),
+    "http-500": ("http-500", "HTTP 500"),
+    "bad-sse": ("bad-sse", "stream ended without [DONE]"),
+    "bad-json": ("bad-json", "invalid JSON in stream"),
+    "drop": ("drop", "stream ended without [DONE]"),
+    "error-in-stream": ("error-in-stream", "error in stream"),
+}
+START_FAULTS = {
+    "exit-at-start": ("exit-at-start", "server exited with code 1 before it was ready"),
+    "never-ready": ("never-ready", "server was not ready after 4 s (waiting for its health"),
+    "crash": ("exit", "server exited with code 3 during C=1 repetition 1"),
+}
+
+
+def campaign(port: int) -> str:
+    text = f"""
+[campaign]
+name = "faults"
+title = "Every fault a server shows"
+objective = {{ metric = "output_tok_s", concurrency = [1], direction = "higher" }}
+
+[server]
+engine = "sim"
+args = {{ port = {port}, ttft-ms = 5, itl-ms = 2, fault-after = 3 }}
+ready_timeout_s = 4
+stop_timeout_s = 4
+
+[workload]
+concurrency = [1, 2]
+requests_per_level = 4
+input_tokens = 16
+output_tokens = 8
+warmup_requests = 1
+request_timeout_s = 2
+
+[[experiment]]
+id = "baseline"
+why = "No fault."
+"""
+    for exp_id, (fault, _) in {**START_FAULTS, **REQUEST_FAULTS}.items():
+        text += f'\n[[experiment]]\nid = "{exp_id}"\nwhy = "--fault {fault}"\n'
+        text += f'args = {{ fault = "{fault}" }}\n'
+    return text
+
+
+def sims_alive(port: int) -> list[int]:
+    """Processes still running a simulator on our port (there must be none)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"reportgen.sim" in cmd and str(port).encode() in cmd:
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.slow
+def test_every_fault_is_recorded_and_the_campaign_goes_on(tmp_path: Path, cache: Path) -> None:
+    port = free_port()
+    path = tmp_path / "faults.toml"
+    path.write_text(campaign(port))
+    res = subprocess.run(
+        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(tmp_path / "out")]
+        + ["--quiet", "--no-pdf"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+    )
+    assert res.returncode == 0, res.stdout + res.stderr  # failures are results
+    assert "Traceback" not in res.stdout + res.stderr
+    (run_dir,) = (tmp_path / "out" / "faults").iterdir()
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["status"] == "complete"
+    exps = {e["id"]: e for e in data["experiments"]}
+    assert exps["baseline"]["status"] == "ok"
+    assert exps["baseline"]["decision"]["verdict"] == "baseline"
+    html = (run_dir / "report.html").read_text()
+    for exp_id, (_, reason) in START_FAULTS.items():  # at the experiment: failed, and why
+        e = exps[exp_id]
+        assert e["status"] == "failed" and e["reason"].startswith(reason), (exp_id, e["reason"])
+        assert e["decision"]["verdict"] == "failed"
+        assert reason in html
+    assert "fault: exiting mid-run" in exps["crash"]["log_tail"]  # the log's last lines
+    crashed = exps["crash"]["levels"][0]["summary"]  # the level it died in is kept
+    assert crashed["errors"] >= 1 and crashed["ok"] >= 2
+    for exp_id, (_, kind) in REQUEST_FAULTS.items():  # at each request and level
+        e = exps[exp_id]
+        assert e["status"] == "ok", (exp_id, e.get("reason"))
+        by_c = {lv["concurrency"]: lv["summary"] for lv in e["levels"]}
+        assert by_c[1]["ok"] == 2 and by_c[1]["error_kinds"] == {kind: 2}, (exp_id, by_c[1])
+        assert by_c[2]["error_kinds"] == {kind: 4}, (exp_id, by_c[2])
+        checks = {c["id"]: c["status"] for c in e["checks"]}
+        assert checks["request_errors"] == "fail"
+        assert e["decision"]["verdict"] == "failed"  # its numbers are not trusted
+        assert f"C=2: 4 of 4 request(s) failed: {kind} (4)" in html
+    for e in data["experiments"]:
+        stop = e.get("stop") or {}
+        assert stop.get("group_gone", True) and stop.get("port_free", True), e["id"]
+    assert port_is_free("127.0.0.1", port) and sims_alive(port) == []
