@@ -76,8 +76,22 @@ def save(run_dir: Path, results: dict[str, Any]) -> Path:
         text = json.dumps(results, indent=1, allow_nan=False, default=_jsonable)
     except ValueError:
         text = json.dumps(_finite(results), indent=1, allow_nan=False, default=_jsonable)
-    atomic_write_bytes(path, text.encode("utf-8") + b"\n")
+    try:
+        atomic_write_bytes(path, text.encode("utf-8") + b"\n")
+    except OSError as exc:
+        raise _cannot_save(path, exc) from None
     return path
+
+
+def _cannot_save(path: Path, exc: OSError) -> ResultsError:
+    """A write that failed (a full disk, a file size limit, a folder gone read-only): what
+    happened, that nothing saved before was touched, and what to do."""
+    why = exc.strerror or type(exc).__name__
+    return ResultsError(
+        f"cannot save {path}: {why}. Everything saved before is intact (files are replaced "
+        "only once written in full); free space or fix the folder, then continue with "
+        "`reportgen run <campaign> --resume`"
+    )
 
 
 def _finite(value: Any) -> Any:
@@ -155,13 +169,20 @@ def load_telemetry(
 
 
 def _save_table(path: Path, frame: pd.DataFrame) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _cannot_save(path, exc) from None
     os.fchmod(fd, 0o644)
     os.close(fd)
     try:
         frame.to_parquet(tmp, index=False)
         os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise _cannot_save(path, exc) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

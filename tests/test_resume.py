@@ -122,3 +122,42 @@ def test_sigterm_then_resume_keeps_what_finished(tmp_path: Path, cache: Path) ->
     # Nothing left to resume.
     res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
     assert res.returncode == 2 and "no unfinished run under" in res.stderr
+
+
+def test_a_save_that_fails_midway_keeps_what_was_saved(tmp_path: Path, cache: Path) -> None:
+    """A file-size limit (as a full disk would) stops saving after a few experiments: a clear
+    message, the last results.json intact, no server left, and --resume finishes the run."""
+    import resource
+
+    port = free_port()
+    campaign = small_demo(tmp_path, port)
+    out = tmp_path / "out"
+
+    def limit() -> None:  # in the child: writes past 40 kB fail with EFBIG
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, 40_000))
+
+    res = subprocess.run(
+        [sys.executable, "-m", "reportgen", "run", str(campaign), "--output", str(out)]
+        + ["--quiet", "--no-pdf"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+        preexec_fn=limit,
+    )
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    (run_dir,) = (out / "demo").iterdir()
+    err = " ".join(res.stderr.split())
+    assert f"error: cannot save {run_dir}/" in err and "File too large" in err
+    assert "Everything saved before is intact" in err and "--resume" in err
+    saved = json.loads((run_dir / "results.json").read_text())  # whole, as last written
+    assert saved["status"] == "running" and saved["experiments"][0]["status"] == "ok"
+    assert not list(run_dir.rglob(".*.tmp"))  # no half-written temporary left behind
+    assert port_is_free("127.0.0.1", port)
+
+    res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads((run_dir / "results.json").read_text())["status"] == "complete"
