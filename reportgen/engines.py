@@ -99,6 +99,12 @@ class Engine:
                 argv.extend([flag, _scalar(value)])
         return argv
 
+    def auth_headers(self, args: Mapping[str, Any]) -> dict[str, str]:
+        """The header a server started with ``--api-key`` (SGLang, vLLM) wants on every
+        request; the key is sent, never recorded."""
+        key = args.get("api-key")
+        return {"Authorization": f"Bearer {key}"} if isinstance(key, str) and key else {}
+
     def request_extras(self, output_tokens: int) -> dict[str, Any]:
         """Fields that ask the engine for exactly ``output_tokens`` tokens."""
         extras: dict[str, Any] = {}

@@ -32,10 +32,12 @@ CONFIG_FILES = (
 )
 
 
-def fetch_info(base_url: str, paths: Sequence[str]) -> dict[str, Any]:
+def fetch_info(
+    base_url: str, paths: Sequence[str], headers: dict[str, str] | None = None
+) -> dict[str, Any]:
     """GET each path; JSON answers as data, others as (truncated) text, failures as errors."""
     out: dict[str, Any] = {}
-    with httpx.Client(base_url=base_url, timeout=TIMEOUT_S) as client:
+    with httpx.Client(base_url=base_url, timeout=TIMEOUT_S, headers=headers) as client:
         for path in paths:
             try:
                 resp = client.get(path)
@@ -52,11 +54,11 @@ def fetch_info(base_url: str, paths: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def scrape(base_url: str, path: str) -> dict[str, Any]:
+def scrape(base_url: str, path: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
     """One Prometheus scrape: ``{"series": {name{labels}: [type, value]}}`` (histogram
     buckets and created-timestamps left out), or ``{"error": why}``."""
     try:
-        resp = httpx.get(base_url.rstrip("/") + path, timeout=TIMEOUT_S)
+        resp = httpx.get(base_url.rstrip("/") + path, timeout=TIMEOUT_S, headers=headers)
     except httpx.HTTPError as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     if resp.status_code != 200:

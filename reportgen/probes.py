@@ -23,12 +23,13 @@ def ask(
     probes: Sequence[Probe],
     *,
     timeout_s: float = 120.0,
+    headers: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Each probe's answer: ``{prompt, expect, answer, finish_reason, output_tokens,
     latency_s, error}`` (``error`` set and ``answer`` None when the request failed)."""
     out: list[dict[str, Any]] = []
     path = "/v1/chat/completions" if api == "chat" else "/v1/completions"
-    with httpx.Client(base_url=base_url, timeout=timeout_s) as client:
+    with httpx.Client(base_url=base_url, timeout=timeout_s, headers=headers) as client:
         for p in probes:
             body: dict[str, Any] = {"max_tokens": p.max_tokens, "temperature": 0, "stream": False}
             if model:

@@ -33,10 +33,27 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
-def redact_text(text: str) -> str:
-    """Replace token-shaped substrings in free text (a log line, a command line)."""
+def redact_text(text: str, known: Iterable[str] = ()) -> str:
+    """Replace token-shaped substrings in free text (a log line, a command line), and every
+    occurrence of the ``known`` secret values (``known_secrets``)."""
+    for value in known:
+        text = text.replace(value, REDACTED)
     text = _SECRET_VALUE.sub(REDACTED, text)
     return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def known_secrets(*tables: Mapping[str, object]) -> list[str]:
+    """The values of secret-named entries (``api-key``, ``HF_TOKEN``...) of flag and
+    environment tables: whatever their shape, they are hidden wherever they turn up (a
+    server that prints its own arguments, an error message quoting a header). Longest first,
+    so a secret that contains another is hidden whole."""
+    found = {
+        str(v)
+        for table in tables
+        for k, v in table.items()
+        if is_secret_name(k) and isinstance(v, (str, int)) and len(str(v)) >= 4
+    }
+    return sorted(found, key=len, reverse=True)
 
 
 def redact_flag(name: str, value: object) -> object:

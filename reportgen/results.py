@@ -25,6 +25,7 @@ import pandas as pd
 
 from reportgen.errors import ResultsError
 from reportgen.gpu import TELEMETRY_FIELDS
+from reportgen.redact import REDACTED
 
 SCHEMA_VERSION = 1
 RESULTS = "results.json"
@@ -67,15 +68,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def save(run_dir: Path, results: dict[str, Any]) -> Path:
+def save(run_dir: Path, results: dict[str, Any], secrets: Sequence[str] = ()) -> Path:
     """Write results.json atomically. A value that is not a finite number (NaN from a
     statistic with too little data, say) is written as null: JSON has no NaN, and the results
-    already paid for must not be lost over one."""
+    already paid for must not be lost over one. Every ``secrets`` value is replaced by ***,
+    wherever it is (the last line of defence: flags and environments are redacted before)."""
     path = run_dir / RESULTS
     try:
         text = json.dumps(results, indent=1, allow_nan=False, default=_jsonable)
     except ValueError:
         text = json.dumps(_finite(results), indent=1, allow_nan=False, default=_jsonable)
+    for value in secrets:
+        text = text.replace(json.dumps(value)[1:-1], REDACTED)
     try:
         atomic_write_bytes(path, text.encode("utf-8") + b"\n")
     except OSError as exc:

@@ -42,7 +42,7 @@ from reportgen.errors import (
 from reportgen.gpu import GpuSource
 from reportgen.loadgen import RequestSpec
 from reportgen.progress import ProgressSink, Quiet
-from reportgen.redact import redact_argv, redact_env, redact_flag
+from reportgen.redact import known_secrets, redact_argv, redact_env, redact_flag, redact_text
 from reportgen.server import ServerProcess, port_is_free
 from reportgen.telemetry import Telemetry
 from reportgen.tokens import Tokenizer
@@ -171,6 +171,12 @@ class Runner:
         self.gpu_source: GpuSource | None = None
         self.gpu_why: str | None = None
         self.flags: engines.Flags | None = None
+        # Values of secret-named flags and variables: hidden in everything the run writes.
+        self.secrets = known_secrets(
+            self.m.server.args,
+            self.m.server.env,
+            *(t for e in campaign.experiments for t in (e.args, e.env)),
+        )
 
     # -- the table of contents ---------------------------------------------------------------
 
@@ -288,7 +294,8 @@ class Runner:
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             results.atomic_write_bytes(
-                self.run_dir / "campaign.toml", self.campaign.text.encode("utf-8")
+                self.run_dir / "campaign.toml",
+                redact_text(self.campaign.text, self.secrets).encode("utf-8"),
             )
         except OSError as exc:
             raise ResultsError(
@@ -470,6 +477,8 @@ class Runner:
             port=self.engine.port(cfg.args),
             engine=self.engine,
             stop_timeout_s=self.m.server.stop_timeout_s,
+            headers=self.engine.auth_headers(cfg.args),
+            secrets=self.secrets,
         )
         levels = entry["levels"] if role == "experiment" else entry["control"]["levels"]
         try:
@@ -485,14 +494,21 @@ class Runner:
                     "health_checks": ready.health_checks,
                     "generation_checks": ready.generation_checks,
                 }
-                entry["engine_info"] = evidence.fetch_info(srv.base_url, self.engine.info_paths)
+                entry["engine_info"] = evidence.fetch_info(
+                    srv.base_url, self.engine.info_paths, srv.headers
+                )
             model = ready.model or _model_from_args(cfg.args)
             if role == "experiment" and first and self.m.probe:
                 self.progress.phase(f"golden prompts ({len(self.m.probe)})")
                 entry["probes"] = probes.ask(
-                    srv.base_url, wl.api, model, self.m.probe, timeout_s=wl.request_timeout_s
+                    srv.base_url,
+                    wl.api,
+                    model,
+                    self.m.probe,
+                    timeout_s=wl.request_timeout_s,
+                    headers=srv.headers,
                 )
-            drv = self._driver(wl, srv.base_url, model)
+            drv = self._driver(wl, srv.base_url, model, srv.headers)
             if wl.warmup_requests:
                 self.progress.phase(f"warm-up ({wl.warmup_requests} requests)")
                 session["warmup"] = drv.warmup()
@@ -500,12 +516,12 @@ class Runner:
             for c in wl.concurrency:
                 for rep in reps:
                     self.progress.level_start(c, rep, wl.repetitions, wl.requests_per_level)
-                    before = self._scrape(srv.base_url)
+                    before = self._scrape(srv.base_url, srv.headers)
                     level, recs = drv.level(c, rep)
                     level["session"] = index
                     if before is not None:
                         level["engine_metrics"] = evidence.deltas(
-                            before, self._scrape(srv.base_url) or {}
+                            before, self._scrape(srv.base_url, srv.headers) or {}
                         )
                     levels.append(level)
                     rows.extend(
@@ -535,7 +551,9 @@ class Runner:
                     + ("port still in use" if not stop.port_free else "")
                 )
 
-    def _driver(self, wl: Workload, base_url: str, model: str | None) -> Driver:
+    def _driver(
+        self, wl: Workload, base_url: str, model: str | None, headers: dict[str, str]
+    ) -> Driver:
         tokenizer = self._tokenizer(wl.tokenizer)
         spec = RequestSpec(
             api=wl.api,
@@ -544,6 +562,7 @@ class Runner:
             extras=self.engine.request_extras(wl.output_tokens),
             stream=wl.stream,
             keep_text_chars=keep_text_chars(tokenizer),
+            headers=headers,
         )
         return Driver(
             wl,
@@ -557,13 +576,13 @@ class Runner:
             ),
         )
 
-    def _scrape(self, base_url: str) -> dict[str, Any] | None:
+    def _scrape(self, base_url: str, headers: dict[str, str]) -> dict[str, Any] | None:
         """The engine's Prometheus metrics now, or None when it has none (or stopped
         answering: one failed scrape turns them off for the rest of the run)."""
         path = self.engine.metrics_path
         if path is None or self._metrics_off:
             return None
-        got = evidence.scrape(base_url, path)
+        got = evidence.scrape(base_url, path, headers)
         if "error" in got:
             self._metrics_off = True
         return got
@@ -766,7 +785,7 @@ class Runner:
         self._save()
 
     def _save(self) -> None:
-        results.save(self.run_dir, self.results)
+        results.save(self.run_dir, self.results, self.secrets)
 
     def _planned_requests(self, r: Resolved) -> int:
         """Measured requests an experiment will send (0 when levels run for a duration);

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -46,11 +47,11 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def tail(path: Path, lines: int = 40) -> str:
+def tail(path: Path, lines: int = 40, secrets: Sequence[str] = ()) -> str:
     """The last lines of a log file, secrets redacted ('' if unreadable)."""
     try:
         with path.open("r", encoding="utf-8", errors="replace") as fh:
-            return redact_text("".join(deque(fh, maxlen=lines)))
+            return redact_text("".join(deque(fh, maxlen=lines)), secrets)
     except OSError:
         return ""
 
@@ -85,6 +86,8 @@ class ServerProcess:
         port: int,
         engine: Engine,
         stop_timeout_s: float = 30.0,
+        headers: dict[str, str] | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         self.argv = argv
         self.env = env
@@ -93,6 +96,8 @@ class ServerProcess:
         self.port = port
         self.engine = engine
         self.stop_timeout_s = stop_timeout_s
+        self.headers = headers or {}  # with every readiness request (an API key)
+        self.secrets = list(secrets)  # values hidden in every log text we read or keep
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self.started_at = 0.0
@@ -133,18 +138,16 @@ class ServerProcess:
         if self._log is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._log.flush()
-        return tail(self.log_path, lines)
+        return tail(self.log_path, lines, self.secrets)
 
     def log_text(self, limit: int = 8 * 1024 * 1024) -> str:
         """The server's log so far (its first ``limit`` bytes), secrets redacted."""
-        from reportgen.redact import redact_text
-
         if self._log is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._log.flush()
         try:
             with self.log_path.open("rb") as f:
-                return redact_text(f.read(limit).decode("utf-8", errors="replace"))
+                return redact_text(f.read(limit).decode("utf-8", errors="replace"), self.secrets)
         except OSError:
             return ""
 
@@ -160,7 +163,7 @@ class ServerProcess:
         model: str | None = None
         models_asked = False  # /v1/models answered (transformers serve answers 500: once)
         delay = 0.05
-        with httpx.Client(base_url=self.base_url, timeout=10.0) as client:
+        with httpx.Client(base_url=self.base_url, timeout=10.0, headers=self.headers) as client:
             while True:
                 code = self.proc.poll()
                 if code is not None:
@@ -258,7 +261,24 @@ class ServerProcess:
             report.port_free = port_is_free(self.host, self.port)
         report.stop_s = time.monotonic() - t0
         self._close_log()
+        self._redact_log()
         return report
+
+    def _redact_log(self) -> None:
+        """Hide the known secrets in the log file itself, once the server is gone (an engine
+        may print its own arguments, API key included): the run directory keeps none."""
+        if not self.secrets:
+            return
+        try:
+            text = self.log_path.read_bytes().decode("utf-8", errors="surrogateescape")
+        except OSError:
+            return
+        clean = redact_text(text, self.secrets)
+        if clean != text:
+            from reportgen.results import atomic_write_bytes
+
+            with contextlib.suppress(OSError):
+                atomic_write_bytes(self.log_path, clean.encode("utf-8", "surrogateescape"))
 
     def _close_log(self) -> None:
         if self._log is not None:

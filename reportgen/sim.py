@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import aclosing
 from typing import Any
 
@@ -193,6 +193,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="stand-in for an engine still warming up (JIT, autotuning, lazy allocation): the "
         "first N requests after start take 3x their delays (default: %(default)s)",
+    )
+    a(
+        "--api-key",
+        metavar="KEY",
+        default=None,
+        help="require 'Authorization: Bearer KEY' on /v1/ requests, as vLLM and SGLang do "
+        "with --api-key (default: none)",
     )
     a(
         "--fault",
@@ -604,7 +611,20 @@ async def _run(args: argparse.Namespace) -> int:
         print("sim: fault: exiting before listening (--fault exit-at-start)", flush=True)
         return 1
     sim = _Sim(args)
-    app = web.Application(client_max_size=64 * 1024 * 1024)  # long prompts: up to 64 MiB bodies
+
+    @web.middleware
+    async def auth(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        guarded = args.api_key and request.path.startswith("/v1/")
+        if guarded and request.headers.get("Authorization") != f"Bearer {args.api_key}":
+            return web.json_response({"error": "Unauthorized"}, status=401)
+        return await handler(request)
+
+    app = web.Application(
+        client_max_size=64 * 1024 * 1024,  # long prompts: up to 64 MiB bodies
+        middlewares=[auth],
+    )
     app.add_routes(
         [
             web.get("/health", sim.health),

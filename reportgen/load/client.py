@@ -100,9 +100,15 @@ class Session:
     context manager; it closes every connection it opened."""
 
     def __init__(
-        self, base_url: str, connections: int, timeout_s: float, transport: str | None = None
+        self,
+        base_url: str,
+        connections: int,
+        timeout_s: float,
+        transport: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        sent = {**HEADERS, **(headers or {})}
         kind = transport or TRANSPORT
         if kind == "wire" and not self.base_url.startswith("http://"):
             kind = "aiohttp"
@@ -110,9 +116,9 @@ class Session:
         self.pool: wire.Pool | None = None
         self.http: aiohttp.ClientSession | None = None
         if kind == "wire":
-            self.pool = wire.Pool(wire.Target(self.base_url, HEADERS), CONNECT_TIMEOUT_S)
+            self.pool = wire.Pool(wire.Target(self.base_url, sent), CONNECT_TIMEOUT_S)
         else:
-            self.http = _aiohttp_session(connections)
+            self.http = _aiohttp_session(connections, sent)
 
     async def __aenter__(self) -> Session:
         return self
@@ -128,14 +134,19 @@ TRANSPORT = "wire"  # the default for http:// URLs ("aiohttp" to use aiohttp eve
 
 
 def new_session(
-    base_url: str, connections: int, timeout_s: float, transport: str | None = None
+    base_url: str,
+    connections: int,
+    timeout_s: float,
+    transport: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Session:
     """A ``Session`` for ``connections`` requests in flight (0 = no limit): requests never
-    queue for a connection inside it, since waiting is the load generator's decision."""
-    return Session(base_url, connections, timeout_s, transport)
+    queue for a connection inside it, since waiting is the load generator's decision.
+    ``headers`` go with every request, besides the usual ones."""
+    return Session(base_url, connections, timeout_s, transport, headers)
 
 
-def _aiohttp_session(connections: int) -> aiohttp.ClientSession:
+def _aiohttp_session(connections: int, headers: dict[str, str]) -> aiohttp.ClientSession:
     """Idle connections stay pooled for KEEPALIVE_S, so those ``preopen`` opened before the
     level are still there when its requests start. The whole-request timeout is applied per
     request by ``send``."""
@@ -144,7 +155,7 @@ def _aiohttp_session(connections: int) -> aiohttp.ClientSession:
     )
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S)
     return aiohttp.ClientSession(
-        connector=connector, timeout=timeout, headers=HEADERS, trace_configs=[_sent_signal()]
+        connector=connector, timeout=timeout, headers=headers, trace_configs=[_sent_signal()]
     )
 
 

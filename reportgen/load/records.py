@@ -67,6 +67,8 @@ class RequestSpec:
     extras: dict[str, Any] = field(default_factory=dict)
     stream: bool = True
     keep_text_chars: int = 2000  # output text kept per request, for sanity checks
+    # Sent with every request (an API key's Authorization header); never recorded.
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
 
     def body(self, prompt: str) -> tuple[str, dict[str, Any]]:
         """The request's path and JSON body."""

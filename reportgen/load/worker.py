@@ -71,7 +71,9 @@ async def run_share(
     url = client.endpoint(share.spec)
     lags: list[float] = []
     with no_full_collections():
-        async with client.new_session(share.base_url, share.clients, share.timeout_s) as session:
+        async with client.new_session(
+            share.base_url, share.clients, share.timeout_s, headers=share.spec.headers
+        ) as session:
             began = time.perf_counter()
             await client.preopen(session, share.preopen, share.timeout_s)
             preopen_s = time.perf_counter() - began

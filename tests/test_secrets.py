@@ -1,0 +1,83 @@
+"""Secrets planted everywhere a user might put one (the server's environment, reportgen's own
+environment, an --api-key flag the client must send back as a header) never reach the run
+directory: results, tables, the campaign's copy, server logs, the report."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+API_KEY = "planted-api-key-4242"  # no token shape: found only because its name is secret
+HF_TOKEN = "hf_PlantedTokenValue1234567890abcd"
+PASSWORD = "pw-planted-XYZ-987"
+SECRETS = (API_KEY, HF_TOKEN, PASSWORD)
+
+
+def test_planted_secrets_never_reach_the_run_directory(tmp_path: Path, cache: Path) -> None:
+    port = free_port()
+    path = tmp_path / "secret.toml"
+    path.write_text(f"""
+[campaign]
+name = "secrets"
+title = "Secrets stay out"
+
+[server]
+engine = "sim"
+args = {{ port = {port}, ttft-ms = 5, itl-ms = 1, api-key = "{API_KEY}" }}
+env = {{ HF_TOKEN = "{HF_TOKEN}", SERVICE_PASSWORD = "{PASSWORD}" }}
+ready_timeout_s = 20
+
+[workload]
+concurrency = [1, 2]
+requests_per_level = 6
+input_tokens = 16
+output_tokens = 8
+warmup_requests = 1
+
+[[probe]]
+prompt = "Repeat after me: hello"
+expect = "hello"
+
+[[experiment]]
+id = "baseline"
+why = "The sim demands the key as a bearer token and prints its own arguments."
+""")
+    res = subprocess.run(
+        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache), "HF_TOKEN": HF_TOKEN},
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    (run_dir,) = (tmp_path / "out" / "secrets").iterdir()
+    # the key went out as a header: every request was answered (401 otherwise)
+    rows = pd.read_parquet(run_dir / "requests" / "baseline.parquet")
+    assert len(rows) == 12 and set(rows["status"]) == {"ok"}
+    log = (run_dir / "logs" / "baseline.server.log").read_text()
+    assert "api_key='***'" in log  # the engine printed it; the kept log has it hidden
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"results.json", "campaign.toml", "report.html"}
+    assert any(p.suffix == ".pdf" for p in files)
+    for p in files:
+        data = p.read_bytes()
+        if p.suffix == ".parquet":  # compressed columns: read them back
+            data = pd.read_parquet(p).to_csv().encode()
+        elif p.suffix == ".pdf":
+            data = subprocess.run(
+                ["pdftotext", str(p), "-"], capture_output=True, check=True
+            ).stdout
+        for secret in SECRETS:
+            assert secret.encode() not in data, f"{secret} found in {p.relative_to(run_dir)}"
+    for secret in SECRETS:
+        assert secret not in res.stdout + res.stderr
+    copy = (run_dir / "campaign.toml").read_text()
+    assert 'api-key = "***"' in copy and 'HF_TOKEN = "***"' in copy
