@@ -132,6 +132,9 @@ def test_invalid_toml_and_missing_file_are_one_line_problems(tmp_path: Path) -> 
     with pytest.raises(CampaignError) as info:
         campaign.load(tmp_path / "nope.toml")
     assert "file not found" in str(info.value)
+    with pytest.raises(CampaignError) as info:  # a folder: unreadable as a file
+        campaign.load(tmp_path)
+    assert str(info.value).startswith(f"{tmp_path}: cannot read: ")
 
 
 def test_dashes_in_flag_names_are_rejected_with_a_fix() -> None:

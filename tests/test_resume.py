@@ -161,3 +161,42 @@ def test_a_save_that_fails_midway_keeps_what_was_saved(tmp_path: Path, cache: Pa
     res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
     assert res.returncode == 0, res.stdout + res.stderr
     assert json.loads((run_dir / "results.json").read_text())["status"] == "complete"
+
+
+def test_sigint_while_a_server_is_starting_stops_it(tmp_path: Path, cache: Path) -> None:
+    """Ctrl-C in another phase: the first server is still loading (60 s of start-up)."""
+    port = free_port()
+    campaign = small_demo(tmp_path, port)
+    text = campaign.read_text().replace("seed = 7 }", "seed = 7, startup-s = 60 }", 1)
+    campaign.write_text(text)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reportgen", "run", str(campaign), "--output", str(out)]
+        + ["--quiet", "--no-pdf"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and port_is_free("127.0.0.1", port):
+            time.sleep(0.1)  # the simulator listens at once, and answers 503 while "loading"
+        assert not port_is_free("127.0.0.1", port), "the server never started"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    (run_dir,) = (out / "demo").iterdir()
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["status"] == "incomplete"
+    first = data["experiments"][0]
+    assert first["status"] == "interrupted" and first["stop"]["group_gone"]
+    assert port_is_free("127.0.0.1", port)
+    assert "INCOMPLETE REPORT" in (run_dir / "report.html").read_text().upper()
