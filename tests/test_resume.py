@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from reportgen.server import port_is_free
@@ -45,10 +46,11 @@ def reportgen(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_sigterm_then_resume_keeps_what_finished(tmp_path: Path, cache: Path) -> None:
-    port = free_port()
-    campaign = small_demo(tmp_path, port)
-    out = tmp_path / "out"
+def interrupted_run(
+    campaign: Path, out: Path, cache: Path, sig: signal.Signals, when: Callable[[], bool]
+) -> None:
+    """`reportgen run` as from a terminal, stopped with ``sig`` once ``when()`` holds: it
+    exits 130 without a traceback."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "reportgen", "run", str(campaign), "--output", str(out)]
         + ["--quiet", "--no-pdf"],
@@ -57,20 +59,15 @@ def test_sigterm_then_resume_keeps_what_finished(tmp_path: Path, cache: Path) ->
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+        # a shell's background job inherits SIGINT ignored: restore it, as a terminal has it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 120
-        results = None
-        while time.monotonic() < deadline and results is None:
-            for path in (out / "demo").glob("*/results.json"):
-                data = json.loads(path.read_text())
-                exp = data["experiments"][1]
-                if exp["status"] == "running" and (path.parent / "logs").glob(f"{exp['id']}.*"):
-                    results = path
-            time.sleep(0.2)
-        assert results is not None, "the second experiment never started"
-        time.sleep(1.5)  # inside the second experiment
-        proc.send_signal(signal.SIGTERM)  # as a job scheduler or `kill` would stop it
+        while time.monotonic() < deadline and not when():
+            time.sleep(0.1)
+        assert when(), "the moment to interrupt never came"
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
@@ -78,7 +75,25 @@ def test_sigterm_then_resume_keeps_what_finished(tmp_path: Path, cache: Path) ->
             proc.wait()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    run_dir = results.parent
+
+
+def second_experiment_running(out: Path) -> bool:
+    for path in (out / "demo").glob("*/results.json"):
+        exp = json.loads(path.read_text())["experiments"][1]
+        if exp["status"] == "running" and any((path.parent / "logs").glob(f"{exp['id']}.*")):
+            time.sleep(1.5)  # inside the second experiment's measurement
+            return True
+    return False
+
+
+def test_sigterm_then_resume_keeps_what_finished(tmp_path: Path, cache: Path) -> None:
+    port = free_port()
+    campaign = small_demo(tmp_path, port)
+    out = tmp_path / "out"
+    # SIGTERM, as a job scheduler or `kill` would stop it
+    interrupted_run(campaign, out, cache, signal.SIGTERM, lambda: second_experiment_running(out))
+    (run_dir,) = (out / "demo").iterdir()
+    results = run_dir / "results.json"
     before = json.loads(results.read_text())
     assert before["status"] == "incomplete"
     assert [e["status"] for e in before["experiments"][:2]] == ["ok", "interrupted"]
@@ -170,29 +185,10 @@ def test_sigint_while_a_server_is_starting_stops_it(tmp_path: Path, cache: Path)
     text = campaign.read_text().replace("seed = 7 }", "seed = 7, startup-s = 60 }", 1)
     campaign.write_text(text)
     out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reportgen", "run", str(campaign), "--output", str(out)]
-        + ["--quiet", "--no-pdf"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    # the simulator listens at once, and answers 503 while "loading"
+    interrupted_run(
+        campaign, out, cache, signal.SIGINT, lambda: not port_is_free("127.0.0.1", port)
     )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and port_is_free("127.0.0.1", port):
-            time.sleep(0.1)  # the simulator listens at once, and answers 503 while "loading"
-        assert not port_is_free("127.0.0.1", port), "the server never started"
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err
     (run_dir,) = (out / "demo").iterdir()
     data = json.loads((run_dir / "results.json").read_text())
     assert data["status"] == "incomplete"
