@@ -29,7 +29,7 @@ from reportgen import (
 from reportgen.analysis import checks as checks_mod
 from reportgen.analysis import decide as decide_mod
 from reportgen.analysis.summary import by_level
-from reportgen.campaign import Campaign, Resolved, Workload, parent_id, resolve
+from reportgen.campaign import Campaign, Experiment, Resolved, Workload, parent_id, resolve
 from reportgen.driver import Driver, keep_text_chars
 from reportgen.errors import (
     CampaignError,
@@ -325,18 +325,7 @@ class Runner:
             "environment": environment,
             "best": None,
             "client_ceiling": None,
-            "experiments": [
-                {
-                    "id": e.id,
-                    "why": e.why,
-                    "expect": e.expect,
-                    "based_on": e.based_on,
-                    "status": "pending",
-                    "reason": None,
-                    "levels": [],
-                }
-                for e in self.campaign.experiments
-            ],
+            "experiments": [_pending(e) for e in self.campaign.experiments],
         }
         self._save()
 
@@ -351,17 +340,10 @@ class Runner:
                 kept.append(entry["id"])
                 continue
             entry.clear()
-            entry.update(
-                {
-                    "id": exp.id,
-                    "why": exp.why,
-                    "expect": exp.expect,
-                    "based_on": exp.based_on,
-                    "status": "pending",
-                    "reason": None,
-                    "levels": [],
-                }
-            )
+            entry.update(_pending(exp))
+            for table in (exp.id, control_table(exp.id)):  # what the interrupted try saved
+                for folder in ("requests", "telemetry"):
+                    (self.run_dir / folder / f"{table}.parquet").unlink(missing_ok=True)
         self.results["resumed"] = [
             *self.results.get("resumed", []),
             {
@@ -799,6 +781,19 @@ class Runner:
         if any(r.workload.requests_per_level is None for r in steps):
             return 0  # duration-based levels: no request count to show
         return sum(self._planned_requests(r) for r in steps)
+
+
+def _pending(exp: Experiment) -> dict[str, Any]:
+    """An experiment's entry in the results before it runs."""
+    return {
+        "id": exp.id,
+        "why": exp.why,
+        "expect": exp.expect,
+        "based_on": exp.based_on,
+        "status": "pending",
+        "reason": None,
+        "levels": [],
+    }
 
 
 def _prefix_expect(wl: Workload) -> tuple[float, float] | None:
