@@ -25,12 +25,9 @@ demo: $(STAMP)
 	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh
 	$(VENV)/bin/reportgen run campaigns/demo.toml
 
-# Two workers, each taking whole test files (the end-to-end runs wait on servers more than
-# they compute); JOBS=1 runs them one after another.
-JOBS ?= 2
 test: $(STAMP) $(ENGINE)
 	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh --test
-	$(PY) -m pytest -n $(JOBS) --dist loadfile
+	$(PY) -m pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check reportgen tests benchmarks
