@@ -64,9 +64,10 @@ def interrupted_run(
     )
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not when():
-            time.sleep(0.1)
-        assert when(), "the moment to interrupt never came"
+        while not when():
+            assert time.monotonic() < deadline, "the moment to interrupt never came"
+            assert proc.poll() is None, "the run ended before the moment to interrupt"
+            time.sleep(0.05)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=90)
     finally:
@@ -81,7 +82,7 @@ def second_experiment_running(out: Path) -> bool:
     for path in (out / "demo").glob("*/results.json"):
         exp = json.loads(path.read_text())["experiments"][1]
         if exp["status"] == "running" and any((path.parent / "logs").glob(f"{exp['id']}.*")):
-            time.sleep(1.5)  # inside the second experiment's measurement
+            time.sleep(0.5)  # its server started: inside its warm-up or first level
             return True
     return False
 
