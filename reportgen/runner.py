@@ -270,7 +270,6 @@ class Runner:
         """Every experiment's flags against the engine's own help, where the engine is
         installed: a misspelt flag or a value outside its choices stops the campaign before
         anything starts, naming the experiment, not hours later when its turn comes."""
-        self.flags = None
         if self.engine.help_flag is None:
             return
         argv = self.engine.command(self.m.server.command) + [self.engine.help_flag]
