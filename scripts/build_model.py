@@ -23,7 +23,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# tiny: seconds on a CPU (CI); small: a 0.65 B-parameter MoE, the H200 example.
+# tiny: seconds on a CPU (CI); small: a 0.5 B-parameter MoE, the H200 example.
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": dict(
         vocab=1024,
