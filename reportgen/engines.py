@@ -53,6 +53,24 @@ class Engine:
     # The argument that makes the engine print every flag it accepts; the campaign's flags are
     # checked against that list before anything starts. None: no check.
     help_flag: str | None = None
+    # Log lines that mean the server can no longer generate although its process may live on
+    # (transformers serve answers 503 forever once its generation loop has died): seen before
+    # it is ready or between levels, the experiment fails at once with that line.
+    fatal_patterns: tuple[str, ...] = ()
+    # Cheap GETs that open a level's connections before it starts (the first that answers
+    # below 400 is used); transformers serve scans the model hub's cache on /v1/models.
+    preopen_paths: tuple[str, ...] = ("/v1/models", "/health")
+
+    def fatal_in(self, text: str) -> str | None:
+        """The first line of ``text`` matching one of the fatal patterns, or None."""
+        if not self.fatal_patterns:
+            return None
+        found = re.search("|".join(f"(?:{p})" for p in self.fatal_patterns), text)
+        if found is None:
+            return None
+        start = text.rfind("\n", 0, found.start()) + 1
+        end = text.find("\n", found.end())
+        return text[start : end if end >= 0 else len(text)]
 
     def patterns(self) -> dict[str, str]:
         found = dict(self.log_patterns)
@@ -228,6 +246,7 @@ ENGINES: dict[str, Engine] = {
             ("spec_accepted", "sim:spec_decode_num_accepted_tokens_total"),
         ),
         spec_accept_log=r"accept len: ([0-9.]+)",
+        fatal_patterns=(r"sim: error in generation loop",),  # --fault dead-loop
     ),
     "sglang": Engine(
         name="sglang",
@@ -251,6 +270,8 @@ ENGINES: dict[str, Engine] = {
         ),
         spec_accept_log=r"accept len: ([0-9.]+)",
         help_flag="--help",
+        # A scheduler's exception; the launcher then stops the whole server.
+        fatal_patterns=(r"Scheduler hit an exception", r"Received sigquit from a child process"),
     ),
     "vllm": Engine(
         name="vllm",
@@ -277,6 +298,7 @@ ENGINES: dict[str, Engine] = {
         positional=("model",),  # `vllm serve MODEL`
         negate="no-",  # --enable-prefix-caching / --no-enable-prefix-caching
         help_flag="--help=all",  # plain --help lists only the groups
+        fatal_patterns=(r"EngineCore encountered a fatal error", r"Engine core proc \S+ died"),
     ),
     "transformers": Engine(
         name="transformers",
@@ -288,6 +310,7 @@ ENGINES: dict[str, Engine] = {
         # its outputs run to max_tokens only where the model's end-of-sequence never comes.
         exact_length_fields=(),
         metrics_path=None,  # transformers serve has no Prometheus endpoint
+        info_paths=(),  # nor a version; its /v1/models scans the hub's cache (500 without one)
         log_patterns=(
             ("continuous_batching", r"CB: (True|False)"),
             ("unsupported_fields", r"Ignoring unsupported fields"),
@@ -295,6 +318,10 @@ ENGINES: dict[str, Engine] = {
         positional=("model",),  # `transformers serve MODEL` (its FORCE_MODEL)
         negate="no-",  # typer's --compile / --no-compile
         help_flag="--help",
+        # Its continuous-batching loop died (seen on an H200 with float16 and CUDA graphs):
+        # the process lives on and answers 503 to every request.
+        fatal_patterns=(r"Error in generation loop",),
+        preopen_paths=("/health",),
     ),
     "generic": Engine(
         name="generic",

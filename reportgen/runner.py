@@ -494,6 +494,7 @@ class Runner:
                 self.progress.phase(f"warm-up ({wl.warmup_requests} requests)")
                 session["warmup"] = drv.warmup()
                 entry.setdefault("warmup", session["warmup"])
+                _check_alive(srv, "during the warm-up")
             for c in wl.concurrency:
                 for rep in reps:
                     self.progress.level_start(c, rep, wl.repetitions, wl.requests_per_level)
@@ -508,12 +509,7 @@ class Runner:
                     rows.extend(
                         {"experiment": r.id, "concurrency": c, "repetition": rep, **x} for x in recs
                     )
-                    code = srv.exited()
-                    if code is not None:
-                        raise ServerError(
-                            f"server exited with code {code} during C={c} repetition {rep + 1}",
-                            srv.log_tail(),
-                        )
+                    _check_alive(srv, f"during C={c} repetition {rep + 1}")
         except ReportgenError as exc:
             session["error"] = str(exc)
             session["log_tail"] = getattr(exc, "log_tail", "") or srv.log_tail()
@@ -544,6 +540,7 @@ class Runner:
             stream=wl.stream,
             keep_text_chars=keep_text_chars(tokenizer),
             headers=headers,
+            preopen_paths=self.engine.preopen_paths,
         )
         return Driver(
             wl,
@@ -802,6 +799,16 @@ def _prefix_expect(wl: Workload) -> tuple[float, float] | None:
         lo, hi = wl.prefix_cache_hit_rate
         return float(lo), float(hi)
     return None if wl.prompts.source == "fixed" else checks_mod.DEFAULT_PREFIX_HIT
+
+
+def _check_alive(srv: ServerProcess, when: str) -> None:
+    """Raise ServerError if the server exited, or logged a line its engine calls fatal."""
+    code = srv.exited()
+    if code is not None:
+        raise ServerError(f"server exited with code {code} {when}", srv.log_tail())
+    fatal = srv.fatal_line()
+    if fatal is not None:
+        raise ServerError(f"server reported a fatal error {when}: {fatal}", srv.log_tail())
 
 
 def _model_from_args(args: dict[str, Any]) -> str | None:

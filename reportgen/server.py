@@ -101,6 +101,8 @@ class ServerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self.started_at = 0.0
+        self._scanned = 0  # bytes of the log already searched for a fatal line
+        self._fatal: str | None = None
 
     @property
     def base_url(self) -> str:
@@ -154,6 +156,28 @@ class ServerProcess:
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 
+    def fatal_line(self) -> str | None:
+        """The first log line so far matching the engine's fatal patterns (a server whose
+        process lives on but can no longer generate), secrets redacted; None if none. Each
+        call reads only what was written since the last one, up to its last whole line."""
+        if self._fatal is not None or not self.engine.fatal_patterns:
+            return self._fatal
+        if self._log is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._log.flush()
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(self._scanned)
+                chunk = f.read(4 * 1024 * 1024)
+        except OSError:
+            return None
+        whole = chunk[: chunk.rfind(b"\n") + 1]
+        self._scanned += len(whole)
+        line = self.engine.fatal_in(whole.decode("utf-8", errors="replace"))
+        if line is not None:
+            self._fatal = redact_text(line.strip(), self.secrets)[:300]
+        return self._fatal
+
     def wait_ready(self, timeout_s: float, api: str) -> Readiness:
         """Block until the server serves a one-token generation, or raise ServerError."""
         assert self.proc is not None, "start() first"
@@ -162,6 +186,7 @@ class ServerProcess:
         health_checks = generation_checks = 0
         model: str | None = None
         models_asked = False  # /v1/models answered (transformers serve answers 500: once)
+        last_answer = ""  # the last one-token attempt's HTTP status, for the timeout message
         delay = 0.05
         with httpx.Client(base_url=self.base_url, timeout=10.0, headers=self.headers) as client:
             while True:
@@ -170,9 +195,17 @@ class ServerProcess:
                     raise ServerError(
                         f"server exited with code {code} before it was ready", self.log_tail()
                     )
+                fatal = self.fatal_line()
+                if fatal is not None:
+                    raise ServerError(
+                        f"server reported a fatal error before it was ready: {fatal}",
+                        self.log_tail(),
+                    )
                 now = time.monotonic()
                 if now > deadline:
                     stage = "a one-token generation" if health_ok else "its health endpoint"
+                    if last_answer:
+                        stage += f", which last answered {last_answer}"
                     raise ServerError(
                         f"server was not ready after {timeout_s:g} s (waiting for {stage}); "
                         "raise server.ready_timeout_s if it needs longer",
@@ -188,7 +221,9 @@ class ServerProcess:
                         if not models_asked:
                             models_asked, model = self._served_model(client)
                         generation_checks += 1
-                        if self._one_token(client, api, model):
+                        status = self._one_token(client, api, model)
+                        last_answer = f"HTTP {status}"
+                        if status == 200:
                             return Readiness(
                                 ready_s=time.monotonic() - self.started_at,
                                 model=model,
@@ -217,7 +252,7 @@ class ServerProcess:
             return True, None
 
     @staticmethod
-    def _one_token(client: httpx.Client, api: str, model: str | None) -> bool:
+    def _one_token(client: httpx.Client, api: str, model: str | None) -> int:
         body: dict[str, Any] = {"max_tokens": 1, "temperature": 0.0, "stream": False}
         if model:
             body["model"] = model
@@ -228,7 +263,7 @@ class ServerProcess:
             body["prompt"] = "Say hi."
             path = "/v1/completions"
         resp = client.post(path, json=body, timeout=60.0)
-        return resp.status_code == 200
+        return resp.status_code
 
     def stop(self) -> StopReport:
         """Stop the whole process group: SIGINT, then SIGTERM, then SIGKILL."""

@@ -242,6 +242,9 @@ FAULTS = {
     "bad-json": "stream a chunk whose data line is not JSON",
     "drop": "stream two chunks, then drop the connection (reset, no end of body)",
     "error-in-stream": "stream two chunks, then an error object inside the 200 stream",
+    "dead-loop": "the generation loop dies: one error line in the log, then 503 to every "
+    "generation while /health still answers 200 (transformers serve's continuous batching "
+    "after a crash); with --fault-after 0, on the readiness check's request",
 }
 
 
@@ -278,6 +281,7 @@ class _Sim:
         self.cached_blocks: set[str] = set()  # chained hashes of the prompts' 16-word blocks
         self.started = 0  # requests accepted since start (for --cold-requests)
         self.streamed = 0  # streamed requests received (for --fault-after)
+        self.dead = False  # --fault dead-loop: the generation loop has died
         self.handlers: set[asyncio.Task[Any]] = set()
         self.noise = random.Random(args.seed)
         # Lognormal with mean 1 and relative sd `jitter`: sigma^2 = ln(1 + jitter^2).
@@ -419,6 +423,12 @@ class _Sim:
         t_recv = time.time()  # wall clock, like the send times in --record-sends
         if not self.ready:
             return _error("model is still loading", status=503)
+        if self.args.fault == "dead-loop" and self.streamed >= self.args.fault_after:
+            if not self.dead:
+                self.dead = True
+                note = "simulated fault (--fault dead-loop)"
+                print(f"sim: error in generation loop: {note}", flush=True)
+            return _error("generation loop is not running", status=503)
         try:
             body = await request.json()
             if not isinstance(body, dict):

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from reportgen import campaign, engines, runner
+from reportgen.server import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 SGLANG_HELP = ROOT / "tests" / "fixtures" / "engines" / "sglang-0.5.23-help.txt.gz"
@@ -108,3 +109,26 @@ def running(pid: int) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def test_a_dead_generation_loop_is_found_in_the_log(tmp_path: Path) -> None:
+    """transformers serve 5.17.0 on the H200 (float16 with CUDA graphs): its generation loop
+    died in graph capture and it answered 503 for ever. That log line, recorded there, is
+    what ends the experiment; read as the server writes it, a line at a time."""
+    recorded = ROOT / "tests" / "fixtures" / "engines" / "transformers-5.17.0-dead-loop.log"
+    text = recorded.read_text()
+    eng = engines.get("transformers")
+    line = eng.fatal_in(text)
+    assert line is not None and line.startswith("2026-11-30 05:19:16,645 - Continuous")
+    assert "Error in generation loop: Cannot copy between CPU and CUDA tensors" in line
+    assert eng.fatal_in(text.splitlines()[0]) is None  # "Request received": healthy
+    log = tmp_path / "server.log"
+    srv = ServerProcess(["true"], env={}, log_path=log, host="127.0.0.1", port=1, engine=eng)
+    head, cut, rest = text.partition("Error in generation")
+    log.write_text(head)
+    assert srv.fatal_line() is None
+    log.write_text(head + cut)  # the line is not whole yet
+    assert srv.fatal_line() is None
+    log.write_text(text)
+    assert srv.fatal_line() == line.strip()
+    assert engines.get("sglang").fatal_in(text) is None  # each engine its own lines

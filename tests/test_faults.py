@@ -32,6 +32,15 @@ START_FAULTS = {
     "exit-at-start": ("exit-at-start", "server exited with code 1 before it was ready"),
     "never-ready": ("never-ready", "server was not ready after 4 s (waiting for its health"),
     "crash": ("exit", "server exited with code 3 during C=1 repetition 1"),
+    # The process lives on, answering 503: its log's fatal line ends the experiment at once.
+    "dead-at-start": (
+        "dead-loop",
+        "server reported a fatal error before it was ready: sim: error in generation loop",
+    ),
+    "dead-loop": (
+        "dead-loop",
+        "server reported a fatal error during C=1 repetition 1: sim: error in generation loop",
+    ),
 }
 
 
@@ -62,7 +71,8 @@ why = "No fault."
 """
     for exp_id, (fault, _) in {**START_FAULTS, **REQUEST_FAULTS}.items():
         text += f'\n[[experiment]]\nid = "{exp_id}"\nwhy = "--fault {fault}"\n'
-        text += f'args = {{ fault = "{fault}" }}\n'
+        after = ", fault-after = 0" if exp_id == "dead-at-start" else ""
+        text += f'args = {{ fault = "{fault}"{after} }}\n'
     return text
 
 
@@ -110,6 +120,10 @@ def test_every_fault_is_recorded_and_the_campaign_goes_on(tmp_path: Path, cache:
     assert "fault: exiting mid-run" in exps["crash"]["log_tail"]  # the log's last lines
     crashed = exps["crash"]["levels"][0]["summary"]  # the level it died in is kept
     assert crashed["errors"] >= 1 and crashed["ok"] >= 2
+    assert exps["dead-at-start"]["levels"] == []
+    dead = exps["dead-loop"]["levels"]  # stopped after the level the loop died in
+    assert len(dead) == 1 and dead[0]["summary"]["ok"] == 2
+    assert dead[0]["summary"]["error_kinds"] == {"HTTP 503": 2}
     for exp_id, (_, kind) in REQUEST_FAULTS.items():  # at each request and level
         e = exps[exp_id]
         assert e["status"] == "ok", (exp_id, e.get("reason"))

@@ -143,6 +143,9 @@ def test_a_campaign_against_transformers_serve(model: Path, tmp_path: Path, cach
     assert set(rows["output_tokens"]) == {16} and set(rows["output_tokens_source"]) == {"usage"}
     log = (run_dir / "logs" / "baseline.server.log").read_text()
     assert 'HTTP/1.1" 422' not in log  # no field it rejects (ignore_eos, min_tokens) was sent
+    # /v1/models (a 500 and a traceback here: it scans the hub's cache) asked once, while
+    # waiting for readiness; each level's connections are opened with /health
+    assert log.count("GET /v1/models") == 1 and log.count("GET /health") > 4
     html = (run_dir / "report.html").read_text()
     assert "continuous-batching" in html and "random weights" in html
     assert port_is_free("127.0.0.1", port)

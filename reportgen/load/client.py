@@ -40,7 +40,6 @@ from reportgen.sse import SSEDecoder
 HEADERS = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
 CONNECT_TIMEOUT_S = 30.0
 KEEPALIVE_S = 60.0  # idle pooled connections are kept this long (aiohttp's default is 15 s)
-PREOPEN_PATHS = ("/v1/models", "/health")  # cheap GETs that open connections before t0
 PREOPEN_TIMEOUT_S = 30.0  # pre-opening gives up after this long (or the request timeout)
 ERROR_TEXT = 300  # characters of an error message kept
 
@@ -159,10 +158,12 @@ def _aiohttp_session(connections: int, headers: dict[str, str]) -> aiohttp.Clien
     )
 
 
-async def preopen(session: Session, connections: int, timeout_s: float) -> None:
+async def preopen(
+    session: Session, connections: int, timeout_s: float, paths: tuple[str, ...]
+) -> None:
     """Open ``connections`` connections and leave them idle in ``session``'s pool, so the
     level's first requests do not pay for TCP connection setup: as many concurrent GETs of
-    ``/v1/models`` (then ``/health`` if that fails with an HTTP error), each body read so
+    ``paths[0]`` (then the next path if that fails with an HTTP error), each body read so
     its connection returns to the pool and the server has surely accepted it. Statuses and
     failures are ignored (a server that cannot be reached fails the level's requests, which
     record it); gives up after PREOPEN_TIMEOUT_S (or ``timeout_s``, if shorter)."""
@@ -173,7 +174,7 @@ async def preopen(session: Session, connections: int, timeout_s: float) -> None:
     async def one_wire(pool: wire.Pool) -> None:
         conn = await pool.connect()
         loop = asyncio.get_running_loop()
-        for path in PREOPEN_PATHS:
+        for path in paths:
             got = wire.Collect(loop.create_future())
             conn.send(pool.target.request("GET", path), got)
             await got.done
@@ -185,7 +186,7 @@ async def preopen(session: Session, connections: int, timeout_s: float) -> None:
         pool.release(conn)
 
     async def one_aiohttp(http: aiohttp.ClientSession) -> None:
-        for path in PREOPEN_PATHS:
+        for path in paths:
             async with http.get(base + path) as resp:
                 await resp.read()
                 if resp.status < 400:

@@ -69,6 +69,9 @@ class RequestSpec:
     keep_text_chars: int = 2000  # output text kept per request, for sanity checks
     # Sent with every request (an API key's Authorization header); never recorded.
     headers: dict[str, str] = field(default_factory=dict, repr=False)
+    # Cheap GETs that open the level's connections before t0, tried in order until one
+    # answers below 400 (``client.preopen``); the engine's adapter says which are cheap.
+    preopen_paths: tuple[str, ...] = ("/v1/models", "/health")
 
     def body(self, prompt: str) -> tuple[str, dict[str, Any]]:
         """The request's path and JSON body."""

@@ -75,7 +75,7 @@ async def run_share(
             share.base_url, share.clients, share.timeout_s, headers=share.spec.headers
         ) as session:
             began = time.perf_counter()
-            await client.preopen(session, share.preopen, share.timeout_s)
+            await client.preopen(session, share.preopen, share.timeout_s, share.spec.preopen_paths)
             preopen_s = time.perf_counter() - began
             t0 = await start(preopen_s)
             delay = t0 - time.perf_counter()
