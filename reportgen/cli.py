@@ -7,16 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from reportgen import __version__
+from reportgen import __version__, interrupt
 from reportgen.errors import CampaignError, ReportgenError, ResultsError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -199,13 +197,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _interrupt_on_sigterm() -> None:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["sim"]:
@@ -360,7 +351,7 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         run_dir = args.output / c.name / runner.new_run_id(c)
     live = out.is_terminal and not args.quiet
-    _interrupt_on_sigterm()
+    interrupt.install()  # Ctrl-C and SIGTERM: KeyboardInterrupt, never lost (see there)
     out.print(f"run directory: {run_dir}", markup=False)
     r = runner.Runner(c, run_dir, progress.make(out, live), resume=saved)
     interrupted = False

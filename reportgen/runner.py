@@ -21,6 +21,7 @@ from reportgen import (
     evidence,
     fingerprint,
     gpu,
+    interrupt,
     probes,
     results,
     telemetry,
@@ -228,11 +229,13 @@ class Runner:
                 self._run_experiment(r, entry)
                 self._decide(entry)
                 self._save()
+                interrupt.check()  # a signal whose exception a finaliser dropped
                 note = entry.get("reason") or entry["decision"]["verdict"]
                 measured = entry["levels"] + (entry.get("control") or {}).get("levels", [])
                 sent = sum(lv["summary"]["requests"] for lv in measured)
                 skipped = max(0, self._planned_requests(r) - sent)
                 self.progress.experiment_end(exp.id, entry["status"], note, skipped)
+            interrupt.check()
         except KeyboardInterrupt:
             self._finish("incomplete", "interrupted by the user (Ctrl-C or SIGTERM)")
             raise
@@ -510,6 +513,7 @@ class Runner:
                         {"experiment": r.id, "concurrency": c, "repetition": rep, **x} for x in recs
                     )
                     _check_alive(srv, f"during C={c} repetition {rep + 1}")
+                    interrupt.check()
         except ReportgenError as exc:
             session["error"] = str(exc)
             session["log_tail"] = getattr(exc, "log_tail", "") or srv.log_tail()

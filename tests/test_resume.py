@@ -193,3 +193,52 @@ def test_sigint_while_a_server_is_starting_stops_it(tmp_path: Path, cache: Path)
     assert first["status"] == "interrupted" and first["stop"]["group_gone"]
     assert port_is_free("127.0.0.1", port)
     assert "INCOMPLETE REPORT" in (run_dir / "report.html").read_text().upper()
+
+
+# reportgen run, with a finaliser that receives SIGTERM after the first experiment's decision:
+# Python runs the handler inside __del__, where its KeyboardInterrupt is printed and dropped.
+DROPPED = """
+import os, signal, sys
+from reportgen import cli, runner
+
+class Dropped:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100_000):
+            pass
+
+decide = runner.Runner._decide
+
+def decide_then_drop(self, entry):
+    decide(self, entry)
+    if entry["id"] == "baseline":
+        Dropped()
+
+runner.Runner._decide = decide_then_drop
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_a_sigterm_dropped_by_a_finaliser_still_stops_the_run(tmp_path: Path, cache: Path) -> None:
+    """The handler's exception can be lost (an object collected at the end of an experiment);
+    the signal is not: the run stops at the next step's boundary, as after any SIGTERM."""
+    port = free_port()
+    campaign = small_demo(tmp_path, port)
+    out = tmp_path / "out"
+    res = subprocess.run(
+        [sys.executable, "-c", DROPPED, "run", str(campaign), "--output", str(out)]
+        + ["--quiet", "--no-pdf"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+    )
+    assert "Exception ignored" in res.stderr and "KeyboardInterrupt" in res.stderr  # dropped
+    assert res.returncode == 130, res.stdout + res.stderr
+    (run_dir,) = (out / "demo").iterdir()
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["status"] == "incomplete"
+    statuses = [e["status"] for e in data["experiments"]]
+    assert statuses[0] == "ok" and set(statuses[1:]) == {"pending"}  # nothing more started
+    assert port_is_free("127.0.0.1", port)

@@ -1,0 +1,43 @@
+"""Ctrl-C and SIGTERM during a run: raised as KeyboardInterrupt, and remembered.
+
+Python runs a signal's handler in the main thread at the next bytecode it executes, and that
+can be inside a finaliser (an object's ``__del__``, a weakref callback: a closed event loop, a
+transport, a subprocess being collected at the end of a level). An exception raised there is
+printed as "Exception ignored in ..." and dropped, and the run would go on as if the signal
+had never come. So the handler also records the signal, and the runner calls :func:`check` at
+each step's boundary (after a level, after an experiment, before the run is called complete):
+a signal whose KeyboardInterrupt was dropped is raised again there.
+"""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+
+_received: str | None = None  # the name of the signal that asked us to stop, once one did
+
+
+def install() -> None:
+    """Handle SIGINT and SIGTERM in this process (the main thread) from now on."""
+    global _received
+    _received = None
+    signal.signal(signal.SIGINT, _handler)
+    signal.signal(signal.SIGTERM, _handler)
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    global _received
+    if _received is None:
+        _received = signal.Signals(signum).name
+    raise KeyboardInterrupt
+
+
+def received() -> str | None:
+    """The signal that asked the run to stop (``"SIGTERM"``), or None."""
+    return _received
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt if a stop signal came, even if its exception was dropped."""
+    if _received is not None:
+        raise KeyboardInterrupt
