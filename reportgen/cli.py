@@ -342,12 +342,18 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.resume is not None:
         run_dir = _run_to_resume(args.output / c.name, args.resume)
         saved = runner.resumable(c, run_dir)
-        done = [e["id"] for e in saved["experiments"] if e["status"] in runner.FINISHED]
+        done = [e["id"] for e in saved["experiments"][: runner.finished_prefix(saved)]]
         out.print(
             f"resuming {run_dir}: kept {len(done)} finished experiment(s)"
             + (f" ({', '.join(done)})" if done else ""),
             markup=False,
         )
+        if saved["campaign_file"].get("sha256") != c.sha256:
+            out.print(
+                "the campaign file changed since, only in what is still to run: "
+                + (", ".join(e.id for e in c.experiments[len(done) :]) or "nothing"),
+                markup=False,
+            )
     else:
         run_dir = args.output / c.name / runner.new_run_id(c)
     live = out.is_terminal and not args.quiet

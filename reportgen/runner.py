@@ -9,6 +9,7 @@ reason and the end of its log, and the campaign goes on.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from dataclasses import asdict
 from pathlib import Path
@@ -43,7 +44,14 @@ from reportgen.errors import (
 from reportgen.gpu import GpuSource
 from reportgen.loadgen import RequestSpec
 from reportgen.progress import ProgressSink, Quiet
-from reportgen.redact import known_secrets, redact_argv, redact_env, redact_flag, redact_text
+from reportgen.redact import (
+    REDACTED,
+    known_secrets,
+    redact_argv,
+    redact_env,
+    redact_flag,
+    redact_text,
+)
 from reportgen.server import ServerProcess, port_is_free
 from reportgen.telemetry import Telemetry
 from reportgen.tokens import Tokenizer
@@ -133,7 +141,10 @@ FINISHED = ("ok", "failed")  # an experiment in either state is kept by --resume
 def resumable(campaign: Campaign, run_dir: Path) -> dict[str, Any]:
     """The saved results of an unfinished run of ``campaign``, to continue with ``--resume``;
     a ResultsError saying what to do when the run cannot be continued (complete already, or
-    run from another version of the campaign file)."""
+    the campaign file changed in what its finished experiments were run with).
+
+    The file may have changed since in what is still to run: experiments after the finished
+    ones edited, added or removed (a campaign grows one change at a time), comments."""
     saved = results.load(run_dir)
     if saved.get("status") == "complete":
         raise ResultsError(
@@ -142,13 +153,73 @@ def resumable(campaign: Campaign, run_dir: Path) -> dict[str, Any]:
         )
     was = (saved.get("campaign_file") or {}).get("sha256")
     if was != campaign.sha256:
-        raise ResultsError(
-            f"{campaign.path}: the campaign file changed since run {run_dir.name} started "
-            f"(sha256 {str(was)[:12]} then, {campaign.sha256[:12]} now), so its finished "
-            "experiments may not be the ones the file now asks for. Run it without --resume "
-            f"for a new run, or resume from the file as it was: {run_dir / 'campaign.toml'}"
-        )
+        changed = campaign_changes(saved, campaign)
+        if changed:
+            shown = "; ".join(changed[:3]) + (
+                f"; and {len(changed) - 3} more" if len(changed) > 3 else ""
+            )
+            raise ResultsError(
+                f"{campaign.path}: the campaign file changed since run {run_dir.name} started, "
+                f"in what its finished experiments were run with ({shown}). Run it without "
+                "--resume for a new run, or resume from the file as it was: "
+                f"{run_dir / 'campaign.toml'} (only experiments after the finished ones may "
+                "change)"
+            )
     return saved
+
+
+def finished_prefix(saved: dict[str, Any]) -> int:
+    """How many of the saved run's experiments, from the first, are finished (kept)."""
+    n = 0
+    for entry in saved.get("experiments", []):
+        if entry.get("status") not in FINISHED:
+            break
+        n += 1
+    return n
+
+
+def campaign_secrets(campaign: Campaign) -> list[str]:
+    """Values of the campaign's secret-named flags and variables (hidden in all it writes)."""
+    m = campaign.model
+    return known_secrets(
+        m.server.args, m.server.env, *(t for e in campaign.experiments for t in (e.args, e.env))
+    )
+
+
+def campaign_changes(saved: dict[str, Any], campaign: Campaign) -> list[str]:
+    """What differs, between the campaign a saved run was started with and ``campaign``, in
+    what its finished experiments ran with: every section but the experiments, and the
+    finished experiments themselves ("workload.output_tokens: 64 then, 32 now")."""
+    text = json.dumps(campaign.model.model_dump(mode="json"))
+    for value in campaign_secrets(campaign):  # compared as saved: secrets hidden
+        text = text.replace(json.dumps(value)[1:-1], REDACTED)
+    now: dict[str, Any] = json.loads(text)
+    then: dict[str, Any] = saved.get("campaign") or {}
+    changes: list[str] = []
+    for key in sorted((set(then) | set(now)) - {"experiment"}):
+        _differences(key, then.get(key), now.get(key), changes)
+    old, new = then.get("experiment") or [], now.get("experiment") or []
+    for i in range(finished_prefix(saved)):
+        label = (
+            f"experiment {i + 1} ({old[i].get('id')})" if i < len(old) else f"experiment {i + 1}"
+        )
+        _differences(
+            label, old[i] if i < len(old) else None, new[i] if i < len(new) else None, changes
+        )
+    return changes
+
+
+def _differences(path: str, then: Any, now: Any, out: list[str]) -> None:
+    if isinstance(then, dict) and isinstance(now, dict):
+        for key in sorted(set(then) | set(now)):
+            _differences(f"{path}.{key}", then.get(key), now.get(key), out)
+    elif then != now:
+        out.append(f"{path}: {_short(then)} then, {_short(now)} now")
+
+
+def _short(value: Any) -> str:
+    text = "absent" if value is None else json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class Runner:
@@ -173,11 +244,7 @@ class Runner:
         self.gpu_why: str | None = None
         self.flags: engines.Flags | None = None
         # Values of secret-named flags and variables: hidden in everything the run writes.
-        self.secrets = known_secrets(
-            self.m.server.args,
-            self.m.server.env,
-            *(t for e in campaign.experiments for t in (e.args, e.env)),
-        )
+        self.secrets = campaign_secrets(campaign)
 
     # -- the table of contents ---------------------------------------------------------------
 
@@ -295,10 +362,7 @@ class Runner:
     def _start_results(self, environment: dict[str, Any]) -> None:
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            results.atomic_write_bytes(
-                self.run_dir / "campaign.toml",
-                redact_text(self.campaign.text, self.secrets).encode("utf-8"),
-            )
+            self._write_campaign_copy()
         except OSError as exc:
             raise ResultsError(
                 f"cannot write the run directory {self.run_dir}: {exc.strerror}; nothing was "
@@ -331,27 +395,51 @@ class Runner:
         }
         self._save()
 
+    def _write_campaign_copy(self) -> None:
+        results.atomic_write_bytes(
+            self.run_dir / "campaign.toml",
+            redact_text(self.campaign.text, self.secrets).encode("utf-8"),
+        )
+
     def _resume_results(self, environment: dict[str, Any]) -> None:
         """Continue the saved results: finished experiments stay as they are, the others
         start again from nothing; the resumption is recorded with the host it ran on."""
         assert self.resume is not None
         self.results = self.resume
-        kept = []
-        for entry, exp in zip(self.results["experiments"], self.campaign.experiments, strict=True):
-            if entry["status"] in FINISHED:
-                kept.append(entry["id"])
-                continue
-            entry.clear()
-            entry.update(_pending(exp))
-            for table in (exp.id, control_table(exp.id)):  # what the interrupted try saved
+        n = finished_prefix(self.results)
+        entries = self.results["experiments"]
+        kept = [e["id"] for e in entries[:n]]
+        for entry in entries[n:]:  # started again from nothing, or no longer in the file
+            for table in (entry["id"], control_table(entry["id"])):  # what a try saved
                 for folder in ("requests", "telemetry"):
                     (self.run_dir / folder / f"{table}.parquet").unlink(missing_ok=True)
+        self.results["experiments"] = entries[:n] + [
+            _pending(exp) for exp in self.campaign.experiments[n:]
+        ]
+        before = self.results.get("campaign_file") or {}
+        changed: dict[str, Any] = {}
+        if before.get("sha256") != self.campaign.sha256:  # only what is still to run
+            old_ids = [e["id"] for e in entries[n:]]
+            new_ids = [e.id for e in self.campaign.experiments[n:]]
+            changed = {
+                "sha256_before": before.get("sha256"),
+                "added": [i for i in new_ids if i not in old_ids],
+                "removed": [i for i in old_ids if i not in new_ids],
+            }
+            self._write_campaign_copy()
+            self.results["campaign"] = self.m.model_dump(mode="json")
+            self.results["campaign_file"] = {
+                "path": self.campaign.path,
+                "sha256": self.campaign.sha256,
+                "text": self.campaign.text,
+            }
         self.results["resumed"] = [
             *self.results.get("resumed", []),
             {
                 "at": _utc_now(),
                 "after": self.results.get("status"),
                 "kept": kept,
+                **({"campaign_changed": changed} if changed else {}),
                 "reportgen_version": __version__,
                 "host": (environment.get("host") or {}).get("hostname"),
                 "gpus": [g.get("name") for g in (environment.get("gpus") or {}).get("devices", [])],

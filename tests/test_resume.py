@@ -35,6 +35,15 @@ def small_demo(tmp_path: Path, port: int) -> Path:
     return path
 
 
+ADDED = """
+[[experiment]]
+id = "added-at-the-end"
+based_on = "baseline"
+why = "Added to the file while the run was stopped."
+args = { itl-ms = 3.5 }
+"""
+
+
 def reportgen(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "reportgen", "run", *args, "--quiet", "--no-pdf"],
@@ -103,22 +112,28 @@ def test_sigterm_then_resume_keeps_what_finished(tmp_path: Path, cache: Path) ->
     baseline_log = run_dir / "logs" / "baseline.server.log"
     baseline_mtime = baseline_log.stat().st_mtime_ns
 
-    # A campaign file changed since: refused, the saved run untouched.
+    # A campaign file changed in what the finished baseline ran with: refused, saying what
+    # changed; the saved run untouched.
     original = campaign.read_text()
-    campaign.write_text(original.replace("itl-ms = 3", "itl-ms = 2.5"))
+    campaign.write_text(original.replace("requests_per_level = 12", "requests_per_level = 10"))
     res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
-    assert f"{campaign}: the campaign file changed since run {run_dir.name} started" in (
-        " ".join(res.stderr.split())
-    )
+    err = " ".join(res.stderr.split())
+    assert f"{campaign}: the campaign file changed since run {run_dir.name} started" in err
+    assert "(workload.requests_per_level: 12 then, 10 now)" in err
     assert json.loads(results.read_text()) == before
 
-    # As it was: the run goes on where it stopped.
-    campaign.write_text(original)
+    # Changed only in what is still to run (the interrupted experiment edited, one added at
+    # the end): the run goes on where it stopped, with the file as it is now.
+    grown = original.replace("itl-ms = 3", "itl-ms = 2.5") + ADDED
+    campaign.write_text(grown)
     res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"resuming {run_dir}: kept 1 finished experiment(s) (baseline)" in res.stdout
+    assert "the campaign file changed since, only in what is still to run: fast-decode" in (
+        res.stdout
+    )
     after = json.loads(results.read_text())
     assert after["status"] == "complete"
     assert len(list((out / "demo").iterdir())) == 1  # no new run directory
@@ -127,12 +142,20 @@ def test_sigterm_then_resume_keeps_what_finished(tmp_path: Path, cache: Path) ->
     assert baseline_log.stat().st_mtime_ns == baseline_mtime
     statuses = {e["id"]: e["status"] for e in after["experiments"]}
     assert statuses["fast-decode-kernel"] == "ok" and statuses["typo-in-flag"] == "failed"
+    assert statuses["added-at-the-end"] == "ok"
+    assert after["experiments"][1]["args"]["itl-ms"] == 2.5  # as the file says now
     assert all(e.get("decision") for e in after["experiments"])
     (resumed,) = after["resumed"]
     assert resumed["kept"] == ["baseline"] and resumed["after"] == "incomplete"
+    changed = resumed["campaign_changed"]
+    assert changed["added"] == ["added-at-the-end"] and changed["removed"] == []
+    assert changed["sha256_before"] == before["campaign_file"]["sha256"]
+    assert after["campaign_file"]["sha256"] != changed["sha256_before"]
+    assert (run_dir / "campaign.toml").read_text() == grown  # the copy anyone reruns
     html = (run_dir / "report.html").read_text()
     assert "INCOMPLETE REPORT" not in html.upper()
-    assert "<dt>Resumed</dt><dd>20" in html and "(run incomplete; kept baseline)" in html
+    assert "<dt>Resumed</dt><dd>20" in html
+    assert "(run incomplete; kept baseline; campaign file changed after them: added " in html
     assert port_is_free("127.0.0.1", port)
 
     # Nothing left to resume.

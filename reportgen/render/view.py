@@ -318,12 +318,23 @@ def _header(results: Mapping[str, Any], info: Mapping[str, Any]) -> Header:
         simulated_notice=SIMULATED_NOTICE,
         engine=str(engine.get("name") or NONE),
         host=_host_line(results.get("environment") or {}),
-        resumed="; ".join(
-            f"{fmt_time(x.get('at'))} (run {x.get('after') or 'unfinished'}; kept "
-            f"{', '.join(x.get('kept') or []) or 'nothing'})"
-            for x in results.get("resumed") or []
-        ),
+        resumed="; ".join(_resumed(x) for x in results.get("resumed") or []),
     )
+
+
+def _resumed(x: Mapping[str, Any]) -> str:
+    """One --resume: when, what it kept, and what the campaign file had changed since."""
+    kept = ", ".join(x.get("kept") or []) or "nothing"
+    text = f"{fmt_time(x.get('at'))} (run {x.get('after') or 'unfinished'}; kept {kept}"
+    changed = x.get("campaign_changed")
+    if changed:
+        text += "; campaign file changed after them"
+        if changed.get("added"):
+            text += ": added " + ", ".join(changed["added"])
+        if changed.get("removed"):
+            text += ("; " if changed.get("added") else ": ") + "removed "
+            text += ", ".join(changed["removed"])
+    return text + ")"
 
 
 def _host_line(env: Mapping[str, Any]) -> str:
