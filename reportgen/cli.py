@@ -416,7 +416,8 @@ def _run_to_resume(campaign_dir: Path, given: str) -> Path:
     if not unfinished:
         raise ResultsError(
             f"no unfinished run under {campaign_dir}/ to resume; run without --resume, or "
-            "give the run directory: --resume output/<campaign>/<run-id>"
+            "give the run directory (a complete run's too, to run experiments added to its "
+            "file since): --resume output/<campaign>/<run-id>"
         )
     return unfinished[-1]
 

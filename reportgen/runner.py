@@ -140,24 +140,19 @@ FINISHED = ("ok", "failed")  # an experiment in either state is kept by --resume
 
 def resumable(campaign: Campaign, run_dir: Path) -> dict[str, Any]:
     """The saved results of an unfinished run of ``campaign``, to continue with ``--resume``;
-    a ResultsError saying what to do when the run cannot be continued (complete already, or
-    the campaign file changed in what its finished experiments were run with).
+    a ResultsError saying what to do when the run cannot be continued (complete, with nothing
+    new to run, or the campaign file changed in what its finished experiments were run with).
 
     The file may have changed since in what is still to run: experiments after the finished
-    ones edited, added or removed (a campaign grows one change at a time), comments."""
+    ones edited, added or removed, comments. A complete run goes on when experiments were
+    added to its file (a campaign grows one change at a time)."""
     saved = results.load(run_dir)
-    if saved.get("status") == "complete":
-        raise ResultsError(
-            f"{run_dir}: this run is complete, there is nothing to resume; run the campaign "
-            "without --resume for a new run"
-        )
     was = (saved.get("campaign_file") or {}).get("sha256")
     if was != campaign.sha256:
         changed = campaign_changes(saved, campaign)
         if changed:
-            shown = "; ".join(changed[:3]) + (
-                f"; and {len(changed) - 3} more" if len(changed) > 3 else ""
-            )
+            more = f"; and {len(changed) - 3} more" if len(changed) > 3 else ""
+            shown = "; ".join(changed[:3]) + more
             raise ResultsError(
                 f"{campaign.path}: the campaign file changed since run {run_dir.name} started, "
                 f"in what its finished experiments were run with ({shown}). Run it without "
@@ -165,6 +160,11 @@ def resumable(campaign: Campaign, run_dir: Path) -> dict[str, Any]:
                 f"{run_dir / 'campaign.toml'} (only experiments after the finished ones may "
                 "change)"
             )
+    if saved.get("status") == "complete" and finished_prefix(saved) >= len(campaign.experiments):
+        raise ResultsError(
+            f"{run_dir}: this run is complete, there is nothing to resume; run the campaign "
+            "without --resume for a new run, or add experiments to its file to continue this one"
+        )
     return saved
 
 

@@ -161,6 +161,23 @@ def test_sigterm_then_resume_keeps_what_finished(tmp_path: Path, cache: Path) ->
     # Nothing left to resume.
     res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
     assert res.returncode == 2 and "no unfinished run under" in res.stderr
+    res = reportgen(str(campaign), "--output", str(out), "--resume", str(run_dir), cache=cache)
+    assert res.returncode == 2
+    assert "this run is complete, there is nothing to resume" in " ".join(res.stderr.split())
+
+    # A complete run grows: an experiment added to its file runs into the same run, alone.
+    campaign.write_text(grown + ADDED.replace("added-at-the-end", "added-later"))
+    res = reportgen(str(campaign), "--output", str(out), "--resume", str(run_dir), cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    final = json.loads(results.read_text())
+    assert final["status"] == "complete"
+    was = [(e["id"], e["started_at"]) for e in after["experiments"]]
+    assert [(e["id"], e.get("started_at")) for e in final["experiments"][:-1]] == was
+    assert final["experiments"][-1]["id"] == "added-later"
+    assert final["experiments"][-1]["status"] == "ok"
+    last = final["resumed"][-1]
+    assert last["after"] == "complete" and last["campaign_changed"]["added"] == ["added-later"]
+    assert port_is_free("127.0.0.1", port)
 
 
 def test_a_save_that_fails_midway_keeps_what_was_saved(tmp_path: Path, cache: Path) -> None:
