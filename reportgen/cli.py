@@ -455,10 +455,14 @@ def _summary_table(out: Console, data: dict[str, Any]) -> None:
         by = {lv["concurrency"]: lv for lv in e.get("by_level", [])}
         cells = []
         for c in levels:
-            agg = by.get(c, {}).get(key) or {}
+            level = by.get(c, {})
+            agg = level.get(key) or {}
             mean, sd = agg.get("mean"), agg.get("sd")
             spread = "" if not sd else f" ±{sd:,.0f}" if sd >= 10 else f" ±{sd:#.2g}"
-            cells.append("" if mean is None else fmt_num(mean) + spread)
+            if level.get("requests") and level.get("errors") == level.get("requests"):
+                cells.append("all failed")  # no request succeeded: zero is not a measurement
+            else:
+                cells.append("" if mean is None else fmt_num(mean) + spread)
         verdict = (e.get("decision") or {}).get("verdict") or e["status"]
         if e["id"] == data.get("best"):
             verdict += " (best)"

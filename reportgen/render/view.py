@@ -118,6 +118,14 @@ class Cell:
     sd: str = ""
 
 
+def _cell(level: Mapping[str, Any], key: str) -> Cell:
+    """A level's statistic, mean and sd; "all failed" where no request of it succeeded (its
+    throughput is zero, and its latencies unknown: not a measurement of the configuration)."""
+    if level.get("requests") and level.get("errors") == level.get("requests"):
+        return Cell("all failed")
+    return Cell(*fmt_stat(level.get(key)))
+
+
 @dataclass(frozen=True)
 class LevelRow:
     concurrency: int
@@ -308,7 +316,8 @@ def _header(results: Mapping[str, Any], info: Mapping[str, Any]) -> Header:
         run_id=str(results.get("run_id") or NONE),
         started=fmt_time(started),
         finished=fmt_time(finished) if finished else "not finished",
-        duration=fmt_duration(started, finished),
+        duration=fmt_duration(started, finished)
+        + (" from start to end, pauses included" if results.get("resumed") else ""),
         created=str(finished or started or ""),
         version=str(results.get("reportgen_version") or NONE),
         status=status,
@@ -415,9 +424,9 @@ def _level_row(
         concurrency=c,
         label=label,
         is_baseline=is_baseline,
-        output=Cell(*fmt_stat(level.get("output_tok_s"))),
+        output=_cell(level, "output_tok_s"),
         ratio=ratio,
-        cells=[Cell(*fmt_stat(level.get(key))) for key in LEVEL_COLUMNS],
+        cells=[_cell(level, key) for key in LEVEL_COLUMNS],
         errors=f"{level.get('errors', 0)}/{level.get('requests', 0)}",
     )
 
@@ -466,7 +475,7 @@ def _experiment(
         finished=fmt_time(e.get("finished_at")),
         command=shlex.join(str(a) for a in e.get("command") or []),
         env=[(str(k), str(v)) for k, v in sorted((e.get("env") or {}).items())],
-        objective=[Cell(*fmt_stat(mine.get(c, {}).get(objective.key))) for c in objective.levels],
+        objective=[_cell(mine.get(c, {}), objective.key) for c in objective.levels],
         objective_ratio=[
             fmt_ratio(vs_base[c].get("ratio")) if c in vs_base else "" for c in objective.levels
         ],
