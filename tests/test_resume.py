@@ -44,14 +44,21 @@ args = { itl-ms = 3.5 }
 """
 
 
-def reportgen(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+def reportgen(
+    *args: str,
+    cache: Path,
+    launcher: tuple[str, ...] = ("-m", "reportgen"),
+    preexec_fn: Callable[[], None] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`reportgen run ARGS --quiet --no-pdf` (or ``launcher``'s program with those), to its end."""
     return subprocess.run(
-        [sys.executable, "-m", "reportgen", "run", *args, "--quiet", "--no-pdf"],
+        [sys.executable, *launcher, "run", *args, "--quiet", "--no-pdf"],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=300,
         env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+        preexec_fn=preexec_fn,
     )
 
 
@@ -193,16 +200,7 @@ def test_a_save_that_fails_midway_keeps_what_was_saved(tmp_path: Path, cache: Pa
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, 40_000))
 
-    res = subprocess.run(
-        [sys.executable, "-m", "reportgen", "run", str(campaign), "--output", str(out)]
-        + ["--quiet", "--no-pdf"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
-        preexec_fn=limit,
-    )
+    res = reportgen(str(campaign), "--output", str(out), cache=cache, preexec_fn=limit)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     (run_dir,) = (out / "demo").iterdir()
@@ -265,15 +263,7 @@ def test_a_sigterm_dropped_by_a_finaliser_still_stops_the_run(tmp_path: Path, ca
     port = free_port()
     campaign = small_demo(tmp_path, port)
     out = tmp_path / "out"
-    res = subprocess.run(
-        [sys.executable, "-c", DROPPED, "run", str(campaign), "--output", str(out)]
-        + ["--quiet", "--no-pdf"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
-    )
+    res = reportgen(str(campaign), "--output", str(out), cache=cache, launcher=("-c", DROPPED))
     assert "Exception ignored" in res.stderr and "KeyboardInterrupt" in res.stderr  # dropped
     assert res.returncode == 130, res.stdout + res.stderr
     (run_dir,) = (out / "demo").iterdir()
