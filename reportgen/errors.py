@@ -59,8 +59,9 @@ class CampaignError(ReportgenError):
 class ServerError(ReportgenError):
     """The server process failed to start, become ready, or stop."""
 
-    def __init__(self, message: str, log_tail: str = ""):
-        self.log_tail = log_tail
+    def __init__(self, message: str, log_tail: str = "", log_heading: str = ""):
+        self.log_tail = log_tail  # the server's log lines that show what happened
+        self.log_heading = log_heading  # what those lines are, when not the log's last ones
         super().__init__(message)
 
 

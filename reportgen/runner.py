@@ -52,7 +52,7 @@ from reportgen.redact import (
     redact_flag,
     redact_text,
 )
-from reportgen.server import ServerProcess, port_is_free
+from reportgen.server import FATAL_HEADING, ServerProcess, port_is_free
 from reportgen.telemetry import Telemetry
 from reportgen.tokens import Tokenizer
 
@@ -480,9 +480,10 @@ class Runner:
         except ReportgenError as exc:
             entry["status"] = "failed"
             entry["reason"] = str(exc)
-            entry["log_tail"] = (
-                entry["sessions"][-1].get("log_tail", "") if entry["sessions"] else ""
-            )
+            last = entry["sessions"][-1] if entry["sessions"] else {}
+            entry["log_tail"] = last.get("log_tail", "")
+            if last.get("log_heading"):
+                entry["log_heading"] = last["log_heading"]
         except KeyboardInterrupt:
             entry["status"] = "interrupted"
             entry["reason"] = "interrupted by the user"
@@ -605,6 +606,8 @@ class Runner:
         except ReportgenError as exc:
             session["error"] = str(exc)
             session["log_tail"] = getattr(exc, "log_tail", "") or srv.log_tail()
+            if isinstance(exc, ServerError) and exc.log_heading:
+                session["log_heading"] = exc.log_heading
             raise
         finally:
             self.progress.phase("stopping server")
@@ -900,7 +903,9 @@ def _check_alive(srv: ServerProcess, when: str) -> None:
         raise ServerError(f"server exited with code {code} {when}", srv.log_tail())
     fatal = srv.fatal_line()
     if fatal is not None:
-        raise ServerError(f"server reported a fatal error {when}: {fatal}", srv.log_tail())
+        raise ServerError(
+            f"server reported a fatal error {when}: {fatal}", srv.fatal_excerpt(), FATAL_HEADING
+        )
 
 
 def _model_from_args(args: dict[str, Any]) -> str | None:

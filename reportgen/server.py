@@ -26,6 +26,8 @@ from reportgen.engines import Engine
 from reportgen.errors import ServerError
 from reportgen.redact import redact_text
 
+FATAL_HEADING = "The server's log from its fatal line"
+
 
 def port_is_free(host: str, port: int) -> bool:
     """True when nothing listens on host:port (we could bind it ourselves)."""
@@ -103,6 +105,7 @@ class ServerProcess:
         self.started_at = 0.0
         self._scanned = 0  # bytes of the log already searched for a fatal line
         self._fatal: str | None = None
+        self._fatal_at = 0  # where in the log that line starts (bytes)
 
     @property
     def base_url(self) -> str:
@@ -172,11 +175,29 @@ class ServerProcess:
         except OSError:
             return None
         whole = chunk[: chunk.rfind(b"\n") + 1]
-        self._scanned += len(whole)
-        line = self.engine.fatal_in(whole.decode("utf-8", errors="replace"))
+        text = whole.decode("utf-8", errors="replace")
+        line = self.engine.fatal_in(text)
         if line is not None:
             self._fatal = redact_text(line.strip(), self.secrets)[:300]
+            self._fatal_at = self._scanned + len(text[: text.find(line)].encode("utf-8"))
+        self._scanned += len(whole)
         return self._fatal
+
+    def fatal_excerpt(self, lines: int = 40) -> str:
+        """The log from its fatal line on (the traceback that follows it, where the engine
+        prints one), ``lines`` at most, secrets redacted; '' before a fatal line was seen."""
+        if self._fatal is None:
+            return ""
+        if self._log is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._log.flush()
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(self._fatal_at)
+                head = f.read(256 * 1024).decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return redact_text("".join(head.splitlines(keepends=True)[:lines]), self.secrets)
 
     def wait_ready(self, timeout_s: float, api: str) -> Readiness:
         """Block until the server serves a one-token generation, or raise ServerError."""
@@ -199,7 +220,8 @@ class ServerProcess:
                 if fatal is not None:
                     raise ServerError(
                         f"server reported a fatal error before it was ready: {fatal}",
-                        self.log_tail(),
+                        self.fatal_excerpt(),
+                        FATAL_HEADING,
                     )
                 now = time.monotonic()
                 if now > deadline:

@@ -131,4 +131,6 @@ def test_a_dead_generation_loop_is_found_in_the_log(tmp_path: Path) -> None:
     assert srv.fatal_line() is None
     log.write_text(text)
     assert srv.fatal_line() == line.strip()
+    excerpt = srv.fatal_excerpt()  # what the report shows: the line and the traceback after it
+    assert excerpt.startswith("2026-11-30 05:19:16,645") and "\nTraceback" in excerpt
     assert engines.get("sglang").fatal_in(text) is None  # each engine its own lines

@@ -121,6 +121,11 @@ def test_every_fault_is_recorded_and_the_campaign_goes_on(tmp_path: Path, cache:
     crashed = exps["crash"]["levels"][0]["summary"]  # the level it died in is kept
     assert crashed["errors"] >= 1 and crashed["ok"] >= 2
     assert exps["dead-at-start"]["levels"] == []
+    for exp_id in ("dead-at-start", "dead-loop"):  # the log shown from its fatal line on
+        e = exps[exp_id]
+        assert e["log_heading"] == "The server's log from its fatal line"
+        assert e["log_tail"].startswith("sim: error in generation loop"), e["log_tail"]
+    assert "The server&#39;s log from its fatal line (<code>logs/dead-loop" in html
     dead = exps["dead-loop"]["levels"]  # stopped after the level the loop died in
     assert len(dead) == 1 and dead[0]["summary"]["ok"] == 2
     assert dead[0]["summary"]["error_kinds"] == {"HTTP 503": 2}

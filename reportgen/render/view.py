@@ -156,6 +156,7 @@ class Experiment:
     explanation: str
     reason: str
     log_tail: str
+    log_heading: str  # what log_tail is: "End of the server log" unless the runner said
     log_file: str
     warnings: list[str]
     started: str
@@ -469,6 +470,7 @@ def _experiment(
         explanation=str(decision.get("explanation") or ""),
         reason=str(e.get("reason") or ""),
         log_tail=str(e.get("log_tail") or ""),
+        log_heading=str(e.get("log_heading") or "End of the server log"),
         log_file=str(e.get("log_file") or ""),
         warnings=[str(w) for w in e.get("warnings") or []],
         started=fmt_time(e.get("started_at")),
