@@ -80,6 +80,7 @@ class Driver:
         duration_s: float | None,
         seed: int,
         progress: bool,
+        stop_when: Callable[[], str | None] | None = None,
     ) -> LevelRun:
         n = requests if requests is not None else PROMPT_POOL
         pool = self.prompts(n, seed)
@@ -96,6 +97,7 @@ class Driver:
             timeout_s=self.wl.request_timeout_s,
             workers=self.wl.workers,
             on_request=self.on_request if progress else None,
+            stop_when=stop_when,
         )
 
     def warmup(self) -> dict[str, Any]:
@@ -111,13 +113,17 @@ class Driver:
         }
 
     def level(
-        self, concurrency: int, repetition: int
+        self,
+        concurrency: int,
+        repetition: int,
+        stop_when: Callable[[], str | None] | None = None,
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Run one level; returns its results entry and its request rows."""
+        """Run one level; returns its results entry and its request rows. ``stop_when``
+        (asked every half second) cuts it short with a reason: the entry's "aborted"."""
         wl = self.wl
         # The same prompts for every experiment at a given level and repetition.
         seed = wl.seed * 1_000_003 + concurrency * 1_009 + repetition
-        lv = self._run(concurrency, wl.requests_per_level, wl.duration_s, seed, progress=True)
+        lv = self._run(concurrency, wl.requests_per_level, wl.duration_s, seed, True, stop_when)
         recs = [x.as_dict() for x in lv.records]
         if self.tokenizer is not None:
             for rec in recs:
@@ -134,6 +140,8 @@ class Driver:
             "window": {"t0_monotonic": lv.t0_monotonic, "duration_s": lv.duration_s},
             "summary": summary,
         }
+        if lv.aborted is not None:
+            entry["aborted"] = lv.aborted
         return entry, recs
 
     def _client(self, lv: LevelRun, summary: dict[str, Any]) -> dict[str, Any]:

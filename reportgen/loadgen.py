@@ -23,6 +23,7 @@ stream their records back (see ``reportgen.load.worker``). ``auto_workers`` says
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import math
 import multiprocessing as mp
@@ -46,6 +47,7 @@ START_MARGIN_S = 0.05  # workers get "go" this long before t0, so all start toge
 READY_TIMEOUT_S = 60.0  # a worker imports its modules and pre-opens (<= 30 s)
 STOP_TIMEOUT_S = 5.0  # terminated workers get this long before SIGKILL
 LOCAL_START_MARGIN_S = 0.01  # in this thread: from pre-opened connections to t0
+STOP_POLL_S = 0.5  # how often a level asks its ``stop_when`` (whether its server died)
 PREOPEN_UNCAPPED = 64  # an open loop with no in-flight cap pre-opens at most this many
 # Auto mode (see auto_workers)
 CHUNKS_PER_WORKER = 8_000  # chunks/s one event loop is given: ~25% of a core (~30 us each)
@@ -136,6 +138,7 @@ def run_load(
     timeout_s: float = 600.0,
     workers: int | None = None,
     on_request: Callable[[RequestRecord], None] | None = None,
+    stop_when: Callable[[], str | None] | None = None,
 ) -> LevelRun:
     """Run one level and return every request's record, sorted by index.
 
@@ -144,7 +147,9 @@ def run_load(
     thread; more runs that many processes. ``on_request`` is called in this thread for every
     finished request, in any order (from worker processes, in batches every 0.1 s).
     A failed request is a record with ``status="error"``; this raises ``LoadError`` only when
-    the level itself cannot run (a worker process that dies).
+    the level itself cannot run (a worker process that dies). ``stop_when`` is asked every
+    STOP_POLL_S in this thread: a reason (the server died) cuts the level short, requests in
+    flight abandoned; ``LevelRun.aborted`` says why.
 
     ``client_cpu_s`` counts this thread (including ``on_request``) and, with workers, each
     worker process from the start signal on (not its ~0.5 s of interpreter start-up). Worker
@@ -195,8 +200,8 @@ def run_load(
         for sh in shares
     ]
     if n == 1:
-        return _in_this_thread(shares[0], concurrency, on_request)
-    return _in_processes(shares, concurrency, on_request)
+        return _in_this_thread(shares[0], concurrency, on_request, stop_when)
+    return _in_processes(shares, concurrency, on_request, stop_when)
 
 
 def lag_summary(lags: list[float]) -> dict[str, float]:
@@ -208,7 +213,10 @@ def lag_summary(lags: list[float]) -> dict[str, float]:
 
 
 def _in_this_thread(
-    share: Share, concurrency: int, on_request: Callable[[RequestRecord], None] | None
+    share: Share,
+    concurrency: int,
+    on_request: Callable[[RequestRecord], None] | None,
+    stop_when: Callable[[], str | None] | None = None,
 ) -> LevelRun:
     worker.raise_fd_limit(share.clients or len(share.arrivals or ()))
     records: list[RequestRecord] = []
@@ -225,8 +233,27 @@ def _in_this_thread(
         begin[:] = [time.perf_counter(), time.time(), time.thread_time()]
         return begin[0] + LOCAL_START_MARGIN_S
 
+    aborted: list[str] = []
+
+    async def guarded() -> tuple[float, list[float], float]:
+        share_run = asyncio.ensure_future(worker.run_share(share, start, worker.local_take(), emit))
+        while stop_when is not None:
+            done, _ = await asyncio.wait({share_run}, timeout=STOP_POLL_S)
+            if done:
+                break
+            why = stop_when()
+            if why is not None:
+                aborted.append(why)
+                share_run.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await share_run
+                if not begin:  # stopped before t0
+                    begin[:] = [time.perf_counter(), time.time(), time.thread_time()]
+                return time.perf_counter() - begin[0] - LOCAL_START_MARGIN_S, [], 0.0
+        return await share_run
+
     with asyncio.Runner(loop_factory=client.event_loop) as runner:
-        end, lags, preopen_s = runner.run(worker.run_share(share, start, worker.local_take(), emit))
+        end, lags, preopen_s = runner.run(guarded())
     cpu = time.thread_time() - begin[2]
     t0, started_unix = begin[0] + LOCAL_START_MARGIN_S, begin[1] + LOCAL_START_MARGIN_S
     records.sort(key=lambda r: r.index)
@@ -238,13 +265,17 @@ def _in_this_thread(
         records=records,
         workers=1,
         client_cpu_s=cpu,
+        aborted=aborted[0] if aborted else None,
         t0_monotonic=t0,
         loop_lag_ms=lag_summary(lags),
     )
 
 
 def _in_processes(
-    shares: list[Share], concurrency: int, on_request: Callable[[RequestRecord], None] | None
+    shares: list[Share],
+    concurrency: int,
+    on_request: Callable[[RequestRecord], None] | None,
+    stop_when: Callable[[], str | None] | None = None,
 ) -> LevelRun:
     ctx = mp.get_context("spawn")  # a fresh interpreter: never fork a process with threads
     closed = shares[0].arrivals is None
@@ -277,9 +308,11 @@ def _in_processes(
                 conn.send(("go", t0))
             except OSError:
                 raise LoadError(f"load worker {proc.name} exited before the level began") from None
-        end, worker_cpu, lags = _collect(procs, records, on_request)
+        end, worker_cpu, lags, aborted = _collect(procs, records, on_request, stop_when)
+        if aborted is not None:
+            end = time.perf_counter() - t0
         cpu = time.thread_time() - cpu0 + worker_cpu
-        finished = True
+        finished = aborted is None
     finally:
         _stop(procs, finished)
     records.sort(key=lambda r: r.index)
@@ -291,6 +324,7 @@ def _in_processes(
         records=records,
         workers=len(shares),
         client_cpu_s=cpu,
+        aborted=aborted,
         t0_monotonic=t0,
         loop_lag_ms=lag_summary(lags),
     )
@@ -326,15 +360,26 @@ def _collect(
     procs: dict[Connection, Any],
     records: list[RequestRecord],
     on_request: Callable[[RequestRecord], None] | None,
-) -> tuple[float, float, list[float]]:
-    """Receive records until every worker is done; returns the latest end, the workers' CPU
-    seconds and their loop lag samples."""
+    stop_when: Callable[[], str | None] | None = None,
+) -> tuple[float, float, list[float], str | None]:
+    """Receive records until every worker is done, or ``stop_when`` gives a reason (then
+    every worker is told to stop, its requests in flight abandoned); returns the latest end,
+    the workers' CPU seconds, their loop lag samples and that reason."""
     live = dict(procs)
     end = cpu = 0.0
     lags: list[float] = []
+    asked = time.monotonic()
     while live:
+        why = None
+        if stop_when is not None and time.monotonic() - asked >= STOP_POLL_S:
+            why, asked = stop_when(), time.monotonic()
+        if why is not None:
+            for live_conn in live:  # a worker cancels its share when the parent writes
+                with contextlib.suppress(OSError):
+                    live_conn.send(("stop",))
+            return end, cpu, lags, why
         # A connection is readable at EOF too, so a worker that dies wakes this up.
-        for conn in wait(list(live), timeout=1.0):
+        for conn in wait(list(live), timeout=STOP_POLL_S):
             assert isinstance(conn, Connection)
             msg = _recv(conn, live[conn])
             if msg[0] == "records":
@@ -347,7 +392,7 @@ def _collect(
                 end, cpu = max(end, float(msg[1])), cpu + float(msg[2])
                 lags.extend(msg[3])
                 del live[conn]
-    return end, cpu, lags
+    return end, cpu, lags, None
 
 
 def _stop(procs: dict[Connection, Any], finished: bool) -> None:

@@ -591,7 +591,7 @@ class Runner:
                 for rep in reps:
                     self.progress.level_start(c, rep, wl.repetitions, wl.requests_per_level)
                     before = self._scrape(srv.base_url, srv.headers)
-                    level, recs = drv.level(c, rep)
+                    level, recs = drv.level(c, rep, stop_when=lambda: _dead(srv))
                     level["session"] = index
                     if before is not None:
                         level["engine_metrics"] = evidence.deltas(
@@ -894,6 +894,15 @@ def _prefix_expect(wl: Workload) -> tuple[float, float] | None:
         lo, hi = wl.prefix_cache_hit_rate
         return float(lo), float(hi)
     return None if wl.prompts.source == "fixed" else checks_mod.DEFAULT_PREFIX_HIT
+
+
+def _dead(srv: ServerProcess) -> str | None:
+    """Why ``srv`` can no longer serve (it exited, or logged a fatal line), or None."""
+    code = srv.exited()
+    if code is not None:
+        return f"server exited with code {code}"
+    fatal = srv.fatal_line()
+    return None if fatal is None else f"server reported a fatal error: {fatal}"
 
 
 def _check_alive(srv: ServerProcess, when: str) -> None:

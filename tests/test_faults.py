@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,4 +143,82 @@ def test_every_fault_is_recorded_and_the_campaign_goes_on(tmp_path: Path, cache:
     for e in data["experiments"]:
         stop = e.get("stop") or {}
         assert stop.get("group_gone", True) and stop.get("port_free", True), e["id"]
+    assert port_is_free("127.0.0.1", port) and sims_alive(port) == []
+
+
+CUT_SHORT = """
+[campaign]
+name = "cut"
+title = "Levels cut short"
+objective = {{ metric = "output_tok_s", concurrency = [2], direction = "higher" }}
+
+[server]
+engine = "sim"
+args = {{ port = {port}, ttft-ms = 5, itl-ms = 2, fault-after = 6 }}
+ready_timeout_s = 10
+stop_timeout_s = 4
+
+[workload]
+concurrency = [2]
+duration_s = 60
+input_tokens = 16
+output_tokens = 8
+warmup_requests = 1
+request_timeout_s = 5
+
+[[experiment]]
+id = "baseline"
+why = "No fault, one short level."
+workload = {{ duration_s = 1 }}
+
+[[experiment]]
+id = "crash"
+why = "--fault exit, the load in this thread"
+args = {{ fault = "exit" }}
+workload = {{ workers = 1 }}
+
+[[experiment]]
+id = "dead-loop"
+why = "--fault dead-loop, the load in two processes"
+args = {{ fault = "dead-loop" }}
+workload = {{ workers = 2 }}
+"""
+
+
+@pytest.mark.slow
+def test_a_level_is_cut_short_when_its_server_dies(tmp_path: Path, cache: Path) -> None:
+    """A 60-second level whose server exits, or logs that it can no longer generate, a few
+    requests in: it ends within about a second, keeping the requests finished by then, not
+    a minute of requests failing at once; the experiment fails with the reason."""
+    port = free_port()
+    path = tmp_path / "cut.toml"
+    path.write_text(CUT_SHORT.format(port=port))
+    began = time.monotonic()
+    res = subprocess.run(
+        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(tmp_path / "out")]
+        + ["--quiet", "--no-pdf"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+    )
+    took = time.monotonic() - began
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert took < 50, took  # two 60-second levels would take 120 s
+    (run_dir,) = (tmp_path / "out" / "cut").iterdir()
+    exps = {e["id"]: e for e in json.loads((run_dir / "results.json").read_text())["experiments"]}
+    assert exps["baseline"]["status"] == "ok"
+    for exp_id, why in (
+        ("crash", "server exited with code 3"),
+        ("dead-loop", "server reported a fatal error: sim: error in generation loop"),
+    ):
+        e = exps[exp_id]
+        assert e["status"] == "failed" and "during C=2 repetition 1" in e["reason"], e["reason"]
+        (level,) = e["levels"]
+        assert level["aborted"].startswith(why), level["aborted"]
+        assert level["window"]["duration_s"] < 10  # of the 60 planned
+        assert 1 <= level["summary"]["ok"] <= 5  # the 5 served after the warm-up, or fewer
+    html = (run_dir / "report.html").read_text()
+    assert "C=2 repetition 1: cut short after " in html and "(server exited with code 3)" in html
     assert port_is_free("127.0.0.1", port) and sims_alive(port) == []

@@ -57,6 +57,8 @@ class LevelRun:
     # on the client's own error in chunk times. Empty when the level was too short to sample.
     loop_lag_ms: dict[str, float] = field(default_factory=dict)
     preopen_s: float = 0.0  # the longest any event loop spent opening connections before t0
+    # Why the level was cut short (its server died): records are those finished by then.
+    aborted: str | None = None
 
 
 @dataclass(frozen=True)

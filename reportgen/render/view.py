@@ -157,6 +157,7 @@ class Experiment:
     reason: str
     log_tail: str
     log_heading: str  # what log_tail is: "End of the server log" unless the runner said
+    cut_short: list[str]  # levels ended early because the server died
     log_file: str
     warnings: list[str]
     started: str
@@ -471,6 +472,7 @@ def _experiment(
         reason=str(e.get("reason") or ""),
         log_tail=str(e.get("log_tail") or ""),
         log_heading=str(e.get("log_heading") or "End of the server log"),
+        cut_short=_cut_short(e),
         log_file=str(e.get("log_file") or ""),
         warnings=[str(w) for w in e.get("warnings") or []],
         started=fmt_time(e.get("started_at")),
@@ -758,6 +760,17 @@ def _error_kinds(e: Mapping[str, Any]) -> dict[int, dict[str, int]]:
         for kind, n in ((lv.get("summary") or {}).get("error_kinds") or {}).items():
             kinds[kind] = kinds.get(kind, 0) + int(n)
     return out
+
+
+def _cut_short(e: Mapping[str, Any]) -> list[str]:
+    """Levels ended early because their server died: when, and why."""
+    return [
+        f"C={lv.get('concurrency')} repetition {int(lv.get('repetition', 0)) + 1}: cut short "
+        f"after {float((lv.get('window') or {}).get('duration_s') or 0):.1f} s "
+        f"({lv['aborted']}); requests in flight then are not counted."
+        for lv in e.get("levels") or []
+        if lv.get("aborted")
+    ]
 
 
 def _level_notes(
