@@ -147,14 +147,19 @@ class ServerProcess:
 
     def log_text(self, limit: int = 8 * 1024 * 1024) -> str:
         """The server's log so far (its first ``limit`` bytes), secrets redacted."""
+        return redact_text(self._read_log(0, limit).decode("utf-8", errors="replace"), self.secrets)
+
+    def _read_log(self, offset: int, size: int) -> bytes:
+        """``size`` bytes of the log from ``offset``, as written so far (b'' if unreadable)."""
         if self._log is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._log.flush()
         try:
             with self.log_path.open("rb") as f:
-                return redact_text(f.read(limit).decode("utf-8", errors="replace"), self.secrets)
+                f.seek(offset)
+                return f.read(size)
         except OSError:
-            return ""
+            return b""
 
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
@@ -165,15 +170,7 @@ class ServerProcess:
         call reads only what was written since the last one, up to its last whole line."""
         if self._fatal is not None or not self.engine.fatal_patterns:
             return self._fatal
-        if self._log is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._log.flush()
-        try:
-            with self.log_path.open("rb") as f:
-                f.seek(self._scanned)
-                chunk = f.read(4 * 1024 * 1024)
-        except OSError:
-            return None
+        chunk = self._read_log(self._scanned, 4 * 1024 * 1024)
         whole = chunk[: chunk.rfind(b"\n") + 1]
         text = whole.decode("utf-8", errors="replace")
         line = self.engine.fatal_in(text)
@@ -188,15 +185,7 @@ class ServerProcess:
         prints one), ``lines`` at most, secrets redacted; '' before a fatal line was seen."""
         if self._fatal is None:
             return ""
-        if self._log is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._log.flush()
-        try:
-            with self.log_path.open("rb") as f:
-                f.seek(self._fatal_at)
-                head = f.read(256 * 1024).decode("utf-8", errors="replace")
-        except OSError:
-            return ""
+        head = self._read_log(self._fatal_at, 256 * 1024).decode("utf-8", errors="replace")
         return redact_text("".join(head.splitlines(keepends=True)[:lines]), self.secrets)
 
     def wait_ready(self, timeout_s: float, api: str) -> Readiness:

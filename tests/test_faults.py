@@ -77,6 +77,19 @@ why = "No fault."
     return text
 
 
+def run(path: Path, out: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    """`reportgen run PATH --output OUT --quiet --no-pdf`, to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(out)]
+        + ["--quiet", "--no-pdf"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+    )
+
+
 def sims_alive(port: int) -> list[int]:
     """Processes still running a simulator on our port (there must be none)."""
     found = []
@@ -95,15 +108,7 @@ def test_every_fault_is_recorded_and_the_campaign_goes_on(tmp_path: Path, cache:
     port = free_port()
     path = tmp_path / "faults.toml"
     path.write_text(campaign(port))
-    res = subprocess.run(
-        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(tmp_path / "out")]
-        + ["--quiet", "--no-pdf"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
-    )
+    res = run(path, tmp_path / "out", cache)
     assert res.returncode == 0, res.stdout + res.stderr  # failures are results
     assert "Traceback" not in res.stdout + res.stderr
     (run_dir,) = (tmp_path / "out" / "faults").iterdir()
@@ -194,15 +199,7 @@ def test_a_level_is_cut_short_when_its_server_dies(tmp_path: Path, cache: Path) 
     path = tmp_path / "cut.toml"
     path.write_text(CUT_SHORT.format(port=port))
     began = time.monotonic()
-    res = subprocess.run(
-        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(tmp_path / "out")]
-        + ["--quiet", "--no-pdf"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
-    )
+    res = run(path, tmp_path / "out", cache)
     took = time.monotonic() - began
     assert res.returncode == 0, res.stdout + res.stderr
     assert took < 50, took  # two 60-second levels would take 120 s
