@@ -432,6 +432,7 @@ def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
 
 def _summary_table(out: Console, data: dict[str, Any]) -> None:
     """One screen: each experiment's verdict and objective metric per level (mean ± sd)."""
+    from reportgen.analysis.summary import all_failed
     from reportgen.render.fmt import fmt_num
 
     info = data["campaign"]["campaign"]
@@ -459,8 +460,8 @@ def _summary_table(out: Console, data: dict[str, Any]) -> None:
             agg = level.get(key) or {}
             mean, sd = agg.get("mean"), agg.get("sd")
             spread = "" if not sd else f" ±{sd:,.0f}" if sd >= 10 else f" ±{sd:#.2g}"
-            if level.get("requests") and level.get("errors") == level.get("requests"):
-                cells.append("all failed")  # no request succeeded: zero is not a measurement
+            if all_failed(level):
+                cells.append("all failed")
             else:
                 cells.append("" if mean is None else fmt_num(mean) + spread)
         verdict = (e.get("decision") or {}).get("verdict") or e["status"]

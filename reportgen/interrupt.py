@@ -32,11 +32,6 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def received() -> str | None:
-    """The signal that asked the run to stop (``"SIGTERM"``), or None."""
-    return _received
-
-
 def check() -> None:
     """Raise KeyboardInterrupt if a stop signal came, even if its exception was dropped."""
     if _received is not None:

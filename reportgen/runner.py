@@ -52,7 +52,7 @@ from reportgen.redact import (
     redact_flag,
     redact_text,
 )
-from reportgen.server import FATAL_HEADING, ServerProcess, port_is_free
+from reportgen.server import ServerProcess, port_is_free
 from reportgen.telemetry import Telemetry
 from reportgen.tokens import Tokenizer
 
@@ -898,23 +898,15 @@ def _prefix_expect(wl: Workload) -> tuple[float, float] | None:
 
 def _dead(srv: ServerProcess) -> str | None:
     """Why ``srv`` can no longer serve (it exited, or logged a fatal line), or None."""
-    code = srv.exited()
-    if code is not None:
-        return f"server exited with code {code}"
-    fatal = srv.fatal_line()
-    return None if fatal is None else f"server reported a fatal error: {fatal}"
+    failed = srv.failure()
+    return None if failed is None else str(failed)
 
 
 def _check_alive(srv: ServerProcess, when: str) -> None:
     """Raise ServerError if the server exited, or logged a line its engine calls fatal."""
-    code = srv.exited()
-    if code is not None:
-        raise ServerError(f"server exited with code {code} {when}", srv.log_tail())
-    fatal = srv.fatal_line()
-    if fatal is not None:
-        raise ServerError(
-            f"server reported a fatal error {when}: {fatal}", srv.fatal_excerpt(), FATAL_HEADING
-        )
+    failed = srv.failure(when)
+    if failed is not None:
+        raise failed
 
 
 def _model_from_args(args: dict[str, Any]) -> str | None:

@@ -164,6 +164,21 @@ class ServerProcess:
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 
+    def failure(self, when: str = "") -> ServerError | None:
+        """What to raise if the server can no longer serve: it exited (with the log's end),
+        or it logged a line its engine calls fatal (with the log from that line); None while
+        it lives. ``when`` ("during C=4 repetition 1") goes into the message."""
+        at = f" {when}" if when else ""
+        code = self.exited()
+        if code is not None:
+            return ServerError(f"server exited with code {code}{at}", self.log_tail())
+        fatal = self.fatal_line()
+        if fatal is not None:
+            return ServerError(
+                f"server reported a fatal error{at}: {fatal}", self.fatal_excerpt(), FATAL_HEADING
+            )
+        return None
+
     def fatal_line(self) -> str | None:
         """The first log line so far matching the engine's fatal patterns (a server whose
         process lives on but can no longer generate), secrets redacted; None if none. Each
@@ -200,18 +215,9 @@ class ServerProcess:
         delay = 0.05
         with httpx.Client(base_url=self.base_url, timeout=10.0, headers=self.headers) as client:
             while True:
-                code = self.proc.poll()
-                if code is not None:
-                    raise ServerError(
-                        f"server exited with code {code} before it was ready", self.log_tail()
-                    )
-                fatal = self.fatal_line()
-                if fatal is not None:
-                    raise ServerError(
-                        f"server reported a fatal error before it was ready: {fatal}",
-                        self.fatal_excerpt(),
-                        FATAL_HEADING,
-                    )
+                failed = self.failure("before it was ready")
+                if failed is not None:
+                    raise failed
                 now = time.monotonic()
                 if now > deadline:
                     stage = "a one-token generation" if health_ok else "its health endpoint"

@@ -76,6 +76,18 @@ def test_deadline(tmp_path: Path) -> None:
     assert report.group_gone and report.port_free
 
 
+def test_deadline_says_what_the_generation_last_answered(tmp_path: Path) -> None:
+    """No health endpoint to wait for (the generic engine): the deadline message says what
+    the one-token request kept answering (the simulator's 503 while it loads)."""
+    port = free_port()
+    srv = make(tmp_path, [*SIM, "--port", str(port), "--startup-s", "60"], port, "generic")
+    srv.start()
+    with pytest.raises(ServerError, match=r"one-token generation, which last answered HTTP 503"):
+        srv.wait_ready(1.5, "completions")
+    report = srv.stop()
+    assert report.group_gone and report.port_free
+
+
 def test_stop_reaches_the_whole_group_even_children_that_ignore_sigint(tmp_path: Path) -> None:
     port = free_port()
     script = tmp_path / "server.sh"

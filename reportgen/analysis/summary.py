@@ -253,3 +253,9 @@ def by_level(levels: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for lv in levels:
         groups.setdefault(int(lv["concurrency"]), []).append(lv["summary"])
     return [{"concurrency": c, **aggregate(s)} for c, s in groups.items()]
+
+
+def all_failed(level: Mapping[str, Any]) -> bool:
+    """Whether no request of a level (a ``by_level`` entry) succeeded: its throughput is zero
+    and its latencies unknown, not a measurement of the configuration."""
+    return bool(level.get("requests")) and level.get("errors") == level.get("requests")

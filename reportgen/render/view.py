@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reportgen import engines
-from reportgen.analysis.summary import THROUGHPUTS
+from reportgen.analysis.summary import THROUGHPUTS, all_failed
 from reportgen.render import text
 from reportgen.render.fmt import (
     NONE,
@@ -121,7 +121,7 @@ class Cell:
 def _cell(level: Mapping[str, Any], key: str) -> Cell:
     """A level's statistic, mean and sd; "all failed" where no request of it succeeded (its
     throughput is zero, and its latencies unknown: not a measurement of the configuration)."""
-    if level.get("requests") and level.get("errors") == level.get("requests"):
+    if all_failed(level):
         return Cell("all failed")
     return Cell(*fmt_stat(level.get(key)))
 
