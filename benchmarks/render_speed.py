@@ -62,13 +62,15 @@ from typing import Any
 
 import numpy as np
 
-from reportgen import __version__, engines, evidence, fingerprint, gpu, loadgen, results, telemetry
+from reportgen import __version__, engines, results
 from reportgen.analysis import checks as checks_mod
 from reportgen.analysis import decide as decide_mod
 from reportgen.analysis.summary import by_level, summarize
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.campaign import loads as load_campaign
-from reportgen.runner import describe
+from reportgen.load import loadgen
+from reportgen.observe import evidence, fingerprint, gpu, telemetry
+from reportgen.run.runner import describe
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"

@@ -28,9 +28,9 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 from lgbench import procs  # noqa: E402
 
 from reportgen import gpu  # noqa: E402
-from reportgen.loadgen import RequestSpec, run_load  # noqa: E402
-from reportgen.server import free_port  # noqa: E402
-from reportgen.telemetry import Telemetry  # noqa: E402
+from reportgen.load.loadgen import RequestSpec, run_load  # noqa: E402
+from reportgen.observe.telemetry import Telemetry  # noqa: E402
+from reportgen.run.server import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"

@@ -14,8 +14,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from reportgen import __version__, interrupt
+from reportgen import __version__
 from reportgen.errors import CampaignError, ReportgenError, ResultsError
+from reportgen.run import interrupt
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -243,8 +244,9 @@ def _validate(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _plan(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from reportgen import campaign, engines, runner
+    from reportgen import campaign, engines
     from reportgen.redact import redact_argv, redact_env
+    from reportgen.run import runner
 
     c = campaign.load(args.campaign)
     steps = runner.plan(c)
@@ -335,7 +337,8 @@ def _quote(text: str) -> str:
 
 
 def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from reportgen import campaign, progress, results, runner
+    from reportgen import campaign, results
+    from reportgen.run import progress, runner
 
     c = campaign.load(args.campaign)
     saved = None
@@ -496,7 +499,7 @@ def _verify(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _calibrate(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from reportgen import calibrate
+    from reportgen.run import calibrate
 
     result = calibrate.calibrate(refresh=args.refresh)
     if args.json:
@@ -515,7 +518,7 @@ def _calibrate(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _fingerprint(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from reportgen import fingerprint
+    from reportgen.observe import fingerprint
 
     data = fingerprint.collect()
     if args.json:

@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from reportgen import evidence
 from reportgen.analysis import decide
+from reportgen.observe import evidence
 
 DEFAULT_MARGIN = 0.03  # as the campaign file's default, when neither run names one
 

@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python3 scripts/record_gpu_fixture.py OUT.json [--idle 2 --busy 4 --hz 20]
 
-Writes what ``reportgen.gpu.FakeSource`` replays: NVML's view of every GPU (``info``), the
+Writes what ``reportgen.observe.gpu.FakeSource`` replays: NVML's view of every GPU (``info``), the
 error counters before and after, and telemetry at ``--hz``: ``--idle`` seconds at rest, then
 ``--busy`` seconds while torch (when installed) multiplies bf16 matrices on GPU 0, then
 ``--idle`` seconds cooling down. Also the host's fingerprint and what a sample costs. Needs
@@ -73,7 +73,7 @@ def main() -> int:
     }
     with_host = {}
     try:
-        from reportgen import fingerprint
+        from reportgen.observe import fingerprint
 
         with_host = fingerprint.host()
     except Exception as exc:  # the fixture is about the GPU; the host is a bonus

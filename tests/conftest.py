@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from reportgen import sim as simulator
-from reportgen.server import free_port
+from reportgen.run.server import free_port
 
 __all__ = ["free_port"]
 

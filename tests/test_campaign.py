@@ -9,7 +9,7 @@ import pytest
 
 from reportgen import campaign
 from reportgen.campaign import CampaignError
-from reportgen.runner import command_line, plan
+from reportgen.run.runner import command_line, plan
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ from pypdf import PdfReader
 
 from reportgen import results
 from reportgen.render.fmt import fmt_num
-from reportgen.server import port_is_free
+from reportgen.run.server import port_is_free
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "campaigns" / "demo.toml"

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from reportgen import calibrate, campaign, results
+from reportgen import campaign, results
 from reportgen.campaign import Workload
-from reportgen.driver import Driver
-from reportgen.loadgen import LevelRun, RequestRecord, RequestSpec
+from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
+from reportgen.run import calibrate
+from reportgen.run.driver import Driver
 from tests.conftest import ROOT, free_port
 
 SMALL = """

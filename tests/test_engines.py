@@ -9,8 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from reportgen import campaign, engines, runner
-from reportgen.server import ServerProcess
+from reportgen import campaign, engines
+from reportgen.run import runner
+from reportgen.run.server import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 SGLANG_HELP = ROOT / "tests" / "fixtures" / "engines" / "sglang-0.5.23-help.txt.gz"

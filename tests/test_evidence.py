@@ -7,7 +7,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from reportgen import engines, evidence
+from reportgen import engines
+from reportgen.observe import evidence
 from tests.test_driver import run_campaign
 
 T = "[2026-11-29 10:0"

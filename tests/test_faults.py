@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.server import port_is_free
+from reportgen.run.server import port_is_free
 from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

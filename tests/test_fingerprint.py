@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen import fingerprint
+from reportgen.observe import fingerprint
 
 HOST_KEYS = {
     "hostname", "cpu_model", "cpu_count", "cpu_affinity", "cpu_mhz_now", "cpu_max_mhz",

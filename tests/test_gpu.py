@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from reportgen import gpu, telemetry
-from reportgen.gpu import FakeSource
+from reportgen.observe import gpu, telemetry
+from reportgen.observe.gpu import FakeSource
 from tests.conftest import ROOT
 from tests.test_driver import run_campaign
 

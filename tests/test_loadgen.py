@@ -20,8 +20,7 @@ import pytest
 from reportgen.analysis.summary import summarize
 from reportgen.errors import LoadError
 from reportgen.load import client
-from reportgen.load.worker import no_full_collections
-from reportgen.loadgen import (
+from reportgen.load.loadgen import (
     LevelRun,
     RequestRecord,
     RequestSpec,
@@ -30,7 +29,8 @@ from reportgen.loadgen import (
     preopen_connections,
     run_load,
 )
-from reportgen.prompts import synthetic
+from reportgen.load.prompts import synthetic
+from reportgen.load.worker import no_full_collections
 from tests.conftest import Sim, free_port
 
 CHAT = RequestSpec(api="chat", model=None, output_tokens=10)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reportgen import prompts, tokens
 from reportgen.errors import LoadError
+from reportgen.load import prompts, tokens
 
 CORPUS = (
     "the quick brown fox jumps over the lazy dog while the server streams tokens to many "

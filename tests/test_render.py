@@ -19,7 +19,7 @@ import numpy as np
 import pypdf
 import pytest
 
-from reportgen import results, verify
+from reportgen import results
 from reportgen.analysis import summary
 from reportgen.errors import RenderError, ResultsError
 from reportgen.render import (
@@ -33,6 +33,7 @@ from reportgen.render import (
     render_pages,
     view,
 )
+from reportgen.results.embed import table_hashes
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sample-run"
 IDS = ("baseline", "fast-decode-kernel", "bigger-batches", "prefill-chunk", "typo-in-flag")
@@ -361,7 +362,7 @@ def test_pdf_printer_ignores_no_style_and_is_reproducible(page: str, rendered: R
     assert pdf.html_to_pdf(page, run_dir).warnings == []  # the screen page too
     data = results.load(run_dir)
     telemetry, latencies = chart_inputs(run_dir, data)
-    pages = render_pages(data, telemetry, verify.table_hashes(run_dir), latencies, for_print=True)
+    pages = render_pages(data, telemetry, table_hashes(run_dir), latencies, for_print=True)
     screen, for_print = pages.screen, pages.printed
     assert screen == page and for_print is not None
     # the page for print leaves out what only a screen uses, and says where it is

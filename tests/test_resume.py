@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from reportgen.server import port_is_free
+from reportgen.run.server import port_is_free
 from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -237,7 +237,8 @@ def test_sigint_while_a_server_is_starting_stops_it(tmp_path: Path, cache: Path)
 # Python runs the handler inside __del__, where its KeyboardInterrupt is printed and dropped.
 DROPPED = """
 import os, signal, sys
-from reportgen import cli, runner
+from reportgen import cli
+from reportgen.run import runner
 
 class Dropped:
     def __del__(self):

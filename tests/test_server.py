@@ -11,7 +11,7 @@ import pytest
 
 from reportgen import engines
 from reportgen.errors import ServerError
-from reportgen.server import ServerProcess, port_is_free
+from reportgen.run.server import ServerProcess, port_is_free
 from tests.conftest import free_port, group_alive
 
 SIM = [sys.executable, "-m", "reportgen.sim"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.sse import SSEDecoder
+from reportgen.load.sse import SSEDecoder
 
 STREAM = b'data: {"a":1}\n\n: keep-alive\n\ndata: {"a":2}\r\n\r\ndata: [DONE]\n\n'
 EVENTS = [b'{"a":1}', b'{"a":2}', b"[DONE]"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reportgen.server import port_is_free
+from reportgen.run.server import port_is_free
 from tests.conftest import free_port
 
 pytest.importorskip("torch", reason="needs torch (make test installs the CPU build)")

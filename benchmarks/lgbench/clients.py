@@ -136,7 +136,7 @@ class Reportgen(Client):
                 )
             )
         tokens = sum(r["output_tokens"] or r["chunks"] for r in ok)
-        notes = [f"API: reportgen.loadgen.{out['api']}, {out['workers']} worker(s)"]
+        notes = [f"API: reportgen.load.loadgen.{out['api']}, {out['workers']} worker(s)"]
         if out.get("loop_lag_ms"):
             notes.append(f"own loop lag ms: {out['loop_lag_ms']}")
         if out.get("client_cpu_s") is not None:

@@ -3,7 +3,7 @@
     python benchmarks/lgbench/reportgen_worker.py JOB.json OUT.json
 
 Run as a subprocess so its CPU is measured exactly like the peers' (the whole process tree,
-start-up included, plus the measured window alone). Uses `reportgen.loadgen.run_load` (sync,
+start-up included, plus the measured window alone). Uses `reportgen.load.loadgen.run_load` (sync,
 may use worker processes) when this checkout has it, else the async `run_level`.
 
 Times: reportgen's records are seconds since its level's t0 on time.perf_counter
@@ -26,7 +26,7 @@ from typing import Any
 
 
 def main(job_path: str, out_path: str) -> int:
-    from reportgen import loadgen
+    from reportgen.load import loadgen
 
     job = json.loads(Path(job_path).read_text())
     prompts = Path(job["prompts"]).read_text().splitlines()

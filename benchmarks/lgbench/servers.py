@@ -27,7 +27,7 @@ from typing import Any
 
 from lgbench import procs
 from reportgen import sim
-from reportgen.server import free_port
+from reportgen.run.server import free_port
 
 MODEL = "sim-model"
 _GENERATE = ("/v1/chat/completions", "/v1/completions")

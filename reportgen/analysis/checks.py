@@ -319,7 +319,7 @@ def _gpu_state_checks(
 def _host_check(
     environment: Mapping[str, Any] | None, expect: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    from reportgen.fingerprint import host_mismatches
+    from reportgen.observe.fingerprint import host_mismatches
 
     wanted = {k: v for k, v in (expect or {}).items() if v is not None}
     if not wanted:

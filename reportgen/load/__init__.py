@@ -1,4 +1,4 @@
-"""The load generator's parts; ``reportgen.loadgen`` is the entry point and its public face.
+"""The load generator's parts; ``reportgen.load.loadgen`` is the entry point and its public face.
 
 - ``records``: what a request and a level are (``RequestSpec``, ``RequestRecord``, ``LevelRun``).
 - ``client``: one HTTP request, streamed or not, into one record.

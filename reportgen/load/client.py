@@ -34,7 +34,7 @@ import orjson
 
 from reportgen.load import wire
 from reportgen.load.records import RequestRecord, RequestSpec
-from reportgen.sse import SSEDecoder
+from reportgen.load.sse import SSEDecoder
 
 # identity: a compressing server or proxy would hold chunks back to fill its buffer.
 HEADERS = {"Content-Type": "application/json", "Accept-Encoding": "identity"}

@@ -160,8 +160,8 @@ def write(
     d: RunDiff, out_dir: Path, threshold: float | None = None, pdf: bool = True
 ) -> dict[str, Path]:
     """diff.html, diff.pdf, diff.md and diff.json in ``out_dir`` (each written atomically)."""
-    from reportgen.render import _write
     from reportgen.render import pdf as printer
+    from reportgen.render.report import _write
 
     page = render_html(d, threshold)
     out = {"html": _write(out_dir / NAMES["html"], page.encode("utf-8"))}

@@ -85,7 +85,7 @@ def render_page(
     for_print: bool = False,
 ) -> str:
     """The report's HTML from its view model, chart SVGs and the embedded data (JSON already
-    made safe inside a script element by ``verify.embed``). ``for_print``: the page the PDF
+    made safe inside a script element by ``results.embed.embed``). ``for_print``: the page the PDF
     is printed from, without what only a screen can use (collapsed details, the embedded
     data), so the printer lays out less."""
     context: dict[str, Any] = {

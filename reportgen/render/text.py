@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportgen.analysis import checks, decide, summary
-from reportgen.fingerprint import flatten
+from reportgen.observe.fingerprint import flatten
 
 Pair = tuple[str, str]
 

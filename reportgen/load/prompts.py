@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.errors import LoadError
-from reportgen.tokens import Tokenizer, exact_prompt
+from reportgen.load.tokens import Tokenizer, exact_prompt
 
 _SYLLABLES = [c + v for c in "kmtnrsvpdghlbf" for v in "aeiou"]  # pronounceable filler
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
-from reportgen.gpu import GpuSource, open_source
+from reportgen.observe.gpu import GpuSource, open_source
 from reportgen.redact import redact_env
 
 PACKAGES = (

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from reportgen.errors import ResultsError
-from reportgen.gpu import TELEMETRY_FIELDS
+from reportgen.observe.gpu import TELEMETRY_FIELDS
 from reportgen.redact import REDACTED
 
 SCHEMA_VERSION = 1
@@ -155,7 +155,7 @@ def save_requests(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) ->
 
 
 def save_telemetry(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) -> Path:
-    """Write one experiment's GPU telemetry rows (``reportgen.gpu``'s fields, ``t`` on the
+    """Write one experiment's GPU telemetry rows (``reportgen.observe.gpu``'s fields, ``t`` on the
     records' perf_counter clock) atomically as a Parquet table."""
     frame = pd.DataFrame(rows, columns=list(TELEMETRY_COLUMNS))
     return _save_table(run_dir / "telemetry" / f"{experiment}.parquet", frame)

@@ -700,7 +700,3 @@ def main(argv: list[str] | None = None, prog: str = "reportgen sim") -> int:
     )
     add_arguments(parser)
     return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

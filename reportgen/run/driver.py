@@ -12,11 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reportgen import loadgen, prompts
 from reportgen.analysis.summary import summarize
 from reportgen.campaign import Workload
-from reportgen.loadgen import LevelRun, RequestRecord, RequestSpec
-from reportgen.tokens import Tokenizer
+from reportgen.load import loadgen, prompts
+from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
+from reportgen.load.tokens import Tokenizer
 
 PROMPT_POOL = 4096  # prompts generated per level in duration mode (reused cyclically)
 CLIENT_LIMIT = 0.8  # a level above this share of the client's ceiling is client-limited

@@ -18,10 +18,11 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from reportgen import __version__, engines, loadgen, prompts, sim
+from reportgen import __version__, engines, sim
 from reportgen.errors import ServerError
+from reportgen.load import loadgen, prompts
 from reportgen.results import atomic_write_bytes
-from reportgen.server import ServerProcess, free_port
+from reportgen.run.server import ServerProcess, free_port
 
 CHUNKS_PER_REQUEST = 256
 # Bumped when the load generator's cost per request changes, so a cached ceiling measured

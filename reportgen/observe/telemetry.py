@@ -1,10 +1,10 @@
 """GPU telemetry during an experiment: a sampling thread, and summaries of time windows.
 
-``Telemetry(source, hz)`` samples every GPU of a ``reportgen.gpu.GpuSource`` from ``start()``
-to ``stop()`` on a thread of its own (NVML calls take microseconds and release the GIL, so
-the load generator does not notice). If the source fails in the middle, sampling stops,
-``error`` says why and when, and the run goes on. ``window(rows, start, end)`` summarises the
-rows of one measurement window per GPU (pure function).
+``Telemetry(source, hz)`` samples every GPU of a ``reportgen.observe.gpu.GpuSource``
+from ``start()`` to ``stop()`` on a thread of its own (NVML calls take microseconds and
+release the GIL, so the load generator does not notice). If the source fails in the middle,
+sampling stops, ``error`` says why and when, and the run goes on.
+``window(rows, start, end)`` summarises the rows of one measurement window per GPU (pure function).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from reportgen.gpu import CLOCK_EVENTS, SLOWDOWNS, GpuSource
+from reportgen.observe.gpu import CLOCK_EVENTS, SLOWDOWNS, GpuSource
 
 DEFAULT_HZ = 20.0
 

@@ -15,24 +15,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from reportgen import (
-    __version__,
-    calibrate,
-    engines,
-    evidence,
-    fingerprint,
-    gpu,
-    interrupt,
-    probes,
-    results,
-    telemetry,
-    tokens,
-)
+from reportgen import __version__, engines, results
 from reportgen.analysis import checks as checks_mod
 from reportgen.analysis import decide as decide_mod
 from reportgen.analysis.summary import by_level
 from reportgen.campaign import Campaign, Experiment, Resolved, Workload, parent_id, resolve
-from reportgen.driver import Driver, keep_text_chars
 from reportgen.errors import (
     CampaignError,
     GpuError,
@@ -41,9 +28,12 @@ from reportgen.errors import (
     ResultsError,
     ServerError,
 )
-from reportgen.gpu import GpuSource
-from reportgen.loadgen import RequestSpec
-from reportgen.progress import ProgressSink, Quiet
+from reportgen.load import tokens
+from reportgen.load.loadgen import RequestSpec
+from reportgen.load.tokens import Tokenizer
+from reportgen.observe import evidence, fingerprint, gpu, telemetry
+from reportgen.observe.gpu import GpuSource
+from reportgen.observe.telemetry import Telemetry
 from reportgen.redact import (
     REDACTED,
     known_secrets,
@@ -52,9 +42,10 @@ from reportgen.redact import (
     redact_flag,
     redact_text,
 )
-from reportgen.server import ServerProcess, port_is_free
-from reportgen.telemetry import Telemetry
-from reportgen.tokens import Tokenizer
+from reportgen.run import calibrate, interrupt, probes
+from reportgen.run.driver import Driver, keep_text_chars
+from reportgen.run.progress import ProgressSink, Quiet
+from reportgen.run.server import ServerProcess, port_is_free
 
 
 def new_run_id(campaign: Campaign, now: dt.datetime | None = None) -> str:

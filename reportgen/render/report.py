@@ -1,0 +1,209 @@
+"""Render a run's report from its saved results (see the package's docstring for the flow).
+
+Rendering the same results twice gives byte-identical HTML (no clock, no random ids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from markupsafe import Markup
+
+from reportgen import results as results_mod
+from reportgen.errors import RenderError
+from reportgen.render import charts, exports, html, view
+from reportgen.render import pdf as printer  # `render` has a parameter named pdf
+from reportgen.results.embed import embed, table_hashes
+
+HTML_NAME = "report.html"
+PDF_NAME = "report.pdf"
+MARKDOWN_NAME = "report.md"
+TABLES_DIR = "tables"
+
+__all__ = ["HTML_NAME", "PDF_NAME", "Rendered", "render", "render_html"]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Where the report was written; ``pdf`` is None when only HTML was asked for."""
+
+    html: Path
+    pdf: Path | None
+    markdown: Path | None = None
+    tables: tuple[Path, ...] = ()
+
+
+def render_html(
+    results: Mapping[str, Any],
+    telemetry: Mapping[str, Any] | None = None,
+    tables: Mapping[str, str] | None = None,
+    latencies: Mapping[str, Any] | None = None,
+) -> str:
+    """The report's HTML for a loaded results dict and, by experiment id, its telemetry
+    columns (t, gpu, sm_clock_mhz, power_w as arrays); the results and the raw tables' hashes
+    (``results.embed.table_hashes``) are embedded for ``reportgen verify``; ``latencies`` are each
+    experiment's latency percentiles by level. Either may be ``charts.Lazy`` loaders instead
+    (``chart_inputs``, what ``render`` and ``verify`` pass). Pure: reads and writes no file."""
+    return render_pages(results, telemetry, tables, latencies).screen
+
+
+@dataclass(frozen=True)
+class Pages:
+    """The screen page; with ``for_print``, the page the PDF is printed from (the same view
+    without what only a screen uses; charts as empty boxes of their size) and the charts as
+    PDF, to lay over those boxes (``pdf.html_to_pdf``)."""
+
+    screen: str
+    printed: str | None = None
+    chart_pdfs: Mapping[str, bytes] = field(default_factory=dict)
+
+
+def chart_list(
+    report: view.Report,
+    results: Mapping[str, Any],
+    telemetry: Mapping[str, Any] | None,
+    latencies: Mapping[str, Any] | None,
+) -> list[charts.Chart]:
+    """Every chart of the report: the campaign's, then each experiment's distributions and
+    telemetry where it has them."""
+    levels = {
+        str(e.get("id")): sorted({int(lv["concurrency"]) for lv in e.get("levels") or []})
+        for e in results.get("experiments") or []
+    }
+    out = charts.overview(report.series)
+    for e in report.experiments:
+        dist = (latencies or {}).get(e.id)
+        if dist:
+            ran = levels.get(e.id) or (sorted(dist) if isinstance(dist, Mapping) else [])
+            out.append(charts.distributions_chart(f"dist-{e.index}", dist, ran))
+        columns = (telemetry or {}).get(e.id)
+        if isinstance(columns, charts.Lazy) or (columns and len(columns.get("t", ()))):
+            out.append(charts.telemetry_chart(f"telemetry-{e.index}", columns, e.telemetry_windows))
+    return out
+
+
+def render_pages(
+    results: Mapping[str, Any],
+    telemetry: Mapping[str, Any] | None = None,
+    tables: Mapping[str, str] | None = None,
+    latencies: Mapping[str, Any] | None = None,
+    for_print: bool = False,
+) -> Pages:
+    """The screen page (``render_html``) and, with ``for_print``, the printed page and the
+    charts as PDF (``Pages``)."""
+    report = view.build(results)
+    todo = chart_list(report, results, telemetry, latencies)
+    with charts.Drawing(todo, pdf=for_print) as drawing:
+        printed = _print_page(report, todo) if for_print else None
+        svgs, pdfs = drawing.result()
+    data = Markup(embed(results, tables or {}))
+    return Pages(html.render_page(report, svgs, data), printed, pdfs)
+
+
+def _print_page(report: view.Report, todo: list[charts.Chart]) -> str:
+    """The page the PDF is printed from, each chart an empty box of its size."""
+    boxes = {c.name: charts.placeholder(c.name, c.size()) for c in todo}
+    return html.render_page(report, boxes, None, for_print=True)
+
+
+def render(run_dir: Path, pdf: bool = True) -> Rendered:
+    """Write report.html (and report.pdf), report.md and tables/*.csv into ``run_dir`` from
+    its results.json.
+
+    Raises ResultsError (from ``results.load``) when the results cannot be used, and
+    RenderError when the report cannot be written. Each file is replaced atomically, so a
+    reader never sees half a report and a failed render leaves the previous one in place.
+
+    With ``pdf``, WeasyPrint lays out the printed page (charts as empty boxes of their
+    size) in this process while other processes draw the charts, as SVG for the HTML and
+    as PDF to lay over the boxes: the two largest costs of a big report overlap.
+    """
+    run_dir = Path(run_dir)
+    data = results_mod.load(run_dir)
+    if not run_dir.is_dir():  # given results.json itself: write beside it
+        run_dir = run_dir.parent
+    report = view.build(data)
+    telemetry, latencies = chart_inputs(run_dir, data)
+    todo = chart_list(report, data, telemetry, latencies)
+    with charts.Drawing(todo, pdf=pdf) as drawing:
+        # while other processes draw the charts: the PDF's layout, or the rest of the work
+        printed = None
+        if pdf:
+            page = _print_page(report, todo)
+            printed = printer.html_to_pdf(page, run_dir, lambda: drawing.result()[1])
+        embedded = Markup(embed(data, table_hashes(run_dir)))
+        md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(report).encode("utf-8"))
+        csvs = tuple(
+            _write(run_dir / TABLES_DIR / name, body.encode("utf-8"))
+            for name, body in exports.tables(data).items()
+        )
+        svgs, _ = drawing.result()
+    text = html.render_page(report, svgs, embedded)
+    html_path = _write(run_dir / HTML_NAME, text.encode("utf-8"))
+    pdf_path = _write(run_dir / PDF_NAME, printed.data) if printed is not None else None
+    return Rendered(html=html_path, pdf=pdf_path, markdown=md_path, tables=csvs)
+
+
+def chart_inputs(
+    run_dir: Path, data: Mapping[str, Any]
+) -> tuple[dict[str, charts.Lazy], dict[str, charts.Lazy]]:
+    """Loaders of each experiment's telemetry columns and latency percentiles, for the
+    experiments that saved a telemetry table with rows, or requests: the charts' processes
+    read them, in parallel, instead of this one before drawing starts."""
+    import pyarrow.parquet as pq
+
+    telemetry, latencies = {}, {}
+    for e in data.get("experiments") or []:
+        exp_id = str(e.get("id"))
+        path = run_dir / "telemetry" / f"{exp_id}.parquet"
+        if path.exists() and pq.read_metadata(path).num_rows:
+            telemetry[exp_id] = charts.Lazy(_telemetry_of, (run_dir, exp_id))
+        if e.get("levels") and (run_dir / "requests" / f"{exp_id}.parquet").exists():
+            latencies[exp_id] = charts.Lazy(_latencies_of, (run_dir, exp_id))
+    return telemetry, latencies
+
+
+PERCENTILES = tuple(range(101))
+TELEMETRY_CHART_COLUMNS = ("t", "gpu", "sm_clock_mhz", "power_w")
+
+
+def _latencies_of(run_dir: Path, exp_id: str) -> dict[int, dict[str, list[float]]]:
+    """One experiment's latency percentiles by level; reads only the columns it needs (not
+    every chunk's time)."""
+    import pandas as pd
+
+    columns = ["concurrency", "status", "start", "first_token", "end"]
+    frame = pd.read_parquet(run_dir / "requests" / f"{exp_id}.parquet", columns=columns)
+    ok = frame[(frame["status"] == "ok") & frame["start"].notna()]
+    level = ok["concurrency"].to_numpy()
+    levels: dict[int, dict[str, list[float]]] = {}
+    for metric, stop in (("ttft_ms", "first_token"), ("e2e_ms", "end")):
+        ms = ((ok[stop] - ok["start"]) * 1e3).to_numpy(dtype=float)
+        for c in np.unique(level):
+            values = ms[(level == c) & ~np.isnan(ms)]
+            if values.size:
+                qs = np.percentile(values, PERCENTILES)
+                levels.setdefault(int(c), {})[metric] = [float(x) for x in qs]
+    return dict(sorted(levels.items()))
+
+
+def _telemetry_of(run_dir: Path, exp_id: str) -> dict[str, Any]:
+    frame = results_mod.load_telemetry(run_dir, exp_id, columns=TELEMETRY_CHART_COLUMNS)
+    return {c: frame[c].to_numpy(dtype=float) for c in TELEMETRY_CHART_COLUMNS}
+
+
+def _write(path: Path, data: bytes) -> Path:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        results_mod.atomic_write_bytes(path, data)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise RenderError(
+            f"{path}: cannot write the report ({reason}); make {path.parent} writable, or copy "
+            f"the run directory somewhere writable and run `reportgen render` on the copy"
+        ) from None
+    return path

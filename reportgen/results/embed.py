@@ -1,0 +1,58 @@
+"""The results a report carries inside its HTML, and the hashes of the raw tables beside it.
+
+``reportgen verify`` reads them back: the report is checked against the tables it names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from reportgen.errors import ResultsError
+
+DATA_ID = "reportgen-data"
+EMBED_FORMAT = 1
+TABLE_DIRS = ("requests", "telemetry")
+_DATA_RX = re.compile(
+    r'<script type="application/json" id="' + DATA_ID + r'">(.*?)</script>', re.DOTALL
+)
+
+
+def table_hashes(run_dir: Path) -> dict[str, str]:
+    """sha256 of every raw table in a run directory, by relative path."""
+    out = {}
+    for folder in TABLE_DIRS:
+        for path in sorted((run_dir / folder).glob("*.parquet")):
+            out[f"{folder}/{path.name}"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def embed(results: Mapping[str, Any], tables: Mapping[str, str]) -> str:
+    """The JSON a report carries: safe inside a <script> element (no "<", ">" or "&")."""
+    # orjson: twenty times faster than json on a large campaign's results (several MB), with
+    # the same key order and no spaces; NaN, which results never hold, would become null.
+    body = orjson.dumps(
+        {"format": EMBED_FORMAT, "tables": dict(sorted(tables.items())), "results": results},
+        option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+    ).decode("utf-8")
+    return body.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def extract(page: str) -> dict[str, Any]:
+    """The embedded data of a report's HTML (ResultsError when it has none)."""
+    m = _DATA_RX.search(page)
+    if not m:
+        raise ResultsError(
+            "this HTML carries no reportgen data (not a report, or one rendered by an "
+            "earlier reportgen); render it again with `reportgen render RUN_DIR`"
+        )
+    data = json.loads(m.group(1))
+    if not isinstance(data, dict) or data.get("format") != EMBED_FORMAT:
+        raise ResultsError("the report's embedded data is of an unknown format")
+    return data
