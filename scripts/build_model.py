@@ -8,6 +8,14 @@ every answer runs to ``max_tokens``.
 
     python scripts/build_model.py --preset tiny  --out output/models/tiny-moe
     python scripts/build_model.py --preset small --out output/models/small-moe
+    python scripts/build_model.py --preset small --eos in-vocab --out output/models/small-moe-eos
+
+``--eos in-vocab`` makes the tokenizer's own ``<|endoftext|>`` the end-of-sequence id instead,
+for engines that index their vocabulary with it: vLLM 0.26.0 with an out-of-vocabulary id and a
+request with ``min_tokens`` crashes its engine core (``CUDA error: device-side assert
+triggered``); SGLang 0.5.17 needs it too. Answers still run to ``max_tokens``: the special
+tokens' output rows are all zeros, so a greedy pick never lands on it, and reportgen asks those
+engines for ``ignore_eos``.
 
 Needs torch, transformers and tokenizers. The same preset and seed give the same weights and
 the same tokenizer (trained on this project's own README and sources).
@@ -71,7 +79,7 @@ def _silent(tokenizer: Any, token_id: int) -> bool:
     return not text or "\ufffd" in text
 
 
-def build(out: Path, preset: str, seed: int) -> dict[str, object]:
+def build(out: Path, preset: str, seed: int, eos: str = "outside") -> dict[str, object]:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3MoeConfig, Qwen3MoeForCausalLM
@@ -95,6 +103,9 @@ def build(out: Path, preset: str, seed: int) -> dict[str, object]:
     )
     fast.chat_template = CHAT_TEMPLATE
     vocab = len(fast)
+    # Outside the vocabulary (the default): the model can never end an answer early. In it:
+    # the tokenizer's own end-of-text token, which engines that index with it need.
+    eos_id = vocab if eos == "outside" else fast.eos_token_id
     config = Qwen3MoeConfig(
         vocab_size=vocab,
         hidden_size=p["hidden"],
@@ -107,8 +118,7 @@ def build(out: Path, preset: str, seed: int) -> dict[str, object]:
         num_experts=p["experts"],
         num_experts_per_tok=p["top_k"],
         max_position_embeddings=32768,
-        # Outside the vocabulary: the model can never end an answer early.
-        eos_token_id=vocab,
+        eos_token_id=eos_id,
         bos_token_id=None,
         pad_token_id=fast.pad_token_id,
         tie_word_embeddings=False,
@@ -122,7 +132,7 @@ def build(out: Path, preset: str, seed: int) -> dict[str, object]:
     silent = [i for i in range(vocab) if i in fast.all_special_ids or _silent(fast, i)]
     with torch.no_grad():
         model.lm_head.weight[silent] = 0
-    model.generation_config.eos_token_id = vocab
+    model.generation_config.eos_token_id = eos_id
     model.generation_config.pad_token_id = fast.pad_token_id
     model.generation_config.do_sample = False
     out.mkdir(parents=True, exist_ok=True)
@@ -131,6 +141,9 @@ def build(out: Path, preset: str, seed: int) -> dict[str, object]:
     params = sum(t.numel() for t in model.parameters())
     about = {"preset": preset, "seed": seed, "parameters": params, "vocab": vocab,
              "silent_tokens": len(silent), **p}  # fmt: skip
+    if eos != "outside":  # the default's record stays as it was
+        about["eos"] = eos
+        about["eos_token_id"] = eos_id
     (out / "reportgen-model.json").write_text(json.dumps(about, indent=2) + "\n")
     return about
 
@@ -140,9 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
     ap.add_argument("--out", type=Path, required=True, help="folder to write the model into")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--eos",
+        choices=["outside", "in-vocab"],
+        default="outside",
+        help="end-of-sequence id: outside the vocabulary (default; transformers serve) or the "
+        "tokenizer's own <|endoftext|> (vLLM, SGLang)",
+    )
     args = ap.parse_args(argv)
     try:
-        about = build(args.out, args.preset, args.seed)
+        about = build(args.out, args.preset, args.seed, args.eos)
     except ImportError as exc:
         print(f"build_model: {exc.name} is missing; pip install torch transformers tokenizers",
               file=sys.stderr)  # fmt: skip

@@ -10,6 +10,8 @@
 # torch and triton are never fetched. vLLM 0.26.0 and SGLang 0.5.17 are the newest releases that
 # pin torch 2.11.0; newer ones pin torch 2.14 and do not fit. pip must reach the package registry.
 #
+# (The wheels are chosen for cp312 by the download, so the install, run by whatever Python
+# runs this script, does not check their Requires-Python against itself.)
 # Environment: PART_SIZE (default 50M: a part plus a ~9 MB checkout stays under a 64 MiB
 # transfer), XZ_THREADS (default 2), XZ_LEVEL (default -9e), KEEP_WHEELS=1 keeps OUTDIR/wheels.
 # Output in OUTDIR (default ./output/bundles/ENGINE-VERSION): ENGINE-VERSION-site.tar.xz.partNN,
@@ -35,7 +37,7 @@ plat="$plat --platform manylinux2014_x86_64 --platform linux_x86_64"
 export PIP_CONSTRAINT=
 echo "build_engine_bundle: downloading $(grep -c . "$req") wheels for $name"
 python3 -m pip download -q --no-deps --no-cache-dir $plat -d "$work/whl" -r "$req"
-python3 -m pip install -q --no-deps --no-compile --no-cache-dir --no-index $plat \
+python3 -m pip install -q --no-deps --no-compile --no-cache-dir --no-index --ignore-requires-python $plat \
   --target "$work/site" "$work"/whl/*.whl
 site=$work/site
 before=$(du -sm "$site" | cut -f1)
@@ -52,6 +54,12 @@ else
   # sglang-kernel's FlashAttention 3 (Hopper) build is 127 MiB as xz on its own: left out, so
   # campaigns use --attention-backend triton --sampling-backend pytorch.
   while IFS= read -r f; do trim+=("${f#"$site"/}"); done < <(find "$site" -name 'flash_ops*.so')
+  # xgrammar's static library (for building against it, never loaded) and a Python 3.10-only
+  # build of sgl_kernel's InfLLM ops (Python 3.12 cannot load it).
+  trim+=(xgrammar/lib/libxgrammar.a)
+  for f in "$site"/sgl_kernel/*.cpython-31[0134]-*.so; do
+    [ -e "$f" ] && trim+=("${f#"$site"/}")
+  done
 fi
 for t in "${trim[@]}"; do rm -rf "${site:?}/$t"; done
 find "$site" -name __pycache__ -prune -exec rm -rf {} +

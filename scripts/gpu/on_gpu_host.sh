@@ -1,0 +1,202 @@
+#!/bin/bash
+# Runs on the GPU host (no network; Python 3.12 with torch 2.11.0+cu130): puts together an
+# engine bundle made by scripts/gpu/build_engine_bundle.sh, checks it, unpacks it, checks the
+# engine imports, builds the test model and runs a campaign with reportgen. Run it from the
+# repository's root (campaigns name the model as output/models/small-moe-eos).
+#
+# All in one go, when every part of the bundle is on the host (in BUNDLES):
+#   scripts/gpu/on_gpu_host.sh all vllm   campaigns/vllm-h200.toml
+#   scripts/gpu/on_gpu_host.sh all sglang campaigns/sglang-h200.toml
+#
+# Or step by step (when the parts arrive one at a time, say, each with a transfer limit):
+#   stage FILE...            copy bundle parts and their SHA256SUMS into BUNDLES/<engine>-<version>/
+#   unpack ENGINE            check every part and the whole against SHA256SUMS, unpack into
+#                            SITES/<engine>-<version>, import the engine
+#   model                    build the test model (random weights, in-vocabulary EOS) once,
+#                            into MODELS/small-moe-eos, linked as output/models/small-moe-eos
+#   help ENGINE FILE         the engine's own help, every flag (what reportgen checks flags with)
+#   run ENGINE CAMPAIGN [reportgen run options, e.g. --resume RUN_DIR]
+#                            reportgen run CAMPAIGN --output RUNS --no-pdf --quiet; with
+#                            STOP_BY (epoch seconds) it starts no experiment expected to end
+#                            after it (EXPERIMENT_S each, default 170) and stops the run in time
+#                            (SIGTERM: the server is stopped, finished experiments are kept; go
+#                            on later with `run ENGINE CAMPAIGN --resume RUN_DIR`). With
+#                            WATCH_DIR, scripts/gpu/engine_fixtures.py watch records every
+#                            server's raw /metrics (first and last) and info answers there.
+#   pack RUN_DIR FILE        the run directory as one tar.xz (to bring back)
+#
+# Environment: BUNDLES (default /tmp/bundles), SITES (/tmp/sites), MODELS (/tmp/models), RUNS
+# (/tmp/runs), RG_SRC (the reportgen to run, default: this checkout; a known-good copy of the
+# sources can be given instead), DEPS (extra folders for PYTHONPATH, e.g. unpacked wheels of
+# orjson and httptools, which reportgen needs and the host lacks).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+BUNDLES=${BUNDLES:-/tmp/bundles}
+SITES=${SITES:-/tmp/sites}
+MODELS=${MODELS:-/tmp/models}
+RUNS=${RUNS:-/tmp/runs}
+RG_SRC=${RG_SRC:-$root}
+DEPS=${DEPS:-}
+EXPERIMENT_S=${EXPERIMENT_S:-170}
+
+say() { echo "on_gpu_host: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+name_of() {  # ENGINE -> ENGINE-VERSION (the versions build_engine_bundle.sh builds)
+  case "$1" in
+    vllm) echo vllm-0.26.0 ;;
+    sglang) echo sglang-0.5.17 ;;
+    *) die "unknown engine '$1' (vllm or sglang)" ;;
+  esac
+}
+
+engine_env() {  # the environment an engine and reportgen run in
+  local name; name=$(name_of "$1")
+  [ -d "$SITES/$name" ] || die "$SITES/$name is missing: run 'unpack $1' first"
+  export PYTHONPATH="$SITES/$name${DEPS:+:$DEPS}:$RG_SRC${PYTHONPATH:+:$PYTHONPATH}"
+  # PYTHONSAFEPATH: `python -m` must not put the current folder first on sys.path, or a
+  # checkout's own reportgen/ would win over RG_SRC (for reportgen and every child it starts).
+  export PYTHONSAFEPATH=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  if [ "$1" = vllm ]; then
+    # FlashInfer is not in the bundle: with its sampler vLLM compiles kernels at run time.
+    export VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 VLLM_DO_NOT_TRACK=1
+  else
+    export SGLANG_DISABLE_REQUEST_LOGGING=1
+  fi
+}
+
+stage() {
+  local f base name
+  for f in "$@"; do
+    base=$(basename "$f")
+    case "$base" in
+      vllm-*|sglang-*) name=${base%%-site.tar.xz*} ;;
+      SHA256SUMS) name=$(awk 'NR==1 {sub(/-site.tar.xz.*/, "", $2); print $2}' "$f") ;;
+      *) die "stage: $f is not a bundle part or SHA256SUMS" ;;
+    esac
+    mkdir -p "$BUNDLES/$name"
+    cp "$f" "$BUNDLES/$name/"
+    say "staged $base ($(du -h "$f" | cut -f1)) in $BUNDLES/$name"
+  done
+}
+
+unpack() {
+  local name dir site
+  name=$(name_of "$1"); dir=$BUNDLES/$name; site=$SITES/$name
+  [ -f "$dir/SHA256SUMS" ] || die "unpack: $dir/SHA256SUMS is missing (stage it with the parts)"
+  (cd "$dir" && grep 'part' SHA256SUMS | sha256sum -c --quiet) || die "unpack: a part is missing or damaged"
+  cat "$dir/$name-site.tar.xz".part* > "$dir/$name-site.tar.xz"
+  (cd "$dir" && grep -v 'part' SHA256SUMS | sha256sum -c --quiet) || die "unpack: the parts put together do not match"
+  rm -rf "$site"; mkdir -p "$site"
+  local t0=$SECONDS
+  xz -dc -T0 "$dir/$name-site.tar.xz" | tar -x -C "$site"
+  rm -f "$dir/$name-site.tar.xz"
+  say "unpacked $name into $site in $((SECONDS - t0)) s ($(du -sh "$site" | cut -f1))"
+  engine_env "$1"
+  local mod=$1
+  python3 -c "import $mod, torch, transformers; print('on_gpu_host: import ok:', '$mod', $mod.__version__, 'torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'transformers', transformers.__version__)"
+}
+
+model() {
+  local out=$MODELS/small-moe-eos
+  if [ ! -f "$out/config.json" ]; then
+    python3 "$RG_SRC/scripts/build_model.py" --preset small --eos in-vocab --out "$out"
+  fi
+  mkdir -p "$root/output/models"
+  ln -sfn "$out" "$root/output/models/small-moe-eos"
+  say "model: $root/output/models/small-moe-eos -> $out"
+}
+
+help_text() {
+  engine_env "$1"
+  local file=$2
+  if [ "$1" = vllm ]; then
+    python3 -m vllm.entrypoints.cli.main serve --help=all > "$file" 2>&1
+  else
+    python3 -m sglang.launch_server --help > "$file" 2>&1
+  fi
+  say "help: $(grep -c -- '--' "$file") lines with flags in $file"
+}
+
+run() {
+  local engine=$1 campaign=$2; shift 2
+  engine_env "$engine"
+  mkdir -p "$RUNS"
+  local log; log=$(mktemp "$RUNS/reportgen.XXXX.log")
+  local watcher=
+  if [ -n "${WATCH_DIR:-}" ]; then
+    local port
+    port=$(python3 -c "import tomllib,sys; print(tomllib.load(open(sys.argv[1],'rb'))['server']['args'].get('port', 8000))" "$campaign")
+    python3 "$here/engine_fixtures.py" watch --port "$port" --out "$WATCH_DIR" &
+    watcher=$!
+  fi
+  cd "$root"
+  python3 -m reportgen run "$campaign" --output "$RUNS" --no-pdf --quiet "$@" > >(tee "$log") 2>&1 &
+  local rg=$!
+  if [ -n "${STOP_BY:-}" ]; then
+    python3 - "$rg" "$log" "$STOP_BY" "$EXPERIMENT_S" <<'EOF' &
+import json, os, re, signal, sys, time
+pid, log, stop_by, exp_s = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+run_dir, seen = None, None
+def stop(why):
+    print(f"on_gpu_host: stopping the run: {why}", flush=True)
+    os.kill(pid, signal.SIGTERM)
+while True:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        break
+    now = time.time()
+    if run_dir is None:
+        m = re.search(r"run directory: (\S+)", open(log).read())
+        run_dir = m.group(1) if m else None
+    if run_dir:
+        try:
+            data = json.load(open(os.path.join(run_dir, "results.json")))
+        except (OSError, ValueError):
+            data = None
+        running = [e["id"] for e in (data or {}).get("experiments", []) if e.get("status") == "running"]
+        if running and running[0] != seen:
+            seen = running[0]
+            if now + exp_s > stop_by:
+                stop(f"{seen} would end after the deadline ({stop_by - now:.0f} s left)")
+                break
+    if now > stop_by - 30:
+        stop("the deadline is 30 s away")
+        break
+    time.sleep(1)
+EOF
+  fi
+  local rc=0
+  wait "$rg" || rc=$?
+  if [ -n "$watcher" ]; then sleep 6; kill "$watcher" 2>/dev/null || true; fi
+  local dir; dir=$(sed -n 's/^run directory: //p' "$log" | tail -1)
+  say "reportgen exited $rc; run directory: $dir"
+  echo "$dir" > "$RUNS/last-$engine"
+  return 0
+}
+
+pack() {
+  local dir=$1 file=$2
+  tar -C "$(dirname "$dir")" -cf - "$(basename "$dir")" | xz -T0 -6 > "$file"
+  say "packed $dir into $file ($(du -h "$file" | cut -f1))"
+}
+
+cmd=${1:-}; shift || true
+case "$cmd" in
+  stage) stage "$@" ;;
+  unpack) unpack "$1" ;;
+  model) model ;;
+  help) help_text "$1" "$2" ;;
+  run) run "$@" ;;
+  pack) pack "$1" "$2" ;;
+  all)
+    engine=$1 campaign=$2; shift 2
+    unpack "$engine"; model
+    help_text "$engine" "$RUNS/$(name_of "$engine")-help.txt"
+    run "$engine" "$campaign" "$@"
+    pack "$(cat "$RUNS/last-$engine")" "$RUNS/$(name_of "$engine")-run.tar.xz"
+    ;;
+  *) sed -n '2,30p' "$0"; exit 2 ;;
+esac
