@@ -22,7 +22,8 @@
 #                            (SIGTERM: the server is stopped, finished experiments are kept; go
 #                            on later with `run ENGINE CAMPAIGN --resume RUN_DIR`). With
 #                            WATCH_DIR, scripts/gpu/engine_fixtures.py watch records every
-#                            server's raw /metrics (first and last) and info answers there.
+#                            server's raw /metrics (first and last) and info answers there
+#                            (and vLLM runs with VLLM_SERVER_DEV_MODE=1, for its /server_info).
 #   pack RUN_DIR FILE        the run directory as one tar.xz (to bring back)
 #
 # Environment: BUNDLES (default /tmp/bundles), SITES (/tmp/sites), MODELS (/tmp/models), RUNS
@@ -130,6 +131,8 @@ run() {
     port=$(python3 -c "import tomllib,sys; print(tomllib.load(open(sys.argv[1],'rb'))['server']['args'].get('port', 8000))" "$campaign")
     python3 "$here/engine_fixtures.py" watch --port "$port" --out "$WATCH_DIR" &
     watcher=$!
+    # vLLM answers /server_info (its resolved configuration) only in its development mode.
+    [ "$engine" = vllm ] && export VLLM_SERVER_DEV_MODE=1
   fi
   cd "$root"
   python3 -m reportgen run "$campaign" --output "$RUNS" --no-pdf --quiet "$@" > >(tee "$log") 2>&1 &
