@@ -657,7 +657,7 @@ class FlagChange:
     after: Any  # None when the flag was removed
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> Literal["added", "removed", "changed"]:
         if self.before is None:
             return "added"
         if self.after is None:

@@ -230,9 +230,7 @@ class Comparison(_Model):
     paired: bool = False  # interleaved repetitions compared pair by pair
 
 
-DecisionVerdict = Literal[
-    "adopted", "rejected", "equivalent", "inconclusive", "failed", "baseline"
-]
+DecisionVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive", "failed", "baseline"]
 
 
 class Decision(_Model):
@@ -262,8 +260,8 @@ class Stop(_Model):
     signals: list[str] = Field(default_factory=list)
     exit_code: int | None = None
     stop_s: float = 0.0
-    group_gone: bool = True
-    port_free: bool = True
+    group_gone: bool = False
+    port_free: bool = False
 
 
 class Warmup(_Model):
@@ -495,5 +493,11 @@ class Run(_Model):
         return n
 
     def dump(self) -> dict[str, Any]:
-        """As results.json holds it (JSON types)."""
-        return self.model_dump(mode="json")
+        """As results.json holds it (JSON types; numpy scalars in evidence as numbers)."""
+        return self.model_dump(mode="json", fallback=_plain)
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
