@@ -15,6 +15,7 @@ from typing import Any
 
 from reportgen import __version__
 from reportgen import results as store
+from reportgen.analysis.differences import differences
 from reportgen.campaign import Campaign
 from reportgen.errors import ResultsError
 from reportgen.redact import REDACTED
@@ -56,26 +57,19 @@ def campaign_changes(saved: Run, campaign: Campaign) -> list[str]:
         text = text.replace(json.dumps(value)[1:-1], REDACTED)
     now: dict[str, Any] = json.loads(text)
     then: dict[str, Any] = saved.campaign
-    changes: list[str] = []
-    for key in sorted((set(then) | set(now)) - {"experiment"}):
-        _differences(key, then.get(key), now.get(key), changes)
+    found = differences(
+        {k: v for k, v in then.items() if k != "experiment"},
+        {k: v for k, v in now.items() if k != "experiment"},
+    )
     old, new = then.get("experiment") or [], now.get("experiment") or []
     for i in range(saved.finished_prefix()):
         label = (
             f"experiment {i + 1} ({old[i].get('id')})" if i < len(old) else f"experiment {i + 1}"
         )
-        _differences(
-            label, old[i] if i < len(old) else None, new[i] if i < len(new) else None, changes
+        found += differences(
+            old[i] if i < len(old) else None, new[i] if i < len(new) else None, label
         )
-    return changes
-
-
-def _differences(path: str, then: Any, now: Any, out: list[str]) -> None:
-    if isinstance(then, dict) and isinstance(now, dict):
-        for key in sorted(set(then) | set(now)):
-            _differences(f"{path}.{key}", then.get(key), now.get(key), out)
-    elif then != now:
-        out.append(f"{path}: {_short(then)} then, {_short(now)} now")
+    return [f"{key}: {_short(a)} then, {_short(b)} now" for key, a, b in found]
 
 
 def _short(value: Any) -> str:
