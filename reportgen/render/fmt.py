@@ -7,8 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reportgen.results.model import Stat
 
 NONE = "–"  # an en dash: a value that was not measured, rather than a zero
 
@@ -71,8 +73,8 @@ def fmt_arg(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def fmt_stat(stat: Mapping[str, Any] | None) -> tuple[str, str]:
-    """A by_level aggregate {mean, sd, n} as (mean, '±sd' or '')."""
-    stat = stat or {}
-    mean, sd = stat.get("mean"), stat.get("sd")
-    return fmt_num(mean), ("" if sd is None else f"±{fmt_num(sd)}")
+def fmt_stat(stat: Stat | None) -> tuple[str, str]:
+    """A statistic across repetitions (``results.model.Stat``) as (mean, '±sd' or '')."""
+    if stat is None:
+        return NONE, ""
+    return fmt_num(stat.mean), ("" if stat.sd is None else f"±{fmt_num(stat.sd)}")
