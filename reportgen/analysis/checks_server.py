@@ -263,7 +263,7 @@ def campaign_checks(entry: Experiment) -> list[Check]:
             "status": status,
             "evidence": str(evidence),
             "hint": "",
-            "invalidates": bool(c.get("invalidates")),  # an extra of Check's
+            "invalidates": bool(c.get("invalidates")),
         }
         out.append(Check.model_validate(fields))
     return out

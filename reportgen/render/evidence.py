@@ -45,8 +45,7 @@ def engine_evidence(e: Experiment) -> dict[str, Any]:
         metrics.append((_run_label(lv), text))
     info = e.engine_info or {}
     files = e.model_files or {}
-    # not a field of results.model.Experiment (no stage writes it today): read if present
-    resolved = getattr(e, "server_args_resolved", None) or {}
+    resolved = e.server_args_resolved or {}
     return {
         "present": bool(log or info or metrics or files),
         "server_args": [(str(k), str(v)) for k, v in sorted(resolved.items())],

@@ -120,14 +120,9 @@ def _comparisons(exps: Sequence[Experiment]) -> str:
 
 
 def _checks(exps: Sequence[Experiment]) -> str:
-    fields = ("id", "title", "status", "evidence", "hint")
-    # invalidates: written by analysis.checks, not (yet) a field of results.model.Check
-    rows = [
-        [e.id] + [getattr(c, f) for f in fields] + [getattr(c, "invalidates", None)]
-        for e in exps
-        for c in e.checks
-    ]
-    return _csv(["experiment", *fields, "invalidates"], rows)
+    fields = ("id", "title", "status", "evidence", "hint", "invalidates")
+    rows = [[e.id] + [getattr(c, f) for f in fields] for e in exps for c in e.checks]
+    return _csv(["experiment", *fields], rows)
 
 
 def _md(text: str) -> str:

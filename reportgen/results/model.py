@@ -206,6 +206,7 @@ class Check(_Model):
     status: Literal["pass", "warn", "fail", "skip"]
     evidence: str
     hint: str = ""
+    invalidates: bool | None = None  # a campaign's own check: does its failure void the verdict
 
 
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
@@ -360,6 +361,7 @@ class Experiment(_Model):
     gpu_counters: dict[str, Any] | None = None
     campaign_checks: list[dict[str, Any]] = Field(default_factory=list)
     log_evidence: dict[str, Any] | None = None
+    server_args_resolved: dict[str, Any] | None = None  # as the engine's log printed them
     model_files: dict[str, Any] | None = None
     log_tail: str | None = None
     log_heading: str | None = None

@@ -91,6 +91,7 @@ def _evidence(ctx: Context, r: Resolved, entry: Experiment, log_text: str) -> No
     accept = evidence.log_values(log_text, ctx.engine.spec_accept_log)
     if accept is not None:
         entry.log_evidence["spec_accept_length"] = accept
+    entry.server_args_resolved = evidence.server_args(entry.log_evidence["found"])
     entry.model_files = evidence.model_files(r.args, ctx.campaign_dir)
 
 
