@@ -5,8 +5,9 @@
 - ``migrate``: older results files brought to this schema. ``embed``: the results a report
   carries, and the hashes of the tables beside it.
 
-Imports ``reportgen.errors``, ``reportgen.redact``, ``reportgen.load.records`` (the request
-rows) and ``reportgen.observe.gpu`` (the telemetry columns); nothing of run, analysis or render.
+Imports ``reportgen.errors``, ``reportgen.redact``, ``reportgen.campaign.schema`` (the margin's
+default, which way a metric improves), ``reportgen.load.records`` (the request rows) and
+``reportgen.observe.gpu`` (the telemetry columns); nothing of run, analysis or render.
 """
 
 from reportgen.results.model import SCHEMA_VERSION, Run

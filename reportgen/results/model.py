@@ -23,21 +23,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# the campaign's defaults, re-exported for readers of results
+from reportgen.campaign.schema import DEFAULT_MARGIN as DEFAULT_MARGIN
+from reportgen.campaign.schema import higher_is_better as higher_is_better
+
 SCHEMA_VERSION = 2
 CONTROL_SUFFIX = "~control"  # "~" is not allowed in experiment ids: no clash with one
-DEFAULT_MARGIN = 0.03  # the campaign file's default margin (campaign.schema uses it too)
 DEFAULT_METRIC = "output_tok_s"
 
 Status = Literal["pending", "running", "ok", "failed", "interrupted"]
 FINISHED = ("ok", "failed")  # an experiment in either state is kept by --resume
-
-
-def higher_is_better(metric: str, direction: str | None = None) -> bool:
-    """Which way a metric improves: as the campaign says, else throughputs (``*_s``) up and
-    latencies down."""
-    if direction is not None:
-        return direction == "higher"
-    return metric.endswith("_s")
 
 
 def control_table(exp_id: str) -> str:
