@@ -17,6 +17,7 @@ from typing import Any
 
 from reportgen.analysis import text as text_mod
 from reportgen.analysis.checks_levels import Status
+from reportgen.campaign import is_throughput
 from reportgen.results.model import Check, Experiment
 
 GPU_MEMORY_BUSY = 0.05  # share of a GPU's memory in use at start that means "not free"
@@ -249,30 +250,34 @@ def campaign_checks(entry: Experiment) -> list[Check]:
         if c.get("metric"):
             title, status, evidence = _metric_bound(entry, c)
         else:
-            line = found.get(f"campaign:{i}")
-            must = c.get("log_contains")
-            pattern = must or c.get("log_absent")
-            title = f"log shows /{pattern}/" if must else f"log never shows /{pattern}/"
-            if must:
-                status, evidence = ("pass", line) if line else ("fail", "no log line matched")
-            else:
-                status, evidence = ("fail", line) if line else ("pass", "no log line matched")
-        fields = {
-            "id": f"campaign_{i}",
-            "title": str(c.get("description") or title),
-            "status": status,
-            "evidence": str(evidence),
-            "hint": "",
-            "invalidates": bool(c.get("invalidates")),
-        }
-        out.append(Check.model_validate(fields))
+            title, status, evidence = _log_line(c, found.get(f"campaign:{i}"))
+        out.append(
+            Check(
+                id=f"campaign_{i}",
+                title=str(c.get("description") or title),
+                status=status,
+                evidence=evidence,
+                invalidates=bool(c.get("invalidates")),
+            )
+        )
     return out
+
+
+def _log_line(c: Mapping[str, Any], line: str | None) -> tuple[str, Status, str]:
+    """A campaign check of the server's log: ``line``, the first that matched, if one did."""
+    must = c.get("log_contains")
+    pattern = must or c.get("log_absent")
+    if must:
+        title = f"log shows /{pattern}/"
+        return (title, "pass", str(line)) if line else (title, "fail", "no log line matched")
+    title = f"log never shows /{pattern}/"
+    return (title, "fail", str(line)) if line else (title, "pass", "no log line matched")
 
 
 def _metric_bound(entry: Experiment, c: Mapping[str, Any]) -> tuple[str, Status, str]:
     """A campaign bound on a metric: the mean across repetitions of each level."""
     metric, stat = str(c["metric"]), str(c.get("stat") or "p50")
-    name = metric if metric.endswith("_s") else f"{metric} {stat}"
+    name = metric if is_throughput(metric) else f"{metric} {stat}"
     lo, hi = c.get("min"), c.get("max")
     bound = " and ".join(
         x

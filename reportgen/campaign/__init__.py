@@ -30,6 +30,7 @@ from reportgen.campaign.schema import (
     Workload,
     WorkloadOverride,
     higher_is_better,
+    is_throughput,
     json_schema,
 )
 from reportgen.errors import CampaignError
@@ -58,6 +59,7 @@ __all__ = [
     "Workload",
     "WorkloadOverride",
     "higher_is_better",
+    "is_throughput",
     "json_schema",
     "load",
     "loads",

@@ -26,12 +26,18 @@ _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 ArgValue = bool | int | float | str | list[bool | int | float | str] | dict[str, Any]
 
 
+def is_throughput(metric: str) -> bool:
+    """Throughputs are per second (``*_s``, one number per level); every other metric is a
+    latency (a distribution per level, compared at a percentile)."""
+    return metric.endswith("_s")
+
+
 def higher_is_better(metric: str, direction: str | None = None) -> bool:
-    """Which way a metric improves: as the campaign says, else throughputs (``*_s``) up and
-    latencies down."""
+    """Which way a metric improves: as the campaign says, else throughputs up and latencies
+    down."""
     if direction is not None:
         return direction == "higher"
-    return metric.endswith("_s")
+    return is_throughput(metric)
 
 
 class _Model(BaseModel):

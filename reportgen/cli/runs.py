@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from reportgen.campaign import is_throughput
 from reportgen.cli.codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from reportgen.errors import ResultsError
 from reportgen.run import interrupt
@@ -120,7 +121,7 @@ def _summary_table(out: Console, data: Run) -> None:
     from reportgen.render.fmt import fmt_num
 
     metric = data.metric
-    key = metric if metric.endswith("_s") else f"{metric}_p50"
+    key = metric if is_throughput(metric) else f"{metric}_p50"
     status = "" if data.status == "complete" else f" - {data.status.upper()}"
     table = Table(
         title=f"{data.info.get('title', '')}{status}",

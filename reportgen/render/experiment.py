@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 
+from reportgen.campaign import is_throughput
 from reportgen.render import evidence
 from reportgen.render.content import Cell, Comparison, Experiment, FlagChange, LevelRow, Objective
 from reportgen.render.fmt import NONE, fmt_arg, fmt_ci, fmt_num, fmt_ratio, fmt_stat, fmt_time
@@ -192,7 +193,7 @@ def _baseline_table(
         )  # fmt: skip
     levels = sorted({c for c, _ in cells})
     labels = [m.replace("_p99", " p99") if m.endswith("_p99") else (
-        m if m.endswith("_s") else f"{m} p50") for m in metrics]  # fmt: skip
+        m if is_throughput(m) else f"{m} p50") for m in metrics]  # fmt: skip
     return labels, [(c, [cells.get((c, m), (NONE, "", "")) for m in metrics]) for c in levels]
 
 
