@@ -62,7 +62,7 @@ ENV = {"gpus": {"available": True, "devices": [{"index": 0, "processes": []}]}}
 
 
 def by_id(got: list[Check]) -> dict[str, dict[str, Any]]:
-    return {c.id: c.model_dump() for c in got}
+    return {c.id: c.model_dump(exclude_none=True) for c in got}
 
 
 def test_a_clean_experiment_passes_everything() -> None:

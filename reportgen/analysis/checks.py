@@ -138,9 +138,5 @@ def invalidated(checks: Sequence[Check], evidence: bool = False) -> list[str]:
     return [
         c.title + (f" ({c.evidence})" if evidence and c.evidence else "")
         for c in checks
-        if c.status == "fail" and (c.id in INVALIDATING or _invalidates(c))
+        if c.status == "fail" and (c.id in INVALIDATING or c.invalidates)
     ]
-
-
-def _invalidates(check: Check) -> bool:
-    return bool((check.model_extra or {}).get("invalidates"))
