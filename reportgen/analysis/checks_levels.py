@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
 import numpy as np
 from scipy import stats
 
 from reportgen.analysis.summary import steady_window
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Aggregate, Check, Experiment, Level
+from reportgen.results.model import Aggregate, Check, CheckStatus, Experiment, Level
 
-Status = Literal["pass", "warn", "fail", "skip"]  # ``Check.status``
+Status = CheckStatus
 
 CV_BOUND = 0.05
 CLOCK_CV_BOUND = 0.05

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from reportgen.campaign import is_throughput
 from reportgen.cli.codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from reportgen.errors import ResultsError
 from reportgen.run import interrupt
@@ -118,6 +117,7 @@ def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
 
 def _summary_table(out: Console, data: Run) -> None:
     """One screen: each experiment's verdict and objective metric per level (mean ± sd)."""
+    from reportgen.campaign import is_throughput
     from reportgen.render.fmt import fmt_num
 
     metric = data.metric

@@ -193,12 +193,15 @@ class Aggregate(_Model):
 # -- one experiment --------------------------------------------------------------------------
 
 
+CheckStatus = Literal["pass", "warn", "fail", "skip"]
+
+
 class Check(_Model):
     """One assumption checked about an experiment's measurement."""
 
     id: str
     title: str
-    status: Literal["pass", "warn", "fail", "skip"]
+    status: CheckStatus
     evidence: str
     hint: str = ""
     invalidates: bool | None = None  # a campaign's own check: does its failure void the verdict
