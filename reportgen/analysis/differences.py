@@ -2,14 +2,16 @@
 two records (two runs' environments in ``reportgen diff``, a saved campaign and its file now).
 
 Pure. Mappings are walked into dotted keys (``gpus.driver``), lists of mappings by index
-(``devices[0].name``); any other value, a list of scalars included, is one leaf. A pydantic
-model is walked as its JSON dump. Keys named in ``skip`` are left out at any depth (fields that
-change from one run to the next without saying anything, say).
+(``devices[0].name``); any other value, a list of scalars included, is one leaf, and so is any
+value ``leaf`` says is one (a collector's ``{"error": why}``, say). A pydantic model is walked
+as its JSON dump. Keys named in ``skip`` are left out at any depth (fields that change from one
+run to the next without saying anything, say). The report's environment tables show a
+fingerprint through the same walk (``render.fmt.field_rows``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -17,20 +19,31 @@ from pydantic import BaseModel
 Difference = tuple[str, Any, Any]  # (dotted key, a's value, b's value); None where absent
 
 
-def flatten(value: Any, prefix: str = "", skip: Collection[str] = ()) -> dict[str, Any]:
+def _never(value: Any) -> bool:
+    return False
+
+
+def flatten(
+    value: Any,
+    prefix: str = "",
+    skip: Collection[str] = (),
+    leaf: Callable[[Any], bool] = _never,
+) -> dict[str, Any]:
     """``value``'s leaves by dotted key, under ``prefix`` (a leaf at the top is ``prefix``
-    itself). An empty mapping has no leaves."""
+    itself). An empty mapping has no leaves (unless ``leaf`` makes it one)."""
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
     out: dict[str, Any] = {}
-    if isinstance(value, Mapping):
+    if leaf(value):
+        out[prefix] = value
+    elif isinstance(value, Mapping):
         for k, v in value.items():
             if str(k) in skip:
                 continue
-            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k), skip))
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k), skip, leaf))
     elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
         for i, v in enumerate(value):
-            out.update(flatten(v, f"{prefix}[{i}]", skip))
+            out.update(flatten(v, f"{prefix}[{i}]", skip, leaf))
     else:
         out[prefix] = value
     return out

@@ -150,11 +150,13 @@ def cmd_fingerprint(args: argparse.Namespace, out: Console, err: Console) -> int
         return EXIT_OK
     from rich.table import Table
 
+    from reportgen.render.fmt import field_rows
+
     for section in ("host", "software", "gpus"):
         table = Table(title=section, show_header=False, title_justify="left")
         table.add_column("field", style="bold")
         table.add_column("value", overflow="fold")
-        for key, value in fingerprint.flatten(data[section]):
+        for key, value in field_rows(data[section]):
             table.add_row(key, value)
         out.print(table)
     return EXIT_OK

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportgen.analysis import checks, decide, summary
-from reportgen.observe.fingerprint import flatten
+from reportgen.render.fmt import field_rows
 from reportgen.results.model import Experiment
 
 Pair = tuple[str, str]
@@ -287,7 +287,8 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
         ],
         "devices": devices,
         "device_details": [
-            {"index": _value(d.get("index")), "rows": flatten(d)} for d in gpus.get("devices") or []
+            {"index": _value(d.get("index")), "rows": field_rows(d)}
+            for d in gpus.get("devices") or []
         ],
         "topology": [
             {
