@@ -35,12 +35,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 import numpy as np
 from scipy import stats
 
 from reportgen.load.records import RequestRecord
 from reportgen.results.model import Comparison, FlagChange, Level, Verdict
+
+ObjectiveVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive"]
 
 
 def compare_runs(
@@ -342,7 +345,7 @@ def decide(
     comparisons: Sequence[Comparison],
     metric: str,
     margin: float,
-) -> tuple[str, str]:
+) -> tuple[ObjectiveVerdict, str]:
     """Adopt when better at some objective level and worse at none. Returns (verdict, why)."""
     if not comparisons:
         return "inconclusive", (

@@ -94,10 +94,8 @@ def decide_experiment(run: Run, entry: Experiment, rows: Rows) -> Decision:
     vs_parent, vs_base = objective(parent_side), objective(base_side)
     paired = bool(parent_side and parent_side.paired)
     if parent_side is None or not parent_side.ok:
-        verdict, why = (
-            "inconclusive",
-            f"its parent {parent_id} failed, so there is nothing to compare with.",
-        )
+        verdict: decide.ObjectiveVerdict = "inconclusive"
+        why = f"its parent {parent_id} failed, so there is nothing to compare with."
     else:
         verdict, why = decide.decide(entry.id, parent_id, vs_parent, run.metric, run.margin)
         why = decide.what_changed(parent_id, entry.flag_diff) + why
@@ -112,7 +110,7 @@ def decide_experiment(run: Run, entry: Experiment, rows: Rows) -> Decision:
                 "so its earlier runs were used."
             )
     return Decision(
-        verdict=verdict,  # type: ignore[arg-type]  # decide.decide's verdicts are Decision's
+        verdict=verdict,
         explanation=why,
         vs_parent=vs_parent,
         vs_baseline=vs_base,

@@ -7,13 +7,15 @@ server command, what the results record of it, and its server launches.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Literal
 
 from reportgen import engines
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.redact import known_secrets, redact_argv, redact_env, redact_flag
 from reportgen.results.model import Experiment, FlagChange
 
-Launch = tuple[Resolved, list[int], str]  # (configuration, repetitions, "experiment" | "control")
+Role = Literal["experiment", "control"]  # whose configuration a server session runs
+Launch = tuple[Resolved, list[int], Role]  # (configuration, repetitions, role)
 
 
 def new_run_id(campaign: Campaign, now: dt.datetime | None = None) -> str:

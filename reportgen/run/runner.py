@@ -20,7 +20,7 @@ from reportgen.errors import ReportgenError, ResultsError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import fingerprint, gpu
 from reportgen.redact import redact_text
-from reportgen.results.model import EngineRecord, Experiment, Run
+from reportgen.results.model import EngineRecord, Experiment, Run, RunStatus
 from reportgen.run import calibrate, interrupt
 from reportgen.run.experiment import check, run_experiment
 from reportgen.run.plan import describe, pending, planned_requests, total_requests
@@ -180,11 +180,11 @@ class Runner:
         entry.decision = verdict.decide_experiment(run, entry, tables)
         run.best = verdict.best_after(run, entry)
 
-    def _finish(self, status: str, reason: str | None) -> None:
+    def _finish(self, status: RunStatus, reason: str | None) -> None:
         run = self.results
         if run is None:
             return
-        run.status = status  # type: ignore[assignment]
+        run.status = status
         run.status_reason = reason
         run.finished_at = utc_now()
         self._save()

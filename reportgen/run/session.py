@@ -24,7 +24,7 @@ from reportgen.observe.gpu import GpuSource
 from reportgen.results.model import Experiment, Level, ProbeAnswer, Ready, Session, Stop
 from reportgen.run import interrupt, probes
 from reportgen.run.driver import Driver, keep_text_chars
-from reportgen.run.plan import command_line
+from reportgen.run.plan import Role, command_line
 from reportgen.run.progress import ProgressSink
 from reportgen.run.server import ServerProcess
 
@@ -70,7 +70,7 @@ class Launch:
     experiment: Resolved  # whose workload is run
     config: Resolved  # whose server is started: the experiment's, or its parent's (control)
     repetitions: list[int]
-    role: str  # "experiment" | "control"
+    role: Role
     index: int
 
 
@@ -101,7 +101,7 @@ class ServerSession:
         )
         self.record = Session(
             index=launch.index,
-            role=launch.role,  # type: ignore[arg-type]
+            role=launch.role,
             config=launch.config.id,
             repetitions=list(launch.repetitions),
             log_file=f"logs/{name}",
