@@ -12,16 +12,20 @@ requests renders report.html in under 5 s and report.pdf in under 30 s on this 2
 machine.
 
 The script first writes a synthetic run directory of that size, the way a run writes one:
-a campaign file parsed by ``reportgen.campaign`` (a vLLM campaign: Llama 3.3 70B on 4 GPUs,
-one flag change per experiment, most built on the best so far); per-request records (start,
-first token, the arrival of each of 64 output chunks, end) from a seeded closed-loop model
-of an engine whose latencies grow with concurrency, saved with ``results.save_requests``;
-level summaries from ``analysis.summary.summarize`` and ``by_level``; engine counters,
-golden-prompt answers, a server log and ``evidence.log_evidence``; GPU telemetry rows at
-20 Hz for ``--gpus`` GPUs (``results.save_telemetry``, windows from ``telemetry.window``);
-assumption checks from ``analysis.checks.run_checks``; decisions, every headline metric and
-the p99 bootstrap from ``analysis.decide``, as the runner computes them. None of that is
-timed against the target (its time is printed apart).
+a typed ``results.model.Run`` saved with ``results.save`` after every experiment. A campaign
+file parsed by ``reportgen.campaign`` (a vLLM campaign: Llama 3.3 70B on 4 GPUs, one flag
+change per experiment, most built on the best so far), its experiments from
+``run.plan.pending`` and ``describe``; per-request ``RequestRecord``s (start, first token,
+the arrival of each of 64 output chunks, end) from a seeded closed-loop model of an engine
+whose latencies grow with concurrency, saved with ``results.save_requests``; each ``Level``'s
+``Summary`` from ``analysis.summary.summarize``, the aggregates from ``by_level``; its
+session, warm-up and stop, engine counters, golden-prompt answers (``ProbeAnswer``), a server
+log and ``evidence.log_evidence``; GPU telemetry rows at 20 Hz for ``--gpus`` GPUs
+(``results.save_telemetry``, windows from ``telemetry.window``); the assumption checks from
+``run.experiment.check`` (``analysis.checks.run_checks``, as the runner calls it); the
+decision from ``analysis.verdict.decide_experiment`` (every headline metric and the p99
+bootstrap included) and the best so far from ``verdict.best_after``, the runner's own calls.
+None of that is timed against the target (its time is printed apart).
 
 Then it times, in this process, ``reportgen.render.render(run_dir, pdf=False)`` (all that
 ``reportgen render --no-pdf`` does: load results.json and the saved tables, build the view,
@@ -62,15 +66,37 @@ from typing import Any
 
 import numpy as np
 
-from reportgen import __version__, engines, results
-from reportgen.analysis import checks as checks_mod
-from reportgen.analysis import decide as decide_mod
-from reportgen.analysis.summary import by_level, summarize
-from reportgen.campaign import Campaign, Resolved, parent_id, resolve
-from reportgen.campaign import loads as load_campaign
-from reportgen.load import loadgen
-from reportgen.observe import evidence, fingerprint, gpu, telemetry
-from reportgen.run.runner import describe
+SNAPSHOT_ENV = "RENDER_SPEED_SNAPSHOT"
+if not os.environ.get(SNAPSHOT_ENV):  # this checkout's reportgen, whichever the venv holds
+    sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # (--snapshot: its copy's)
+
+from reportgen import __version__, engines, results  # noqa: E402
+from reportgen.analysis import verdict  # noqa: E402
+from reportgen.analysis.summary import by_level, summarize  # noqa: E402
+from reportgen.campaign import Resolved, parent_id, resolve  # noqa: E402
+from reportgen.campaign import loads as load_campaign  # noqa: E402
+from reportgen.load import loadgen  # noqa: E402
+from reportgen.load.records import RequestRecord  # noqa: E402
+from reportgen.observe import evidence, fingerprint, gpu, telemetry  # noqa: E402
+from reportgen.results.model import (  # noqa: E402
+    ClientLoad,
+    EngineRecord,
+    Level,
+    ProbeAnswer,
+    Ready,
+    Run,
+    Session,
+    Stop,
+    Summary,
+    TelemetryInfo,
+    Warmup,
+    Window,
+)
+from reportgen.run.experiment import check  # noqa: E402
+from reportgen.run.plan import describe, pending  # noqa: E402
+from reportgen.run.progress import Quiet  # noqa: E402
+from reportgen.run.resume import campaign_file  # noqa: E402
+from reportgen.run.session import Context  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
@@ -337,9 +363,9 @@ TEXTS = tuple(
 
 
 def level_records(
-    rng: np.random.Generator, c: int, n: int, ttft_ms: float, itl_ms: float
-) -> tuple[list[dict[str, Any]], float]:
-    """One level run of a closed loop of ``c`` clients against the modelled engine: its
+    rng: np.random.Generator, c: int, rep: int, n: int, ttft_ms: float, itl_ms: float
+) -> tuple[list[RequestRecord], float]:
+    """Repetition ``rep`` of a closed loop of ``c`` clients against the modelled engine: its
     request records (times in seconds from the level's t0) and its duration."""
     run = rng.lognormal(0.0, RUN_NOISE)
     ttft = ttft_ms * run * rng.lognormal(0.0, 0.15, n) / 1e3
@@ -373,56 +399,55 @@ def level_records(
             end = float(times[-1]) + 0.002
             status, error, text = "error", ERROR_TEXT, text[: out * 4]
         recs.append(
-            {
-                "index": i,
-                "start": float(starts[i]),
-                "first_token": float(first[i]),
-                "end": end,
-                "chunk_times": times,
-                "chunk_chars": sizes,
-                "input_tokens": int(prompt[i]),
-                "output_tokens": out,
-                "output_tokens_source": "usage",
-                "requested_output_tokens": OUTPUT_TOKENS,
-                "status": status,
-                "http_status": 200,
-                "error": error,
-                "output_text": text,
-            }
+            RequestRecord(
+                index=i,
+                start=float(starts[i]),
+                first_token=float(first[i]),
+                end=end,
+                chunk_times=times.tolist(),
+                chunk_chars=sizes.tolist(),
+                input_tokens=int(prompt[i]),
+                output_tokens=out,
+                output_tokens_source="usage",
+                requested_output_tokens=OUTPUT_TOKENS,
+                status=status,
+                http_status=200,
+                error=error,
+                output_text=text,
+                concurrency=c,
+                repetition=rep,
+            )
         )
     return recs, float(ends.max()) + 0.0005
 
 
-def client_stats(c: int, summary: dict[str, Any], ceiling: dict[str, Any]) -> dict[str, Any]:
+def client_stats(c: int, summary: Summary, ceiling: dict[str, Any]) -> ClientLoad:
     """What the driver records about the client's own load (``Driver._client``)."""
     workers = loadgen.auto_workers(c, None, OUTPUT_TOKENS)
-    duration = summary["duration_s"]
-    cpu_s = summary["chunks"] / ceiling["chunks_per_cpu_s"] * 1.15 + 0.02
+    cpu_s = summary.chunks / ceiling["chunks_per_cpu_s"] * 1.15 + 0.02
     limit = ceiling["chunks_per_cpu_s"] * workers
-    load = summary["chunk_s"] / limit
-    return {
-        "workers": workers,
-        "cpu_s": cpu_s,
-        "cpu_util": cpu_s / duration,
-        "loop_lag_ms": {"p50": 0.4 + c / 400, "p99": 1.6 + c / 60, "max": 3.1 + c / 25},
-        "preopen_s": 0.0018 + 0.00009 * c,
-        "ceiling_chunk_s": limit,
-        "load": load,
-        "limited": load > 0.8,
-    }
+    load = (summary.chunk_s or 0.0) / limit
+    return ClientLoad(
+        workers=workers,
+        cpu_s=cpu_s,
+        cpu_util=cpu_s / summary.duration_s,
+        loop_lag_ms={"p50": 0.4 + c / 400, "p99": 1.6 + c / 60, "max": 3.1 + c / 25},
+        preopen_s=0.0018 + 0.00009 * c,
+        ceiling_chunk_s=limit,
+        load=load,
+        limited=load > 0.8,
+    )
 
 
-def engine_metrics(
-    summary: dict[str, Any], recs: list[dict[str, Any]], started: float
-) -> dict[str, Any]:
+def engine_metrics(summary: Summary, recs: list[RequestRecord], started: float) -> dict[str, Any]:
     """A vLLM scrape's deltas over one level (``evidence.deltas``'s shape)."""
     label = f'{{model_name="{SERVED}"}}'
-    ok = [r for r in recs if r["status"] == "ok"]
-    prompt = float(summary["input_tokens"])
-    e2e = sum(r["end"] - r["start"] for r in ok)
-    ttft = sum(r["first_token"] - r["start"] for r in ok)
+    ok = [r for r in recs if r.status == "ok"]
+    prompt = float(summary.input_tokens)
+    e2e = sum(r.end - r.start for r in ok)
+    ttft = sum((r.first_token or r.start) - r.start for r in ok)
     n = float(len(ok))
-    gen = float(summary["output_tokens"])
+    gen = float(summary.output_tokens)
     counters = {
         f"vllm:prompt_tokens_total{label}": prompt,
         f"vllm:generation_tokens_total{label}": gen,
@@ -447,7 +472,7 @@ def engine_metrics(
         f"vllm:request_generation_tokens_count{label}": n,
         f"vllm:iteration_tokens_total_sum{label}": prompt + gen,
         f"vllm:iteration_tokens_total_count{label}": gen
-        / max(1.0, summary["achieved_concurrency"]),
+        / max(1.0, summary.achieved_concurrency or 0.0),
     }
     gauges = {
         "process_start_time_seconds": started,
@@ -547,18 +572,17 @@ def server_log(r: Resolved, ready_s: float, levels: Sequence[tuple[int, float, f
     return "\n".join(lines) + "\n"
 
 
-def probe_answers(r: Resolved, latency_s: float) -> list[dict[str, Any]]:
+def probe_answers(r: Resolved, latency_s: float) -> list[ProbeAnswer]:
     fp8 = "quantization" in r.args or "kv-cache-dtype" in r.args
     return [
-        {
-            "prompt": prompt,
-            "expect": expect,
-            "answer": (answer_fp8 if fp8 else answer),
-            "finish_reason": "stop",
-            "output_tokens": len((answer_fp8 if fp8 else answer).split()) + 1,
-            "latency_s": latency_s * (1 + len(answer.split())),
-            "error": None,
-        }
+        ProbeAnswer(
+            prompt=prompt,
+            expect=expect,
+            answer=(answer_fp8 if fp8 else answer),
+            finish_reason="stop",
+            output_tokens=len((answer_fp8 if fp8 else answer).split()) + 1,
+            latency_s=latency_s * (1 + len(answer.split())),
+        )
         for prompt, expect, answer, answer_fp8 in PROBES
     ]
 
@@ -588,22 +612,23 @@ def gpu_source(gpus: int) -> gpu.FakeSource:
     return gpu.FakeSource(cap)
 
 
-class Light:
-    """An experiment's request times, kept for the checks and p99 comparisons that need
-    them (the columns ``checks.steady_state`` and ``decide.request_latencies`` read)."""
-
-    def __init__(self) -> None:
-        self.rows: list[tuple[int, int, float, float, float, int, str]] = []
-
-    def add(self, c: int, rep: int, recs: list[dict[str, Any]]) -> None:
-        self.rows += [
-            (c, rep, r["start"], r["first_token"], r["end"], r["output_tokens"], r["status"])
-            for r in recs
-        ]
-
-    def records(self) -> list[dict[str, Any]]:
-        keys = ("concurrency", "repetition", "start", "first_token", "end", "output_tokens")
-        return [{**dict(zip(keys, x[:6], strict=True)), "status": x[6]} for x in self.rows]
+def light(recs: Sequence[RequestRecord]) -> list[RequestRecord]:
+    """The records without their chunk lists: what the checks (``steady_state``) and the p99
+    comparisons (``decide.request_latencies``) read of them, kept for every experiment so that
+    later ones compare with it without reading its table back (the runner reads it back)."""
+    return [
+        RequestRecord(
+            index=r.index,
+            start=r.start,
+            end=r.end,
+            first_token=r.first_token,
+            output_tokens=r.output_tokens,
+            status=r.status,
+            concurrency=r.concurrency,
+            repetition=r.repetition,
+        )
+        for r in recs
+    ]
 
 
 def build_run(
@@ -634,73 +659,58 @@ def build_run(
         "requests_per_cpu_s": 138.3,
         "chunk_s": 28590.9,
     }
-    doc: dict[str, Any] = {
-        "schema_version": results.SCHEMA_VERSION,
-        "reportgen_version": __version__,
-        "run_id": run_dir.name,
-        "status": "running",
-        "status_reason": None,
-        "started_at": iso(0),
-        "finished_at": None,
-        "campaign": campaign.model.model_dump(mode="json"),
-        "campaign_file": {"path": campaign.path, "sha256": campaign.sha256, "text": campaign.text},
-        "engine": {"name": engine.name, "simulated": engine.simulated},
-        "environment": environment,
-        "best": None,
-        "client_ceiling": ceiling,
-        "experiments": [
-            {
-                "id": e.id,
-                "why": e.why,
-                "expect": e.expect,
-                "based_on": e.based_on,
-                "status": "pending",
-                "reason": None,
-                "levels": [],
-            }
-            for e in campaign.experiments
-        ],
-    }
+    run = Run(
+        reportgen_version=__version__,
+        run_id=run_dir.name,
+        started_at=iso(0),
+        campaign=campaign.model.model_dump(mode="json"),
+        campaign_file=campaign_file(campaign),
+        engine=EngineRecord(name=engine.name, simulated=engine.simulated),
+        environment=environment,
+        client_ceiling=ceiling,
+        experiments=pending(campaign),
+    )
+    # What the runner's steps share; ``run.experiment.check`` reads the campaign and engine.
+    ctx = Context(campaign, run_dir, Quiet(), [])
     rng = np.random.default_rng(args.seed)
     resolved: dict[str, Resolved] = {}
     effects: dict[str, Effect] = {}
-    light: dict[str, Light] = {}
+    kept: dict[str, list[RequestRecord]] = {}  # every experiment's records, ``light``
     clock = 0.0  # seconds since the campaign started
     counts = {"requests": 0, "telemetry_rows": 0}
     top = levels[-1]
     for i, (exp, spec) in enumerate(zip(campaign.experiments, exps, strict=True)):
         began = time.perf_counter()
-        pid = parent_id(exp, i, exps[0].id, doc["best"] or exps[0].id)
+        pid = parent_id(exp, i, exps[0].id, run.best or exps[0].id)
         r = resolve(campaign.model, exp, resolved[pid] if pid else None)
         resolved[exp.id] = r
         effects[exp.id] = (effects[pid] if pid else Effect()).times(spec.effect)
-        entry = doc["experiments"][i]
-        entry.update(describe(campaign, r))
-        entry["status"] = "running"
-        entry["started_at"] = iso(clock)
+        entry = run.experiments[i]
+        describe(campaign, r, entry)
+        entry.status = "running"
+        entry.started_at = iso(clock)
         exp_clock = clock
         ready_s = float(rng.uniform(70, 110))
         clock += ready_s
-        session: dict[str, Any] = {
-            "index": 0,
-            "role": "experiment",
-            "config": r.id,
-            "repetitions": list(range(args.repetitions)),
-            "log_file": entry["log_file"],
-            "ready_s": ready_s,
-        }
-        entry["sessions"] = [session]
+        session = Session(
+            index=0,
+            role="experiment",
+            config=r.id,
+            repetitions=list(range(args.repetitions)),
+            log_file=str(entry.log_file),
+            ready_s=ready_s,
+        )
+        entry.sessions = [session]
         if source is not None:
-            entry["gpu_counters"] = {"before": source.counters()}
+            entry.gpu_counters = {"before": source.counters()}
         else:
-            entry["telemetry"] = {"error": f"no GPU telemetry: {environment['gpus']['reason']}"}
-        entry["server"] = {
-            "ready_s": ready_s,
-            "model": SERVED,
-            "health_checks": int(ready_s // 2),
-            "generation_checks": 1,
-        }
-        entry["engine_info"] = {
+            entry.telemetry = TelemetryInfo(
+                error=f"no GPU telemetry: {environment['gpus']['reason']}"
+            )
+        entry.server = Ready(
+            ready_s=ready_s, model=SERVED, health_checks=int(ready_s // 2), generation_checks=1
+        )
+        entry.engine_info = {
             "/version": {"version": "0.11.0"},
             "/v1/models": {
                 "object": "list",
@@ -708,54 +718,50 @@ def build_run(
             },
         }
         ttft1, _ = effects[exp.id].latencies(1, top)
-        entry["probes"] = probe_answers(r, ttft1 / 1e3)
+        entry.probes = probe_answers(r, ttft1 / 1e3)
         clock += 2.0
-        session["warmup"] = {"requests": 32, "errors": 0, "duration_s": 3.1, "words_per_token": 1.3}
-        entry["warmup"] = session["warmup"]
+        session.warmup = Warmup(requests=32, errors=0, duration_s=3.1, words_per_token=1.3)
+        entry.warmup = session.warmup
         clock += 3.5
-        rows: list[dict[str, Any]] = []
+        rows: list[RequestRecord] = []
         windows: list[tuple[float, float, int]] = []
         logged: list[tuple[int, float, float]] = []
-        light[exp.id] = Light()
         started_unix = CAMPAIGN_START.timestamp() + exp_clock
         for c in r.workload.concurrency:
             ttft_ms, itl_ms = effects[exp.id].latencies(c, top)
             for rep in range(args.repetitions):
                 clock += 0.3  # the metrics scrape before the level
-                recs, duration = level_records(rng, c, args.requests, ttft_ms, itl_ms)
+                recs, duration = level_records(rng, c, rep, args.requests, ttft_ms, itl_ms)
                 summary = summarize(
                     recs, duration, slo=r.workload.slo.model_dump(), trim=r.workload.trim
                 )
-                summary["client"] = client_stats(c, summary, ceiling)
+                summary.client = client_stats(c, summary, ceiling)
                 t0 = MONO_START + clock
-                entry["levels"].append(
-                    {
-                        "concurrency": c,
-                        "repetition": rep,
-                        "started_at_unix": CAMPAIGN_START.timestamp() + clock,
-                        "window": {"t0_monotonic": t0, "duration_s": duration},
-                        "summary": summary,
-                        "session": 0,
-                        "engine_metrics": engine_metrics(summary, recs, started_unix),
-                    }
+                entry.levels.append(
+                    Level(
+                        concurrency=c,
+                        repetition=rep,
+                        session=0,
+                        started_at_unix=CAMPAIGN_START.timestamp() + clock,
+                        window=Window(t0_monotonic=t0, duration_s=duration),
+                        summary=summary,
+                        engine_metrics=engine_metrics(summary, recs, started_unix),
+                    )
                 )
                 windows.append((t0, t0 + duration, c))
                 logged.append((c, clock - exp_clock, duration))
-                light[exp.id].add(c, rep, recs)
-                rows += [
-                    {"experiment": r.id, "concurrency": c, "repetition": rep, **x} for x in recs
-                ]
+                rows += recs
                 clock += duration
         clock += 0.3
-        session["stop"] = {
-            "signals": ["SIGINT"],
-            "exit_code": 0,
-            "stop_s": float(rng.uniform(2.5, 4.5)),
-            "group_gone": True,
-            "port_free": True,
-        }
-        entry["stop"] = session["stop"]
-        clock += session["stop"]["stop_s"]
+        session.stop = Stop(
+            signals=["SIGINT"],
+            exit_code=0,
+            stop_s=float(rng.uniform(2.5, 4.5)),
+            group_gone=True,
+            port_free=True,
+        )
+        entry.stop = session.stop
+        clock += session.stop.stop_s
         if source is not None:
             tele = telemetry_rows(
                 rng,
@@ -767,139 +773,52 @@ def build_run(
                 top,
             )
             ts = [row["t"] for row in tele]
-            for lv in entry["levels"]:
-                w = lv["window"]
-                lo = int(np.searchsorted(ts, w["t0_monotonic"], side="left"))
-                hi = int(np.searchsorted(ts, w["t0_monotonic"] + w["duration_s"], side="right"))
-                lv["telemetry"] = telemetry.window(
-                    tele[lo:hi], w["t0_monotonic"], w["t0_monotonic"] + w["duration_s"]
-                )
-            entry["telemetry"] = {"hz": HZ, "rows": len(tele), "late_samples": 0, "error": None}
+            for lv in entry.levels:
+                assert lv.window is not None
+                w0, w1 = lv.window.t0_monotonic, lv.window.end
+                lo = int(np.searchsorted(ts, w0, side="left"))
+                hi = int(np.searchsorted(ts, w1, side="right"))
+                lv.telemetry = telemetry.window(tele[lo:hi], w0, w1)
+            entry.telemetry = TelemetryInfo(hz=HZ, rows=len(tele), late_samples=0, error=None)
             results.save_telemetry(run_dir, r.id, tele)
             counts["telemetry_rows"] += len(tele)
-            before = entry["gpu_counters"]["before"]
+            before = entry.gpu_counters["before"]
             after = source.counters()
-            entry["gpu_counters"].update(
+            entry.gpu_counters.update(
                 after=after, new_errors=telemetry.counter_deltas(before, after)
             )
             del tele, ts
-        entry["campaign_checks"] = [chk.model_dump() for chk in r.checks]
+        entry.campaign_checks = [chk.model_dump() for chk in r.checks]
         patterns = engine.patterns()
         for k, chk in enumerate(r.checks):
             if chk.log_contains or chk.log_absent:
                 patterns[f"campaign:{k}"] = str(chk.log_contains or chk.log_absent)
         log = server_log(r, ready_s, logged)
-        results.atomic_write_bytes(run_dir / entry["log_file"], log.encode("utf-8"))
-        entry["log_evidence"] = evidence.log_evidence(log, patterns)
-        entry["model_files"] = evidence.model_files(r.args, run_dir)
-        entry["status"] = "ok"
-        entry["finished_at"] = iso(clock)
-        entry["by_level"] = by_level(entry["levels"])
-        results.save_requests(run_dir, r.id, rows)
+        results.atomic_write_bytes(run_dir / str(entry.log_file), log.encode("utf-8"))
+        entry.log_evidence = evidence.log_evidence(log, patterns)
+        entry.model_files = evidence.model_files(r.args, run_dir)
+        entry.status = "ok"
+        entry.finished_at = iso(clock)
+        entry.by_level = by_level(entry.levels)
+        results.save_requests(run_dir, entry.table, rows)
         counts["requests"] += len(rows)
+        # Then as ``Runner.run`` goes on: the checks, the verdict and the best so far.
+        check(ctx, run, entry, r, rows)
+        kept[entry.table] = light(rows)
         del rows
-        decide_entry(doc, entry, campaign, engine, resolved, light)
+        entry.decision = verdict.decide_experiment(run, entry, kept)
+        run.best = verdict.best_after(run, entry)
+        results.save(run_dir, run)
         clock += 1.0
         say(
-            f"  [{i + 1}/{len(exps)}] {exp.id}: {entry['decision']['verdict']} "
+            f"  [{i + 1}/{len(exps)}] {exp.id}: {entry.decision.verdict} "
             f"({time.perf_counter() - began:.1f} s)"
         )
-    doc["status"] = "complete"
-    doc["finished_at"] = iso(clock)
-    results.save(run_dir, doc)
+    run.status = "complete"
+    run.finished_at = iso(clock)
+    results.save(run_dir, run)
     counts["campaign_hours"] = clock / 3600
     return counts
-
-
-def decide_entry(
-    doc: dict[str, Any],
-    entry: dict[str, Any],
-    campaign: Campaign,
-    engine: engines.Engine,
-    resolved: dict[str, Resolved],
-    light: dict[str, Light],
-) -> None:
-    """Checks and the decision, as ``Runner._decide`` makes them (no interleaving here)."""
-    info = campaign.model.campaign
-    obj, margin = info.objective, info.margin
-    higher = obj.better() == "higher"
-    by_id = {e["id"]: e for e in doc["experiments"]}
-    baseline = doc["experiments"][0]
-    mine = light[entry["id"]].records()
-    wl = resolved[entry["id"]].workload
-    if wl.prefix_cache_hit_rate is not None:
-        prefix = (float(wl.prefix_cache_hit_rate[0]), float(wl.prefix_cache_hit_rate[1]))
-    else:
-        prefix = None if wl.prompts.source == "fixed" else checks_mod.DEFAULT_PREFIX_HIT
-    entry["checks"] = checks_mod.run_checks(
-        entry,
-        doc.get("environment"),
-        log_patterns=list(engine.patterns()),
-        cv_bound=info.cv_bound,
-        host_expect=campaign.model.host.expect.model_dump(),
-        rows=mine,
-        counters=dict(engine.counters),
-        prefix_expect=prefix,
-        baseline=None if entry is baseline else baseline,
-    )
-    broken = checks_mod.invalidated(entry["checks"], evidence=True)
-    if broken:
-        entry["decision"] = decide_mod.Decision(
-            "failed",
-            f"{entry['id']}'s numbers cannot be trusted, whatever they say: failed "
-            + "; ".join(broken)
-            + ". See the assumptions checked.",
-        ).as_dict()
-        return
-    if entry is baseline:
-        entry["decision"] = decide_mod.Decision(
-            "baseline", "The reference every other experiment is compared with."
-        ).as_dict()
-        doc["best"] = entry["id"]
-        return
-    parent = by_id[entry["parent"]]
-
-    def cmp(other: dict[str, Any]) -> list[decide_mod.Comparison]:
-        return decide_mod.compare_experiments(
-            other["levels"],
-            entry["levels"],
-            obj.metric,
-            margin=margin,
-            higher_is_better=higher,
-            concurrency=obj.concurrency,
-        )
-
-    vs_parent, vs_base = cmp(parent), cmp(baseline)
-    verdict, why = decide_mod.decide(entry["id"], parent["id"], vs_parent, obj.metric, margin)
-    entry["decision"] = decide_mod.Decision(
-        verdict,
-        decide_mod.what_changed(entry["parent"], entry.get("flag_diff") or []) + why,
-        vs_parent,
-        vs_base,
-    ).as_dict()
-    entry["decision"]["paired"] = False
-    metrics: dict[str, list[dict[str, Any]]] = {}
-    done: dict[str, list[dict[str, Any]]] = {}  # the parent is often the baseline
-    for name, other in (("vs_parent", parent), ("vs_baseline", baseline)):
-        if other["id"] not in done:
-            found = decide_mod.headline_comparisons(other["levels"], entry["levels"], margin=margin)
-            found += decide_mod.tail_comparisons(light[other["id"]].records(), mine, margin=margin)
-            done[other["id"]] = [c.as_dict() for c in found]
-        metrics[name] = done[other["id"]]
-    entry["decision"]["metrics"] = metrics
-    if verdict == "adopted":
-
-        def score(e: dict[str, Any]) -> float:
-            if e is baseline:
-                return 0.0
-            ratios = [c["ratio"] for c in e["decision"]["vs_baseline"] if c["ratio"]]
-            if not ratios:
-                return -math.inf
-            s = sum(math.log(x) for x in ratios) / len(ratios)
-            return s if higher else -s
-
-        if score(entry) > score(by_id[doc["best"]]):
-            doc["best"] = entry["id"]
 
 
 # -- timing --------------------------------------------------------------------------------
@@ -1005,9 +924,6 @@ def time_steps(run_dir: Path, args: argparse.Namespace, render_mod: Any, size_te
         pages = len(PdfReader(pdf_path).pages)
         print(f"report.pdf {size(pdf_path)}, {pages} pages")
     return ok
-
-
-SNAPSHOT_ENV = "RENDER_SPEED_SNAPSHOT"
 
 
 def run_on_snapshot() -> None:

@@ -27,8 +27,8 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from lgbench import procs  # noqa: E402
 
-from reportgen import gpu  # noqa: E402
 from reportgen.load.loadgen import RequestSpec, run_load  # noqa: E402
+from reportgen.observe import gpu  # noqa: E402
 from reportgen.observe.telemetry import Telemetry  # noqa: E402
 from reportgen.run.server import free_port  # noqa: E402
 

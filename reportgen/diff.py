@@ -1,15 +1,16 @@
 """``reportgen diff A B``: what changed between two runs of a campaign, and did it matter.
 
-Pure analysis of two loaded results files (``results.load``): no I/O here, so every rule can
-be tested on dicts. Rendering (HTML, PDF, Markdown, the terminal table) is in
-``render.diffpage`` and the CLI.
+Pure analysis of two loaded runs (``results.load``, a ``Run`` each): no I/O here, so every
+rule can be tested on runs built or edited in memory. Rendering (HTML, PDF, Markdown, the
+terminal table) is in ``render.diffpage`` and the CLI.
 
 - **Comparability gate**: differences that make the numbers incomparable (the GPUs' model or
   count, the model checkpoint, the workload definition) go to a banner; every other
   difference in the environment (packages, driver, host, the engine's version, server
   arguments as written and as the engine resolved them, environment variables, the campaign
   file) is listed as "what else changed". A difference shared by several experiments is
-  listed once, with the experiments it concerns.
+  listed once, with the experiments it concerns. Values are compared leaf by leaf
+  (``analysis.differences``).
 - **Numbers**: experiments are matched by id. For each matched experiment that ran on both
   sides, every headline metric at every common level is compared B / A with the campaign's
   statistics (``analysis.decide.headline_comparisons``: each repetition's summary is one
@@ -27,13 +28,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from reportgen.analysis import decide
+from reportgen.analysis.differences import differences
 from reportgen.observe import evidence
-
-DEFAULT_MARGIN = 0.03  # as the campaign file's default, when neither run names one
+from reportgen.results.model import Experiment, Level, Run
 
 # Verdicts of B against A, from the comparison's better/worse.
 VERDICT = {
@@ -186,17 +187,18 @@ class RunDiff:
 
 
 def compare(
-    a: Mapping[str, Any],
-    b: Mapping[str, Any],
+    a: Run,
+    b: Run,
     *,
     margin: float | None = None,
     paths: tuple[str, str] = ("", ""),
 ) -> RunDiff:
-    """Everything that differs between run A (before) and run B (after)."""
+    """Everything that differs between run A (before) and run B (after). ``margin``: B's
+    campaign margin when not given, else A's, else the campaign file's default."""
     if margin is None:
-        margin = float(_campaign(b).get("margin") or _campaign(a).get("margin") or DEFAULT_MARGIN)
-    exps_a = {str(e.get("id")): e for e in a.get("experiments") or []}
-    exps_b = {str(e.get("id")): e for e in b.get("experiments") or []}
+        margin = float(b.info.get("margin") or a.margin)
+    exps_a = {e.id: e for e in a.experiments}
+    exps_b = {e.id: e for e in b.experiments}
     common = [i for i in exps_a if i in exps_b]
     gate: list[Change] = []
     other: list[Change] = []
@@ -220,18 +222,15 @@ def compare(
     )
 
 
-def _side(data: Mapping[str, Any], path: str) -> Side:
+def _side(run: Run, path: str) -> Side:
+    info = run.info
     return Side(
-        run_id=str(data.get("run_id") or ""),
-        campaign=str(_campaign(data).get("title") or _campaign(data).get("name") or ""),
-        status=str(data.get("status") or ""),
-        finished_at=str(data.get("finished_at") or ""),
+        run_id=run.run_id,
+        campaign=str(info.get("title") or info.get("name") or ""),
+        status=run.status,
+        finished_at=run.finished_at or "",
         path=path,
     )
-
-
-def _campaign(data: Mapping[str, Any]) -> Mapping[str, Any]:
-    return ((data.get("campaign") or {}).get("campaign")) or {}
 
 
 # -- the environment ---------------------------------------------------------------------------
@@ -248,30 +247,13 @@ def fmt_value(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(", ", ": "), default=str)
 
 
-def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested dicts as dotted keys; lists of scalars stay whole, lists of dicts by index."""
-    out: dict[str, Any] = {}
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            if str(k) in VOLATILE:
-                continue
-            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-    elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
-        for i, v in enumerate(value):
-            out.update(flatten(v, f"{prefix}[{i}]"))
-    else:
-        out[prefix] = value
-    return out
-
-
 def _differences(
     area: str, a: Any, b: Any, prefix: str = "", experiments: tuple[str, ...] = ()
 ) -> list[Change]:
-    fa, fb = flatten(a, prefix), flatten(b, prefix)
+    """Every leaf where ``a`` and ``b`` differ, volatile fields aside, as a Change."""
     return [
-        Change(area, key, fmt_value(fa.get(key)), fmt_value(fb.get(key)), experiments)
-        for key in sorted(set(fa) | set(fb))
-        if fa.get(key) != fb.get(key)
+        Change(area, key, fmt_value(va), fmt_value(vb), experiments)
+        for key, va, vb in differences(a, b, prefix, skip=VOLATILE)
     ]
 
 
@@ -287,10 +269,8 @@ def gpu_summary(gpus: Mapping[str, Any]) -> str:
     return ", ".join(f"{n} x {name}" for name, n in sorted(kinds.items()))
 
 
-def _environment(
-    a: Mapping[str, Any], b: Mapping[str, Any], gate: list[Change], other: list[Change]
-) -> None:
-    env_a, env_b = a.get("environment") or {}, b.get("environment") or {}
+def _environment(a: Run, b: Run, gate: list[Change], other: list[Change]) -> None:
+    env_a, env_b = a.environment, b.environment
     gpus_a, gpus_b = env_a.get("gpus") or {}, env_b.get("gpus") or {}
     if gpu_summary(gpus_a) != gpu_summary(gpus_b):
         gate.append(Change("GPUs", "GPU model and count", gpu_summary(gpus_a), gpu_summary(gpus_b)))
@@ -320,36 +300,27 @@ def _environment(
     other += _differences("reportgen", soft_a.get("reportgen"), soft_b.get("reportgen"))
     other += _differences("torch stack", soft_a.get("torch_stack"), soft_b.get("torch_stack"))
     other += _differences("environment variables", soft_a.get("env"), soft_b.get("env"))
-    engine_a, engine_b = a.get("engine") or {}, b.get("engine") or {}
-    other += _differences("engine", engine_a, engine_b)
+    other += _differences("engine", a.engine, b.engine)
 
 
-def _campaigns(
-    a: Mapping[str, Any], b: Mapping[str, Any], gate: list[Change], other: list[Change]
-) -> None:
-    file_a, file_b = a.get("campaign_file") or {}, b.get("campaign_file") or {}
-    if file_a.get("sha256") != file_b.get("sha256"):
+def _campaigns(a: Run, b: Run, gate: list[Change], other: list[Change]) -> None:
+    sha_a, sha_b = a.campaign_file.sha256, b.campaign_file.sha256
+    if sha_a != sha_b:
         other.append(
-            Change(
-                "campaign",
-                "campaign file (sha256)",
-                str(file_a.get("sha256") or "–")[:16],
-                str(file_b.get("sha256") or "–")[:16],
-            )
+            Change("campaign", "campaign file (sha256)", (sha_a or "–")[:16], (sha_b or "–")[:16])
         )
-    camp_a, camp_b = a.get("campaign") or {}, b.get("campaign") or {}
-    gate += _differences("workload", camp_a.get("workload"), camp_b.get("workload"), "workload")
-    other += _differences("campaign", _campaign(a), _campaign(b), "campaign") + _differences(
-        "campaign", camp_a.get("host"), camp_b.get("host"), "host"
+    gate += _differences("workload", a.default_workload, b.default_workload, "workload")
+    other += _differences("campaign", a.info, b.info, "campaign") + _differences(
+        "campaign", a.campaign.get("host"), b.campaign.get("host"), "host"
     )
 
 
-def _model(exp: Mapping[str, Any]) -> dict[str, Any]:
+def _model(exp: Experiment) -> dict[str, Any]:
     """What identifies the model checkpoint: the server's model argument and, for a local
     folder, the sha256 of its configuration files and quantization block."""
-    args = exp.get("args") or {}
+    args = exp.args
     model = next((args[k] for k in evidence.MODEL_ARGS if isinstance(args.get(k), str)), None)
-    files = exp.get("model_files") or {}
+    files = exp.model_files or {}
     return {
         "model": model,
         "files": files.get("files"),
@@ -358,33 +329,23 @@ def _model(exp: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _experiment_setup(
-    exp_id: str,
-    a: Mapping[str, Any],
-    b: Mapping[str, Any],
-    gate: list[Change],
-    other: list[Change],
+    exp_id: str, a: Experiment, b: Experiment, gate: list[Change], other: list[Change]
 ) -> None:
     """One matched experiment's setup: model and workload gate; flags, the engine's
     resolved arguments, environment variables, command and engine info do not."""
     one = (exp_id,)
     gate += _differences("model", _model(a), _model(b), "", one)
-    gate += _differences("workload", a.get("workload"), b.get("workload"), "workload", one)
-    other += _differences("server arguments", a.get("args"), b.get("args"), "", one)
-    resolved_a = evidence.server_args((a.get("log_evidence") or {}).get("found") or {})
-    resolved_b = evidence.server_args((b.get("log_evidence") or {}).get("found") or {})
+    gate += _differences("workload", a.workload, b.workload, "workload", one)
+    other += _differences("server arguments", a.args, b.args, "", one)
+    resolved_a = evidence.server_args((a.log_evidence or {}).get("found") or {})
+    resolved_b = evidence.server_args((b.log_evidence or {}).get("found") or {})
     other += _differences("resolved server arguments", resolved_a, resolved_b, "", one)
-    other += _differences("environment variables", a.get("env"), b.get("env"), "", one)
-    if a.get("args") == b.get("args") and a.get("command") != b.get("command"):
+    other += _differences("environment variables", a.env, b.env, "", one)
+    if a.args == b.args and a.command != b.command:
         other.append(
-            Change(
-                "server command",
-                "command",
-                fmt_value(a.get("command")),
-                fmt_value(b.get("command")),
-                one,
-            )  # fmt: skip
+            Change("server command", "command", fmt_value(a.command), fmt_value(b.command), one)
         )
-    other += _differences("engine", a.get("engine_info"), b.get("engine_info"), "", one)
+    other += _differences("engine", a.engine_info, b.engine_info, "", one)
 
 
 def _grouped(changes: Sequence[Change], common: Sequence[str]) -> list[Change]:
@@ -403,37 +364,33 @@ def _grouped(changes: Sequence[Change], common: Sequence[str]) -> list[Change]:
 # -- the numbers and the decisions --------------------------------------------------------------
 
 
-def _experiment(
-    exp_id: str, a: Mapping[str, Any], b: Mapping[str, Any], margin: float
-) -> ExperimentDiff:
+def _experiment(exp_id: str, a: Experiment, b: Experiment, margin: float) -> ExperimentDiff:
     out = ExperimentDiff(
         id=exp_id,
-        status=(str(a.get("status") or ""), str(b.get("status") or "")),
-        verdict=(
-            str((a.get("decision") or {}).get("verdict") or a.get("status") or ""),
-            str((b.get("decision") or {}).get("verdict") or b.get("status") or ""),
-        ),
-        reason=(str(a.get("reason") or ""), str(b.get("reason") or "")),
+        status=(a.status, b.status),
+        verdict=(_verdict(a), _verdict(b)),
+        reason=(a.reason or "", b.reason or ""),
     )
     failing_a, failing_b = _failing(a), _failing(b)
-    out.newly_failed = sorted(str(t) for t in failing_b - failing_a)
-    out.newly_passing = sorted(str(t) for t in failing_a - failing_b)
-    if a.get("levels") and b.get("levels"):
-        means_a = {int(lv["concurrency"]): lv for lv in a.get("by_level") or []}
-        means_b = {int(lv["concurrency"]): lv for lv in b.get("by_level") or []}
-        for c in decide.headline_comparisons(a["levels"], b["levels"], margin=margin):
+    out.newly_failed = sorted(failing_b - failing_a)
+    out.newly_passing = sorted(failing_a - failing_b)
+    if a.levels and b.levels:
+        for c in decide.headline_comparisons(a.levels, b.levels, margin=margin):
             key = LEVEL_KEY[c.metric]
-            if _same_runs(a["levels"], b["levels"], c.metric, c.concurrency):
+            if _same_runs(a.levels, b.levels, c.metric, c.concurrency):
                 # the same measurements on both sides (a run compared with itself, or its
                 # copy): nothing differs, whatever the noise between repetitions
-                c = replace(c, ratio=1.0, ci_low=1.0, ci_high=1.0, verdict="equivalent")
+                c = c.model_copy(
+                    update={"ratio": 1.0, "ci_low": 1.0, "ci_high": 1.0, "verdict": "equivalent"}
+                )
+            agg_a, agg_b = a.aggregate(c.concurrency), b.aggregate(c.concurrency)
             out.metrics.append(
                 MetricChange(
                     experiment=exp_id,
                     metric=c.metric,
                     concurrency=c.concurrency,
-                    a=_mean(means_a.get(c.concurrency), key),
-                    b=_mean(means_b.get(c.concurrency), key),
+                    a=agg_a.mean(key) if agg_a else None,
+                    b=agg_b.mean(key) if agg_b else None,
                     ratio=c.ratio,
                     ci_low=c.ci_low,
                     ci_high=c.ci_high,
@@ -446,24 +403,18 @@ def _experiment(
     return out
 
 
-def _failing(exp: Mapping[str, Any]) -> set[str]:
-    return {
-        str(c.get("title") or c.get("id"))
-        for c in exp.get("checks") or []
-        if c.get("status") == "fail"
-    }
+def _verdict(exp: Experiment) -> str:
+    """The campaign's decision on it, else its status (it did not get as far)."""
+    return (exp.decision.verdict if exp.decision else None) or exp.status
 
 
-def _same_runs(
-    a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], metric: str, level: int
-) -> bool:
+def _failing(exp: Experiment) -> set[str]:
+    return {c.title or c.id for c in exp.checks if c.status == "fail"}
+
+
+def _same_runs(a: Sequence[Level], b: Sequence[Level], metric: str, level: int) -> bool:
     runs_a = decide.runs_by_level(a, metric).get(level)
     return bool(runs_a) and runs_a == decide.runs_by_level(b, metric).get(level)
-
-
-def _mean(level: Mapping[str, Any] | None, key: str) -> float | None:
-    value = ((level or {}).get(key) or {}).get("mean")
-    return None if value is None else float(value)
 
 
 def parse_threshold(text: str) -> float:

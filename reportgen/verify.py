@@ -8,8 +8,9 @@ A report embeds the results it was rendered from and the sha256 of every raw tab
    level duration and the experiment's workload settings) against the embedded one, and
    every level's GPU telemetry summary from the telemetry table;
 3. every per-level aggregate across repetitions, recomputed from those summaries;
-4. every comparison in the decisions (objective against the parent and the baseline, every
-   headline metric, the p99 bootstraps), recomputed from the recomputed numbers;
+4. every decision, recomputed from the recomputed numbers by the runner's own pure function
+   (``analysis.verdict``): its verdict and explanation, and every comparison in it (objective
+   against the parent and the baseline, every headline metric, the p99 bootstraps);
 5. the report's own text: rendering the embedded results again gives the same HTML (so the
    page was not edited after rendering);
 6. ``results.json`` beside the report, when there is one, holds the same results.
@@ -20,22 +21,22 @@ Each step says what it compared and what differed. Numbers agree when within a r
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reportgen import results as results_mod
-from reportgen.analysis import decide as decide_mod
+from reportgen import results as store
+from reportgen.analysis import verdict
 from reportgen.analysis.summary import by_level, summarize
+from reportgen.load.records import RequestRecord
 from reportgen.observe import telemetry
 from reportgen.render import chart_inputs, render_html
 from reportgen.results.embed import extract, table_hashes
+from reportgen.results.model import Comparison, Decision, Experiment, Run
 
 REL_TOL = 1e-9
-SKIP_SUMMARY_KEYS = ("client",)  # the client's own CPU use: measured, not derivable
 
 
 @dataclass
@@ -88,21 +89,21 @@ def verify(report: Path, run_dir: Path | None = None) -> Verification:
     """Check a report against the raw tables of its run (see the module docstring)."""
     page = report.read_text(encoding="utf-8")
     data = extract(page)
-    res = data["results"]
+    run = store.parse(data["results"], f"{report}: the embedded results")
     run_dir = run_dir or report.parent
     out = Verification()
     claimed: dict[str, str] = data.get("tables") or {}
     found = table_hashes(run_dir)
     _check_tables(out, claimed, found)
-    fresh_levels, rows_of = _check_levels(out, res, run_dir, found)
-    _check_telemetry(out, res, run_dir, found)
-    _check_aggregates(out, res, fresh_levels)
-    problems, compared = _decisions(res, fresh_levels, rows_of)
-    out.add("comparisons", problems, f"{compared} comparison(s) recomputed")
-    _check_page(out, page, res, run_dir, claimed)
-    path = run_dir / results_mod.RESULTS
+    fresh, rows_of = _check_levels(out, run, run_dir, found)
+    _check_telemetry(out, run, run_dir, found)
+    _check_aggregates(out, run, fresh)
+    problems, compared = _decisions(run, fresh, rows_of)
+    out.add("decisions", problems, f"{compared} comparison(s) and their verdicts recomputed")
+    _check_page(out, page, run, run_dir, claimed)
+    path = run_dir / store.RESULTS
     if path.exists():
-        same = _close(json.loads(path.read_text(encoding="utf-8")), json.loads(json.dumps(res)))
+        same = _close(store.load(path).dump(), run.dump())
         out.add(
             "results.json",
             [] if same else ["differs from the results the report was rendered from"],
@@ -122,100 +123,89 @@ def _check_tables(out: Verification, claimed: Mapping[str, str], found: Mapping[
     out.add("raw tables", problems, f"{len(claimed)} table(s), each with the sha256 given")
 
 
-Levels = dict[tuple[str, str], list[dict[str, Any]]]
+Rows = dict[str, list[RequestRecord]]
 
 
 def _check_levels(
-    out: Verification, res: Mapping[str, Any], run_dir: Path, found: Mapping[str, str]
-) -> tuple[Levels, dict[str, list[dict[str, Any]]]]:
-    """Every level summary recomputed from its requests; returns the recomputed levels by
-    (experiment, table) and each table's rows."""
-    fresh: Levels = {}
-    rows_of: dict[str, list[dict[str, Any]]] = {}
+    out: Verification, run: Run, run_dir: Path, found: Mapping[str, str]
+) -> tuple[Run, Rows]:
+    """Every level summary recomputed from its requests; returns the run with the
+    recomputed summaries in place of the stored ones, and each table's rows."""
+    fresh = run.model_copy(deep=True)
+    rows_of: Rows = {}
     problems = []
     runs = 0
-    default_wl = (res.get("campaign") or {}).get("workload") or {}
-    for e in res.get("experiments") or []:
-        control = (e.get("control") or {}).get("levels") or []
-        wl = e.get("workload") or default_wl
-        for table, levels in ((e["id"], e.get("levels") or []), (f"{e['id']}~control", control)):
+    for e in fresh.experiments:
+        wl = e.workload or run.default_workload
+        control = e.control.levels if e.control else []
+        for table, levels in ((e.table, e.levels), (e.control_table, control)):
             if not levels:
                 continue
             has = f"requests/{table}.parquet" in found
-            rows = results_mod.request_records(run_dir, table) if has else []
+            rows = store.read_requests(run_dir, table) if has else []
             rows_of[table] = rows
-            recomputed = []
             for lv in levels:
-                recs = [
-                    r
-                    for r in rows
-                    if r["concurrency"] == lv["concurrency"] and r["repetition"] == lv["repetition"]
-                ]
-                stored = lv["summary"]
-                summary = summarize(
-                    recs, float(stored["duration_s"]), slo=wl.get("slo"), trim=bool(wl.get("trim"))
+                recs = [r for r in rows if (r.concurrency, r.repetition) == lv.key]
+                stored = lv.summary
+                lv.summary = summarize(
+                    recs,
+                    stored.duration_s,
+                    slo=wl.get("slo"),
+                    trim=bool(wl.get("trim")),
+                    client=stored.client,  # the client's own CPU use: measured, not derivable
                 )
-                summary["client"] = stored.get("client")
                 runs += 1
-                bad = _diff_keys(stored, summary, SKIP_SUMMARY_KEYS)
+                bad = _diff_keys(stored.model_dump(), lv.summary.model_dump())
                 if bad:
-                    where = f"{table} C={lv['concurrency']} repetition {int(lv['repetition']) + 1}"
+                    where = f"{table} C={lv.concurrency} repetition {lv.repetition + 1}"
                     problems.append(f"{where}: {', '.join(bad)}")
-                recomputed.append({**lv, "summary": summary})
-            fresh[(e["id"], table)] = recomputed
     out.add("level summaries", problems, f"{runs} level run(s) recomputed from their requests")
     return fresh, rows_of
 
 
-def _check_telemetry(
-    out: Verification, res: Mapping[str, Any], run_dir: Path, found: Mapping[str, str]
-) -> None:
+def _check_telemetry(out: Verification, run: Run, run_dir: Path, found: Mapping[str, str]) -> None:
     problems = []
     windows = 0
-    for e in res.get("experiments") or []:
-        if f"telemetry/{e['id']}.parquet" not in found:
+    for e in run.experiments:
+        if f"telemetry/{e.table}.parquet" not in found:
             continue
-        rows = results_mod.telemetry_records(run_dir, str(e["id"]))
-        control = (e.get("control") or {}).get("levels") or []
-        for lv in list(e.get("levels") or []) + list(control):
-            w = lv.get("window") or {}
-            if "telemetry" not in lv or not w.get("t0_monotonic"):
+        rows = store.telemetry_records(run_dir, e.table)
+        for lv in e.all_levels():
+            w = lv.window
+            if lv.telemetry is None or w is None or not w.t0_monotonic:
                 continue
-            t0 = float(w["t0_monotonic"])
-            fresh = telemetry.window(rows, t0, t0 + float(w["duration_s"]))
+            fresh = telemetry.window(rows, w.t0_monotonic, w.end)
             windows += 1
-            if not _close(lv["telemetry"], fresh):
-                where = f"{e['id']} C={lv['concurrency']} repetition {int(lv['repetition']) + 1}"
+            if not _close(lv.telemetry, fresh):
+                where = f"{e.id} C={lv.concurrency} repetition {lv.repetition + 1}"
                 problems.append(f"{where}: GPU telemetry window")
     if windows or problems:
         out.add("telemetry windows", problems, f"{windows} window(s) recomputed")
 
 
-def _check_aggregates(out: Verification, res: Mapping[str, Any], fresh_levels: Levels) -> None:
+def _check_aggregates(out: Verification, run: Run, fresh: Run) -> None:
     problems = []
     groups = 0
-    for e in res.get("experiments") or []:
-        fresh = {
-            int(a["concurrency"]): a for a in by_level(fresh_levels.get((e["id"], e["id"]), []))
-        }
-        stored = {int(a["concurrency"]): a for a in e.get("by_level") or []}
-        for c, agg in fresh.items():
+    for e, again in zip(run.experiments, fresh.experiments, strict=True):
+        stored = {a.concurrency: a for a in e.by_level}
+        for agg in by_level(again.levels):
             groups += 1
-            bad = _diff_keys(stored.get(c) or {}, agg)
+            had = stored.get(agg.concurrency)
+            bad = _diff_keys(had.model_dump() if had else {}, agg.model_dump())
             if bad:
-                problems.append(f"{e['id']} C={c}: {', '.join(bad)}")
+                problems.append(f"{e.id} C={agg.concurrency}: {', '.join(bad)}")
     out.add("aggregates across repetitions", problems, f"{groups} level(s)")
 
 
 def _check_page(
     out: Verification,
     page: str,
-    res: Mapping[str, Any],
+    run: Run,
     run_dir: Path,
     claimed: Mapping[str, str],
 ) -> None:
-    telemetry, latencies = chart_inputs(run_dir, res)
-    again = render_html(res, telemetry, claimed, latencies)
+    telemetry, latencies = chart_inputs(run_dir, run)
+    again = render_html(run, telemetry, claimed, latencies)
     out.add(
         "report text",
         []
@@ -228,64 +218,42 @@ def _check_page(
     )
 
 
-def _decisions(
-    res: Mapping[str, Any],
-    fresh_levels: Mapping[tuple[str, str], list[dict[str, Any]]],
-    rows_of: Mapping[str, list[dict[str, Any]]],
-) -> tuple[list[str], int]:
-    info = (res.get("campaign") or {}).get("campaign") or {}
-    obj = info.get("objective") or {}
-    metric = str(obj.get("metric") or "output_tok_s")
-    direction = obj.get("direction") or ("higher" if metric.endswith("_s") else "lower")
-    margin = float(info.get("margin") or 0.03)
-    exps = list(res.get("experiments") or [])
-    by_id = {e["id"]: e for e in exps}
+def _decisions(run: Run, fresh: Run, rows_of: Rows) -> tuple[list[str], int]:
+    """Each decision that compared something, taken again by ``verdict.decide_experiment``
+    on the recomputed numbers."""
     problems: list[str] = []
     compared = 0
-    if not exps:
-        return problems, 0
-    base = exps[0]
-    for e in exps[1:]:
-        decision = e.get("decision") or {}
-        if not decision.get("vs_parent") and not decision.get("vs_baseline"):
+    for e, again in zip(run.experiments[1:], fresh.experiments[1:], strict=True):
+        stored = e.decision
+        if stored is None or (not stored.vs_parent and not stored.vs_baseline):
             continue
-        mine = fresh_levels.get((e["id"], e["id"]), [])
-        paired = bool(decision.get("paired"))
-        parent_table = f"{e['id']}~control" if paired else str(e.get("parent"))
-        parent_key = (e["id"], parent_table) if paired else (parent_table, parent_table)
-        sides = {
-            "vs_parent": (fresh_levels.get(parent_key, []), parent_table, paired),
-            "vs_baseline": (fresh_levels.get((base["id"], base["id"]), []), base["id"], False),
-        }
-        for name, (theirs, table, pair) in sides.items():
-            other = by_id.get(table) if not pair else {"status": "ok"}
-            if (other or {}).get("status") != "ok":
-                theirs = []  # the runner compares only with a side that finished
-            got = decide_mod.compare_experiments(
-                theirs, mine, metric, margin=margin, higher_is_better=direction == "higher",
-                concurrency=obj.get("concurrency"), paired=pair,
-            )  # fmt: skip
-            problems += _compare_lists(
-                f"{e['id']} {name} ({metric})", decision.get(name) or [], got
-            )
-            compared += len(got)
-            stored_all = (decision.get("metrics") or {}).get(name)
-            if stored_all is None:
-                continue
-            every = decide_mod.headline_comparisons(theirs, mine, margin=margin, paired=pair)
-            every += decide_mod.tail_comparisons(
-                rows_of.get(table, []), rows_of.get(e["id"], []), margin=margin
-            )
-            problems += _compare_lists(f"{e['id']} {name} (every metric)", stored_all, every)
-            compared += len(every)
+        got = verdict.decide_experiment(fresh, again, rows_of)
+        problems += _compare_decisions(run.metric, e, stored, got)
+        compared += len(got.vs_parent) + len(got.vs_baseline)
+        compared += sum(len(v) for v in (got.metrics or {}).values()) if stored.metrics else 0
     return problems, compared
 
 
+def _compare_decisions(metric: str, e: Experiment, stored: Decision, got: Decision) -> list[str]:
+    out = []
+    if (stored.verdict, stored.explanation) != (got.verdict, got.explanation):
+        out.append(f"{e.id}: the verdict would be {got.verdict!r} ({got.explanation})")
+    for name in ("vs_parent", "vs_baseline"):
+        out += _compare_lists(
+            f"{e.id} {name} ({metric})", getattr(stored, name), getattr(got, name)
+        )
+    if stored.metrics is not None:  # runs of older versions compared the objective only
+        for name, items in stored.metrics.items():
+            fresh = (got.metrics or {}).get(name, [])
+            out += _compare_lists(f"{e.id} {name} (every metric)", items, fresh)
+    return out
+
+
 def _compare_lists(
-    where: str, stored: Sequence[Mapping[str, Any]], fresh: Sequence[decide_mod.Comparison]
+    where: str, stored: Sequence[Comparison], fresh: Sequence[Comparison]
 ) -> list[str]:
-    got = {(c.metric, c.concurrency): c.as_dict() for c in fresh}
-    had = {(str(c.get("metric")), int(c.get("concurrency") or 0)): c for c in stored}
+    got = {(c.metric, c.concurrency): c.model_dump() for c in fresh}
+    had = {(c.metric, c.concurrency): c.model_dump() for c in stored}
     out = []
     for key in sorted(set(had) | set(got)):
         a, b = had.get(key), got.get(key)

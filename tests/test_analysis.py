@@ -13,22 +13,38 @@ import pytest
 from reportgen import results
 from reportgen.analysis.decide import compare_runs, decide, tail_comparisons
 from reportgen.analysis.summary import aggregate, summarize
+from reportgen.load.records import RequestRecord
+from reportgen.results.model import Level, Summary
 
 
 def rec(
-    start: float, chunks: list[float], end: float, out: int, status: str = "ok", inp: int = 10
-) -> dict[str, object]:
-    return {
-        "start": start,
-        "first_token": chunks[0] if chunks else None,
-        "chunk_times": chunks,
-        "end": end,
-        "output_tokens": out,
-        "input_tokens": inp,
-        "status": status,
-        "requested_output_tokens": 4,
-        "error": None if status == "ok" else "HTTP 500: x",
-    }
+    start: float,
+    chunks: list[float],
+    end: float,
+    out: int,
+    status: str = "ok",
+    inp: int = 10,
+    concurrency: int = 1,
+    repetition: int = 0,
+) -> RequestRecord:
+    return RequestRecord(
+        index=0,
+        start=start,
+        first_token=chunks[0] if chunks else None,
+        chunk_times=chunks,
+        end=end,
+        output_tokens=out,
+        input_tokens=inp,
+        status=status,
+        requested_output_tokens=4,
+        error=None if status == "ok" else "HTTP 500: x",
+        concurrency=concurrency,
+        repetition=repetition,
+    )
+
+
+def level(c: int, rep: int = 0, **summary: object) -> Level:
+    return Level(concurrency=c, repetition=rep, summary=Summary.model_validate(summary))
 
 
 def test_summary_by_hand() -> None:
@@ -38,25 +54,25 @@ def test_summary_by_hand() -> None:
         rec(0.5, [], 0.6, 0, status="error"),
     ]
     s = summarize(records, duration_s=2.0)
-    assert s["requests"] == 3 and s["ok"] == 2 and s["errors"] == 1
-    assert s["output_tok_s"] == pytest.approx(8 / 2.0)
-    assert s["total_tok_s"] == pytest.approx((8 + 20) / 2.0)
-    assert s["req_s"] == pytest.approx(1.0)
-    assert s["ttft_ms"]["p50"] == pytest.approx(150)
-    assert s["ttft_ms"]["mean"] == pytest.approx(150)
-    assert s["itl_ms"]["p50"] == pytest.approx(75)  # pooled: 100,100,100,50,50,50
-    assert s["tpot_ms"]["mean"] == pytest.approx(100)
-    assert s["e2e_ms"]["p90"] == pytest.approx(490)  # 400 + 0.9 * (500 - 400)
-    assert s["achieved_concurrency"] == pytest.approx((0.4 + 0.5 + 0.1) / 2.0)
-    assert s["error_kinds"] == {"HTTP 500": 1}
+    assert s.requests == 3 and s.ok == 2 and s.errors == 1
+    assert s.output_tok_s == pytest.approx(8 / 2.0)
+    assert s.total_tok_s == pytest.approx((8 + 20) / 2.0)
+    assert s.req_s == pytest.approx(1.0)
+    assert s.ttft_ms.p50 == pytest.approx(150)
+    assert s.ttft_ms.mean == pytest.approx(150)
+    assert s.itl_ms.p50 == pytest.approx(75)  # pooled: 100,100,100,50,50,50
+    assert s.tpot_ms.mean == pytest.approx(100)
+    assert s.e2e_ms.p90 == pytest.approx(490)  # 400 + 0.9 * (500 - 400)
+    assert s.achieved_concurrency == pytest.approx((0.4 + 0.5 + 0.1) / 2.0)
+    assert s.error_kinds == {"HTTP 500": 1}
 
 
 def test_aggregate_mean_and_sd_across_repetitions() -> None:
     runs = [summarize([rec(0, [0.1, 0.2], 0.2, n)], 1.0) for n in (2, 4, 6)]
-    agg = aggregate(runs)
-    assert agg["output_tok_s"]["mean"] == pytest.approx(4.0)
-    assert agg["output_tok_s"]["sd"] == pytest.approx(2.0)
-    assert agg["repetitions"] == 3
+    agg = aggregate(1, runs)
+    assert agg.output_tok_s.mean == pytest.approx(4.0)
+    assert agg.output_tok_s.sd == pytest.approx(2.0)
+    assert agg.repetitions == 3 and agg.concurrency == 1
 
 
 def test_welch_ratio_by_hand() -> None:
@@ -126,11 +142,11 @@ def test_decide_adopts_rejects_and_explains() -> None:
 def test_per_token_itl_splits_multi_token_chunks_by_characters() -> None:
     # 5 tokens in 3 chunks: 1 token ("a"), then 2 ("bb"), then 2 ("cc") after gaps of 100 ms.
     r = rec(0.0, [0.1, 0.2, 0.3], 0.3, 5)
-    r["chunk_chars"] = [1, 2, 2]
+    r.chunk_chars = [1, 2, 2]
     s = summarize([r], 1.0)
-    assert s["itl_ms"]["mean"] == pytest.approx(100)  # per chunk
-    assert s["itl_token_ms"]["mean"] == pytest.approx(50)  # 100 ms / 2 tokens, counted twice
-    assert s["chunks"] == 3
+    assert s.itl_ms.mean == pytest.approx(100)  # per chunk
+    assert s.itl_token_ms.mean == pytest.approx(50)  # 100 ms / 2 tokens, counted twice
+    assert s.chunks == 3
 
 
 def test_goodput_counts_requests_meeting_every_slo() -> None:
@@ -140,11 +156,11 @@ def test_goodput_counts_requests_meeting_every_slo() -> None:
         rec(0.0, [], 0.1, 0, status="error"),
     ]
     s = summarize(records, 1.0, slo={"ttft_ms": 200, "tpot_ms": None, "e2e_ms": None})
-    assert s["goodput_req_s"] == pytest.approx(1.0)
-    assert s["slo_attainment"] == pytest.approx(1 / 3)
+    assert s.goodput_req_s == pytest.approx(1.0)
+    assert s.slo_attainment == pytest.approx(1 / 3)
     s = summarize(records, 1.0, slo={"ttft_ms": None, "tpot_ms": 60, "e2e_ms": None})
-    assert s["goodput_req_s"] == pytest.approx(1.0)  # only the second (tpot 50 ms)
-    assert summarize(records, 1.0)["goodput_req_s"] is None  # no SLO, no goodput
+    assert s.goodput_req_s == pytest.approx(1.0)  # only the second (tpot 50 ms)
+    assert summarize(records, 1.0).goodput_req_s is None  # no SLO, no goodput
 
 
 def test_trim_keeps_only_the_steady_state() -> None:
@@ -154,12 +170,12 @@ def test_trim_keeps_only_the_steady_state() -> None:
         rec(1.0, [1.5, 2.0, 2.5, 3.0], 3.0, 4),
     ]
     s = summarize(records, 4.0, trim=True)
-    assert s["window_s"] == [1.0, 3.0]
+    assert s.window_s == [1.0, 3.0]
     # Chunks inside [1, 3]: 1.5 and 2.5 of the first, all four of the second = 6 tokens / 2 s.
-    assert s["output_tok_s"] == pytest.approx(3.0)
-    assert s["req_s"] == pytest.approx(0.5)  # one request ended inside the window
+    assert s.output_tok_s == pytest.approx(3.0)
+    assert s.req_s == pytest.approx(0.5)  # one request ended inside the window
     untrimmed = summarize(records, 4.0)
-    assert untrimmed["window_s"] is None and untrimmed["output_tok_s"] == pytest.approx(2.0)
+    assert untrimmed.window_s is None and untrimmed.output_tok_s == pytest.approx(2.0)
 
 
 def test_smallest_detectable_effect_and_repetitions_needed_by_hand() -> None:
@@ -204,21 +220,21 @@ def test_two_level_bootstrap_of_a_tail_ratio() -> None:
 def test_tail_comparisons_from_request_rows() -> None:
     from reportgen.analysis.decide import headline_comparisons, tail_comparisons
 
-    def rows(ttft_s: float, reps: int = 2) -> list[dict[str, object]]:
+    def rows(ttft_s: float, reps: int = 2) -> list[RequestRecord]:
         return [
-            {"concurrency": 4, "repetition": r, "status": "ok", "start": 0.0,
-             "first_token": ttft_s, "end": ttft_s + 1.0}
+            RequestRecord(index=0, concurrency=4, repetition=r, status="ok", start=0.0,
+                          first_token=ttft_s, end=ttft_s + 1.0)
             for r in range(reps)
             for _ in range(20)
-        ] + [{"concurrency": 4, "repetition": 0, "status": "error", "start": 0.0,
-              "first_token": None, "end": 9.0}]  # fmt: skip
+        ] + [RequestRecord(index=0, concurrency=4, repetition=0, status="error", start=0.0,
+                           first_token=None, end=9.0)]  # fmt: skip
 
     found = {c.metric: c for c in tail_comparisons(rows(0.1), rows(0.2), margin=0.05)}
     ttft, e2e = found["ttft_ms_p99"], found["e2e_ms_p99"]
     assert ttft.ratio == pytest.approx(2.0) and ttft.verdict == "worse"  # p99 100 -> 200 ms
     assert e2e.ratio == pytest.approx(1.2 / 1.1) and (ttft.n_parent, ttft.n_child) == (2, 2)
-    level = {"concurrency": 4, "summary": {"output_tok_s": 100.0, "ttft_ms": {"p50": 10.0}}}
-    heads = headline_comparisons([level, level], [level, level], margin=0.05)
+    reps = [level(4, k, output_tok_s=100.0, ttft_ms={"p50": 10.0}) for k in (0, 1)]
+    heads = headline_comparisons(reps, reps, margin=0.05)
     assert {c.metric for c in heads} == {"output_tok_s", "ttft_ms"}
     assert all(c.verdict == "equivalent" and c.ratio == 1.0 for c in heads)
 
@@ -246,8 +262,8 @@ def test_paired_comparison_by_hand() -> None:
 def test_paired_levels_match_repetitions() -> None:
     from reportgen.analysis.decide import compare_experiments
 
-    def lv(c: int, rep: int, tok: float) -> dict[str, object]:
-        return {"concurrency": c, "repetition": rep, "summary": {"output_tok_s": tok}}
+    def lv(c: int, rep: int, tok: float) -> Level:
+        return level(c, rep, output_tok_s=tok)
 
     parent = [lv(1, 0, 100), lv(1, 1, 120), lv(1, 2, 90)]
     child = [lv(1, 2, 100), lv(1, 0, 110), lv(1, 1, 130)]  # order does not matter, reps do
@@ -282,32 +298,67 @@ def test_answers_without_streamed_text_count_tokens_but_no_latencies(tmp_path: P
     """transformers serve, random weights: 64 tokens counted, none of them text."""
     silent = rec(0.0, [], 1.0, 4)
     s = summarize([rec(0.0, [0.1, 0.2, 0.3, 0.4], 0.4, 4), silent], 1.0)
-    assert (s["ok"], s["silent_outputs"], s["output_tokens"]) == (2, 1, 8)
-    assert s["ttft_ms"]["p50"] == pytest.approx(100.0)  # from the one that streamed
-    # the same rows read back from a table have NaN where the record had None
+    assert (s.ok, s.silent_outputs, s.output_tokens) == (2, 1, 8)
+    assert s.ttft_ms.p50 == pytest.approx(100.0)  # from the one that streamed
+    # the same rows in a table written by pandas (as schema 1 runs were), read back
     rows = pd.DataFrame(
         [
-            {"concurrency": 1, "repetition": k, **rec(0.0, c, 1.0, 4)}
+            {"experiment": "x", **vars_of(rec(0.0, c, 1.0, 4, repetition=k))}
             for k in (0, 1)
             for c in ([0.1, 0.5], [])
         ]  # fmt: skip
     )
-    path = tmp_path / "rows.parquet"
-    rows.to_parquet(path)
-    back = pd.read_parquet(path).to_dict("records")
-    assert any(isinstance(r["first_token"], float) and math.isnan(r["first_token"]) for r in back)
+    (tmp_path / "requests").mkdir()
+    rows.drop(columns=["scheduled"]).to_parquet(tmp_path / "requests" / "x.parquet")
+    back = results.read_requests(tmp_path, "x")
+    assert len(back) == 4 and all(r.scheduled is None for r in back)
     live = summarize([rec(0.0, [0.1, 0.5], 1.0, 4), rec(0.0, [], 1.0, 4)], 1.0)
-    again = summarize([r for r in back if r["repetition"] == 0], 1.0)  # as verify reads them
-    assert again["ttft_ms"] == live["ttft_ms"] and again["silent_outputs"] == 1
+    again = summarize([r for r in back if r.repetition == 0], 1.0)  # as verify reads them
+    assert again.ttft_ms == live.ttft_ms and again.silent_outputs == 1
     found = {c.metric: c for c in tail_comparisons(back, back, margin=0.05)}
     assert found["ttft_ms_p99"].ratio == 1.0 and found["ttft_ms_p99"].verdict == "equivalent"
     assert found["e2e_ms_p99"].n_parent == 2
 
 
+def vars_of(r: RequestRecord) -> dict[str, object]:
+    from dataclasses import asdict
+
+    return asdict(r)
+
+
+def test_request_tables_keep_every_record_field(tmp_path: Path) -> None:
+    """Written from RequestRecord's own fields and read back as records: an open loop's
+    intended send times included (schema 1 tables dropped them)."""
+    sent = [rec(0.1 * i, [0.1 * i + 0.05], 0.1 * i + 0.2, 1, concurrency=8) for i in range(3)]
+    for i, r in enumerate(sent):
+        r.index, r.scheduled, r.http_status = i, 0.1 * i - 0.001, 200
+    sent[2].status, sent[2].error, sent[2].first_token = "error", "HTTP 500: boom", None
+    path = results.save_requests(tmp_path, "exp~control", sent)
+    assert pd.read_parquet(path).columns.tolist() == list(results.REQUEST_COLUMNS)
+    assert pd.read_parquet(path)["experiment"].unique().tolist() == ["exp~control"]
+    assert results.read_requests(tmp_path, "exp~control") == sent
+    assert results.read_requests(tmp_path, "never-saved") == []
+    empty = results.save_requests(tmp_path, "none", [])
+    assert pd.read_parquet(empty).columns.tolist() == list(results.REQUEST_COLUMNS)
+
+
 def test_results_with_nan_are_saved_as_null(tmp_path: Path) -> None:
-    data = {"a": [1.0, float("nan"), np.float64("inf")], "b": {"c": np.float32(2.5)}}
-    results.save(tmp_path, data)
-    assert json.loads((tmp_path / "results.json").read_text()) == {
-        "a": [1.0, None, None],
-        "b": {"c": 2.5},
-    }
+    from reportgen.results.model import CampaignFile, EngineRecord, Experiment, Run
+
+    lv = level(1, output_tok_s=float("nan"), req_s=float("inf"), ttft_ms={"p50": 2.5})
+    run = Run(
+        reportgen_version="x",
+        run_id="r",
+        started_at="now",
+        campaign_file=CampaignFile(path="c.toml", sha256="0"),
+        engine=EngineRecord(name="sim"),
+        experiments=[Experiment(id="a", levels=[lv])],
+        client_ceiling={"chunks": np.float64(3.0), "x": np.float32(2.5)},
+    )
+    results.save(tmp_path, run)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    summary = saved["experiments"][0]["levels"][0]["summary"]
+    assert summary["output_tok_s"] is None and summary["req_s"] is None
+    assert summary["ttft_ms"]["p50"] == 2.5
+    assert saved["client_ceiling"] == {"chunks": 3.0, "x": 2.5}
+    assert results.load(tmp_path).experiments[0].levels[0].summary.output_tok_s is None

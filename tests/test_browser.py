@@ -13,7 +13,6 @@ One browser per module; the clean and the hostile report are each loaded once.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import json
 import shutil
@@ -26,6 +25,7 @@ import pytest
 
 from reportgen import results
 from reportgen.render import render_html
+from reportgen.results.model import Run
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")
@@ -107,13 +107,17 @@ ELEMENTS = (
 
 
 @pytest.fixture(scope="module")
-def sample() -> dict[str, Any]:
+def sample() -> Run:
     return results.load(FIXTURE)
 
 
-def plant(sample: dict[str, Any]) -> dict[str, Any]:
-    """The sample results with a hostile string in every user-controlled field."""
-    data = copy.deepcopy(sample)
+def plant(sample: Run) -> Run:
+    """The sample results with a hostile string in every user-controlled field. Planted in
+    the results as saved (``dump``), read back as a results file is; the values the schema
+    refuses (a check's status, a comparison's verdict: a damaged file never gets that far)
+    are set on the read results, so the page must still keep them text."""
+    data = sample.dump()
+    refused: list[tuple[int, str, str]] = []  # (experiment, field, value), set after parsing
     payloads = itertools.cycle(HOSTILE)
 
     def nxt() -> str:
@@ -146,7 +150,7 @@ def plant(sample: dict[str, Any]) -> dict[str, Any]:
         elif e.get("decision"):
             e["decision"]["explanation"] = nxt()
         if e.get("decision") and e["decision"].get("vs_parent"):
-            e["decision"]["vs_parent"][0]["verdict"] = SVG_ATTR  # goes into a class attribute
+            refused.append((i, "verdict", SVG_ATTR))  # goes into a class attribute
         e["checks"] = [
             {"id": "c1", "title": nxt(), "status": "warn", "evidence": nxt(), "hint": nxt()},
             {"id": f"c2-{i}", "title": nxt(), "status": "fail", "evidence": nxt(), "hint": nxt()},
@@ -154,8 +158,9 @@ def plant(sample: dict[str, Any]) -> dict[str, Any]:
         ]
         if i == 0:
             e["checks"].append(
-                {"id": "c4", "title": nxt(), "status": SVG_ATTR, "evidence": nxt(), "hint": ""}
+                {"id": "c4", "title": nxt(), "status": "pass", "evidence": nxt(), "hint": ""}
             )
+            refused.append((i, "status", SVG_ATTR))
         e["probes"] = [
             {"prompt": nxt(), "expect": nxt(), "answer": nxt(), "error": None},
             {"prompt": nxt(), "expect": "", "answer": None, "error": nxt()},
@@ -218,7 +223,15 @@ def plant(sample: dict[str, Any]) -> dict[str, Any]:
         ],
         "topology": [{"gpus": [0, 1], "common_ancestor": IMG, "p2p": {"read": STYLE}}],
     }
-    return data
+    run = results.parse(data)
+    for i, name, value in refused:  # model_copy(update=...) does not validate
+        exp = run.experiments[i]
+        if name == "verdict" and exp.decision:
+            first = exp.decision.vs_parent[0]
+            exp.decision.vs_parent[0] = first.model_copy(update={name: value})
+        if name == "status":
+            exp.checks[-1] = exp.checks[-1].model_copy(update={name: value})
+    return run
 
 
 @dataclass
@@ -284,19 +297,17 @@ def _load(browser: Any, html: str, path: Path) -> Loaded:
 
 
 @pytest.fixture(scope="module")
-def hostile_data(sample: dict[str, Any]) -> dict[str, Any]:
+def hostile_data(sample: Run) -> Run:
     return plant(sample)
 
 
 @pytest.fixture(scope="module")
-def clean(browser: Any, sample: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Loaded:
+def clean(browser: Any, sample: Run, tmp_path_factory: pytest.TempPathFactory) -> Loaded:
     return _load(browser, render_html(sample), tmp_path_factory.mktemp("clean") / "report.html")
 
 
 @pytest.fixture(scope="module")
-def hostile(
-    browser: Any, hostile_data: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
-) -> Loaded:
+def hostile(browser: Any, hostile_data: Run, tmp_path_factory: pytest.TempPathFactory) -> Loaded:
     path = tmp_path_factory.mktemp("hostile") / "report.html"
     return _load(browser, render_html(hostile_data), path)
 
@@ -422,9 +433,9 @@ def test_chart_legends_are_literal(hostile: Loaded) -> None:
 # -- the embedded results -------------------------------------------------------------------
 
 
-def test_embedded_results_round_trip(hostile: Loaded, hostile_data: dict[str, Any]) -> None:
+def test_embedded_results_round_trip(hostile: Loaded, hostile_data: Run) -> None:
     parsed = hostile.js("JSON.parse(document.getElementById('reportgen-data').textContent)")
-    assert parsed["results"] == json.loads(json.dumps(hostile_data))
+    assert parsed["results"] == json.loads(json.dumps(hostile_data.dump()))
     exps = parsed["results"]["experiments"]
     assert [e["id"] for e in exps] == list(IDS)
     assert SEPARATORS in exps[-1]["log_tail"]

@@ -9,7 +9,7 @@ import pytest
 
 from reportgen import campaign
 from reportgen.campaign import CampaignError
-from reportgen.run.runner import command_line, plan
+from reportgen.run.plan import command_line, plan
 
 ROOT = Path(__file__).resolve().parent.parent
 

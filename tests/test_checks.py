@@ -3,9 +3,34 @@ to check by eye, and the checks that turn a verdict into "failed"."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from reportgen.analysis.checks import invalidated, run_checks
+from reportgen.analysis import checks
+from reportgen.load.records import RequestRecord
+from reportgen.results.model import Check, Experiment
+
+
+def run_checks(
+    e: dict[str, Any],
+    env: dict[str, Any] | None = None,
+    *,
+    rows: Sequence[dict[str, Any]] | None = None,
+    baseline: dict[str, Any] | None = None,
+    **kw: Any,
+) -> list[Check]:
+    """``checks.run_checks`` on the typed experiment, rows and baseline of hand-made dicts."""
+    return checks.run_checks(
+        Experiment.model_validate({"id": "e"} | e),
+        env,
+        rows=None if rows is None else [RequestRecord(index=i, **r) for i, r in enumerate(rows)],
+        baseline=None if baseline is None else Experiment.model_validate({"id": "e"} | baseline),
+        **kw,
+    )
+
+
+def invalidated(got: Sequence[dict[str, Any]]) -> list[str]:
+    return checks.invalidated([Check.model_validate(c) for c in got])
 
 
 def level(c: int, requests: int = 100, errors: int = 0, short: int = 0, **tele: Any) -> dict:
@@ -36,8 +61,8 @@ def entry(levels: list[dict], cv: float = 0.01, **extra: Any) -> dict:
 ENV = {"gpus": {"available": True, "devices": [{"index": 0, "processes": []}]}}
 
 
-def by_id(checks: list[dict[str, str]]) -> dict[str, dict[str, str]]:
-    return {c["id"]: c for c in checks}
+def by_id(got: list[Check]) -> dict[str, dict[str, Any]]:
+    return {c.id: c.model_dump(exclude_none=True) for c in got}
 
 
 def test_a_clean_experiment_passes_everything() -> None:

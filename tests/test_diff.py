@@ -4,19 +4,18 @@ and the decisions' changes on edited copies of a run."""
 
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pypdf import PdfReader
 
 from reportgen import diff, results
 from reportgen.render import diffpage
+from reportgen.results.model import Check, Run
 from tests.conftest import ROOT, free_port
 
 CAMPAIGN = """
@@ -165,21 +164,19 @@ def test_bad_input_is_one_line_naming_what_to_do(runs: tuple[Path, Path], tmp_pa
 
 
 @pytest.fixture(scope="module")
-def run_a(runs: tuple[Path, Path]) -> dict[str, Any]:
+def run_a(runs: tuple[Path, Path]) -> Run:
     return results.load(runs[0])
 
 
-def test_gpus_model_and_workload_differences_make_runs_incomparable(
-    run_a: dict[str, Any],
-) -> None:
-    b = copy.deepcopy(run_a)
-    b["environment"]["gpus"] = {
+def test_gpus_model_and_workload_differences_make_runs_incomparable(run_a: Run) -> None:
+    b = run_a.model_copy(deep=True)
+    b.environment["gpus"] = {
         "available": True,
         "driver": "580.1",
         "devices": [{"name": "NVIDIA H200", "compute_capability": "9.0"}] * 8,
     }
-    b["campaign"]["workload"]["output_tokens"] = 64
-    b["experiments"][0]["args"]["model"] = "/models/other-checkpoint"
+    b.campaign["workload"]["output_tokens"] = 64
+    b.experiments[0].args["model"] = "/models/other-checkpoint"
     d = diff.compare(run_a, b)
     gate = {(c.area, c.key): c for c in d.incomparable}
     assert gate[("GPUs", "GPU model and count")].b == "8 x NVIDIA H200 (compute capability 9.0)"
@@ -192,15 +189,16 @@ def test_gpus_model_and_workload_differences_make_runs_incomparable(
     assert ("driver", "driver") in {(c.area, c.key) for c in d.changed}
 
 
-def test_flipped_verdicts_new_failures_and_newly_failed_checks(run_a: dict[str, Any]) -> None:
-    b = copy.deepcopy(run_a)
-    chunks = b["experiments"][1]
-    before = chunks["decision"]["verdict"]
-    chunks["decision"]["verdict"] = "rejected" if before != "rejected" else "adopted"
-    chunks["checks"] = [*chunks.get("checks", []),
-                        {"id": "x", "title": "outputs are sane", "status": "fail"}]  # fmt: skip
-    extra = b["experiments"][2]
-    extra["status"], extra["reason"] = "failed", "server exited during start (exit 1)"
+def test_flipped_verdicts_new_failures_and_newly_failed_checks(run_a: Run) -> None:
+    b = run_a.model_copy(deep=True)
+    chunks = b.experiments[1]
+    assert chunks.decision is not None
+    before = chunks.decision.verdict
+    chunks.decision.verdict = "rejected" if before != "rejected" else "adopted"
+    failing = Check(id="x", title="outputs are sane", status="fail", evidence="")
+    chunks.checks = [*chunks.checks, failing]
+    extra = b.experiments[2]
+    extra.status, extra.reason = "failed", "server exited during start (exit 1)"
     d = diff.compare(run_a, b)
     by = {e.id: e for e in d.experiments}
     assert by["bigger-chunks"].flipped
@@ -211,11 +209,11 @@ def test_flipped_verdicts_new_failures_and_newly_failed_checks(run_a: dict[str, 
     assert "Verdicts that changed: bigger-chunks" in diffpage.summary(d, None)
 
 
-def test_user_text_cannot_inject_markup(run_a: dict[str, Any]) -> None:
-    b = copy.deepcopy(run_a)
+def test_user_text_cannot_inject_markup(run_a: Run) -> None:
+    b = run_a.model_copy(deep=True)
     evil = "<script>alert(1)</script>"
-    b["experiments"][0]["env"] = {"NOTE": evil}
-    b["run_id"] = evil
+    b.experiments[0].env = {"NOTE": evil}
+    b.run_id = evil
     page = diffpage.render_html(diff.compare(run_a, b))
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 

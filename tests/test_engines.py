@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from reportgen import campaign, engines
-from reportgen.run import runner
+from reportgen.run import plan as planner
 from reportgen.run.server import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +46,7 @@ def test_qwen397b_campaign_flags_are_all_sglangs() -> None:
     )
     assert len(flags.names) > 500 and "flashinfer_cutlass" in flags.choices["moe-runner-backend"]
     c = campaign.load(ROOT / "campaigns" / "qwen397b.toml")
-    for r in runner.plan(c):
+    for r in planner.plan(c):
         assert flags.problems(r.args) == [], r.id
     bad = flags.problems(
         {"speculative-algo": "NEXTN", "moe-runner-backend": "flashinfer_cutlas", "tp-size": 8}

@@ -69,10 +69,16 @@ def test_environment_variables_that_matter_with_secrets_redacted(
 
 
 def test_flatten_for_tables() -> None:
+    from reportgen.render.fmt import field_rows
+
     data = {"a": {"b": 1, "c": {"error": "Not Supported"}}, "d": [{"e": None}], "f": [1, 2]}
-    assert fingerprint.flatten(data) == [
+    data["g"], data["h"] = {}, []
+    assert field_rows(data) == [
         ("a.b", "1"),
         ("a.c", "unavailable: Not Supported"),
         ("d[0].e", "-"),
         ("f", "1, 2"),
+        ("g", "-"),
+        ("h", "-"),
     ]
+    assert field_rows({"error": "NVML not found"}) == [("", "unavailable: NVML not found")]

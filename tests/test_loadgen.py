@@ -70,13 +70,13 @@ def test_closed_loop_level_records_every_chunk(sim: Sim, api: str) -> None:
         assert r.scheduled is None
         # --ttft-ms 20 --itl-ms 2 (growth with 4 active): TTFT 20-40 ms, chunks >= 2 ms apart
         assert 0.015 < r.first_token - r.start < 0.2
-    s = summarize([r.as_dict() for r in lv.records], lv.duration_s)
-    assert s["ok"] == 8 and s["errors"] == 0
-    assert s["output_tokens"] == 80
-    assert s["output_tok_s"] == pytest.approx(80 / lv.duration_s)
-    assert 1.5 < s["achieved_concurrency"] <= 4.01
-    assert 15 < s["ttft_ms"]["p50"] < 200
-    assert 1.5 < s["itl_ms"]["p50"] < 20
+    s = summarize(lv.records, lv.duration_s)
+    assert s.ok == 8 and s.errors == 0
+    assert s.output_tokens == 80
+    assert s.output_tok_s == pytest.approx(80 / lv.duration_s)
+    assert 1.5 < s.achieved_concurrency <= 4.01
+    assert 15 < s.ttft_ms.p50 < 200
+    assert 1.5 < s.itl_ms.p50 < 20
 
 
 def test_prompts_by_index_and_text_kept(sim: Sim) -> None:
@@ -109,9 +109,9 @@ def test_server_errors_are_recorded_per_request(sim: Sim) -> None:
     assert [r.status for r in lv.records] == ["error", "error"]
     assert lv.records[0].http_status == 400
     assert (lv.records[0].error or "").startswith("HTTP 400: max_tokens must be")
-    s = summarize([r.as_dict() for r in lv.records], lv.duration_s)
-    assert s["errors"] == 2 and s["output_tok_s"] == 0
-    assert s["error_kinds"] == {"HTTP 400": 2}
+    s = summarize(lv.records, lv.duration_s)
+    assert s.errors == 2 and s.output_tok_s == 0
+    assert s.error_kinds == {"HTTP 400": 2}
 
 
 def test_connection_refused_is_an_error_not_a_crash() -> None:
@@ -157,8 +157,8 @@ def test_open_loop_sends_on_schedule_whatever_is_in_flight(start_sim: Any) -> No
         assert r.status == "ok", r.error
         assert r.scheduled == pytest.approx(r.index * 0.02)
         assert 0 <= r.start - (r.scheduled or 0) < 0.03  # sent on time, not after a completion
-    s = summarize([r.as_dict() for r in lv.records], lv.duration_s)
-    assert s["achieved_concurrency"] > 2.5
+    s = summarize(lv.records, lv.duration_s)
+    assert s.achieved_concurrency > 2.5
 
 
 def test_open_loop_cap_delays_sending_and_records_it(start_sim: Any) -> None:

@@ -6,7 +6,6 @@ The fixture tests/fixtures/sample-run is the output of ``reportgen run campaigns
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import shutil
@@ -25,6 +24,7 @@ from reportgen.errors import RenderError, ResultsError
 from reportgen.render import (
     Rendered,
     charts,
+    figures,
     fmt,
     html,
     pdf,
@@ -33,7 +33,8 @@ from reportgen.render import (
     render_pages,
     view,
 )
-from reportgen.results.embed import table_hashes
+from reportgen.results.embed import extract, table_hashes
+from reportgen.results.model import Check, FlagChange, Run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sample-run"
 IDS = ("baseline", "fast-decode-kernel", "bigger-batches", "prefill-chunk", "typo-in-flag")
@@ -55,8 +56,13 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def sample() -> dict[str, Any]:
+def sample() -> Run:
     return results.load(FIXTURE)
+
+
+def _copy_of(run: Run) -> Run:
+    """A copy to edit: the module's sample is shared by its tests."""
+    return run.model_copy(deep=True)
 
 
 @pytest.fixture(scope="module")
@@ -109,15 +115,26 @@ def test_render_html_only(run_dir: Path) -> None:
     assert not (run_dir / "report.pdf").exists()
 
 
-def test_rendering_twice_gives_identical_html(run_dir: Path, sample: dict[str, Any]) -> None:
+def test_rendering_twice_gives_identical_html(run_dir: Path, sample: Run) -> None:
     first = render(run_dir, pdf=False).html.read_bytes()
     second = render(run_dir, pdf=False).html.read_bytes()
     assert first == second
-    assert render_html(sample) == render_html(copy.deepcopy(sample))
+    assert render_html(sample) == render_html(_copy_of(sample))
 
 
-def test_unknown_schema_version_is_refused(run_dir: Path, sample: dict[str, Any]) -> None:
-    _save(run_dir, {**sample, "schema_version": 999})
+def test_embedded_results_render_the_same_page(run_dir: Path) -> None:
+    """What ``reportgen verify`` relies on: the results a report embeds (this schema's dump,
+    whatever schema results.json had) render the same page again, byte for byte."""
+    page = render(run_dir, pdf=False).html.read_text(encoding="utf-8")
+    data = extract(page)
+    assert data["results"]["schema_version"] == results.SCHEMA_VERSION
+    assert data["results"] == results.load(run_dir).dump()
+    again = results.parse(data["results"])
+    assert render_html(again, tables=data["tables"]) == page
+
+
+def test_unknown_schema_version_is_refused(run_dir: Path, sample: Run) -> None:
+    _save(run_dir, {**sample.dump(), "schema_version": 999})
     with pytest.raises(ResultsError, match="schema_version = 999"):
         render(run_dir)
     assert not (run_dir / "report.html").exists()
@@ -148,9 +165,9 @@ def test_html_is_self_contained(page: str) -> None:
     assert "<?xml" not in page and "<!DOCTYPE svg" not in page
 
 
-def test_only_https_reference_sources_become_links(sample: dict[str, Any]) -> None:
-    data = copy.deepcopy(sample)
-    refs = data["campaign"]["reference"]
+def test_only_https_reference_sources_become_links(sample: Run) -> None:
+    data = _copy_of(sample)
+    refs = data.campaign["reference"]
     refs.append({**refs[0], "name": "published", "source": "https://example.org/bench?a=1&b=2"})
     refs.append({**refs[0], "name": "sneaky", "source": "javascript:alert(1)"})
     parsed = _links(render_html(data))
@@ -184,9 +201,8 @@ def test_summary_sentence_gives_best_against_baseline(page: str) -> None:
     ) in page
 
 
-def test_summary_when_nothing_beats_the_baseline(sample: dict[str, Any]) -> None:
-    data = {**sample, "best": "baseline"}
-    report = view.build(data)
+def test_summary_when_nothing_beats_the_baseline(sample: Run) -> None:
+    report = view.build(sample.model_copy(update={"best": "baseline"}))
     assert report.summary.startswith(
         "No experiment beat the baseline (baseline) on output_tok_s at C=1, 16"
     )
@@ -217,9 +233,9 @@ def test_methods_define_every_metric_from_the_analysis_docstring(page: str) -> N
     assert "equivalent" in methods and "margin m is 5%" in methods
 
 
-def test_reproducibility_has_campaign_file_and_commands(page: str, sample: dict[str, Any]) -> None:
+def test_reproducibility_has_campaign_file_and_commands(page: str, sample: Run) -> None:
     repro = page[page.index('<section id="reproduce">') :]
-    assert sample["campaign_file"]["sha256"] in repro
+    assert sample.campaign_file.sha256 in repro
     assert "[[experiment]]" in repro and "id = &#34;typo-in-flag&#34;" in repro
     assert "reportgen run campaigns/demo.toml" in repro
     assert "-m reportgen.sim --port 18427 --ttft-ms 30 --itl-ms 3" in repro
@@ -230,8 +246,8 @@ def test_environment_says_no_gpu_and_why(page: str) -> None:
     assert "NVML Shared Library Not Found" in page
 
 
-def test_incomplete_run_gets_a_banner(run_dir: Path, sample: dict[str, Any]) -> None:
-    data = copy.deepcopy(sample)
+def test_incomplete_run_gets_a_banner(run_dir: Path, sample: Run) -> None:
+    data = sample.dump()
     data.update(
         status="incomplete",
         finished_at="2026-11-29T15:13:40Z",
@@ -250,18 +266,18 @@ def test_incomplete_run_gets_a_banner(run_dir: Path, sample: dict[str, Any]) -> 
     assert 'class="badge v-pending">pending</span>' in page
 
 
-def test_user_text_is_escaped_everywhere(sample: dict[str, Any]) -> None:
-    data = copy.deepcopy(sample)
-    exp = data["experiments"][1]
-    old = exp["id"]
-    exp.update(id=EVIL, why=f"why {EVIL}", expect="</pre><script>x</script>")
-    data["best"] = EVIL
-    data["experiments"][4]["log_tail"] = "</pre><script>alert(2)</script>"
-    data["campaign"]["campaign"]["title"] = f"title {EVIL}"
-    data["campaign_file"]["text"] += f"\n# {EVIL}\n"
-    for e in data["experiments"]:
-        if e.get("parent") == old:
-            e["parent"] = EVIL
+def test_user_text_is_escaped_everywhere(sample: Run) -> None:
+    data = _copy_of(sample)
+    exp = data.experiments[1]
+    old = exp.id
+    exp.id, exp.why, exp.expect = EVIL, f"why {EVIL}", "</pre><script>x</script>"
+    data.best = EVIL
+    data.experiments[4].log_tail = "</pre><script>alert(2)</script>"
+    data.campaign["campaign"]["title"] = f"title {EVIL}"
+    data.campaign_file.text += f"\n# {EVIL}\n"
+    for e in data.experiments:
+        if e.parent == old:
+            e.parent = EVIL
     page = render_html(data)
     body, _, embedded = page.partition('<script type="application/json" id="reportgen-data">')
     assert "<script" not in body.lower()
@@ -274,7 +290,7 @@ def test_user_text_is_escaped_everywhere(sample: dict[str, Any]) -> None:
     assert "<script" not in svg and "&lt;script&gt;" in svg
 
 
-def test_charts_are_inline_svg_and_deterministic(sample: dict[str, Any]) -> None:
+def test_charts_are_inline_svg_and_deterministic(sample: Run) -> None:
     series = view.build(sample).series
     first, second = charts.all_charts(series), charts.all_charts(series)
     assert first == second
@@ -291,11 +307,11 @@ def test_charts_are_inline_svg_and_deterministic(sample: dict[str, Any]) -> None
     assert not ids[0] & ids[1]
 
 
-def test_chart_labels_are_literal(sample: dict[str, Any]) -> None:
-    data = copy.deepcopy(sample)
-    data["experiments"][1]["id"] = "cost $5 or $6"  # would be mathtext
-    data["experiments"][2]["id"] = "_leading-underscore"  # would be left out of the legend
-    data["experiments"][3]["id"] = "x" * 80  # longer than campaign ids may be
+def test_chart_labels_are_literal(sample: Run) -> None:
+    data = _copy_of(sample)
+    data.experiments[1].id = "cost $5 or $6"  # would be mathtext
+    data.experiments[2].id = "_leading-underscore"  # would be left out of the legend
+    data.experiments[3].id = "x" * 80  # longer than campaign ids may be
     svg = charts.throughput(view.build(data).series)
     assert "cost $5 or $6" in svg
     assert "_leading-underscore" in svg
@@ -325,7 +341,7 @@ def test_fmt_num(value: float | None, text: str) -> None:
     assert fmt.fmt_num(value) == text
 
 
-def test_level_table_ratio_is_against_the_baseline(sample: dict[str, Any]) -> None:
+def test_level_table_ratio_is_against_the_baseline(sample: Run) -> None:
     report = view.build(sample)
     fast = report.experiments[1]
     c1 = [row for row in fast.levels if row.concurrency == 1]
@@ -338,7 +354,7 @@ def test_level_table_ratio_is_against_the_baseline(sample: dict[str, Any]) -> No
 
 
 def test_pdf_contains_every_experiment_and_the_baseline_number(
-    rendered: Rendered, sample: dict[str, Any]
+    rendered: Rendered, sample: Run
 ) -> None:
     assert rendered.pdf is not None
     reader = pypdf.PdfReader(rendered.pdf)
@@ -346,8 +362,9 @@ def test_pdf_contains_every_experiment_and_the_baseline_number(
     text = "\n".join(p.extract_text() for p in reader.pages)
     for exp_id in IDS:
         assert exp_id in text
-    base_c1 = next(lv for lv in sample["experiments"][0]["by_level"] if lv["concurrency"] == 1)
-    number = fmt.fmt_num(base_c1["output_tok_s"]["mean"])
+    base_c1 = sample.experiments[0].aggregate(1)
+    assert base_c1 is not None
+    number = fmt.fmt_num(base_c1.mean("output_tok_s"))
     assert number == "187.9"
     assert number in text
     assert "Simulated engine" in text
@@ -373,43 +390,43 @@ def test_pdf_printer_ignores_no_style_and_is_reproducible(page: str, rendered: R
     assert printed.data == rendered.pdf.read_bytes()
 
 
-def test_printed_report_has_nothing_past_the_page_edge(sample: dict[str, Any]) -> None:
+def test_printed_report_has_nothing_past_the_page_edge(sample: Run) -> None:
     """Long unbreakable text where users put it (ids, flag values, model paths, log lines,
     check evidence) and many levels: every table still fits the page's width."""
-    data = copy.deepcopy(sample)
+    data = _copy_of(sample)
     long = "x" * 40
     path = "/models/" + "very-long-model-directory-name-" * 6 + "Qwen3.5-397B-A17B-NVFP4"
-    exp = data["experiments"][1]
-    exp["id"] = "speculative-nextn-mtp-with-four-draft-tokens-and-topk-one-" + long[:6]
-    exp["flag_diff"].append({"key": "model-path", "kind": "added", "before": None, "after": path})
-    exp["flag_diff"].append({"key": "speculative-config", "kind": "added", "before": None,
-                             "after": json.dumps({"method": "eagle3", "model": path})})  # fmt: skip
-    exp["checks"] = [{"id": "campaign_0", "title": f"log shows /{long}{long}/", "status": "fail",
-                      "evidence": "line " + "A" * 300, "hint": path}]  # fmt: skip
-    exp["log_evidence"] = {"found": {"server_args": "server_args=ServerArgs(" + "k" * 400}}
-    data["experiments"][4]["log_tail"] = "E" * 500
+    exp = data.experiments[1]
+    exp.id = "speculative-nextn-mtp-with-four-draft-tokens-and-topk-one-" + long[:6]
+    spec = json.dumps({"method": "eagle3", "model": path})
+    exp.flag_diff.append(FlagChange(key="model-path", kind="added", after=path))
+    exp.flag_diff.append(FlagChange(key="speculative-config", kind="added", after=spec))
+    exp.checks = [Check(id="campaign_0", title=f"log shows /{long}{long}/", status="fail",
+                        evidence="line " + "A" * 300, hint=path)]  # fmt: skip
+    exp.log_evidence = {"found": {"server_args": "server_args=ServerArgs(" + "k" * 400}}
+    data.experiments[4].log_tail = "E" * 500
     page = render_html(data)
     assert pdf.overflowing(page, FIXTURE) == []
     printed = render_pages(data, for_print=True).printed
     assert printed is not None and pdf.overflowing(printed, FIXTURE) == []
 
 
-def test_printed_report_of_twenty_experiments_fits_the_page(sample: dict[str, Any]) -> None:
+def test_printed_report_of_twenty_experiments_fits_the_page(sample: Run) -> None:
     """A wide campaign: the checks matrix (a column per experiment) is split on paper."""
-    data = copy.deepcopy(sample)
+    data = _copy_of(sample)
     extra = []
     for n in range(16):
-        exp = copy.deepcopy(data["experiments"][1 + n % 3])
-        exp["id"] = f"variant-{n:02d}-of-a-longer-experiment-name"
-        exp["parent"] = data["experiments"][0]["id"]
+        exp = data.experiments[1 + n % 3].model_copy(deep=True)
+        exp.id = f"variant-{n:02d}-of-a-longer-experiment-name"
+        exp.parent = data.experiments[0].id
         extra.append(exp)
-    data["experiments"].extend(extra)
-    for i, exp in enumerate(data["experiments"]):
-        exp["checks"] = [
-            {"id": "errors", "title": "every request succeeded", "status": "pass",
-             "evidence": "0 of 600 failed"},
-            {"id": "clocks", "title": "SM clocks steady", "status": "warn" if i % 5 else "pass",
-             "evidence": "1,980 MHz"},
+    data.experiments.extend(extra)
+    for i, exp in enumerate(data.experiments):
+        exp.checks = [
+            Check(id="errors", title="every request succeeded", status="pass",
+                  evidence="0 of 600 failed"),
+            Check(id="clocks", title="SM clocks steady", status="warn" if i % 5 else "pass",
+                  evidence="1,980 MHz"),
         ]  # fmt: skip
     printed = render_pages(data, for_print=True).printed
     assert printed is not None
@@ -447,13 +464,13 @@ def test_charts_drawn_on_kept_figures_are_byte_identical_to_new_ones() -> None:
         charts.telemetry_chart("telemetry-2", _telemetry_columns(1, 20), windows[:1]),
         charts.telemetry_chart("telemetry-3", _telemetry_columns(2, 50, power=False), windows),
     ]
-    saved = charts.REUSE
+    saved = figures.REUSE
     try:
-        charts.REUSE = False
+        figures.REUSE = False
         new = {c.name: charts.draw(c, pdf=True)[1:] for c in todo}
-        charts.REUSE = True
+        figures.REUSE = True
         for order in (todo, todo[::-1], todo[1::2] + todo[::2]):
             kept = {c.name: charts.draw(c, pdf=True)[1:] for c in order}
             assert kept == new
     finally:
-        charts.REUSE = saved
+        figures.REUSE = saved

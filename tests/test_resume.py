@@ -248,9 +248,9 @@ class Dropped:
 
 decide = runner.Runner._decide
 
-def decide_then_drop(self, entry):
-    decide(self, entry)
-    if entry["id"] == "baseline":
+def decide_then_drop(self, run, entry, rows):
+    decide(self, run, entry, rows)
+    if entry.id == "baseline":
         Dropped()
 
 runner.Runner._decide = decide_then_drop

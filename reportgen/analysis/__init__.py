@@ -1,1 +1,13 @@
-"""Pure analysis: tables in, dataclasses and dicts out. No I/O, no clocks, no printing."""
+"""The analysis stage: pure functions of results and request records. No I/O, no clocks, no
+printing; every estimator named in its module's docstring.
+
+- ``summary``: one level's numbers from its requests, and the aggregates across repetitions.
+- ``decide``: comparisons (ratios with intervals, their verdicts) and the objective's verdict.
+- ``verdict``: an experiment's decision and the best so far (the runner and verify call it).
+- ``checks`` (with ``checks_levels``, ``checks_server``): the assumptions checked.
+- ``differences``: what differs between two records, leaf by leaf. ``text``: degenerate
+  answers and word agreement.
+
+Imports ``reportgen.results`` (the typed model), ``reportgen.load.records`` and
+``reportgen.campaign``; nothing of run, observe or render.
+"""

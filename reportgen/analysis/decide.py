@@ -34,32 +34,16 @@ noise.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Literal
 
 import numpy as np
 from scipy import stats
 
-Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
+from reportgen.load.records import RequestRecord
+from reportgen.results.model import Comparison, FlagChange, Level, Verdict
 
-
-@dataclass(frozen=True)
-class Comparison:
-    metric: str
-    concurrency: int
-    ratio: float | None  # child / parent of the means (geometric)
-    ci_low: float | None
-    ci_high: float | None
-    n_parent: int
-    n_child: int
-    verdict: Verdict
-    mde: float | None = None  # smallest detectable ratio (> 1) at 80% power
-    reps_needed: int | None = None  # inconclusive: repetitions per side that would decide
-    paired: bool = False  # interleaved repetitions compared pair by pair
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+ObjectiveVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive"]
 
 
 def compare_runs(
@@ -76,9 +60,7 @@ def compare_runs(
     p = np.log(np.asarray([v for v in parent if v and v > 0], dtype=float))
     c = np.log(np.asarray([v for v in child if v and v > 0], dtype=float))
     if p.size == 0 or c.size == 0:
-        return Comparison(
-            metric, concurrency, None, None, None, int(p.size), int(c.size), "inconclusive"
-        )
+        return _no_data(metric, concurrency, int(p.size), int(c.size))
     diff = float(c.mean() - p.mean())
     se = dof = None
     if p.size >= 2 and c.size >= 2:
@@ -135,16 +117,32 @@ def _judge(
         needed = reps()
     verdict = _verdict(ratio, lo, hi, margin, higher_is_better)
     return Comparison(
-        metric,
-        concurrency,
-        ratio,
-        lo,
-        hi,
-        n[0],
-        n[1],
-        verdict,
-        mde,
-        needed if verdict == "inconclusive" else None,
+        metric=metric,
+        concurrency=concurrency,
+        ratio=ratio,
+        ci_low=lo,
+        ci_high=hi,
+        n_parent=n[0],
+        n_child=n[1],
+        verdict=verdict,
+        mde=mde,
+        reps_needed=needed if verdict == "inconclusive" else None,
+        paired=paired,
+    )
+
+
+def _no_data(
+    metric: str, concurrency: int, n_parent: int, n_child: int, paired: bool = False
+) -> Comparison:
+    return Comparison(
+        metric=metric,
+        concurrency=concurrency,
+        ratio=None,
+        ci_low=None,
+        ci_high=None,
+        n_parent=n_parent,
+        n_child=n_child,
+        verdict="inconclusive",
         paired=paired,
     )
 
@@ -166,7 +164,7 @@ def compare_pairs(
     )
     n = int(d.size)
     if n == 0:
-        return Comparison(metric, concurrency, None, None, None, 0, 0, "inconclusive", paired=True)
+        return _no_data(metric, concurrency, 0, 0, paired=True)
     mean = float(d.mean())
     sd = float(d.std(ddof=1)) if n >= 2 else 0.0
     gap = abs(abs(mean) - math.log1p(margin))
@@ -256,25 +254,7 @@ def _verdict(
     return "inconclusive"
 
 
-@dataclass
-class Decision:
-    """What the campaign concluded about one experiment against its parent."""
-
-    verdict: str  # adopted | rejected | equivalent | inconclusive | failed | baseline
-    explanation: str
-    vs_parent: list[Comparison] = field(default_factory=list)
-    vs_baseline: list[Comparison] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "explanation": self.explanation,
-            "vs_parent": [c.as_dict() for c in self.vs_parent],
-            "vs_baseline": [c.as_dict() for c in self.vs_baseline],
-        }
-
-
-def runs_by_level(levels: Sequence[Mapping[str, Any]], metric: str) -> dict[int, list[float]]:
+def runs_by_level(levels: Sequence[Level], metric: str) -> dict[int, list[float]]:
     """Per concurrency level, the metric's value in each repetition (p50 for latencies)."""
     out: dict[int, list[float]] = {}
     for (c, _), v in _by_run(levels, metric).items():
@@ -282,21 +262,19 @@ def runs_by_level(levels: Sequence[Mapping[str, Any]], metric: str) -> dict[int,
     return out
 
 
-def _by_run(levels: Sequence[Mapping[str, Any]], metric: str) -> dict[tuple[int, int], float]:
+def _by_run(levels: Sequence[Level], metric: str) -> dict[tuple[int, int], float]:
     """The metric (p50 for latencies) of each (concurrency, repetition) run, in run order."""
-    from reportgen.analysis.summary import metric_value
-
     out: dict[tuple[int, int], float] = {}
     for lv in levels:
-        v = metric_value(lv["summary"], metric, "p50")
+        v = lv.summary.value(metric, "p50")
         if v is not None and math.isfinite(v):
-            out[(int(lv["concurrency"]), int(lv.get("repetition", len(out))))] = v
+            out[lv.key] = v
     return out
 
 
 def compare_experiments(
-    parent_levels: Sequence[Mapping[str, Any]],
-    child_levels: Sequence[Mapping[str, Any]],
+    parent_levels: Sequence[Level],
+    child_levels: Sequence[Level],
     metric: str,
     *,
     margin: float,
@@ -347,16 +325,16 @@ def _fmt(c: Comparison) -> str:
     return f"C={c.concurrency}: x{c.ratio:.2f}{ci}, {c.verdict}{more}"
 
 
-def what_changed(parent: str, flag_diff: Sequence[Mapping[str, Any]]) -> str:
+def what_changed(parent: str, flag_diff: Sequence[FlagChange]) -> str:
     """The flag changes from the parent in a sentence (values already redacted)."""
     parts = []
     for f in flag_diff:
-        if f["kind"] == "added":
-            parts.append(f"--{f['key']} {f['after']} added")
-        elif f["kind"] == "removed":
-            parts.append(f"--{f['key']} removed")
+        if f.kind == "added":
+            parts.append(f"--{f.key} {f.after} added")
+        elif f.kind == "removed":
+            parts.append(f"--{f.key} removed")
         else:
-            parts.append(f"--{f['key']} {f['before']} -> {f['after']}")
+            parts.append(f"--{f.key} {f.before} -> {f.after}")
     what = ", ".join(parts) or "no server flag, only its environment or workload"
     return f"Changed from {parent}: {what}. "
 
@@ -367,7 +345,7 @@ def decide(
     comparisons: Sequence[Comparison],
     metric: str,
     margin: float,
-) -> tuple[str, str]:
+) -> tuple[ObjectiveVerdict, str]:
     """Adopt when better at some objective level and worse at none. Returns (verdict, why)."""
     if not comparisons:
         return "inconclusive", (
@@ -416,8 +394,8 @@ TAILS = ("ttft_ms", "e2e_ms")
 
 
 def headline_comparisons(
-    parent_levels: Sequence[Mapping[str, Any]],
-    child_levels: Sequence[Mapping[str, Any]],
+    parent_levels: Sequence[Level],
+    child_levels: Sequence[Level],
     *,
     margin: float,
     paired: bool = False,
@@ -436,15 +414,15 @@ def headline_comparisons(
     return out
 
 
-def request_latencies(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[int, list[list[float]]]]:
+def request_latencies(rows: Sequence[RequestRecord]) -> dict[str, dict[int, list[list[float]]]]:
     """Per latency metric and level, each run's per-request values in ms (successful
     requests): ``{"ttft_ms": {C: [[run 1 values], [run 2 values]]}, "e2e_ms": ...}``."""
     runs: dict[tuple[str, int, int], list[float]] = {}
     for r in rows:
-        start, first, end = _time(r, "start"), _time(r, "first_token"), _time(r, "end")
-        if r.get("status") != "ok" or start is None:
+        start, first, end = _time(r.start), _time(r.first_token), _time(r.end)
+        if r.status != "ok" or start is None:
             continue
-        key_c, key_r = int(r["concurrency"]), int(r["repetition"])
+        key_c, key_r = r.concurrency, r.repetition
         if first is not None:  # none where no text was streamed
             runs.setdefault(("ttft_ms", key_c, key_r), []).append((first - start) * 1e3)
         if end is not None:
@@ -455,9 +433,8 @@ def request_latencies(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[int, 
     return out
 
 
-def _time(row: Mapping[str, Any], key: str) -> float | None:
+def _time(value: float | None) -> float | None:
     """A timestamp of a request record, None when absent (None, or NaN from a table)."""
-    value = row.get(key)
     if value is None:
         return None
     value = float(value)
@@ -465,8 +442,8 @@ def _time(row: Mapping[str, Any], key: str) -> float | None:
 
 
 def tail_comparisons(
-    parent_rows: Sequence[Mapping[str, Any]],
-    child_rows: Sequence[Mapping[str, Any]],
+    parent_rows: Sequence[RequestRecord],
+    child_rows: Sequence[RequestRecord],
     *,
     margin: float,
     q: float = 99,
@@ -486,6 +463,15 @@ def tail_comparisons(
                 else _verdict(ratio, lo, hi, margin, higher_is_better=False)
             )
             out.append(
-                Comparison(f"{metric}_p{q:g}", level, ratio, lo, hi, len(pr), len(cr), verdict)
+                Comparison(
+                    metric=f"{metric}_p{q:g}",
+                    concurrency=level,
+                    ratio=ratio,
+                    ci_low=lo,
+                    ci_high=hi,
+                    n_parent=len(pr),
+                    n_child=len(cr),
+                    verdict=verdict,
+                )
             )
     return out

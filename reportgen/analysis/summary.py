@@ -32,34 +32,38 @@ Percentiles use linear interpolation between order statistics (numpy's default).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
+
+from reportgen.load.records import RequestRecord
+from reportgen.results.model import Aggregate, ClientLoad, Dist, Level, Stat, Summary
 
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft_ms", "itl_ms", "itl_token_ms", "tpot_ms", "e2e_ms")
 THROUGHPUTS = ("output_tok_s", "total_tok_s", "req_s", "goodput_req_s")
 
 
-def _dist(values: Sequence[float] | np.ndarray) -> dict[str, float | None]:
+def _dist(values: Sequence[float] | np.ndarray) -> Dist:
     if len(values) == 0:
-        return {"mean": None, **{f"p{p}": None for p in PERCENTILES}}
+        return Dist()
     arr = np.asarray(values, dtype=float)
-    pct = np.percentile(arr, PERCENTILES)
-    return {
-        "mean": float(arr.mean()),
-        **{f"p{p}": float(v) for p, v in zip(PERCENTILES, pct, strict=True)},
-    }
+    p50, p90, p99 = (float(v) for v in np.percentile(arr, PERCENTILES))
+    return Dist(mean=float(arr.mean()), p50=p50, p90=p90, p99=p99)
 
 
-def chunk_tokens(record: Mapping[str, Any]) -> np.ndarray:
+def _known(value: float | None) -> bool:
+    """A time that was measured: not None (live) and not NaN (read back from a table)."""
+    return value is not None and value == value
+
+
+def chunk_tokens(record: RequestRecord) -> np.ndarray:
     """Tokens attributed to each output chunk: the request's output tokens split in proportion
     to each chunk's characters (evenly when characters are unknown)."""
-    n = len(record["chunk_times"])
+    n = len(record.chunk_times)
     if n == 0:
         return np.zeros(0)
-    total = float(record["output_tokens"] or n)
-    chars = record.get("chunk_chars")
+    total = float(record.output_tokens or n)
+    chars = record.chunk_chars
     if chars is not None and len(chars) == n:
         weights = np.asarray(chars, dtype=float)
         if weights.sum() > 0:
@@ -67,12 +71,12 @@ def chunk_tokens(record: Mapping[str, Any]) -> np.ndarray:
     return np.full(n, total / n)
 
 
-def steady_window(records: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:
+def steady_window(records: Sequence[RequestRecord]) -> tuple[float, float] | None:
     """From the first moment the most requests were in flight to the last moment they were.
 
     None when that window is degenerate (e.g. a single request)."""
     events = sorted(
-        [(float(r["start"]), 1) for r in records] + [(float(r["end"]), -1) for r in records],
+        [(float(r.start), 1) for r in records] + [(float(r.end), -1) for r in records],
         key=lambda e: (e[0], e[1]),  # at a tie, an end frees its slot before a start takes it
     )
     level = peak = 0
@@ -93,66 +97,68 @@ def steady_window(records: Sequence[Mapping[str, Any]]) -> tuple[float, float] |
     return start, end
 
 
-def _meets(r: Mapping[str, Any], slo: Mapping[str, float | None]) -> bool:
-    first = r["first_token"]
-    ttft = (first - r["start"]) * 1e3 if first is not None and first == first else None
-    e2e = (r["end"] - r["start"]) * 1e3
-    if slo.get("ttft_ms") is not None and (ttft is None or ttft > slo["ttft_ms"]):
+def _meets(r: RequestRecord, slo: Mapping[str, float | None]) -> bool:
+    first = r.first_token
+    ttft = (first - r.start) * 1e3 if first is not None and _known(first) else None
+    e2e = (r.end - r.start) * 1e3
+    ttft_slo, e2e_slo, tpot_slo = slo.get("ttft_ms"), slo.get("e2e_ms"), slo.get("tpot_ms")
+    if ttft_slo is not None and (ttft is None or ttft > ttft_slo):
         return False
-    if slo.get("e2e_ms") is not None and e2e > slo["e2e_ms"]:
+    if e2e_slo is not None and e2e > e2e_slo:
         return False
-    tpot_slo = slo.get("tpot_ms")
-    if tpot_slo is not None and ttft is not None and r["output_tokens"] > 1:
-        tpot = (e2e - ttft) / (r["output_tokens"] - 1)
+    if tpot_slo is not None and ttft is not None and r.output_tokens > 1:
+        tpot = (e2e - ttft) / (r.output_tokens - 1)
         if tpot > tpot_slo:
             return False
     return True
 
 
 def summarize(
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[RequestRecord],
     duration_s: float,
     *,
     slo: Mapping[str, float | None] | None = None,
     trim: bool = False,
-) -> dict[str, Any]:
-    """Summary of one level run. ``records`` are request records as dicts (see loadgen)."""
+    client: ClientLoad | None = None,
+) -> Summary:
+    """Summary of one level run from its request records (``client``: the client's own load,
+    measured beside them)."""
     recs = list(records)
-    ok = [r for r in recs if r["status"] == "ok"]
+    ok = [r for r in recs if r.status == "ok"]
     ttft: list[float] = []
     itl: list[np.ndarray] = []
     itl_tok: list[np.ndarray] = []
     tpot: list[float] = []
     e2e: list[float] = []
     out_tokens = in_tokens = chunks = 0
-    busy_s = sum(max(0.0, r["end"] - r["start"]) for r in recs)
+    busy_s = sum(max(0.0, r.end - r.start) for r in recs)
     short = silent = 0  # silent: tokens counted by the engine, but no text streamed
     for r in ok:
-        out_tokens += int(r["output_tokens"])
-        in_tokens += int(r["input_tokens"] or 0)
-        chunks += len(r["chunk_times"])
-        e2e_s = r["end"] - r["start"]
+        out_tokens += int(r.output_tokens)
+        in_tokens += int(r.input_tokens or 0)
+        chunks += len(r.chunk_times)
+        e2e_s = r.end - r.start
         e2e.append(e2e_s * 1e3)
-        first = r["first_token"]
-        if first is not None and first == first:  # None live, NaN read back from a table
-            ttft_s = first - r["start"]
+        first = r.first_token
+        if first is not None and _known(first):
+            ttft_s = first - r.start
             ttft.append(ttft_s * 1e3)
-            if r["output_tokens"] > 1:
-                tpot.append((e2e_s - ttft_s) / (r["output_tokens"] - 1) * 1e3)
-        gaps = np.diff(np.asarray(r["chunk_times"], dtype=float)) * 1e3
+            if r.output_tokens > 1:
+                tpot.append((e2e_s - ttft_s) / (r.output_tokens - 1) * 1e3)
+        gaps = np.diff(np.asarray(r.chunk_times, dtype=float)) * 1e3
         if gaps.size:
             itl.append(gaps)
             per_chunk = chunk_tokens(r)[1:]
             counts = np.maximum(1, np.rint(per_chunk)).astype(int)
             itl_tok.append(np.repeat(gaps / np.maximum(per_chunk, 1e-9), counts))
-        if r["requested_output_tokens"] and r["output_tokens"] < r["requested_output_tokens"]:
+        if r.requested_output_tokens and r.output_tokens < r.requested_output_tokens:
             short += 1
-        if r["output_tokens"] and len(r["chunk_times"]) == 0:
+        if r.output_tokens and len(r.chunk_times) == 0:
             silent += 1
     errors: dict[str, int] = {}
     for r in recs:
-        if r["status"] != "ok":
-            key = str(r["error"] or "error").split(":")[0][:60]
+        if r.status != "ok":
+            key = str(r.error or "error").split(":")[0][:60]
             errors[key] = errors.get(key, 0) + 1
     good = (
         [r for r in ok if _meets(r, slo)]
@@ -168,94 +174,98 @@ def summarize(
         w_out = sum(
             float(
                 chunk_tokens(r)[
-                    (np.asarray(r["chunk_times"]) >= lo) & (np.asarray(r["chunk_times"]) <= hi)
+                    (np.asarray(r.chunk_times) >= lo) & (np.asarray(r.chunk_times) <= hi)
                 ].sum()
             )
             for r in ok
         )
-        w_in = sum(int(r["input_tokens"] or 0) for r in ok if lo <= r["start"] <= hi)
-        w_req = sum(1 for r in ok if lo <= r["end"] <= hi)
-        w_good = sum(1 for r in good if lo <= r["end"] <= hi) if good is not None else None
+        w_in = sum(int(r.input_tokens or 0) for r in ok if lo <= r.start <= hi)
+        w_req = sum(1 for r in ok if lo <= r.end <= hi)
+        w_good = sum(1 for r in good if lo <= r.end <= hi) if good is not None else None
     else:
         span = duration_s
         w_out, w_in, w_req = float(out_tokens), in_tokens, len(ok)
         w_good = len(good) if good is not None else None
     dur = span if span > 0 else float("nan")
-    return {
-        "requests": len(recs),
-        "ok": len(ok),
-        "errors": len(recs) - len(ok),
-        "error_kinds": errors,
-        "short_outputs": short,
-        "silent_outputs": silent,
-        "duration_s": duration_s,
-        "window_s": [window[0], window[1]] if window else None,
-        "input_tokens": in_tokens,
-        "output_tokens": out_tokens,
-        "chunks": chunks,
-        "output_tokens_source": sorted({str(r.get("output_tokens_source")) for r in ok}),
-        "output_tok_s": w_out / dur,
-        "total_tok_s": (w_in + w_out) / dur,
-        "req_s": w_req / dur,
-        "goodput_req_s": None if w_good is None else w_good / dur,
-        "slo_attainment": None if good is None or not recs else len(good) / len(recs),
-        "chunk_s": chunks / duration_s if duration_s > 0 else float("nan"),
-        "achieved_concurrency": busy_s / duration_s if duration_s > 0 else float("nan"),
-        "ttft_ms": _dist(ttft),
-        "itl_ms": _dist(np.concatenate(itl) if itl else []),
-        "itl_token_ms": _dist(np.concatenate(itl_tok) if itl_tok else []),
-        "tpot_ms": _dist(tpot),
-        "e2e_ms": _dist(e2e),
-    }
+    return Summary(
+        requests=len(recs),
+        ok=len(ok),
+        errors=len(recs) - len(ok),
+        error_kinds=errors,
+        short_outputs=short,
+        silent_outputs=silent,
+        duration_s=duration_s,
+        window_s=[window[0], window[1]] if window else None,
+        input_tokens=in_tokens,
+        output_tokens=out_tokens,
+        chunks=chunks,
+        output_tokens_source=sorted({str(r.output_tokens_source) for r in ok}),
+        output_tok_s=w_out / dur,
+        total_tok_s=(w_in + w_out) / dur,
+        req_s=w_req / dur,
+        goodput_req_s=None if w_good is None else w_good / dur,
+        slo_attainment=None if good is None or not recs else len(good) / len(recs),
+        chunk_s=chunks / duration_s if duration_s > 0 else float("nan"),
+        achieved_concurrency=busy_s / duration_s if duration_s > 0 else float("nan"),
+        ttft_ms=_dist(ttft),
+        itl_ms=_dist(np.concatenate(itl) if itl else []),
+        itl_token_ms=_dist(np.concatenate(itl_tok) if itl_tok else []),
+        tpot_ms=_dist(tpot),
+        e2e_ms=_dist(e2e),
+        client=client,
+    )
 
 
-def metric_value(summary: Mapping[str, Any], metric: str, stat: str = "p50") -> float | None:
+def metric_value(summary: Summary, metric: str, stat: str = "p50") -> float | None:
     """One number from a summary: throughputs directly, latencies at ``stat`` (p50 default)."""
-    value = summary.get(metric)
-    if isinstance(value, Mapping):
-        value = value.get(stat)
-    return None if value is None else float(value)
+    return summary.value(metric, stat)
 
 
-def aggregate(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+AGGREGATED = [(m, None) for m in THROUGHPUTS] + [
+    (m, s) for m in LATENCIES for s in ("p50", "p90", "p99")
+]
+
+
+def aggregate(concurrency: int, runs: Sequence[Summary]) -> Aggregate:
     """Across repetitions of one level: the mean and spread of each headline number.
 
-    Each repetition's summary is one observation (the unit of replication).
+    Each repetition's summary is one observation (the unit of replication); ``sd`` is the
+    sample standard deviation (None below two).
     """
-    out: dict[str, Any] = {"repetitions": len(runs)}
-    keys = [(m, None) for m in THROUGHPUTS] + [
-        (m, s) for m in LATENCIES for s in ("p50", "p90", "p99")
-    ]
-    for metric, stat in keys:
-        vals = [metric_value(r, metric, stat or "p50") for r in runs]
+    stats: dict[str, Stat] = {}
+    for metric, stat in AGGREGATED:
+        vals = [r.value(metric, stat or "p50") for r in runs]
         nums = np.asarray([v for v in vals if v is not None and np.isfinite(v)], dtype=float)
         name = metric if stat is None else f"{metric}_{stat}"
         if nums.size == 0:
-            out[name] = {"mean": None, "sd": None, "n": 0}
+            stats[name] = Stat(mean=None, sd=None, n=0)
         else:
             sd = float(nums.std(ddof=1)) if nums.size > 1 else None
-            out[name] = {"mean": float(nums.mean()), "sd": sd, "n": int(nums.size)}
-    out["errors"] = int(sum(r["errors"] for r in runs))
-    out["requests"] = int(sum(r["requests"] for r in runs))
-    out["short_outputs"] = int(sum(r.get("short_outputs", 0) for r in runs))
-    out["silent_outputs"] = int(sum(r.get("silent_outputs", 0) for r in runs))
-    loads = [(r.get("client") or {}).get("load") for r in runs]
+            stats[name] = Stat(mean=float(nums.mean()), sd=sd, n=int(nums.size))
+    loads = [r.client.load for r in runs if r.client is not None]
     known = [float(x) for x in loads if x is not None]
-    out["client_load_max"] = max(known) if known else None
-    out["client_limited"] = int(sum(bool((r.get("client") or {}).get("limited")) for r in runs))
-    return out
+    return Aggregate(
+        concurrency=concurrency,
+        repetitions=len(runs),
+        **stats,
+        errors=int(sum(r.errors for r in runs)),
+        requests=int(sum(r.requests for r in runs)),
+        short_outputs=int(sum(r.short_outputs for r in runs)),
+        silent_outputs=int(sum(r.silent_outputs for r in runs)),
+        client_load_max=max(known) if known else None,
+        client_limited=int(sum(bool(r.client and r.client.limited) for r in runs)),
+    )
 
 
-def by_level(levels: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def by_level(levels: Sequence[Level]) -> list[Aggregate]:
     """Each concurrency level's aggregate across its repetitions (``aggregate`` of the level
     runs' summaries), in the order the levels first ran."""
-    groups: dict[int, list[Mapping[str, Any]]] = {}
+    groups: dict[int, list[Summary]] = {}
     for lv in levels:
-        groups.setdefault(int(lv["concurrency"]), []).append(lv["summary"])
-    return [{"concurrency": c, **aggregate(s)} for c, s in groups.items()]
+        groups.setdefault(lv.concurrency, []).append(lv.summary)
+    return [aggregate(c, s) for c, s in groups.items()]
 
 
-def all_failed(level: Mapping[str, Any]) -> bool:
-    """Whether no request of a level (a ``by_level`` entry) succeeded: its throughput is zero
-    and its latencies unknown, not a measurement of the configuration."""
-    return bool(level.get("requests")) and level.get("errors") == level.get("requests")
+def all_failed(level: Aggregate) -> bool:
+    """Whether no request of a level succeeded (``Aggregate.all_failed``)."""
+    return level.all_failed

@@ -1,39 +1,42 @@
 """The campaign stage: a TOML file in, a frozen ``Campaign`` out, every problem at once.
 
-``schema`` holds the file's models and loading. Imports only ``reportgen.errors``: every
-later stage reads a ``Campaign``, none is read from here.
+- ``schema``: the file's tables and keys (pydantic models), the margin's default and which
+  way each metric improves.
+- ``problems``: loading, with every problem reported at once, located and explained.
+- ``resolve``: experiments to configurations (parents, flags, environment, workload).
+
+Imports only ``reportgen.errors``: every later stage reads a ``Campaign``.
 """
 
+from reportgen.campaign.problems import Campaign, load, loads
+from reportgen.campaign.resolve import FlagChange, Resolved, parent_id, resolve
 from reportgen.campaign.schema import (
+    DEFAULT_MARGIN,
     DEFAULT_REQUESTS_PER_LEVEL,
     ENGINES,
     METRICS,
     STATS,
-    Campaign,
     CampaignModel,
     Check,
     Experiment,
-    FlagChange,
     Host,
     HostExpect,
     Objective,
     Probe,
     PromptSource,
     Reference,
-    Resolved,
     Server,
     Slo,
     Workload,
     WorkloadOverride,
+    higher_is_better,
+    is_throughput,
     json_schema,
-    load,
-    loads,
-    parent_id,
-    resolve,
 )
 from reportgen.errors import CampaignError
 
 __all__ = [
+    "DEFAULT_MARGIN",
     "DEFAULT_REQUESTS_PER_LEVEL",
     "ENGINES",
     "METRICS",
@@ -55,6 +58,8 @@ __all__ = [
     "Slo",
     "Workload",
     "WorkloadOverride",
+    "higher_is_better",
+    "is_throughput",
     "json_schema",
     "load",
     "loads",

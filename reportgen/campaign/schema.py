@@ -1,45 +1,43 @@
-"""Campaign files: the TOML schema, loading with every problem reported at once, and resolution.
+"""The campaign file's schema: every table and key, its type, default and meaning.
 
 A campaign is an ordered list of experiments. The first is the baseline; every other one is
 its parent's server configuration (``based_on``: an earlier id, or ``"best"``, the best
 configuration adopted so far, known only while running) plus its own ``args``/``env`` and
 minus its ``unset`` keys. Workload overrides apply to the one experiment that names them.
+``problems`` loads a file against it; ``resolve`` turns experiments into configurations.
 """
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import re
-import tomllib
-import types
-import typing
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    create_model,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 from pydantic.fields import FieldInfo
-
-from reportgen.errors import MISSING, CampaignError, Problem
 
 METRICS = ("output_tok_s", "total_tok_s", "req_s", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 """Metrics a campaign can name. Throughputs: higher is better; latencies: lower is better."""
 
 DEFAULT_REQUESTS_PER_LEVEL = 64
+DEFAULT_MARGIN = 0.03  # relative changes smaller than this are "equivalent"
 ENGINES = ("sim", "sglang", "vllm", "transformers", "generic")
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 ArgValue = bool | int | float | str | list[bool | int | float | str] | dict[str, Any]
+
+
+def is_throughput(metric: str) -> bool:
+    """Throughputs are per second (``*_s``, one number per level); every other metric is a
+    latency (a distribution per level, compared at a percentile)."""
+    return metric.endswith("_s")
+
+
+def higher_is_better(metric: str, direction: str | None = None) -> bool:
+    """Which way a metric improves: as the campaign says, else throughputs up and latencies
+    down."""
+    if direction is not None:
+        return direction == "higher"
+    return is_throughput(metric)
 
 
 class _Model(BaseModel):
@@ -58,9 +56,7 @@ class Objective(_Model):
     )
 
     def better(self) -> Literal["higher", "lower"]:
-        if self.direction is not None:
-            return self.direction
-        return "higher" if self.metric.endswith("_s") else "lower"
+        return "higher" if higher_is_better(self.metric, self.direction) else "lower"
 
 
 class CampaignInfo(_Model):
@@ -69,7 +65,10 @@ class CampaignInfo(_Model):
     description: str = Field("", description="Free text: the context of the campaign.")
     objective: Objective = Field(default_factory=lambda: Objective())  # type: ignore[call-arg]
     margin: float = Field(
-        0.03, gt=0, lt=1, description="Relative changes smaller than this count as equivalent."
+        DEFAULT_MARGIN,
+        gt=0,
+        lt=1,
+        description="Relative changes smaller than this count as equivalent.",
     )
     cv_bound: float = Field(
         0.05,
@@ -352,377 +351,6 @@ class CampaignModel(_Model):
         default_factory=list, description="Checks applied to every experiment."
     )
     experiment: list[Experiment] = Field(min_length=1)
-
-
-# --------------------------------------------------------------------------------------------
-# Loading
-
-
-@dataclass(frozen=True)
-class Campaign:
-    """A validated campaign with where it came from."""
-
-    model: CampaignModel
-    path: str
-    text: str
-    sha256: str
-
-    @property
-    def name(self) -> str:
-        return self.model.campaign.name
-
-    @property
-    def experiments(self) -> list[Experiment]:
-        return list(self.model.experiment)
-
-
-def load(path: str | Path) -> Campaign:
-    """Read and validate a campaign file; raise CampaignError listing every problem."""
-    p = Path(path)
-    shown = str(path)
-    try:
-        raw_bytes = p.read_bytes()
-    except FileNotFoundError:
-        raise CampaignError(
-            [Problem(shown, "", MISSING, "file not found; check the path")]
-        ) from None
-    except OSError as exc:
-        raise CampaignError([Problem(shown, "", MISSING, f"cannot read: {exc.strerror}")]) from None
-    try:
-        text = raw_bytes.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        msg = f"not UTF-8 text (byte {exc.start}); save the file as UTF-8"
-        raise CampaignError([Problem(shown, "", MISSING, msg)]) from None
-    return loads(text, shown)
-
-
-def loads(text: str, filename: str = "<campaign>") -> Campaign:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CampaignError([Problem(filename, "", MISSING, f"invalid TOML: {exc}")]) from None
-    problems: list[Problem] = []
-    model: CampaignModel | None = None
-    try:
-        model = CampaignModel.model_validate(data)
-    except ValidationError as exc:
-        problems.extend(_problems_from_pydantic(exc, data, filename))
-    problems.extend(_cross_checks(data, filename))
-    if problems or model is None:
-        raise CampaignError(problems)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return Campaign(model=model, path=filename, text=text, sha256=digest)
-
-
-def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
-    """Rules that span several keys: ids, parents, unset keys, objective levels.
-
-    Works on the raw TOML data, defensively, so these problems are reported together with
-    the schema's own even when the schema check failed.
-    """
-    out: list[Problem] = []
-
-    def table(value: Any) -> Mapping[str, Any]:
-        return value if isinstance(value, Mapping) else {}
-
-    server_args = table(table(data.get("server")).get("args"))
-    experiments = data.get("experiment")
-    experiments = (
-        [e for e in experiments if isinstance(e, Mapping)] if isinstance(experiments, list) else []
-    )
-    seen: dict[str, int] = {}
-    known_args: set[str] = {str(k) for k in server_args}
-    all_ids = [e.get("id") for e in experiments]
-    for i, exp in enumerate(experiments):
-        ident = exp.get("id")
-        where = f"experiment[{i}]" + (f" (id={ident!r})" if isinstance(ident, str) else "")
-        based_on = exp.get("based_on")
-        if isinstance(ident, str) and ident in seen:
-            out.append(
-                Problem(
-                    filename,
-                    f"{where}.id",
-                    ident,
-                    f"duplicate id (also experiment[{seen[ident]}]); ids must be unique",
-                )
-            )
-        if i == 0 and based_on is not None:
-            out.append(
-                Problem(
-                    filename,
-                    f"{where}.based_on",
-                    based_on,
-                    "the first experiment is the baseline and cannot have a parent; "
-                    "remove based_on",
-                )
-            )
-        elif isinstance(based_on, str) and based_on != "best" and based_on not in seen:
-            hint = _did_you_mean(based_on, list(seen) + ["best"])
-            later = " (it comes later; parents must come first)" if based_on in all_ids[i:] else ""
-            out.append(
-                Problem(
-                    filename,
-                    f"{where}.based_on",
-                    based_on,
-                    f'not an earlier experiment id{later}; use an earlier id or "best"{hint}',
-                )
-            )
-        unset = exp.get("unset")
-        for key in unset if isinstance(unset, list) else []:
-            if isinstance(key, str) and key not in known_args:
-                hint = _did_you_mean(key, sorted(known_args))
-                out.append(
-                    Problem(
-                        filename,
-                        f"{where}.unset",
-                        key,
-                        f"no earlier configuration sets this flag{hint}",
-                    )
-                )
-        args = table(exp.get("args"))
-        for key in args:
-            if str(key).startswith("-"):
-                out.append(
-                    Problem(
-                        filename,
-                        f"{where}.args",
-                        key,
-                        f"write flag names without dashes: {str(key).lstrip('-')!r}",
-                    )
-                )
-        known_args |= {str(k) for k in args}
-        if isinstance(ident, str):
-            seen.setdefault(ident, i)
-    for key in server_args:
-        if str(key).startswith("-"):
-            out.append(
-                Problem(
-                    filename,
-                    "server.args",
-                    key,
-                    f"write flag names without dashes: {str(key).lstrip('-')!r}",
-                )
-            )
-    levels: set[Any] = set()
-    workload = table(data.get("workload"))
-    for source in [workload] + [table(e.get("workload")) for e in experiments]:
-        conc = source.get("concurrency")
-        if isinstance(conc, list):
-            levels |= {c for c in conc if isinstance(c, int)}
-    if not isinstance(workload.get("concurrency"), list):
-        levels.add(1)  # the default level
-    objective = table(table(data.get("campaign")).get("objective"))
-    wanted = objective.get("concurrency")
-    for c in wanted if isinstance(wanted, list) else []:
-        if isinstance(c, int) and c not in levels:
-            out.append(
-                Problem(
-                    filename,
-                    "campaign.objective.concurrency",
-                    c,
-                    f"no experiment runs at concurrency {c}; levels are {sorted(levels)}",
-                )
-            )
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Turning pydantic's errors into problems a person can act on
-
-
-def _allowed_keys() -> dict[tuple[str, ...], list[str]]:
-    """Map each table path (list indices dropped) to the keys allowed there."""
-    table: dict[tuple[str, ...], list[str]] = {}
-
-    def walk(model: type[BaseModel], prefix: tuple[str, ...]) -> None:
-        table[prefix] = list(model.model_fields)
-        for name, info in model.model_fields.items():
-            for sub in _models_in(info.annotation):
-                walk(sub, prefix + (name,))
-
-    walk(CampaignModel, ())
-    return table
-
-
-def _models_in(annotation: object) -> list[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    origin = typing.get_origin(annotation)
-    if origin in (list, Union, types.UnionType):
-        return [m for a in typing.get_args(annotation) for m in _models_in(a)]
-    return []
-
-
-_ALLOWED = _allowed_keys()
-
-
-def _did_you_mean(word: str, options: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def _value_at(data: Any, loc: Sequence[int | str]) -> Any:
-    cur = data
-    for part in loc:
-        try:
-            cur = cur[part]
-        except (KeyError, IndexError, TypeError):
-            return MISSING
-    return cur
-
-
-def _key_path(data: Mapping[str, Any], loc: Sequence[int | str]) -> str:
-    parts: list[str] = []
-    for i, part in enumerate(loc):
-        if isinstance(part, int):
-            item = _value_at(data, loc[: i + 1])
-            ident = item.get("id") if isinstance(item, dict) else None
-            parts[-1] += f"[{part}]" + (f" (id={ident!r})" if isinstance(ident, str) else "")
-        else:
-            parts.append(part)
-    return ".".join(parts)
-
-
-_UNION_NOISE = re.compile(r"^(bool|int|float|str|list\[.*\]|dict\[.*\])$")
-
-
-def _arg_value_loc(loc: Sequence[int | str]) -> list[int | str] | None:
-    """For an error inside a flag's value (``...args.<flag>...``), the flag's location."""
-    for i, part in enumerate(loc[:-1]):
-        if part == "args" and isinstance(loc[i + 1], str):
-            return list(loc[: i + 2])
-    return None
-
-
-def _problems_from_pydantic(
-    exc: ValidationError, data: Mapping[str, Any], filename: str
-) -> list[Problem]:
-    problems: list[Problem] = []
-    seen: set[str] = set()
-    for err in exc.errors():
-        loc = [p for p in err["loc"] if not (isinstance(p, str) and _UNION_NOISE.match(p))]
-        kind = err["type"]
-        arg_at = _arg_value_loc(loc)
-        if arg_at is not None:
-            key = _key_path(data, arg_at)
-            if key in seen:
-                continue
-            seen.add(key)
-            problems.append(
-                Problem(
-                    filename,
-                    key,
-                    _value_at(data, arg_at),
-                    "a flag value must be a string, number, boolean, a list of "
-                    "those, or a table (for JSON arguments)",
-                )
-            )
-            continue
-        # Union members that failed each add an error; keep the first per location.
-        key = _key_path(data, loc)
-        if key in seen:
-            continue
-        seen.add(key)
-        if kind == "extra_forbidden":
-            table = tuple(p for p in loc[:-1] if isinstance(p, str))
-            allowed = _ALLOWED.get(table, [])
-            word = str(loc[-1])
-            hint = _did_you_mean(word, allowed)
-            if not hint and allowed:
-                hint = f"; allowed keys: {', '.join(allowed)}"
-            problems.append(Problem(filename, key, _value_at(data, loc), f"unknown key{hint}"))
-        elif kind == "missing":
-            problems.append(Problem(filename, key, MISSING, "required key is missing"))
-        elif kind == "literal_error":
-            expected = err.get("ctx", {}).get("expected", "")
-            problems.append(
-                Problem(filename, key, _value_at(data, loc), f"must be one of {expected}")
-            )
-        else:
-            msg = err["msg"]
-            if msg.startswith("Value error, "):
-                msg = msg[len("Value error, ") :]
-            problems.append(Problem(filename, key, _value_at(data, loc), msg[0].lower() + msg[1:]))
-    return problems
-
-
-# --------------------------------------------------------------------------------------------
-# Resolution
-
-
-@dataclass(frozen=True)
-class FlagChange:
-    key: str
-    before: Any  # None when the flag was absent
-    after: Any  # None when the flag was removed
-
-    @property
-    def kind(self) -> str:
-        if self.before is None:
-            return "added"
-        if self.after is None:
-            return "removed"
-        return "changed"
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """One experiment with everything filled in: what will actually be started and sent."""
-
-    id: str
-    why: str
-    expect: str
-    based_on: str | None  # as written
-    parent: str | None  # the experiment it was built on, "best" resolved
-    args: dict[str, Any]
-    env: dict[str, str]
-    workload: Workload
-    checks: list[Check] = field(default_factory=list)
-    flag_diff: list[FlagChange] = field(default_factory=list)
-
-
-def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -> Resolved:
-    """Build an experiment's configuration from its parent's (or the server defaults)."""
-    base_args = dict(parent.args) if parent else dict(campaign.server.args)
-    base_env = dict(parent.env) if parent else dict(campaign.server.env)
-    args = {**base_args, **exp.args}
-    for key in exp.unset:
-        args.pop(key, None)
-    env = {**base_env, **exp.env}
-    overrides: dict[str, Any] = exp.workload.model_dump(exclude_none=True) if exp.workload else {}
-    if "requests_per_level" in overrides:
-        overrides.setdefault("duration_s", None)
-    if "duration_s" in overrides:
-        overrides.setdefault("requests_per_level", None)
-    workload = Workload.model_validate({**campaign.workload.model_dump(), **overrides})
-    diff = [
-        FlagChange(k, base_args.get(k), args.get(k))
-        for k in sorted(set(base_args) | set(args))
-        if base_args.get(k) != args.get(k)
-    ]
-    return Resolved(
-        id=exp.id,
-        why=exp.why,
-        expect=exp.expect,
-        based_on=exp.based_on,
-        parent=parent.id if parent else None,
-        args=args,
-        env=env,
-        workload=workload,
-        checks=list(campaign.check) + list(exp.checks),
-        flag_diff=diff,
-    )
-
-
-def parent_id(exp: Experiment, index: int, baseline_id: str, best_id: str) -> str | None:
-    """The id an experiment builds on: None for the baseline; ``best`` resolved to best_id."""
-    if index == 0:
-        return None
-    if exp.based_on is None:
-        return baseline_id
-    if exp.based_on == "best":
-        return best_id
-    return exp.based_on
 
 
 def json_schema() -> dict[str, Any]:

@@ -16,7 +16,7 @@ Two ways out, one record format (``Session`` picks):
   not when its task got round to reading it. On an event loop not made by ``event_loop()``
   that falls back to the time the task runs.
 
-The streamed body goes through ``_Events`` on both (SSE lines, orjson, one time and length
+The streamed body goes through ``answer.Events`` on both (SSE lines, orjson, one time and length
 appended per output chunk). Output text is kept only up to ``RequestSpec.keep_text_chars``.
 """
 
@@ -33,15 +33,14 @@ import aiohttp
 import orjson
 
 from reportgen.load import wire
+from reportgen.load.answer import Events, fail, http_error, whole_answer
 from reportgen.load.records import RequestRecord, RequestSpec
-from reportgen.load.sse import SSEDecoder
 
 # identity: a compressing server or proxy would hold chunks back to fill its buffer.
 HEADERS = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
 CONNECT_TIMEOUT_S = 30.0
 KEEPALIVE_S = 60.0  # idle pooled connections are kept this long (aiohttp's default is 15 s)
 PREOPEN_TIMEOUT_S = 30.0  # pre-opening gives up after this long (or the request timeout)
-ERROR_TEXT = 300  # characters of an error message kept
 
 
 class ReadyTimes(selectors.DefaultSelector):
@@ -249,15 +248,15 @@ async def send(
                 url = session.base_url + path
                 await _whole(session.http, url, payload, rec, parts, t0, sent)
     except TimeoutError:
-        _fail(rec, f"timeout: no complete response within {timeout_s:g} s")
+        fail(rec, f"timeout: no complete response within {timeout_s:g} s")
     except aiohttp.ClientConnectorError as exc:
-        _fail(rec, f"connect error: {exc}")
+        fail(rec, f"connect error: {exc}")
     except wire.ConnectFailed as exc:
-        _fail(rec, f"connect error: {exc}")
+        fail(rec, f"connect error: {exc}")
     except (aiohttp.ClientError, OSError) as exc:
-        _fail(rec, f"connection error: {type(exc).__name__}: {exc}")
+        fail(rec, f"connection error: {type(exc).__name__}: {exc}")
     except Exception as exc:  # a request must never take the level down
-        _fail(rec, f"client error: {type(exc).__name__}: {exc}")
+        fail(rec, f"client error: {type(exc).__name__}: {exc}")
     rec.end = time.perf_counter() - t0
     if sent:
         rec.start = sent[0] - t0
@@ -265,80 +264,6 @@ async def send(
     if rec.output_tokens_source != "usage":
         rec.output_tokens = len(rec.chunk_times)
     return rec
-
-
-class _Events:
-    """A streamed body's SSE events into ``rec``: chunk times and sizes, text, usage, and
-    the failure, if any. ``feed`` returns False once the request has failed."""
-
-    __slots__ = ("rec", "parts", "keep", "kept", "done", "finished", "decoder")
-
-    def __init__(self, rec: RequestRecord, parts: list[str], keep: int) -> None:
-        self.rec, self.parts, self.keep = rec, parts, keep
-        self.kept = 0
-        self.done = False  # [DONE] seen
-        self.finished = False  # a choice's finish_reason seen
-        self.decoder = SSEDecoder()
-
-    def feed(self, chunk: bytes, now: float) -> bool:
-        return self._events(self.decoder.feed(chunk), now, False)
-
-    def close(self, now: float, cut: str = "") -> None:
-        """The body ended (``cut``: how, when the connection broke). A body that ended
-        cleanly after the answer's finish_reason is complete without [DONE]: transformers
-        serve sends none."""
-        if self._events(self.decoder.close(), now, True) and not (
-            self.done or (self.finished and not cut)
-        ):
-            _fail(self.rec, "stream ended without [DONE]" + (f": {cut}" if cut else ""))
-
-    def _events(self, events: list[bytes], now: float, eof: bool) -> bool:
-        rec = self.rec
-        loads = orjson.loads
-        for data in events:
-            if data == b"[DONE]":
-                self.done = True
-                continue
-            try:
-                obj = loads(data)
-            except orjson.JSONDecodeError:
-                if eof:  # the last event of a stream cut short, itself cut: not usable
-                    break
-                _fail(rec, f"invalid JSON in stream: {data[:100]!r}")
-                return False
-            if type(obj) is not dict:
-                _fail(rec, f"invalid JSON in stream: not an object: {data[:100]!r}")
-                return False
-            choices = obj.get("choices")
-            if choices:
-                choice = choices[0]
-                if choice.get("finish_reason"):
-                    self.finished = True
-                delta = choice.get("delta")
-                if delta is not None:
-                    piece = delta.get("content") or ""
-                    # reasoning models: vLLM and SGLang name the field one way or the other
-                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                    if reasoning:
-                        piece = reasoning + piece
-                else:
-                    piece = choice.get("text") or ""
-                if piece:
-                    if rec.first_token is None:
-                        rec.first_token = now
-                    rec.chunk_times.append(now)
-                    rec.chunk_chars.append(len(piece))
-                    if self.kept < self.keep:
-                        self.parts.append(piece)
-                        self.kept += len(piece)
-            elif "error" in obj or obj.get("object") == "error":
-                msg = _error_message(obj) or data[:200].decode(errors="replace")
-                _fail(rec, f"error in stream: {msg}")
-                return False
-            usage = obj.get("usage")
-            if usage:
-                _take_usage(rec, usage)
-        return True
 
 
 class _WireSink:
@@ -356,7 +281,7 @@ class _WireSink:
         done: asyncio.Future[None],
     ) -> None:
         self.rec, self.parts, self.t0, self.stream, self.done = rec, parts, t0, stream, done
-        self.events = _Events(rec, parts, keep)
+        self.events = Events(rec, parts, keep)
         self.status = 0
         self.raw = bytearray()  # the body of an error or of a non-streamed answer
 
@@ -374,20 +299,20 @@ class _WireSink:
 
     def end(self, t: float) -> None:
         if self.status != 200:
-            _fail(self.rec, _http_error(self.status, bytes(self.raw)))
+            fail(self.rec, http_error(self.status, bytes(self.raw)))
         elif self.stream:
             self.events.close(t - self.t0)
         else:
-            _whole_answer(self.rec, self.parts, bytes(self.raw), t - self.t0)
+            whole_answer(self.rec, self.parts, bytes(self.raw), t - self.t0)
         self._resolve()
 
     def lost(self, message: str, t: float, answered: bool) -> None:
         if not answered:
-            _fail(self.rec, f"connection error: {message}")
+            fail(self.rec, f"connection error: {message}")
         elif self.status == 200 and self.stream:
             self.events.close(t - self.t0, message)
         else:
-            _fail(self.rec, f"connection error: {message}")
+            fail(self.rec, f"connection error: {message}")
         self._resolve()
 
     def _resolve(self) -> None:
@@ -431,11 +356,11 @@ async def _stream(
     async with http.post(url, data=payload, trace_request_ctx=sent) as resp:
         rec.http_status = resp.status
         if resp.status != 200:
-            _fail(rec, _http_error(resp.status, await resp.read()))
+            fail(rec, http_error(resp.status, await resp.read()))
             return
         read = resp.content.readany
         clock = _arrival_clock(resp)
-        events = _Events(rec, parts, keep)
+        events = Events(rec, parts, keep)
         while True:
             try:
                 chunk = await read()
@@ -465,38 +390,9 @@ async def _whole(
         raw = await resp.read()
         now = clock() - t0
         if resp.status != 200:
-            _fail(rec, _http_error(resp.status, raw))
+            fail(rec, http_error(resp.status, raw))
             return
-    _whole_answer(rec, parts, raw, now)
-
-
-def _whole_answer(rec: RequestRecord, parts: list[str], raw: bytes, now: float) -> None:
-    """A non-streamed 200 answer (arrived at ``now``) into ``rec``."""
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        _fail(rec, f"invalid JSON response: {raw[:100]!r}")
-        return
-    if not isinstance(obj, dict):
-        _fail(rec, f"invalid JSON response: not an object: {raw[:100]!r}")
-        return
-    if "error" in obj:
-        _fail(rec, f"error in response: {_error_message(obj)}")
-        return
-    choices = obj.get("choices") or [{}]
-    choice = choices[0] if isinstance(choices[0], dict) else {}
-    msg = choice.get("message")
-    if isinstance(msg, dict):
-        reasoning = msg.get("reasoning_content") or msg.get("reasoning") or ""
-        text = str(reasoning) + str(msg.get("content") or "")
-    else:
-        text = str(choice.get("text") or "")
-    if text:
-        rec.first_token = now
-        rec.chunk_times.append(now)
-        rec.chunk_chars.append(len(text))
-        parts.append(text)
-    _take_usage(rec, obj.get("usage"))
+    whole_answer(rec, parts, raw, now)
 
 
 def _arrival_clock(resp: aiohttp.ClientResponse) -> Any:
@@ -517,40 +413,3 @@ def _arrival_clock(resp: aiohttp.ClientResponse) -> Any:
         return min(get(fd, now), now)
 
     return arrived
-
-
-def _fail(rec: RequestRecord, message: str) -> None:
-    rec.status = "error"
-    rec.error = message[:ERROR_TEXT]
-
-
-def _take_usage(rec: RequestRecord, usage: Any) -> None:
-    if isinstance(usage, dict):
-        prompt = usage.get("prompt_tokens")
-        if isinstance(prompt, int):
-            rec.input_tokens = prompt
-        completion = usage.get("completion_tokens")
-        if isinstance(completion, int):
-            rec.output_tokens = completion
-            rec.output_tokens_source = "usage"
-
-
-def _error_message(obj: Any) -> str:
-    """The message of an OpenAI-style error (``{"error": {"message": ...}}``), or of the
-    ``{"object": "error", "message": ...}`` and FastAPI ``{"detail": ...}`` shapes."""
-    if not isinstance(obj, dict):
-        return ""
-    err = obj.get("error")
-    if isinstance(err, dict):
-        return str(err.get("message") or err)
-    if err:
-        return str(err)
-    return str(obj.get("message") or obj.get("detail") or "")
-
-
-def _http_error(status: int, raw: bytes) -> str:
-    try:
-        msg = _error_message(orjson.loads(raw))
-    except orjson.JSONDecodeError:
-        msg = ""
-    return f"HTTP {status}: {msg or raw[:200].decode('utf-8', errors='replace').strip()}"

@@ -30,6 +30,8 @@ class RequestRecord:
     output_text: str = ""  # the first RequestSpec.keep_text_chars characters
     chunk_chars: list[int] = field(default_factory=list)  # output characters, per chunk_times
     scheduled: float | None = None  # open loop: the intended send time (<= start)
+    concurrency: int = 0  # the level it belongs to (set once the level has run)
+    repetition: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """A plain dict with its own lists (faster than ``dataclasses.asdict`` on long lists)."""
@@ -39,7 +41,8 @@ class RequestRecord:
         return out
 
 
-_RECORD_FIELDS = tuple(f.name for f in fields(RequestRecord))
+RECORD_FIELDS = tuple(f.name for f in fields(RequestRecord))
+_RECORD_FIELDS = RECORD_FIELDS
 
 
 @dataclass

@@ -5,5 +5,6 @@
   the software, recorded once per run. ``evidence``: the server's info endpoints, its
   Prometheus counters and what its log says.
 
-Imports only ``reportgen.errors``, ``reportgen.redact`` and ``reportgen.engines``.
+Imports only ``reportgen.redact`` (and the package's version): the run stage calls it, and
+results read what it recorded.
 """

@@ -327,23 +327,3 @@ def host_mismatches(expect: dict[str, Any], gpu_info: dict[str, Any]) -> list[st
         if devices and not all(name.lower() in n.lower() for n in names):
             out.append(f"expected GPU name containing {name!r}, found {', '.join(names)}")
     return out
-
-
-def flatten(data: Any, prefix: str = "") -> list[tuple[str, str]]:
-    """(dotted key, text) pairs of a nested fingerprint, for tables; an unreadable field
-    shows as "unavailable: why"."""
-    if isinstance(data, dict) and set(data) == {"error"}:
-        return [(prefix, f"unavailable: {data['error']}")]
-    if isinstance(data, dict):
-        out: list[tuple[str, str]] = []
-        for key, value in data.items():
-            out += flatten(value, f"{prefix}.{key}" if prefix else str(key))
-        return out or [(prefix, "-")]
-    if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
-        out = []
-        for i, value in enumerate(data):
-            out += flatten(value, f"{prefix}[{i}]")
-        return out
-    if isinstance(data, list):
-        return [(prefix, ", ".join(str(x) for x in data) or "-")]
-    return [(prefix, "-" if data is None else str(data))]

@@ -1,12 +1,17 @@
 """The render stage: a run's saved results in, report.html, report.pdf and exports out.
 
-    results.json --load--> results --view.build--> Report (formatted strings, pure)
-                                            \\--charts--> inline SVG (ours, deterministic)
-    Report + charts --html (jinja2, autoescaped)--> report.html
-                    \\--the same template for print--> (WeasyPrint) --> report.pdf
+    results.json --results.load--> Run --view.build--> Report (``content``: strings, pure)
+                                     \\--charts (figures)--> inline SVG (ours, deterministic)
+    Report + charts --html (jinja2, autoescaped)--> report.html (the Run's dump embedded)
+                    \\--the same template for print--> (WeasyPrint, ``pdf``) --> report.pdf
+    Run, Report --exports--> report.md, tables/*.csv
 
-``report`` ties them together. Reads only saved files (``reportgen.results``), so any report
-can be rebuilt later without a GPU or a server; imports results and analysis, never run.
+``view`` builds the report from ``experiment`` (one experiment's section) and ``evidence``
+(the engine's and the GPUs' evidence); ``text`` writes the prose, ``fmt`` every number.
+``report`` ties them together. Imports go one way: ``content`` and ``fmt`` import nothing of
+render; evidence <- experiment <- view <- report; figures <- charts <- report. Reads only
+saved files (``reportgen.results``), so any report can be rebuilt later without a GPU or a
+server; imports results and analysis, never run.
 """
 
 from reportgen.render.report import (

@@ -1,8 +1,9 @@
 """The report's other shapes: a Markdown summary (for a pull request or a chat) and CSV tables.
 
-Pure functions of the loaded results (and the view built from them): no clock, no I/O, so the
-same results give the same bytes. Numbers in CSV are written in full (Python's shortest
-round-trip form), not as the report formats them; empty cells are missing values.
+Pure functions of a run's results (``results.model.Run``) and the view built from them: no
+clock, no I/O, so the same results give the same bytes. Numbers in CSV are written in full
+(Python's shortest round-trip form), not as the report formats them; empty cells are missing
+values.
 
 - ``levels.csv``: one row per level run (experiment, role, concurrency, repetition) with its
   summary: requests, errors, throughputs, and each latency's mean, p50, p90 and p99.
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from reportgen.analysis.summary import LATENCIES, THROUGHPUTS
-from reportgen.render.view import Report
+from reportgen.render.content import Report
+from reportgen.results.model import Experiment, Run
 
 STATS = ("mean", "p50", "p90", "p99")
 CSV_FILES = ("levels.csv", "by_level.csv", "comparisons.csv", "checks.csv")
@@ -47,9 +49,9 @@ def _csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return out.getvalue()
 
 
-def tables(results: Mapping[str, Any]) -> dict[str, str]:
+def tables(run: Run) -> dict[str, str]:
     """Every CSV table by file name (see the module docstring)."""
-    exps = list(results.get("experiments") or [])
+    exps = run.experiments
     return {
         "levels.csv": _levels(exps),
         "by_level.csv": _by_level(exps),
@@ -58,7 +60,7 @@ def tables(results: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def _levels(exps: Sequence[Mapping[str, Any]]) -> str:
+def _levels(exps: Sequence[Experiment]) -> str:
     counts = ("requests", "ok", "errors", "short_outputs", "input_tokens", "output_tokens")
     scalars = ("duration_s", *THROUGHPUTS, "achieved_concurrency")
     header = ["experiment", "role", "concurrency", "repetition", *counts, *scalars] + [
@@ -66,63 +68,61 @@ def _levels(exps: Sequence[Mapping[str, Any]]) -> str:
     ]
     rows = []
     for e in exps:
-        runs = [("experiment", lv) for lv in e.get("levels") or []]
-        runs += [("control", lv) for lv in (e.get("control") or {}).get("levels") or []]
+        runs = [("experiment", lv) for lv in e.levels]
+        runs += [("control", lv) for lv in e.control.levels] if e.control else []
         for role, lv in runs:
-            s = lv.get("summary") or {}
+            s = lv.summary
             rows.append(
-                [e.get("id"), role, lv.get("concurrency"), lv.get("repetition")]
-                + [s.get(k) for k in counts]
-                + [s.get(k) for k in scalars]
-                + [(s.get(m) or {}).get(st) for m in LATENCIES for st in STATS]
+                [e.id, role, lv.concurrency, lv.repetition]
+                + [getattr(s, k) for k in counts]
+                + [getattr(s, k) for k in scalars]
+                + [s.value(m, st) for m in LATENCIES for st in STATS]
             )
     return _csv(header, rows)
 
 
-def _by_level(exps: Sequence[Mapping[str, Any]]) -> str:
+def _by_level(exps: Sequence[Experiment]) -> str:
     keys = list(THROUGHPUTS) + [f"{m}_{s}" for m in LATENCIES for s in ("p50", "p90", "p99")]
     header = ["experiment", "concurrency", "repetitions"] + [
         f"{k}_{part}" for k in keys for part in ("mean", "sd", "n")
     ]
     rows = []
     for e in exps:
-        for agg in e.get("by_level") or []:
+        for agg in e.by_level:
+            stats = [agg.stat(k) for k in keys]
             rows.append(
-                [e.get("id"), agg.get("concurrency"), agg.get("repetitions")]
-                + [(agg.get(k) or {}).get(part) for k in keys for part in ("mean", "sd", "n")]
+                [e.id, agg.concurrency, agg.repetitions]
+                + [x for st in stats for x in (st.mean, st.sd, st.n)]
             )
     return _csv(header, rows)
 
 
-def _comparisons(exps: Sequence[Mapping[str, Any]]) -> str:
+def _comparisons(exps: Sequence[Experiment]) -> str:
     fields = ("metric", "concurrency", "ratio", "ci_low", "ci_high", "verdict", "n_parent",
               "n_child", "mde", "reps_needed", "paired")  # fmt: skip
     header = ["experiment", "against", "kind", *fields]
     rows = []
+    base = exps[0].id if exps else None
     for e in exps:
-        decision = e.get("decision") or {}
-        metrics = decision.get("metrics") or {}
-        base = exps[0].get("id") if exps else None
-        for kind, found in (
-            ("objective_vs_parent", decision.get("vs_parent")),
-            ("objective_vs_baseline", decision.get("vs_baseline")),
-            ("vs_parent", metrics.get("vs_parent")),
-            ("vs_baseline", metrics.get("vs_baseline")),
+        d = e.decision
+        if d is None:
+            continue
+        metrics = d.metrics or {}
+        for kind, against, found in (
+            ("objective_vs_parent", e.parent, d.vs_parent),
+            ("objective_vs_baseline", base, d.vs_baseline),
+            ("vs_parent", e.parent, metrics.get("vs_parent") or []),
+            ("vs_baseline", base, metrics.get("vs_baseline") or []),
         ):
-            against = e.get("parent") if "parent" in kind else base
-            for c in found or []:
-                rows.append([e.get("id"), against, kind] + [c.get(f) for f in fields])
+            for c in found:
+                rows.append([e.id, against, kind] + [getattr(c, f) for f in fields])
     return _csv(header, rows)
 
 
-def _checks(exps: Sequence[Mapping[str, Any]]) -> str:
-    fields = ("id", "title", "status", "evidence", "hint")
-    rows = [
-        [e.get("id")] + [c.get(f) for f in fields] + [c.get("invalidates")]
-        for e in exps
-        for c in e.get("checks") or []
-    ]
-    return _csv(["experiment", *fields, "invalidates"], rows)
+def _checks(exps: Sequence[Experiment]) -> str:
+    fields = ("id", "title", "status", "evidence", "hint", "invalidates")
+    rows = [[e.id] + [getattr(c, f) for f in fields] for e in exps for c in e.checks]
+    return _csv(["experiment", *fields], rows)
 
 
 def _md(text: str) -> str:

@@ -7,8 +7,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from reportgen.analysis.differences import flatten
+
+if TYPE_CHECKING:
+    from reportgen.results.model import Stat
 
 NONE = "–"  # an en dash: a value that was not measured, rather than a zero
 
@@ -71,8 +75,26 @@ def fmt_arg(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def fmt_stat(stat: Mapping[str, Any] | None) -> tuple[str, str]:
-    """A by_level aggregate {mean, sd, n} as (mean, '±sd' or '')."""
-    stat = stat or {}
-    mean, sd = stat.get("mean"), stat.get("sd")
-    return fmt_num(mean), ("" if sd is None else f"±{fmt_num(sd)}")
+def fmt_stat(stat: Stat | None) -> tuple[str, str]:
+    """A statistic across repetitions (``results.model.Stat``) as (mean, '±sd' or '')."""
+    if stat is None:
+        return NONE, ""
+    return fmt_num(stat.mean), ("" if stat.sd is None else f"±{fmt_num(stat.sd)}")
+
+
+def field_rows(data: Any) -> list[tuple[str, str]]:
+    """(dotted key, text) pairs of a nested fingerprint, for tables: a field its collector
+    could not read (``{"error": why}``) shows as "unavailable: why", an empty one as "-"."""
+
+    def unread_or_empty(v: Any) -> bool:
+        return isinstance(v, dict) and (not v or set(v) == {"error"})
+
+    return [(k, _field_text(v)) for k, v in flatten(data, leaf=unread_or_empty).items()]
+
+
+def _field_text(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"unavailable: {value['error']}" if value else "-"
+    if isinstance(value, list):
+        return ", ".join(str(x) for x in value) or "-"
+    return "-" if value is None else str(value)

@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from reportgen.render import view as view_mod
+from reportgen.render.content import Report
 
 # Top-level templates/ folder of the source tree (render/ -> reportgen/ -> repository root).
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -79,7 +79,7 @@ def stylesheet() -> Markup:
 
 
 def render_page(
-    report: view_mod.Report,
+    report: Report,
     charts: Mapping[str, Markup],
     data: Markup | None = None,
     for_print: bool = False,

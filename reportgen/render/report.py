@@ -17,7 +17,9 @@ from reportgen import results as results_mod
 from reportgen.errors import RenderError
 from reportgen.render import charts, exports, html, view
 from reportgen.render import pdf as printer  # `render` has a parameter named pdf
+from reportgen.render.content import Report
 from reportgen.results.embed import embed, table_hashes
+from reportgen.results.model import Run
 
 HTML_NAME = "report.html"
 PDF_NAME = "report.pdf"
@@ -38,17 +40,17 @@ class Rendered:
 
 
 def render_html(
-    results: Mapping[str, Any],
+    run: Run,
     telemetry: Mapping[str, Any] | None = None,
     tables: Mapping[str, str] | None = None,
     latencies: Mapping[str, Any] | None = None,
 ) -> str:
-    """The report's HTML for a loaded results dict and, by experiment id, its telemetry
+    """The report's HTML for a run's results and, by experiment id, its telemetry
     columns (t, gpu, sm_clock_mhz, power_w as arrays); the results and the raw tables' hashes
     (``results.embed.table_hashes``) are embedded for ``reportgen verify``; ``latencies`` are each
     experiment's latency percentiles by level. Either may be ``charts.Lazy`` loaders instead
     (``chart_inputs``, what ``render`` and ``verify`` pass). Pure: reads and writes no file."""
-    return render_pages(results, telemetry, tables, latencies).screen
+    return render_pages(run, telemetry, tables, latencies).screen
 
 
 @dataclass(frozen=True)
@@ -63,17 +65,14 @@ class Pages:
 
 
 def chart_list(
-    report: view.Report,
-    results: Mapping[str, Any],
+    report: Report,
+    run: Run,
     telemetry: Mapping[str, Any] | None,
     latencies: Mapping[str, Any] | None,
 ) -> list[charts.Chart]:
     """Every chart of the report: the campaign's, then each experiment's distributions and
     telemetry where it has them."""
-    levels = {
-        str(e.get("id")): sorted({int(lv["concurrency"]) for lv in e.get("levels") or []})
-        for e in results.get("experiments") or []
-    }
+    levels = {e.id: sorted({lv.concurrency for lv in e.levels}) for e in run.experiments}
     out = charts.overview(report.series)
     for e in report.experiments:
         dist = (latencies or {}).get(e.id)
@@ -87,7 +86,7 @@ def chart_list(
 
 
 def render_pages(
-    results: Mapping[str, Any],
+    run: Run,
     telemetry: Mapping[str, Any] | None = None,
     tables: Mapping[str, str] | None = None,
     latencies: Mapping[str, Any] | None = None,
@@ -95,16 +94,16 @@ def render_pages(
 ) -> Pages:
     """The screen page (``render_html``) and, with ``for_print``, the printed page and the
     charts as PDF (``Pages``)."""
-    report = view.build(results)
-    todo = chart_list(report, results, telemetry, latencies)
+    report = view.build(run)
+    todo = chart_list(report, run, telemetry, latencies)
     with charts.Drawing(todo, pdf=for_print) as drawing:
         printed = _print_page(report, todo) if for_print else None
         svgs, pdfs = drawing.result()
-    data = Markup(embed(results, tables or {}))
+    data = Markup(embed(run.dump(), tables or {}))
     return Pages(html.render_page(report, svgs, data), printed, pdfs)
 
 
-def _print_page(report: view.Report, todo: list[charts.Chart]) -> str:
+def _print_page(report: Report, todo: list[charts.Chart]) -> str:
     """The page the PDF is printed from, each chart an empty box of its size."""
     boxes = {c.name: charts.placeholder(c.name, c.size()) for c in todo}
     return html.render_page(report, boxes, None, for_print=True)
@@ -123,23 +122,23 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     as PDF to lay over the boxes: the two largest costs of a big report overlap.
     """
     run_dir = Path(run_dir)
-    data = results_mod.load(run_dir)
+    run = results_mod.load(run_dir)
     if not run_dir.is_dir():  # given results.json itself: write beside it
         run_dir = run_dir.parent
-    report = view.build(data)
-    telemetry, latencies = chart_inputs(run_dir, data)
-    todo = chart_list(report, data, telemetry, latencies)
+    report = view.build(run)
+    telemetry, latencies = chart_inputs(run_dir, run)
+    todo = chart_list(report, run, telemetry, latencies)
     with charts.Drawing(todo, pdf=pdf) as drawing:
         # while other processes draw the charts: the PDF's layout, or the rest of the work
         printed = None
         if pdf:
             page = _print_page(report, todo)
             printed = printer.html_to_pdf(page, run_dir, lambda: drawing.result()[1])
-        embedded = Markup(embed(data, table_hashes(run_dir)))
+        embedded = Markup(embed(run.dump(), table_hashes(run_dir)))
         md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(report).encode("utf-8"))
         csvs = tuple(
             _write(run_dir / TABLES_DIR / name, body.encode("utf-8"))
-            for name, body in exports.tables(data).items()
+            for name, body in exports.tables(run).items()
         )
         svgs, _ = drawing.result()
     text = html.render_page(report, svgs, embedded)
@@ -148,22 +147,19 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     return Rendered(html=html_path, pdf=pdf_path, markdown=md_path, tables=csvs)
 
 
-def chart_inputs(
-    run_dir: Path, data: Mapping[str, Any]
-) -> tuple[dict[str, charts.Lazy], dict[str, charts.Lazy]]:
+def chart_inputs(run_dir: Path, run: Run) -> tuple[dict[str, charts.Lazy], dict[str, charts.Lazy]]:
     """Loaders of each experiment's telemetry columns and latency percentiles, for the
     experiments that saved a telemetry table with rows, or requests: the charts' processes
     read them, in parallel, instead of this one before drawing starts."""
     import pyarrow.parquet as pq
 
     telemetry, latencies = {}, {}
-    for e in data.get("experiments") or []:
-        exp_id = str(e.get("id"))
-        path = run_dir / "telemetry" / f"{exp_id}.parquet"
+    for e in run.experiments:
+        path = run_dir / "telemetry" / f"{e.table}.parquet"
         if path.exists() and pq.read_metadata(path).num_rows:
-            telemetry[exp_id] = charts.Lazy(_telemetry_of, (run_dir, exp_id))
-        if e.get("levels") and (run_dir / "requests" / f"{exp_id}.parquet").exists():
-            latencies[exp_id] = charts.Lazy(_latencies_of, (run_dir, exp_id))
+            telemetry[e.id] = charts.Lazy(_telemetry_of, (run_dir, e.table))
+        if e.levels and (run_dir / "requests" / f"{e.table}.parquet").exists():
+            latencies[e.id] = charts.Lazy(_latencies_of, (run_dir, e.table))
     return telemetry, latencies
 
 

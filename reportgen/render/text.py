@@ -1,5 +1,9 @@
 """The prose parts of the report: methods, environment, workload descriptions.
 
+The workloads (the campaign's and an experiment's own) and the environment (the host's
+fingerprint) are free-form dicts in the results, as the campaign file and
+``observe.fingerprint`` give them.
+
 Metric definitions and verdict rules are read from the docstrings of the analysis modules that
 implement them, so the report and the code cannot drift apart: change the definition where the
 number is computed and the next report says the new thing.
@@ -13,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportgen.analysis import checks, decide, summary
-from reportgen.observe.fingerprint import flatten
+from reportgen.render.fmt import field_rows
+from reportgen.results.model import Experiment
 
 Pair = tuple[str, str]
 
@@ -77,13 +82,14 @@ def workload(wl: Mapping[str, Any]) -> str:
 
 def methods(
     wl: Mapping[str, Any],
-    exps: Sequence[Mapping[str, Any]],
+    exps: Sequence[Experiment],
     margin: float | None,
     objective_label: str,
     interleave: bool = False,
 ) -> dict[str, Any]:
     """Metric definitions, load settings, statistics and the assumption checks, for the
-    methods section."""
+    methods section; ``wl``: the campaign's workload, ``exps``: the experiments, whose own
+    workloads are listed where they differ from it."""
     metric_doc = parse_doc(summary.__doc__)
     stats_doc = parse_doc(decide.__doc__)
     checks_doc = parse_doc(checks.__doc__)
@@ -151,9 +157,7 @@ def methods(
             + "."
         )
     overrides = [
-        (str(e.get("id")), workload(e["workload"]))
-        for e in exps
-        if e.get("workload") and _differs(e["workload"], wl)
+        (e.id, workload(e.workload)) for e in exps if e.workload and _differs(e.workload, wl)
     ]
     margin_text = "–" if margin is None else f"{float(margin):.0%}"
     return {
@@ -283,7 +287,8 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
         ],
         "devices": devices,
         "device_details": [
-            {"index": _value(d.get("index")), "rows": flatten(d)} for d in gpus.get("devices") or []
+            {"index": _value(d.get("index")), "rows": field_rows(d)}
+            for d in gpus.get("devices") or []
         ],
         "topology": [
             {

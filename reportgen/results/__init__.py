@@ -1,20 +1,26 @@
 """The results stage: what a run saved, the contract every later stage reads.
 
-``store`` writes and reads a run directory (results.json, the request and telemetry
-tables). Imports ``reportgen.errors``, ``reportgen.redact`` and ``reportgen.observe.gpu``
-(the telemetry table's columns); no stage below it.
+- ``model``: the typed results (``Run`` down to ``Level``, ``Check``, ``Decision``).
+- ``store``: a run directory on disk (results.json, the request and telemetry tables).
+- ``migrate``: older results files brought to this schema. ``embed``: the results a report
+  carries, and the hashes of the tables beside it.
+
+Imports ``reportgen.errors``, ``reportgen.redact``, ``reportgen.campaign.schema`` (the margin's
+default, which way a metric improves), ``reportgen.load.records`` (the request rows) and
+``reportgen.observe.gpu`` (the telemetry columns); nothing of run, analysis or render.
 """
 
+from reportgen.results.model import SCHEMA_VERSION, Run
 from reportgen.results.store import (
     REQUEST_COLUMNS,
     RESULTS,
-    SCHEMA_VERSION,
     TELEMETRY_COLUMNS,
     atomic_write_bytes,
     load,
     load_requests,
     load_telemetry,
-    request_records,
+    parse,
+    read_requests,
     results_path,
     save,
     save_requests,
@@ -27,11 +33,13 @@ __all__ = [
     "RESULTS",
     "SCHEMA_VERSION",
     "TELEMETRY_COLUMNS",
+    "Run",
     "atomic_write_bytes",
     "load",
     "load_requests",
     "load_telemetry",
-    "request_records",
+    "parse",
+    "read_requests",
     "results_path",
     "save",
     "save_requests",

@@ -1,13 +1,15 @@
-"""The results of a run: results.json (the contract between stages) and the request tables.
+"""A run directory on disk: results.json (``model.Run``) and the tables beside it.
 
 Layout of a run directory::
 
     campaign.toml              the campaign file as given (its sha256 is in results.json)
-    results.json               this schema, rewritten atomically after every experiment
-    requests/<experiment>.parquet   one row per request, with every chunk's arrival time
+    results.json               ``model.Run``, rewritten atomically after every experiment
+    requests/<table>.parquet   one row per request (``RequestRecord``), every chunk's arrival
+    telemetry/<table>.parquet  GPU samples (``observe.gpu.TELEMETRY_FIELDS``)
     logs/<experiment>.server.log    the server's output
 
-``render`` and ``diff`` read only these files.
+``render`` and ``diff`` read only these files. Older results files are read through
+``migrate``; a newer one is refused, saying which reportgen wrote it.
 """
 
 from __future__ import annotations
@@ -22,33 +24,42 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import ValidationError
 
 from reportgen.errors import ResultsError
+from reportgen.load.records import RECORD_FIELDS, RequestRecord
 from reportgen.observe.gpu import TELEMETRY_FIELDS
 from reportgen.redact import REDACTED
+from reportgen.results.migrate import migrate
+from reportgen.results.model import SCHEMA_VERSION, Run
 
-SCHEMA_VERSION = 1
 RESULTS = "results.json"
 TELEMETRY_COLUMNS = ("t", "gpu", *TELEMETRY_FIELDS)
-REQUEST_COLUMNS = (
-    "experiment",
-    "concurrency",
-    "repetition",
-    "index",
-    "start",
-    "first_token",
-    "end",
-    "chunk_times",
-    "chunk_chars",
-    "input_tokens",
-    "output_tokens",
-    "output_tokens_source",
-    "requested_output_tokens",
-    "status",
-    "http_status",
-    "error",
-    "output_text",
-)
+REQUEST_COLUMNS = ("experiment", *RECORD_FIELDS)
+# The request table's column types, from ``RequestRecord``'s fields (nullable where None).
+_ARROW_TYPES = {
+    "experiment": pa.string(),
+    "index": pa.int64(),
+    "start": pa.float64(),
+    "end": pa.float64(),
+    "first_token": pa.float64(),
+    "chunk_times": pa.list_(pa.float64()),
+    "input_tokens": pa.int64(),
+    "output_tokens": pa.int64(),
+    "output_tokens_source": pa.string(),
+    "requested_output_tokens": pa.int64(),
+    "status": pa.string(),
+    "http_status": pa.int64(),
+    "error": pa.string(),
+    "output_text": pa.string(),
+    "chunk_chars": pa.list_(pa.int64()),
+    "scheduled": pa.float64(),
+    "concurrency": pa.int64(),
+    "repetition": pa.int64(),
+}
+REQUEST_SCHEMA = pa.schema([(name, _ARROW_TYPES[name]) for name in REQUEST_COLUMNS])
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -68,12 +79,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def save(run_dir: Path, results: dict[str, Any], secrets: Sequence[str] = ()) -> Path:
+def save(run_dir: Path, run: Run, secrets: Sequence[str] = ()) -> Path:
     """Write results.json atomically. A value that is not a finite number (NaN from a
     statistic with too little data, say) is written as null: JSON has no NaN, and the results
     already paid for must not be lost over one. Every ``secrets`` value is replaced by ***,
     wherever it is (the last line of defence: flags and environments are redacted before)."""
     path = run_dir / RESULTS
+    results = run.dump()
     try:
         text = json.dumps(results, indent=1, allow_nan=False, default=_jsonable)
     except ValueError:
@@ -122,8 +134,9 @@ def results_path(target: str | Path) -> Path:
     return p / RESULTS if p.is_dir() else p
 
 
-def load(target: str | Path) -> dict[str, Any]:
-    """Read results.json from a run directory (or the file itself), checking its version."""
+def load(target: str | Path) -> Run:
+    """Read results.json from a run directory (or the file itself): an older schema through
+    ``migrate``, a newer one refused."""
     path = results_path(target)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -136,22 +149,51 @@ def load(target: str | Path) -> dict[str, Any]:
         raise ResultsError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}: not valid JSON ({exc}); the file is damaged") from None
+    return parse(data, str(path))
+
+
+def parse(data: Any, where: str = "results") -> Run:
+    """A results dict (results.json's, or the one a report embeds) as a ``Run``."""
     if not isinstance(data, dict) or "schema_version" not in data:
-        raise ResultsError(f"{path}: not a reportgen results file (no schema_version)")
+        raise ResultsError(f"{where}: not a reportgen results file (no schema_version)")
     version = data["schema_version"]
-    if version != SCHEMA_VERSION:
+    if not isinstance(version, int) or version > SCHEMA_VERSION or version < 1:
         raise ResultsError(
-            f"{path}: schema_version = {version!r}, but this reportgen reads version "
+            f"{where}: schema_version = {version!r}, but this reportgen reads versions 1 to "
             f"{SCHEMA_VERSION}; use the reportgen version that wrote it "
             f"({data.get('reportgen_version', 'unknown')}) to render it"
         )
-    return data
+    try:
+        return Run.model_validate(migrate(data))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(x) for x in first["loc"])
+        raise ResultsError(
+            f"{where}: {key}: {first['msg']} (got {first.get('input')!r:.60}); the file is "
+            "damaged or was edited by hand: render it from an intact copy"
+        ) from None
 
 
-def save_requests(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) -> Path:
-    """Write one experiment's request records (atomically) as a Parquet table."""
-    frame = pd.DataFrame(rows, columns=list(REQUEST_COLUMNS))
-    return _save_table(run_dir / "requests" / f"{experiment}.parquet", frame)
+def save_requests(run_dir: Path, table: str, records: Sequence[RequestRecord]) -> Path:
+    """Write one request table (an experiment's, or its control's) atomically as Parquet,
+    one row per record, the columns ``REQUEST_COLUMNS``."""
+    columns = [pa.array([table] * len(records), pa.string())]
+    columns += [
+        pa.array([getattr(r, name) for r in records], _ARROW_TYPES[name]) for name in RECORD_FIELDS
+    ]
+    return _save_arrow(run_dir / "requests" / f"{table}.parquet", pa.table(columns, REQUEST_SCHEMA))
+
+
+def read_requests(run_dir: Path, table: str) -> list[RequestRecord]:
+    """One request table's rows as records (empty when it was never saved). Tables written
+    before a field existed give its default."""
+    path = run_dir / "requests" / f"{table}.parquet"
+    if not path.exists():
+        return []
+    frame = pq.read_table(path)
+    names = [n for n in RECORD_FIELDS if n in frame.column_names]
+    cols = [frame.column(n).to_pylist() for n in names]
+    return [RequestRecord(**dict(zip(names, row, strict=True))) for row in zip(*cols, strict=True)]
 
 
 def save_telemetry(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) -> Path:
@@ -173,6 +215,10 @@ def load_telemetry(
 
 
 def _save_table(path: Path, frame: pd.DataFrame) -> Path:
+    return _save_arrow(path, pa.Table.from_pandas(frame, preserve_index=False))
+
+
+def _save_arrow(path: Path, table: pa.Table) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -181,7 +227,7 @@ def _save_table(path: Path, frame: pd.DataFrame) -> Path:
     os.fchmod(fd, 0o644)
     os.close(fd)
     try:
-        frame.to_parquet(tmp, index=False)
+        pq.write_table(table, tmp)
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -197,14 +243,6 @@ def _save_table(path: Path, frame: pd.DataFrame) -> Path:
 def telemetry_records(run_dir: Path, experiment: str) -> list[dict[str, Any]]:
     """One experiment's telemetry rows as records, missing values as None."""
     frame = load_telemetry(run_dir, experiment)
-    out = frame.astype(object).where(frame.notna(), None).to_dict("records")
-    return [{str(k): v for k, v in r.items()} for r in out]
-
-
-def request_records(run_dir: Path, table: str) -> list[dict[str, Any]]:
-    """One request table as records, missing values as None (Parquet gives NaN), the way
-    the runner held them before saving."""
-    frame = load_requests(run_dir, table)
     out = frame.astype(object).where(frame.notna(), None).to_dict("records")
     return [{str(k): v for k, v in r.items()} for r in out]
 

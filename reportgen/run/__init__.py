@@ -1,10 +1,15 @@
 """The run stage: a campaign in, a run directory out, saved after every experiment.
 
-- ``runner``: the experiment loop and the results it saves (the table of contents).
-- ``server``: one engine process in its own process group, its readiness and its stop.
-- ``driver``: one experiment's workload against a ready server (warm-up, levels).
-- ``probes``: the golden prompts. ``progress``: what the terminal shows.
-- ``interrupt``: Ctrl-C and SIGTERM, never lost.
+- ``runner``: the table of contents (fingerprint, preflight, start or resume, each experiment,
+  its verdict, save).
+- ``plan``: each experiment's configuration, command and server launches, before anything runs.
+- ``preflight``: the host, the engine's flags and the ports, checked before anything starts.
+- ``resume``: continuing a run in its own directory.
+- ``experiment``: one experiment's sessions, telemetry, evidence, tables and checks.
+- ``session``: one server launch (start, ready, info and golden prompts, warm-up, levels, stop).
+- ``server``: one engine process in its own process group. ``driver``: a workload against a
+  ready server. ``probes``: the golden prompts. ``calibrate``: the client's ceiling.
+- ``progress``: what the terminal shows. ``interrupt``: Ctrl-C and SIGTERM, never lost.
 
-May import every stage below it: campaign, load, observe, results, analysis.
+May import every stage below it: campaign, load, observe, results, analysis; never render.
 """

@@ -17,6 +17,7 @@ from reportgen.campaign import Workload
 from reportgen.load import loadgen, prompts
 from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
 from reportgen.load.tokens import Tokenizer
+from reportgen.results.model import ClientLoad, Level, Warmup, Window
 
 PROMPT_POOL = 4096  # prompts generated per level in duration mode (reused cyclically)
 CLIENT_LIMIT = 0.8  # a level above this share of the client's ceiling is client-limited
@@ -100,74 +101,68 @@ class Driver:
             stop_when=stop_when,
         )
 
-    def warmup(self) -> dict[str, Any]:
+    def warmup(self) -> Warmup:
         wl = self.wl
         conc = min(wl.warmup_requests, max(wl.concurrency))
         warm = self._run(conc, wl.warmup_requests, None, seed=wl.seed - 1, progress=False)
         self._correct_length(warm)
-        return {
-            "requests": len(warm.records),
-            "errors": sum(x.status != "ok" for x in warm.records),
-            "duration_s": warm.duration_s,
-            "words_per_token": self.words_per_token,
-        }
+        return Warmup(
+            requests=len(warm.records),
+            errors=sum(x.status != "ok" for x in warm.records),
+            duration_s=warm.duration_s,
+            words_per_token=self.words_per_token,
+        )
 
     def level(
         self,
         concurrency: int,
         repetition: int,
         stop_when: Callable[[], str | None] | None = None,
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Run one level; returns its results entry and its request rows. ``stop_when``
-        (asked every half second) cuts it short with a reason: the entry's "aborted"."""
+    ) -> tuple[Level, list[RequestRecord]]:
+        """Run one level; returns its results entry and its request records. ``stop_when``
+        (asked every half second) cuts it short with a reason: the level's ``aborted``."""
         wl = self.wl
         # The same prompts for every experiment at a given level and repetition.
         seed = wl.seed * 1_000_003 + concurrency * 1_009 + repetition
         lv = self._run(concurrency, wl.requests_per_level, wl.duration_s, seed, True, stop_when)
-        recs = [x.as_dict() for x in lv.records]
-        if self.tokenizer is not None:
-            for rec in recs:
-                if rec["output_tokens_source"] == "chunks" and rec["status"] == "ok":
-                    rec["output_tokens"] = len(self.tokenizer.encode(rec["output_text"]))
-                    rec["output_tokens_source"] = "tokenizer"
+        recs = lv.records
+        for rec in recs:
+            rec.concurrency, rec.repetition = concurrency, repetition
+            counted = rec.output_tokens_source == "chunks" and rec.status == "ok"
+            if self.tokenizer is not None and counted:
+                rec.output_tokens = len(self.tokenizer.encode(rec.output_text))
+                rec.output_tokens_source = "tokenizer"
         summary = summarize(recs, lv.duration_s, slo=wl.slo.model_dump(), trim=wl.trim)
-        summary["client"] = self._client(lv, summary)
-        entry = {
-            "concurrency": concurrency,
-            "repetition": repetition,
-            "started_at_unix": lv.started_at_unix,
-            # the measured window on the records' clock (perf_counter), to cut telemetry
-            "window": {"t0_monotonic": lv.t0_monotonic, "duration_s": lv.duration_s},
-            "summary": summary,
-        }
-        if lv.aborted is not None:
-            entry["aborted"] = lv.aborted
-        return entry, recs
+        summary.client = self._client(lv, summary.chunk_s)
+        level = Level(
+            concurrency=concurrency,
+            repetition=repetition,
+            started_at_unix=lv.started_at_unix,
+            window=Window(t0_monotonic=lv.t0_monotonic, duration_s=lv.duration_s),
+            summary=summary,
+            aborted=lv.aborted,
+        )
+        return level, recs
 
-    def _client(self, lv: LevelRun, summary: dict[str, Any]) -> dict[str, Any]:
+    def _client(self, lv: LevelRun, chunk_s: float | None) -> ClientLoad:
         """The client's own load: CPU used, and the share of its measured ceiling."""
         workers = max(1, lv.workers)
         cpu_s = lv.client_cpu_s
-        out: dict[str, Any] = {
-            "workers": workers,
-            "cpu_s": cpu_s,
-            "cpu_util": cpu_s / lv.duration_s if lv.duration_s > 0 else None,
+        out = ClientLoad(
+            workers=workers,
+            cpu_s=cpu_s,
+            cpu_util=cpu_s / lv.duration_s if lv.duration_s > 0 else None,
             # How late the client's event loop woke (a direct bound on its timing error).
-            "loop_lag_ms": lv.loop_lag_ms,
-            "preopen_s": lv.preopen_s,  # connections opened before t0, outside the level
-            "ceiling_chunk_s": None,
-            "load": None,
-            "limited": None,
-        }
+            loop_lag_ms=lv.loop_lag_ms,
+            preopen_s=lv.preopen_s,  # connections opened before t0, outside the level
+        )
         per_cpu = (self.ceiling or {}).get("chunks_per_cpu_s")
         if per_cpu:
             ceiling = float(per_cpu) * workers
-            load = summary["chunk_s"] / ceiling if ceiling else None
-            out.update(
-                ceiling_chunk_s=ceiling,
-                load=load,
-                limited=bool(load is not None and load > CLIENT_LIMIT),
-            )
+            load = (chunk_s or 0.0) / ceiling if ceiling else None
+            out.ceiling_chunk_s = ceiling
+            out.load = load
+            out.limited = bool(load is not None and load > CLIENT_LIMIT)
         return out
 
 

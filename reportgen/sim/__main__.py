@@ -1,5 +1,5 @@
 """``python -m reportgen.sim``: the simulated server as a process of its own."""
 
-from reportgen.sim.server import main
+from reportgen.sim.cli import main
 
 raise SystemExit(main())

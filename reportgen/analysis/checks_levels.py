@@ -1,0 +1,372 @@
+"""The assumption checks of an experiment's measured levels (``checks`` lists them all).
+
+From the levels' summaries, their aggregates across repetitions, their GPU telemetry windows
+and engine counters, and the request records: ``request_errors``, ``output_lengths``,
+``repetition_spread``, ``client_headroom``, ``telemetry``, ``gpu_throttling``,
+``clock_stability``, ``steady_state``, ``token_agreement`` and ``prefix_cache``.
+
+Imports ``analysis.summary`` and the results model; nothing of the other checks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from reportgen.analysis.summary import steady_window
+from reportgen.load.records import RequestRecord
+from reportgen.results.model import Aggregate, Check, CheckStatus, Experiment, Level
+
+Status = CheckStatus
+
+CV_BOUND = 0.05
+CLOCK_CV_BOUND = 0.05
+STEADY_BOUND = 0.10  # early vs late median TPOT
+TOKEN_BOUND = 0.02  # engine vs client output tokens
+DEFAULT_PREFIX_HIT = (0.0, 0.10)
+# Clock events that are not a slowdown: an idle GPU, clocks set by the user, a sync boost.
+NOT_SLOWDOWNS = ("gpu_idle", "applications_clocks_setting", "sync_boost")
+
+
+def _share(part: float, whole: float) -> float:
+    return part / whole if whole else 0.0
+
+
+def measurement_checks(entry: Experiment, cv_bound: float = CV_BOUND) -> list[Check]:
+    """The checks of the measured levels' numbers (none when no level was measured)."""
+    if not entry.levels:
+        return []
+    return [
+        _request_errors(entry.levels),
+        _output_lengths(entry.levels),
+        _repetition_spread(entry.by_level, cv_bound),
+        _client_headroom(entry.by_level),
+        *_telemetry_checks(entry),
+    ]
+
+
+def _request_errors(levels: Sequence[Level]) -> Check:
+    requests = sum(lv.summary.requests for lv in levels)
+    errors = sum(lv.summary.errors for lv in levels)
+    share = _share(errors, requests)
+    status: Status = "pass" if share <= 0.01 else "warn" if share <= 0.05 else "fail"
+    return Check(
+        id="request_errors",
+        title="Requests succeeded",
+        status=status,
+        evidence=f"{errors} of {requests} requests failed ({share:.1%})",
+        hint="" if status == "pass" else "read the error kinds per level and the server log",
+    )
+
+
+def _output_lengths(levels: Sequence[Level]) -> Check:
+    requests = sum(lv.summary.requests for lv in levels)
+    short = sum(lv.summary.short_outputs for lv in levels)
+    silent = sum(lv.summary.silent_outputs for lv in levels)
+    share = _share(short, requests)
+    status: Status = "pass" if short == 0 else "warn" if share <= 0.05 else "fail"
+    found = f"{short} of {requests} requests returned fewer tokens than asked ({share:.1%})"
+    todo = "" if status == "pass" else "the engine stopped early: check that it honours "
+    todo += "" if status == "pass" else "ignore_eos / min_tokens"
+    if silent:
+        status = "warn" if status == "pass" else status
+        found += (
+            f"; {silent} streamed no text although the engine counted their tokens: their "
+            "time to first token and inter-token latencies are unknown, and left out"
+        )
+        todo += ("; " if todo else "") + (
+            "read one such answer: text in a field the client does not read, or tokens "
+            "that decode to nothing (special tokens)"
+        )
+    return Check(
+        id="output_lengths",
+        title="Outputs as long as requested",
+        status=status,
+        evidence=found,
+        hint=todo,
+    )
+
+
+def _repetition_spread(by_level: Sequence[Aggregate], cv_bound: float) -> Check:
+    title = "Repetitions agree"
+    worst: tuple[float, int] | None = None
+    for agg in by_level:
+        tok = agg.output_tok_s
+        if tok.mean and tok.sd is not None and tok.n > 1:
+            cv = tok.sd / tok.mean
+            if worst is None or cv > worst[0]:
+                worst = (cv, agg.concurrency)
+    if worst is None:
+        return Check(
+            id="repetition_spread",
+            title=title,
+            status="skip",
+            evidence="fewer than two repetitions per level",
+            hint="set workload.repetitions to 3 or more",
+        )
+    ok = worst[0] <= cv_bound
+    return Check(
+        id="repetition_spread",
+        title=title,
+        status="pass" if ok else "warn",
+        evidence=f"largest coefficient of variation of output tok/s: {worst[0]:.1%} at "
+        f"C={worst[1]} (bound {cv_bound:.0%})",
+        hint="" if ok else "more repetitions, or find what varies (clocks, other load)",
+    )
+
+
+def _client_headroom(by_level: Sequence[Aggregate]) -> Check:
+    limited = sum(agg.client_limited for agg in by_level)
+    return Check(
+        id="client_headroom",
+        title="Client not saturated",
+        status="pass" if limited == 0 else "warn",
+        evidence=f"{limited} level run(s) above 80% of the client's measured ceiling",
+        hint="" if limited == 0 else "more workload.workers, or a bigger client host",
+    )
+
+
+def _telemetry_checks(entry: Experiment) -> list[Check]:
+    """Whether GPU telemetry was recorded, and what its windows say of throttling and
+    clocks."""
+    windows = [w for lv in entry.levels for w in lv.telemetry or []]
+    error = entry.telemetry.error if entry.telemetry else None
+    if not windows:
+        return [
+            Check(
+                id="telemetry",
+                title="GPU telemetry recorded",
+                status="warn",
+                evidence=error or "no samples fell inside the measured windows",
+                hint="install nvidia-ml-py and run where NVML works",
+            ),
+            Check(
+                id="gpu_throttling",
+                title="GPUs not throttled",
+                status="skip",
+                evidence="no GPU telemetry",
+            ),
+            Check(
+                id="clock_stability",
+                title="Clocks stable",
+                status="skip",
+                evidence="no GPU telemetry",
+            ),
+        ]
+    slow = max(float(w.get("slowdown_share") or 0) for w in windows)
+    reasons = sorted(
+        {
+            name
+            for w in windows
+            for name in (w.get("clock_events") or {})
+            if name not in NOT_SLOWDOWNS
+        }
+    )
+    cvs = [float(w["sm_clock_cv_busy"]) for w in windows if w.get("sm_clock_cv_busy")]
+    top = max(cvs) if cvs else 0.0
+    return [
+        Check(
+            id="telemetry",
+            title="GPU telemetry recorded",
+            status="warn" if error else "pass",
+            evidence=error or f"{len(windows)} GPU windows summarised",
+        ),
+        Check(
+            id="gpu_throttling",
+            title="GPUs not throttled",
+            status="pass" if slow == 0 else "warn",
+            evidence=f"at most {slow:.0%} of a window's samples slowed"
+            + (f" ({', '.join(reasons)})" if reasons else ""),
+            hint=""
+            if slow == 0
+            else "power or thermal caps shaped these numbers: say so when comparing",
+        ),
+        Check(
+            id="clock_stability",
+            title="Clocks stable",
+            status="pass" if top <= CLOCK_CV_BOUND else "warn",
+            evidence=f"largest SM clock coefficient of variation while busy: {top:.1%}",
+            hint=""
+            if top <= CLOCK_CV_BOUND
+            else "clocks moved during windows: lock them or "
+            "compare only runs with the same behaviour",
+        ),
+    ]
+
+
+# -- the request records and the engine's counters -----------------------------------------
+
+
+def steady_state(rows: Sequence[RequestRecord]) -> Check:
+    """Early against late requests of each level run's steady part (see ``checks``)."""
+    title = "Warm-up done: early and late requests of a level agree"
+    runs: dict[tuple[int, int], list[RequestRecord]] = {}
+    for r in rows:
+        if r.status == "ok":
+            runs.setdefault((r.concurrency, r.repetition), []).append(r)
+    worst: tuple[float, str, float] | None = None  # (|log ratio|, where, ratio)
+    judged = 0
+    for (c, rep), recs in sorted(runs.items()):
+        window = steady_window(recs)
+        if window is None:
+            continue
+        inside = sorted(
+            (r for r in recs if window[0] <= r.start and r.end <= window[1]),
+            key=lambda r: r.start,
+        )
+        tpot_ok = [(r.start, t) for r in inside if (t := _tpot(r))]
+        half = len(tpot_ok) // 2
+        if half < 4:
+            continue
+        early = [t for _, t in tpot_ok[:half]]
+        late = [t for _, t in tpot_ok[-half:]]
+        judged += 1
+        ratio = float(np.median(late) / np.median(early))
+        p = float(stats.mannwhitneyu(early, late).pvalue)
+        if abs(ratio - 1) > STEADY_BOUND and p < 0.05:
+            size = abs(math.log(ratio))
+            if worst is None or size > worst[0]:
+                worst = (size, f"C={c} repetition {rep + 1}", ratio)
+    if not judged:
+        return Check(
+            id="steady_state",
+            title=title,
+            status="skip",
+            evidence="no level run had 8 or more requests inside its steady part",
+        )
+    if worst is None:
+        return Check(
+            id="steady_state",
+            title=title,
+            status="pass",
+            evidence=f"{judged} level run(s): median time per output token of the first and "
+            f"second half of each steady part within {STEADY_BOUND:.0%} (or not significantly "
+            "apart)",
+        )
+    _, where, ratio = worst
+    return Check(
+        id="steady_state",
+        title=title,
+        status="warn",
+        evidence=f"{where}: later requests decoded at x{ratio:.2f} the time per token of "
+        "earlier ones (Mann-Whitney p < 0.05)",
+        hint="raise workload.warmup_requests (the server was still warming up)"
+        if ratio < 1
+        else "the server slowed during the level: look for throttling, memory growth or "
+        "another load",
+    )
+
+
+def _tpot(r: RequestRecord) -> float | None:
+    n = r.output_tokens
+    first = r.first_token
+    if n < 2 or first is None or first != first:  # None, or NaN read back from a table
+        return None
+    return (r.end - first) / (n - 1)
+
+
+def _counter(level: Level, name: str | None) -> float | None:
+    """Sum over a counter's series (every label set) of a level's change, or None."""
+    if not name:
+        return None
+    counters = (level.engine_metrics or {}).get("counters")
+    if not isinstance(counters, Mapping):
+        return None
+    values = [float(v) for k, v in counters.items() if str(k).split("{")[0] == name]
+    # deltas leave out counters that did not move: a scrape that worked means zero
+    return sum(values) if values else 0.0
+
+
+def token_agreement(levels: Sequence[Level], counters: Mapping[str, str]) -> Check:
+    title = "Engine and client count the same output tokens"
+    name = counters.get("generation_tokens")
+    worst: tuple[float, str] | None = None
+    judged = 0
+    for lv in levels:
+        if "counters" not in (lv.engine_metrics or {}) or lv.summary.errors:
+            continue
+        server = _counter(lv, name)
+        client = float(lv.summary.output_tokens)
+        if server is None or client <= 0:
+            continue
+        judged += 1
+        gap = abs(server / client - 1)
+        where = (
+            f"C={lv.concurrency} repetition {lv.repetition + 1}: engine {server:.0f}, "
+            f"client {client:.0f}"
+        )
+        if worst is None or gap > worst[0]:
+            worst = (gap, where)
+    if not name:
+        return Check(
+            id="token_agreement",
+            title=title,
+            status="skip",
+            evidence="the engine exports no token counter",
+        )
+    if worst is None:
+        return Check(
+            id="token_agreement",
+            title=title,
+            status="skip",
+            evidence="no level with the engine's counters and no errors",
+        )
+    ok = worst[0] <= TOKEN_BOUND
+    return Check(
+        id="token_agreement",
+        title=title,
+        status="pass" if ok else "warn",
+        evidence=f"{judged} level run(s), largest difference {worst[0]:.1%} ({worst[1]})",
+        hint=""
+        if ok
+        else "the client's token counts (usage, tokenizer or chunks) differ from the engine's: "
+        "set workload.tokenizer, or check that the engine reports usage",
+    )
+
+
+def prefix_cache(
+    levels: Sequence[Level],
+    counters: Mapping[str, str],
+    expect: tuple[float, float] | None,
+) -> Check:
+    title = "Prefix-cache hit rate as expected"
+    hits_name = counters.get("prefix_hits")
+    queries_name = counters.get("prefix_queries") or counters.get("prompt_tokens")
+    hits = queries = 0.0
+    for lv in levels:
+        h, q = _counter(lv, hits_name), _counter(lv, queries_name)
+        if h is not None and q is not None:
+            hits, queries = hits + h, queries + q
+    if not hits_name or queries <= 0:
+        return Check(
+            id="prefix_cache",
+            title=title,
+            status="skip",
+            evidence="the engine exports no prefix-cache counters",
+        )
+    rate = hits / queries
+    said = f"{rate:.1%} of {queries:.0f} prompt tokens served from the prefix cache"
+    if expect is None:
+        return Check(
+            id="prefix_cache",
+            title=title,
+            status="pass",
+            evidence=said + " (no expectation: fixed prompt)",
+        )
+    lo, hi = expect
+    ok = lo <= rate <= hi
+    return Check(
+        id="prefix_cache",
+        title=title,
+        status="pass" if ok else "warn",
+        evidence=f"{said}; expected {lo:.0%} to {hi:.0%}",
+        hint=""
+        if ok
+        else "prompts repeat across requests (cached prefill flatters TTFT and throughput): "
+        "use more varied prompts, or set workload.prefix_cache_hit_rate if this is intended"
+        if rate > hi
+        else "the cache did not hit as the workload intends: is prefix caching enabled?",
+    )

@@ -1,0 +1,312 @@
+"""Loading a campaign file: TOML in, a frozen ``Campaign`` out, or every problem at once.
+
+Each problem names the file, the key path and the value, and what to do ("did you mean
+`concurrency`?"): pydantic's errors are translated, and rules that span several keys (ids,
+parents, unset keys, objective levels) are checked on the raw data beside them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union
+
+from pydantic import BaseModel, ValidationError
+
+from reportgen.campaign.schema import CampaignModel, Experiment
+from reportgen.errors import MISSING, CampaignError, Problem
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """A validated campaign with where it came from."""
+
+    model: CampaignModel
+    path: str
+    text: str
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return self.model.campaign.name
+
+    @property
+    def experiments(self) -> list[Experiment]:
+        return list(self.model.experiment)
+
+
+def load(path: str | Path) -> Campaign:
+    """Read and validate a campaign file; raise CampaignError listing every problem."""
+    p = Path(path)
+    shown = str(path)
+    try:
+        raw_bytes = p.read_bytes()
+    except FileNotFoundError:
+        raise CampaignError(
+            [Problem(shown, "", MISSING, "file not found; check the path")]
+        ) from None
+    except OSError as exc:
+        raise CampaignError([Problem(shown, "", MISSING, f"cannot read: {exc.strerror}")]) from None
+    try:
+        text = raw_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"not UTF-8 text (byte {exc.start}); save the file as UTF-8"
+        raise CampaignError([Problem(shown, "", MISSING, msg)]) from None
+    return loads(text, shown)
+
+
+def loads(text: str, filename: str = "<campaign>") -> Campaign:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CampaignError([Problem(filename, "", MISSING, f"invalid TOML: {exc}")]) from None
+    problems: list[Problem] = []
+    model: CampaignModel | None = None
+    try:
+        model = CampaignModel.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_problems_from_pydantic(exc, data, filename))
+    problems.extend(_cross_checks(data, filename))
+    if problems or model is None:
+        raise CampaignError(problems)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Campaign(model=model, path=filename, text=text, sha256=digest)
+
+
+def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
+    """Rules that span several keys: ids, parents, unset keys, objective levels.
+
+    Works on the raw TOML data, defensively, so these problems are reported together with
+    the schema's own even when the schema check failed.
+    """
+    out: list[Problem] = []
+
+    def table(value: Any) -> Mapping[str, Any]:
+        return value if isinstance(value, Mapping) else {}
+
+    server_args = table(table(data.get("server")).get("args"))
+    experiments = data.get("experiment")
+    experiments = (
+        [e for e in experiments if isinstance(e, Mapping)] if isinstance(experiments, list) else []
+    )
+    seen: dict[str, int] = {}
+    known_args: set[str] = {str(k) for k in server_args}
+    all_ids = [e.get("id") for e in experiments]
+    for i, exp in enumerate(experiments):
+        ident = exp.get("id")
+        where = f"experiment[{i}]" + (f" (id={ident!r})" if isinstance(ident, str) else "")
+        based_on = exp.get("based_on")
+        if isinstance(ident, str) and ident in seen:
+            out.append(
+                Problem(
+                    filename,
+                    f"{where}.id",
+                    ident,
+                    f"duplicate id (also experiment[{seen[ident]}]); ids must be unique",
+                )
+            )
+        if i == 0 and based_on is not None:
+            out.append(
+                Problem(
+                    filename,
+                    f"{where}.based_on",
+                    based_on,
+                    "the first experiment is the baseline and cannot have a parent; "
+                    "remove based_on",
+                )
+            )
+        elif isinstance(based_on, str) and based_on != "best" and based_on not in seen:
+            hint = _did_you_mean(based_on, list(seen) + ["best"])
+            later = " (it comes later; parents must come first)" if based_on in all_ids[i:] else ""
+            out.append(
+                Problem(
+                    filename,
+                    f"{where}.based_on",
+                    based_on,
+                    f'not an earlier experiment id{later}; use an earlier id or "best"{hint}',
+                )
+            )
+        unset = exp.get("unset")
+        for key in unset if isinstance(unset, list) else []:
+            if isinstance(key, str) and key not in known_args:
+                hint = _did_you_mean(key, sorted(known_args))
+                out.append(
+                    Problem(
+                        filename,
+                        f"{where}.unset",
+                        key,
+                        f"no earlier configuration sets this flag{hint}",
+                    )
+                )
+        args = table(exp.get("args"))
+        for key in args:
+            if str(key).startswith("-"):
+                out.append(
+                    Problem(
+                        filename,
+                        f"{where}.args",
+                        key,
+                        f"write flag names without dashes: {str(key).lstrip('-')!r}",
+                    )
+                )
+        known_args |= {str(k) for k in args}
+        if isinstance(ident, str):
+            seen.setdefault(ident, i)
+    for key in server_args:
+        if str(key).startswith("-"):
+            out.append(
+                Problem(
+                    filename,
+                    "server.args",
+                    key,
+                    f"write flag names without dashes: {str(key).lstrip('-')!r}",
+                )
+            )
+    levels: set[Any] = set()
+    workload = table(data.get("workload"))
+    for source in [workload] + [table(e.get("workload")) for e in experiments]:
+        conc = source.get("concurrency")
+        if isinstance(conc, list):
+            levels |= {c for c in conc if isinstance(c, int)}
+    if not isinstance(workload.get("concurrency"), list):
+        levels.add(1)  # the default level
+    objective = table(table(data.get("campaign")).get("objective"))
+    wanted = objective.get("concurrency")
+    for c in wanted if isinstance(wanted, list) else []:
+        if isinstance(c, int) and c not in levels:
+            out.append(
+                Problem(
+                    filename,
+                    "campaign.objective.concurrency",
+                    c,
+                    f"no experiment runs at concurrency {c}; levels are {sorted(levels)}",
+                )
+            )
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Turning pydantic's errors into problems a person can act on
+
+
+def _allowed_keys() -> dict[tuple[str, ...], list[str]]:
+    """Map each table path (list indices dropped) to the keys allowed there."""
+    table: dict[tuple[str, ...], list[str]] = {}
+
+    def walk(model: type[BaseModel], prefix: tuple[str, ...]) -> None:
+        table[prefix] = list(model.model_fields)
+        for name, info in model.model_fields.items():
+            for sub in _models_in(info.annotation):
+                walk(sub, prefix + (name,))
+
+    walk(CampaignModel, ())
+    return table
+
+
+def _models_in(annotation: object) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    if origin in (list, Union, types.UnionType):
+        return [m for a in typing.get_args(annotation) for m in _models_in(a)]
+    return []
+
+
+_ALLOWED = _allowed_keys()
+
+
+def _did_you_mean(word: str, options: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _value_at(data: Any, loc: Sequence[int | str]) -> Any:
+    cur = data
+    for part in loc:
+        try:
+            cur = cur[part]
+        except (KeyError, IndexError, TypeError):
+            return MISSING
+    return cur
+
+
+def _key_path(data: Mapping[str, Any], loc: Sequence[int | str]) -> str:
+    parts: list[str] = []
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            item = _value_at(data, loc[: i + 1])
+            ident = item.get("id") if isinstance(item, dict) else None
+            parts[-1] += f"[{part}]" + (f" (id={ident!r})" if isinstance(ident, str) else "")
+        else:
+            parts.append(part)
+    return ".".join(parts)
+
+
+_UNION_NOISE = re.compile(r"^(bool|int|float|str|list\[.*\]|dict\[.*\])$")
+
+
+def _arg_value_loc(loc: Sequence[int | str]) -> list[int | str] | None:
+    """For an error inside a flag's value (``...args.<flag>...``), the flag's location."""
+    for i, part in enumerate(loc[:-1]):
+        if part == "args" and isinstance(loc[i + 1], str):
+            return list(loc[: i + 2])
+    return None
+
+
+def _problems_from_pydantic(
+    exc: ValidationError, data: Mapping[str, Any], filename: str
+) -> list[Problem]:
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for err in exc.errors():
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and _UNION_NOISE.match(p))]
+        kind = err["type"]
+        arg_at = _arg_value_loc(loc)
+        if arg_at is not None:
+            key = _key_path(data, arg_at)
+            if key in seen:
+                continue
+            seen.add(key)
+            problems.append(
+                Problem(
+                    filename,
+                    key,
+                    _value_at(data, arg_at),
+                    "a flag value must be a string, number, boolean, a list of "
+                    "those, or a table (for JSON arguments)",
+                )
+            )
+            continue
+        # Union members that failed each add an error; keep the first per location.
+        key = _key_path(data, loc)
+        if key in seen:
+            continue
+        seen.add(key)
+        if kind == "extra_forbidden":
+            table = tuple(p for p in loc[:-1] if isinstance(p, str))
+            allowed = _ALLOWED.get(table, [])
+            word = str(loc[-1])
+            hint = _did_you_mean(word, allowed)
+            if not hint and allowed:
+                hint = f"; allowed keys: {', '.join(allowed)}"
+            problems.append(Problem(filename, key, _value_at(data, loc), f"unknown key{hint}"))
+        elif kind == "missing":
+            problems.append(Problem(filename, key, MISSING, "required key is missing"))
+        elif kind == "literal_error":
+            expected = err.get("ctx", {}).get("expected", "")
+            problems.append(
+                Problem(filename, key, _value_at(data, loc), f"must be one of {expected}")
+            )
+        else:
+            msg = err["msg"]
+            if msg.startswith("Value error, "):
+                msg = msg[len("Value error, ") :]
+            problems.append(Problem(filename, key, _value_at(data, loc), msg[0].lower() + msg[1:]))
+    return problems

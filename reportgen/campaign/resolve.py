@@ -1,0 +1,84 @@
+"""From experiments to configurations: each one's parent resolved, its flags, environment
+and workload filled in, and what changed from the parent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from reportgen.campaign.schema import CampaignModel, Check, Experiment, Workload
+
+
+@dataclass(frozen=True)
+class FlagChange:
+    key: str
+    before: Any  # None when the flag was absent
+    after: Any  # None when the flag was removed
+
+    @property
+    def kind(self) -> Literal["added", "removed", "changed"]:
+        if self.before is None:
+            return "added"
+        if self.after is None:
+            return "removed"
+        return "changed"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One experiment with everything filled in: what will actually be started and sent."""
+
+    id: str
+    why: str
+    expect: str
+    based_on: str | None  # as written
+    parent: str | None  # the experiment it was built on, "best" resolved
+    args: dict[str, Any]
+    env: dict[str, str]
+    workload: Workload
+    checks: list[Check] = field(default_factory=list)
+    flag_diff: list[FlagChange] = field(default_factory=list)
+
+
+def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -> Resolved:
+    """Build an experiment's configuration from its parent's (or the server defaults)."""
+    base_args = dict(parent.args) if parent else dict(campaign.server.args)
+    base_env = dict(parent.env) if parent else dict(campaign.server.env)
+    args = {**base_args, **exp.args}
+    for key in exp.unset:
+        args.pop(key, None)
+    env = {**base_env, **exp.env}
+    overrides: dict[str, Any] = exp.workload.model_dump(exclude_none=True) if exp.workload else {}
+    if "requests_per_level" in overrides:
+        overrides.setdefault("duration_s", None)
+    if "duration_s" in overrides:
+        overrides.setdefault("requests_per_level", None)
+    workload = Workload.model_validate({**campaign.workload.model_dump(), **overrides})
+    diff = [
+        FlagChange(k, base_args.get(k), args.get(k))
+        for k in sorted(set(base_args) | set(args))
+        if base_args.get(k) != args.get(k)
+    ]
+    return Resolved(
+        id=exp.id,
+        why=exp.why,
+        expect=exp.expect,
+        based_on=exp.based_on,
+        parent=parent.id if parent else None,
+        args=args,
+        env=env,
+        workload=workload,
+        checks=list(campaign.check) + list(exp.checks),
+        flag_diff=diff,
+    )
+
+
+def parent_id(exp: Experiment, index: int, baseline_id: str, best_id: str) -> str | None:
+    """The id an experiment builds on: None for the baseline; ``best`` resolved to best_id."""
+    if index == 0:
+        return None
+    if exp.based_on is None:
+        return baseline_id
+    if exp.based_on == "best":
+        return best_id
+    return exp.based_on

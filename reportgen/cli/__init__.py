@@ -1,0 +1,74 @@
+"""The ``reportgen`` command. It parses arguments, calls the core, and maps errors to exit codes:
+0 success, 1 a run or render that failed, 2 bad input (campaign file, arguments, results file),
+130 interrupted.
+
+- ``parser``: every command's arguments and help.
+- ``prepare``: the commands before a run (validate, plan, calibrate, fingerprint, schema).
+- ``runs``: running a campaign (run, --resume, the summary table) and reading a run back
+  (render, verify).
+- ``compare``: ``reportgen diff``.
+- ``codes``: the exit codes.
+
+Each command imports the stage it calls when it runs, so ``reportgen --help`` stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from rich.console import Console
+
+from reportgen.cli.codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from reportgen.cli.compare import cmd_diff
+from reportgen.cli.parser import build_parser
+from reportgen.cli.prepare import cmd_calibrate, cmd_fingerprint, cmd_plan, cmd_schema, cmd_validate
+from reportgen.cli.runs import cmd_render, cmd_run, cmd_verify
+from reportgen.errors import CampaignError, ReportgenError, ResultsError
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "main"]
+
+Handler = Callable[[argparse.Namespace, Console, Console], int]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["sim"]:
+        from reportgen import sim
+
+        return sim.main(argv[1:])
+    args = build_parser().parse_args(argv)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    out = Console(highlight=False, soft_wrap=True)
+    try:
+        handler = _COMMANDS[args.command]
+        return handler(args, out, err)
+    except CampaignError as exc:
+        for problem in exc.problems:
+            err.print(f"error: {problem}", markup=False)
+        n = len(exc.problems)
+        err.print(f"{n} problem{'s' if n != 1 else ''} found.", markup=False)
+        return EXIT_BAD_INPUT
+    except ResultsError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return EXIT_BAD_INPUT
+    except ReportgenError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        err.print("interrupted", markup=False)
+        return EXIT_INTERRUPTED
+
+
+_COMMANDS: dict[str, Handler] = {
+    "diff": cmd_diff,
+    "validate": cmd_validate,
+    "plan": cmd_plan,
+    "run": cmd_run,
+    "render": cmd_render,
+    "verify": cmd_verify,
+    "calibrate": cmd_calibrate,
+    "fingerprint": cmd_fingerprint,
+    "schema": cmd_schema,
+}

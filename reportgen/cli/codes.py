@@ -1,0 +1,6 @@
+"""The exit codes of every ``reportgen`` command."""
+
+EXIT_OK = 0  # success
+EXIT_FAILED = 1  # a run or render that failed (or, with --strict, an experiment)
+EXIT_BAD_INPUT = 2  # a campaign file, arguments or results file that cannot be used
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM

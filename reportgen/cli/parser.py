@@ -1,0 +1,185 @@
+"""Every ``reportgen`` command's arguments and help (each ends with an example)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from reportgen import __version__
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="reportgen",
+        description="Reproducible LLM-serving tuning campaigns, from a campaign file to a "
+        "shareable engineering report.",
+        epilog="example:\n  reportgen run campaigns/demo.toml",
+        formatter_class=_Formatter,
+    )
+    p.add_argument("--version", action="version", version=f"reportgen {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    v = sub.add_parser(
+        "validate",
+        help="check campaign files (schema and references)",
+        description="Check campaign files and report every problem at once, "
+        "each with the file, the key and the value. Starts nothing.",
+        epilog="example:\n  reportgen validate campaigns/demo.toml",
+        formatter_class=_Formatter,
+    )
+    v.add_argument("campaigns", nargs="+", type=Path, metavar="CAMPAIGN")
+
+    pl = sub.add_parser(
+        "plan",
+        help="print each experiment's resolved command, env and workload",
+        description="Print, for each experiment, the exact server command line, "
+        "its environment (secrets redacted) and workload, without "
+        "starting anything.",
+        epilog="example:\n  reportgen plan campaigns/demo.toml",
+        formatter_class=_Formatter,
+    )
+    pl.add_argument("campaign", type=Path)
+    pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+    r = sub.add_parser(
+        "run",
+        help="run a campaign and render its report",
+        description="Run every experiment in order (start the server, wait until "
+        "ready, warm up, load each concurrency level, stop), save "
+        "results after each experiment, then render the report. After Ctrl-C (or a crash), "
+        "the same command with --resume goes on where the run stopped.",
+        epilog="example:\n  reportgen run campaigns/demo.toml --output output/",
+        formatter_class=_Formatter,
+    )
+    r.add_argument("campaign", type=Path)
+    r.add_argument(
+        "--output",
+        type=Path,
+        default=Path("output"),
+        help="root folder for run directories (default: output/)",
+    )
+    r.add_argument("--no-pdf", action="store_true", help="render HTML only")
+    r.add_argument("--quiet", action="store_true", help="one line per experiment, no live bars")
+    r.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when any experiment failed (default: failures are results)",
+    )
+    r.add_argument(
+        "--resume",
+        nargs="?",
+        const="latest",
+        metavar="RUN_DIR",
+        help="continue an interrupted run instead of starting a new one: its finished "
+        "experiments are kept, the others run (default: the latest unfinished run of this "
+        "campaign under --output)",
+    )
+
+    rd = sub.add_parser(
+        "render",
+        help="render the report (HTML, PDF, Markdown, CSV) from saved results",
+        description="Build report.html (self-contained), report.pdf, report.md (a summary "
+        "for a pull request or a chat) and tables/*.csv from a run directory's saved results "
+        "alone; no GPU or server needed.",
+        epilog="example:\n  reportgen render output/demo/20261129T150000Z-1a2b3c",
+        formatter_class=_Formatter,
+    )
+    rd.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    rd.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+
+    vf = sub.add_parser(
+        "verify",
+        help="check that a report still matches the raw data it summarises",
+        description="Recompute every summary of a report from the raw request tables beside "
+        "it (raw table hashes, level summaries, aggregates across repetitions, every "
+        "comparison in the decisions, the page's own text) and say whether the report still "
+        "matches. Exit 0 when everything matches, 1 when something differs.",
+        epilog="example:\n  reportgen verify output/demo/20261129T150000Z-1a2b3c/report.html",
+        formatter_class=_Formatter,
+    )
+    vf.add_argument("report", type=Path, metavar="REPORT", help="report.html, or its run directory")
+    vf.add_argument(
+        "--run-dir", type=Path, default=None, help="where the raw tables are (default: beside it)"
+    )
+
+    df = sub.add_parser(
+        "diff",
+        help="compare two runs: what changed in the environment, which differences are real",
+        description="Compare run B (after) with run A (before), e.g. the same campaign before "
+        "and after an engine upgrade: differences that make the runs incomparable (GPUs, "
+        "model checkpoint, workload) in a banner, every other difference in the environment "
+        "and the setup, and per experiment and level each headline metric B / A with its 95%% "
+        "confidence interval and a verdict (improved, regressed, equivalent, inconclusive), "
+        "verdicts that changed and new failures. Writes diff.html, diff.pdf, diff.md and "
+        "diff.json. Exit 1 when --fail-on-regression is given and a regression beyond it is "
+        "certain, 0 otherwise.",
+        epilog="example:\n  reportgen diff output/demo/RUN_A output/demo/RUN_B "
+        "--fail-on-regression 5%%",
+        formatter_class=_Formatter,
+    )
+    df.add_argument("run_a", type=Path, metavar="A", help="run directory (or results.json): before")
+    df.add_argument("run_b", type=Path, metavar="B", help="run directory (or results.json): after")
+    df.add_argument(
+        "--fail-on-regression",
+        metavar="PCT",
+        default=None,
+        help="exit 1 when some metric is certainly worse in B by more than PCT (e.g. 5%%)",
+    )
+    df.add_argument(
+        "--metric",
+        action="append",
+        choices=["output_tok_s", "req_s", "ttft_ms", "itl_ms", "e2e_ms"],  # decide.HEADLINE
+        help="only these metrics count for --fail-on-regression (repeatable; default: all)",
+    )
+    df.add_argument(
+        "--margin",
+        metavar="FRAC",
+        type=float,
+        default=None,
+        help="changes within this fraction are equivalent (default: B's campaign margin)",
+    )
+    df.add_argument(
+        "--out", type=Path, default=None, help="folder for the files (default: beside B's run)"
+    )
+    df.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+
+    # `reportgen sim ...` is handed to the simulator's own parser (see main); listed here for
+    # the command overview.
+    sub.add_parser("sim", help="run the simulated OpenAI-compatible server (no GPU needed)")
+
+    cal = sub.add_parser(
+        "calibrate",
+        help="measure this host's client ceiling (chunks per CPU-second)",
+        description="Measure how much streaming the load generator can process on this host, "
+        "against a zero-delay simulator. Runs record it and flag levels that came within 80%% "
+        "of it as client-limited. Cached per host and reportgen version.",
+        epilog="example:\n  reportgen calibrate --refresh",
+        formatter_class=_Formatter,
+    )
+    cal.add_argument("--refresh", action="store_true", help="measure again even if cached")
+    cal.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    fp = sub.add_parser(
+        "fingerprint",
+        help="print this host's fingerprint (host, software, GPUs) as a table or JSON",
+        description="Print what a run records about its environment: the host, the software "
+        "stack and every GPU through NVML, each field best-effort (one that cannot be read "
+        "says why).",
+        epilog="example:\n  reportgen fingerprint --json > host.json",
+        formatter_class=_Formatter,
+    )
+    fp.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    sc = sub.add_parser(
+        "schema",
+        help="print the campaign file's JSON Schema",
+        description="Print the JSON Schema of campaign files (for editors).",
+        epilog="example:\n  reportgen schema > campaign.schema.json",
+        formatter_class=_Formatter,
+    )
+    sc.set_defaults()
+    return p

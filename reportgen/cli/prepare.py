@@ -1,0 +1,169 @@
+"""The commands before a run: validate, plan, calibrate, fingerprint, schema."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from reportgen.cli.codes import EXIT_OK
+from reportgen.errors import CampaignError
+
+
+def cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen import campaign
+
+    problems = []
+    for path in args.campaigns:
+        try:
+            c = campaign.load(path)
+        except CampaignError as exc:
+            problems.extend(exc.problems)
+            continue
+        out.print(f"{path}: ok ({len(c.experiments)} experiments)", markup=False)
+    if problems:
+        raise CampaignError(problems)
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen import campaign, engines
+    from reportgen.redact import redact_argv, redact_env
+    from reportgen.run import plan
+
+    c = campaign.load(args.campaign)
+    steps = plan.plan(c)
+    engine = engines.get(c.model.server.engine)
+    if args.json:
+        data = [
+            {
+                "id": r.id,
+                "parent": r.parent,
+                "based_on": r.based_on,
+                "command": redact_argv(plan.command_line(c, r)),
+                "env": redact_env(r.env),
+                "workload": r.workload.model_dump(mode="json"),
+                "flag_diff": [{"key": f.key, "kind": f.kind} for f in r.flag_diff],
+            }
+            for r in steps
+        ]
+        out.print_json(json.dumps(data))
+        return EXIT_OK
+    out.print(f"[bold]{c.model.campaign.title}[/bold]  ({c.path}, sha256 {c.sha256[:12]})")
+    if engine.simulated:
+        out.print("engine: simulated (reportgen sim) - numbers will not describe real hardware")
+    for i, r in enumerate(steps):
+        out.print()
+        parent = "" if r.parent is None else f"  based on {r.parent}"
+        if r.based_on == "best":
+            parent += ' ("best": decided while running; shown as if every earlier one wins)'
+        out.print(f"[bold][{i + 1}/{len(steps)}] {r.id}[/bold]{parent}", highlight=False)
+        out.print(f"  why:      {r.why}", markup=False)
+        if r.expect:
+            out.print(f"  expect:   {r.expect}", markup=False)
+        cmd = " ".join(_quote(a) for a in redact_argv(plan.command_line(c, r)))
+        out.print(f"  command:  {cmd}", markup=False)
+        env = redact_env(r.env)
+        out.print(
+            "  env:      " + (" ".join(f"{k}={_quote(v)}" for k, v in env.items()) or "(none)"),
+            markup=False,
+        )
+        if r.flag_diff:
+            diff = ", ".join(_flag_change(f.kind, f.key, f.before, f.after) for f in r.flag_diff)
+            out.print(f"  changes:  {diff}", markup=False)
+        wl = r.workload
+        amount = (
+            f"{wl.requests_per_level} requests"
+            if wl.requests_per_level is not None
+            else f"{wl.duration_s:g} s"
+        )
+        out.print(
+            f"  workload: {wl.api}, C={','.join(map(str, wl.concurrency))}, {amount} "
+            f"per level x {wl.repetitions} repetition(s), {wl.input_tokens} in / "
+            f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}",
+            markup=False,
+        )
+        parent_r = next((x for x in steps if x.id == r.parent), None)
+        launches = plan.server_sessions(r, parent_r, interleave=c.model.campaign.interleave)
+        if len(launches) > 1:
+            order = " ".join("P" if role == "control" else "E" for _, _, role in launches)
+            how = (
+                f"{order} (P: {r.parent}'s configuration, interleaved; E: this one)"
+                if "P" in order
+                else "a fresh server per repetition"
+            )
+            out.print(f"  servers:  {len(launches)} launches, {how}", markup=False)
+        if r.checks or c.model.probe:
+            out.print(
+                f"  checks:   {len(r.checks)} of the campaign's, "
+                f"{len(c.model.probe)} golden prompt(s)",
+                markup=False,
+            )
+    return EXIT_OK
+
+
+def _flag_change(kind: str, key: str, before: Any, after: Any) -> str:
+    from reportgen.redact import redact_flag
+
+    before, after = redact_flag(key, before), redact_flag(key, after)
+    if kind == "added":
+        return f"+{key}={after}"
+    if kind == "removed":
+        return f"-{key}"
+    return f"{key}: {before} -> {after}"
+
+
+def _quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(str(text))
+
+
+def cmd_calibrate(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen.run import calibrate
+
+    result = calibrate.calibrate(refresh=args.refresh)
+    if args.json:
+        out.print_json(json.dumps(result))
+        return EXIT_OK
+    out.print(
+        f"client ceiling on {result['host']} ({result['cpu_count']} CPUs), measured "
+        f"{result['measured_at']}:\n"
+        f"  {result['chunks_per_cpu_s']:,.0f} chunks per CPU-second, "
+        f"{result['requests_per_cpu_s']:,.1f} requests per CPU-second "
+        f"({result['requests']} requests x 256 chunks at C={result['concurrency']})\n"
+        f"  cached in {calibrate.cache_path()}",
+        markup=False,
+    )
+    return EXIT_OK
+
+
+def cmd_fingerprint(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen.observe import fingerprint
+
+    data = fingerprint.collect()
+    if args.json:
+        sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+        return EXIT_OK
+    from rich.table import Table
+
+    from reportgen.render.fmt import field_rows
+
+    for section in ("host", "software", "gpus"):
+        table = Table(title=section, show_header=False, title_justify="left")
+        table.add_column("field", style="bold")
+        table.add_column("value", overflow="fold")
+        for key, value in field_rows(data[section]):
+            table.add_row(key, value)
+        out.print(table)
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen.campaign import json_schema
+
+    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    return EXIT_OK

@@ -1,0 +1,176 @@
+"""Running a campaign (``reportgen run``, ``--resume``, the summary table it ends with) and
+reading a run back (``reportgen render``, ``reportgen verify``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+from reportgen.cli.codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from reportgen.errors import ResultsError
+from reportgen.run import interrupt
+
+if TYPE_CHECKING:
+    from reportgen.results.model import Run
+
+
+def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen import campaign, results
+    from reportgen.run import plan, progress, resume, runner
+
+    c = campaign.load(args.campaign)
+    saved: Run | None = None
+    if args.resume is not None:
+        run_dir = _run_to_resume(args.output / c.name, args.resume)
+        saved = resume.resumable(c, run_dir)
+        done = [e.id for e in saved.experiments[: saved.finished_prefix()]]
+        out.print(
+            f"resuming {run_dir}: kept {len(done)} finished experiment(s)"
+            + (f" ({', '.join(done)})" if done else ""),
+            markup=False,
+        )
+        if saved.campaign_file.sha256 != c.sha256:
+            out.print(
+                "the campaign file changed since, only in what is still to run: "
+                + (", ".join(e.id for e in c.experiments[len(done) :]) or "nothing"),
+                markup=False,
+            )
+    else:
+        run_dir = args.output / c.name / plan.new_run_id(c)
+    live = out.is_terminal and not args.quiet
+    interrupt.install()  # Ctrl-C and SIGTERM: KeyboardInterrupt, never lost (see there)
+    out.print(f"run directory: {run_dir}", markup=False)
+    r = runner.Runner(c, run_dir, progress.make(out, live), resume=saved)
+    data: Run | None = None
+    interrupted = False
+    try:
+        data = r.run()
+    except KeyboardInterrupt:
+        interrupted = True
+        err.print(
+            "interrupted: servers stopped, finished experiments saved; rendering a partial report",
+            markup=False,
+        )
+    if data is None:  # interrupted: what was saved, if the run got as far
+        if not (run_dir / results.RESULTS).exists():
+            return EXIT_INTERRUPTED
+        data = results.load(run_dir)
+    _summary_table(out, data)
+    paths = _render_paths(run_dir, pdf=not args.no_pdf)
+    for p in paths:
+        out.print(f"report: {p}", markup=False)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    failed = [e.id for e in data.experiments if not e.ok]
+    if failed:
+        err.print(
+            f"{len(failed)} experiment(s) failed: {', '.join(failed)} (see the report)",
+            markup=False,
+        )
+    untrusted = [
+        e.id for e in data.experiments if e.ok and e.decision and e.decision.verdict == "failed"
+    ]
+    if untrusted:
+        err.print(
+            f"{len(untrusted)} experiment(s) ran but failed an assumption check that "
+            f"invalidates their numbers: {', '.join(untrusted)} (see the report)",
+            markup=False,
+        )
+    failed += untrusted
+    return EXIT_FAILED if failed and args.strict else EXIT_OK
+
+
+def _run_to_resume(campaign_dir: Path, given: str) -> Path:
+    """The run directory --resume names, or the latest unfinished run of the campaign."""
+    from reportgen import results
+
+    if given != "latest":
+        return Path(given)
+    unfinished = []
+    for path in sorted(campaign_dir.glob("*/" + results.RESULTS)):
+        try:
+            status = results.load(path).status
+        except ResultsError:
+            continue
+        if status != "complete":
+            unfinished.append(path.parent)
+    if not unfinished:
+        raise ResultsError(
+            f"no unfinished run under {campaign_dir}/ to resume; run without --resume, or "
+            "give the run directory (a complete run's too, to run experiments added to its "
+            "file since): --resume output/<campaign>/<run-id>"
+        )
+    return unfinished[-1]
+
+
+def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
+    from reportgen.render import render
+
+    out = render(run_dir, pdf=pdf)
+    tables = out.tables[0].parent if out.tables else None
+    return [p for p in (out.html, out.pdf, out.markdown, tables) if p is not None]
+
+
+def _summary_table(out: Console, data: Run) -> None:
+    """One screen: each experiment's verdict and objective metric per level (mean ± sd)."""
+    from reportgen.campaign import is_throughput
+    from reportgen.render.fmt import fmt_num
+
+    metric = data.metric
+    key = metric if is_throughput(metric) else f"{metric}_p50"
+    status = "" if data.status == "complete" else f" - {data.status.upper()}"
+    table = Table(
+        title=f"{data.info.get('title', '')}{status}",
+        caption=f"{key}: mean ± sd over repetitions; best: {data.best or 'none'}",
+        title_justify="left",
+        caption_justify="left",
+    )
+    table.add_column("experiment", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    levels = sorted({agg.concurrency for e in data.experiments for agg in e.by_level})
+    for c in levels:
+        table.add_column(f"C={c}", justify="right", no_wrap=True)
+    for e in data.experiments:
+        cells = []
+        for c in levels:
+            level = e.aggregate(c)
+            stat = level.stat(key) if level else None
+            mean, sd = (stat.mean, stat.sd) if stat else (None, None)
+            spread = "" if not sd else f" ±{sd:,.0f}" if sd >= 10 else f" ±{sd:#.2g}"
+            if level is not None and level.all_failed:
+                cells.append("all failed")
+            else:
+                cells.append("" if mean is None else fmt_num(mean) + spread)
+        verdict: str = (e.decision.verdict if e.decision else None) or e.status
+        if e.id == data.best:
+            verdict += " (best)"
+        table.add_row(e.id, verdict, *cells)
+    out.print(table)
+
+
+def cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
+    for p in _render_paths(args.run_dir, pdf=not args.no_pdf):
+        out.print(f"report: {p}", markup=False)
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from reportgen import verify
+    from reportgen.render import HTML_NAME
+
+    report = args.report / HTML_NAME if args.report.is_dir() else args.report
+    if not report.is_file():
+        raise ResultsError(f"{report}: no such report; give report.html or its run directory")
+    found = verify.verify(report, args.run_dir)
+    for f in found.findings:
+        mark = "ok  " if f.ok else "DIFF"
+        out.print(f"{mark} {f.step}: {f.detail}", markup=False, highlight=False)
+    if found.ok:
+        out.print(f"{report}: matches its raw data", markup=False)
+        return EXIT_OK
+    err.print(f"{report}: does NOT match its raw data (see DIFF above)", markup=False)
+    return EXIT_FAILED

@@ -1,0 +1,187 @@
+"""The report's content: what the template places, as frozen dataclasses of strings already
+formatted (``view.build`` makes them from a ``results.model.Run``).
+
+Nothing here reads results or formats a number: ``view`` decides what to say, ``fmt`` how a
+value looks, the template where it goes. ``Series`` alone keeps raw floats, for the charts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Header:
+    title: str
+    name: str
+    description: str
+    run_id: str
+    started: str
+    finished: str
+    duration: str
+    created: str  # ISO time for the PDF's metadata: when the run finished (or started)
+    version: str
+    status: str
+    complete: bool
+    incomplete_reason: str
+    simulated: bool
+    simulated_notice: str
+    engine: str
+    host: str = ""  # "hostname: 8 x NVIDIA H200" (or why the GPUs are unknown)
+    resumed: str = ""  # when the run was continued with --resume, and what it kept
+
+
+@dataclass(frozen=True)
+class Objective:
+    metric: str
+    key: str  # the by_level key: the metric itself for throughputs, its p50 for latencies
+    label: str  # what the report calls it: "output_tok_s" or "ttft_ms p50"
+    levels: list[int]
+    direction: str
+    margin: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    concurrency: int
+    ratio: str
+    ci: str
+    verdict: str
+    n: str
+    detectable: str  # the smallest change the noise let it see, "±4.1%"
+    decide_with: str  # inconclusive: repetitions per side that would decide, else ""
+    metric: str = ""
+
+
+@dataclass(frozen=True)
+class FlagChange:
+    key: str
+    before: str
+    after: str
+    kind: str  # added | removed | changed
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: str
+    sd: str = ""
+
+
+@dataclass(frozen=True)
+class LevelRow:
+    concurrency: int
+    label: str  # "this" or "baseline"
+    is_baseline: bool
+    output: Cell
+    ratio: str  # output tok/s relative to the baseline at this level
+    cells: list[Cell]
+    errors: str
+
+
+@dataclass(frozen=True)
+class Experiment:
+    index: int
+    anchor: str
+    id: str
+    status: str
+    verdict: str
+    is_baseline: bool
+    is_best: bool
+    parent: str
+    based_on: str
+    why: str
+    expect: str
+    flag_diff: list[FlagChange]
+    vs_parent: list[Comparison]
+    vs_baseline: list[Comparison]
+    explanation: str
+    reason: str
+    log_tail: str
+    log_heading: str  # what log_tail is: "End of the server log" unless the runner said
+    cut_short: list[str]  # levels ended early because the server died
+    log_file: str
+    warnings: list[str]
+    started: str
+    finished: str
+    command: str
+    env: list[tuple[str, str]]
+    objective: list[Cell]  # the objective metric at each objective level
+    objective_ratio: list[str]  # ... relative to the baseline there (from vs_baseline)
+    levels: list[LevelRow]
+    notes: list[str]  # measurement caveats by level: client-limited, short outputs, goodput
+    telemetry: list[dict[str, str]]  # per level and repetition, during the measured window
+    telemetry_levels: list[dict[str, str]]  # the same per level, repetitions pooled (print)
+    telemetry_windows: list[tuple[float, float, str]]  # (start, end, label), records' clock
+    telemetry_note: str  # why there is none, or how it was sampled
+    gpu_errors: list[str]  # error counters that grew during the experiment
+    evidence: dict[str, Any]  # the engine's own: log lines, info endpoints, metrics, model
+    all_metrics: list[Comparison]  # every headline metric against the parent
+    checks: list[dict[str, str]]  # assumption checks: id, title, status, evidence, hint
+    # Every headline metric against the baseline: metric labels, then per level its cells
+    # (ratio with interval, verdict)
+    baseline_metrics: list[str] = field(default_factory=list)
+    baseline_table: list[tuple[int, list[tuple[str, str, str]]]] = field(default_factory=list)
+    # Speculative decoding, where the engine reported it: per level run (C, repetition,
+    # mean accepted length, acceptance rate), and what its log said over the whole run
+    spec: list[tuple[str, str, str, str]] = field(default_factory=list)
+    spec_log: str = ""
+    paired: bool = False  # compared with interleaved runs of its parent, pair by pair
+    servers: str = ""  # how many server launches, and how they were arranged
+    probes: list[tuple[str, str, str]] = field(default_factory=list)  # prompt, expect, answer
+
+
+@dataclass(frozen=True)
+class Series:
+    """One successful experiment's numbers for the charts (raw floats, not strings)."""
+
+    id: str
+    index: int  # 1-based, as numbered in the report's tables
+    is_baseline: bool
+    is_best: bool
+    levels: list[int]
+    mean: dict[str, list[float | None]]
+    sd: dict[str, list[float | None]]
+    untrusted: bool = False  # ran, but a check invalidated its numbers (verdict "failed")
+
+
+@dataclass(frozen=True)
+class Reference:
+    name: str
+    metric: str
+    concurrency: str
+    value: str
+    gpus: str
+    per_gpu: str
+    measured: str  # this run's best configuration at the same metric and level
+    measured_per_gpu: str  # ... divided by this host's GPUs (throughputs only)
+    versus: str  # measured per GPU / the reference per GPU (throughputs), or measured / value
+    conditions: str
+    source: str
+    link: str | None  # only https:// sources become links
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """Every check against every experiment at a glance, and what did not pass in full."""
+
+    experiments: list[str]  # column heads: experiment ids
+    rows: list[tuple[str, list[str]]]  # check title, status per experiment ("" not run)
+    problems: list[dict[str, str]]  # warn and fail: experiment, title, status, evidence, hint
+    passed: list[dict[str, str]]  # pass and skip, with their evidence
+
+
+@dataclass(frozen=True)
+class Report:
+    header: Header
+    objective: Objective
+    summary: str
+    experiments: list[Experiment]
+    ok_experiments: list[Experiment]
+    assumptions: Assumptions
+    series: list[Series]
+    references: list[Reference]
+    environment: dict[str, Any]
+    methods: dict[str, Any]
+    campaign_file: dict[str, str]
+    rerun: list[str]

@@ -1,0 +1,198 @@
+"""What the engine and the GPUs said during an experiment, as the report shows it: the
+engine's own evidence (log lines, info endpoints, Prometheus counters, model files), its
+speculative decoding, and the GPU telemetry by level.
+
+These read the free-form parts of the results (``log_evidence``, ``engine_info``,
+``engine_metrics``, ``model_files``, each level's ``telemetry``): dicts as their collectors
+in ``reportgen.observe`` wrote them. Pure, like ``view``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from reportgen.render.fmt import NONE, fmt_num
+from reportgen.results.model import Experiment, Level
+
+MAX_COUNTERS = 12  # engine counters shown per level; the rest are in results.json
+
+
+def _run_label(lv: Level) -> str:
+    return f"C={lv.concurrency} #{lv.repetition + 1}"
+
+
+def engine_evidence(e: Experiment) -> dict[str, Any]:
+    """The engine's own evidence: what its log said, its info endpoints, its counters by
+    level, and its model files."""
+    log = e.log_evidence or {}
+    found = [(str(k), str(v)) for k, v in (log.get("found") or {}).items() if v]
+    missing = [str(k) for k, v in (log.get("found") or {}).items() if not v]
+    metrics = []
+    for lv in e.levels:
+        em = lv.engine_metrics
+        if not em:
+            continue
+        if "error" in em:
+            text = f"unavailable ({em['error']})"
+        else:
+            items = sorted((em.get("counters") or {}).items())
+            text = "; ".join(f"{k} +{fmt_num(v)}" for k, v in items[:MAX_COUNTERS])
+            text = text or "no counter moved"
+            if len(items) > MAX_COUNTERS:
+                text += f"; and {len(items) - MAX_COUNTERS} more in results.json"
+        metrics.append((_run_label(lv), text))
+    info = e.engine_info or {}
+    files = e.model_files or {}
+    resolved = e.server_args_resolved or {}
+    return {
+        "present": bool(log or info or metrics or files),
+        "server_args": [(str(k), str(v)) for k, v in sorted(resolved.items())],
+        "found": found,
+        "missing": missing,
+        "warnings": int(log.get("warnings") or 0),
+        "warning_lines": [str(x) for x in log.get("warning_lines") or []],
+        "errors": int(log.get("errors") or 0),
+        "error_lines": [str(x) for x in log.get("error_lines") or []],
+        "metrics": metrics,
+        "info": json.dumps(info, indent=1, sort_keys=True, default=str)[:6000] if info else "",
+        "model_files": [(str(k), str(v)) for k, v in (files.get("files") or {}).items()]
+        + (
+            [("quantization_config (sha256)", str(files["quantization_config_sha256"]))]
+            if files.get("quantization_config_sha256")
+            else []
+        )
+        + ([("model files", f"unavailable ({files['error']})")] if "error" in files else []),
+    }
+
+
+def spec_rows(e: Experiment, counters: Mapping[str, str]) -> list[tuple[str, str, str, str]]:
+    """Speculative decoding per level run (C, repetition, mean accepted length, acceptance
+    rate), from the engine's counters (accepted over draft rounds and draft tokens) or its
+    acceptance-length gauge; ``counters``: the engine's metric names by role
+    (``engines.Engine.counters``)."""
+    rows = []
+    for lv in e.levels:
+        em = lv.engine_metrics or {}
+
+        def total(role: str, em: Mapping[str, Any] = em) -> float | None:
+            name = counters.get(role)
+            got = [
+                float(v)
+                for k, v in (em.get("counters") or {}).items()
+                if name and str(k).split("{")[0] == name
+            ]
+            return sum(got) if got else None
+
+        drafts, proposed, accepted = (
+            total("spec_drafts"), total("spec_draft_tokens"), total("spec_accepted")
+        )  # fmt: skip
+        gauge = next(
+            (
+                float(v)
+                for k, v in (em.get("gauges") or {}).items()
+                if counters.get("spec_accept_length") == str(k).split("{")[0]
+            ),
+            None,
+        )
+        length = 1 + accepted / drafts if drafts and accepted is not None else gauge
+        rate = accepted / proposed if proposed and accepted is not None else None
+        if length is None and rate is None:
+            continue
+        rows.append(
+            (
+                str(lv.concurrency),
+                str(lv.repetition + 1),
+                NONE if length is None else f"{length:.2f}",
+                NONE if rate is None else f"{rate:.0%}",
+            )
+        )
+    return rows
+
+
+def spec_log(e: Experiment) -> str:
+    """What the server log said of speculative decoding over the whole run, or ""."""
+    got = (e.log_evidence or {}).get("spec_accept_length")
+    if not got:
+        return ""
+    return (
+        f"the server log's acceptance length over {got['count']} decode line(s): mean "
+        f"{got['mean']:.2f}, from {got['min']:.2f} to {got['max']:.2f}"
+    )
+
+
+def windows(e: Experiment) -> list[tuple[float, float, str]]:
+    """Each level run's measured window (start, end, label) on the records' clock, for the
+    telemetry chart; a level is labelled once, at its first repetition."""
+    out = []
+    for lv in e.levels:
+        w = lv.window
+        if w is not None and w.t0_monotonic:
+            label = f"C={lv.concurrency}" if lv.repetition == 0 else ""
+            out.append((w.t0_monotonic, w.end, label))
+    return out
+
+
+def telemetry_note(e: Experiment) -> str:
+    """Why an experiment has no telemetry, or how it was sampled."""
+    info = e.telemetry
+    if info is None:
+        return ""
+    if info.error:
+        return info.error
+    if info.rows:
+        late = info.late_samples
+        return f"sampled at {fmt_num(info.hz)} Hz, {info.rows} rows" + (
+            f", {late} late samples" if late else ""
+        )
+    return ""
+
+
+def telemetry_rows(e: Experiment, pooled: bool = False) -> list[dict[str, str]]:
+    """One row per level and repetition (``pooled``: per level, its repetitions together),
+    over all GPUs: mean of the GPUs' means, the lowest minimum and highest maximum, and for
+    clock events the worst GPU's share; samples: the fewest of any GPU, summed over runs."""
+    groups: dict[tuple[int, int], list[list[dict[str, Any]]]] = {}
+    for lv in e.levels:
+        gpus = [g for g in lv.telemetry or [] if g.get("samples")]
+        if gpus:
+            rep = 0 if pooled else lv.repetition
+            groups.setdefault((lv.concurrency, rep), []).append(gpus)
+    rows = []
+    for key, runs in groups.items():
+        gpus = [g for run in runs for g in run]
+
+        def stat(name: str, which: str, gpus: list[dict[str, Any]] = gpus) -> list[float]:
+            return [float(v) for g in gpus if (v := (g.get(name) or {}).get(which)) is not None]
+
+        def mean(xs: list[float]) -> float | None:
+            return sum(xs) / len(xs) if xs else None
+
+        events: dict[str, float] = {}
+        for g in gpus:
+            for name, share in (g.get("clock_events") or {}).items():
+                events[name] = max(events.get(name, 0.0), float(share))
+        slow = [float(g["slowdown_share"]) for g in gpus if g.get("slowdown_share") is not None]
+        rows.append(
+            {
+                "concurrency": str(key[0]),
+                "repetition": str(len(runs)) if pooled else str(key[1] + 1),
+                "gpus": str(max(len(run) for run in runs)),
+                "sm_clock": f"{fmt_num(mean(stat('sm_clock_mhz', 'mean')))} "
+                f"({fmt_num(min(stat('sm_clock_mhz', 'min'), default=None))}-"
+                f"{fmt_num(max(stat('sm_clock_mhz', 'max'), default=None))})",
+                "power": f"{fmt_num(mean(stat('power_w', 'mean')))} / "
+                f"{fmt_num(max(stat('power_w', 'max'), default=None))}",
+                "temp": fmt_num(max(stat("temp_c", "max"), default=None)),
+                "util": fmt_num(mean(stat("util_gpu_pct", "mean"))),
+                "slowdown": f"{max(slow):.0%}" if slow else "–",
+                "events": ", ".join(
+                    f"{name.replace('_', ' ')} {share:.0%}"
+                    for name, share in sorted(events.items())
+                )
+                or "none",
+                "samples": str(sum(min(int(g["samples"]) for g in run) for run in runs)),
+            }
+        )
+    return rows

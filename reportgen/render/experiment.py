@@ -1,0 +1,273 @@
+"""One experiment's section of the report, from its ``results.model.Experiment``: its
+verdict and comparisons, its table by level against the baseline, the caveats next to the
+numbers, its servers, probes and checks (the engine's and the GPUs' evidence: ``evidence``).
+
+Pure, like ``view``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+
+from reportgen.campaign import is_throughput
+from reportgen.render import evidence
+from reportgen.render.content import Cell, Comparison, Experiment, FlagChange, LevelRow, Objective
+from reportgen.render.fmt import NONE, fmt_arg, fmt_ci, fmt_num, fmt_ratio, fmt_stat, fmt_time
+from reportgen.results import model
+from reportgen.results.model import Aggregate
+
+# Columns of the per-experiment table by level, after output tok/s, in the template's order.
+LEVEL_COLUMNS = (
+    "total_tok_s",
+    "req_s",
+    "ttft_ms_p50",
+    "ttft_ms_p90",
+    "ttft_ms_p99",
+    "itl_ms_p50",
+    "itl_ms_p90",
+    "itl_ms_p99",
+    "e2e_ms_p50",
+    "e2e_ms_p99",
+)
+LOG_HEADING = "End of the server log"  # what log_tail is, unless the runner said otherwise
+
+
+def cell(level: Aggregate | None, key: str) -> Cell:
+    """A level's statistic, mean and sd; "all failed" where no request of it succeeded (its
+    throughput is zero, and its latencies unknown: not a measurement of the configuration)."""
+    if level is None:
+        return Cell(*fmt_stat(None))
+    if level.all_failed:
+        return Cell("all failed")
+    return Cell(*fmt_stat(level.stat(key)))
+
+
+def by_level(e: model.Experiment | None) -> dict[int, Aggregate]:
+    """An experiment's aggregates by concurrency level (none for no experiment)."""
+    return {a.concurrency: a for a in e.by_level} if e is not None else {}
+
+
+def section(
+    i: int,
+    e: model.Experiment,
+    baseline: model.Experiment | None,
+    best: str | None,
+    objective: Objective,
+    counters: Mapping[str, str] | None = None,
+) -> Experiment:
+    """The ``i``-th (0-based) experiment's section; ``counters``: the engine's metric names
+    by role, for speculative decoding."""
+    decision = e.decision
+    is_baseline = e is baseline
+    mine, base = by_level(e), by_level(baseline)
+    rows: list[LevelRow] = []
+    for c in sorted(mine):
+        rows.append(_level_row(c, mine[c], "this", is_baseline, base.get(c)))
+        if not is_baseline and c in base:
+            rows.append(_level_row(c, base[c], "baseline", True, None))
+    vs_parent = decision.vs_parent if decision else []
+    vs_baseline = decision.vs_baseline if decision else []
+    metrics = (decision.metrics if decision else None) or {}
+    baseline_metrics, baseline_table = _baseline_table(metrics.get("vs_baseline") or [])
+    ratio_at = {c.concurrency: c.ratio for c in vs_baseline}
+    return Experiment(
+        index=i + 1,
+        anchor=f"exp-{i + 1}",  # not the id: ids are user text and need not be valid anchors
+        id=e.id,
+        status=e.status,
+        verdict=decision.verdict
+        if decision
+        else ("pending" if e.status in ("pending", "running") else e.status),
+        is_baseline=is_baseline,
+        is_best=e.id == best,
+        parent=e.parent or "",
+        based_on=e.based_on or "",
+        why=e.why,
+        expect=e.expect or "",
+        flag_diff=_flag_diff(e.flag_diff),
+        vs_parent=comparisons(vs_parent),
+        vs_baseline=comparisons(vs_baseline),
+        explanation=decision.explanation if decision else "",
+        reason=e.reason or "",
+        log_tail=e.log_tail or "",
+        log_heading=e.log_heading or LOG_HEADING,
+        cut_short=_cut_short(e),
+        log_file=e.log_file or "",
+        warnings=list(e.warnings),
+        started=fmt_time(e.started_at),
+        finished=fmt_time(e.finished_at),
+        command=shlex.join(e.command),
+        env=[(str(k), str(v)) for k, v in sorted(e.env.items())],
+        objective=[cell(mine.get(c), objective.key) for c in objective.levels],
+        objective_ratio=[fmt_ratio(ratio_at[c]) if c in ratio_at else "" for c in objective.levels],
+        levels=rows,
+        notes=_level_notes(mine, _error_kinds(e)),
+        telemetry=evidence.telemetry_rows(e),
+        telemetry_levels=evidence.telemetry_rows(e, pooled=True),
+        telemetry_windows=evidence.windows(e),
+        telemetry_note=evidence.telemetry_note(e),
+        gpu_errors=[str(x) for x in (e.gpu_counters or {}).get("new_errors") or []],
+        evidence=evidence.engine_evidence(e),
+        all_metrics=comparisons(metrics.get("vs_parent") or []),
+        checks=[
+            {
+                "id": c.id,
+                "title": c.title,
+                "status": c.status,
+                "evidence": c.evidence,
+                "hint": c.hint,
+            }
+            for c in e.checks
+        ],
+        paired=bool(decision and decision.paired),
+        servers=_servers(e.sessions),
+        spec=evidence.spec_rows(e, counters or {}),
+        spec_log=evidence.spec_log(e),
+        baseline_metrics=baseline_metrics,
+        baseline_table=baseline_table,
+        probes=[
+            (p.prompt, str(p.expect or ""), p.answer if p.answer is not None else p.error or "")
+            for p in e.probes or []
+        ],
+    )
+
+
+def comparisons(items: Sequence[model.Comparison]) -> list[Comparison]:
+    return [
+        Comparison(
+            concurrency=c.concurrency,
+            ratio=fmt_ratio(c.ratio),
+            ci=fmt_ci(c.ci_low, c.ci_high),
+            verdict=c.verdict,
+            n=f"{c.n_parent} vs {c.n_child}",
+            detectable=f"±{(c.mde - 1) * 100:.1f}%" if c.mde else "–",
+            decide_with=str(c.reps_needed) if c.reps_needed else "",
+            metric=c.metric,
+        )
+        for c in items
+    ]
+
+
+def _flag_diff(items: Sequence[model.FlagChange]) -> list[FlagChange]:
+    return [
+        FlagChange(
+            f.key,
+            "(added)" if f.kind == "added" else fmt_arg(f.before),
+            "(removed)" if f.kind == "removed" else fmt_arg(f.after),
+            f.kind,
+        )
+        for f in items
+    ]
+
+
+def _level_row(
+    c: int, level: Aggregate, label: str, is_baseline: bool, base: Aggregate | None
+) -> LevelRow:
+    mine = level.mean("output_tok_s")
+    theirs = base.mean("output_tok_s") if base is not None else None
+    ratio = NONE if is_baseline or mine is None or not theirs else fmt_ratio(mine / theirs)
+    return LevelRow(
+        concurrency=c,
+        label=label,
+        is_baseline=is_baseline,
+        output=cell(level, "output_tok_s"),
+        ratio=ratio,
+        cells=[cell(level, key) for key in LEVEL_COLUMNS],
+        errors=f"{level.errors}/{level.requests}",
+    )
+
+
+def _baseline_table(
+    items: Sequence[model.Comparison],
+) -> tuple[list[str], list[tuple[int, list[tuple[str, str, str]]]]]:
+    """Every headline metric's comparison with the baseline, as a level-by-metric table:
+    the metrics' labels, then per level its cells (ratio, interval, verdict)."""
+    metrics: list[str] = []
+    cells: dict[tuple[int, str], tuple[str, str, str]] = {}
+    for c in items:
+        if c.metric not in metrics:
+            metrics.append(c.metric)
+        cells[(c.concurrency, c.metric)] = (
+            fmt_ratio(c.ratio), fmt_ci(c.ci_low, c.ci_high), c.verdict
+        )  # fmt: skip
+    levels = sorted({c for c, _ in cells})
+    labels = [m.replace("_p99", " p99") if m.endswith("_p99") else (
+        m if is_throughput(m) else f"{m} p50") for m in metrics]  # fmt: skip
+    return labels, [(c, [cells.get((c, m), (NONE, "", "")) for m in metrics]) for c in levels]
+
+
+def _servers(sessions: Sequence[model.Session]) -> str:
+    """How the experiment's servers were launched, in a phrase ("" for one launch)."""
+    if len(sessions) <= 1:
+        return ""
+    mine = [x for x in sessions if x.role == "experiment"]
+    control = [x for x in sessions if x.role == "control"]
+    text = f"{len(mine)} launches of this configuration, one per repetition"
+    if control:
+        order = " ".join("P" if x.role == "control" else "E" for x in sessions)
+        text += (
+            f", interleaved with {len(control)} of its parent's ({order}; P: parent, "
+            "E: this experiment)"
+        )
+    return text
+
+
+def _error_kinds(e: model.Experiment) -> dict[int, dict[str, int]]:
+    """Failed requests by level and kind ("HTTP 429", "timeout"...), repetitions pooled."""
+    out: dict[int, dict[str, int]] = {}
+    for lv in e.levels:
+        kinds = out.setdefault(lv.concurrency, {})
+        for kind, n in lv.summary.error_kinds.items():
+            kinds[kind] = kinds.get(kind, 0) + n
+    return out
+
+
+def _cut_short(e: model.Experiment) -> list[str]:
+    """Levels ended early because their server died: when, and why."""
+    return [
+        f"C={lv.concurrency} repetition {lv.repetition + 1}: cut short after "
+        f"{(lv.window.duration_s if lv.window else 0.0):.1f} s ({lv.aborted}); requests in "
+        "flight then are not counted."
+        for lv in e.levels
+        if lv.aborted
+    ]
+
+
+def _level_notes(
+    levels: Mapping[int, Aggregate], error_kinds: Mapping[int, Mapping[str, int]]
+) -> list[str]:
+    """Caveats a reader must see next to the numbers they qualify."""
+    notes: list[str] = []
+    for c in sorted(levels):
+        lv = levels[c]
+        if lv.client_limited:
+            load = lv.client_load_max
+            share = f" (up to {load:.0%} of its measured ceiling)" if load is not None else ""
+            notes.append(
+                f"C={c}: client-limited in {lv.client_limited} of {lv.repetitions}"
+                f" repetition(s){share}; these numbers may describe the load generator rather "
+                "than the server. Raise workload.workers or use a bigger client host."
+            )
+        if lv.errors:
+            found = sorted((error_kinds.get(c) or {}).items(), key=lambda kv: -kv[1])
+            kinds = ", ".join(f"{k} ({n})" for k, n in found)
+            notes.append(
+                f"C={c}: {lv.errors} of {lv.requests} request(s) failed"
+                + (f": {kinds}" if kinds else "")
+                + "; the numbers count only those that succeeded."
+            )
+        if lv.silent_outputs:
+            notes.append(
+                f"C={c}: {lv.silent_outputs} request(s) streamed no text although the "
+                "engine counted their tokens; their latencies are left out."
+            )
+        if lv.short_outputs:
+            notes.append(
+                f"C={c}: {lv.short_outputs} request(s) returned fewer output tokens than "
+                "asked; the engine may ignore ignore_eos/min_tokens."
+            )
+        goodput = lv.mean("goodput_req_s")
+        if goodput is not None:
+            notes.append(f"C={c}: goodput {fmt_num(goodput)} req/s (requests meeting every SLO).")
+    return notes

@@ -1,0 +1,463 @@
+"""The report's figures, drawn with matplotlib: the campaign's charts (throughput, latency,
+their trade-off) from the view's ``Series``, and each experiment's latency distributions and
+GPU telemetry. ``charts`` turns them into inline SVG (and PDF) and draws them in parallel.
+
+Labels are user text (experiment ids). Matplotlib escapes ``<``, ``>`` and ``&`` in SVG text
+and comments; ``_label`` additionally stops ``$`` starting mathtext and a leading ``_`` hiding
+the entry from the legend. Each figure is drawn on an Agg canvas created for it, not through
+pyplot, so no global backend state is touched; only the per-experiment figures are kept
+between charts of one process (``REUSE``, ``_pair``).
+
+``svg.fonttype = 'none'`` (``RC``): text stays text (small, selectable, searchable in the
+PDF) instead of glyph outlines; the reader's sans-serif font draws it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, NullLocator
+from matplotlib.typing import RcKeyType
+
+from reportgen.render.content import Series
+
+# Okabe-Ito colours: distinguishable with the common colour-vision deficiencies; the baseline
+# is black and thicker so it stands out whatever the palette.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999933")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+DASHES = ("-", "--", ":", "-.")
+BASELINE_COLOUR = "#000000"
+
+WIDTH_IN = 7.2  # about the text width of an A4 page with 15 mm margins
+PLOT_IN = 3.1  # height of the plots with their title and x label; the legend is added below
+TITLE_IN = 0.32  # room above the plots for their titles
+XLABEL_IN = 0.5  # room below the plots for tick labels and the x label
+LEGEND_COLUMNS = 4
+MAX_LABEL = 64  # characters, as campaign ids; longer ones are shortened in the middle
+
+RC: dict[RcKeyType, Any] = {
+    "svg.fonttype": "none",
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.6,
+    "axes.axisbelow": True,
+    # Titles at a fixed height over the plot: matplotlib otherwise measures every tick label
+    # to place them (a fifth of a small chart's drawing time), and the top has no ticks.
+    "axes.titley": 1.0,
+    # Type 3 fonts in the printed charts (text stays text, extractable): TrueType (42) would
+    # have fontTools subset the font for every chart, twice the time of drawing it.
+    "pdf.fonttype": 3,
+}
+
+
+def _label(text: str, index: int | None = None) -> str:
+    """User text as a literal label: no mathtext, no legend-hiding leading underscore.
+
+    Ids longer than MAX_LABEL are cut in the middle and numbered as in the report's tables,
+    since two cut ids may read the same.
+    """
+    if len(text) > MAX_LABEL:
+        half = (MAX_LABEL - 1) // 2
+        text = f"{text[:half]}…{text[-half:]}"
+        if index is not None:
+            text = f"{index}. {text}"
+    text = text.replace("$", r"\$")
+    return "\u200b" + text if text.startswith("_") else text
+
+
+def _style(index: int, series: Series) -> dict[str, Any]:
+    if series.is_baseline:
+        return {
+            "color": BASELINE_COLOUR,
+            "linewidth": 2.6,
+            "marker": "o",
+            "markersize": 5,
+            "linestyle": "-",
+            "zorder": 5,
+        }
+    # Past the palette, vary the dash pattern so the lines stay distinguishable.
+    return {
+        "color": PALETTE[index % len(PALETTE)],
+        "linewidth": 1.5,
+        "marker": MARKERS[index % len(MARKERS)],
+        "markersize": 4.5,
+        "linestyle": DASHES[(index // len(PALETTE)) % len(DASHES)],
+        "zorder": 3,
+    }
+
+
+def _legend_name(series: Series) -> str:
+    if series.is_baseline:
+        suffix = "" if series.id == "baseline" else " (baseline)"
+    else:
+        suffix = " (best)" if series.is_best else ""
+    if series.untrusted:
+        suffix += " (failed checks)"
+    return _label(series.id, series.index) + suffix
+
+
+def entries(series: Sequence[Series]) -> list[tuple[str, dict[str, Any]]]:
+    """Each series' legend label and line style, in drawing order (the baseline black)."""
+    out = []
+    others = 0
+    for s in series:
+        out.append((_legend_name(s), _style(others, s)))
+        if not s.is_baseline:
+            others += 1
+    return out
+
+
+def level_entries(levels: Sequence[int]) -> list[tuple[str, dict[str, Any]]]:
+    """One entry per concurrency level, as the distribution charts draw them."""
+    return [
+        (
+            f"C={c}",
+            {
+                "color": PALETTE[i % len(PALETTE)],
+                "linestyle": DASHES[(i // len(PALETTE)) % len(DASHES)],
+                "linewidth": 1.4,
+            },
+        )
+        for i, c in enumerate(sorted(levels))
+    ]
+
+
+def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool) -> None:
+    for s, (_, style) in zip(series, entries(series), strict=True):
+        xs = [c for c, v in zip(s.levels, s.mean[key], strict=True) if v is not None]
+        ys = [v for v in s.mean[key] if v is not None]
+        if not xs:
+            continue
+        ax.plot(xs, ys, **style)
+        if errors:  # ±1 sd as plain bars: matplotlib's errorbar costs twice as much to draw
+            sd = [
+                0.0 if e is None else float(e)
+                for e, v in zip(s.sd[key], s.mean[key], strict=True)
+                if v is not None
+            ]
+            lo = [y - d for y, d in zip(ys, sd, strict=True)]
+            hi = [y + d for y, d in zip(ys, sd, strict=True)]
+            ax.vlines(xs, lo, hi, colors=style["color"], lw=0.9, zorder=style["zorder"])
+
+
+def _concurrency_axis(ax: Axes, series: Sequence[Series]) -> None:
+    """Concurrency levels usually grow geometrically (1, 4, 16...): use a log2 axis then."""
+    levels = sorted({c for s in series for c in s.levels})
+    if not levels:
+        return
+    if levels[0] > 0 and levels[-1] / levels[0] >= 4:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_minor_locator(NullLocator())
+        pad = 2**0.25
+        ax.set_xlim(levels[0] / pad, levels[-1] * pad)
+    ax.xaxis.set_major_locator(FixedLocator(levels))
+    ax.set_xticklabels([str(c) for c in levels])
+    ax.set_xlabel("concurrency (requests in flight)")
+
+
+def _empty(ax: Axes, message: str) -> None:
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="#666666")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def legend_below(
+    fig: Figure, entries: Sequence[tuple[str, Mapping[str, Any]]], plot_in: float = PLOT_IN
+) -> float:
+    """A legend under the plots, as many columns as fit the width, and the figure grown to
+    hold it: long experiment ids must neither run off the page nor squash the plot. Returns
+    the figure's height (inches), which depends only on the entries, so ``size`` can tell it
+    before anything is drawn."""
+    height = plot_in
+    if entries:
+        handles = [Line2D([], [], **style) for _, style in entries]
+        labels = [label for label, _ in entries]
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        for ncol in range(min(len(handles), LEGEND_COLUMNS), 0, -1):
+            legend = fig.legend(
+                handles,
+                labels,
+                loc="lower center",
+                ncol=ncol,
+                frameon=False,
+                bbox_to_anchor=(0.5, 0.0),
+                handlelength=2.5,
+                columnspacing=1.5,
+            )
+            box = legend.get_window_extent(renderer)
+            if box.width <= fig.bbox.width * 0.98 or ncol == 1:
+                break
+            legend.remove()
+        height += box.height / fig.dpi
+    fig.set_figheight(height)
+    fig.subplots_adjust(bottom=(height - plot_in + XLABEL_IN) / height, top=1 - TITLE_IN / height)
+    return height
+
+
+def _few_ticks(*axes: Axes) -> None:
+    """At most about five ticks an axis on the half-width panels: enough to read them, and
+    each tick is several artists for matplotlib to build and draw."""
+    for ax in axes:
+        ax.locator_params(nbins=5)
+
+
+def new_figure(height: float) -> Figure:
+    fig = Figure(figsize=(WIDTH_IN, height))
+    FigureCanvasAgg(fig)
+    return fig
+
+
+REUSE = True
+_KEPT: dict[str, tuple[Figure, Axes, Axes]] = {}  # this process's kept figures, by kind
+
+
+def _pair(kind: str, reuse: bool, sharex: bool = False) -> tuple[Figure, Axes, Axes]:
+    """A figure with two panels side by side, for the per-experiment charts (two per
+    experiment, all alike): made once per process and cleared for each chart, which spares
+    matplotlib building the axes and their ticks again (a third of such a chart's time).
+    Cleared: every artist a chart adds is removed and the limits are automatic again; what
+    every chart sets anyway (titles, labels, ticks, size, margins) it sets again. Only
+    charts whose panels both get data use a kept figure (an empty panel's limits come out
+    differently); tests/test_render.py checks that a chart drawn on a kept figure is
+    byte-identical to one drawn on a new figure."""
+    kept = _KEPT.get(kind) if REUSE and reuse else None
+    if kept is None:
+        fig = new_figure(PLOT_IN)
+        left, right = fig.subplots(1, 2, sharex=sharex)
+        if REUSE and reuse:
+            _KEPT[kind] = (fig, left, right)
+        return fig, left, right
+    fig, left, right = kept
+    for below in list(fig.legends):
+        below.remove()
+    for ax in (left, right):
+        for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
+            artist.remove()
+        if (inside := ax.get_legend()) is not None:
+            inside.remove()
+        ax.relim()
+        ax.autoscale(True)
+    fig.set_figheight(PLOT_IN)
+    return kept
+
+
+def throughput(series: Sequence[Series]) -> Figure:
+    """Output tok/s against concurrency, one line per successful experiment, ±1 sd bars."""
+    fig = new_figure(PLOT_IN)
+    ax = fig.add_subplot()
+    if series:
+        _plot(ax, series, "output_tok_s", errors=True)
+        _concurrency_axis(ax, series)
+        ax.set_ylabel("output tokens / s")
+        ax.set_ylim(bottom=0)
+    else:
+        _empty(ax, "no successful experiment to plot")
+    ax.set_title("Output throughput (mean ± sd across repetitions)", loc="left")
+    fig.subplots_adjust(left=0.09, right=0.98)
+    legend_below(fig, entries(series))
+    return fig
+
+
+def latency(series: Sequence[Series]) -> Figure:
+    """TTFT and ITL, p50 and p99, against concurrency: four panels sharing one legend."""
+    fig = new_figure(PLOT_IN * 2)
+    axes = fig.subplots(2, 2)
+    for ax, key, title in (
+        (axes[0][0], "ttft_ms_p50", "Time to first token, p50"),
+        (axes[0][1], "ttft_ms_p99", "Time to first token, p99"),
+        (axes[1][0], "itl_ms_p50", "Inter-token latency, p50"),
+        (axes[1][1], "itl_ms_p99", "Inter-token latency, p99"),
+    ):
+        if series:
+            _plot(ax, series, key, errors=True)
+            _concurrency_axis(ax, series)
+            ax.set_ylabel("ms")
+            ax.set_ylim(bottom=0)
+        else:
+            _empty(ax, "no data")
+        ax.set_title(title, loc="left")
+    fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, hspace=0.45)
+    legend_below(fig, entries(series), plot_in=PLOT_IN * 2)
+    return fig
+
+
+def tradeoff(series: Sequence[Series]) -> Figure:
+    """The throughput-latency trade-off: output tok/s against the median time per output
+    token, one point per level (labelled with its concurrency), a line per experiment. Down
+    and to the right is better."""
+    fig = new_figure(PLOT_IN)
+    ax = fig.add_subplot()
+    drawn = False
+    for s, (_, style) in zip(series, entries(series), strict=True):
+        pts = [
+            (x, y, c)
+            for c, x, y in zip(s.levels, s.mean["output_tok_s"], s.mean["tpot_ms_p50"], strict=True)
+            if x is not None and y is not None
+        ]
+        if not pts:
+            continue
+        drawn = True
+        xs, ys, _ = zip(*pts, strict=True)
+        ax.plot(xs, ys, **style)
+        if s.is_baseline:
+            for x, y, c in pts:
+                ax.annotate(f"C={c}", (x, y), textcoords="offset points", xytext=(4, 4),
+                            fontsize=7, color="#333333")  # fmt: skip
+    if drawn:
+        ax.set_xlabel("output tokens / s")
+        ax.set_ylabel("time per output token, p50 (ms)")
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+    else:
+        _empty(ax, "no successful experiment to plot")
+    ax.set_title("Throughput against latency (down and to the right is better)", loc="left")
+    fig.subplots_adjust(left=0.09, right=0.98)
+    legend_below(fig, entries(series))
+    return fig
+
+
+def distributions(
+    data: Mapping[int, Mapping[str, Sequence[float]]], levels: Sequence[int]
+) -> Figure:
+    """One experiment's latency distributions: for each of its ``levels``, TTFT and
+    end-to-end latency as cumulative distributions (from percentiles 0 to 100 of its
+    successful requests, every repetition pooled; ``data`` by level)."""
+    full = all(any((data.get(c) or {}).get(k) for c in levels) for k in ("ttft_ms", "e2e_ms"))
+    fig, left, right = _pair("distributions", reuse=full)
+    _few_ticks(left, right)
+    entries = level_entries(levels)
+    drawn = False
+    for ax, key, title in (
+        (left, "ttft_ms", "Time to first token"),
+        (right, "e2e_ms", "End-to-end latency"),
+    ):
+        for c, (_, style) in zip(sorted(levels), entries, strict=True):
+            qs = list((data.get(c) or {}).get(key) or [])
+            if qs:
+                drawn = True
+                ys = [100 * k / (len(qs) - 1) for k in range(len(qs))] if len(qs) > 1 else [100]
+                ax.plot(qs, ys, **style)
+        ax.set_title(f"{title} (ms)", loc="left")
+        ax.set_xlabel("ms")
+        ax.set_xlim(left=0)
+        ax.set_ylim(0, 100)
+    if not drawn:
+        for ax in (left, right):
+            _empty(ax, "no successful requests")
+    left.set_ylabel("percent of requests at or below")
+    fig.subplots_adjust(left=0.09, right=0.98, wspace=0.25)
+    legend_below(fig, entries)
+    return fig
+
+
+MAX_POINTS = 300  # per line of a time series: more cannot be seen at a chart's width
+BAND_GPUS = 2  # draw a min-max band under each GPU's line only for this many GPUs or fewer
+
+
+def _decimate(t: np.ndarray, v: np.ndarray, points: int = MAX_POINTS) -> tuple[np.ndarray, ...]:
+    """A long series as at most ``points`` buckets: each bucket's time, mean, min and max (the
+    band shows what the mean smooths away). Short series come back as they are."""
+    if t.size <= points:
+        return t, v, v, v
+    edges = np.linspace(0, t.size, points + 1).astype(int)
+    starts = edges[:-1]
+    counts = np.diff(edges)
+    mean = np.add.reduceat(v, starts) / counts
+    return (
+        np.add.reduceat(t, starts) / counts,
+        mean,
+        np.minimum.reduceat(v, starts),
+        np.maximum.reduceat(v, starts),
+    )
+
+
+def telemetry(rows: Mapping[str, Any], windows: Sequence[tuple[float, float, str]]) -> Figure:
+    """One experiment's GPU telemetry over time: SM clock and power per GPU, each level's
+    measured window shaded and labelled. ``rows``: columns ``t``, ``gpu``, ``sm_clock_mhz``,
+    ``power_w`` (telemetry table, NaN where not read); ``windows``: (start, end, label) on
+    the same clock. Long runs are drawn as bucket means with their min-max band."""
+    t = np.asarray(rows.get("t") if rows.get("t") is not None else [], dtype=float)
+    gpu = np.asarray(rows.get("gpu") if rows.get("gpu") is not None else [], dtype=float)
+    columns = {
+        k: np.asarray(rows.get(k) if rows.get(k) is not None else [], dtype=float)
+        for k in ("sm_clock_mhz", "power_w")
+    }
+    full = t.size > 0 and all(
+        v.size == t.size and bool(np.any(~np.isnan(v) & ~np.isnan(gpu))) for v in columns.values()
+    )
+    fig, left, right = _pair("telemetry", reuse=full, sharex=True)
+    _few_ticks(left, right)
+    t0 = float(t.min()) if t.size else 0.0
+    gpus = sorted({int(g) for g in np.unique(gpu[~np.isnan(gpu)])}) if gpu.size else []
+    # each GPU's rows in time order (sampled in order, so the sort is a check, rarely a cost)
+    by_gpu = {}
+    for g in gpus:
+        index = np.flatnonzero(gpu == g)
+        if index.size > 1 and np.any(np.diff(t[index]) < 0):
+            index = index[np.argsort(t[index], kind="stable")]
+        by_gpu[g] = index
+    for ax, key, title, unit in (
+        (left, "sm_clock_mhz", "SM clock", "MHz"),
+        (right, "power_w", "Power", "W"),
+    ):
+        spans: tuple[list[tuple[float, float]], list[tuple[float, float]]] = ([], [])
+        shade = 0
+        for start, end, label in windows:
+            shade += 1 if label else 0  # a new level: the other shade
+            spans[shade % 2].append((start - t0, end - start))
+        for colour, bars in zip(("#f1f5f9", "#e3ebf4"), spans, strict=True):
+            if bars:  # one collection per shade: far cheaper than a patch per window
+                ax.broken_barh(bars, (0, 1), facecolors=colour, lw=0, zorder=0,
+                               transform=ax.get_xaxis_transform())  # fmt: skip
+        values = columns[key]
+        for g, index in by_gpu.items():
+            if values.size != t.size:
+                continue
+            index = index[~np.isnan(values[index])]
+            if not index.size:
+                continue
+            xs, ys, lo, hi = _decimate(t[index] - t0, values[index])
+            colour = PALETTE[g % len(PALETTE)]
+            if xs.size < index.size and len(gpus) <= BAND_GPUS:
+                ax.fill_between(xs, lo, hi, color=colour, alpha=0.18, lw=0)
+            ax.plot(xs, ys, color=colour, lw=1.0, label=f"GPU {g}")
+        if not t.size:
+            _empty(ax, "no telemetry")
+        ax.set_title(f"{title} ({unit})", loc="left")
+        ax.set_xlabel("seconds since the server started")
+        ax.set_ylim(bottom=0)
+    if windows and t.size:
+        top = left.get_ylim()[1]
+        span = max(float(t.max()) - t0, 1e-9)
+        last = None
+        for start, _, label in windows:  # skip a label that would overlap the last one
+            if label and (last is None or (start - last) / span > 0.08):
+                left.text(start - t0, top, label, fontsize=6.5, va="top", color="#555555")
+                last = start
+    fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, bottom=0.16, top=0.9)
+    if len(gpus) > 1:
+        left.legend(loc="lower right", frameon=False)
+    return fig
+
+
+BUILDERS: dict[str, Callable[..., Figure]] = {
+    "throughput": throughput,
+    "latency": latency,
+    "tradeoff": tradeoff,
+    "distributions": distributions,
+    "telemetry": telemetry,
+}

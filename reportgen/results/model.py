@@ -1,0 +1,503 @@
+"""The typed results of a run: what results.json holds, and what every stage passes on.
+
+One tree, written by the runner and read by analysis, render, verify and diff::
+
+    Run                      the run: campaign, environment, status, resumptions
+      Experiment             one experiment: its configuration, what happened, its verdict
+        Session              one server launch (start, warm-up, the levels it ran, its stop)
+        Level                one concurrency level x repetition: its window and its Summary
+          Summary            what the level's requests add up to (``analysis.summary``)
+        Aggregate            one concurrency level across its repetitions (a Stat per metric)
+        Control              the parent's configuration, interleaved with this experiment
+        Check                one assumption checked: pass, warn, fail or skip, with evidence
+        Decision             the verdict, with its Comparisons against parent and baseline
+
+Keys this reportgen does not know (written by a later one) are kept as they are, so reading
+and saving a results file never loses anything. Per-request rows are not here: they are
+``reportgen.load.records.RequestRecord`` in the tables beside results.json (``store``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# the campaign's defaults, re-exported for readers of results
+from reportgen.campaign.schema import DEFAULT_MARGIN as DEFAULT_MARGIN
+from reportgen.campaign.schema import higher_is_better as higher_is_better
+
+SCHEMA_VERSION = 2
+CONTROL_SUFFIX = "~control"  # "~" is not allowed in experiment ids: no clash with one
+DEFAULT_METRIC = "output_tok_s"
+
+Status = Literal["pending", "running", "ok", "failed", "interrupted"]
+FINISHED = ("ok", "failed")  # an experiment in either state is kept by --resume
+
+
+def control_table(exp_id: str) -> str:
+    """The request table of an experiment's interleaved runs of its parent."""
+    return f"{exp_id}{CONTROL_SUFFIX}"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# -- one level ---------------------------------------------------------------------------------
+
+
+class Dist(_Model):
+    """A latency's distribution over a level's requests (ms); None where none was measured."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+
+class ClientLoad(_Model):
+    """The client's own load during a level: its CPU, and the share of its measured ceiling."""
+
+    workers: int = 1
+    cpu_s: float = 0.0
+    cpu_util: float | None = None
+    loop_lag_ms: dict[str, float] = Field(default_factory=dict)  # p50, p99, max
+    preopen_s: float = 0.0  # connections opened before t0, outside the level
+    ceiling_chunk_s: float | None = None
+    load: float | None = None
+    limited: bool | None = None
+
+
+class Summary(_Model):
+    """One level run's numbers (definitions in ``reportgen.analysis.summary``)."""
+
+    requests: int = 0
+    ok: int = 0
+    errors: int = 0
+    error_kinds: dict[str, int] = Field(default_factory=dict)
+    short_outputs: int = 0
+    silent_outputs: int = 0
+    duration_s: float = 0.0
+    window_s: list[float] | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    chunks: int = 0
+    output_tokens_source: list[str] = Field(default_factory=list)
+    output_tok_s: float | None = None
+    total_tok_s: float | None = None
+    req_s: float | None = None
+    goodput_req_s: float | None = None
+    slo_attainment: float | None = None
+    chunk_s: float | None = None
+    achieved_concurrency: float | None = None
+    ttft_ms: Dist = Field(default_factory=Dist)
+    itl_ms: Dist = Field(default_factory=Dist)
+    itl_token_ms: Dist = Field(default_factory=Dist)
+    tpot_ms: Dist = Field(default_factory=Dist)
+    e2e_ms: Dist = Field(default_factory=Dist)
+    client: ClientLoad | None = None
+
+    def value(self, metric: str, stat: str = "p50") -> float | None:
+        """One number: a throughput as it is, a latency at ``stat`` (p50 by default)."""
+        got = getattr(self, metric, None)
+        if isinstance(got, Dist):
+            got = getattr(got, stat, None)
+        return None if got is None else float(got)
+
+
+class Window(_Model):
+    """A level's measured window on the records' clock (``time.perf_counter``), to cut
+    telemetry and align other clocks."""
+
+    t0_monotonic: float
+    duration_s: float
+
+    @property
+    def end(self) -> float:
+        return self.t0_monotonic + self.duration_s
+
+
+class Level(_Model):
+    """One concurrency level x repetition."""
+
+    concurrency: int
+    repetition: int = 0
+    session: int = 0  # the index of the server session that ran it
+    started_at_unix: float | None = None
+    window: Window | None = None
+    summary: Summary = Field(default_factory=Summary)
+    telemetry: list[dict[str, Any]] | None = None  # per GPU (``observe.telemetry.window``)
+    engine_metrics: dict[str, Any] | None = None  # Prometheus deltas over the level
+    aborted: str | None = None  # why it was cut short (its server died)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.concurrency, self.repetition)
+
+
+class Stat(_Model):
+    """One number across a level's repetitions: their mean, sample sd and count."""
+
+    mean: float | None = None
+    sd: float | None = None
+    n: int = 0
+
+
+class Aggregate(_Model):
+    """One concurrency level across its repetitions (``analysis.summary.aggregate``)."""
+
+    concurrency: int
+    repetitions: int = 0
+    output_tok_s: Stat = Field(default_factory=Stat)
+    total_tok_s: Stat = Field(default_factory=Stat)
+    req_s: Stat = Field(default_factory=Stat)
+    goodput_req_s: Stat = Field(default_factory=Stat)
+    ttft_ms_p50: Stat = Field(default_factory=Stat)
+    ttft_ms_p90: Stat = Field(default_factory=Stat)
+    ttft_ms_p99: Stat = Field(default_factory=Stat)
+    itl_ms_p50: Stat = Field(default_factory=Stat)
+    itl_ms_p90: Stat = Field(default_factory=Stat)
+    itl_ms_p99: Stat = Field(default_factory=Stat)
+    itl_token_ms_p50: Stat = Field(default_factory=Stat)
+    itl_token_ms_p90: Stat = Field(default_factory=Stat)
+    itl_token_ms_p99: Stat = Field(default_factory=Stat)
+    tpot_ms_p50: Stat = Field(default_factory=Stat)
+    tpot_ms_p90: Stat = Field(default_factory=Stat)
+    tpot_ms_p99: Stat = Field(default_factory=Stat)
+    e2e_ms_p50: Stat = Field(default_factory=Stat)
+    e2e_ms_p90: Stat = Field(default_factory=Stat)
+    e2e_ms_p99: Stat = Field(default_factory=Stat)
+    errors: int = 0
+    requests: int = 0
+    short_outputs: int = 0
+    silent_outputs: int = 0
+    client_load_max: float | None = None
+    client_limited: int = 0
+
+    def stat(self, name: str) -> Stat:
+        """The Stat of a metric by its key (``output_tok_s``, ``ttft_ms_p99``...)."""
+        got = getattr(self, name, None)
+        return got if isinstance(got, Stat) else Stat()
+
+    def mean(self, name: str) -> float | None:
+        return self.stat(name).mean
+
+    @property
+    def all_failed(self) -> bool:
+        """No request succeeded: its throughput is zero and its latencies unknown, not a
+        measurement of the configuration."""
+        return bool(self.requests) and self.errors == self.requests
+
+
+# -- one experiment --------------------------------------------------------------------------
+
+
+CheckStatus = Literal["pass", "warn", "fail", "skip"]
+
+
+class Check(_Model):
+    """One assumption checked about an experiment's measurement."""
+
+    id: str
+    title: str
+    status: CheckStatus
+    evidence: str
+    hint: str = ""
+    invalidates: bool | None = None  # a campaign's own check: does its failure void the verdict
+
+
+Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
+
+
+class Comparison(_Model):
+    """Child / parent of one metric at one level, with its interval and verdict
+    (``analysis.decide``)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    metric: str
+    concurrency: int
+    ratio: float | None  # child / parent of the means (geometric)
+    ci_low: float | None
+    ci_high: float | None
+    n_parent: int
+    n_child: int
+    verdict: Verdict
+    mde: float | None = None  # smallest detectable ratio (> 1) at 80% power
+    reps_needed: int | None = None  # inconclusive: repetitions per side that would decide
+    paired: bool = False  # interleaved repetitions compared pair by pair
+
+
+DecisionVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive", "failed", "baseline"]
+
+
+class Decision(_Model):
+    """What the campaign concluded about one experiment against its parent."""
+
+    verdict: DecisionVerdict
+    explanation: str
+    vs_parent: list[Comparison] = Field(default_factory=list)
+    vs_baseline: list[Comparison] = Field(default_factory=list)
+    paired: bool | None = None  # compared with interleaved runs of the parent
+    # Every headline metric, by side ("vs_parent", "vs_baseline"): not only the objective.
+    metrics: dict[str, list[Comparison]] | None = None
+
+
+class FlagChange(_Model):
+    """One server flag that differs from the parent's (values redacted)."""
+
+    key: str
+    kind: Literal["added", "removed", "changed"]
+    before: Any = None
+    after: Any = None
+
+
+class Stop(_Model):
+    """How a server was stopped (``run.server.StopResult``)."""
+
+    signals: list[str] = Field(default_factory=list)
+    exit_code: int | None = None
+    stop_s: float = 0.0
+    group_gone: bool = False
+    port_free: bool = False
+
+
+class Warmup(_Model):
+    requests: int = 0
+    errors: int = 0
+    duration_s: float = 0.0
+    words_per_token: float | None = None  # prompt words per token after the correction
+
+
+class Ready(_Model):
+    """How the server became ready: seconds, the model it serves, the checks it answered."""
+
+    ready_s: float | None = None
+    model: str | None = None
+    health_checks: int = 0
+    generation_checks: int = 0
+
+
+class Session(_Model):
+    """One server launch of an experiment: its configuration's or, interleaved, its
+    parent's ("control")."""
+
+    index: int
+    role: Literal["experiment", "control"] = "experiment"
+    config: str
+    repetitions: list[int] = Field(default_factory=list)
+    log_file: str
+    ready_s: float | None = None
+    warmup: Warmup | None = None
+    stop: Stop | None = None
+    error: str | None = None
+    log_tail: str | None = None
+    log_heading: str | None = None
+
+
+class Control(_Model):
+    """The parent's configuration run alternately with the experiment (``interleave``)."""
+
+    of: str
+    levels: list[Level] = Field(default_factory=list)
+    error: str | None = None
+    by_level: list[Aggregate] = Field(default_factory=list)
+
+
+class ProbeAnswer(_Model):
+    """One golden prompt's answer (``run.probes``)."""
+
+    prompt: str
+    expect: Any = None
+    answer: str | None = None
+    finish_reason: str | None = None
+    output_tokens: int | None = None
+    latency_s: float | None = None
+    error: str | None = None
+
+
+class TelemetryInfo(_Model):
+    """How an experiment's GPU sampling went (its rows are in telemetry/<id>.parquet)."""
+
+    hz: float | None = None
+    rows: int = 0
+    late_samples: int = 0
+    error: str | None = None
+
+
+class Experiment(_Model):
+    """One experiment: why it was tried, what it ran with, what happened, what it decided."""
+
+    id: str
+    why: str = ""
+    expect: str | None = None
+    based_on: str | None = None
+    status: Status = "pending"
+    reason: str | None = None
+    levels: list[Level] = Field(default_factory=list)
+    # its configuration, resolved and redacted (``run.plan.describe``)
+    parent: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, Any] = Field(default_factory=dict)
+    command: list[str] = Field(default_factory=list)
+    flag_diff: list[FlagChange] = Field(default_factory=list)
+    workload: dict[str, Any] | None = None  # the campaign's Workload, as dumped
+    log_file: str | None = None
+    # what happened
+    started_at: str | None = None
+    finished_at: str | None = None
+    sessions: list[Session] = Field(default_factory=list)
+    control: Control | None = None
+    server: Ready | None = None
+    engine_info: dict[str, Any] | None = None
+    probes: list[ProbeAnswer] | None = None
+    warmup: Warmup | None = None
+    stop: Stop | None = None
+    warnings: list[str] = Field(default_factory=list)
+    telemetry: TelemetryInfo | None = None
+    gpu_counters: dict[str, Any] | None = None
+    campaign_checks: list[dict[str, Any]] = Field(default_factory=list)
+    log_evidence: dict[str, Any] | None = None
+    server_args_resolved: dict[str, Any] | None = None  # as the engine's log printed them
+    model_files: dict[str, Any] | None = None
+    log_tail: str | None = None
+    log_heading: str | None = None
+    # what it adds up to
+    by_level: list[Aggregate] = Field(default_factory=list)
+    checks: list[Check] = Field(default_factory=list)
+    decision: Decision | None = None
+
+    @property
+    def table(self) -> str:
+        """Its request and telemetry tables' name."""
+        return self.id
+
+    @property
+    def control_table(self) -> str:
+        return control_table(self.id)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    def all_levels(self) -> list[Level]:
+        """Its own levels, then its parent's interleaved ones."""
+        return self.levels + (self.control.levels if self.control else [])
+
+    def aggregate(self, concurrency: int) -> Aggregate | None:
+        return next((a for a in self.by_level if a.concurrency == concurrency), None)
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+class CampaignFile(_Model):
+    path: str
+    sha256: str
+    text: str = ""
+
+
+class EngineRecord(_Model):
+    name: str
+    simulated: bool = False
+    flag_check: dict[str, Any] | None = None  # ``engines.Flags.record``
+
+
+class Resumption(_Model):
+    """One ``--resume``: when, after what, what was kept, and where it ran."""
+
+    at: str
+    after: str | None = None
+    kept: list[str] = Field(default_factory=list)
+    campaign_changed: dict[str, Any] | None = None  # sha256_before, added, removed
+    reportgen_version: str | None = None
+    host: str | None = None
+    gpus: list[str | None] = Field(default_factory=list)
+
+
+RunStatus = Literal["running", "complete", "incomplete"]
+
+
+class Run(_Model):
+    """A whole run: results.json."""
+
+    schema_version: int = SCHEMA_VERSION
+    reportgen_version: str
+    run_id: str
+    status: RunStatus = "running"
+    status_reason: str | None = None
+    started_at: str
+    finished_at: str | None = None
+    campaign: dict[str, Any] = Field(default_factory=dict)  # the CampaignModel, as dumped
+    campaign_file: CampaignFile
+    engine: EngineRecord
+    environment: dict[str, Any] = Field(default_factory=dict)  # ``observe.fingerprint``
+    best: str | None = None
+    client_ceiling: dict[str, Any] | None = None  # ``run.calibrate``
+    experiments: list[Experiment] = Field(default_factory=list)
+    resumed: list[Resumption] = Field(default_factory=list)
+
+    # -- what the campaign said, with its defaults ------------------------------------------
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The campaign file's [campaign] table."""
+        return dict(self.campaign.get("campaign") or {})
+
+    @property
+    def objective(self) -> dict[str, Any]:
+        return dict(self.info.get("objective") or {})
+
+    @property
+    def metric(self) -> str:
+        return str(self.objective.get("metric") or DEFAULT_METRIC)
+
+    @property
+    def objective_levels(self) -> list[int] | None:
+        levels = self.objective.get("concurrency")
+        return [int(c) for c in levels] if levels else None
+
+    @property
+    def higher_is_better(self) -> bool:
+        return higher_is_better(self.metric, self.objective.get("direction"))
+
+    @property
+    def margin(self) -> float:
+        return float(self.info.get("margin") or DEFAULT_MARGIN)
+
+    @property
+    def default_workload(self) -> dict[str, Any]:
+        return dict(self.campaign.get("workload") or {})
+
+    # -- its experiments -----------------------------------------------------------------
+
+    @property
+    def baseline(self) -> Experiment | None:
+        return self.experiments[0] if self.experiments else None
+
+    def experiment(self, exp_id: str | None) -> Experiment | None:
+        return next((e for e in self.experiments if e.id == exp_id), None)
+
+    def finished_prefix(self) -> int:
+        """How many experiments, from the first, are finished (kept by ``--resume``)."""
+        n = 0
+        for e in self.experiments:
+            if not e.finished:
+                break
+            n += 1
+        return n
+
+    def dump(self) -> dict[str, Any]:
+        """As results.json holds it (JSON types; numpy scalars in evidence as numbers)."""
+        return self.model_dump(mode="json", fallback=_plain)
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

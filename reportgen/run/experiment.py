@@ -1,0 +1,159 @@
+"""One experiment: its server sessions, the GPU telemetry around them, what the server's log
+and files say, the level aggregates, its request tables, and the assumption checks.
+
+A failed experiment is a result: its entry records the reason and the end of its log, and
+the campaign goes on. A Ctrl-C marks it interrupted and is raised again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reportgen import results as store
+from reportgen.analysis import checks as checks_mod
+from reportgen.analysis.summary import by_level
+from reportgen.campaign import Resolved, Workload
+from reportgen.errors import ReportgenError
+from reportgen.load.records import RequestRecord
+from reportgen.observe import evidence, telemetry
+from reportgen.observe.telemetry import Telemetry
+from reportgen.results.model import Control, Experiment, Run, TelemetryInfo
+from reportgen.run.plan import server_sessions
+from reportgen.run.resume import utc_now
+from reportgen.run.session import Context, Launch, ServerSession
+
+
+def run_experiment(
+    ctx: Context, r: Resolved, parent: Resolved | None, entry: Experiment, save: Any
+) -> dict[str, list[RequestRecord]]:
+    """Run ``r`` into ``entry`` (``save()`` is called once its tables are written); returns
+    its request records by table."""
+    entry.status = "running"
+    entry.started_at = utc_now()
+    launches = [
+        Launch(r, cfg, reps, role, i)
+        for i, (cfg, reps, role) in enumerate(
+            server_sessions(r, parent, interleave=ctx.m.campaign.interleave)
+        )
+    ]
+    entry.sessions = []
+    if any(x.role == "control" for x in launches):
+        entry.control = Control(of=str(r.parent))
+    rows: dict[str, list[RequestRecord]] = {"experiment": [], "control": []}
+    logs: list[str] = []
+    tele = _telemetry_start(ctx, entry)
+    try:
+        for launch in launches:
+            control = entry.control
+            if launch.role == "control" and control is not None and control.error:
+                continue  # the parent's configuration failed once: no more control runs
+            try:
+                ServerSession(ctx, launch, entry, rows[launch.role], logs).run()
+            except ReportgenError as exc:
+                if launch.role != "control" or control is None:
+                    raise
+                control.error = f"{launch.config.id} (interleaved run): {exc}"
+        entry.status = "ok"
+    except ReportgenError as exc:
+        entry.status = "failed"
+        entry.reason = str(exc)
+        last = entry.sessions[-1] if entry.sessions else None
+        entry.log_tail = (last.log_tail if last else None) or ""
+        if last is not None and last.log_heading:
+            entry.log_heading = last.log_heading
+    except KeyboardInterrupt:
+        entry.status = "interrupted"
+        entry.reason = "interrupted by the user"
+        raise
+    finally:
+        _telemetry_end(ctx, r.id, entry, tele)
+        _evidence(ctx, r, entry, "\n".join(logs))
+        entry.finished_at = utc_now()
+        entry.by_level = by_level(entry.levels)
+        if entry.control is not None:
+            entry.control.by_level = by_level(entry.control.levels)
+        if rows["experiment"]:
+            store.save_requests(ctx.run_dir, entry.table, rows["experiment"])
+        if rows["control"]:
+            store.save_requests(ctx.run_dir, entry.control_table, rows["control"])
+        save()
+    return {entry.table: rows["experiment"], entry.control_table: rows["control"]}
+
+
+def _evidence(ctx: Context, r: Resolved, entry: Experiment, log_text: str) -> None:
+    """What the server's log and the model's files say, and the campaign's own checks."""
+    entry.campaign_checks = [chk.model_dump() for chk in r.checks]
+    patterns = ctx.engine.patterns()
+    for i, chk in enumerate(r.checks):
+        if chk.log_contains or chk.log_absent:
+            patterns[f"campaign:{i}"] = str(chk.log_contains or chk.log_absent)
+    entry.log_evidence = evidence.log_evidence(log_text, patterns)
+    accept = evidence.log_values(log_text, ctx.engine.spec_accept_log)
+    if accept is not None:
+        entry.log_evidence["spec_accept_length"] = accept
+    entry.server_args_resolved = evidence.server_args(entry.log_evidence["found"])
+    entry.model_files = evidence.model_files(r.args, ctx.campaign_dir)
+
+
+def check(
+    ctx: Context, run: Run, entry: Experiment, r: Resolved, rows: list[RequestRecord]
+) -> None:
+    """Every assumption check of ``entry`` (``analysis.checks``), from what it recorded."""
+    baseline = run.baseline
+    m = ctx.m
+    entry.checks = checks_mod.run_checks(
+        entry,
+        run.environment,
+        log_patterns=list(ctx.engine.patterns()),
+        cv_bound=m.campaign.cv_bound,
+        host_expect=m.host.expect.model_dump(),
+        rows=rows,
+        counters=dict(ctx.engine.counters),
+        prefix_expect=_prefix_expect(r.workload),
+        baseline=None if baseline is None or baseline.id == entry.id else baseline,
+        random_weights=m.campaign.random_weights,
+    )
+
+
+def _prefix_expect(wl: Workload) -> tuple[float, float] | None:
+    """The prefix-cache hit rate a workload should see: as the campaign says; else low for
+    varied prompts, and no expectation for one fixed prompt (every request shares it)."""
+    if wl.prefix_cache_hit_rate is not None:
+        lo, hi = wl.prefix_cache_hit_rate
+        return float(lo), float(hi)
+    return None if wl.prompts.source == "fixed" else checks_mod.DEFAULT_PREFIX_HIT
+
+
+def _telemetry_start(ctx: Context, entry: Experiment) -> Telemetry | None:
+    """Error counters now, and GPU sampling from before the server starts (its loading
+    shows in the charts) until after it stops."""
+    if ctx.gpu_source is None:
+        entry.telemetry = TelemetryInfo(error=f"no GPU telemetry: {ctx.gpu_why}")
+        return None
+    try:
+        entry.gpu_counters = {"before": ctx.gpu_source.counters()}
+    except Exception as exc:
+        entry.gpu_counters = {"error": f"error counters unreadable: {exc}"}
+    return Telemetry(ctx.gpu_source).start()
+
+
+def _telemetry_end(ctx: Context, exp_id: str, entry: Experiment, tele: Telemetry | None) -> None:
+    if tele is None or ctx.gpu_source is None:
+        return
+    rows = tele.stop()
+    for level in entry.all_levels():
+        w = level.window
+        if w is not None and w.t0_monotonic:
+            level.telemetry = telemetry.window(rows, w.t0_monotonic, w.end)
+    entry.telemetry = TelemetryInfo(
+        hz=tele.hz, rows=len(rows), late_samples=tele.late_samples, error=tele.error
+    )
+    if rows:
+        store.save_telemetry(ctx.run_dir, exp_id, rows)
+    counters = entry.gpu_counters or {}
+    if "before" in counters:
+        try:
+            counters["after"] = ctx.gpu_source.counters()
+            counters["new_errors"] = telemetry.counter_deltas(counters["before"], counters["after"])
+        except Exception as exc:
+            counters["after"] = {"error": f"error counters unreadable: {exc}"}

@@ -1,0 +1,113 @@
+"""What a campaign will run, before anything runs: each experiment's configuration, its exact
+server command, what the results record of it, and its server launches.
+
+``reportgen plan`` prints this; the runner follows it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from reportgen import engines
+from reportgen.campaign import Campaign, Resolved, parent_id, resolve
+from reportgen.redact import known_secrets, redact_argv, redact_env, redact_flag
+from reportgen.results.model import Experiment, FlagChange
+
+Role = Literal["experiment", "control"]  # whose configuration a server session runs
+Launch = tuple[Resolved, list[int], Role]  # (configuration, repetitions, role)
+
+
+def new_run_id(campaign: Campaign, now: dt.datetime | None = None) -> str:
+    """Sortable: UTC time, then a short hash of the campaign file."""
+    now = now or dt.datetime.now(dt.UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{campaign.sha256[:6]}"
+
+
+def command_line(campaign: Campaign, r: Resolved) -> list[str]:
+    engine = engines.get(campaign.model.server.engine)
+    return engine.command(campaign.model.server.command) + engine.format_args(r.args)
+
+
+def plan(campaign: Campaign) -> list[Resolved]:
+    """Resolve every experiment without running anything.
+
+    ``based_on = "best"`` is only known while running; the plan assumes every earlier
+    experiment is adopted, i.e. "best" is the experiment just before.
+    """
+    out: list[Resolved] = []
+    by_id: dict[str, Resolved] = {}
+    exps = campaign.experiments
+    for i, exp in enumerate(exps):
+        pid = parent_id(exp, i, exps[0].id, exps[i - 1].id if i else "")
+        r = resolve(campaign.model, exp, by_id[pid] if pid else None)
+        by_id[exp.id] = r
+        out.append(r)
+    return out
+
+
+def describe(campaign: Campaign, r: Resolved, entry: Experiment) -> None:
+    """Record in ``entry`` what its configuration is, secrets redacted."""
+    entry.parent = r.parent
+    entry.args = {k: redact_flag(k, v) for k, v in r.args.items()}
+    entry.env = redact_env(r.env)
+    entry.command = redact_argv(command_line(campaign, r))
+    entry.flag_diff = [
+        FlagChange(
+            key=c.key,
+            kind=c.kind,
+            before=redact_flag(c.key, c.before),
+            after=redact_flag(c.key, c.after),
+        )
+        for c in r.flag_diff
+    ]
+    entry.workload = r.workload.model_dump(mode="json")
+    entry.log_file = f"logs/{r.id}.server.log"
+
+
+def server_sessions(r: Resolved, parent: Resolved | None, *, interleave: bool) -> list[Launch]:
+    """Server launches for one experiment: (configuration, repetitions, role). One for all
+    repetitions; one per repetition with ``workload.fresh_server``; with ``interleave``, the
+    parent's configuration ("control") and the experiment's alternate, parent first then
+    child first (P C C P P C ...), so a linear drift of the host weighs on both alike."""
+    reps = list(range(r.workload.repetitions))
+    if interleave and parent is not None:
+        out: list[Launch] = []
+        for k in reps:
+            pair: list[Launch] = [(parent, [k], "control"), (r, [k], "experiment")]
+            out += pair if k % 2 == 0 else pair[::-1]
+        return out
+    if r.workload.fresh_server:
+        return [(r, [k], "experiment") for k in reps]
+    return [(r, reps, "experiment")]
+
+
+def planned_requests(campaign: Campaign, r: Resolved) -> int:
+    """Measured requests an experiment will send (0 when levels run for a duration);
+    twice that when its parent's configuration is interleaved with it."""
+    wl = r.workload
+    sides = 2 if campaign.model.campaign.interleave and r.parent else 1
+    return (wl.requests_per_level or 0) * len(wl.concurrency) * wl.repetitions * sides
+
+
+def total_requests(campaign: Campaign) -> int:
+    steps = plan(campaign)
+    if any(r.workload.requests_per_level is None for r in steps):
+        return 0  # duration-based levels: no request count to show
+    return sum(planned_requests(campaign, r) for r in steps)
+
+
+def campaign_secrets(campaign: Campaign) -> list[str]:
+    """Values of the campaign's secret-named flags and variables (hidden in all it writes)."""
+    m = campaign.model
+    return known_secrets(
+        m.server.args, m.server.env, *(t for e in campaign.experiments for t in (e.args, e.env))
+    )
+
+
+def pending(campaign: Campaign) -> list[Experiment]:
+    """Every experiment's entry in the results before it runs."""
+    return [
+        Experiment(id=e.id, why=e.why, expect=e.expect, based_on=e.based_on)
+        for e in campaign.experiments
+    ]

@@ -1,0 +1,70 @@
+"""Before anything starts: is this the host the campaign expects, do its flags parse, are its
+ports free? Each refusal says what to do, and nothing is started (no GPU time spent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reportgen import engines
+from reportgen.campaign import Campaign
+from reportgen.errors import CampaignError, GpuError, Problem, ServerError
+from reportgen.observe import fingerprint
+from reportgen.run.plan import plan
+from reportgen.run.progress import ProgressSink
+from reportgen.run.server import port_is_free
+
+
+def preflight(
+    campaign: Campaign, environment: dict[str, Any], progress: ProgressSink
+) -> engines.Flags | None:
+    """Refuse to start when the host is not the one the campaign expects, a flag is not the
+    engine's, or a port its servers need is taken (another server, perhaps another run): every
+    experiment would fail. Returns the engine's flags as read from its help (None when the
+    engine has no help to read)."""
+    m = campaign.model
+    engine = engines.get(m.server.engine)
+    problems = fingerprint.host_mismatches(m.host.expect.model_dump(), environment["gpus"])
+    if problems:
+        raise GpuError(
+            f"{campaign.path}: host.expect does not match this host: "
+            + "; ".join(problems)
+            + ". Nothing was started; run on the host the campaign was written for, "
+            "or change host.expect"
+        )
+    flags = check_flags(campaign, progress)
+    host = m.server.host
+    for port in sorted({engine.port(r.args) for r in plan(campaign)}):
+        if not port_is_free(host, port):
+            raise ServerError(
+                f"{campaign.path}: port {port} on {host} is already in use by another "
+                "process (another server or reportgen run?); nothing was started. Stop it "
+                "or set another port in server.args"
+            )
+    return flags
+
+
+def check_flags(campaign: Campaign, progress: ProgressSink) -> engines.Flags | None:
+    """Every experiment's flags against the engine's own help, where the engine is
+    installed: a misspelt flag or a value outside its choices stops the campaign before
+    anything starts, naming the experiment, not hours later when its turn comes."""
+    m = campaign.model
+    engine = engines.get(m.server.engine)
+    if engine.help_flag is None:
+        return None
+    argv = engine.command(m.server.command) + [engine.help_flag]
+    progress.phase(f"checking flags against `{' '.join(argv)}`")
+    flags = engines.read_flags(argv)
+    where = " ".join(argv)
+    problems = [
+        Problem(
+            campaign.path,
+            f"experiment {r.id!r}: args.{key}",
+            value,
+            f"{why} (checked against `{where}`); nothing was started: fix the flag",
+        )
+        for r in plan(campaign)
+        for key, value, why in flags.problems(r.args, skip=engine.positional)
+    ]
+    if problems:
+        raise CampaignError(problems)
+    return flags

@@ -1,0 +1,134 @@
+"""``reportgen run --resume``: continue a run in its own directory, keeping what finished.
+
+The campaign file may have changed since in what is still to run: experiments after the
+finished ones edited, added or removed, comments. A complete run goes on when experiments
+were added to its file (a campaign grows one change at a time). Anything the finished
+experiments ran with must be as it was: a refusal names each difference.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from reportgen import __version__
+from reportgen import results as store
+from reportgen.analysis.differences import differences
+from reportgen.campaign import Campaign
+from reportgen.errors import ResultsError
+from reportgen.redact import REDACTED
+from reportgen.results.model import CampaignFile, Experiment, Resumption, Run
+from reportgen.run.plan import campaign_secrets
+
+
+def resumable(campaign: Campaign, run_dir: Path) -> Run:
+    """The saved results of an unfinished run of ``campaign``, to continue with ``--resume``;
+    a ResultsError saying what to do when the run cannot be continued (complete, with nothing
+    new to run, or the campaign file changed in what its finished experiments were run with)."""
+    saved = store.load(run_dir)
+    if saved.campaign_file.sha256 != campaign.sha256:
+        changed = campaign_changes(saved, campaign)
+        if changed:
+            more = f"; and {len(changed) - 3} more" if len(changed) > 3 else ""
+            shown = "; ".join(changed[:3]) + more
+            raise ResultsError(
+                f"{campaign.path}: the campaign file changed since run {run_dir.name} started, "
+                f"in what its finished experiments were run with ({shown}). Run it without "
+                "--resume for a new run, or resume from the file as it was: "
+                f"{run_dir / 'campaign.toml'} (only experiments after the finished ones may "
+                "change)"
+            )
+    if saved.status == "complete" and saved.finished_prefix() >= len(campaign.experiments):
+        raise ResultsError(
+            f"{run_dir}: this run is complete, there is nothing to resume; run the campaign "
+            "without --resume for a new run, or add experiments to its file to continue this one"
+        )
+    return saved
+
+
+def campaign_changes(saved: Run, campaign: Campaign) -> list[str]:
+    """What differs, between the campaign a saved run was started with and ``campaign``, in
+    what its finished experiments ran with: every section but the experiments, and the
+    finished experiments themselves ("workload.output_tokens: 64 then, 32 now")."""
+    text = json.dumps(campaign.model.model_dump(mode="json"))
+    for value in campaign_secrets(campaign):  # compared as saved: secrets hidden
+        text = text.replace(json.dumps(value)[1:-1], REDACTED)
+    now: dict[str, Any] = json.loads(text)
+    then: dict[str, Any] = saved.campaign
+    found = differences(
+        {k: v for k, v in then.items() if k != "experiment"},
+        {k: v for k, v in now.items() if k != "experiment"},
+    )
+    old, new = then.get("experiment") or [], now.get("experiment") or []
+    for i in range(saved.finished_prefix()):
+        label = (
+            f"experiment {i + 1} ({old[i].get('id')})" if i < len(old) else f"experiment {i + 1}"
+        )
+        found += differences(
+            old[i] if i < len(old) else None, new[i] if i < len(new) else None, label
+        )
+    return [f"{key}: {_short(a)} then, {_short(b)} now" for key, a, b in found]
+
+
+def _short(value: Any) -> str:
+    text = "absent" if value is None else json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def campaign_file(campaign: Campaign) -> CampaignFile:
+    return CampaignFile(path=campaign.path, sha256=campaign.sha256, text=campaign.text)
+
+
+def continue_run(
+    run: Run,
+    campaign: Campaign,
+    run_dir: Path,
+    *,
+    environment: dict[str, Any],
+    flag_check: dict[str, Any] | None,
+    pending: list[Experiment],
+) -> bool:
+    """Make ``run`` (saved, unfinished) ready to go on: finished experiments stay as they
+    are, the others start again from nothing (their saved tables removed), and the
+    resumption is recorded with the host it runs on. Returns whether the campaign file
+    changed (the caller then rewrites the run's copy of it)."""
+    n = run.finished_prefix()
+    entries = run.experiments
+    for entry in entries[n:]:  # started again from nothing, or no longer in the file
+        for table in (entry.table, entry.control_table):  # what a try saved
+            for folder in ("requests", "telemetry"):
+                (run_dir / folder / f"{table}.parquet").unlink(missing_ok=True)
+    run.experiments = entries[:n] + pending[n:]
+    changed: dict[str, Any] = {}
+    if run.campaign_file.sha256 != campaign.sha256:  # only what is still to run
+        old_ids = [e.id for e in entries[n:]]
+        new_ids = [e.id for e in campaign.experiments[n:]]
+        changed = {
+            "sha256_before": run.campaign_file.sha256,
+            "added": [i for i in new_ids if i not in old_ids],
+            "removed": [i for i in old_ids if i not in new_ids],
+        }
+        run.campaign = campaign.model.model_dump(mode="json")
+        run.campaign_file = campaign_file(campaign)
+    run.resumed.append(
+        Resumption(
+            at=utc_now(),
+            after=run.status,
+            kept=[e.id for e in entries[:n]],
+            campaign_changed=changed or None,
+            reportgen_version=__version__,
+            host=(environment.get("host") or {}).get("hostname"),
+            gpus=[g.get("name") for g in (environment.get("gpus") or {}).get("devices", [])],
+        )
+    )
+    run.status = "running"
+    run.status_reason = None
+    run.finished_at = None
+    run.engine.flag_check = flag_check
+    return bool(changed)
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,271 @@
+"""One server session: start the server, wait until it serves, (the first time) ask its info
+and the golden prompts, warm up, run each level for its repetitions, and always stop it.
+
+Everything it learns is written into the typed results as it goes (the experiment's entry and
+the session's record), so an error or a Ctrl-C halfway keeps what was measured until then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reportgen import engines
+from reportgen.campaign import Campaign, CampaignModel, Resolved
+from reportgen.errors import ReportgenError, ServerError
+from reportgen.load import tokens
+from reportgen.load.loadgen import RequestSpec
+from reportgen.load.records import RequestRecord
+from reportgen.load.tokens import Tokenizer
+from reportgen.observe import evidence
+from reportgen.observe.gpu import GpuSource
+from reportgen.results.model import Experiment, Level, ProbeAnswer, Ready, Session, Stop
+from reportgen.run import interrupt, probes
+from reportgen.run.driver import Driver, keep_text_chars
+from reportgen.run.plan import Role, command_line
+from reportgen.run.progress import ProgressSink
+from reportgen.run.server import ServerProcess
+
+
+@dataclass
+class Context:
+    """What every session of a run shares: the campaign, where it writes, the engine's
+    adapter, the progress display, the GPU source, and what is measured once per run."""
+
+    campaign: Campaign
+    run_dir: Path
+    progress: ProgressSink
+    secrets: list[str]
+    gpu_source: GpuSource | None = None
+    gpu_why: str | None = None
+    client_ceiling: dict[str, Any] | None = None
+    _tokenizers: dict[str, Tokenizer] = field(default_factory=dict)
+
+    @property
+    def m(self) -> CampaignModel:
+        return self.campaign.model
+
+    @property
+    def engine(self) -> engines.Engine:
+        return engines.get(self.m.server.engine)
+
+    @property
+    def campaign_dir(self) -> Path:
+        return Path(self.campaign.path).resolve().parent
+
+    def tokenizer(self, path: str | None) -> Tokenizer | None:
+        if path is None:
+            return None
+        if path not in self._tokenizers:
+            self._tokenizers[path] = tokens.load(path)
+        return self._tokenizers[path]
+
+
+@dataclass
+class Launch:
+    """One server session of an experiment (``plan.server_sessions``)."""
+
+    experiment: Resolved  # whose workload is run
+    config: Resolved  # whose server is started: the experiment's, or its parent's (control)
+    repetitions: list[int]
+    role: Role
+    index: int
+
+
+class ServerSession:
+    """Runs one ``Launch`` into ``entry``; request records go to ``rows``, the server's log
+    text (experiment sessions only) to ``logs``."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        launch: Launch,
+        entry: Experiment,
+        rows: list[RequestRecord],
+        logs: list[str],
+    ) -> None:
+        self.ctx = ctx
+        self.launch = launch
+        self.entry = entry
+        self.rows = rows
+        self.logs = logs
+        self._metrics_off = False  # one failed scrape turns them off for the session
+        first = not any(s.role == launch.role for s in entry.sessions)
+        self.first = first
+        name = (
+            f"{launch.experiment.id}.server.log"
+            if first and launch.role == "experiment"
+            else f"{launch.experiment.id}.{launch.index + 1}-{launch.role}.server.log"
+        )
+        self.record = Session(
+            index=launch.index,
+            role=launch.role,
+            config=launch.config.id,
+            repetitions=list(launch.repetitions),
+            log_file=f"logs/{name}",
+        )
+        entry.sessions.append(self.record)
+        engine = ctx.engine
+        self.engine = engine
+        cfg = launch.config
+        self.srv = ServerProcess(
+            command_line(ctx.campaign, cfg),
+            env=cfg.env,
+            log_path=ctx.run_dir / "logs" / name,
+            host=ctx.m.server.host,
+            port=engine.port(cfg.args),
+            engine=engine,
+            stop_timeout_s=ctx.m.server.stop_timeout_s,
+            headers=engine.auth_headers(cfg.args),
+            secrets=ctx.secrets,
+        )
+
+    @property
+    def levels(self) -> list[Level]:
+        if self.launch.role == "experiment":
+            return self.entry.levels
+        assert self.entry.control is not None
+        return self.entry.control.levels
+
+    def run(self) -> None:
+        """Start, measure, stop; a ReportgenError says why the session could not finish
+        (recorded in the session with the log's end before it is raised)."""
+        try:
+            self._measure()
+        except ReportgenError as exc:
+            self.record.error = str(exc)
+            self.record.log_tail = getattr(exc, "log_tail", "") or self.srv.log_tail()
+            if isinstance(exc, ServerError) and exc.log_heading:
+                self.record.log_heading = exc.log_heading
+            raise
+        finally:
+            self._stop()
+
+    def _measure(self) -> None:
+        ctx, launch, entry, srv = self.ctx, self.launch, self.entry, self.srv
+        wl = launch.experiment.workload  # the experiment's, also for its parent's control runs
+        experiment = launch.role == "experiment"
+        what = "" if experiment else f" ({launch.config.id}, interleaved)"
+        ctx.progress.phase(f"starting server{what}")
+        srv.start()
+        ready = srv.wait_ready(ctx.m.server.ready_timeout_s, wl.api)
+        self.record.ready_s = ready.ready_s
+        if experiment and self.first:
+            entry.server = Ready(
+                ready_s=ready.ready_s,
+                model=ready.model,
+                health_checks=ready.health_checks,
+                generation_checks=ready.generation_checks,
+            )
+            entry.engine_info = evidence.fetch_info(
+                srv.base_url, self.engine.info_paths, srv.headers
+            )
+        model = ready.model or _model_from_args(launch.config.args)
+        if experiment and self.first and ctx.m.probe:
+            ctx.progress.phase(f"golden prompts ({len(ctx.m.probe)})")
+            answers = probes.ask(
+                srv.base_url,
+                wl.api,
+                model,
+                ctx.m.probe,
+                timeout_s=wl.request_timeout_s,
+                headers=srv.headers,
+            )
+            entry.probes = [ProbeAnswer.model_validate(a) for a in answers]
+        drv = self._driver(model)
+        if wl.warmup_requests:
+            ctx.progress.phase(f"warm-up ({wl.warmup_requests} requests)")
+            self.record.warmup = drv.warmup()
+            if entry.warmup is None:
+                entry.warmup = self.record.warmup
+            self._check_alive("during the warm-up")
+        for c in wl.concurrency:
+            for rep in launch.repetitions:
+                ctx.progress.level_start(c, rep, wl.repetitions, wl.requests_per_level)
+                before = self._scrape()
+                level, recs = drv.level(c, rep, stop_when=self._dead)
+                level.session = launch.index
+                if before is not None:
+                    level.engine_metrics = evidence.deltas(before, self._scrape() or {})
+                self.levels.append(level)
+                self.rows.extend(recs)
+                self._check_alive(f"during C={c} repetition {rep + 1}")
+                interrupt.check()
+
+    def _stop(self) -> None:
+        self.ctx.progress.phase("stopping server")
+        report = self.srv.stop()
+        stop = Stop(
+            signals=report.signals,
+            exit_code=report.exit_code,
+            stop_s=report.stop_s,
+            group_gone=report.group_gone,
+            port_free=report.port_free,
+        )
+        self.record.stop = stop
+        if self.launch.role == "experiment":
+            self.entry.stop = stop
+            self.logs.append(self.srv.log_text())
+        if not stop.group_gone or not stop.port_free:
+            self.entry.warnings.append(
+                "server did not stop cleanly: "
+                + ("process group still alive; " if not stop.group_gone else "")
+                + ("port still in use" if not stop.port_free else "")
+            )
+
+    def _driver(self, model: str | None) -> Driver:
+        ctx, wl = self.ctx, self.launch.experiment.workload
+        tokenizer = ctx.tokenizer(wl.tokenizer)
+        spec = RequestSpec(
+            api=wl.api,
+            model=model,
+            output_tokens=wl.output_tokens,
+            extras=self.engine.request_extras(wl.output_tokens),
+            stream=wl.stream,
+            keep_text_chars=keep_text_chars(tokenizer),
+            headers=self.srv.headers,
+            preopen_paths=self.engine.preopen_paths,
+        )
+        done: Callable[[RequestRecord], None] = lambda rec: ctx.progress.request_done(  # noqa: E731
+            rec.output_tokens, rec.status == "ok"
+        )
+        return Driver(
+            wl,
+            self.srv.base_url,
+            spec,
+            campaign_dir=ctx.campaign_dir,
+            tokenizer=tokenizer,
+            ceiling=ctx.client_ceiling,
+            on_request=done,
+        )
+
+    def _scrape(self) -> dict[str, Any] | None:
+        """The engine's Prometheus metrics now, or None when it has none (or stopped
+        answering: one failed scrape turns them off for the rest of the session)."""
+        path = self.engine.metrics_path
+        if path is None or self._metrics_off:
+            return None
+        got = evidence.scrape(self.srv.base_url, path, self.srv.headers)
+        if "error" in got:
+            self._metrics_off = True
+        return got
+
+    def _dead(self) -> str | None:
+        """Why the server can no longer serve (it exited, or logged a fatal line), or None."""
+        failed = self.srv.failure()
+        return None if failed is None else str(failed)
+
+    def _check_alive(self, when: str) -> None:
+        """Raise ServerError if the server exited, or logged a line its engine calls fatal."""
+        failed = self.srv.failure(when)
+        if failed is not None:
+            raise failed
+
+
+def _model_from_args(args: dict[str, Any]) -> str | None:
+    for key in ("served-model-name", "model", "model-path"):
+        if isinstance(args.get(key), str):
+            return str(args[key])
+    return None
