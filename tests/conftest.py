@@ -1,6 +1,6 @@
 """Shared fixtures and helpers: free ports, simulator servers owned by the test, orphan
 checks, the client ceiling measured once for the whole session, and `reportgen` run in this
-process (:func:`reportgen_main`) or as a process of its own (:func:`reportgen_process`)."""
+process (:func:`reportgen_main`)."""
 
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ def reportgen_main(
     captured, its exit code returned (argparse's SystemExit too). The environment (``env``,
     and XDG_CACHE_HOME = ``cache``), the working folder and the SIGINT and SIGTERM handlers
     that a run installs are put back afterwards. For everything but signals, rlimits and
-    this process's own group: those tests use :func:`reportgen_process`."""
+    this process's own group: those tests start `python -m reportgen` themselves."""
     from reportgen import cli
 
     out, err = io.StringIO(), io.StringIO()
@@ -227,31 +227,6 @@ def reportgen_main(
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     return Ran(0 if code is None else int(code), out.getvalue(), err.getvalue())
-
-
-def reportgen_process(
-    *args: str | Path,
-    cache: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 300,
-    **popen: Any,
-) -> Ran:
-    """`python -m reportgen ARGS` as a process of its own (for signals, rlimits, process
-    groups), with the environment of this one plus ``env``, XDG_CACHE_HOME = ``cache`` and
-    no torch probe (no test of a signal is one of torch)."""
-    extra = {NO_TORCH_PROBE_ENV: "1", **(env or {})}
-    if cache is not None:
-        extra["XDG_CACHE_HOME"] = str(cache)
-    res = subprocess.run(
-        [sys.executable, "-m", "reportgen", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=timeout,
-        env={**os.environ, **extra},
-        **popen,
-    )
-    return Ran(res.returncode, res.stdout, res.stderr)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
