@@ -27,7 +27,8 @@ demo: $(STAMP)
 
 # The tests: everything but the `timing` tests spread over the cores (pytest-xdist), then the
 # `timing` tests alone; each phase's wall time printed (scripts/run_tests.sh says more).
-# `make test PYTEST_ARGS="-k loadgen"` passes arguments to pytest; WORKERS=N sets the spread.
+# `make test PYTEST_ARGS="-k loadgen"` passes arguments to pytest; WORKERS=N sets the spread
+# (default: one more than the cores).
 PYTEST_ARGS ?=
 test: $(STAMP) $(ENGINE)
 	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh --test

@@ -229,6 +229,25 @@ def reportgen_main(
     return Ran(0 if code is None else int(code), out.getvalue(), err.getvalue())
 
 
+# The files whose tests take longest (a whole campaign or more), longest first. pytest-xdist
+# hands files to its workers in the order collected: these start at once, the short ones
+# fill in around them.
+LONG_FIRST = (
+    "test_demo_e2e.py",
+    "test_resume.py",
+    "test_transformers_serve.py",
+    "test_diff.py",
+    "test_faults.py",
+    "test_decisions_e2e.py",
+    "test_render.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files stay whole
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
