@@ -229,10 +229,10 @@ def test_queue_and_chunking(start_sim: Callable[..., Sim]) -> None:
             return list(await asyncio.gather(one(client), one(client)))
 
     # Chunks of 4, 4, 1 tokens: 50 + 40 + 10 = 100 ms each; with one slot the second request
-    # waits in the queue for the first, so it finishes after about 200 ms.
+    # waits in the queue for the first, so it finishes a whole request's time later (at about
+    # 200 ms), however slow the machine makes both.
     first, second = sorted(asyncio.run(both()))
-    assert 0.09 <= first <= 0.17
-    assert second >= 0.19
+    assert first >= 0.09 and second - first >= 0.09, (first, second)
 
 
 @pytest.mark.timing
