@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+import reportgen
 from reportgen import sim as simulator
 from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
 from reportgen.run.server import free_port
@@ -29,6 +30,10 @@ __all__ = ["free_port"]
 
 ROOT = Path(__file__).resolve().parent.parent
 START_DEADLINE_S = 15.0  # generous: a cold interpreter importing aiohttp on a busy CI box
+
+assert Path(reportgen.__file__).resolve().parent.parent == ROOT, (
+    f"the tests import {reportgen.__file__}, not this checkout's reportgen: run pytest from {ROOT}"
+)
 
 # Every Python the tests start (runs, simulators, load workers, wherever their working folder
 # is) imports this checkout's reportgen, not whichever one the virtual environment names.
