@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 ENGINE := $(VENV)/.test-engine
 
-.PHONY: demo test check lint types schema golden clean
+.PHONY: demo test test-fast check check-fast lint types schema golden clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "reportgen needs Python 3.11 or newer"'
@@ -25,9 +25,18 @@ demo: $(STAMP)
 	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh
 	$(VENV)/bin/reportgen run campaigns/demo.toml
 
+# The tests: everything but the `timing` tests spread over the cores (pytest-xdist), then the
+# `timing` tests alone; each phase's wall time printed (scripts/run_tests.sh says more).
+# `make test PYTEST_ARGS="-k loadgen"` passes arguments to pytest; WORKERS=N sets the spread
+# (default: one more than the cores).
+PYTEST_ARGS ?=
 test: $(STAMP) $(ENGINE)
 	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh --test
-	$(PY) -m pytest
+	PY=$(PY) ./scripts/run_tests.sh $(PYTEST_ARGS)
+
+# The day-to-day loop: only the tests that run no whole campaign (not marked `slow`).
+test-fast: $(STAMP)
+	PY=$(PY) ./scripts/run_tests.sh --fast $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check reportgen tests benchmarks
@@ -36,8 +45,10 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(VENV)/bin/mypy reportgen
 
-# The dev loop: lint, types, tests.
+# The dev loop: lint, types, tests; check-fast for the quick one (a minute or so).
 check: lint types test
+
+check-fast: lint types test-fast
 
 # Regenerate the published JSON Schema after changing reportgen/campaign.py.
 schema: $(STAMP)

@@ -1,27 +1,45 @@
-"""Shared fixtures: free ports, simulator servers owned by the test, orphan checks."""
+"""Shared fixtures and helpers: free ports, simulator servers owned by the test, orphan
+checks, the client ceiling measured once for the whole session, and `reportgen` run in this
+process (:func:`reportgen_main`)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+import reportgen
 from reportgen import sim as simulator
+from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
 from reportgen.run.server import free_port
 
 __all__ = ["free_port"]
 
 ROOT = Path(__file__).resolve().parent.parent
 START_DEADLINE_S = 15.0  # generous: a cold interpreter importing aiohttp on a busy CI box
+
+assert Path(reportgen.__file__).resolve().parent.parent == ROOT, (
+    f"the tests import {reportgen.__file__}, not this checkout's reportgen: run pytest from {ROOT}"
+)
+
+# Every Python the tests start (runs, simulators, load workers, wherever their working folder
+# is) imports this checkout's reportgen, not whichever one the virtual environment names.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
+)
 
 
 def group_alive(pgid: int) -> bool:
@@ -97,30 +115,142 @@ def start_sim(tmp_path: Path) -> Iterator[Callable[..., Sim]]:
         stop_sim(sim.proc)
 
 
-@pytest.fixture
-def sim(start_sim: Callable[..., Sim]) -> Sim:
-    """A simulator with TTFT 20 ms and inter-token latency 2 ms."""
-    return start_sim("--ttft-ms", "20", "--itl-ms", "2")
+@pytest.fixture(scope="session")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    """A simulator with TTFT 20 ms and inter-token latency 2 ms, one for the session: for
+    tests that only send it requests (its counters are all they could change)."""
+    s = start_sim_process(tmp_path_factory.mktemp("sim"), "--ttft-ms", "20", "--itl-ms", "2")
+    yield s
+    stop_sim(s.proc)
+
+
+def _session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder shared by every worker of this session (pytest-xdist's too)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture(scope="session")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An XDG cache folder holding a client ceiling measured once for the session
-    (calibration is cached per host), for runs started as subprocesses."""
-    folder = tmp_path_factory.mktemp("cache")
-    res = subprocess.run(
-        [sys.executable, "-m", "reportgen", "calibrate", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        env={"XDG_CACHE_HOME": str(folder), "PATH": "/usr/bin:/bin"},
-    )
-    assert res.returncode == 0, res.stderr
-    result = json.loads(res.stdout)
-    assert result["chunks_per_cpu_s"] > 1000 and result["requests"] == 400
+    (calibration is cached per host): every run of the tests uses it, in this process
+    (XDG_CACHE_HOME, see reportgen_main) or as a subprocess. With pytest-xdist the workers
+    share it: the first to need it measures, the others wait for that."""
+    folder = _session_root(tmp_path_factory) / "xdg-cache"
+    folder.mkdir(exist_ok=True)
+    with (folder / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not list((folder / "reportgen").glob("calibration-*.json")):
+            res = subprocess.run(
+                [sys.executable, "-m", "reportgen", "calibrate", "--json"],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                timeout=120,
+                env={**clean_env(folder), NO_TORCH_PROBE_ENV: "1"},
+            )
+            assert res.returncode == 0, res.stderr
+            result = json.loads(res.stdout)
+            assert result["chunks_per_cpu_s"] > 1000 and result["requests"] == 400
     assert list((folder / "reportgen").glob("calibration-*.json"))
     return folder
+
+
+def clean_env(cache: Path | None = None, **extra: str) -> dict[str, str]:
+    """A minimal environment for a `reportgen` subprocess: PATH, this checkout's reportgen,
+    the session's cache (calibration) when given, and ``extra``."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ["PYTHONPATH"]}
+    if cache is not None:
+        env["XDG_CACHE_HOME"] = str(cache)
+    return {**env, **extra}
+
+
+@dataclass
+class Ran:
+    """What a `reportgen` command did: its exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@contextlib.contextmanager
+def environment(env: Mapping[str, str | None]) -> Iterator[None]:
+    """Set (None: remove) these environment variables for the block, then put them back."""
+    saved = {k: os.environ.get(k) for k in env}
+    try:
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def reportgen_main(
+    *args: str | Path,
+    cache: Path | None = None,
+    env: Mapping[str, str | None] | None = None,
+    cwd: Path = ROOT,
+) -> Ran:
+    """`reportgen ARGS` run in this process through ``cli.main``, as a subprocess would run
+    it but without a new interpreter's imports (seconds each): its stdout and stderr
+    captured, its exit code returned (argparse's SystemExit too). The environment (``env``,
+    and XDG_CACHE_HOME = ``cache``), the working folder and the SIGINT and SIGTERM handlers
+    that a run installs are put back afterwards. For everything but signals, rlimits and
+    this process's own group: those tests start `python -m reportgen` themselves."""
+    from reportgen import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    here = os.getcwd()
+    changes: dict[str, str | None] = dict(env or {})
+    if cache is not None:
+        changes["XDG_CACHE_HOME"] = str(cache)
+    try:
+        os.chdir(cwd)
+        with (
+            environment(changes),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
+            try:
+                code: Any = cli.main([str(a) for a in args])
+            except SystemExit as exc:  # argparse: --help, bad arguments
+                code = exc.code
+                if isinstance(code, str):
+                    err.write(code + "\n")
+                    code = 1
+    finally:
+        os.chdir(here)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    return Ran(0 if code is None else int(code), out.getvalue(), err.getvalue())
+
+
+# The files whose tests take longest (a whole campaign or more), longest first. pytest-xdist
+# hands files to its workers in the order collected: these start at once, the short ones
+# fill in around them.
+LONG_FIRST = (
+    "test_demo_e2e.py",
+    "test_resume.py",
+    "test_transformers_serve.py",
+    "test_diff.py",
+    "test_faults.py",
+    "test_decisions_e2e.py",
+    "test_render.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files stay whole
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from hypothesis import strategies as st
 
 from reportgen import campaign
 from reportgen.errors import CampaignError
+from tests.conftest import reportgen_main
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = tomllib.loads((ROOT / "campaigns" / "demo.toml").read_text())
@@ -131,13 +130,7 @@ def test_the_command_line_shows_no_traceback_for_a_broken_file(tmp_path: Path) -
     broken["workload"] = {**DEMO["workload"], "concurrency": {"a": [1, "x"]}, "seed": "zero"}
     path = tmp_path / "broken.toml"
     path.write_text(toml_document(broken))
-    res = subprocess.run(
-        [sys.executable, "-m", "reportgen", "validate", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    res = reportgen_main("validate", path)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("error: ")]
     assert any(f"{path}: workload.concurrency = " in ln for ln in lines), res.stderr

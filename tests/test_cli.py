@@ -8,20 +8,29 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import Ran, free_port, reportgen_main
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ["validate", "plan", "run", "render", "diff", "sim", "calibrate", "schema"]
 
 
-def reportgen(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reportgen", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=60,
-    )
+def reportgen(*args: str) -> Ran:
+    """`reportgen ARGS` from the checkout's root, in this process."""
+    return reportgen_main(*args)
+
+
+def test_the_command_runs_as_a_program() -> None:
+    """`python -m reportgen` (what the tests below call in-process): exit codes and streams."""
+    run = [sys.executable, "-m", "reportgen"]
+    ok = subprocess.run([*run, "validate", "campaigns/demo.toml"], capture_output=True,
+                        text=True, cwd=ROOT, timeout=60)  # fmt: skip
+    assert ok.returncode == 0 and "campaigns/demo.toml: ok (6 experiments)" in ok.stdout
+    bad = subprocess.run([*run, "render", "/nonexistent"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and "no results file here" in bad.stderr and not bad.stdout
+    usage = subprocess.run([*run, "no-such-command"], capture_output=True, text=True,
+                           cwd=ROOT, timeout=60)  # fmt: skip
+    assert usage.returncode == 2 and "invalid choice" in usage.stderr
 
 
 @pytest.mark.parametrize(

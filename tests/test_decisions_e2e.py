@@ -5,28 +5,30 @@ campaign's own log checks and metric bounds, and a server still warming up."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reportgen import results
-from tests.conftest import ROOT, free_port
+from reportgen.observe.gpu import CAPTURE_ENV
+from tests.conftest import ROOT, Ran, free_port, reportgen_main
 
 GPU_CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
+pytestmark = pytest.mark.slow
 
 
 def run(
-    tmp_path: Path, text: str, cache: Path, env: dict[str, str] | None = None
+    tmp_path: Path, text: str, cache: Path, env: dict[str, str | None] | None = None
 ) -> tuple[dict[str, Any], Path]:
+    """`reportgen run` of ``text`` in this process (no GPU capture unless ``env`` names one)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "c.toml"
     path.write_text(text.replace("PORT", str(free_port())))
-    res = subprocess.run(
-        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(tmp_path / "out"),
-         "--quiet", "--no-pdf"],
-        capture_output=True, text=True, cwd=ROOT, timeout=240,
-        env={"XDG_CACHE_HOME": str(cache), "PATH": "/usr/bin:/bin", **(env or {})},
+    res = reportgen_main(
+        "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf",
+        cache=cache, env={CAPTURE_ENV: None, **(env or {})},
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     run_dir = next(p for p in (tmp_path / "out").glob("*/*") if p.is_dir())
@@ -49,7 +51,7 @@ ready_timeout_s = 30
 concurrency = [1, 4]
 requests_per_level = 12
 input_tokens = 8
-output_tokens = 6
+output_tokens = 16
 repetitions = 2
 warmup_requests = 2
 fresh_server = true
@@ -73,10 +75,21 @@ args = { itl-ms = 2 }
 """
 
 
+@pytest.fixture(scope="module")
+def interleaved(
+    tmp_path_factory: pytest.TempPathFactory, cache: Path
+) -> tuple[dict[str, Any], Path]:
+    """INTERLEAVED run once for the module (read, never changed, by the tests), its GPU
+    telemetry replayed from the H200 capture so that verify recomputes its windows too."""
+    folder = tmp_path_factory.mktemp("interleaved")
+    return run(folder, INTERLEAVED, cache, {CAPTURE_ENV: str(GPU_CAPTURE)})
+
+
+@pytest.mark.timing  # its verdict: 2 pairs of repetitions, timed
 def test_interleaved_runs_are_paired_and_each_repetition_gets_a_fresh_server(
-    tmp_path: Path, cache: Path
+    interleaved: tuple[dict[str, Any], Path],
 ) -> None:
-    data, run_dir = run(tmp_path, INTERLEAVED, cache)
+    data, run_dir = interleaved
     base, faster = data["experiments"]
     # the baseline: one fresh server per repetition, no parent to interleave with
     assert [(s["role"], s["repetitions"]) for s in base["sessions"]] == [
@@ -155,6 +168,7 @@ description = "the engine confirms the feature is on"
 """
 
 
+@pytest.mark.timing  # a cold start told from timed requests
 def test_a_cold_server_warns_and_an_invalidating_campaign_check_fails_the_verdict(
     tmp_path: Path, cache: Path
 ) -> None:
@@ -173,22 +187,18 @@ def test_a_cold_server_warns_and_an_invalidating_campaign_check_fails_the_verdic
     assert "an impossible TTFT bound" not in base["decision"]["explanation"]
 
 
+@pytest.mark.timing  # the adopted verdict in report.md (as in the test above)
 def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
-    tmp_path: Path, cache: Path
+    interleaved: tuple[dict[str, Any], Path], tmp_path: Path
 ) -> None:
     import pandas as pd
 
-    # GPU telemetry replayed from the H200 capture, so its windows are verified too
-    _, run_dir = run(tmp_path, INTERLEAVED, cache, {"REPORTGEN_GPU_CAPTURE": str(GPU_CAPTURE)})
-    report = run_dir / "report.html"
+    _, run_dir = interleaved
 
-    def verify() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "reportgen", "verify", str(report)],
-            capture_output=True, text=True, cwd=ROOT, timeout=120,
-        )  # fmt: skip
+    def verify(report: Path) -> Ran:
+        return reportgen_main("verify", report)
 
-    res = verify()
+    res = verify(run_dir / "report.html")
     assert res.returncode == 0, res.stdout + res.stderr
     lines = res.stdout.splitlines()
     assert "ok   raw tables: 5 table(s), each with the sha256 given" in lines
@@ -208,12 +218,14 @@ def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
     comps = pd.read_csv(run_dir / "tables" / "comparisons.csv")
     assert comps[comps["kind"] == "objective_vs_parent"]["paired"].all()
 
-    # one request 50 ms slower in the raw table: its hash and its level's summary differ
-    path = run_dir / "requests" / "faster.parquet"
+    # one request 50 ms slower in the raw table (of a copy of the run): its hash and its
+    # level's summary differ
+    tampered = shutil.copytree(run_dir, tmp_path / "tampered-table")
+    path = tampered / "requests" / "faster.parquet"
     frame = pd.read_parquet(path)
     frame.loc[0, "end"] += 0.05
     frame.to_parquet(path, index=False)
-    res = verify()
+    res = verify(tampered / "report.html")
     assert res.returncode == 1
     assert "DIFF raw tables: requests/faster.parquet: changed since the report" in res.stdout
     diff = next(x for x in res.stdout.splitlines() if x.startswith("DIFF level summaries"))
@@ -221,12 +233,11 @@ def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
     assert "e2e_ms" in diff and "achieved_concurrency" in diff and "ttft_ms" not in diff
     assert "does NOT match its raw data" in res.stderr
 
-    # a number edited in the page itself
-    _, run_dir = run(tmp_path / "again", INTERLEAVED, cache)
-    report = run_dir / "report.html"
+    # a number edited in the page itself (of another copy)
+    report = shutil.copytree(run_dir, tmp_path / "tampered-page") / "report.html"
     page = report.read_text()
     report.write_text(page.replace("adopted", "rejected", 1))
-    res = verify()
+    res = verify(report)
     assert res.returncode == 1
     assert "DIFF report text: rendering the embedded results again gives different HTML" in (
         res.stdout
@@ -235,15 +246,13 @@ def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
 
     # a verdict edited in results.json and the report rendered again from it: page and results
     # agree, but the verdict does not follow from the numbers (the runner's own function says)
-    saved = json.loads((run_dir / "results.json").read_text())
+    edited = shutil.copytree(run_dir, tmp_path / "tampered-verdict")
+    saved = json.loads((edited / "results.json").read_text())
     saved["experiments"][1]["decision"]["verdict"] = "rejected"
-    (run_dir / "results.json").write_text(json.dumps(saved))
-    rendered = subprocess.run(
-        [sys.executable, "-m", "reportgen", "render", str(run_dir), "--no-pdf"],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )  # fmt: skip
+    (edited / "results.json").write_text(json.dumps(saved))
+    rendered = reportgen_main("render", edited, "--no-pdf")
     assert rendered.returncode == 0, rendered.stderr
-    res = verify()
+    res = verify(edited / "report.html")
     assert res.returncode == 1
     assert "ok   report text" in res.stdout and "ok   results.json" in res.stdout
     assert "DIFF decisions: faster: the verdict would be 'adopted'" in res.stdout
@@ -277,6 +286,7 @@ args = { spec-draft-tokens = 4, spec-accept-rate = 0.5 }
 """
 
 
+@pytest.mark.timing  # twice the output tok/s
 def test_speculative_decoding_acceptance_is_reported(tmp_path: Path, cache: Path) -> None:
     data, run_dir = run(tmp_path, SPECULATIVE, cache)
     base, mtp = data["experiments"]

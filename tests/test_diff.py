@@ -5,8 +5,6 @@ and the decisions' changes on edited copies of a run."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +14,7 @@ from pypdf import PdfReader
 from reportgen import diff, results
 from reportgen.render import diffpage
 from reportgen.results.model import Check, Run
-from tests.conftest import ROOT, free_port
+from tests.conftest import Ran, free_port, reportgen_main
 
 CAMPAIGN = """
 [campaign]
@@ -58,14 +56,15 @@ def _run(folder: Path, version: str, itl: int, extra: str, cache: Path) -> Path:
     path = folder / "c.toml"
     text = CAMPAIGN.format(itl=itl, version=version, extra=extra)
     path.write_text(text.replace("PORT", str(free_port())))
-    res = subprocess.run(
-        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(folder / "out"),
-         "--quiet", "--no-pdf"],
-        capture_output=True, text=True, cwd=ROOT, timeout=240,
-        env={"XDG_CACHE_HOME": str(cache), "PATH": "/usr/bin:/bin"},
+    res = reportgen_main(
+        "run", path, "--output", folder / "out", "--quiet", "--no-pdf",
+        cache=cache, env={"REPORTGEN_GPU_CAPTURE": None},
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     return next(p for p in (folder / "out").glob("*/*") if p.is_dir())
+
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -78,20 +77,24 @@ def runs(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Iterator[tupl
     )
 
 
-def _diff(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reportgen", "diff", *args],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )  # fmt: skip
+def _diff(*args: str) -> Ran:
+    return reportgen_main("diff", *args)
 
 
 def test_an_engine_upgrade_shows_what_changed_and_which_differences_are_real(
     runs: tuple[Path, Path], tmp_path: Path
 ) -> None:
     a, b = runs
-    res = _diff(str(a), str(b), "--out", str(tmp_path), "--fail-on-regression", "5%")
-    assert res.returncode == 0, res.stdout + res.stderr  # B is faster: nothing regressed
+    # B is faster: nothing the upgrade changed regressed. (Time to first token is the same
+    # 5 ms in both: its B / A is the machine's noise, which a 5% gate would read as a
+    # regression on a busy host; it is held to 50% below.)
+    moved = [x for m in ("output_tok_s", "req_s", "itl_ms", "e2e_ms") for x in ("--metric", m)]
+    res = _diff(str(a), str(b), "--out", str(tmp_path), "--fail-on-regression", "5%", *moved)
+    assert res.returncode == 0, res.stdout + res.stderr
     assert "no regression beyond 5% is certain" in res.stdout
+    ttft = ["--metric", "ttft_ms", "--no-pdf", "--fail-on-regression", "50%"]
+    same = _diff(str(a), str(b), "--out", str(tmp_path / "ttft"), *ttft)
+    assert same.returncode == 0, same.stdout + same.stderr
     d = json.loads((tmp_path / "diff.json").read_text())
     assert d["comparable"] is True and d["incomparable"] == []
     changed = {(c["area"], c["key"]): (c["a"], c["b"]) for c in d["changed"]}

@@ -4,8 +4,6 @@ trimming, tokenizer counts, client calibration."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +11,10 @@ import pytest
 from reportgen import campaign, results
 from reportgen.campaign import Workload
 from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
+from reportgen.observe.gpu import CAPTURE_ENV
 from reportgen.run import calibrate
 from reportgen.run.driver import Driver
-from tests.conftest import ROOT, free_port
+from tests.conftest import free_port, reportgen_main
 
 SMALL = """
 [campaign]
@@ -44,29 +43,16 @@ why = "reference"
 def run_campaign(
     tmp_path: Path, extra: str, cache: Path, env_extra: dict[str, str] | None = None
 ) -> dict:
+    """`reportgen run` of SMALL (with ``extra`` in its workload) in this process, to its end;
+    its results, with the baseline's request and telemetry tables."""
     path = tmp_path / "c.toml"
     path.write_text(SMALL.format(port=free_port(), extra=extra))
-    env = {"XDG_CACHE_HOME": str(cache), "PATH": "/usr/bin:/bin", **(env_extra or {})}
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "reportgen",
-            "run",
-            str(path),
-            "--output",
-            str(tmp_path / "out"),
-            "--quiet",
-            "--no-pdf",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=180,
-        env=env,
-    )
+    out = tmp_path / "out"
+    # no GPU capture unless the test names one, as in a clean environment
+    env = {CAPTURE_ENV: None, **(env_extra or {})}
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache, env=env)
     assert res.returncode == 0, res.stdout + res.stderr
-    run_dir = next((tmp_path / "out" / "small").iterdir())
+    run_dir = next((out / "small").iterdir())
     data = json.loads((run_dir / "results.json").read_text())
     data["_requests"] = results.load_requests(run_dir, "baseline")
     data["_telemetry"] = results.load_telemetry(run_dir, "baseline")
@@ -74,6 +60,7 @@ def run_campaign(
     return data
 
 
+@pytest.mark.slow
 def test_dataset_prompts_slo_and_trim_end_to_end(tmp_path: Path, cache: Path) -> None:
     (tmp_path / "d.jsonl").write_text(
         "".join(
@@ -98,6 +85,7 @@ def test_dataset_prompts_slo_and_trim_end_to_end(tmp_path: Path, cache: Path) ->
     assert client["cpu_s"] > 0 and client["limited"] is False and 0 < client["load"] < 0.8
 
 
+@pytest.mark.slow
 def test_open_loop_and_fixed_prompt(tmp_path: Path, cache: Path) -> None:
     data = run_campaign(
         tmp_path,

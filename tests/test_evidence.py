@@ -7,6 +7,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
 from reportgen import engines
 from reportgen.observe import evidence
 from tests.test_driver import run_campaign
@@ -80,8 +82,9 @@ def test_model_config_hashes(tmp_path: Path) -> None:
     assert "error" in evidence.model_files({}, tmp_path)
 
 
-def test_a_campaign_records_the_engines_evidence(tmp_path: Path) -> None:
-    data = run_campaign(tmp_path, "", tmp_path / "cache")
+@pytest.mark.slow
+def test_a_campaign_records_the_engines_evidence(tmp_path: Path, cache: Path) -> None:
+    data = run_campaign(tmp_path, "", cache)
     exp = data["experiments"][0]
     assert exp["engine_info"]["/v1/models"]["data"][0]["id"] == "sim-model"
     for level in exp["levels"]:

@@ -4,7 +4,9 @@ repositories a campaign names, the environment variables that matter with secret
 from __future__ import annotations
 
 import subprocess
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,13 +19,33 @@ HOST_KEYS = {
 }  # fmt: skip
 
 
+def why_not(value: Any) -> bool:
+    """``{"error": "why"}``: a field that could not be read, with a reason."""
+    return isinstance(value, dict) and set(value) == {"error"} and bool(value["error"])
+
+
 def test_every_host_field_is_a_value_or_says_why_not() -> None:
     host = fingerprint.host()
     assert set(host) == HOST_KEYS
     assert host["cpu_count"] >= 1 and host["memory_gib"] > 0 and host["kernel"]
-    for key in ("frequency_governor", "turbo", "numa_nodes", "cpu_max_mhz"):
-        value = host[key]
-        assert not isinstance(value, dict) or "error" not in value or value["error"], key
+    # each of these is read from sysfs where the file is there, else says why not
+    cpufreq = Path("/sys/devices/system/cpu/cpu0/cpufreq")
+    governor = cpufreq / "scaling_governor"
+    if governor.exists():
+        assert host["frequency_governor"] == governor.read_text().strip()
+    else:
+        assert why_not(host["frequency_governor"]), host["frequency_governor"]
+    if (cpufreq / "cpuinfo_max_freq").exists():
+        assert isinstance(host["cpu_max_mhz"], int) and host["cpu_max_mhz"] > 0
+    else:
+        assert why_not(host["cpu_max_mhz"]), host["cpu_max_mhz"]
+    assert isinstance(host["turbo"], bool) or why_not(host["turbo"]), host["turbo"]
+    nodes = sorted(Path("/sys/devices/system/node").glob("node[0-9]*"))
+    if nodes:
+        assert sorted(host["numa_nodes"]) == [n.name for n in nodes]
+        assert all(isinstance(v, str) and v for v in host["numa_nodes"].values())
+    else:
+        assert why_not(host["numa_nodes"]), host["numa_nodes"]
     assert isinstance(host["container"]["detected"], bool)
     assert set(host["cgroup_limits"]) == {"cpu.max", "memory.max"}
 
@@ -65,7 +87,47 @@ def test_environment_variables_that_matter_with_secrets_redacted(
     assert "UNRELATED" not in env
     assert "hf_abcdefghijklmnopqrstuvwxyz" not in str(sw) and "HF_TOKEN" in env
     assert sw["reportgen"]["version"] and len(sw["installed_packages_sha256"]) == 16
-    assert "error" in sw["torch_stack"] or "torch" in sw["torch_stack"]
+    assert sw["torch_stack"] == fingerprint.torch_stack()  # the probe below, once a process
+
+
+def test_torch_stack_is_what_the_probe_saw_or_says_why_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    try:
+        version: str | None = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        version = None
+    stack = fingerprint.torch_stack()
+    if version is None:
+        assert stack == {"error": "torch is not installed in reportgen's Python"}
+    else:  # make test installs torch's CPU build
+        assert stack["torch"] == version and isinstance(stack["cuda_available"], bool), stack
+        assert stack["cuda_runtime"] is None or isinstance(stack["cuda_runtime"], str)
+        assert isinstance(stack["nccl"], str) or why_not(stack["nccl"]), stack
+        assert (
+            isinstance(stack["cudnn"], int)
+            or why_not(stack["cudnn"])
+            or (stack["cudnn"] is None and not stack["cuda_available"])
+        ), stack
+
+    def no_subprocess(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("torch probed a second time")
+
+    # once a process: asked again, it answers without starting a probe (a copy of it)
+    monkeypatch.setattr(fingerprint.subprocess, "run", no_subprocess)
+    again = fingerprint.torch_stack()
+    assert again == stack and again is not fingerprint.torch_stack()
+    # left out when asked to (the tests' runs as processes of their own)
+    monkeypatch.setenv(fingerprint.NO_TORCH_PROBE_ENV, "1")
+    assert fingerprint.torch_stack() == {"error": "not probed (REPORTGEN_NO_TORCH_PROBE is set)"}
+    monkeypatch.setenv(fingerprint.NO_TORCH_PROBE_ENV, "0")
+    assert fingerprint.torch_stack() == stack
+    monkeypatch.undo()
+    # a probe that fails says why, and a version not probed before is probed anew
+    monkeypatch.setattr(fingerprint, "_torch_stacks", {})
+    monkeypatch.setattr(fingerprint.metadata, "version", lambda name: "0.0-test")
+    monkeypatch.setattr(fingerprint, "TORCH_PROBE", "raise SystemExit('no torch here')")
+    assert fingerprint.torch_stack() == {"error": "probing torch failed: no torch here"}
 
 
 def test_flatten_for_tables() -> None:

@@ -12,19 +12,24 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
 from reportgen.run.server import port_is_free
-from tests.conftest import free_port
+from tests.conftest import Ran, free_port, reportgen_main
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
 
 
 def small_demo(tmp_path: Path, port: int) -> Path:
-    """The demo campaign, smaller: two levels, two repetitions of 12 requests."""
+    """The demo campaign, smaller: two levels, two repetitions of 12 requests of 8 tokens."""
     text = (ROOT / "campaigns" / "demo.toml").read_text()
     for old, new in (
         ("port = 18427", f"port = {port}"),
         ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
         ("requests_per_level = 32", "requests_per_level = 12"),
+        ("output_tokens = 24", "output_tokens = 8"),
         ("repetitions = 3", "repetitions = 2"),
         ("warmup_requests = 8", "warmup_requests = 2"),
     ):
@@ -44,20 +49,26 @@ args = { itl-ms = 3.5 }
 """
 
 
-def reportgen(
+def reportgen(*args: str, cache: Path) -> Ran:
+    """`reportgen run ARGS --quiet --no-pdf`, to its end, in this process (no signal sent)."""
+    return reportgen_main("run", *args, "--quiet", "--no-pdf", cache=cache)
+
+
+def reportgen_alone(
     *args: str,
     cache: Path,
     launcher: tuple[str, ...] = ("-m", "reportgen"),
     preexec_fn: Callable[[], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """`reportgen run ARGS --quiet --no-pdf` (or ``launcher``'s program with those), to its end."""
+    """`reportgen run ARGS --quiet --no-pdf` (or ``launcher``'s program with those), to its
+    end, as a process of its own: for rlimits and signals."""
     return subprocess.run(
         [sys.executable, *launcher, "run", *args, "--quiet", "--no-pdf"],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=300,
-        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+        env={**os.environ, "XDG_CACHE_HOME": str(cache), NO_TORCH_PROBE_ENV: "1"},
         preexec_fn=preexec_fn,
     )
 
@@ -74,7 +85,7 @@ def interrupted_run(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+        env={**os.environ, "XDG_CACHE_HOME": str(cache), NO_TORCH_PROBE_ENV: "1"},
         # a shell's background job inherits SIGINT ignored: restore it, as a terminal has it
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
@@ -200,7 +211,7 @@ def test_a_save_that_fails_midway_keeps_what_was_saved(tmp_path: Path, cache: Pa
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, 40_000))
 
-    res = reportgen(str(campaign), "--output", str(out), cache=cache, preexec_fn=limit)
+    res = reportgen_alone(str(campaign), "--output", str(out), cache=cache, preexec_fn=limit)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     (run_dir,) = (out / "demo").iterdir()
@@ -264,7 +275,9 @@ def test_a_sigterm_dropped_by_a_finaliser_still_stops_the_run(tmp_path: Path, ca
     port = free_port()
     campaign = small_demo(tmp_path, port)
     out = tmp_path / "out"
-    res = reportgen(str(campaign), "--output", str(out), cache=cache, launcher=("-c", DROPPED))
+    res = reportgen_alone(
+        str(campaign), "--output", str(out), cache=cache, launcher=("-c", DROPPED)
+    )
     assert "Exception ignored" in res.stderr and "KeyboardInterrupt" in res.stderr  # dropped
     assert res.returncode == 130, res.stdout + res.stderr
     (run_dir,) = (out / "demo").iterdir()

@@ -4,22 +4,21 @@ directory: results, tables, the campaign's copy, server logs, the report."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
-from tests.conftest import free_port
+from tests.conftest import free_port, reportgen_main
 
-ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "planted-api-key-4242"  # no token shape: found only because its name is secret
 HF_TOKEN = "hf_PlantedTokenValue1234567890abcd"
 PASSWORD = "pw-planted-XYZ-987"
 SECRETS = (API_KEY, HF_TOKEN, PASSWORD)
 
 
+@pytest.mark.slow
 def test_planted_secrets_never_reach_the_run_directory(tmp_path: Path, cache: Path) -> None:
     port = free_port()
     path = tmp_path / "secret.toml"
@@ -49,13 +48,9 @@ expect = "hello"
 id = "baseline"
 why = "The sim demands the key as a bearer token and prints its own arguments."
 """)
-    res = subprocess.run(
-        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        env={**os.environ, "XDG_CACHE_HOME": str(cache), "HF_TOKEN": HF_TOKEN},
+    # in this process, with the token in reportgen's own environment
+    res = reportgen_main(
+        "run", path, "--output", tmp_path / "out", cache=cache, env={"HF_TOKEN": HF_TOKEN}
     )
     assert res.returncode == 0, res.stdout + res.stderr
     (run_dir,) = (tmp_path / "out" / "secrets").iterdir()

@@ -7,7 +7,6 @@ model whose text is meaningless by construction."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import pandas as pd
 import pytest
 
 from reportgen.run.server import port_is_free
-from tests.conftest import free_port
+from tests.conftest import Ran, free_port, reportgen_main
 
 pytest.importorskip("torch", reason="needs torch (make test installs the CPU build)")
 pytest.importorskip("fastapi", reason="needs transformers[serving] (make test installs it)")
@@ -90,16 +89,9 @@ args = { continuous-batching = true, cb-num-blocks = 64, cb-max-batch-tokens = 5
 """
 
 
-def run(path: Path, out: Path, cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
-    return subprocess.run(
-        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        env=env,
-    )
+def run(path: Path, out: Path, cache: Path) -> Ran:
+    """`reportgen run PATH --output OUT` in this process (the engine is a process of its own)."""
+    return reportgen_main("run", path, "--output", out, cache=cache)
 
 
 def test_a_campaign_against_transformers_serve(model: Path, tmp_path: Path, cache: Path) -> None:

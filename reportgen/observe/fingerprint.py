@@ -230,13 +230,30 @@ def _git_commit() -> dict[str, Any]:
     return {"commit": state.get("commit"), "dirty": state.get("dirty")}
 
 
+# Set (to anything but "" or "0") to leave the torch stack out of the fingerprint: the field
+# then says it was not probed. For the test suite's runs, which do not test torch.
+NO_TORCH_PROBE_ENV = "REPORTGEN_NO_TORCH_PROBE"
+# (python, torch version, CUDA_VISIBLE_DEVICES) -> what the probe said
+_torch_stacks: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+
+
 def torch_stack(timeout_s: float = 90) -> dict[str, Any]:
     """torch, its CUDA runtime, NCCL and cuDNN as this Python sees them (in a subprocess:
-    importing torch takes seconds and must not stay in reportgen's process)."""
+    importing torch takes seconds and must not stay in reportgen's process). Probed once per
+    process, torch version and CUDA_VISIBLE_DEVICES: a second run in one process reuses it."""
+    if os.environ.get(NO_TORCH_PROBE_ENV, "") not in ("", "0"):
+        return {"error": f"not probed ({NO_TORCH_PROBE_ENV} is set)"}
     try:
-        metadata.version("torch")
+        version = metadata.version("torch")
     except metadata.PackageNotFoundError:
         return {"error": "torch is not installed in reportgen's Python"}
+    key = (sys.executable, version, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if key not in _torch_stacks:
+        _torch_stacks[key] = _probe_torch(timeout_s)
+    return dict(_torch_stacks[key])
+
+
+def _probe_torch(timeout_s: float) -> dict[str, Any]:
     try:
         out = subprocess.run(
             [sys.executable, "-c", TORCH_PROBE], capture_output=True, text=True, timeout=timeout_s

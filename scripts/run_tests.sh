@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The test suite in two phases, as `make test` runs it:
+#   1. every test not marked `timing`, spread over the cores by pytest-xdist (--dist loadfile:
+#      a file's tests on one worker, so that a module's shared campaign run is made once);
+#   2. the tests marked `timing` (wall-clock assertions) alone, no other test sharing the cores.
+# Both phases run; the exit code is the first failure's. Each phase's wall time is printed.
+#   scripts/run_tests.sh [--fast] [PYTEST_ARGS...]
+#     --fast   only the tests that run no whole campaign (not marked `slow`): make check-fast
+#   WORKERS=N  xdist workers for phase 1 (default: one more than the cores: most of these tests
+#              wait on simulated servers, and on two cores two workers kept them ~55% busy)
+#   PY=...     the Python (default: .venv/bin/python)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+WORKERS=${WORKERS:-$(($(nproc) + 1))}
+extra=""
+if [ "${1:-}" = "--fast" ]; then
+  extra=" and not slow"
+  shift
+fi
+
+now() { date +%s.%N; }
+began=$(now)
+status=0
+phase() {  # phase NAME PYTEST_ARGS...
+  local name=$1 t0 rc
+  shift
+  t0=$(now)
+  "$PY" -m pytest "$@"
+  rc=$?
+  [ $rc -eq 5 ] && rc=0  # nothing selected in this phase (a -k that names only the other)
+  awk -v a="$t0" -v b="$(now)" -v n="$name" 'BEGIN { printf "tests: %s phase took %.0f s\n", n, b - a }'
+  [ $status -ne 0 ] || status=$rc
+}
+phase parallel -n "$WORKERS" --dist loadfile -m "not timing$extra" "$@"
+# Only the files that mark timing tests are collected again (a mark is written
+# `pytest.mark.timing` in the file that holds the test).
+# (Unless pytest arguments were given: they may name the files.)
+timed=()
+[ $# -gt 0 ] || mapfile -t timed < <(grep -l "pytest.mark.timing" tests/test_*.py)
+if [ $# -gt 0 ] || [ ${#timed[@]} -gt 0 ]; then
+  phase timing -p no:xdist -m "timing$extra" "$@" "${timed[@]}"
+fi
+awk -v a="$began" -v b="$(now)" 'BEGIN { printf "tests: %.0f s in all\n", b - a }'
+exit $status
