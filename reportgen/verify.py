@@ -33,7 +33,7 @@ from reportgen.analysis.summary import by_level, summarize
 from reportgen.load.records import RequestRecord
 from reportgen.observe import telemetry
 from reportgen.render import chart_inputs, render_html
-from reportgen.results.embed import extract, table_hashes
+from reportgen.results.embed import extract, table_hashes, without_data
 from reportgen.results.model import Comparison, Decision, Experiment, Run
 
 REL_TOL = 1e-9
@@ -89,7 +89,8 @@ def verify(report: Path, run_dir: Path | None = None) -> Verification:
     """Check a report against the raw tables of its run (see the module docstring)."""
     page = report.read_text(encoding="utf-8")
     data = extract(page)
-    run = store.parse(data["results"], f"{report}: the embedded results")
+    raw = data["results"]
+    run = store.parse(raw, f"{report}: the embedded results")
     run_dir = run_dir or report.parent
     out = Verification()
     claimed: dict[str, str] = data.get("tables") or {}
@@ -98,9 +99,10 @@ def verify(report: Path, run_dir: Path | None = None) -> Verification:
     fresh, rows_of = _check_levels(out, run, run_dir, found)
     _check_telemetry(out, run, run_dir, found)
     _check_aggregates(out, run, fresh)
-    problems, compared = _decisions(run, fresh, rows_of)
+    legacy = raw.get("schema_version") != store.SCHEMA_VERSION
+    problems, compared = _decisions(run, fresh, rows_of, legacy)
     out.add("decisions", problems, f"{compared} comparison(s) and their verdicts recomputed")
-    _check_page(out, page, run, run_dir, claimed)
+    _check_page(out, page, run, run_dir, claimed, raw.get("schema_version"))
     path = run_dir / store.RESULTS
     if path.exists():
         same = _close(store.load(path).dump(), run.dump())
@@ -172,11 +174,11 @@ def _check_telemetry(out: Verification, run: Run, run_dir: Path, found: Mapping[
         rows = store.telemetry_records(run_dir, e.table)
         for lv in e.all_levels():
             w = lv.window
-            if lv.telemetry is None or w is None or not w.t0_monotonic:
-                continue
+            if w is None or not w.t0_monotonic:
+                continue  # a level the runner could not place on the telemetry's clock
             fresh = telemetry.window(rows, w.t0_monotonic, w.end)
             windows += 1
-            if not _close(lv.telemetry, fresh):
+            if lv.telemetry is None or not _close(lv.telemetry, fresh):
                 where = f"{e.id} C={lv.concurrency} repetition {lv.repetition + 1}"
                 problems.append(f"{where}: GPU telemetry window")
     if windows or problems:
@@ -203,49 +205,76 @@ def _check_page(
     run: Run,
     run_dir: Path,
     claimed: Mapping[str, str],
+    version: object,
 ) -> None:
+    """The page rendered again from its embedded results: the same HTML, byte for byte. A
+    page of an older schema embeds its results as that schema had them, and the page
+    rendered again embeds them as this one does: all but that block must be the same."""
     telemetry, latencies = chart_inputs(run_dir, run)
     again = render_html(run, telemetry, claimed, latencies)
+    current = version == store.SCHEMA_VERSION
+    same = again == page if current else without_data(again) == without_data(page)
+    done = (
+        "rendering the embedded results again gives the same HTML, byte for byte"
+        if current
+        else f"rendering the embedded results again gives the same HTML (its data embedded as "
+        f"schema {version}, read through the migration)"
+    )
     out.add(
         "report text",
         []
-        if again == page
+        if same
         else [
             "rendering the embedded results again gives different HTML: the page was edited, "
             "or rendered by another reportgen version"
         ],
-        "rendering the embedded results again gives the same HTML, byte for byte",
+        done,
     )
 
 
-def _decisions(run: Run, fresh: Run, rows_of: Rows) -> tuple[list[str], int]:
-    """Each decision that compared something, taken again by ``verdict.decide_experiment``
-    on the recomputed numbers."""
+def _decisions(run: Run, fresh: Run, rows_of: Rows, legacy: bool) -> tuple[list[str], int]:
+    """Every decision taken again by ``verdict.decide_experiment`` on the recomputed numbers,
+    and the best configuration chosen again from them (``verdict.best_after``). ``legacy``:
+    results of an older schema, whose decisions may lack what later ones record."""
     problems: list[str] = []
     compared = 0
-    for e, again in zip(run.experiments[1:], fresh.experiments[1:], strict=True):
+    fresh.best = None
+    for e, again in zip(run.experiments, fresh.experiments, strict=True):
         stored = e.decision
-        if stored is None or (not stored.vs_parent and not stored.vs_baseline):
-            continue
+        if stored is None:
+            continue  # not decided yet: pending, running or interrupted
         got = verdict.decide_experiment(fresh, again, rows_of)
-        problems += _compare_decisions(run.metric, e, stored, got)
+        problems += _compare_decisions(run.metric, e, stored, got, legacy)
         compared += len(got.vs_parent) + len(got.vs_baseline)
         compared += sum(len(v) for v in (got.metrics or {}).values()) if stored.metrics else 0
+        again.decision = got
+        fresh.best = verdict.best_after(fresh, again)
+    if fresh.best != run.best:
+        problems.append(f"best: {run.best!r} in the report, {fresh.best!r} from the decisions")
     return problems, compared
 
 
-def _compare_decisions(metric: str, e: Experiment, stored: Decision, got: Decision) -> list[str]:
+def _compare_decisions(
+    metric: str, e: Experiment, stored: Decision, got: Decision, legacy: bool
+) -> list[str]:
     out = []
     if (stored.verdict, stored.explanation) != (got.verdict, got.explanation):
         out.append(f"{e.id}: the verdict would be {got.verdict!r} ({got.explanation})")
+    if (stored.paired is not None or not legacy) and stored.paired != got.paired:
+        out.append(f"{e.id}: paired is {stored.paired}, but the runs say {got.paired}")
     for name in ("vs_parent", "vs_baseline"):
         out += _compare_lists(
             f"{e.id} {name} ({metric})", getattr(stored, name), getattr(got, name)
         )
-    if stored.metrics is not None:  # runs of older versions compared the objective only
-        for name, items in stored.metrics.items():
-            fresh = (got.metrics or {}).get(name, [])
-            out += _compare_lists(f"{e.id} {name} (every metric)", items, fresh)
+    if stored.metrics is not None or not legacy:
+        # runs of older versions compared the objective only: their metrics are absent
+        stored_metrics, got_metrics = stored.metrics or {}, got.metrics or {}
+        for name in sorted(set(stored_metrics) | set(got_metrics)):
+            out += _compare_lists(
+                f"{e.id} {name} (every metric)",
+                stored_metrics.get(name, []),
+                got_metrics.get(name, []),
+            )
     return out
 
 

@@ -257,6 +257,16 @@ def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
     assert "ok   report text" in res.stdout and "ok   results.json" in res.stdout
     assert "DIFF decisions: faster: the verdict would be 'adopted'" in res.stdout
 
+    # the pairing flag edited (the report then drops "compared pair by pair" from its caption)
+    unpaired = shutil.copytree(run_dir, tmp_path / "tampered-paired")
+    saved = json.loads((unpaired / "results.json").read_text())
+    saved["experiments"][1]["decision"]["paired"] = False
+    (unpaired / "results.json").write_text(json.dumps(saved))
+    assert reportgen_main("render", unpaired, "--no-pdf").returncode == 0
+    res = verify(unpaired / "report.html")
+    assert res.returncode == 1
+    assert "DIFF decisions: faster: paired is False, but the runs say True" in res.stdout
+
 
 SPECULATIVE = """
 [campaign]

@@ -4,6 +4,7 @@ files refused in one line, and the verdict as a pure function of the results."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -78,6 +79,8 @@ def test_keys_of_a_later_reportgen_are_kept(tmp_path: Path) -> None:
         ({"schema_version": 3}, "schema_version = 3, but this reportgen reads versions 1 to 2"),
         ({"schema_version": "1"}, "schema_version = '1'"),
         ({"status": "halfway"}, "status: Input should be 'running', 'complete' or 'incomplete'"),
+        ({"campaign": "x"}, "campaign: Input should be a valid dictionary (got 'x')"),
+        ({"experiments": [1, 2]}, "experiments.0: Input should be a valid dictionary"),
     ],
 )
 def test_a_bad_file_is_refused_in_one_line(
@@ -85,7 +88,7 @@ def test_a_bad_file_is_refused_in_one_line(
 ) -> None:
     data = {**json.loads((SAMPLE / "results.json").read_text()), **edit}
     (tmp_path / "results.json").write_text(json.dumps(data))
-    with pytest.raises(ResultsError, match=message.replace("(", r"\(")) as err:
+    with pytest.raises(ResultsError, match=re.escape(message)) as err:
         results.load(tmp_path)
     assert "\n" not in str(err.value) and str(tmp_path) in str(err.value)
 
@@ -183,3 +186,22 @@ def test_tail_comparisons_read_the_rows_of_each_side() -> None:
     tails = {c.metric: c for c in (d.metrics or {})["vs_baseline"] if c.metric.endswith("p99")}
     assert tails["ttft_ms_p99"].ratio == pytest.approx(3.0)
     assert tails["ttft_ms_p99"].verdict == "worse"
+
+
+def test_an_experiment_that_ran_but_was_not_decided_runs_again_on_resume() -> None:
+    """A stop between an experiment's last table and its verdict leaves it "ok" with no
+    decision: --resume must not keep it as finished (its verdict and the best would be
+    missing)."""
+    run = results.load(SAMPLE)
+    assert run.finished_prefix() == len(run.experiments)
+    run.experiments[2].decision = None
+    assert run.experiments[2].status == "ok" and not run.experiments[2].finished
+    assert run.finished_prefix() == 2
+
+
+def test_golden_answers_of_any_shape_are_recorded_as_text() -> None:
+    from reportgen.run.probes import _text
+
+    assert _text(" Paris.") == " Paris."
+    assert _text([{"type": "text", "text": " Par"}, {"type": "text", "text": "is."}]) == " Paris."
+    assert _text(None) == "" and _text(42) == "42"

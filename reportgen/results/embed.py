@@ -56,3 +56,8 @@ def extract(page: str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != EMBED_FORMAT:
         raise ResultsError("the report's embedded data is of an unknown format")
     return data
+
+
+def without_data(page: str) -> str:
+    """A report's HTML with its embedded data left out (the rest of the page as read)."""
+    return _DATA_RX.sub("", page)

@@ -19,8 +19,10 @@ from reportgen.results.model import SCHEMA_VERSION
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    default = (data.get("campaign") or {}).get("workload")
-    for e in data.get("experiments") or []:
+    campaign = data.get("campaign")
+    default = campaign.get("workload") if isinstance(campaign, dict) else None
+    experiments = data.get("experiments")
+    for e in experiments if isinstance(experiments, list) else []:
         if isinstance(e, dict) and e.get("workload") is None and e.get("status") != "pending":
             e["workload"] = copy.deepcopy(default)
     return data

@@ -383,7 +383,9 @@ class Experiment(_Model):
 
     @property
     def finished(self) -> bool:
-        return self.status in FINISHED
+        """Run to its end and decided: kept as it is by ``--resume`` (one that ran but was not
+        yet decided when the run stopped runs again)."""
+        return self.status in FINISHED and self.decision is not None
 
     def all_levels(self) -> list[Level]:
         """Its own levels, then its parent's interleaved ones."""

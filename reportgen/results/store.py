@@ -33,11 +33,13 @@ from reportgen.load.records import RECORD_FIELDS, RequestRecord
 from reportgen.observe.gpu import TELEMETRY_FIELDS
 from reportgen.redact import REDACTED
 from reportgen.results.migrate import migrate
-from reportgen.results.model import SCHEMA_VERSION, Run
+from reportgen.results.model import CONTROL_SUFFIX, SCHEMA_VERSION, Run
 
 RESULTS = "results.json"
 TELEMETRY_COLUMNS = ("t", "gpu", *TELEMETRY_FIELDS)
-REQUEST_COLUMNS = ("experiment", *RECORD_FIELDS)
+# the level's identity first, then the rest of the record as the load generator fills it
+_LEVEL = ("concurrency", "repetition")
+REQUEST_COLUMNS = ("experiment", *_LEVEL, *(f for f in RECORD_FIELDS if f not in _LEVEL))
 # The request table's column types, from ``RequestRecord``'s fields (nullable where None).
 _ARROW_TYPES = {
     "experiment": pa.string(),
@@ -165,21 +167,34 @@ def parse(data: Any, where: str = "results") -> Run:
         )
     try:
         return Run.model_validate(migrate(data))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(x) for x in first["loc"])
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+        if isinstance(exc, ValidationError):
+            raise _invalid(where, exc) from None
         raise ResultsError(
-            f"{where}: {key}: {first['msg']} (got {first.get('input')!r:.60}); the file is "
-            "damaged or was edited by hand: render it from an intact copy"
+            f"{where}: not readable as schema {version} results ({type(exc).__name__}: "
+            f"{exc}); the file is damaged or was edited by hand: render it from an intact copy"
         ) from None
+
+
+def _invalid(where: str, exc: ValidationError) -> ResultsError:
+    """The first problem pydantic found, in one line naming its key."""
+    first = exc.errors()[0]
+    key = ".".join(str(x) for x in first["loc"])
+    return ResultsError(
+        f"{where}: {key}: {first['msg']} (got {first.get('input')!r:.60}); the file is "
+        "damaged or was edited by hand: render it from an intact copy"
+    )
 
 
 def save_requests(run_dir: Path, table: str, records: Sequence[RequestRecord]) -> Path:
     """Write one request table (an experiment's, or its control's) atomically as Parquet,
-    one row per record, the columns ``REQUEST_COLUMNS``."""
-    columns = [pa.array([table] * len(records), pa.string())]
+    one row per record, the columns ``REQUEST_COLUMNS`` (``experiment``: the experiment's
+    id, also in its control's table)."""
+    experiment = table.split(CONTROL_SUFFIX)[0]
+    columns = [pa.array([experiment] * len(records), pa.string())]
     columns += [
-        pa.array([getattr(r, name) for r in records], _ARROW_TYPES[name]) for name in RECORD_FIELDS
+        pa.array([getattr(r, name) for r in records], _ARROW_TYPES[name])
+        for name in REQUEST_COLUMNS[1:]
     ]
     return _save_arrow(run_dir / "requests" / f"{table}.parquet", pa.table(columns, REQUEST_SCHEMA))
 

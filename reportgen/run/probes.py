@@ -57,10 +57,22 @@ def ask(
                     data = resp.json()
                     choice = data["choices"][0]
                     text = (choice.get("message") or {}).get("content") if api == "chat" else None
-                    row["answer"] = text if text is not None else choice.get("text", "")
-                    row["finish_reason"] = choice.get("finish_reason")
-                    row["output_tokens"] = (data.get("usage") or {}).get("completion_tokens")
+                    row["answer"] = _text(text if text is not None else choice.get("text", ""))
+                    reason = choice.get("finish_reason")
+                    row["finish_reason"] = None if reason is None else str(reason)
+                    tokens = (data.get("usage") or {}).get("completion_tokens")
+                    row["output_tokens"] = tokens if isinstance(tokens, int) else None
             except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
                 row["error"] = f"{type(exc).__name__}: {exc}"[:300]
             out.append(row)
     return out
+
+
+def _text(content: Any) -> str:
+    """An answer's text: a string as it is; a list of content parts (as some servers send
+    chat content) as their text joined; anything else as its JSON-ish text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else str(content)

@@ -1,0 +1,81 @@
+"""`reportgen verify` on the committed H200 run: what it accepts (a report of the previous
+schema included) and what it catches when results.json is edited and the report rendered
+again from it, so that page and results agree but the numbers do not say what they claim."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from reportgen.results.embed import DATA_ID
+from tests.conftest import ROOT, Ran, reportgen_main
+
+H200 = ROOT / "docs" / "examples" / "h200"
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    """The H200 run directory, copied (without its PDF)."""
+    return Path(shutil.copytree(H200, tmp_path / "h200", ignore=shutil.ignore_patterns("*.pdf")))
+
+
+def edit_and_render(run_dir: Path, change: Callable[[dict[str, Any]], None]) -> Ran:
+    data = json.loads((run_dir / "results.json").read_text())
+    change(data)
+    (run_dir / "results.json").write_text(json.dumps(data))
+    rendered = reportgen_main("render", run_dir, "--no-pdf")
+    assert rendered.returncode == 0, rendered.stderr
+    return reportgen_main("verify", run_dir / "report.html")
+
+
+def test_the_committed_report_and_one_of_the_previous_schema_verify(copy: Path) -> None:
+    res = reportgen_main("verify", copy / "report.html")
+    assert res.returncode == 0, res.stdout
+    assert "ok   report text: rendering the embedded results again gives the same HTML, byte" in (
+        res.stdout
+    )
+    # as the previous reportgen rendered it: the same page, its results embedded as schema 1
+    page = (copy / "report.html").read_text()
+    start = page.index(f'<script type="application/json" id="{DATA_ID}">')
+    end = page.index("</script>", start)
+    embedded = json.loads(page[start:end].split(">", 1)[1])
+    embedded["results"] = json.loads((copy / "results.json").read_text())
+    assert embedded["results"]["schema_version"] == 1
+    body = orjson.dumps(embedded).decode().replace("<", "\\u003c").replace(">", "\\u003e")
+    old = page[:start] + f'<script type="application/json" id="{DATA_ID}">{body}' + page[end:]
+    (copy / "report.html").write_text(old)
+    res = reportgen_main("verify", copy / "report.html")
+    assert res.returncode == 0, res.stdout
+    assert "(its data embedded as schema 1, read through the migration)" in res.stdout
+    # and a number edited in that page is still caught
+    (copy / "report.html").write_text(old.replace("1,556", "1,656", 1))
+    res = reportgen_main("verify", copy / "report.html")
+    assert res.returncode == 1 and "DIFF report text" in res.stdout
+
+
+def test_a_failed_experiment_made_adopted_and_best_is_caught(copy: Path) -> None:
+    def adopt_float16(data: dict[str, Any]) -> None:
+        e = next(x for x in data["experiments"] if x["id"] == "float16")
+        e["decision"]["verdict"] = "adopted"
+        data["best"] = "float16"
+
+    res = edit_and_render(copy, adopt_float16)
+    assert res.returncode == 1
+    assert "DIFF decisions: float16: the verdict would be 'failed' (float16 failed: " in res.stdout
+    assert "best: 'float16' in the report, 'cuda-graphs' from the decisions" in res.stdout
+
+
+def test_gpu_telemetry_taken_out_of_a_level_is_caught(copy: Path) -> None:
+    def drop(data: dict[str, Any]) -> None:
+        for lv in data["experiments"][0]["levels"]:
+            lv["telemetry"] = None
+
+    res = edit_and_render(copy, drop)
+    assert res.returncode == 1
+    assert "DIFF telemetry windows: baseline C=1 repetition 1: GPU telemetry window" in (res.stdout)
