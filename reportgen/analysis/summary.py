@@ -216,11 +216,6 @@ def summarize(
     )
 
 
-def metric_value(summary: Summary, metric: str, stat: str = "p50") -> float | None:
-    """One number from a summary: throughputs directly, latencies at ``stat`` (p50 default)."""
-    return summary.value(metric, stat)
-
-
 AGGREGATED = [(m, None) for m in THROUGHPUTS] + [
     (m, s) for m in LATENCIES for s in ("p50", "p90", "p99")
 ]
@@ -264,8 +259,3 @@ def by_level(levels: Sequence[Level]) -> list[Aggregate]:
     for lv in levels:
         groups.setdefault(lv.concurrency, []).append(lv.summary)
     return [aggregate(c, s) for c, s in groups.items()]
-
-
-def all_failed(level: Aggregate) -> bool:
-    """Whether no request of a level succeeded (``Aggregate.all_failed``)."""
-    return level.all_failed

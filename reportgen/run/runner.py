@@ -23,7 +23,13 @@ from reportgen.redact import redact_text
 from reportgen.results.model import EngineRecord, Experiment, Run, RunStatus
 from reportgen.run import calibrate, interrupt
 from reportgen.run.experiment import check, run_experiment
-from reportgen.run.plan import describe, pending, planned_requests, total_requests
+from reportgen.run.plan import (
+    campaign_secrets,
+    describe,
+    pending,
+    planned_requests,
+    total_requests,
+)
 from reportgen.run.preflight import preflight
 from reportgen.run.progress import ProgressSink, Quiet
 from reportgen.run.resume import campaign_file, continue_run, utc_now
@@ -38,8 +44,6 @@ class Runner:
         progress: ProgressSink | None = None,
         resume: Run | None = None,
     ):
-        from reportgen.run.plan import campaign_secrets
-
         self.campaign = campaign
         self.run_dir = run_dir
         self.resume = resume  # saved results of this run, to continue (``resume.resumable``)
