@@ -45,10 +45,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.noise import Noise, Run1, Side
@@ -166,7 +166,7 @@ def _compare_level(
     needed: list[tuple[int | None, str | None]] = []
 
     def reps() -> int | None:
-        got = _more_repetitions(est, p, c, margin, confidence, paired)
+        got = _more_repetitions(est, noise, p, c, margin, confidence, paired)
         needed.append(got)
         return got[0]
 
@@ -191,6 +191,7 @@ def _compare_level(
 
 def _more_repetitions(
     est: noise_mod.Estimate,
+    noise: Noise,
     p: Sequence[Run1],
     c: Sequence[Run1],
     margin: float,
@@ -207,28 +208,36 @@ def _more_repetitions(
     q = 0.5 + confidence / 2
     if paired:
         per_pair = est.se**2 * len(p)
-        for k in range(len(p) + 1, 1000):
-            if float(stats.t.ppf(q, est.dof + k - len(p))) * math.sqrt(per_pair / k) < gap:
-                return k, None
-        return None, None
+        k = np.arange(len(p) + 1, MAX_REPS)
+        half = special.stdtrit(est.dof + k - len(p), q) * np.sqrt(per_pair / k)
+        return _first(k, half < gap), None
     sp, sc = noise_mod.side_of(p), noise_mod.side_of(c)
-    fixed = est.between * (_weight(sp, None) + _weight(sc, None))
-    if float(stats.norm.ppf(q)) * math.sqrt(fixed) >= gap and fixed > 0:
+    between = noise.between_var or 0.0
+    fixed = between * (_weight(sp, None) + _weight(sc, None))
+    if fixed > 0 and float(stats.norm.ppf(q)) * math.sqrt(fixed) >= gap:
         return None, "starts"
-    start = max(sp.n, sc.n) + 1
-    for k in range(start, 1000):
-        a = est.within * 2 / k
-        b = est.between * (_weight(sp, k) + _weight(sc, k))
-        grown = est.within_dof + 2 * (k - min(sp.n, sc.n))
-        dof = noise_mod.satterthwaite([(a, grown), (b, est.between_dof)])
-        if dof is not None and float(stats.t.ppf(q, dof)) * math.sqrt(a + b) < gap:
-            return k, None
-    return None, None
+    k = np.arange(max(sp.n, sc.n) + 1, MAX_REPS, dtype=float)
+    a = est.within * 2 / k
+    b = between * (_weight(sp, k) + _weight(sc, k))
+    d_w = est.within_dof + 2 * (k - min(sp.n, sc.n))
+    denom = a**2 / d_w + (b**2 / noise.session_dof if noise.session_dof else 0.0)
+    dof = np.where(denom > 0, (a + b) ** 2 / np.where(denom > 0, denom, 1.0), np.inf)
+    half = special.stdtrit(dof, q) * np.sqrt(a + b)
+    return _first(k.astype(int), half < gap), None
 
 
-def _weight(side: Side, k: int | None) -> float:
-    """A side's weight of the between-start variance at k repetitions (None: in the limit):
-    one per repetition falls as 1/k; otherwise its servers stay as they are."""
+MAX_REPS = 1000  # beyond this, "about how many" is no longer an answer
+
+
+def _first(k: np.ndarray, ok: np.ndarray) -> int | None:
+    hits = np.flatnonzero(ok)
+    return int(k[hits[0]]) if hits.size else None
+
+
+def _weight(side: Side, k: Any) -> Any:
+    """A side's weight of the between-start variance at k repetitions (an array; None: in
+    the limit): one server per repetition falls as 1/k; otherwise its servers stay as they
+    are."""
     if len(set(side.sessions)) == side.n and side.n > 1:
         return 0.0 if k is None else 1 / k
     return side.start_weight()
@@ -345,13 +354,9 @@ def _reps_needed(effect: float, sd: float, margin: float, confidence: float) -> 
     gap = abs(effect - margin)
     if gap <= 0 or sd <= 0:
         return None
-    n = 2
-    while n < 10_000:
-        t = float(stats.t.ppf(0.5 + confidence / 2, 2 * n - 2))
-        if t * sd * math.sqrt(2 / n) < gap:
-            return n
-        n += 1
-    return None
+    n = np.arange(2, 10_000)
+    half = special.stdtrit(2 * n - 2, 0.5 + confidence / 2) * sd * np.sqrt(2 / n)
+    return _first(n, half < gap)
 
 
 def bootstrap_ratio(

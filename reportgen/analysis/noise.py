@@ -15,20 +15,23 @@ noise model pools it:
   freedom.
 - **between server starts**: a configuration started more than once (the baseline, started
   twice by default; fresh servers; interleaved runs of a parent; two experiments with the same
-  configuration) gives the spread of its sessions' means beyond what the within-session noise
-  explains: s_b^2 = max(0, pooled variance of session means - s^2 x mean(1/n)), with one
-  degree of freedom per extra start and level. Repetitions on one server never average it
-  away: two configurations that each ran on one server differ by it whatever their
-  repetitions, so identical configurations started separately are not called different.
+  configuration) gives the variance of its sessions' means, S_m^2, pooled over levels; h is the
+  mean of 1/n_j over those sessions (n_j repetitions each). The spread between starts is
+  s_b^2 = max(0, S_m^2 - h s^2), with one degree of freedom per extra start (not per level
+  too: a start that runs slow is slow at every level).
+  Repetitions on one server never average it away: two configurations that each ran on one
+  server differ by it whatever their repetitions, so identical configurations started
+  separately are not called different.
 
 A mean over n repetitions from sessions of n_j repetitions each has variance
-s^2 / n + s_b^2 x sum((n_j / n)^2); the difference of two sides adds theirs, and its degrees of
-freedom come from Welch-Satterthwaite over the two components. The interval is t with those
-degrees of freedom on the difference of mean logs, so ratios are of geometric means.
+s^2 / n + s_b^2 x w, w = sum((n_j / n)^2) (1 for one server, 1/n for one per repetition); the
+difference of two sides adds theirs, and its degrees of freedom come from Welch-Satterthwaite
+over the two terms. The interval is t with those degrees of freedom on the
+difference of mean logs, so ratios are of geometric means.
 
 Interleaved comparisons (``campaign.interleave``) difference each repetition with its
-neighbour in time; the model predicts those differences' variance, 2 (s^2 + s_b^2), and their
-own spread is moderated with it the same way.
+neighbour in time, each on its own server; the model predicts those differences' variance,
+twice a session's at one repetition, and their own spread is moderated with it the same way.
 """
 
 from __future__ import annotations
@@ -61,21 +64,33 @@ class Noise:
     """The run's noise model for one metric (log scale; sd 0.05 is about 5%)."""
 
     metric: str
-    within_var: float | None  # s0^2: None where no configuration repeated on one server
+    within_var: float | None  # s^2 (s0^2 of the prior): None where nothing repeated on a server
     within_dof: float  # d0 (capped at the cells' total degrees of freedom)
     within_cells: int
-    between_var: float | None  # s_b^2: None where no configuration started twice
-    between_dof: int
-    between_cells: int
-    starts: int  # configurations x levels with two or more server starts
+    session_var: float | None  # pooled variance of session means: None where none started twice
+    session_dof: int
+    session_h: float  # the mean of 1/n_j over those sessions (n_j: repetitions on each)
+    between_cells: int  # configurations x levels with two or more server starts
 
     @property
     def within_sd(self) -> float | None:
         return None if self.within_var is None else math.sqrt(self.within_var)
 
     @property
+    def between_var(self) -> float | None:
+        """s_b^2: the spread of session means beyond what the within-session noise explains."""
+        if self.session_var is None:
+            return None
+        return max(0.0, self.session_var - (self.within_var or 0.0) * self.session_h)
+
+    @property
     def between_sd(self) -> float | None:
-        return None if self.between_var is None else math.sqrt(self.between_var)
+        v = self.between_var
+        return None if v is None else math.sqrt(v)
+
+    @property
+    def between_dof(self) -> int:
+        return self.session_dof
 
     def moderated(self, ss: float, dof: int) -> tuple[float | None, float]:
         """A comparison's own within-session sum of squares and degrees of freedom, combined
@@ -86,6 +101,18 @@ class Noise:
             return None, 0.0
         d0 = self.within_dof
         return (d0 * self.within_var + ss) / (d0 + dof), d0 + dof
+
+    def variance(
+        self, within: float, within_dof: float, inverse_n: float, start_weight: float
+    ) -> tuple[float, float | None]:
+        """The variance of a sum of side means, and its degrees of freedom: ``inverse_n`` is
+        the sum of the sides' 1/n, ``start_weight`` of their sum((n_j / n)^2):
+        inverse_n x s^2 + start_weight x s_b^2, Satterthwaite over both terms."""
+        a = within * inverse_n
+        b = (self.between_var or 0.0) * start_weight
+        if a + b <= 0:
+            return 0.0, None
+        return a + b, satterthwaite([(a, within_dof), (b, self.session_dof)])
 
 
 def config_key(e: Experiment) -> str:
@@ -162,25 +189,35 @@ def estimate(runs: Sequence[Run1], metric: str = "") -> Noise:
     dofs = np.asarray([c.size - 1 for c in cells], dtype=float)
     within_var, d0 = _prior(variances, dofs)
     between = session_means(runs)
-    between_var: float | None = None
-    b_dof = 0
+    session_var: float | None = None
+    h = 0.0
     if between:
-        num = 0.0
+        num = weight = 0.0
         for means, counts in between:
-            explained = (within_var or 0.0) * float(np.mean(1 / counts))
-            num += (means.size - 1) * (float(means.var(ddof=1)) - explained)
-            b_dof += means.size - 1
-        between_var = max(0.0, num / b_dof)
+            num += (means.size - 1) * float(means.var(ddof=1))
+            h += (means.size - 1) * float(np.mean(1 / counts))
+            weight += means.size - 1
+        session_var, h = num / weight, h / weight
     return Noise(
         metric=metric,
         within_var=within_var,
         within_dof=d0,
         within_cells=len(cells),
-        between_var=between_var,
-        between_dof=b_dof,
+        session_var=session_var,
+        session_dof=_restarts(runs),
+        session_h=h,
         between_cells=len(between),
-        starts=len(between),
     )
+
+
+def _restarts(runs: Sequence[Run1]) -> int:
+    """Degrees of freedom of the spread between starts: one per extra start of a
+    configuration. Not one per level too: a start that runs slow is slow at every level,
+    so its levels are not independent draws of it."""
+    starts: dict[str, set[SessionKey]] = {}
+    for r in runs:
+        starts.setdefault(r.config, set()).add(r.session)
+    return sum(len(s) - 1 for s in starts.values())
 
 
 def _prior(variances: np.ndarray, dofs: np.ndarray) -> tuple[float | None, float]:
@@ -255,16 +292,14 @@ def side_of(runs: Sequence[Run1]) -> Side:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A difference of mean logs with its standard error and degrees of freedom, and the
-    parts of its variance (for the repetitions that would decide)."""
+    """A difference of mean logs with its standard error and degrees of freedom, and what
+    went into its variance (for the repetitions that would decide)."""
 
     diff: float
     se: float | None
     dof: float | None
-    within: float = 0.0  # within-session variance per repetition (s^2)
+    within: float = 0.0  # the within-session variance used (s^2)
     within_dof: float = 0.0
-    between: float = 0.0  # between-start variance (s_b^2)
-    between_dof: int = 0
 
 
 def unpaired(parent: Side, child: Side, noise: Noise) -> Estimate:
@@ -273,28 +308,28 @@ def unpaired(parent: Side, child: Side, noise: Noise) -> Estimate:
     ss_p, d_p = parent.ss()
     ss_c, d_c = child.ss()
     s2, d_w = noise.moderated(ss_p + ss_c, d_p + d_c)
-    if s2 is None and noise.between_var is None:
+    if s2 is None and noise.session_var is None:
         return Estimate(diff, None, None)
-    a = (s2 or 0.0) * (1 / parent.n + 1 / child.n)
-    sb2 = noise.between_var or 0.0
-    b = sb2 * (parent.start_weight() + child.start_weight())
-    var = a + b
-    dof = satterthwaite([(a, d_w), (b, noise.between_dof)])
+    var, dof = noise.variance(
+        s2 or 0.0,
+        d_w,
+        1 / parent.n + 1 / child.n,
+        parent.start_weight() + child.start_weight(),
+    )
     if var <= 0 or dof is None:
-        return Estimate(diff, 0.0, None, s2 or 0.0, d_w, sb2, noise.between_dof)
-    return Estimate(diff, math.sqrt(var), dof, s2 or 0.0, d_w, sb2, noise.between_dof)
+        return Estimate(diff, 0.0, None, s2 or 0.0, d_w)
+    return Estimate(diff, math.sqrt(var), dof, s2 or 0.0, d_w)
 
 
 def paired(diffs: Sequence[float], noise: Noise) -> Estimate:
-    """Mean of per-pair log ratios (each pair ran side by side in time), its spread moderated
-    with what the noise model predicts for it, 2 (s^2 + s_b^2)."""
+    """Mean of per-pair log ratios (each pair ran side by side in time, each on its own
+    server), its spread moderated with what the noise model predicts for it: twice a
+    session's variance at one repetition."""
     d = np.asarray(diffs, dtype=float)
     n = int(d.size)
     mean = float(d.mean())
     s2 = noise.within_var or 0.0
-    sb2 = noise.between_var or 0.0
-    prior = 2 * (s2 + sb2)
-    prior_dof = satterthwaite([(2 * s2, noise.within_dof), (2 * sb2, noise.between_dof)])
+    prior, prior_dof = noise.variance(s2, noise.within_dof, 2.0, 2.0)
     own_ss = float(((d - mean) ** 2).sum()) if n >= 2 else 0.0
     own_dof = n - 1
     if prior_dof is None or prior <= 0:
@@ -304,7 +339,7 @@ def paired(diffs: Sequence[float], noise: Noise) -> Estimate:
     else:
         var = (prior_dof * prior + own_ss) / (prior_dof + own_dof)
         dof = prior_dof + own_dof
-    return Estimate(mean, math.sqrt(var / n), dof if var > 0 else None, s2, noise.within_dof, sb2, noise.between_dof)
+    return Estimate(mean, math.sqrt(var / n), dof if var > 0 else None, s2, noise.within_dof)
 
 
 def satterthwaite(parts: Sequence[tuple[float, float]]) -> float | None:
