@@ -133,9 +133,7 @@ def simulate(
     base = _experiment("baseline", 0, 1.0)
     starts = 2 if pooled and reps >= 2 else 1
     split = np.array_split(np.arange(reps), starts)
-    base.sessions = [
-        Session(index=i, config="baseline", log_file="") for i in range(starts)
-    ]
+    base.sessions = [Session(index=i, config="baseline", log_file="") for i in range(starts)]
     for i, chunk in enumerate(split):
         speed = source.start()
         for c in LEVELS:
@@ -168,7 +166,8 @@ def simulate(
             want = [
                 x.concurrency
                 for x in found
-                if x.verdict == "inconclusive" and done[x.concurrency] < high
+                if x.verdict == "inconclusive"
+                and done[x.concurrency] < high
                 and x.limit != "starts"
             ]
         verdict_, _ = decide.decide(e.id, "baseline", found, "output_tok_s", MARGIN)
@@ -192,9 +191,7 @@ def cell(method: str, truth: Truth, reps: int, trials: int, seed: int) -> dict[s
             spent[ratio] += used
     n_levels = trials * len(LEVELS)
     return {
-        "right": {
-            r: calls[r]["better" if r > 1 else "worse"] / n_levels for r in RATIOS if r != 1
-        },
+        "right": {r: calls[r]["better" if r > 1 else "worse"] / n_levels for r in RATIOS if r != 1},
         "alarm_level": (calls[1.0]["better"] + calls[1.0]["worse"]) / n_levels,
         "alarm_decision": (decided[1.0]["adopted"] + decided[1.0]["rejected"]) / trials,
         "reps": sum(spent.values()) / (trials * len(RATIOS) * len(LEVELS)),

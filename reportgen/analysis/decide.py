@@ -108,9 +108,12 @@ def compare_sides(
     concurrency: Sequence[int] | None = None,
     paired: bool = False,
     confidence: float = 0.95,
+    fresh_rounds: bool = False,
 ) -> list[Comparison]:
     """Child / parent at each common (or the given) level, with the run's noise model; with
-    ``paired``, repetition k of one with repetition k of the other (interleaved runs)."""
+    ``paired``, repetition k of one with repetition k of the other (interleaved runs).
+    ``fresh_rounds``: more repetitions of the child would each start a fresh server
+    (adaptive repetitions), so its own start's spread averages down with them."""
     levels_p = {r.concurrency for r in parent}
     levels_c = {r.concurrency for r in child}
     wanted = (
@@ -133,6 +136,7 @@ def compare_sides(
                 concurrency=level,
                 paired=paired,
                 confidence=confidence,
+                fresh_rounds=fresh_rounds,
             )
         )
     return out
@@ -149,6 +153,7 @@ def _compare_level(
     concurrency: int,
     paired: bool,
     confidence: float,
+    fresh_rounds: bool = False,
 ) -> Comparison:
     if paired:
         mine = {r.repetition: r.log for r in c}
@@ -166,7 +171,7 @@ def _compare_level(
     needed: list[tuple[int | None, str | None]] = []
 
     def reps() -> int | None:
-        got = _more_repetitions(est, noise, p, c, margin, confidence, paired)
+        got = _more_repetitions(est, noise, p, c, margin, confidence, paired, fresh_rounds)
         needed.append(got)
         return got[0]
 
@@ -197,6 +202,7 @@ def _more_repetitions(
     margin: float,
     confidence: float,
     paired: bool,
+    fresh_rounds: bool = False,
 ) -> tuple[int | None, str | None]:
     """Repetitions per side that would decide, with the noise measured (more than now), or
     (None, "starts") when the spread between server starts alone forbids it."""
@@ -213,12 +219,12 @@ def _more_repetitions(
         return _first(k, half < gap), None
     sp, sc = noise_mod.side_of(p), noise_mod.side_of(c)
     between = noise.between_var or 0.0
-    fixed = between * (_weight(sp, None) + _weight(sc, None))
+    fixed = between * (_weight(sp, None) + _weight(sc, None, fresh_rounds))
     if fixed > 0 and float(stats.norm.ppf(q)) * math.sqrt(fixed) >= gap:
         return None, "starts"
     k = np.arange(max(sp.n, sc.n) + 1, MAX_REPS, dtype=float)
     a = est.within * 2 / k
-    b = between * (_weight(sp, k) + _weight(sc, k))
+    b = between * (_weight(sp, k) + _weight(sc, k, fresh_rounds))
     d_w = est.within_dof + 2 * (k - min(sp.n, sc.n))
     denom = a**2 / d_w + (b**2 / noise.session_dof if noise.session_dof else 0.0)
     dof = np.where(denom > 0, (a + b) ** 2 / np.where(denom > 0, denom, 1.0), np.inf)
@@ -226,7 +232,7 @@ def _more_repetitions(
     return _first(k.astype(int), half < gap), None
 
 
-MAX_REPS = 1000  # beyond this, "about how many" is no longer an answer
+MAX_REPS = 200  # beyond this, "about how many" is no longer an answer
 
 
 def _first(k: np.ndarray, ok: np.ndarray) -> int | None:
@@ -234,13 +240,18 @@ def _first(k: np.ndarray, ok: np.ndarray) -> int | None:
     return int(k[hits[0]]) if hits.size else None
 
 
-def _weight(side: Side, k: Any) -> Any:
+def _weight(side: Side, k: Any, fresh: bool = False) -> Any:
     """A side's weight of the between-start variance at k repetitions (an array; None: in
-    the limit): one server per repetition falls as 1/k; otherwise its servers stay as they
-    are."""
-    if len(set(side.sessions)) == side.n and side.n > 1:
-        return 0.0 if k is None else 1 / k
-    return side.start_weight()
+    the limit): one server per repetition falls as 1/k, and so do repetitions added each on
+    a fresh server (``fresh``); otherwise its servers stay as they are."""
+    one_each = len(set(side.sessions)) == side.n and side.n > 1
+    if not (one_each or fresh):
+        return side.start_weight()
+    if k is None:
+        return 0.0
+    if one_each:
+        return 1 / k
+    return (side.start_weight() * side.n**2 + (k - side.n)) / k**2
 
 
 POWER = 0.8
@@ -483,7 +494,10 @@ def _fmt(c: Comparison) -> str:
     if c.verdict == "inconclusive" and c.reps_needed:
         more = f" (about {c.reps_needed} repetitions a side would decide)"
     elif c.verdict == "inconclusive" and c.limit == "starts":
-        more = " (more repetitions on one server cannot decide: see below)"
+        more = (
+            " (two server starts differ by more than this: more repetitions on one server "
+            "cannot decide)"
+        )
     return f"C={c.concurrency}: x{c.ratio:.2f}{ci}, {c.verdict}{more}"
 
 

@@ -151,7 +151,9 @@ def own_runs(
     return out
 
 
-def _add(out: list[Run1], config: str, lv: Level, session: SessionKey, metric: str, stat: str) -> None:
+def _add(
+    out: list[Run1], config: str, lv: Level, session: SessionKey, metric: str, stat: str
+) -> None:
     if lv.aborted or lv.summary.ok == 0:
         return
     v = lv.summary.value(metric, stat)

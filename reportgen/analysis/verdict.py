@@ -134,6 +134,19 @@ def decide_experiment(
     )
 
 
+def open_levels(run: Run, entry: Experiment) -> list[int]:
+    """The objective's levels where ``entry`` (still running, its levels so far) cannot yet
+    be told from its parent, and more repetitions could tell: inconclusive, with a ratio,
+    and not held back by the spread between server starts alone."""
+    parent_side, _ = sides(run, entry)
+    found = Comparer(run, entry, pooled=True).objective(parent_side)
+    return [
+        c.concurrency
+        for c in found
+        if c.verdict == "inconclusive" and c.ratio is not None and c.limit != "starts"
+    ]
+
+
 def noise_summary(noise: Noise) -> dict[str, float | int | None]:
     """What a decision records of the noise model it used."""
     return {
@@ -157,7 +170,10 @@ class Comparer:
         self.pooled = pooled
         index = next(i for i, e in enumerate(run.experiments) if e.id == entry.id)
         self.known = run.experiments[: index + 1]  # what the run knew when deciding it
-        self.confidence = sequential.confidence_for((entry.workload or {}).get("repetitions", 1))
+        reps = (entry.workload or {}).get("repetitions", 1)
+        self.confidence = sequential.confidence_for(reps)
+        low, high = sequential.bounds(reps)
+        self.fresh_rounds = high > low  # adaptive: each repetition added starts a server
         self._noise: dict[str, Noise] = {}
 
     def noise(self, metric: str) -> Noise:
@@ -203,6 +219,7 @@ class Comparer:
             concurrency=concurrency,
             paired=side.paired,
             confidence=self.confidence,
+            fresh_rounds=self.fresh_rounds,
         )
 
 
@@ -221,7 +238,9 @@ def every_metric(
         key = (side.table, side.paired)
         if key not in done:
             found = [
-                c for metric, higher in decide.HEADLINE for c in compare.compare(side, metric, higher)
+                c
+                for metric, higher in decide.HEADLINE
+                for c in compare.compare(side, metric, higher)
             ]
             found += decide.tail_comparisons(rows.get(side.table, ()), mine, margin=margin)
             done[key] = found

@@ -232,7 +232,9 @@ class Comparison(_Model):
     # requests); None: "welch"
     method: str | None = None
     dof: float | None = None  # the interval's degrees of freedom
-    confidence: float | None = None  # the interval's level (below 0.95 never; above when sequential)
+    confidence: float | None = (
+        None  # the interval's level (below 0.95 never; above when sequential)
+    )
     limit: str | None = None  # "starts": more repetitions on one server cannot decide
 
 
@@ -314,6 +316,15 @@ class Control(_Model):
     by_level: list[Aggregate] = Field(default_factory=list)
 
 
+class Look(_Model):
+    """One look of adaptive repetitions: after ``repetitions`` of every level still in play,
+    the objective's levels whose verdict was still open (each gets one more, on a fresh
+    server, unless ``repetitions`` is the campaign's max)."""
+
+    repetitions: int
+    open: list[int] = Field(default_factory=list)
+
+
 class ProbeAnswer(_Model):
     """One golden prompt's answer (``run.probes``)."""
 
@@ -357,6 +368,7 @@ class Experiment(_Model):
     started_at: str | None = None
     finished_at: str | None = None
     sessions: list[Session] = Field(default_factory=list)
+    looks: list[Look] = Field(default_factory=list)  # adaptive repetitions, in order
     control: Control | None = None
     server: Ready | None = None
     engine_info: dict[str, Any] | None = None

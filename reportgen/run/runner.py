@@ -104,7 +104,9 @@ class Runner:
                 entry.status = "running"
                 self._save()  # a crash from here on still shows which experiment was running
                 parent = self.resolved.get(r.parent) if r.parent else None
-                rows = run_experiment(self.ctx, r, parent, entry, self._save)
+                rows = run_experiment(
+                    self.ctx, r, parent, entry, self._save, lambda: verdict.open_levels(run, entry)
+                )
                 check(self.ctx, run, entry, r, rows[entry.table])
                 self._decide(run, entry, rows)
                 self._save()
