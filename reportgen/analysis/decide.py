@@ -214,9 +214,9 @@ def _more_repetitions(
     q = 0.5 + confidence / 2
     if paired:
         per_pair = est.se**2 * len(p)
-        k = np.arange(len(p) + 1, MAX_REPS)
-        half = special.stdtrit(est.dof + k - len(p), q) * np.sqrt(per_pair / k)
-        return _first(k, half < gap), None
+        pairs = np.arange(len(p) + 1, MAX_REPS)
+        half = special.stdtrit(est.dof + pairs - len(p), q) * np.sqrt(per_pair / pairs)
+        return _first(pairs, half < gap), None
     sp, sc = noise_mod.side_of(p), noise_mod.side_of(c)
     between = noise.between_var or 0.0
     fixed = between * (_weight(sp, None) + _weight(sc, None, fresh_rounds))

@@ -247,7 +247,10 @@ def _prior(variances: np.ndarray, dofs: np.ndarray) -> tuple[float | None, float
 
 def _trigamma_inverse(y: float) -> float:
     """x with trigamma(x) = y (trigamma falls from +inf to 0 on (0, inf))."""
-    f = lambda x: float(special.polygamma(1, x)) - y  # noqa: E731
+
+    def f(x: float) -> float:
+        return float(special.polygamma(1, x)) - y
+
     hi = 1.0
     while f(hi) > 0:
         hi *= 2

@@ -8,8 +8,9 @@ every look uses Pocock's (1977) group-sequential boundary: one nominal level for
 chosen so that the chance that *any* look crosses it, when nothing changed, is the stated
 5%. The looks are at information fractions n_k / max (n_k the repetitions at look k); their
 test statistics are correlated as sqrt(n_i / n_j), and the boundary comes from that
-multivariate normal (drawn as 400,000 seeded random walks). The parent's repetitions are fixed when it is not interleaved, which
-correlates the looks more strongly still: the boundary is then conservative, never lax.
+multivariate normal (drawn as 400,000 seeded random walks). The parent's repetitions are
+fixed when it is not interleaved, which correlates the looks more strongly still: the
+boundary is then conservative, never lax.
 
 A fixed count (``repetitions = 3``) is one look at the plain 95%.
 """
@@ -62,7 +63,7 @@ def bounds(repetitions: object) -> tuple[int, int]:
         low = int(repetitions.get("min") or 1)
         return low, int(repetitions.get("max") or low)
     if hasattr(repetitions, "min") and hasattr(repetitions, "max"):
-        return int(repetitions.min), int(repetitions.max)  # type: ignore[attr-defined]
+        return int(repetitions.min), int(repetitions.max)
     n = int(repetitions) if isinstance(repetitions, int | float | str) else 1
     return n, n
 
