@@ -63,6 +63,7 @@ NOISE = (0.02, 0.05)
 STARTS = (0.0, 0.03)
 MARGIN = 0.03
 MAX_REPS = 8
+BASELINE_STARTS = 2  # as campaign.baseline_starts
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def simulate(
     source = Campaign(truth, rng)
     pooled = method != "today"
     base = _experiment("baseline", 0, 1.0)
-    starts = 2 if pooled and reps >= 2 else 1
+    starts = min(BASELINE_STARTS, reps) if pooled else 1
     split = np.array_split(np.arange(reps), starts)
     base.sessions = [Session(index=i, config="baseline", log_file="") for i in range(starts)]
     for i, chunk in enumerate(split):

@@ -116,9 +116,12 @@ class Noise:
 
 
 def config_key(e: Experiment) -> str:
-    """What makes two experiments the same configuration: the server's flags and environment
-    and the workload (as recorded, so redacted values compare as their placeholders)."""
-    return repr((sorted(e.args.items()), sorted(e.env.items()), sorted((e.workload or {}).items())))
+    """What makes two experiments the same configuration: the server's exact command line,
+    its environment and the workload (as recorded, so redacted values compare as their
+    placeholders). Without a recorded command, only itself."""
+    if not e.command:
+        return f"id:{e.id}"
+    return repr((e.command, sorted(e.env.items()), sorted((e.workload or {}).items())))
 
 
 def level_runs(
@@ -154,7 +157,7 @@ def own_runs(
 def _add(
     out: list[Run1], config: str, lv: Level, session: SessionKey, metric: str, stat: str
 ) -> None:
-    if lv.aborted or lv.summary.ok == 0:
+    if lv.aborted:
         return
     v = lv.summary.value(metric, stat)
     if v is not None and math.isfinite(v) and v > 0:

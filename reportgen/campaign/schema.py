@@ -12,7 +12,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 METRICS = ("output_tok_s", "total_tok_s", "req_s", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
@@ -203,7 +211,7 @@ class Workload(_Model):
         description="Local tokenizer folder (transformers): exact prompt lengths and token "
         "counts when the server reports no usage.",
     )
-    repetitions: Annotated[int, Field(ge=1)] | Repetitions = Field(
+    repetitions: int | Repetitions = Field(
         1,
         description="Repetitions of every level: a number, or { min, max }: min first, then, "
         "at levels where the objective's verdict is still open, one more at a time on a fresh "
@@ -254,6 +262,23 @@ class Workload(_Model):
         if self.requests_per_level is not None and self.duration_s is not None:
             raise ValueError("give requests_per_level or duration_s, not both")
         return self
+
+    @field_validator("repetitions", mode="before")
+    @classmethod
+    def _repetitions(cls, value: Any) -> Any:
+        """One clear error for either form (a union would report both)."""
+        if isinstance(value, dict):
+            try:
+                return Repetitions(**value)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(x) for x in first["loc"])
+                raise ValueError(f"{where + ': ' if where else ''}{first['msg']}") from None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(
+                "give a whole number of at least 1, or a range such as { min = 2, max = 8 }"
+            )
+        return value
 
     @field_validator("prefix_cache_hit_rate")
     @classmethod
