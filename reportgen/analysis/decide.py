@@ -1,9 +1,22 @@
 """Comparisons and decisions: is an experiment better than its parent, and by how much?
 
 The unit of replication is one repetition's summary at a level. For throughputs the number is
-the level's tok/s; for latencies its p50. The ratio child/parent gets a 95% confidence interval
-from Welch's t on the log values (so the interval is multiplicative and asymmetric). Verdicts
-against the campaign's margin m:
+the level's tok/s; for latencies its p50. The ratio child/parent is of geometric means (the
+difference of mean log values), and its confidence interval is multiplicative and asymmetric.
+
+How the interval's noise is estimated (``Comparison.method``):
+
+- ``pooled`` (``compare_sides``, what campaigns use): the run's own noise model
+  (``analysis.noise``): the spread of repetitions within a server session, pooled over every
+  level and experiment decided so far with Smyth's moderated variance, plus the spread between
+  server starts; t on Welch-Satterthwaite degrees of freedom. Interleaved runs are compared
+  pair by pair, their spread moderated the same way. With adaptive repetitions the interval
+  is at the Pocock level of its looks (``analysis.sequential``).
+- ``welch`` (``compare_runs``, ``compare_pairs``): each comparison's own two sides only
+  (Welch's t on log values; a one-sample t on paired log ratios). How results were decided
+  before the noise model; ``verify`` recomputes such runs this way.
+
+Verdicts against the campaign's margin m:
 
 - ``equivalent``: the whole interval lies inside [1/(1+m), 1+m];
 - ``better`` / ``worse``: the interval excludes 1 and the estimate is beyond the margin, in the
@@ -13,17 +26,14 @@ against the campaign's margin m:
 With each comparison come two numbers that say what the noise allowed:
 
 - ``mde``: the smallest effect this comparison could detect, as a ratio: a true change
-  beyond x``mde`` (or below 1/``mde``) would make the 95% interval exclude 1 four times in
-  five (80% power): exp((t_0.975 + t_0.8) x the standard error of the log ratio).
-- ``reps_needed``: for an inconclusive comparison, about how many repetitions per side would
-  decide it with the same noise: enough for the interval's half-width to fit between the
-  estimate and the margin (to show a change), or between the estimate and the margin's edge
-  (to show equivalence), whichever is nearer; None when the estimate sits on the margin.
-
-With ``campaign.interleave``, an experiment's repetitions alternate with fresh runs of its
-parent, and the comparison with the parent is paired (``compare_pairs``): the ratio of each
-repetition to its neighbour in time, with a t interval on the mean of those log ratios
-(n - 1 degrees of freedom), so drift of the host between them cancels out.
+  beyond x``mde`` (or below 1/``mde``) would make the interval exclude 1 four times in
+  five (80% power): exp((t_conf + t_0.8) x the standard error of the log ratio).
+- ``reps_needed``: for an inconclusive comparison, how many repetitions per side would decide
+  it with the noise measured: enough for the interval's half-width to fit between the estimate
+  and 1 (to show a change, when the estimate is beyond the margin) or between the estimate and
+  the margin's edge (to show equivalence); always more than were run. None, with ``limit =
+  "starts"``, when the spread between server starts alone is too large for repetitions on one
+  server to decide: then only fresh servers (``workload.fresh_server``) or interleaving help.
 
 Tail latencies (p99) compare the pooled requests of each side with a two-level bootstrap
 (``bootstrap_ratio``): resample the runs, then the requests within each run, and take the
@@ -35,11 +45,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
+from reportgen.analysis import noise as noise_mod
+from reportgen.analysis.noise import Noise, Run1, Side
+from reportgen.analysis.sequential import level_label
 from reportgen.load.records import RequestRecord
 from reportgen.results.model import Comparison, FlagChange, Level, Verdict
 
@@ -82,6 +95,163 @@ def compare_runs(
         concurrency=concurrency,
         confidence=confidence,
     )
+
+
+def compare_sides(
+    parent: Sequence[Run1],
+    child: Sequence[Run1],
+    noise: Noise,
+    *,
+    margin: float,
+    higher_is_better: bool,
+    metric: str = "",
+    concurrency: Sequence[int] | None = None,
+    paired: bool = False,
+    confidence: float = 0.95,
+    fresh_rounds: bool = False,
+) -> list[Comparison]:
+    """Child / parent at each common (or the given) level, with the run's noise model; with
+    ``paired``, repetition k of one with repetition k of the other (interleaved runs).
+    ``fresh_rounds``: more repetitions of the child would each start a fresh server
+    (adaptive repetitions), so its own start's spread averages down with them."""
+    levels_p = {r.concurrency for r in parent}
+    levels_c = {r.concurrency for r in child}
+    wanted = (
+        sorted(levels_p & levels_c)
+        if not concurrency
+        else [x for x in concurrency if x in levels_p and x in levels_c]
+    )
+    out = []
+    for level in wanted:
+        p = [r for r in parent if r.concurrency == level]
+        c = [r for r in child if r.concurrency == level]
+        out.append(
+            _compare_level(
+                p,
+                c,
+                noise,
+                margin=margin,
+                higher_is_better=higher_is_better,
+                metric=metric,
+                concurrency=level,
+                paired=paired,
+                confidence=confidence,
+                fresh_rounds=fresh_rounds,
+            )
+        )
+    return out
+
+
+def _compare_level(
+    p: Sequence[Run1],
+    c: Sequence[Run1],
+    noise: Noise,
+    *,
+    margin: float,
+    higher_is_better: bool,
+    metric: str,
+    concurrency: int,
+    paired: bool,
+    confidence: float,
+    fresh_rounds: bool = False,
+) -> Comparison:
+    if paired:
+        mine = {r.repetition: r.log for r in c}
+        diffs = [mine[r.repetition] - r.log for r in p if r.repetition in mine]
+        if not diffs:
+            return _no_data(metric, concurrency, 0, 0, paired=True)
+        est = noise_mod.paired(diffs, noise)
+        n = (len(diffs), len(diffs))
+    else:
+        if not p or not c:
+            return _no_data(metric, concurrency, len(p), len(c))
+        sp, sc = noise_mod.side_of(p), noise_mod.side_of(c)
+        est = noise_mod.unpaired(sp, sc, noise)
+        n = (sp.n, sc.n)
+    needed: list[tuple[int | None, str | None]] = []
+
+    def reps() -> int | None:
+        got = _more_repetitions(est, noise, p, c, margin, confidence, paired, fresh_rounds)
+        needed.append(got)
+        return got[0]
+
+    out = _judge(
+        est.diff,
+        est.se,
+        est.dof,
+        n,
+        reps,
+        margin=margin,
+        higher_is_better=higher_is_better,
+        metric=metric,
+        concurrency=concurrency,
+        confidence=confidence,
+        paired=paired,
+    )
+    limit = needed[0][1] if needed and out.verdict == "inconclusive" else None
+    return out.model_copy(
+        update={"method": "pooled", "dof": est.dof, "confidence": confidence, "limit": limit}
+    )
+
+
+def _more_repetitions(
+    est: noise_mod.Estimate,
+    noise: Noise,
+    p: Sequence[Run1],
+    c: Sequence[Run1],
+    margin: float,
+    confidence: float,
+    paired: bool,
+    fresh_rounds: bool = False,
+) -> tuple[int | None, str | None]:
+    """Repetitions per side that would decide, with the noise measured (more than now), or
+    (None, "starts") when the spread between server starts alone forbids it."""
+    edge = math.log1p(margin)
+    effect = abs(est.diff)
+    gap = effect if effect > edge else edge - effect
+    if gap <= 1e-12 or est.se is None or est.dof is None:
+        return None, None
+    q = 0.5 + confidence / 2
+    if paired:
+        per_pair = est.se**2 * len(p)
+        pairs = np.arange(len(p) + 1, MAX_REPS)
+        half = special.stdtrit(est.dof + pairs - len(p), q) * np.sqrt(per_pair / pairs)
+        return _first(pairs, half < gap), None
+    sp, sc = noise_mod.side_of(p), noise_mod.side_of(c)
+    between = noise.between_var or 0.0
+    fixed = between * (_weight(sp, None) + _weight(sc, None, fresh_rounds))
+    if fixed > 0 and float(stats.norm.ppf(q)) * math.sqrt(fixed) >= gap:
+        return None, "starts"
+    k = np.arange(max(sp.n, sc.n) + 1, MAX_REPS, dtype=float)
+    a = est.within * 2 / k
+    b = between * (_weight(sp, k) + _weight(sc, k, fresh_rounds))
+    d_w = est.within_dof + 2 * (k - min(sp.n, sc.n))
+    denom = a**2 / d_w + (b**2 / noise.session_dof if noise.session_dof else 0.0)
+    dof = np.where(denom > 0, (a + b) ** 2 / np.where(denom > 0, denom, 1.0), np.inf)
+    half = special.stdtrit(dof, q) * np.sqrt(a + b)
+    return _first(k.astype(int), half < gap), None
+
+
+MAX_REPS = 200  # beyond this, "about how many" is no longer an answer
+
+
+def _first(k: np.ndarray, ok: np.ndarray) -> int | None:
+    hits = np.flatnonzero(ok)
+    return int(k[hits[0]]) if hits.size else None
+
+
+def _weight(side: Side, k: Any, fresh: bool = False) -> Any:
+    """A side's weight of the between-start variance at k repetitions (an array; None: in
+    the limit): one server per repetition falls as 1/k, and so do repetitions added each on
+    a fresh server (``fresh``); otherwise its servers stay as they are."""
+    one_each = len(set(side.sessions)) == side.n and side.n > 1
+    if not (one_each or fresh):
+        return side.start_weight()
+    if k is None:
+        return 0.0
+    if one_each:
+        return 1 / k
+    return (side.start_weight() * side.n**2 + (k - side.n)) / k**2
 
 
 POWER = 0.8
@@ -195,13 +365,9 @@ def _reps_needed(effect: float, sd: float, margin: float, confidence: float) -> 
     gap = abs(effect - margin)
     if gap <= 0 or sd <= 0:
         return None
-    n = 2
-    while n < 10_000:
-        t = float(stats.t.ppf(0.5 + confidence / 2, 2 * n - 2))
-        if t * sd * math.sqrt(2 / n) < gap:
-            return n
-        n += 1
-    return None
+    n = np.arange(2, 10_000)
+    half = special.stdtrit(2 * n - 2, 0.5 + confidence / 2) * sd * np.sqrt(2 / n)
+    return _first(n, half < gap)
 
 
 def bootstrap_ratio(
@@ -315,13 +481,23 @@ def compare_experiments(
     ]
 
 
+def ci_label(c: Comparison) -> str:
+    """ "95% CI", or the per-look level of adaptive repetitions ("98.5% CI")."""
+    return f"{level_label(c.confidence or 0.95)} CI"
+
+
 def _fmt(c: Comparison) -> str:
     if c.ratio is None:
         return f"C={c.concurrency}: no data"
-    ci = "" if c.ci_low is None else f" (95% CI {c.ci_low:.2f}-{c.ci_high:.2f})"
+    ci = "" if c.ci_low is None else f" ({ci_label(c)} {c.ci_low:.2f}-{c.ci_high:.2f})"
     more = ""
     if c.verdict == "inconclusive" and c.reps_needed:
         more = f" (about {c.reps_needed} repetitions a side would decide)"
+    elif c.verdict == "inconclusive" and c.limit == "starts":
+        more = (
+            " (two server starts differ by more than this: more repetitions on one server "
+            "cannot decide)"
+        )
     return f"C={c.concurrency}: x{c.ratio:.2f}{ci}, {c.verdict}{more}"
 
 
@@ -345,8 +521,11 @@ def decide(
     comparisons: Sequence[Comparison],
     metric: str,
     margin: float,
+    between_sd: float | None = None,
+    legacy: bool = False,
 ) -> tuple[ObjectiveVerdict, str]:
-    """Adopt when better at some objective level and worse at none. Returns (verdict, why)."""
+    """Adopt when better at some objective level and worse at none. Returns (verdict, why);
+    ``between_sd`` is the spread between server starts, named when it stands in the way."""
     if not comparisons:
         return "inconclusive", (
             f"{exp_id} shares no objective concurrency level with {parent_id}; nothing to compare."
@@ -373,12 +552,33 @@ def decide(
             f"{parent_id} (the simpler configuration) is kept.",
         )
     missing = [c for c in comparisons if c.ci_low is None]
-    more = (
-        " Only one repetition per level: raise workload.repetitions to at least 2 for an interval."
-        if missing
-        else " More repetitions would narrow the interval."
-    )
-    return "inconclusive", f"{head} The noise is too large to tell.{more}"
+    if legacy:  # the words of decisions taken before the noise model, to verify them
+        more = (
+            " Only one repetition per level: raise workload.repetitions to at least 2 for an "
+            "interval."
+            if missing
+            else " More repetitions would narrow the interval."
+        )
+        return "inconclusive", f"{head} The noise is too large to tell.{more}"
+    starts = [c for c in comparisons if c.limit == "starts"]
+    needed = [c.reps_needed for c in comparisons if c.reps_needed]
+    if missing:
+        more = (
+            " Only one repetition per level, and no noise measured elsewhere in the run: raise "
+            "workload.repetitions to at least 2 for an interval."
+        )
+    elif starts:
+        spread = f" (about {between_sd:.1%})" if between_sd else ""
+        more = (
+            f" Two server starts of one configuration differ by more than this{spread}, and "
+            "repetitions on one server cannot average that away: start a fresh server for "
+            "each repetition (workload.fresh_server = true) or set campaign.interleave = true."
+        )
+    elif needed:
+        more = f" About {max(needed)} repetitions a side would decide."
+    else:
+        more = " More repetitions would narrow the interval."
+    return "inconclusive", f"{head} The data cannot tell yet.{more}"
 
 
 # Headline metrics compared beyond the objective: (metric, higher is better). Latencies at p50

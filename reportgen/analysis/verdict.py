@@ -12,6 +12,11 @@ recomputed from the raw tables, so the two can never disagree on how a verdict i
   and every headline metric against the parent and the baseline (``decide``'s run-level
   comparisons for throughputs and medians, the two-level bootstrap for p99).
 
+The run-level comparisons use the run's noise model (``analysis.noise``) as it stood when the
+experiment was decided: from the experiments up to it, never later ones, so ``verify`` gets
+the same answer from the finished run. A decision without a ``method`` was taken by an earlier
+reportgen from each comparison's own runs (Welch), and is recomputed that way.
+
 The best configuration is the adopted one with the highest objective score against the
 baseline: the geometric mean of its ratios at the objective's levels (inverted when lower is
 better).
@@ -23,8 +28,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from reportgen.analysis import decide
+from reportgen.analysis import decide, sequential
+from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
+from reportgen.analysis.noise import Noise
 from reportgen.load.records import RequestRecord
 from reportgen.results.model import Comparison, Decision, Experiment, Level, Run
 
@@ -58,9 +65,16 @@ def sides(run: Run, entry: Experiment) -> tuple[Side | None, Side | None]:
     return parent_side, base_side
 
 
-def decide_experiment(run: Run, entry: Experiment, rows: Rows) -> Decision:
+CURRENT = "pooled"  # how decisions are taken now (``Decision.method``; None: "welch")
+
+
+def decide_experiment(
+    run: Run, entry: Experiment, rows: Rows, method: str | None = CURRENT
+) -> Decision:
     """The decision on ``entry`` (an experiment of ``run`` whose checks are done), from its
-    levels, its parent's and the baseline's, and the request rows of their tables."""
+    levels, its parent's and the baseline's, and the request rows of their tables. ``method``:
+    "pooled" (the run's noise model, from the experiments up to ``entry``), or "welch" (each
+    comparison's own runs; how decisions were taken before, kept to verify such runs)."""
     broken = invalidated(entry.checks, evidence=True)
     if entry.ok and broken:
         return Decision(
@@ -75,29 +89,26 @@ def decide_experiment(run: Run, entry: Experiment, rows: Rows) -> Decision:
         return Decision(
             verdict="baseline", explanation="The reference every other experiment is compared with."
         )
+    compare = Comparer(run, entry, pooled=method == CURRENT)
     parent_side, base_side = sides(run, entry)
     parent_id = entry.parent or (parent_side.id if parent_side else "")
-
-    def objective(side: Side | None) -> list[Comparison]:
-        if side is None or not side.ok:
-            return []
-        return decide.compare_experiments(
-            side.levels,
-            entry.levels,
-            run.metric,
-            margin=run.margin,
-            higher_is_better=run.higher_is_better,
-            concurrency=run.objective_levels,
-            paired=side.paired,
-        )
-
-    vs_parent, vs_base = objective(parent_side), objective(base_side)
+    vs_parent = compare.objective(parent_side)
+    vs_base = compare.objective(base_side)
     paired = bool(parent_side and parent_side.paired)
+    noise = compare.noise(run.metric) if compare.pooled else None
     if parent_side is None or not parent_side.ok:
         verdict: decide.ObjectiveVerdict = "inconclusive"
         why = f"its parent {parent_id} failed, so there is nothing to compare with."
     else:
-        verdict, why = decide.decide(entry.id, parent_id, vs_parent, run.metric, run.margin)
+        verdict, why = decide.decide(
+            entry.id,
+            parent_id,
+            vs_parent,
+            run.metric,
+            run.margin,
+            between_sd=noise.between_sd if noise else None,
+            legacy=not compare.pooled,
+        )
         why = decide.what_changed(parent_id, entry.flag_diff) + why
         if paired:
             why += (
@@ -115,29 +126,123 @@ def decide_experiment(run: Run, entry: Experiment, rows: Rows) -> Decision:
         vs_parent=vs_parent,
         vs_baseline=vs_base,
         paired=paired,
+        method=CURRENT if compare.pooled else None,
+        noise=None if noise is None else noise_summary(noise),
         metrics=every_metric(
-            run, entry, rows, [("vs_parent", parent_side), ("vs_baseline", base_side)]
+            compare, entry, rows, [("vs_parent", parent_side), ("vs_baseline", base_side)]
         ),
     )
 
 
+def open_levels(run: Run, entry: Experiment) -> list[int]:
+    """The objective's levels where ``entry`` (still running, its levels so far) cannot yet
+    be told from its parent, and more repetitions could tell: inconclusive, with a ratio,
+    and not held back by the spread between server starts alone."""
+    parent_side, _ = sides(run, entry)
+    found = Comparer(run, entry, pooled=True).objective(parent_side)
+    return [
+        c.concurrency
+        for c in found
+        if c.verdict == "inconclusive" and c.ratio is not None and c.limit != "starts"
+    ]
+
+
+def noise_summary(noise: Noise) -> dict[str, float | int | None]:
+    """What a decision records of the noise model it used."""
+    return {
+        "within_sd": noise.within_sd,
+        "within_dof": noise.within_dof,
+        "within_cells": noise.within_cells,
+        "between_sd": noise.between_sd,
+        "between_dof": noise.between_dof,
+        "between_cells": noise.between_cells,
+    }
+
+
+class Comparer:
+    """Comparisons of one experiment with a side, by the method asked for: the run's noise
+    model from the experiments up to it (one per metric, estimated once), or each
+    comparison's own runs."""
+
+    def __init__(self, run: Run, entry: Experiment, *, pooled: bool) -> None:
+        self.run = run
+        self.entry = entry
+        self.pooled = pooled
+        index = next(i for i, e in enumerate(run.experiments) if e.id == entry.id)
+        self.known = run.experiments[: index + 1]  # what the run knew when deciding it
+        reps = (entry.workload or {}).get("repetitions", 1)
+        self.confidence = sequential.confidence_for(reps)
+        low, high = sequential.bounds(reps)
+        self.fresh_rounds = high > low  # adaptive: each repetition added starts a server
+        self._noise: dict[str, Noise] = {}
+
+    def noise(self, metric: str) -> Noise:
+        if metric not in self._noise:
+            runs = noise_mod.level_runs(self.known, metric, current=self.entry.id)
+            self._noise[metric] = noise_mod.estimate(runs, metric)
+        return self._noise[metric]
+
+    def objective(self, side: Side | None) -> list[Comparison]:
+        if side is None or not side.ok:
+            return []
+        run = self.run
+        return self.compare(
+            side, run.metric, run.higher_is_better, concurrency=run.objective_levels
+        )
+
+    def compare(
+        self,
+        side: Side,
+        metric: str,
+        higher_is_better: bool,
+        concurrency: Sequence[int] | None = None,
+    ) -> list[Comparison]:
+        run, entry = self.run, self.entry
+        if not self.pooled:
+            return decide.compare_experiments(
+                side.levels,
+                entry.levels,
+                metric,
+                margin=run.margin,
+                higher_is_better=higher_is_better,
+                concurrency=concurrency,
+                paired=side.paired,
+            )
+        owner, role = (entry.id, "control") if side.paired else (side.id, "experiment")
+        return decide.compare_sides(
+            noise_mod.own_runs(side.levels, owner, role, metric),
+            noise_mod.own_runs(entry.levels, entry.id, "experiment", metric),
+            self.noise(metric),
+            margin=run.margin,
+            higher_is_better=higher_is_better,
+            metric=metric,
+            concurrency=concurrency,
+            paired=side.paired,
+            confidence=self.confidence,
+            fresh_rounds=self.fresh_rounds,
+        )
+
+
 def every_metric(
-    run: Run, entry: Experiment, rows: Rows, against: Sequence[tuple[str, Side | None]]
+    compare: Comparer, entry: Experiment, rows: Rows, against: Sequence[tuple[str, Side | None]]
 ) -> dict[str, list[Comparison]]:
     """Every headline metric against each side, at every common level: run-level
     comparisons for throughputs and medians, the two-level bootstrap for p99."""
     out: dict[str, list[Comparison]] = {}
     done: dict[tuple[str, bool], list[Comparison]] = {}  # the parent is often the baseline
     mine = rows.get(entry.table, ())
+    margin = compare.run.margin
     for name, side in against:
         if side is None or not side.ok:
             continue
         key = (side.table, side.paired)
         if key not in done:
-            found = decide.headline_comparisons(
-                side.levels, entry.levels, margin=run.margin, paired=side.paired
-            )
-            found += decide.tail_comparisons(rows.get(side.table, ()), mine, margin=run.margin)
+            found = [
+                c
+                for metric, higher in decide.HEADLINE
+                for c in compare.compare(side, metric, higher)
+            ]
+            found += decide.tail_comparisons(rows.get(side.table, ()), mine, margin=margin)
             done[key] = found
         out[name] = done[key]
     return out

@@ -25,6 +25,7 @@ from reportgen.campaign.schema import (
     Probe,
     PromptSource,
     Reference,
+    Repetitions,
     Server,
     Slo,
     Workload,
@@ -32,6 +33,7 @@ from reportgen.campaign.schema import (
     higher_is_better,
     is_throughput,
     json_schema,
+    repetitions_range,
 )
 from reportgen.errors import CampaignError
 
@@ -53,6 +55,7 @@ __all__ = [
     "Probe",
     "PromptSource",
     "Reference",
+    "Repetitions",
     "Resolved",
     "Server",
     "Slo",
@@ -64,5 +67,6 @@ __all__ = [
     "load",
     "loads",
     "parent_id",
+    "repetitions_range",
     "resolve",
 ]

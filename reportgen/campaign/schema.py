@@ -12,7 +12,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 METRICS = ("output_tok_s", "total_tok_s", "req_s", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
@@ -83,6 +91,14 @@ class CampaignInfo(_Model):
         "(parent, child, child, parent, ...; a fresh server each), and compare the pairs: drift "
         "of the host over time then cancels out. Doubles the servers started.",
     )
+    baseline_starts: int = Field(
+        2,
+        ge=1,
+        le=8,
+        description="Server starts the baseline's repetitions are split over (at most one "
+        "per repetition), so the run measures how much two starts of one configuration "
+        "differ, which repetitions on one server never show; 1 turns it off.",
+    )
     random_weights: bool = Field(
         False,
         description="The model has random weights (a test model built locally, say): its "
@@ -151,6 +167,26 @@ class Slo(_Model):
     e2e_ms: float | None = Field(None, gt=0)
 
 
+class Repetitions(_Model):
+    """Adaptive repetitions: ``min`` for every level, up to ``max`` where still undecided."""
+
+    min: int = Field(2, ge=2, description="Repetitions every level gets.")
+    max: int = Field(8, ge=2, le=50, description="Most repetitions a level may get.")
+
+    @model_validator(mode="after")
+    def _order(self) -> Repetitions:
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) is below min ({self.min})")
+        return self
+
+
+def repetitions_range(value: int | Repetitions) -> tuple[int, int]:
+    """(min, max) of a workload's repetitions; a number is both."""
+    if isinstance(value, Repetitions):
+        return value.min, value.max
+    return int(value), int(value)
+
+
 class Workload(_Model):
     api: Literal["chat", "completions"] = "chat"
     stream: bool = Field(True, description="Stream responses (needed for TTFT and ITL).")
@@ -175,7 +211,12 @@ class Workload(_Model):
         description="Local tokenizer folder (transformers): exact prompt lengths and token "
         "counts when the server reports no usage.",
     )
-    repetitions: int = Field(1, ge=1)
+    repetitions: int | Repetitions = Field(
+        1,
+        description="Repetitions of every level: a number, or { min, max }: min first, then, "
+        "at levels where the objective's verdict is still open, one more at a time on a fresh "
+        "server, up to max (each look at Pocock's level, so the error rate holds).",
+    )
     warmup_requests: int = Field(4, ge=0)
     trim: bool = Field(
         False,
@@ -221,6 +262,23 @@ class Workload(_Model):
         if self.requests_per_level is not None and self.duration_s is not None:
             raise ValueError("give requests_per_level or duration_s, not both")
         return self
+
+    @field_validator("repetitions", mode="before")
+    @classmethod
+    def _repetitions(cls, value: Any) -> Any:
+        """One clear error for either form (a union would report both)."""
+        if isinstance(value, dict):
+            try:
+                return Repetitions(**value)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(x) for x in first["loc"])
+                raise ValueError(f"{where + ': ' if where else ''}{first['msg']}") from None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(
+                "give a whole number of at least 1, or a range such as { min = 2, max = 8 }"
+            )
+        return value
 
     @field_validator("prefix_cache_hit_rate")
     @classmethod

@@ -82,19 +82,28 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
         out.print(
             f"  workload: {wl.api}, C={','.join(map(str, wl.concurrency))}, {amount} "
-            f"per level x {wl.repetitions} repetition(s), {wl.input_tokens} in / "
+            f"per level x {_reps(wl.repetitions)} repetition(s), {wl.input_tokens} in / "
             f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}",
             markup=False,
         )
         parent_r = next((x for x in steps if x.id == r.parent), None)
-        launches = plan.server_sessions(r, parent_r, interleave=c.model.campaign.interleave)
+        launches = plan.server_sessions(
+            r,
+            parent_r,
+            interleave=c.model.campaign.interleave,
+            baseline_starts=c.model.campaign.baseline_starts,
+        )
         if len(launches) > 1:
             order = " ".join("P" if role == "control" else "E" for _, _, role in launches)
-            how = (
-                f"{order} (P: {r.parent}'s configuration, interleaved; E: this one)"
-                if "P" in order
-                else "a fresh server per repetition"
-            )
+            if "P" in order:
+                how = f"{order} (P: {r.parent}'s configuration, interleaved; E: this one)"
+            elif r.workload.fresh_server:
+                how = "a fresh server per repetition"
+            else:
+                how = (
+                    "its repetitions split over them, to measure how much two starts of one "
+                    "configuration differ"
+                )
             out.print(f"  servers:  {len(launches)} launches, {how}", markup=False)
         if r.checks or c.model.probe:
             out.print(
@@ -167,3 +176,11 @@ def cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
     return EXIT_OK
+
+
+def _reps(value: object) -> str:
+    """3, or "2 to 8 (adaptive)"."""
+    from reportgen.campaign import repetitions_range
+
+    low, high = repetitions_range(value)  # type: ignore[arg-type]
+    return str(low) if low == high else f"{low} to {high} (adaptive)"

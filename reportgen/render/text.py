@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reportgen.analysis import checks, decide, summary
+from reportgen.analysis import checks, decide, noise, sequential, summary
 from reportgen.render.fmt import field_rows
 from reportgen.results.model import Experiment
 
@@ -74,10 +74,44 @@ def workload(wl: Mapping[str, Any]) -> str:
         amount = "unspecified amount"
     return (
         f"{wl.get('api', 'chat')} API, C={levels}, {amount} per level × "
-        f"{wl.get('repetitions', 1)} repetition(s), {wl.get('input_tokens', '?')} input / "
+        f"{_reps(wl.get('repetitions', 1))} repetition(s), {wl.get('input_tokens', '?')} input / "
         f"{wl.get('output_tokens', '?')} output tokens, {wl.get('warmup_requests', 0)} "
         f"warm-up requests, seed {wl.get('seed', 0)}"
     )
+
+
+VERDICT_TERMS = ("equivalent", "better / worse", "inconclusive", "mde", "reps_needed")
+
+
+def _reps(value: Any) -> str:
+    low, high = sequential.bounds(value)
+    return str(low) if low == high else f"{low} to {high} (adaptive)"
+
+
+def noise_line(decisions: Sequence[Any]) -> str:
+    """What the last pooled decision's noise model measured, in a sentence."""
+    last = next((d.noise for d in reversed(decisions) if d is not None and d.noise), None)
+    if not last:
+        return ""
+    within, between = last.get("within_sd"), last.get("between_sd")
+    parts = []
+    if within is not None:
+        parts.append(
+            f"repetitions on one server spread by {within:.1%} (sd of log values, "
+            f"{last.get('within_dof', 0):.0f} degrees of freedom from "
+            f"{last.get('within_cells', 0)} groups)"
+        )
+    if between is not None:
+        parts.append(
+            f"server starts of one configuration by {between:.1%} beyond that "
+            f"({last.get('between_dof', 0)} degree(s) of freedom)"
+        )
+    else:
+        parts.append(
+            "the spread between server starts was not measured (no configuration was started "
+            "twice), so verdicts assume it is nothing"
+        )
+    return "Measured in this run, for the objective: " + "; ".join(parts) + "."
 
 
 def methods(
@@ -86,6 +120,9 @@ def methods(
     margin: float | None,
     objective_label: str,
     interleave: bool = False,
+    baseline_starts: int = 1,
+    measured: str = "",
+    ci_level: str = "95%",
 ) -> dict[str, Any]:
     """Metric definitions, load settings, statistics and the assumption checks, for the
     methods section; ``wl``: the campaign's workload, ``exps``: the experiments, whose own
@@ -93,7 +130,9 @@ def methods(
     metric_doc = parse_doc(summary.__doc__)
     stats_doc = parse_doc(decide.__doc__)
     checks_doc = parse_doc(checks.__doc__)
-    reps = int(wl.get("repetitions") or 1)
+    low, high = sequential.bounds(wl.get("repetitions") or 1)
+    noise_doc = parse_doc(noise.__doc__)
+    seq_doc = parse_doc(sequential.__doc__)
     if wl.get("requests_per_level") is not None:
         amount = f"{wl['requests_per_level']} requests per level"
     else:
@@ -132,9 +171,17 @@ def methods(
         f"seed {wl.get('seed', 0)}, the same for every experiment.",
         f"Warm-up: {wl.get('warmup_requests', 0)} requests after the server is ready and "
         f"before the first level; they are excluded from every number.",
-        f"Repetitions: each level is run {reps} time(s); a repetition's summary is one "
-        f"observation. Tables show the mean across repetitions and ± its sample standard "
-        f"deviation; chart error bars are the same standard deviation.",
+        (
+            f"Repetitions: each level is run {low} time(s); a repetition's summary is one "
+            if low == high
+            else f"Repetitions: adaptive, {low} to {high}: each level is run {low} times, then "
+            "the objective's levels whose verdict is still open get one more repetition at a "
+            "time, each round on a fresh server, until decided or at "
+            f"{high}; a repetition's summary is one "
+        )
+        + "observation. Tables show the mean across repetitions and ± its sample standard "
+        "deviation; chart error bars are the same standard deviation; ratios are of "
+        "geometric means (the mean of log values), the same number wherever a ratio appears.",
         f"Request timeout: {wl.get('request_timeout_s', '?')} s.",
     ]
     if interleave:
@@ -145,6 +192,13 @@ def methods(
         )
     elif wl.get("fresh_server"):
         load.append("A fresh server was started and warmed up for every repetition.")
+    if baseline_starts > 1 and low >= 2 and not wl.get("fresh_server"):
+        load.append(
+            f"The baseline's repetitions were split over {min(baseline_starts, low)} server "
+            "starts, so the run measures how much two starts of one configuration differ "
+            "(memory placement, clocks, compiled-kernel caches), which repetitions on one "
+            "server never show."
+        )
     if wl.get("trim"):
         load.append(
             "Throughputs are trimmed to each level's steady state (ramp-up and drain left out)."
@@ -166,8 +220,14 @@ def methods(
         "metric_notes": metric_doc.paragraphs[2:],
         "load": load,
         "overrides": overrides,
-        "stats_intro": stats_doc.paragraphs[1:],
-        "rules": stats_doc.bullets,
+        "stats_intro": [p for p in stats_doc.paragraphs[1:] if not p.startswith("How the ")],
+        "rules": [(n, t) for n, t in stats_doc.bullets if n in VERDICT_TERMS],
+        "noise_intro": noise_doc.paragraphs[1:2],
+        "noise": noise_doc.bullets,
+        "noise_notes": noise_doc.paragraphs[2:],
+        "measured": measured,
+        "ci_level": ci_level,
+        "sequential": seq_doc.paragraphs[1:2] if high > low else [],
         "checks_intro": checks_doc.paragraphs[1:],
         "checks": checks_doc.bullets,
         "margin": margin_text,

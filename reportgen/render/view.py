@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportgen import engines
+from reportgen.analysis.decide import ci_label
+from reportgen.analysis.sequential import level_label
 from reportgen.analysis.summary import THROUGHPUTS
 from reportgen.render import text
 from reportgen.render.content import (
@@ -79,6 +81,9 @@ def build(run: Run) -> Report:
             run.margin,
             objective.label,
             interleave=bool(run.info.get("interleave")),
+            baseline_starts=int(run.info.get("baseline_starts") or 1),
+            measured=text.noise_line([e.decision for e in run.experiments]),
+            ci_level=_ci_level(run),
         ),
         campaign_file={
             "path": path,
@@ -252,18 +257,38 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
             f"{best} is the best configuration, but it shares no objective level with the "
             f"baseline to compare at."
         )
-    verb = "delivers" if objective.metric in THROUGHPUTS else "has"
+    decided = all(c.verdict == "better" for c in comps)
     parts = []
     for n, c in enumerate(comps):
         ci = (
             "no interval: one repetition"
             if c.ci_low is None
-            else f"95% CI {fmt_ci(c.ci_low, c.ci_high)}"
+            else f"{ci_label(c)} {fmt_ci(c.ci_low, c.ci_high)}"
         )
         whose = f" the baseline's {objective.label}" if n == 0 else ""
-        parts.append(f"{fmt_ratio(c.ratio)} ({ci}){whose} at C={c.concurrency}")
+        said = "" if decided else f", {c.verdict}"
+        parts.append(f"{fmt_ratio(c.ratio)} ({ci}{said}){whose} at C={c.concurrency}")
     joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    return f"{best} {verb} {joined}."
+    if decided:
+        verb = "delivers" if objective.metric in THROUGHPUTS else "has"
+        return f"{best} {verb} {joined}."
+    return (
+        f"{best} is the best configuration adopted; against the baseline it measured {joined}: "
+        "only a level marked better is beyond the margin at that confidence."
+    )
+
+
+def _ci_level(run: Run) -> str:
+    """The objective intervals' level: "95%", or the per-look level of adaptive
+    repetitions."""
+    levels = [
+        c.confidence
+        for e in run.experiments
+        if e.decision is not None
+        for c in e.decision.vs_parent
+        if c.confidence
+    ]
+    return level_label(max(levels)) if levels else "95%"
 
 
 def _at_levels(levels: Sequence[int]) -> str:

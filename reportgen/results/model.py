@@ -227,6 +227,15 @@ class Comparison(_Model):
     mde: float | None = None  # smallest detectable ratio (> 1) at 80% power
     reps_needed: int | None = None  # inconclusive: repetitions per side that would decide
     paired: bool = False  # interleaved repetitions compared pair by pair
+    # how (``analysis.decide``): "pooled" (the run's noise model), "welch" (each side's own
+    # spread: how runs were decided before the noise model), "bootstrap" (p99 from the
+    # requests); None: "welch"
+    method: str | None = None
+    dof: float | None = None  # the interval's degrees of freedom
+    confidence: float | None = (
+        None  # the interval's level (below 0.95 never; above when sequential)
+    )
+    limit: str | None = None  # "starts": more repetitions on one server cannot decide
 
 
 DecisionVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive", "failed", "baseline"]
@@ -240,6 +249,8 @@ class Decision(_Model):
     vs_parent: list[Comparison] = Field(default_factory=list)
     vs_baseline: list[Comparison] = Field(default_factory=list)
     paired: bool | None = None  # compared with interleaved runs of the parent
+    method: str | None = None  # "pooled"; None: "welch" (decided before the noise model)
+    noise: dict[str, Any] | None = None  # the objective's noise model then (``analysis.noise``)
     # Every headline metric, by side ("vs_parent", "vs_baseline"): not only the objective.
     metrics: dict[str, list[Comparison]] | None = None
 
@@ -305,6 +316,15 @@ class Control(_Model):
     by_level: list[Aggregate] = Field(default_factory=list)
 
 
+class Look(_Model):
+    """One look of adaptive repetitions: after ``repetitions`` of every level still in play,
+    the objective's levels whose verdict was still open (each gets one more, on a fresh
+    server, unless ``repetitions`` is the campaign's max)."""
+
+    repetitions: int
+    open: list[int] = Field(default_factory=list)
+
+
 class ProbeAnswer(_Model):
     """One golden prompt's answer (``run.probes``)."""
 
@@ -348,6 +368,7 @@ class Experiment(_Model):
     started_at: str | None = None
     finished_at: str | None = None
     sessions: list[Session] = Field(default_factory=list)
+    looks: list[Look] = Field(default_factory=list)  # adaptive repetitions, in order
     control: Control | None = None
     server: Ready | None = None
     engine_info: dict[str, Any] | None = None

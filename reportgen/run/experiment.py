@@ -7,52 +7,70 @@ the campaign goes on. A Ctrl-C marks it interrupted and is raised again.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from reportgen import results as store
 from reportgen.analysis import checks as checks_mod
 from reportgen.analysis.summary import by_level
-from reportgen.campaign import Resolved, Workload
+from reportgen.campaign import Resolved, Workload, repetitions_range
 from reportgen.errors import ReportgenError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence, telemetry
 from reportgen.observe.telemetry import Telemetry
-from reportgen.results.model import Control, Experiment, Run, TelemetryInfo
-from reportgen.run.plan import server_sessions
+from reportgen.results.model import Control, Experiment, Look, Run, TelemetryInfo
+from reportgen.run.plan import interleaved, server_sessions
 from reportgen.run.resume import utc_now
 from reportgen.run.session import Context, Launch, ServerSession
 
 
 def run_experiment(
-    ctx: Context, r: Resolved, parent: Resolved | None, entry: Experiment, save: Any
+    ctx: Context,
+    r: Resolved,
+    parent: Resolved | None,
+    entry: Experiment,
+    save: Any,
+    open_levels: Callable[[], list[int]] | None = None,
 ) -> dict[str, list[RequestRecord]]:
     """Run ``r`` into ``entry`` (``save()`` is called once its tables are written); returns
-    its request records by table."""
+    its request records by table. With adaptive repetitions, ``open_levels()`` says after
+    each round which objective levels are still undecided (``verdict.open_levels``)."""
     entry.status = "running"
     entry.started_at = utc_now()
+    interleave = ctx.m.campaign.interleave
     launches = [
         Launch(r, cfg, reps, role, i)
         for i, (cfg, reps, role) in enumerate(
-            server_sessions(r, parent, interleave=ctx.m.campaign.interleave)
+            server_sessions(
+                r, parent, interleave=interleave, baseline_starts=ctx.m.campaign.baseline_starts
+            )
         )
     ]
     entry.sessions = []
+    entry.looks = []
     if any(x.role == "control" for x in launches):
         entry.control = Control(of=str(r.parent))
     rows: dict[str, list[RequestRecord]] = {"experiment": [], "control": []}
     logs: list[str] = []
     tele = _telemetry_start(ctx, entry)
+
+    def launch(one: Launch) -> None:
+        control = entry.control
+        if one.role == "control" and control is not None and control.error:
+            return  # the parent's configuration failed once: no more control runs
+        try:
+            ServerSession(ctx, one, entry, rows[one.role], logs).run()
+        except ReportgenError as exc:
+            if one.role != "control" or control is None:
+                raise
+            control.error = f"{one.config.id} (interleaved run): {exc}"
+
     try:
-        for launch in launches:
-            control = entry.control
-            if launch.role == "control" and control is not None and control.error:
-                continue  # the parent's configuration failed once: no more control runs
-            try:
-                ServerSession(ctx, launch, entry, rows[launch.role], logs).run()
-            except ReportgenError as exc:
-                if launch.role != "control" or control is None:
-                    raise
-                control.error = f"{launch.config.id} (interleaved run): {exc}"
+        for one in launches:
+            launch(one)
+        if open_levels is not None:
+            for one in _rounds(r, parent, entry, len(launches), open_levels, interleave):
+                launch(one)
         entry.status = "ok"
     except ReportgenError as exc:
         entry.status = "failed"
@@ -78,6 +96,37 @@ def run_experiment(
             store.save_requests(ctx.run_dir, entry.control_table, rows["control"])
         save()
     return {entry.table: rows["experiment"], entry.control_table: rows["control"]}
+
+
+def _rounds(
+    r: Resolved,
+    parent: Resolved | None,
+    entry: Experiment,
+    index: int,
+    open_levels: Callable[[], list[int]],
+    interleave: bool,
+) -> Iterator[Launch]:
+    """Adaptive repetitions: after ``min``, while some objective level is undecided and
+    below ``max``, one more repetition of just those levels on a fresh server (with its
+    parent's beside it when interleaved). A level once decided stays so; each look is
+    recorded in ``entry.looks``."""
+    low, high = repetitions_range(r.workload.repetitions)
+    if high <= low:
+        return
+    still: list[int] | None = None
+    for done in range(low, high + 1):
+        found = open_levels()
+        still = found if still is None else [c for c in found if c in still]
+        entry.looks.append(Look(repetitions=done, open=still))
+        if not still or done == high:
+            return
+        if interleave and parent is not None:
+            pairs = interleaved(r, parent, done)
+        else:
+            pairs = [(r, [done], "experiment")]
+        for cfg, reps, role in pairs:
+            yield Launch(r, cfg, reps, role, index, levels=list(still))
+            index += 1
 
 
 def _evidence(ctx: Context, r: Resolved, entry: Experiment, log_text: str) -> None:

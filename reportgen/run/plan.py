@@ -10,7 +10,7 @@ import datetime as dt
 from typing import Literal
 
 from reportgen import engines
-from reportgen.campaign import Campaign, Resolved, parent_id, resolve
+from reportgen.campaign import Campaign, Resolved, parent_id, repetitions_range, resolve
 from reportgen.redact import known_secrets, redact_argv, redact_env, redact_flag
 from reportgen.results.model import Experiment, FlagChange
 
@@ -65,29 +65,50 @@ def describe(campaign: Campaign, r: Resolved, entry: Experiment) -> None:
     entry.log_file = f"logs/{r.id}.server.log"
 
 
-def server_sessions(r: Resolved, parent: Resolved | None, *, interleave: bool) -> list[Launch]:
+def server_sessions(
+    r: Resolved, parent: Resolved | None, *, interleave: bool, baseline_starts: int = 1
+) -> list[Launch]:
     """Server launches for one experiment: (configuration, repetitions, role). One for all
-    repetitions; one per repetition with ``workload.fresh_server``; with ``interleave``, the
-    parent's configuration ("control") and the experiment's alternate, parent first then
-    child first (P C C P P C ...), so a linear drift of the host weighs on both alike."""
-    reps = list(range(r.workload.repetitions))
+    repetitions (the first ``min`` of adaptive ones); one per repetition with
+    ``workload.fresh_server``; with ``interleave``, the parent's configuration ("control")
+    and the experiment's alternate, parent first then child first (P C C P P C ...), so a
+    linear drift of the host weighs on both alike. The baseline (no parent) splits its
+    repetitions over ``baseline_starts`` launches, in order, at most one per repetition."""
+    reps = list(range(repetitions_range(r.workload.repetitions)[0]))
     if interleave and parent is not None:
         out: list[Launch] = []
         for k in reps:
-            pair: list[Launch] = [(parent, [k], "control"), (r, [k], "experiment")]
-            out += pair if k % 2 == 0 else pair[::-1]
+            out += interleaved(r, parent, k)
         return out
     if r.workload.fresh_server:
         return [(r, [k], "experiment") for k in reps]
+    starts = min(baseline_starts, len(reps)) if parent is None else 1
+    if starts > 1:
+        size, extra = divmod(len(reps), starts)
+        out, first = [], 0
+        for i in range(starts):
+            last = first + size + (1 if i < extra else 0)
+            out.append((r, reps[first:last], "experiment"))
+            first = last
+        return out
     return [(r, reps, "experiment")]
+
+
+def interleaved(r: Resolved, parent: Resolved, k: int) -> list[Launch]:
+    """Repetition ``k`` interleaved: the parent's run and the experiment's, parent first on
+    even repetitions and second on odd ones."""
+    pair: list[Launch] = [(parent, [k], "control"), (r, [k], "experiment")]
+    return pair if k % 2 == 0 else pair[::-1]
 
 
 def planned_requests(campaign: Campaign, r: Resolved) -> int:
     """Measured requests an experiment will send (0 when levels run for a duration);
-    twice that when its parent's configuration is interleaved with it."""
+    twice that when its parent's configuration is interleaved with it. Adaptive repetitions
+    count their ``min``: what more they run depends on the verdicts."""
     wl = r.workload
     sides = 2 if campaign.model.campaign.interleave and r.parent else 1
-    return (wl.requests_per_level or 0) * len(wl.concurrency) * wl.repetitions * sides
+    reps = repetitions_range(wl.repetitions)[0]
+    return (wl.requests_per_level or 0) * len(wl.concurrency) * reps * sides
 
 
 def total_requests(campaign: Campaign) -> int:

@@ -10,6 +10,7 @@ of its log, and the campaign goes on.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from reportgen import __version__, engines
@@ -104,7 +105,9 @@ class Runner:
                 entry.status = "running"
                 self._save()  # a crash from here on still shows which experiment was running
                 parent = self.resolved.get(r.parent) if r.parent else None
-                rows = run_experiment(self.ctx, r, parent, entry, self._save)
+                rows = run_experiment(
+                    self.ctx, r, parent, entry, self._save, partial(verdict.open_levels, run, entry)
+                )
                 check(self.ctx, run, entry, r, rows[entry.table])
                 self._decide(run, entry, rows)
                 self._save()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import engines
-from reportgen.campaign import Campaign, CampaignModel, Resolved
+from reportgen.campaign import Campaign, CampaignModel, Resolved, repetitions_range
 from reportgen.errors import ReportgenError, ServerError
 from reportgen.load import tokens
 from reportgen.load.loadgen import RequestSpec
@@ -72,6 +72,7 @@ class Launch:
     repetitions: list[int]
     role: Role
     index: int
+    levels: list[int] | None = None  # a round of adaptive repetitions: the levels still open
 
 
 class ServerSession:
@@ -181,9 +182,10 @@ class ServerSession:
             if entry.warmup is None:
                 entry.warmup = self.record.warmup
             self._check_alive("during the warm-up")
-        for c in wl.concurrency:
+        most = repetitions_range(wl.repetitions)[1]
+        for c in launch.levels or wl.concurrency:
             for rep in launch.repetitions:
-                ctx.progress.level_start(c, rep, wl.repetitions, wl.requests_per_level)
+                ctx.progress.level_start(c, rep, most, wl.requests_per_level)
                 before = self._scrape()
                 level, recs = drv.level(c, rep, stop_when=self._dead)
                 level.session = launch.index

@@ -1,0 +1,365 @@
+"""What a run knows about its own noise, and comparisons that use it.
+
+Two or three repetitions a side give Welch's interval one or two degrees of freedom: true, but
+useless (t = 12.7 at one). Every level of every experiment of a campaign repeats one
+configuration, though, and on the log scale (relative spread) their noise is much alike. The
+noise model pools it:
+
+- **within a server session**: the spread of a configuration's repetitions at one level on one
+  server, on log values. Each such group ("cell") gives a sample variance with n - 1 degrees
+  of freedom. Their common variance and its weight come from the empirical Bayes estimator of
+  Smyth (2004, the "moderated t" of limma): the cells' log variances give a prior variance
+  s0^2 with d0 degrees of freedom (d0 large when the cells agree, small when they differ, so a
+  configuration noisier than the rest is not judged by the rest's noise). A comparison's own
+  cells are combined with it: s^2 = (d0 s0^2 + d s_own^2) / (d0 + d), with d0 + d degrees of
+  freedom.
+- **between server starts**: a configuration started more than once (the baseline, started
+  twice by default; fresh servers; interleaved runs of a parent; two experiments with the same
+  configuration) gives the variance of its sessions' means, S_m^2, pooled over levels; h is the
+  mean of 1/n_j over those sessions (n_j repetitions each). The spread between starts is
+  s_b^2 = max(0, S_m^2 - h s^2), with one degree of freedom per extra start (not per level
+  too: a start that runs slow is slow at every level).
+  Repetitions on one server never average it away: two configurations that each ran on one
+  server differ by it whatever their repetitions, so identical configurations started
+  separately are not called different.
+
+A mean over n repetitions from sessions of n_j repetitions each has variance
+s^2 / n + s_b^2 x w, w = sum((n_j / n)^2) (1 for one server, 1/n for one per repetition); the
+difference of two sides adds theirs, and its degrees of freedom come from Welch-Satterthwaite
+over the two terms. The interval is t with those degrees of freedom on the
+difference of mean logs, so ratios are of geometric means.
+
+Interleaved comparisons (``campaign.interleave``) difference each repetition with its
+neighbour in time, each on its own server; the model predicts those differences' variance,
+twice a session's at one repetition, and their own spread is moderated with it the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, special
+
+from reportgen.results.model import Experiment, Level
+
+SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
+
+
+@dataclass(frozen=True)
+class Run1:
+    """One level run of one configuration: its log value and the server session it ran on."""
+
+    config: str
+    concurrency: int
+    repetition: int
+    session: SessionKey
+    log: float
+
+
+@dataclass(frozen=True)
+class Noise:
+    """The run's noise model for one metric (log scale; sd 0.05 is about 5%)."""
+
+    metric: str
+    within_var: float | None  # s^2 (s0^2 of the prior): None where nothing repeated on a server
+    within_dof: float  # d0 (capped at the cells' total degrees of freedom)
+    within_cells: int
+    session_var: float | None  # pooled variance of session means: None where none started twice
+    session_dof: int
+    session_h: float  # the mean of 1/n_j over those sessions (n_j: repetitions on each)
+    between_cells: int  # configurations x levels with two or more server starts
+
+    @property
+    def within_sd(self) -> float | None:
+        return None if self.within_var is None else math.sqrt(self.within_var)
+
+    @property
+    def between_var(self) -> float | None:
+        """s_b^2: the spread of session means beyond what the within-session noise explains."""
+        if self.session_var is None:
+            return None
+        return max(0.0, self.session_var - (self.within_var or 0.0) * self.session_h)
+
+    @property
+    def between_sd(self) -> float | None:
+        v = self.between_var
+        return None if v is None else math.sqrt(v)
+
+    @property
+    def between_dof(self) -> int:
+        return self.session_dof
+
+    def moderated(self, ss: float, dof: int) -> tuple[float | None, float]:
+        """A comparison's own within-session sum of squares and degrees of freedom, combined
+        with the prior: (variance, degrees of freedom); None without any estimate."""
+        if self.within_var is None:
+            if dof > 0:
+                return ss / dof, float(dof)
+            return None, 0.0
+        d0 = self.within_dof
+        return (d0 * self.within_var + ss) / (d0 + dof), d0 + dof
+
+    def variance(
+        self, within: float, within_dof: float, inverse_n: float, start_weight: float
+    ) -> tuple[float, float | None]:
+        """The variance of a sum of side means, and its degrees of freedom: ``inverse_n`` is
+        the sum of the sides' 1/n, ``start_weight`` of their sum((n_j / n)^2):
+        inverse_n x s^2 + start_weight x s_b^2, Satterthwaite over both terms."""
+        a = within * inverse_n
+        b = (self.between_var or 0.0) * start_weight
+        if a + b <= 0:
+            return 0.0, None
+        return a + b, satterthwaite([(a, within_dof), (b, self.session_dof)])
+
+
+def config_key(e: Experiment) -> str:
+    """What makes two experiments the same configuration: the server's exact command line,
+    its environment and the workload (as recorded, so redacted values compare as their
+    placeholders). Without a recorded command, only itself."""
+    if not e.command:
+        return f"id:{e.id}"
+    return repr((e.command, sorted(e.env.items()), sorted((e.workload or {}).items())))
+
+
+def level_runs(
+    experiments: Iterable[Experiment], metric: str, stat: str = "p50", *, current: str = ""
+) -> list[Run1]:
+    """Every usable level run of ``experiments`` (finished without an error, or ``current``,
+    the one being decided; not cut short; with a positive value): its configuration, level,
+    session and log value. A parent's interleaved runs count as its configuration's."""
+    exps = list(experiments)
+    keys = {e.id: config_key(e) for e in exps}
+    out: list[Run1] = []
+    for e in exps:
+        if e.status != "ok" and e.id != current:
+            continue
+        out += own_runs(e.levels, e.id, "experiment", metric, stat, keys[e.id])
+        control = e.control
+        if control is not None and not control.error:
+            parent = keys.get(control.of, control.of)
+            out += own_runs(control.levels, e.id, "control", metric, stat, parent)
+    return out
+
+
+def own_runs(
+    levels: Iterable[Level], owner: str, role: str, metric: str, stat: str = "p50", config: str = ""
+) -> list[Run1]:
+    """The usable level runs of one side (an experiment's own levels, or its control's)."""
+    out: list[Run1] = []
+    for lv in levels:
+        _add(out, config, lv, (owner, role, lv.session), metric, stat)
+    return out
+
+
+def _add(
+    out: list[Run1], config: str, lv: Level, session: SessionKey, metric: str, stat: str
+) -> None:
+    if lv.aborted:
+        return
+    v = lv.summary.value(metric, stat)
+    if v is not None and math.isfinite(v) and v > 0:
+        out.append(Run1(config, lv.concurrency, lv.repetition, session, math.log(v)))
+
+
+def within_cells(runs: Sequence[Run1]) -> list[np.ndarray]:
+    """Log values of one configuration at one level on one server (two or more)."""
+    groups: dict[tuple[str, int, SessionKey], list[float]] = {}
+    for r in runs:
+        groups.setdefault((r.config, r.concurrency, r.session), []).append(r.log)
+    return [np.asarray(v) for v in groups.values() if len(v) >= 2]
+
+
+def session_means(runs: Sequence[Run1]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per configuration and level started on two or more servers: each server's mean log
+    value and its number of repetitions."""
+    groups: dict[tuple[str, int], dict[SessionKey, list[float]]] = {}
+    for r in runs:
+        groups.setdefault((r.config, r.concurrency), {}).setdefault(r.session, []).append(r.log)
+    out = []
+    for sessions in groups.values():
+        if len(sessions) >= 2:
+            means = np.asarray([np.mean(v) for v in sessions.values()])
+            counts = np.asarray([len(v) for v in sessions.values()], dtype=float)
+            out.append((means, counts))
+    return out
+
+
+def estimate(runs: Sequence[Run1], metric: str = "") -> Noise:
+    """The noise model of these level runs (see the module's description)."""
+    cells = within_cells(runs)
+    variances = np.asarray([c.var(ddof=1) for c in cells])
+    dofs = np.asarray([c.size - 1 for c in cells], dtype=float)
+    within_var, d0 = _prior(variances, dofs)
+    between = session_means(runs)
+    session_var: float | None = None
+    h = 0.0
+    if between:
+        num = weight = 0.0
+        for means, counts in between:
+            num += (means.size - 1) * float(means.var(ddof=1))
+            h += (means.size - 1) * float(np.mean(1 / counts))
+            weight += means.size - 1
+        session_var, h = num / weight, h / weight
+    return Noise(
+        metric=metric,
+        within_var=within_var,
+        within_dof=d0,
+        within_cells=len(cells),
+        session_var=session_var,
+        session_dof=_restarts(runs),
+        session_h=h,
+        between_cells=len(between),
+    )
+
+
+def _restarts(runs: Sequence[Run1]) -> int:
+    """Degrees of freedom of the spread between starts: one per extra start of a
+    configuration. Not one per level too: a start that runs slow is slow at every level,
+    so its levels are not independent draws of it."""
+    starts: dict[str, set[SessionKey]] = {}
+    for r in runs:
+        starts.setdefault(r.config, set()).add(r.session)
+    return sum(len(s) - 1 for s in starts.values())
+
+
+def _prior(variances: np.ndarray, dofs: np.ndarray) -> tuple[float | None, float]:
+    """Smyth's (2004) prior variance and degrees of freedom from sample variances and their
+    degrees of freedom; the plain pooled variance where there are fewer than three cells or
+    they agree better than chance (the prior's weight is then capped at the cells' total)."""
+    if variances.size == 0:
+        return None, 0.0
+    total = float(dofs.sum())
+    pooled = float((variances * dofs).sum() / total)
+    keep = variances > 0
+    if keep.sum() < 3:
+        return pooled, total
+    s2, d = variances[keep], dofs[keep]
+    e = np.log(s2) - special.digamma(d / 2) + np.log(d / 2)
+    mean_e = float(e.mean())
+    excess = float(e.var(ddof=1) - special.polygamma(1, d / 2).mean())
+    if excess <= 0:
+        return pooled, total
+    half = _trigamma_inverse(excess)
+    d0 = min(2 * half, total)
+    s0 = math.exp(mean_e + float(special.digamma(d0 / 2)) - math.log(d0 / 2))
+    return s0, d0
+
+
+def _trigamma_inverse(y: float) -> float:
+    """x with trigamma(x) = y (trigamma falls from +inf to 0 on (0, inf))."""
+
+    def f(x: float) -> float:
+        return float(special.polygamma(1, x)) - y
+
+    hi = 1.0
+    while f(hi) > 0:
+        hi *= 2
+    lo = hi / 2
+    while f(lo) < 0 and lo > 1e-8:
+        lo /= 2
+    return float(optimize.brentq(f, lo, hi))
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison at one level: its repetitions' log values and sessions."""
+
+    logs: Sequence[float]
+    sessions: Sequence[SessionKey]
+
+    @property
+    def n(self) -> int:
+        return len(self.logs)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.logs))
+
+    def ss(self) -> tuple[float, int]:
+        """Sum of squares and degrees of freedom within its sessions."""
+        groups: dict[SessionKey, list[float]] = {}
+        for v, s in zip(self.logs, self.sessions, strict=True):
+            groups.setdefault(s, []).append(v)
+        ss = sum(float(((np.asarray(g) - np.mean(g)) ** 2).sum()) for g in groups.values())
+        return ss, sum(len(g) - 1 for g in groups.values())
+
+    def start_weight(self) -> float:
+        """sum((n_j / n)^2) over its sessions: 1 for one server, 1/n for one per repetition."""
+        counts: dict[SessionKey, int] = {}
+        for s in self.sessions:
+            counts[s] = counts.get(s, 0) + 1
+        return sum((k / self.n) ** 2 for k in counts.values())
+
+
+def side_of(runs: Sequence[Run1]) -> Side:
+    return Side([r.log for r in runs], [r.session for r in runs])
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A difference of mean logs with its standard error and degrees of freedom, and what
+    went into its variance (for the repetitions that would decide)."""
+
+    diff: float
+    se: float | None
+    dof: float | None
+    within: float = 0.0  # the within-session variance used (s^2)
+    within_dof: float = 0.0
+
+
+def unpaired(parent: Side, child: Side, noise: Noise) -> Estimate:
+    """child - parent mean log, with the run's noise model."""
+    diff = child.mean - parent.mean
+    ss_p, d_p = parent.ss()
+    ss_c, d_c = child.ss()
+    s2, d_w = noise.moderated(ss_p + ss_c, d_p + d_c)
+    if s2 is None and noise.session_var is None:
+        return Estimate(diff, None, None)
+    var, dof = noise.variance(
+        s2 or 0.0,
+        d_w,
+        1 / parent.n + 1 / child.n,
+        parent.start_weight() + child.start_weight(),
+    )
+    if var <= 0 or dof is None:
+        return Estimate(diff, 0.0, None, s2 or 0.0, d_w)
+    return Estimate(diff, math.sqrt(var), dof, s2 or 0.0, d_w)
+
+
+def paired(diffs: Sequence[float], noise: Noise) -> Estimate:
+    """Mean of per-pair log ratios (each pair ran side by side in time, each on its own
+    server), its spread moderated with what the noise model predicts for it: twice a
+    session's variance at one repetition."""
+    d = np.asarray(diffs, dtype=float)
+    n = int(d.size)
+    mean = float(d.mean())
+    s2 = noise.within_var or 0.0
+    prior, prior_dof = noise.variance(s2, noise.within_dof, 2.0, 2.0)
+    own_ss = float(((d - mean) ** 2).sum()) if n >= 2 else 0.0
+    own_dof = n - 1
+    if prior_dof is None or prior <= 0:
+        if own_dof < 1:
+            return Estimate(mean, None, None)
+        var, dof = own_ss / own_dof, float(own_dof)
+    else:
+        var = (prior_dof * prior + own_ss) / (prior_dof + own_dof)
+        dof = prior_dof + own_dof
+    return Estimate(mean, math.sqrt(var / n), dof if var > 0 else None, s2, noise.within_dof)
+
+
+def satterthwaite(parts: Sequence[tuple[float, float]]) -> float | None:
+    """Welch-Satterthwaite degrees of freedom of a sum of variance estimates (value, dof);
+    None when the sum is zero or a part with weight has no degrees of freedom."""
+    total = sum(v for v, _ in parts)
+    if total <= 0:
+        return None
+    denom = 0.0
+    for v, d in parts:
+        if v > 0:
+            if d <= 0:
+                return None
+            denom += v * v / d
+    return total * total / denom if denom > 0 else None
