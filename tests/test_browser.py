@@ -410,8 +410,9 @@ def test_hostile_strings_are_visible_text(hostile: Loaded) -> None:
 def test_template_syntax_is_not_evaluated(hostile: Loaded) -> None:
     body = hostile.text()
     assert TEMPLATE in body and JINJA_BLOCK in body
-    assert f"{TEMPLATE} delivers" in body  # the best experiment, in the summary sentence
-    assert "49 delivers" not in body
+    # the best experiment, in the summary sentence ("delivers" only when every level is better)
+    assert f"{TEMPLATE} delivers" in body or f"{TEMPLATE} is the best configuration" in body
+    assert "49 delivers" not in body and "49 is the best" not in body
     texts = hostile.js(
         "() => [...document.querySelectorAll('h1, h3, h4, td.id a, .lead')].map(e => e.textContent)"
     )
