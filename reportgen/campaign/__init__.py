@@ -32,6 +32,7 @@ from reportgen.campaign.schema import (
     higher_is_better,
     is_throughput,
     json_schema,
+    resolve_trim,
 )
 from reportgen.errors import CampaignError
 
@@ -65,4 +66,5 @@ __all__ = [
     "loads",
     "parent_id",
     "resolve",
+    "resolve_trim",
 ]

@@ -12,7 +12,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    create_model,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 METRICS = ("output_tok_s", "total_tok_s", "req_s", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
@@ -151,6 +159,13 @@ class Slo(_Model):
     e2e_ms: float | None = Field(None, gt=0)
 
 
+def resolve_trim(trim: bool | None, duration_s: float | None) -> bool:
+    """``workload.trim`` as it applies: as written, else on for duration levels (a level of
+    fixed length whose ramp-up and drain would otherwise count) and off for request-count
+    levels (whose every request is the measurement). The one place this rule lives."""
+    return bool(trim) if trim is not None else duration_s is not None
+
+
 class Workload(_Model):
     api: Literal["chat", "completions"] = "chat"
     stream: bool = Field(True, description="Stream responses (needed for TTFT and ITL).")
@@ -177,10 +192,17 @@ class Workload(_Model):
     )
     repetitions: int = Field(1, ge=1)
     warmup_requests: int = Field(4, ge=0)
-    trim: bool = Field(
-        False,
-        description="Throughput from the steady state only: from when every client is busy "
-        "to when the first runs out of work.",
+    trim: bool | None = Field(
+        None,
+        description="Throughput from the steady state only: from when the most requests are "
+        "in flight to the last moment they still are (ramp-up and drain left out). Default: "
+        "on for duration_s levels, off for requests_per_level levels.",
+    )
+    stagger: bool = Field(
+        True,
+        description="Closed loop: spread the clients' first requests over one request time "
+        "(client k starts k x the warm-up's median request time / C after the level's start), "
+        "so they do not run in lockstep waves; false starts every client at once.",
     )
     slo: Slo = Field(default_factory=lambda: Slo())  # type: ignore[call-arg]
     fresh_server: bool = Field(
@@ -221,6 +243,16 @@ class Workload(_Model):
         if self.requests_per_level is not None and self.duration_s is not None:
             raise ValueError("give requests_per_level or duration_s, not both")
         return self
+
+    @property
+    def trims(self) -> bool:
+        """Whether throughputs are trimmed to the steady state (``resolve_trim``)."""
+        return resolve_trim(self.trim, self.duration_s)
+
+    @field_serializer("trim")
+    def _trim_resolved(self, trim: bool | None) -> bool:
+        # Saved as it applies: results, plans and resume compare the resolved value.
+        return resolve_trim(trim, self.duration_s)
 
     @field_validator("prefix_cache_hit_rate")
     @classmethod
