@@ -4,17 +4,21 @@ unless told not to, and a level with too few requests for its percentiles is fla
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from reportgen import results
 from reportgen.analysis import checks, summary
 from reportgen.campaign import Workload, loads, resolve
 from reportgen.load.loadgen import RequestRecord, RequestSpec
+from reportgen.observe.gpu import CAPTURE_ENV
 from reportgen.results.model import Experiment, Level
 from reportgen.run.driver import STAGGER_SHARE, Driver
-from tests.conftest import Sim
+from tests.conftest import Sim, free_port, reportgen_main
 
 SPEC = RequestSpec(api="chat", model=None, output_tokens=8)
 
@@ -197,3 +201,59 @@ def test_a_c1_level_of_six_requests_is_flagged_and_one_of_a_hundred_passes(
     got = _check([hundred])
     assert got["status"] == "pass", got
     assert got["evidence"].startswith("fewest successful requests in a level run: 100 (C=4)")
+
+
+# -- a whole run -----------------------------------------------------------------------------
+
+RUN = """
+[campaign]
+name = "steady"
+title = "steady"
+
+[server]
+engine = "sim"
+args = {{ port = {port}, ttft-ms = 5, itl-ms = 2 }}
+ready_timeout_s = 30
+
+[workload]
+concurrency = [1, 4]
+duration_s = 0.4
+input_tokens = 8
+output_tokens = 8
+warmup_requests = 4
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+"""
+
+
+@pytest.mark.slow
+def test_a_duration_run_says_it_was_trimmed_and_how_clients_started(
+    tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(RUN.format(port=free_port()))
+    out = tmp_path / "out"
+    res = reportgen_main(
+        "run", path, "--output", out, "--quiet", "--no-pdf", cache=cache, env={CAPTURE_ENV: None}
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next((out / "steady").iterdir())
+    run = results.load(run_dir)
+    assert run.experiments[0].workload is not None
+    assert run.experiments[0].workload["trim"] is True  # saved as it applied
+    c4 = next(lv for lv in run.experiments[0].levels if lv.concurrency == 4)
+    assert c4.summary.window_s is not None and c4.stagger is not None
+    assert c4.stagger.measured == "warm-up" and c4.stagger.step_s > 0
+    page = (run_dir / "report.html").read_text()
+    text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
+    lo, hi = c4.summary.window_s
+    assert f"C=4: throughputs trimmed to the steady state, {lo:.2f}–{hi:.2f} s of " in text
+    assert "Clients start staggered, so that they do not run in lockstep waves" in text
+    assert "are trimmed to each level run's steady state" in text
+    assert "(workload.trim, on by default for duration levels)" in text
+    # verify recomputes every summary with the same, resolved trim
+    checked = reportgen_main("verify", run_dir / "report.html")
+    assert checked.returncode == 0, checked.stdout
+    assert "ok   level summaries: 2 level run(s) recomputed from their requests" in checked.stdout
