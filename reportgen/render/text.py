@@ -142,7 +142,9 @@ def _trim(wl: Mapping[str, Any]) -> str:
         )
     return (
         "Throughputs count each level's whole length, from its start to its last request's "
-        "end (request-count levels are trimmed only with workload.trim = true)."
+        "end, ramp-up and drain included: a level of few requests per client reads lower "
+        "than the steady state, and its achieved concurrency below C says by how much "
+        "(request-count levels are trimmed only with workload.trim = true)."
     )
 
 
