@@ -733,7 +733,7 @@ def build_run(
                 clock += 0.3  # the metrics scrape before the level
                 recs, duration = level_records(rng, c, rep, args.requests, ttft_ms, itl_ms)
                 summary = summarize(
-                    recs, duration, slo=r.workload.slo.model_dump(), trim=r.workload.trim
+                    recs, duration, slo=r.workload.slo.model_dump(), trim=r.workload.trims
                 )
                 summary.client = client_stats(c, summary, ceiling)
                 t0 = MONO_START + clock

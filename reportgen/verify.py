@@ -29,7 +29,7 @@ from typing import Any
 
 from reportgen import results as store
 from reportgen.analysis import verdict
-from reportgen.analysis.summary import by_level, summarize
+from reportgen.analysis.summary import by_level, summarize, trims
 from reportgen.load.records import RequestRecord
 from reportgen.observe import telemetry
 from reportgen.render import chart_inputs, render_html
@@ -153,7 +153,7 @@ def _check_levels(
                     recs,
                     stored.duration_s,
                     slo=wl.get("slo"),
-                    trim=bool(wl.get("trim")),
+                    trim=trims(wl),  # as the run resolved it (on for duration levels)
                     client=stored.client,  # the client's own CPU use: measured, not derivable
                 )
                 runs += 1

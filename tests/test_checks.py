@@ -38,7 +38,12 @@ def level(c: int, requests: int = 100, errors: int = 0, short: int = 0, **tele: 
               "sm_clock_cv_busy": 0.01} | tele  # fmt: skip
     return {
         "concurrency": c,
-        "summary": {"requests": requests, "errors": errors, "short_outputs": short},
+        "summary": {
+            "requests": requests,
+            "ok": requests - errors,
+            "errors": errors,
+            "short_outputs": short,
+        },
         "telemetry": [window],
     }
 
@@ -73,6 +78,7 @@ def test_a_clean_experiment_passes_everything() -> None:
         "clock_stability": "pass", "gpu_errors": "pass", "gpus_free_at_start": "pass",
         "host_matches": "skip", "steady_state": "skip", "token_agreement": "skip",
         "prefix_cache": "skip", "server_stable": "pass", "outputs_sane": "skip",
+        "percentile_samples": "pass",
     }  # fmt: skip
     assert got["request_errors"]["evidence"] == "0 of 200 requests failed (0.0%)"
 
@@ -319,3 +325,33 @@ def test_answers_that_stream_no_text_are_flagged() -> None:
     assert got["status"] == "warn"
     assert got["evidence"].startswith("0 of 100 requests returned fewer tokens than asked (0.0%); ")
     assert "3 streamed no text although the engine counted their tokens" in got["evidence"]
+
+
+def test_too_few_requests_for_the_percentiles_shown_warn_naming_the_level() -> None:
+    # C=1 with six requests per run (twice), C=8 with 40 and 41: a p99 of six values is
+    # their maximum, and so is a p90; forty values make a p90 but not a p99.
+    levels = [level(1, requests=6), level(1, requests=6), level(8, requests=40),
+              level(8, requests=42, errors=1)]  # fmt: skip
+    got = by_id(run_checks(entry(levels), ENV))["percentile_samples"]
+    assert got["status"] == "warn"
+    assert got["evidence"].startswith(
+        "successful requests for the TTFT and E2E percentiles, C=1: 6 per run (too few for "
+        "its p90 and p99); C=8: 40-41 per run (too few for its p99); "
+    )
+    assert "p99 needs 100 requests per level run, p90 10" in got["evidence"]
+    assert "requests_per_level" in got["hint"]
+    # Only the successful requests count: 100 sent with 1 failed is one short.
+    one_short = by_id(run_checks(entry([level(4, requests=100, errors=1)]), ENV))
+    assert one_short["percentile_samples"]["evidence"].startswith(
+        "successful requests for the TTFT and E2E percentiles, C=4: 99 per run"
+    )
+
+
+def test_enough_requests_for_the_percentiles_pass_and_none_at_all_skip() -> None:
+    got = by_id(run_checks(entry([level(1, requests=100), level(8, requests=240)]), ENV))
+    assert got["percentile_samples"]["status"] == "pass"
+    assert got["percentile_samples"]["evidence"].startswith(
+        "fewest successful requests in a level run: 100 (C=1)"
+    )
+    failed = by_id(run_checks(entry([level(1, requests=5, errors=5)]), ENV))
+    assert failed["percentile_samples"]["status"] == "skip"

@@ -152,6 +152,46 @@ def test_connection_refused_is_an_error_not_a_crash() -> None:
     assert lv.records[0].http_status is None and lv.records[0].chunk_times == []
 
 
+def _first_starts(lv: LevelRun, clients: int) -> list[float]:
+    """When each client sent its first request: the first ``clients`` indices, taken in the
+    order the clients started (each request's ``start`` is seconds after t0)."""
+    return [r.start for r in lv.records[:clients]]
+
+
+@pytest.mark.parametrize(
+    ("transport", "workers"),
+    [("wire", 1), ("aiohttp", 1), ("wire", 2)],  # workers always use the default
+    indirect=["transport"],
+)
+def test_closed_loop_clients_start_staggered(start_sim: Any, transport: str, workers: int) -> None:
+    # Requests take ~100 ms; four clients 20 ms apart all send their first before the first
+    # one ends, so indices 0-3 are the four clients' first requests, in order.
+    sim = start_sim("--ttft-ms", "50", "--itl-ms", "10", "--ttft-growth", "0", "--itl-growth", "0")
+    spec = RequestSpec(api="chat", model=None, output_tokens=6)
+    lv = run_load(sim.url, spec, ["p"], 4, requests=8, stagger_s=0.02, workers=workers)
+    assert lv.stagger_s == 0.02 and lv.workers == workers
+    assert all(r.status == "ok" for r in lv.records), [r.error for r in lv.records]
+    first = _first_starts(lv, 4)
+    for k, t in enumerate(first):
+        assert k * 0.02 <= t < k * 0.02 + loop_turn(lv), (k, first)  # never before its turn
+    assert first[-1] - first[0] > 0.04  # spread over three steps (60 ms), not all at t0
+    # ... and then each client goes on as a closed loop: 8 requests, at most 4 in flight
+    s = summarize(lv.records, lv.duration_s)
+    assert s.requests == 8 and s.achieved_concurrency <= 4
+
+
+def test_without_a_stagger_every_client_starts_at_t0(sim: Sim) -> None:
+    lv = run_load(sim.url, CHAT, ["p"], 4, requests=4)
+    assert lv.stagger_s == 0.0
+    assert max(_first_starts(lv, 4)) < loop_turn(lv)
+    # an open loop's arrival times say when requests go: a stagger has no say there
+    lv = run_load(sim.url, CHAT, ["p"], 0, requests=4, rate=100.0, arrival="constant",
+                  stagger_s=1.0)  # fmt: skip
+    assert lv.stagger_s == 0.0 and max(r.start for r in lv.records) < 0.03 + loop_turn(lv)
+    with pytest.raises(ValueError, match="stagger_s"):
+        run_load(sim.url, CHAT, ["p"], 2, requests=2, stagger_s=-1.0)
+
+
 # -- open loop -------------------------------------------------------------------------------
 
 

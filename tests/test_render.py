@@ -24,6 +24,7 @@ from reportgen.errors import RenderError, ResultsError
 from reportgen.render import (
     Rendered,
     charts,
+    exports,
     figures,
     fmt,
     html,
@@ -352,6 +353,36 @@ def test_level_table_ratio_is_against_the_baseline(sample: Run) -> None:
     assert [row.label for row in c1] == ["this", "baseline"]
     assert c1[0].output.value == "227.0" and c1[1].output.value == "187.9"
     assert c1[0].ratio == "1.21×"  # 227.011 / 187.852
+
+
+def _level_rows(page: str, index: int) -> tuple[list[str], list[list[str]]]:
+    """The header cells and the rows (cell texts) of experiment ``index``'s level table."""
+    block = page[page.index(f'<h4 id="levels-{index}">') :]
+    table = block[: block.index("</table>")]
+    heads = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table)]
+    rows = [
+        [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+        for tr in re.findall(r"<tr class=\"[^\"]*\">(.*?)</tr>", table, re.S)
+    ]
+    return heads, rows
+
+
+def test_level_tables_show_achieved_beside_target_concurrency_and_requests(
+    page: str, sample: Run
+) -> None:
+    heads, rows = _level_rows(page, 1)  # the baseline's
+    assert heads[:3] == ["C", "achieved", "run"] and heads[10:12] == ["n", "errors"]
+    by_c = {int(r[0]): r for r in rows}
+    for c in (1, 4, 16):
+        runs = [lv.summary for lv in sample.baseline.levels if lv.concurrency == c]
+        mean = sum(float(s.achieved_concurrency or 0) for s in runs) / len(runs)
+        assert by_c[c][1] == fmt.fmt_num(mean)
+        assert by_c[c][-2] == str(runs[0].ok)  # n: 32 requests behind each percentile
+    assert by_c[16][1] == "13.3"  # 32 requests at C=16: two waves, 13 in flight on average
+    assert "“achieved” the mean number of requests in flight" in page
+    # the Markdown summary too, beside the objective's levels
+    md = exports.markdown(view.build(sample))
+    assert "| achieved C |" in md and "| 0.99 / 13.3 |" in md
 
 
 # -- the PDF --------------------------------------------------------------------------------

@@ -13,6 +13,10 @@ experiment's verdict "failed", whatever its numbers say.
 - ``repetition_spread``: coefficient of variation of output tok/s across repetitions at each
   level, at most ``cv_bound`` (warn beyond: the ratio intervals will be wide).
 - ``client_headroom``: no level ran above 80% of the client's measured ceiling (warn).
+- ``percentile_samples``: every level run had successful requests enough for the TTFT and
+  end-to-end percentiles it shows (one value per request): a p-th percentile of n values has
+  one above it only when n is at least 1 / (1 - p), so p99 needs 100 requests and p90 10; with
+  fewer it lies between the largest values, about the maximum (warn, naming the levels).
 - ``gpu_throttling``: share of telemetry samples with a slowdown reason (power or thermal
   caps, hardware slowdown) during measured windows: none (pass), otherwise warn with the
   reasons.
@@ -51,6 +55,7 @@ from reportgen.analysis.checks_levels import (
     CLOCK_CV_BOUND,
     CV_BOUND,
     DEFAULT_PREFIX_HIT,
+    PERCENTILE_SAMPLES,
     STEADY_BOUND,
     TOKEN_BOUND,
     measurement_checks,
@@ -76,6 +81,7 @@ __all__ = [
     "DEFAULT_PREFIX_HIT",
     "GPU_MEMORY_BUSY",
     "INVALIDATING",
+    "PERCENTILE_SAMPLES",
     "STEADY_BOUND",
     "TOKEN_BOUND",
     "invalidated",

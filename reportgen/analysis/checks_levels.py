@@ -2,8 +2,9 @@
 
 From the levels' summaries, their aggregates across repetitions, their GPU telemetry windows
 and engine counters, and the request records: ``request_errors``, ``output_lengths``,
-``repetition_spread``, ``client_headroom``, ``telemetry``, ``gpu_throttling``,
-``clock_stability``, ``steady_state``, ``token_agreement`` and ``prefix_cache``.
+``repetition_spread``, ``client_headroom``, ``percentile_samples``, ``telemetry``,
+``gpu_throttling``, ``clock_stability``, ``steady_state``, ``token_agreement`` and
+``prefix_cache``.
 
 Imports ``analysis.summary`` and the results model; nothing of the other checks.
 """
@@ -27,6 +28,9 @@ CLOCK_CV_BOUND = 0.05
 STEADY_BOUND = 0.10  # early vs late median TPOT
 TOKEN_BOUND = 0.02  # engine vs client output tokens
 DEFAULT_PREFIX_HIT = (0.0, 0.10)
+# Samples a percentile needs to have one above it, 1 / (1 - p): with fewer, the p-th
+# percentile (linear interpolation) lies between the largest values, about the maximum.
+PERCENTILE_SAMPLES = {"p90": 10, "p99": 100}
 # Clock events that are not a slowdown: an idle GPU, clocks set by the user, a sync boost.
 NOT_SLOWDOWNS = ("gpu_idle", "applications_clocks_setting", "sync_boost")
 
@@ -44,6 +48,7 @@ def measurement_checks(entry: Experiment, cv_bound: float = CV_BOUND) -> list[Ch
         _output_lengths(entry.levels),
         _repetition_spread(entry.by_level, cv_bound),
         _client_headroom(entry.by_level),
+        percentile_samples(entry.levels),
         *_telemetry_checks(entry),
     ]
 
@@ -126,6 +131,63 @@ def _client_headroom(by_level: Sequence[Aggregate]) -> Check:
         status="pass" if limited == 0 else "warn",
         evidence=f"{limited} level run(s) above 80% of the client's measured ceiling",
         hint="" if limited == 0 else "more workload.workers, or a bigger client host",
+    )
+
+
+def _counts(levels: Sequence[Level]) -> dict[int, list[int]]:
+    """Successful requests of each level run, by concurrency (runs with none left out: they
+    have no percentiles at all, and ``request_errors`` says why)."""
+    out: dict[int, list[int]] = {}
+    for lv in levels:
+        if lv.summary.ok > 0:
+            out.setdefault(lv.concurrency, []).append(lv.summary.ok)
+    return out
+
+
+def _per_run(counts: Sequence[int]) -> str:
+    low, high = min(counts), max(counts)
+    return f"{low} per run" if low == high else f"{low}-{high} per run"
+
+
+def percentile_samples(levels: Sequence[Level]) -> Check:
+    """Whether each level run had requests enough for the TTFT and E2E percentiles the
+    report shows (one value per successful request; inter-token gaps are many more)."""
+    title = "Enough requests for the percentiles shown"
+    need90, need99 = PERCENTILE_SAMPLES["p90"], PERCENTILE_SAMPLES["p99"]
+    rule = (
+        f"a p-th percentile of n values has a value above it only when n is at least 1/(1-p): "
+        f"p99 needs "
+        f"{need99} requests per level run, p90 {need90}; with fewer it lies between the largest "
+        "values, about the maximum"
+    )
+    counts = _counts(levels)
+    if not counts:
+        return Check(
+            id="percentile_samples",
+            title=title,
+            status="skip",
+            evidence="no level run with a successful request",
+        )
+    few = {c: n for c, n in sorted(counts.items()) if min(n) < need99}
+    if not few:
+        c, n = min(counts.items(), key=lambda kv: (min(kv[1]), kv[0]))
+        return Check(
+            id="percentile_samples",
+            title=title,
+            status="pass",
+            evidence=f"fewest successful requests in a level run: {min(n)} (C={c}); {rule}",
+        )
+    listed = "; ".join(
+        f"C={c}: {_per_run(n)} (too few for its {'p90 and p99' if min(n) < need90 else 'p99'})"
+        for c, n in few.items()
+    )
+    return Check(
+        id="percentile_samples",
+        title=title,
+        status="warn",
+        evidence=f"successful requests for the TTFT and E2E percentiles, {listed}; {rule}",
+        hint=f"raise workload.requests_per_level (or duration_s) so that every level run has "
+        f"{need99} or more requests, or read those percentiles as the largest values seen",
     )
 
 

@@ -22,9 +22,11 @@ see ``reportgen.load.wire``):
 Output tokens are the server's ``usage.completion_tokens`` where it reports them, else the local
 tokenizer's count of the output text, else the number of output-carrying chunks; each request
 records which. When a chunk carries several tokens, they are attributed to it in proportion to
-its characters. With ``trim``, the throughputs count only the steady state: from the moment the
-most requests were in flight to the last moment they still were, so ramp-up and drain are left
-out; output tokens count when their chunk arrived inside that window.
+its characters. Trimmed (``workload.trim``, on by default for duration levels), the throughputs
+count only the steady state: from the moment the most requests were in flight to the last moment
+they still were, so ramp-up and drain are left out; output tokens count when their chunk arrived
+inside that window, input tokens when their request started inside it, requests when they ended
+inside it, and the window's length is the duration.
 
 Percentiles use linear interpolation between order statistics (numpy's default).
 """
@@ -32,9 +34,11 @@ Percentiles use linear interpolation between order statistics (numpy's default).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from reportgen.campaign import resolve_trim
 from reportgen.load.records import RequestRecord
 from reportgen.results.model import Aggregate, ClientLoad, Dist, Level, Stat, Summary
 
@@ -69,6 +73,13 @@ def chunk_tokens(record: RequestRecord) -> np.ndarray:
         if weights.sum() > 0:
             return np.asarray(total * weights / weights.sum())
     return np.full(n, total / n)
+
+
+def trims(workload: Mapping[str, Any]) -> bool:
+    """Whether a saved workload (a campaign ``Workload`` as dumped in the results) trims its
+    throughputs: ``campaign.resolve_trim``, the rule the run used."""
+    duration = workload.get("duration_s")
+    return resolve_trim(workload.get("trim"), None if duration is None else float(duration))
 
 
 def steady_window(records: Sequence[RequestRecord]) -> tuple[float, float] | None:

@@ -34,6 +34,7 @@ from reportgen.campaign.schema import (
     is_throughput,
     json_schema,
     repetitions_range,
+    resolve_trim,
 )
 from reportgen.errors import CampaignError
 
@@ -69,4 +70,5 @@ __all__ = [
     "parent_id",
     "repetitions_range",
     "resolve",
+    "resolve_trim",
 ]

@@ -53,7 +53,9 @@ def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -
         overrides.setdefault("duration_s", None)
     if "duration_s" in overrides:
         overrides.setdefault("requests_per_level", None)
-    workload = Workload.model_validate({**campaign.workload.model_dump(), **overrides})
+    base = campaign.workload.model_dump()
+    base["trim"] = campaign.workload.trim  # as written: its default follows the merged amount
+    workload = Workload.model_validate({**base, **overrides})
     diff = [
         FlagChange(k, base_args.get(k), args.get(k))
         for k in sorted(set(base_args) | set(args))

@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     ValidationError,
     create_model,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -187,6 +188,13 @@ def repetitions_range(value: int | Repetitions) -> tuple[int, int]:
     return int(value), int(value)
 
 
+def resolve_trim(trim: bool | None, duration_s: float | None) -> bool:
+    """``workload.trim`` as it applies: as written, else on for duration levels (a level of
+    fixed length whose ramp-up and drain would otherwise count) and off for request-count
+    levels (whose every request is the measurement). The one place this rule lives."""
+    return bool(trim) if trim is not None else duration_s is not None
+
+
 class Workload(_Model):
     api: Literal["chat", "completions"] = "chat"
     stream: bool = Field(True, description="Stream responses (needed for TTFT and ITL).")
@@ -218,10 +226,17 @@ class Workload(_Model):
         "server, up to max (each look at Pocock's level, so the error rate holds).",
     )
     warmup_requests: int = Field(4, ge=0)
-    trim: bool = Field(
-        False,
-        description="Throughput from the steady state only: from when every client is busy "
-        "to when the first runs out of work.",
+    trim: bool | None = Field(
+        None,
+        description="Throughput from the steady state only: from when the most requests are "
+        "in flight to the last moment they still are (ramp-up and drain left out). Default: "
+        "on for duration_s levels, off for requests_per_level levels.",
+    )
+    stagger: bool = Field(
+        True,
+        description="Closed loop: spread the clients' first requests over one request time "
+        "(client k starts k x the warm-up's median request time / C after the level's start), "
+        "so they do not run in lockstep waves; false starts every client at once.",
     )
     slo: Slo = Field(default_factory=lambda: Slo())  # type: ignore[call-arg]
     fresh_server: bool = Field(
@@ -279,6 +294,16 @@ class Workload(_Model):
                 "give a whole number of at least 1, or a range such as { min = 2, max = 8 }"
             )
         return value
+
+    @property
+    def trims(self) -> bool:
+        """Whether throughputs are trimmed to the steady state (``resolve_trim``)."""
+        return resolve_trim(self.trim, self.duration_s)
+
+    @field_serializer("trim")
+    def _trim_resolved(self, trim: bool | None) -> bool:
+        # Saved as it applies: results, plans and resume compare the resolved value.
+        return resolve_trim(trim, self.duration_s)
 
     @field_validator("prefix_cache_hit_rate")
     @classmethod

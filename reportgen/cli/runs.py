@@ -118,6 +118,7 @@ def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
 def _summary_table(out: Console, data: Run) -> None:
     """One screen: each experiment's verdict and objective metric per level (mean ± sd)."""
     from reportgen.campaign import is_throughput
+    from reportgen.render.experiment import achieved, runs_by_level
     from reportgen.render.fmt import fmt_num
 
     metric = data.metric
@@ -125,7 +126,8 @@ def _summary_table(out: Console, data: Run) -> None:
     status = "" if data.status == "complete" else f" - {data.status.upper()}"
     table = Table(
         title=f"{data.info.get('title', '')}{status}",
-        caption=f"{key}: mean ± sd over repetitions; best: {data.best or 'none'}",
+        caption=f"{key}: mean ± sd over repetitions (in brackets: achieved concurrency); "
+        f"best: {data.best or 'none'}",
         title_justify="left",
         caption_justify="left",
     )
@@ -136,6 +138,7 @@ def _summary_table(out: Console, data: Run) -> None:
         table.add_column(f"C={c}", justify="right", no_wrap=True)
     for e in data.experiments:
         cells = []
+        runs = runs_by_level(e)
         for c in levels:
             level = e.aggregate(c)
             stat = level.stat(key) if level else None
@@ -144,7 +147,8 @@ def _summary_table(out: Console, data: Run) -> None:
             if level is not None and level.all_failed:
                 cells.append("all failed")
             else:
-                cells.append("" if mean is None else fmt_num(mean) + spread)
+                busy = f" ({achieved(runs[c])})" if c in runs else ""
+                cells.append("" if mean is None else fmt_num(mean) + spread + busy)
         verdict: str = (e.decision.verdict if e.decision else None) or e.status
         if e.id == data.best:
             verdict += " (best)"

@@ -2,9 +2,13 @@
 
 Closed loop (``rate=None``): ``concurrency`` clients each send their next request as soon as
 the previous one ends, until ``requests`` have been sent or ``duration_s`` has passed (requests
-in flight then finish). Open loop (``rate`` requests/s): requests are sent at seeded Poisson or
-constant arrival times, whatever is in flight; ``concurrency`` > 0 caps requests in flight, and
-a request that has to wait records its ``scheduled`` time before its actual ``start``.
+in flight then finish). With ``stagger_s``, client k (0-based) sends its first request
+k x ``stagger_s`` after t0 instead of at t0: clients that all start together stay in lockstep
+(they are batched together, finish together and send again together), and a level of a few
+such waves measures their timing more than the server. Open loop (``rate`` requests/s):
+requests are sent at seeded Poisson or constant arrival times, whatever is in flight;
+``concurrency`` > 0 caps requests in flight, and a request that has to wait records its
+``scheduled`` time before its actual ``start``.
 
 Every record keeps the time of each chunk that carried output, so any latency metric can be
 recomputed from raw data. Times are seconds on ``time.perf_counter`` (CLOCK_MONOTONIC on Linux,
@@ -139,13 +143,16 @@ def run_load(
     workers: int | None = None,
     on_request: Callable[[RequestRecord], None] | None = None,
     stop_when: Callable[[], str | None] | None = None,
+    stagger_s: float = 0.0,
 ) -> LevelRun:
     """Run one level and return every request's record, sorted by index.
 
     ``concurrency``: closed loop, the number of clients; open loop, the most requests in
-    flight (0 = no limit). ``workers``: None chooses (``auto_workers``); 1 runs in this
-    thread; more runs that many processes. ``on_request`` is called in this thread for every
-    finished request, in any order (from worker processes, in batches every 0.1 s).
+    flight (0 = no limit). ``stagger_s``: closed loop, seconds between consecutive clients'
+    first requests (0: all at t0; ignored by an open loop). ``workers``: None chooses
+    (``auto_workers``); 1 runs in this thread; more runs that many processes. ``on_request``
+    is called in this thread for every finished request, in any order (from worker
+    processes, in batches every 0.1 s).
     A failed request is a record with ``status="error"``; this raises ``LoadError`` only when
     the level itself cannot run (a worker process that dies). ``stop_when`` is asked every
     STOP_POLL_S in this thread: a reason (the server died) cuts the level short, requests in
@@ -163,6 +170,10 @@ def run_load(
         raise ValueError("prompts must not be empty")
     if rate is None and concurrency < 1:
         raise ValueError(f"a closed loop needs concurrency >= 1, got {concurrency}")
+    if not (stagger_s >= 0 and math.isfinite(stagger_s)):
+        raise ValueError(f"stagger_s must be a number of seconds >= 0, got {stagger_s!r}")
+    if rate is not None:
+        stagger_s = 0.0  # an open loop's arrival times say when each request goes
     arrivals = None
     if rate is not None:
         times = arrival_times(rate, arrival, seed, requests=requests, duration_s=duration_s)
@@ -184,6 +195,8 @@ def run_load(
             requests=requests if arrivals is None else None,
             duration_s=duration_s if arrivals is None else None,
             arrivals=None if arrivals is None else arrivals[k::n],
+            # client j of the level is client j // n of event loop j % n
+            starts=tuple(j * stagger_s for j in range(k, concurrency, n)) if stagger_s else (),
         )
         for k in range(n)
     ]
@@ -200,8 +213,11 @@ def run_load(
         for sh in shares
     ]
     if n == 1:
-        return _in_this_thread(shares[0], concurrency, on_request, stop_when)
-    return _in_processes(shares, concurrency, on_request, stop_when)
+        lv = _in_this_thread(shares[0], concurrency, on_request, stop_when)
+    else:
+        lv = _in_processes(shares, concurrency, on_request, stop_when)
+    lv.stagger_s = stagger_s
+    return lv
 
 
 def lag_summary(lags: list[float]) -> dict[str, float]:

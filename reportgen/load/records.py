@@ -54,6 +54,8 @@ class LevelRun:
     preopen_s: float = 0.0  # the longest any event loop spent opening connections before t0
     # Why the level was cut short (its server died): records are those finished by then.
     aborted: str | None = None
+    # Closed loop: seconds between consecutive clients' first requests (0: all at t0).
+    stagger_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,8 @@ class Share:
     duration_s: float | None  # closed loop: stop sending after this long
     arrivals: list[tuple[int, float]] | None = None  # open loop: (index, seconds after t0)
     preopen: int = 0  # connections opened before t0 (about as many as will be in flight)
+    # Closed loop: each client's first send, seconds after t0 (empty: every client at t0).
+    starts: tuple[float, ...] = ()
 
 
 Take = Callable[[], int]  # the next request index (shared between workers in a closed loop)
@@ -129,7 +131,9 @@ async def _closed(
     stop_at = None if share.duration_s is None else t0 + share.duration_s
     limit = share.requests
 
-    async def one_client() -> None:
+    async def one_client(offset: float) -> None:
+        if offset > 0:  # a staggered start (``Share.starts``)
+            await asyncio.sleep(max(0.0, t0 + offset - time.perf_counter()))
         while True:
             if stop_at is not None and time.perf_counter() >= stop_at:
                 return
@@ -138,7 +142,8 @@ async def _closed(
                 return
             emit(await client.send(session, url, spec, prompts[i % n], i, t0, share.timeout_s))
 
-    await asyncio.gather(*(one_client() for _ in range(share.clients)))
+    starts = [share.starts[k] if k < len(share.starts) else 0.0 for k in range(share.clients)]
+    await asyncio.gather(*(one_client(at) for at in starts))
 
 
 async def _open(

@@ -77,6 +77,8 @@ class LevelRow:
     ratio: str  # output tok/s relative to the baseline at this level
     cells: list[Cell]
     errors: str
+    achieved: str = ""  # achieved concurrency: mean requests in flight, repetitions' mean
+    samples: str = ""  # successful requests per repetition behind its percentiles: "64", "6-7"
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,8 @@ class Experiment:
     paired: bool = False  # compared with interleaved runs of its parent, pair by pair
     servers: str = ""  # how many server launches, and how they were arranged
     probes: list[tuple[str, str, str]] = field(default_factory=list)  # prompt, expect, answer
+    # achieved concurrency (mean requests in flight) at each objective level
+    objective_achieved: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

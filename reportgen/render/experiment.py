@@ -7,6 +7,7 @@ Pure, like ``view``.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 
@@ -48,6 +49,34 @@ def by_level(e: model.Experiment | None) -> dict[int, Aggregate]:
     return {a.concurrency: a for a in e.by_level} if e is not None else {}
 
 
+def runs_by_level(e: model.Experiment | None) -> dict[int, list[model.Summary]]:
+    """An experiment's level runs' summaries by concurrency level, in the order they ran."""
+    out: dict[int, list[model.Summary]] = {}
+    for lv in e.levels if e is not None else []:
+        out.setdefault(lv.concurrency, []).append(lv.summary)
+    return out
+
+
+def achieved(runs: Sequence[model.Summary]) -> str:
+    """The mean achieved concurrency of a level's runs (requests in flight, time-weighted)."""
+    values = [
+        float(s.achieved_concurrency)
+        for s in runs
+        if s.achieved_concurrency is not None and math.isfinite(s.achieved_concurrency)
+    ]
+    return fmt_num(sum(values) / len(values)) if values else NONE
+
+
+def samples(runs: Sequence[model.Summary]) -> str:
+    """Successful requests per run, the values each run's TTFT and E2E percentiles come
+    from: one number when every run had as many, else the range."""
+    counts = [s.ok for s in runs]
+    if not counts:
+        return NONE
+    low, high = min(counts), max(counts)
+    return f"{low}" if low == high else f"{low}–{high}"
+
+
 def section(
     i: int,
     e: model.Experiment,
@@ -61,11 +90,12 @@ def section(
     decision = e.decision
     is_baseline = e is baseline
     mine, base = by_level(e), by_level(baseline)
+    my_runs, base_runs = runs_by_level(e), runs_by_level(baseline)
     rows: list[LevelRow] = []
     for c in sorted(mine):
-        rows.append(_level_row(c, mine[c], "this", is_baseline, base.get(c)))
+        rows.append(_level_row(c, mine[c], "this", is_baseline, base.get(c), my_runs.get(c)))
         if not is_baseline and c in base:
-            rows.append(_level_row(c, base[c], "baseline", True, None))
+            rows.append(_level_row(c, base[c], "baseline", True, None, base_runs.get(c)))
     vs_parent = decision.vs_parent if decision else []
     vs_baseline = decision.vs_baseline if decision else []
     metrics = (decision.metrics if decision else None) or {}
@@ -101,8 +131,9 @@ def section(
         env=[(str(k), str(v)) for k, v in sorted(e.env.items())],
         objective=[cell(mine.get(c), objective.key) for c in objective.levels],
         objective_ratio=[fmt_ratio(ratio_at[c]) if c in ratio_at else "" for c in objective.levels],
+        objective_achieved=[achieved(my_runs[c]) if c in my_runs else "" for c in objective.levels],
         levels=rows,
-        notes=_level_notes(mine, _error_kinds(e)),
+        notes=_level_notes(mine, _error_kinds(e)) + _trim_notes(my_runs),
         telemetry=evidence.telemetry_rows(e),
         telemetry_levels=evidence.telemetry_rows(e, pooled=True),
         telemetry_windows=evidence.windows(e),
@@ -162,7 +193,12 @@ def _flag_diff(items: Sequence[model.FlagChange]) -> list[FlagChange]:
 
 
 def _level_row(
-    c: int, level: Aggregate, label: str, is_baseline: bool, base: Aggregate | None
+    c: int,
+    level: Aggregate,
+    label: str,
+    is_baseline: bool,
+    base: Aggregate | None,
+    runs: Sequence[model.Summary] | None = None,
 ) -> LevelRow:
     mine = level.mean("output_tok_s")
     theirs = base.mean("output_tok_s") if base is not None else None
@@ -175,6 +211,8 @@ def _level_row(
         ratio=ratio,
         cells=[cell(level, key) for key in LEVEL_COLUMNS],
         errors=f"{level.errors}/{level.requests}",
+        achieved=achieved(runs or []),
+        samples=samples(runs or []),
     )
 
 
@@ -232,6 +270,27 @@ def _cut_short(e: model.Experiment) -> list[str]:
         for lv in e.levels
         if lv.aborted
     ]
+
+
+def _trim_notes(runs: Mapping[int, Sequence[model.Summary]]) -> list[str]:
+    """Where throughputs were trimmed to the steady state: the window, per level (the runs'
+    mean start and end, seconds from the level's start, against its whole length)."""
+    notes: list[str] = []
+    for c in sorted(runs):
+        windows = [s.window_s for s in runs[c] if s.window_s and len(s.window_s) == 2]
+        if not windows:
+            continue
+        start = sum(w[0] for w in windows) / len(windows)
+        end = sum(w[1] for w in windows) / len(windows)
+        whole = sum(s.duration_s for s in runs[c]) / len(runs[c])
+        of = f"{len(windows)} of {len(runs[c])} runs" if len(windows) < len(runs[c]) else (
+            "one run" if len(windows) == 1 else f"mean of {len(windows)} runs"
+        )  # fmt: skip
+        notes.append(
+            f"C={c}: throughputs trimmed to the steady state, {start:.2f}–{end:.2f} s of "
+            f"{whole:.2f} s ({of}); latencies count every request."
+        )
+    return notes
 
 
 def _level_notes(

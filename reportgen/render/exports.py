@@ -6,7 +6,9 @@ clock, no I/O, so the same results give the same bytes. Numbers in CSV are writt
 values.
 
 - ``levels.csv``: one row per level run (experiment, role, concurrency, repetition) with its
-  summary: requests, errors, throughputs, and each latency's mean, p50, p90 and p99.
+  summary: requests, errors, throughputs, achieved concurrency, each latency's mean, p50, p90
+  and p99, the steady-state window its throughputs were trimmed to (empty: not trimmed) and the
+  seconds between its clients' first requests (``stagger_s``; empty: an open loop).
 - ``by_level.csv``: one row per experiment and level: each headline number's mean, standard
   deviation and count across repetitions.
 - ``comparisons.csv``: every comparison in the decisions: experiment, against whom
@@ -66,6 +68,7 @@ def _levels(exps: Sequence[Experiment]) -> str:
     header = ["experiment", "role", "concurrency", "repetition", *counts, *scalars] + [
         f"{m}_{s}" for m in LATENCIES for s in STATS
     ]
+    header += ["window_start_s", "window_end_s", "stagger_s"]
     rows = []
     for e in exps:
         runs = [("experiment", lv) for lv in e.levels]
@@ -77,6 +80,8 @@ def _levels(exps: Sequence[Experiment]) -> str:
                 + [getattr(s, k) for k in counts]
                 + [getattr(s, k) for k in scalars]
                 + [s.value(m, st) for m in LATENCIES for st in STATS]
+                + (list(s.window_s) if s.window_s and len(s.window_s) == 2 else [None, None])
+                + [lv.stagger.step_s if lv.stagger else None]
             )
     return _csv(header, rows)
 
@@ -150,8 +155,8 @@ def markdown(report: Report) -> str:
     ]
     levels = " / ".join(f"C={c}" for c in obj.levels)
     lines += [
-        f"| # | experiment | verdict | `{obj.label}` at {levels} | vs baseline |",
-        "|---:|---|---|---|---|",
+        f"| # | experiment | verdict | `{obj.label}` at {levels} | vs baseline | achieved C |",
+        "|---:|---|---|---|---|---|",
     ]
     for e in report.experiments:
         values = " / ".join(
@@ -159,8 +164,10 @@ def markdown(report: Report) -> str:
         )
         ratios = " / ".join(r or "–" for r in e.objective_ratio) if not e.is_baseline else "–"
         best = " (best)" if e.is_best else ""
+        busy = " / ".join(a or "–" for a in e.objective_achieved) or "–"
         lines.append(
-            f"| {e.index} | {_md(e.id)}{best} | {_md(e.verdict)} | {values or '–'} | {ratios} |"
+            f"| {e.index} | {_md(e.id)}{best} | {_md(e.verdict)} | {values or '–'} | {ratios} "
+            f"| {busy} |"
         )
     problems = report.assumptions.problems
     fails = [p for p in problems if p["status"] == "fail"]
@@ -175,7 +182,8 @@ def markdown(report: Report) -> str:
         "",
         f"Objective: `{obj.label}`, {obj.direction} is better, margin {obj.margin}. "
         "Values are means ± standard deviation across repetitions; ratios are against the "
-        "baseline. Full report: report.html (report.pdf).",
+        "baseline; achieved C is the mean number of requests in flight at each level (the "
+        "target is C). Full report: report.html (report.pdf).",
         "",
     ]
     return "\n".join(lines)

@@ -77,6 +77,74 @@ def workload(wl: Mapping[str, Any]) -> str:
         f"{_reps(wl.get('repetitions', 1))} repetition(s), {wl.get('input_tokens', '?')} input / "
         f"{wl.get('output_tokens', '?')} output tokens, {wl.get('warmup_requests', 0)} "
         f"warm-up requests, seed {wl.get('seed', 0)}"
+        + (", throughputs trimmed to the steady state" if summary.trims(wl) else "")
+    )
+
+
+def _stagger(wl: Mapping[str, Any], exps: Sequence[Experiment]) -> str:
+    """How the closed loop's clients started, from what the levels recorded."""
+    if wl.get("stagger") is False:
+        return (
+            "Every client sent its first request at the level's start (workload.stagger = false)."
+        )
+    # one client has nothing to be staggered against
+    staggers = [
+        lv.stagger
+        for e in exps
+        for lv in e.all_levels()
+        if lv.stagger is not None and lv.concurrency > 1
+    ]
+    if not staggers:
+        return "Every client sent its first request at the level's start."
+    text = (
+        "Clients start staggered, so that they do not run in lockstep waves: client k (from 0) "
+        "sends its first request k × T / C after the level's start, T being the median request "
+        "time measured at the server's warm-up (without a warm-up, in the level run before), "
+        "which spreads the first requests over about one request time as in the steady state"
+    )
+    measured = [x for x in staggers if x.request_s]
+    if measured:
+        times = sorted(float(x.request_s or 0) for x in measured)
+        steps = sorted(x.step_s for x in measured)
+        text += (
+            f"; here T was {_span(times, 1, 's')} and the step between clients "
+            f"{_span(steps, 1e3, 'ms')}"
+        )
+    if any(x.capped for x in staggers):
+        text += "; where that would take more than a quarter of a duration level, the step is "
+        text += "shortened to fit"
+    text += "."
+    if len(measured) < len(staggers):
+        text += " A level with no request time measured before it started every client at once."
+    return text
+
+
+def _span(values: Sequence[float], scale: float, unit: str) -> str:
+    low, high = values[0] * scale, values[-1] * scale
+    same = f"{low:.3g}" == f"{high:.3g}"
+    return f"{low:.3g} {unit}" if same else f"{low:.3g}–{high:.3g} {unit}"
+
+
+def _trim(wl: Mapping[str, Any]) -> str:
+    """What the throughputs count: the steady state or the whole level (``summary.trims``)."""
+    if summary.trims(wl):
+        return (
+            "Throughputs (output tok/s, total tok/s, req/s, goodput) are trimmed to each level "
+            "run's steady state: from the moment the most requests were in flight to the last "
+            "moment they still were, so the ramp-up and the drain are left out (workload.trim, "
+            "on by default for duration levels); the notes under each level table give the "
+            "windows. Latency percentiles count every request."
+        )
+    if wl.get("duration_s") is not None:
+        return (
+            "Throughputs count each level's whole length, ramp-up and drain included "
+            "(workload.trim = false)."
+        )
+    return (
+        "Throughputs count each level's whole length, from its start to its last request's "
+        "end, ramp-up and drain included: a level of few requests per client reads lower "
+        "than the steady state, and its achieved concurrency below C says by how much "
+        "(request-count levels are trimmed only with workload.trim = true)."
     )
 
 
@@ -149,7 +217,7 @@ def methods(
         loop = (
             "Closed loop: at concurrency C, C clients each send a request and send the next as "
             "soon as the previous one ends, so C requests are in flight (apart from the start "
-            "and the end of a level)."
+            "and the end of a level). " + _stagger(wl, exps)
         )
     source = (wl.get("prompts") or {}).get("source", "random")
     prompts_text = {
@@ -199,10 +267,7 @@ def methods(
             "(memory placement, clocks, compiled-kernel caches), which repetitions on one "
             "server never show."
         )
-    if wl.get("trim"):
-        load.append(
-            "Throughputs are trimmed to each level's steady state (ramp-up and drain left out)."
-        )
+    load.append(_trim(wl))
     slo = {k: v for k, v in (wl.get("slo") or {}).items() if v is not None}
     if slo:
         load.append(

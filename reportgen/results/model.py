@@ -118,6 +118,17 @@ class Window(_Model):
         return self.t0_monotonic + self.duration_s
 
 
+class Stagger(_Model):
+    """How a closed-loop level's clients started: client k (0-based) sent its first request
+    k x ``step_s`` seconds after the level's start (0: all at once), ``step_s`` being one
+    request time (``request_s``, the median measured in ``measured``) over the clients."""
+
+    step_s: float = 0.0
+    request_s: float | None = None  # the median request time the step came from (s)
+    measured: str = ""  # where: "warm-up", "C=4 repetition 1"; "" when nothing was
+    capped: bool = False  # shortened to spread the starts over at most a quarter of the level
+
+
 class Level(_Model):
     """One concurrency level x repetition."""
 
@@ -130,6 +141,7 @@ class Level(_Model):
     telemetry: list[dict[str, Any]] | None = None  # per GPU (``observe.telemetry.window``)
     engine_metrics: dict[str, Any] | None = None  # Prometheus deltas over the level
     aborted: str | None = None  # why it was cut short (its server died)
+    stagger: Stagger | None = None  # closed loop: how its clients started (None: open loop)
 
     @property
     def key(self) -> tuple[int, int]:

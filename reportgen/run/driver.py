@@ -3,7 +3,9 @@
 The driver owns what turns a workload description into requests and requests into a level's
 record: the prompts (synthetic, dataset or fixed; exact with a local tokenizer, otherwise
 corrected after warm-up from the server's own prompt token counts), token counts where the
-server reports none, the client's CPU use, and whether the client itself was the limit.
+server reports none, the client's CPU use, whether the client itself was the limit, and how a
+closed loop's clients start (staggered by one request time over the clients, measured at
+warm-up, so that they do not run in lockstep waves).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from reportgen.campaign import Workload
 from reportgen.load import loadgen, prompts
 from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
 from reportgen.load.tokens import Tokenizer
-from reportgen.results.model import ClientLoad, Level, Warmup, Window
+from reportgen.results.model import ClientLoad, Level, Stagger, Warmup, Window
 
 PROMPT_POOL = 4096  # prompts generated per level in duration mode (reused cyclically)
 CLIENT_LIMIT = 0.8  # a level above this share of the client's ceiling is client-limited
 FULL_TEXT = 10**7  # characters of output kept per request when a tokenizer must count them
+# A duration level's clients all start within this share of it: a long request time must not
+# leave most of a short level to the ramp-up.
+STAGGER_SHARE = 0.25
 
 
 class Driver:
@@ -45,6 +50,10 @@ class Driver:
         self.on_request = on_request
         self.words_per_token = 1.0
         self._dataset: list[str] | None = None
+        # The median request time (s) staggered starts are spaced by, and where it was
+        # measured: the warm-up, else (no warm-up) the level run just before.
+        self.request_s: float | None = None
+        self.request_measured = ""
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -82,6 +91,7 @@ class Driver:
         seed: int,
         progress: bool,
         stop_when: Callable[[], str | None] | None = None,
+        stagger_s: float = 0.0,
     ) -> LevelRun:
         n = requests if requests is not None else PROMPT_POOL
         pool = self.prompts(n, seed)
@@ -99,6 +109,7 @@ class Driver:
             workers=self.wl.workers,
             on_request=self.on_request if progress else None,
             stop_when=stop_when,
+            stagger_s=stagger_s,
         )
 
     def warmup(self) -> Warmup:
@@ -106,6 +117,7 @@ class Driver:
         conc = min(wl.warmup_requests, max(wl.concurrency))
         warm = self._run(conc, wl.warmup_requests, None, seed=wl.seed - 1, progress=False)
         self._correct_length(warm)
+        self._measured(warm, "warm-up")
         return Warmup(
             requests=len(warm.records),
             errors=sum(x.status != "ok" for x in warm.records),
@@ -124,7 +136,18 @@ class Driver:
         wl = self.wl
         # The same prompts for every experiment at a given level and repetition.
         seed = wl.seed * 1_000_003 + concurrency * 1_009 + repetition
-        lv = self._run(concurrency, wl.requests_per_level, wl.duration_s, seed, True, stop_when)
+        stagger = self.stagger(concurrency)
+        lv = self._run(
+            concurrency,
+            wl.requests_per_level,
+            wl.duration_s,
+            seed,
+            True,
+            stop_when,
+            stagger_s=stagger.step_s if stagger else 0.0,
+        )
+        if self.request_measured != "warm-up":
+            self._measured(lv, f"C={concurrency} repetition {repetition + 1}")
         recs = lv.records
         for rec in recs:
             rec.concurrency, rec.repetition = concurrency, repetition
@@ -132,7 +155,7 @@ class Driver:
             if self.tokenizer is not None and counted:
                 rec.output_tokens = len(self.tokenizer.encode(rec.output_text))
                 rec.output_tokens_source = "tokenizer"
-        summary = summarize(recs, lv.duration_s, slo=wl.slo.model_dump(), trim=wl.trim)
+        summary = summarize(recs, lv.duration_s, slo=wl.slo.model_dump(), trim=wl.trims)
         summary.client = self._client(lv, summary.chunk_s)
         level = Level(
             concurrency=concurrency,
@@ -141,8 +164,44 @@ class Driver:
             window=Window(t0_monotonic=lv.t0_monotonic, duration_s=lv.duration_s),
             summary=summary,
             aborted=lv.aborted,
+            stagger=stagger,
         )
         return level, recs
+
+    # -- staggered starts ----------------------------------------------------------------
+
+    def _measured(self, run: LevelRun, where: str) -> None:
+        """Keep the median time of a run's successful requests, to stagger later levels by."""
+        times = sorted(r.end - r.start for r in run.records if r.status == "ok")
+        if times:
+            mid = len(times) // 2
+            median = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+            if median > 0:
+                self.request_s, self.request_measured = median, where
+
+    def stagger(self, concurrency: int) -> Stagger | None:
+        """How a closed-loop level's clients start: each one request time over C after the
+        one before (so the C clients' first requests are spread over about one request, as
+        they are in the steady state), within STAGGER_SHARE of a duration level. None for an
+        open loop (its arrival times say when requests go); a step of 0 when the workload
+        turns staggering off or no request time was measured yet."""
+        wl = self.wl
+        if wl.request_rate is not None:
+            return None
+        if not wl.stagger or self.request_s is None:
+            return Stagger(step_s=0.0)
+        step = self.request_s / concurrency
+        capped = False
+        if wl.duration_s is not None and concurrency > 1:
+            most = STAGGER_SHARE * wl.duration_s / (concurrency - 1)
+            capped = step > most
+            step = min(step, most)
+        return Stagger(
+            step_s=step,
+            request_s=self.request_s,
+            measured=self.request_measured,
+            capped=capped,
+        )
 
     def _client(self, lv: LevelRun, chunk_s: float | None) -> ClientLoad:
         """The client's own load: CPU used, and the share of its measured ceiling."""
