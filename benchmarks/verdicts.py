@@ -17,9 +17,8 @@ Three methods, on the same campaigns:
 
 - ``today``: what reportgen did before the noise model: each experiment on one server, the
   baseline too, Welch's t on each comparison's own repetitions;
-- ``pooled``: the noise model (``analysis.noise``): the baseline started twice (its
-  repetitions split over the two starts, as campaigns now do by default), the spread pooled
-  over the run;
+- ``pooled``: the noise model (``analysis.noise``), every experiment's repetitions split over
+  two server starts (``campaign.starts = 2``, the default), the spread pooled over the run;
 - ``adaptive``: pooled, with ``repetitions = { min = n, max = 8 }``: the levels still open get
   one more repetition each, on a fresh server (one start per round, so the spread between
   starts averages down too, and is measured on the experiment itself), and are looked at
@@ -29,8 +28,8 @@ A row prints, per true ratio, how often a level was called "better" or "worse" (
 call for 1.10 and 1.25 is better, for 0.90 and 0.75 worse; for 1.00 either is a false alarm),
 how often an identical configuration's decision over its three levels was "adopted" or
 "rejected" (a false alarm that changes the campaign), and the repetitions spent per
-experiment. The seed is fixed, so two runs print the same table. About a minute for the
-default grid on one core.
+experiment. The seed is fixed, so two runs print the same table. About half an hour for the
+default grid on one core (``--reps 2`` alone: about ten minutes).
 """
 
 from __future__ import annotations
@@ -63,7 +62,7 @@ NOISE = (0.02, 0.05)
 STARTS = (0.0, 0.03)
 MARGIN = 0.03
 MAX_REPS = 8
-BASELINE_STARTS = 2  # as campaign.baseline_starts
+SERVERS = 2  # as campaign.starts: servers each experiment's repetitions are split over
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ def simulate(
     source = Campaign(truth, rng)
     pooled = method != "today"
     base = _experiment("baseline", 0, 1.0)
-    starts = min(BASELINE_STARTS, reps) if pooled else 1
+    starts = min(max(SERVERS, 2), reps) if pooled else 1
     split = np.array_split(np.arange(reps), starts)
     base.sessions = [Session(index=i, config="baseline", log_file="") for i in range(starts)]
     for i, chunk in enumerate(split):
@@ -153,14 +152,19 @@ def simulate(
         want = list(LEVELS)
         session = 0
         while want:
-            speed = source.start()  # the first server, then one more for each round added
-            if session:
-                e.sessions.append(Session(index=session, config=e.id, log_file=""))
-            for c in want:
-                for _ in range(reps if done[c] == 0 else 1):
-                    e.levels.append(_level(c, done[c], session, source.value(ratio, c, speed)))
-                    done[c] += 1
-            session += 1
+            # the first round on SERVERS servers, then one more for each round added
+            first = [
+                len(x) for x in np.array_split(np.arange(reps), SERVERS if pooled else 1) if len(x)
+            ]
+            for count in first if session == 0 else [1]:
+                speed = source.start()
+                if session:
+                    e.sessions.append(Session(index=session, config=e.id, log_file=""))
+                for c in want:
+                    for _ in range(count):
+                        e.levels.append(_level(c, done[c], session, source.value(ratio, c, speed)))
+                        done[c] += 1
+                session += 1
             found = verdict.Comparer(run, e, pooled=pooled).objective(
                 verdict.Side("baseline", True, base.levels, "baseline")
             )

@@ -220,7 +220,9 @@ def _more_repetitions(
     sp, sc = noise_mod.side_of(p), noise_mod.side_of(c)
     between = noise.between_var or 0.0
     fixed = between * (_weight(sp, None) + _weight(sc, None, fresh_rounds))
-    if fixed > 0 and float(stats.norm.ppf(q)) * math.sqrt(fixed) >= gap:
+    # more repetitions on the servers as they are add no degrees of freedom to this part
+    fixed_q = special.stdtrit(noise.session_dof, q) if noise.session_dof else stats.norm.ppf(q)
+    if fixed > 0 and float(fixed_q) * math.sqrt(fixed) >= gap:
         return None, "starts"
     k = np.arange(max(sp.n, sc.n) + 1, MAX_REPS, dtype=float)
     a = est.within * 2 / k

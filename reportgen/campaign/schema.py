@@ -92,13 +92,14 @@ class CampaignInfo(_Model):
         "(parent, child, child, parent, ...; a fresh server each), and compare the pairs: drift "
         "of the host over time then cancels out. Doubles the servers started.",
     )
-    baseline_starts: int = Field(
+    starts: int = Field(
         2,
         ge=1,
         le=8,
-        description="Server starts the baseline's repetitions are split over (at most one "
-        "per repetition), so the run measures how much two starts of one configuration "
-        "differ, which repetitions on one server never show; 1 turns it off.",
+        description="Server starts every experiment's repetitions are split over (at most one "
+        "per repetition), so the run measures how much two starts of one configuration differ "
+        "(which repetitions on one server never show) and each experiment's own start weighs "
+        "less on its verdict. 1 starts each experiment once, the baseline still twice.",
     )
     random_weights: bool = Field(
         False,

@@ -91,7 +91,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             r,
             parent_r,
             interleave=c.model.campaign.interleave,
-            baseline_starts=c.model.campaign.baseline_starts,
+            starts=c.model.campaign.starts,
         )
         if len(launches) > 1:
             order = " ".join("P" if role == "control" else "E" for _, _, role in launches)

@@ -130,6 +130,7 @@ class Experiment:
     spec_log: str = ""
     paired: bool = False  # compared with interleaved runs of its parent, pair by pair
     servers: str = ""  # how many server launches, and how they were arranged
+    repetitions: str = ""  # adaptive repetitions: what each level got and why, what it saved
     probes: list[tuple[str, str, str]] = field(default_factory=list)  # prompt, expect, answer
     # achieved concurrency (mean requests in flight) at each objective level
     objective_achieved: list[str] = field(default_factory=list)

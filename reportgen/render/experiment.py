@@ -11,6 +11,7 @@ import math
 import shlex
 from collections.abc import Mapping, Sequence
 
+from reportgen.analysis import sequential
 from reportgen.campaign import is_throughput
 from reportgen.render import evidence
 from reportgen.render.content import Cell, Comparison, Experiment, FlagChange, LevelRow, Objective
@@ -153,6 +154,7 @@ def section(
         ],
         paired=bool(decision and decision.paired),
         servers=_servers(e.sessions),
+        repetitions=adaptive_note(e),
         spec=evidence.spec_rows(e, counters or {}),
         spec_log=evidence.spec_log(e),
         baseline_metrics=baseline_metrics,
@@ -330,3 +332,40 @@ def _level_notes(
         if goodput is not None:
             notes.append(f"C={c}: goodput {fmt_num(goodput)} req/s (requests meeting every SLO).")
     return notes
+
+
+def adaptive_note(e: model.Experiment) -> str:
+    """Adaptive repetitions in words: how many each level got and why, and the GPU time this
+    saved against ``max`` everywhere ("" for a fixed count)."""
+    low, high = sequential.bounds((e.workload or {}).get("repetitions", 1))
+    if high <= low or not e.looks:
+        return ""
+    got: dict[int, int] = {}
+    seconds: dict[int, list[float]] = {}
+    for lv in e.levels:
+        got[lv.concurrency] = got.get(lv.concurrency, 0) + 1
+        seconds.setdefault(lv.concurrency, []).append(lv.summary.duration_s)
+    parts = []
+    for c in sorted(got):
+        opened = [look.repetitions for look in e.looks if c in look.open]
+        if not opened:
+            why = f"no more needed after {low}"
+        elif got[c] >= high and c in e.looks[-1].open:
+            why = f"still open at the maximum ({high})"
+        else:
+            why = f"open after {', '.join(map(str, opened))}, decided at {got[c]}"
+        parts.append(f"C={c}: {got[c]} ({why})")
+    saved_runs = sum(max(0, high - n) for n in got.values())
+    level_s = sum(max(0, high - got[c]) * (sum(v) / len(v)) for c, v in seconds.items() if v)
+    rounds = max(0, len(e.looks) - 1)
+    starts = [x.ready_s or 0.0 for x in e.sessions if x.role == "experiment"]
+    start_s = (high - low - rounds) * (sum(starts) / len(starts) if starts else 0.0)
+    total = level_s + start_s
+    minutes = f"{total / 60:.1f} GPU minutes" if total >= 60 else f"{total:.0f} GPU seconds"
+    return (
+        f"{low} to {high}, adaptive: "
+        + "; ".join(parts)
+        + f". Against {high} everywhere this saved {saved_runs} level run(s) and "
+        f"{high - low - rounds} server start(s), about {minutes} at this "
+        "experiment's pace (levels, then starts to ready)."
+    )

@@ -188,7 +188,7 @@ def methods(
     margin: float | None,
     objective_label: str,
     interleave: bool = False,
-    baseline_starts: int = 1,
+    starts: int = 1,
     measured: str = "",
     ci_level: str = "95%",
 ) -> dict[str, Any]:
@@ -260,12 +260,13 @@ def methods(
         )
     elif wl.get("fresh_server"):
         load.append("A fresh server was started and warmed up for every repetition.")
-    if baseline_starts > 1 and low >= 2 and not wl.get("fresh_server"):
+    if starts > 1 and low >= 2 and not wl.get("fresh_server") and not interleave:
         load.append(
-            f"The baseline's repetitions were split over {min(baseline_starts, low)} server "
-            "starts, so the run measures how much two starts of one configuration differ "
+            f"Each experiment's repetitions were split over {min(starts, low)} server starts "
+            "(in order: the first repetitions of every level on one server, the rest on the "
+            "next), so the run measures how much two starts of one configuration differ "
             "(memory placement, clocks, compiled-kernel caches), which repetitions on one "
-            "server never show."
+            "server never show, and no verdict rests on one start."
         )
     load.append(_trim(wl))
     slo = {k: v for k, v in (wl.get("slo") or {}).items() if v is not None}

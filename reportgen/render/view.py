@@ -81,7 +81,7 @@ def build(run: Run) -> Report:
             run.margin,
             objective.label,
             interleave=bool(run.info.get("interleave")),
-            baseline_starts=int(run.info.get("baseline_starts") or 1),
+            starts=int(run.info.get("starts") or 1),
             measured=text.noise_line([e.decision for e in run.experiments]),
             ci_level=_ci_level(run),
         ),

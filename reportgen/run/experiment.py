@@ -42,7 +42,7 @@ def run_experiment(
         Launch(r, cfg, reps, role, i)
         for i, (cfg, reps, role) in enumerate(
             server_sessions(
-                r, parent, interleave=interleave, baseline_starts=ctx.m.campaign.baseline_starts
+                r, parent, interleave=interleave, starts=ctx.m.campaign.starts
             )
         )
     ]
@@ -111,8 +111,8 @@ def _rounds(
     parent's beside it when interleaved). A level once decided stays so; each look is
     recorded in ``entry.looks``."""
     low, high = repetitions_range(r.workload.repetitions)
-    if high <= low:
-        return
+    if high <= low or parent is None:
+        return  # a fixed count, or the baseline: nothing to tell it from
     still: list[int] | None = None
     for done in range(low, high + 1):
         found = open_levels()

@@ -66,14 +66,15 @@ def describe(campaign: Campaign, r: Resolved, entry: Experiment) -> None:
 
 
 def server_sessions(
-    r: Resolved, parent: Resolved | None, *, interleave: bool, baseline_starts: int = 1
+    r: Resolved, parent: Resolved | None, *, interleave: bool, starts: int = 1
 ) -> list[Launch]:
     """Server launches for one experiment: (configuration, repetitions, role). One for all
     repetitions (the first ``min`` of adaptive ones); one per repetition with
     ``workload.fresh_server``; with ``interleave``, the parent's configuration ("control")
     and the experiment's alternate, parent first then child first (P C C P P C ...), so a
-    linear drift of the host weighs on both alike. The baseline (no parent) splits its
-    repetitions over ``baseline_starts`` launches, in order, at most one per repetition."""
+    linear drift of the host weighs on both alike. Otherwise the repetitions are split over
+    ``starts`` launches (the baseline's, with no parent, over at least two), in order, at most
+    one per repetition."""
     reps = list(range(repetitions_range(r.workload.repetitions)[0]))
     if interleave and parent is not None:
         out: list[Launch] = []
@@ -82,7 +83,7 @@ def server_sessions(
         return out
     if r.workload.fresh_server:
         return [(r, [k], "experiment") for k in reps]
-    starts = min(baseline_starts, len(reps)) if parent is None else 1
+    starts = min(max(starts, 2) if parent is None else starts, len(reps))
     if starts > 1:
         size, extra = divmod(len(reps), starts)
         out, first = [], 0

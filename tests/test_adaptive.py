@@ -1,0 +1,127 @@
+"""Adaptive repetitions and split server starts, end to end against the simulator.
+
+A campaign with ``repetitions = { min = 2, max = 4 }``: every experiment's first two
+repetitions on two server starts; levels still undecided get one more repetition per round,
+each round on a fresh server running only those levels; the looks are recorded, the report says
+what each level got, and ``verify`` recomputes every decision.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reportgen import campaign
+from reportgen.run import plan
+from tests.conftest import free_port, reportgen_main
+
+CAMPAIGN = """
+[campaign]
+name = "adaptive"
+title = "adaptive repetitions"
+objective = {{ metric = "output_tok_s" }}
+
+[server]
+engine = "sim"
+args = {{ port = {port}, itl-ms = 2.0, ttft-ms = 4.0, jitter = 0.3 }}
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 16
+input_tokens = 8
+output_tokens = 8
+warmup_requests = 2
+repetitions = {{ min = 2, max = 4 }}
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+
+[[experiment]]
+id = "seeded"
+why = "another noise seed: the same speed"
+args = {{ seed = 5 }}
+
+[[experiment]]
+id = "faster"
+why = "half the inter-token latency"
+args = {{ itl-ms = 1.0, ttft-ms = 2.0 }}
+"""
+
+
+@pytest.mark.slow
+def test_adaptive_rounds_run_only_open_levels_on_fresh_servers_and_verify(
+    tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(CAMPAIGN.format(port=free_port()))
+    out = tmp_path / "out"
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next((out / "adaptive").iterdir())
+    data = json.loads((run_dir / "results.json").read_text())
+    exps = {e["id"]: e for e in data["experiments"]}
+
+    for e in exps.values():  # the first two repetitions on two servers, one each
+        first = [s for s in e["sessions"] if s["repetitions"] in ([0], [1])]
+        assert [s["repetitions"] for s in first[:2]] == [[0], [1]]
+    assert exps["baseline"]["looks"] == []  # nothing to tell the baseline from
+
+    for exp_id in ("seeded", "faster"):
+        e = exps[exp_id]
+        looks = e["looks"]
+        assert looks and looks[0]["repetitions"] == 2
+        # each round after a look ran, on a server of its own, exactly the levels left open
+        for look, later in zip(looks, looks[1:], strict=False):
+            ran = {
+                lv["concurrency"] for lv in e["levels"] if lv["repetition"] == look["repetitions"]
+            }
+            assert ran == set(look["open"])
+            assert set(later["open"]) <= set(look["open"])  # a decided level stays decided
+        counts = {c: sum(lv["concurrency"] == c for lv in e["levels"]) for c in (1, 4)}
+        assert all(2 <= n <= 4 for n in counts.values())
+        assert len(e["sessions"]) == 2 + (len(looks) - 1)
+        assert e["decision"]["method"] == "pooled"
+
+    # twice as fast is told apart at the first look, at the per-look level
+    faster = exps["faster"]["decision"]
+    assert faster["verdict"] == "adopted"
+    assert all(c["confidence"] > 0.95 for c in faster["vs_parent"])
+    page = (run_dir / "report.html").read_text()
+    assert "2 to 4, adaptive: C=1:" in page and "this saved" in page
+
+    check = reportgen_main("verify", run_dir / "report.html")
+    assert check.returncode == 0, check.stdout
+
+
+def test_repetitions_are_split_over_server_starts_and_the_baseline_always_over_two(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.toml"
+
+    def launches(starts: int, reps: str) -> list[list[list[int]]]:
+        text = CAMPAIGN.format(port=18000).replace(
+            "repetitions = { min = 2, max = 4 }", f"repetitions = {reps}"
+        )
+        path.write_text(
+            text.replace('title = "adaptive repetitions"', f'title = "t"\nstarts = {starts}')
+        )
+        c = campaign.load(path)
+        steps = plan.plan(c)
+        by_id = {r.id: r for r in steps}
+        return [
+            [
+                reps
+                for _, reps, _ in plan.server_sessions(
+                    r, by_id.get(r.parent or ""), interleave=False, starts=starts
+                )
+            ]
+            for r in steps
+        ]
+
+    assert launches(2, "3") == [[[0, 1], [2]]] * 3
+    assert launches(1, "3") == [[[0, 1], [2]], [[0, 1, 2]], [[0, 1, 2]]]
+    assert launches(2, "{ min = 2, max = 6 }") == [[[0], [1]]] * 3  # min, then rounds
+    assert launches(2, "1") == [[[0]]] * 3

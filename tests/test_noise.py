@@ -1,0 +1,175 @@
+"""The run's noise model and the verdicts it gives at two or three repetitions.
+
+Hand-made runs whose answer is known: the H200's seven-fold CUDA-graph speed-up, identical
+configurations started separately, a 25% loss; and Pocock's boundary against its published
+value.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from reportgen.analysis import noise, sequential, verdict
+from reportgen.results.model import (
+    CampaignFile,
+    Decision,
+    EngineRecord,
+    Experiment,
+    Level,
+    Run,
+    Session,
+    Summary,
+)
+
+LEVELS = (1, 16, 64)
+
+
+def _exp(exp_id: str, runs: dict[int, list[list[float]]], *, command: str = "") -> Experiment:
+    """An experiment whose levels ran on the given servers: ``{C: [[server 1's values],
+    [server 2's]]}``."""
+    e = Experiment(
+        id=exp_id,
+        status="ok",
+        parent=None,
+        command=["serve", command or exp_id],
+        workload={"repetitions": 3},
+    )
+    servers = max(len(v) for v in runs.values())
+    e.sessions = [Session(index=i, config=exp_id, log_file="") for i in range(servers)]
+    for c, per_server in runs.items():
+        rep = 0
+        for s, values in enumerate(per_server):
+            for value in values:
+                e.levels.append(
+                    Level(
+                        concurrency=c,
+                        repetition=rep,
+                        session=s,
+                        summary=Summary(requests=10, ok=10, output_tok_s=value),
+                    )
+                )
+                rep += 1
+    return e
+
+
+def _run(*experiments: Experiment) -> Run:
+    base = experiments[0]
+    base.decision = Decision(verdict="baseline", explanation="")
+    for e in experiments[1:]:
+        e.parent = base.id
+    return Run(
+        reportgen_version="test",
+        run_id="test",
+        started_at="",
+        campaign={"campaign": {"margin": 0.03, "objective": {"metric": "output_tok_s"}}},
+        campaign_file=CampaignFile(path="c.toml", sha256=""),
+        engine=EngineRecord(name="sim"),
+        experiments=list(experiments),
+    )
+
+
+def _decide(run: Run) -> list[Decision]:
+    out = []
+    for e in run.experiments[1:]:
+        e.decision = verdict.decide_experiment(run, e, {})
+        out.append(e.decision)
+    return out
+
+
+def test_seven_fold_with_every_run_on_its_side_is_faster_with_an_interval_excluding_1() -> None:
+    # vLLM on the H200 at C=1: its defaults (CUDA graphs) 619 and 634 output tok/s, eager mode
+    # 60 and 88. Welch on two runs a side said 8.63x (95% CI 0.75-99.46). The baseline now
+    # runs its two repetitions on two server starts.
+    graphs = _exp("graphs", {c: [[619 * c**0.5], [634 * c**0.5]] for c in LEVELS})
+    eager = _exp("eager", {c: [[60 * c**0.5, 88 * c**0.5]] for c in LEVELS})
+    (d,) = _decide(_run(graphs, eager))
+    assert d.method == "pooled" and d.verdict == "rejected"
+    for c in d.vs_parent:
+        assert c.verdict == "worse" and c.ci_high is not None and c.ci_high < 1
+        assert 1 / 11 < c.ratio < 1 / 7  # geometric means: sqrt(60 x 88) / sqrt(619 x 634)
+        assert c.ci_low is not None and c.ci_low > 1 / 30  # not 1/99
+
+
+def test_a_25_percent_loss_at_three_repetitions_is_slower() -> None:
+    rng = np.random.default_rng(7)
+
+    def runs(scale: float, servers: int) -> dict[int, list[list[float]]]:
+        sizes = [2, 1] if servers == 2 else [3]
+        return {
+            c: [list(100 * c * scale * np.exp(rng.normal(0, 0.02, k))) for k in sizes]
+            for c in LEVELS
+        }
+
+    base = _exp("base", runs(1.0, 2))
+    worse = _exp("worse", runs(0.75, 1))
+    (d,) = _decide(_run(base, worse))
+    assert d.verdict == "rejected"
+    assert all(c.verdict == "worse" for c in d.vs_parent)
+
+
+def test_identical_configurations_started_separately_are_not_called_different() -> None:
+    # Each server start runs 4% slower or faster than another (clocks, memory placement),
+    # while its repetitions agree within 1%: judged by its repetitions alone, two starts of one
+    # configuration would look different. 300 such campaigns, seeded.
+    rng = np.random.default_rng(0)
+    alarms = total = 0
+    for _ in range(300):
+
+        def start(k: int) -> list[list[float]]:
+            speed = math.exp(rng.normal(0, 0.04))
+            return [list(100 * speed * np.exp(rng.normal(0, 0.01, k)))]
+
+        base = _exp("base", {c: start(2) + start(1) for c in LEVELS})
+        same = _exp("same", {c: start(3) for c in LEVELS})
+        (d,) = _decide(_run(base, same))
+        alarms += sum(c.verdict in ("better", "worse") for c in d.vs_parent)
+        total += len(d.vs_parent)
+    assert alarms / total <= 0.05
+
+
+def test_the_spread_between_starts_is_measured_and_named_when_it_decides_nothing() -> None:
+    base = _exp("base", {c: [[100, 101], [112, 113]] for c in LEVELS})  # starts 11% apart
+    child = _exp("child", {c: [[106, 107]] for c in LEVELS})
+    (d,) = _decide(_run(base, child))
+    assert d.noise is not None and d.noise["between_sd"] > 0.05
+    assert d.verdict == "inconclusive"
+    assert all(c.limit == "starts" and c.reps_needed is None for c in d.vs_parent)
+    assert "fresh_server" in d.explanation and "interleave" in d.explanation
+
+
+def test_repetitions_to_decide_are_more_than_were_run() -> None:
+    base = _exp("base", {c: [[100, 104], [102]] for c in LEVELS})
+    child = _exp("child", {c: [[105, 109, 101]] for c in LEVELS})
+    (d,) = _decide(_run(base, child))
+    for c in d.vs_parent:
+        if c.verdict == "inconclusive" and c.reps_needed is not None:
+            assert c.reps_needed > 3
+
+
+def test_an_identical_copy_counts_as_a_second_start_of_its_configuration() -> None:
+    base = _exp("base", {c: [[100, 101, 99]] for c in LEVELS}, command="same")
+    again = _exp("again", {c: [[104, 105, 103]] for c in LEVELS}, command="same")
+    runs = noise.level_runs([base, again], "output_tok_s")
+    model = noise.estimate(runs)
+    assert model.between_cells == len(LEVELS) and model.between_dof == 1
+
+
+def test_old_decisions_are_recomputed_the_way_they_were_taken() -> None:
+    base = _exp("base", {c: [[100, 101, 99]] for c in LEVELS})
+    child = _exp("child", {c: [[130, 131, 129]] for c in LEVELS})
+    run = _run(base, child)
+    old = verdict.decide_experiment(run, child, {}, method=None)
+    assert old.method is None and all(c.method is None for c in old.vs_parent)
+    assert all(c.dof is None for c in old.vs_parent)  # Welch's own, not recorded then
+
+
+def test_pocock_boundary_matches_its_published_value_and_a_fixed_count_is_95() -> None:
+    # Pocock (1977): two equally spaced looks at overall 5% test each at nominal 2.94%.
+    assert sequential.pocock_confidence((1, 2)) == pytest.approx(1 - 0.0294, abs=0.0015)
+    # five looks: nominal 1.58%
+    assert sequential.pocock_confidence((1, 2, 3, 4, 5)) == pytest.approx(1 - 0.0158, abs=0.0015)
+    assert sequential.confidence_for(3) == 0.95
+    assert sequential.confidence_for({"min": 2, "max": 8}) > 0.98
