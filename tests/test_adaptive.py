@@ -125,3 +125,69 @@ def test_repetitions_are_split_over_server_starts_and_the_baseline_always_over_t
     assert launches(1, "3") == [[[0, 1], [2]], [[0, 1, 2]], [[0, 1, 2]]]
     assert launches(2, "{ min = 2, max = 6 }") == [[[0], [1]]] * 3  # min, then rounds
     assert launches(2, "1") == [[[0]]] * 3
+
+
+CONFIRM = """
+[campaign]
+name = "confirm"
+title = "confirmation and leave-one-out"
+objective = {{ metric = "output_tok_s" }}
+confirm = true
+
+[server]
+engine = "sim"
+args = {{ port = {port}, itl-ms = 4.0, ttft-ms = 8.0, jitter = 0.1 }}
+
+[workload]
+concurrency = [4]
+requests_per_level = 16
+input_tokens = 8
+output_tokens = 8
+warmup_requests = 2
+repetitions = 2
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+
+[[experiment]]
+id = "fast-decode"
+why = "half the inter-token latency"
+args = {{ itl-ms = 2.0 }}
+
+[[experiment]]
+id = "fast-prefill"
+why = "a quarter of the time to first token, on top"
+based_on = "best"
+args = {{ ttft-ms = 2.0 }}
+"""
+
+
+@pytest.mark.slow
+def test_confirm_runs_the_best_again_and_each_adopted_change_left_out(
+    tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(CONFIRM.format(port=free_port()))
+    out = tmp_path / "out"
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next((out / "confirm").iterdir())
+    data = json.loads((run_dir / "results.json").read_text())
+    exps = {e["id"]: e for e in data["experiments"]}
+    assert data["best"] == "fast-prefill"  # confirmations never change the best
+    again = exps["confirm-best"]
+    assert again["role"] == "confirm" and again["parent"] == "fast-prefill"
+    assert again["args"] == exps["fast-prefill"]["args"]
+    without = exps["without-fast-decode"]
+    assert without["role"] == "leave-one-out" and without["leaves_out"] == "fast-decode"
+    assert without["parent"] == "confirm-best"
+    assert without["args"]["itl-ms"] == 4.0 and without["args"]["ttft-ms"] == 2.0
+    # halving the inter-token latency still pays with the faster prefill in
+    assert without["decision"]["verdict"] == "rejected"
+    assert "fast-decode still pays in the final configuration" in without["decision"]["explanation"]
+    assert exps["without-fast-prefill"]["args"]["ttft-ms"] == 8.0
+    page = (run_dir / "report.html").read_text()
+    assert "Confirmation:" in page and "fast-decode still pays" in page
+    check = reportgen_main("verify", run_dir / "report.html")
+    assert check.returncode == 0, check.stdout

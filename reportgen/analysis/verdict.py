@@ -109,7 +109,7 @@ def decide_experiment(
             between_sd=noise.between_sd if noise else None,
             legacy=not compare.pooled,
         )
-        why = decide.what_changed(parent_id, entry.flag_diff) + why
+        why = decide.what_changed(parent_id, entry.flag_diff) + why + meaning(entry, verdict)
         if paired:
             why += (
                 f" Compared pair by pair with {parent_id}'s configuration run "
@@ -265,8 +265,8 @@ def best_after(run: Run, entry: Experiment) -> str | None:
     """Which experiment is best once ``entry`` is decided: the baseline to begin with, then
     an adopted experiment whose score beats the best so far."""
     decision = entry.decision
-    if decision is None:
-        return run.best
+    if decision is None or entry.role != "experiment":
+        return run.best  # confirmations and leave-one-out runs never change the best
     if decision.verdict == "baseline":
         return entry.id
     if decision.verdict != "adopted":
@@ -275,3 +275,26 @@ def best_after(run: Run, entry: Experiment) -> str | None:
     if current is None or score(run, entry) > score(run, current):
         return entry.id
     return run.best
+
+
+def meaning(entry: Experiment, verdict: str) -> str:
+    """What a leave-one-out or confirmation verdict says, in a sentence ("" otherwise)."""
+    if entry.role == "confirm":
+        return {
+            "equivalent": " The best configuration's first run holds up when measured again.",
+            "inconclusive": " Measured again, it cannot be told from its first run.",
+        }.get(
+            verdict,
+            " Measured again, it differs from its first run: the first run's numbers were "
+            "lucky or the host drifted, so read its gain with care.",
+        )
+    if entry.role != "leave-one-out" or not entry.leaves_out:
+        return ""
+    x = entry.leaves_out
+    return {
+        "rejected": f" Worse without it: {x} still pays in the final configuration.",
+        "equivalent": f" No difference without it: {x} no longer pays once the others are in "
+        "(the configuration without it is simpler).",
+        "adopted": f" Better without it: {x} now hurts the final configuration.",
+        "inconclusive": f" Whether {x} still pays cannot be told from these runs.",
+    }.get(verdict, "")

@@ -86,6 +86,12 @@ class CampaignInfo(_Model):
         description="Largest coefficient of variation of output tok/s across a level's "
         "repetitions before the repetition-spread check warns.",
     )
+    confirm: bool = Field(
+        False,
+        description="End the campaign by running the best configuration again and, for each "
+        "change adopted on its way, the best configuration without that change (leave-one-out): "
+        "the report says whether each adopted change still pays once the others are in.",
+    )
     interleave: bool = Field(
         False,
         description="Alternate each experiment's repetitions with fresh runs of its parent "

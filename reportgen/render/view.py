@@ -64,7 +64,7 @@ def build(run: Run) -> Report:
     return Report(
         header=_header(run),
         objective=objective,
-        summary=_summary_sentence(run, objective),
+        summary=_summary_sentence(run, objective) + _confirmation(run),
         experiments=views,
         ok_experiments=[v for v in views if v.status == "ok"],
         assumptions=_assumptions(views),
@@ -244,7 +244,7 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
             f"({baseline.status}), so nothing could be compared with it."
         )
     if not best or best == baseline.id:
-        tried = len(run.experiments) - 1
+        tried = sum(e.role == "experiment" for e in run.experiments) - 1
         tail = "none was tried beyond it." if not tried else f"{tried} tried, none adopted over it."
         return (
             f"No experiment beat the baseline ({baseline.id}) on {objective.label}"
@@ -276,6 +276,30 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
         f"{best} is the best configuration adopted; against the baseline it measured {joined}: "
         "only a level marked better is beyond the margin at that confidence."
     )
+
+
+def _confirmation(run: Run) -> str:
+    """The confirmation runs of ``campaign.confirm``, in a sentence ("" without them)."""
+    parts = []
+    for e in run.experiments:
+        d = e.decision
+        if e.role == "experiment" or d is None:
+            continue
+        first = next(iter(d.vs_parent), None)
+        ratio = f" ({fmt_ratio(first.ratio)} at C={first.concurrency})" if first else ""
+        if e.role == "confirm":
+            parts.append(f"run again, the best configuration measured {d.verdict}{ratio}")
+        elif d.verdict == "rejected":
+            parts.append(f"{e.leaves_out} still pays (without it: worse{ratio})")
+        elif d.verdict == "equivalent":
+            parts.append(f"{e.leaves_out} no longer pays (without it: equivalent{ratio})")
+        elif d.verdict == "adopted":
+            parts.append(f"{e.leaves_out} now hurts (without it: better{ratio})")
+        elif d.verdict == "failed":
+            parts.append(f"{e.id} failed")
+        else:
+            parts.append(f"whether {e.leaves_out} still pays cannot be told{ratio}")
+    return (" Confirmation: " + "; ".join(parts) + ".") if parts else ""
 
 
 def _ci_level(run: Run) -> str:

@@ -365,6 +365,10 @@ class Experiment(_Model):
     why: str = ""
     expect: str | None = None
     based_on: str | None = None
+    # "experiment" (the campaign file's), or the end of a campaign with ``confirm``: "confirm"
+    # (the best configuration run again) and "leave-one-out" (it without ``leaves_out``'s change)
+    role: Literal["experiment", "confirm", "leave-one-out"] = "experiment"
+    leaves_out: str | None = None
     status: Status = "pending"
     reason: str | None = None
     levels: list[Level] = Field(default_factory=list)

@@ -41,9 +41,7 @@ def run_experiment(
     launches = [
         Launch(r, cfg, reps, role, i)
         for i, (cfg, reps, role) in enumerate(
-            server_sessions(
-                r, parent, interleave=interleave, starts=ctx.m.campaign.starts
-            )
+            server_sessions(r, parent, interleave=interleave, starts=ctx.m.campaign.starts)
         )
     ]
     entry.sessions = []

@@ -22,7 +22,7 @@ from reportgen.load.records import RequestRecord
 from reportgen.observe import fingerprint, gpu
 from reportgen.redact import redact_text
 from reportgen.results.model import EngineRecord, Experiment, Run, RunStatus
-from reportgen.run import calibrate, interrupt
+from reportgen.run import calibrate, confirm, interrupt
 from reportgen.run.experiment import check, run_experiment
 from reportgen.run.plan import (
     campaign_secrets,
@@ -99,23 +99,9 @@ class Runner:
                     continue
                 pid = parent_id(exp, i, exps[0].id, run.best or exps[0].id)
                 r = resolve(self.m, exp, self.resolved[pid] if pid else None)
-                self.resolved[exp.id] = r
-                self.progress.experiment_start(i, len(exps), exp.id)
-                describe(self.campaign, r, entry)
-                entry.status = "running"
-                self._save()  # a crash from here on still shows which experiment was running
-                parent = self.resolved.get(r.parent) if r.parent else None
-                rows = run_experiment(
-                    self.ctx, r, parent, entry, self._save, partial(verdict.open_levels, run, entry)
-                )
-                check(self.ctx, run, entry, r, rows[entry.table])
-                self._decide(run, entry, rows)
-                self._save()
-                interrupt.check()  # a signal whose exception a finaliser dropped
-                note = entry.reason or (entry.decision.verdict if entry.decision else "")
-                sent = sum(lv.summary.requests for lv in entry.all_levels())
-                skipped = max(0, planned_requests(self.campaign, r) - sent)
-                self.progress.experiment_end(exp.id, entry.status, note, skipped)
+                self._one(run, i, len(exps), entry, r)
+            if self.m.campaign.confirm:
+                self._confirm(run)
             interrupt.check()
         except KeyboardInterrupt:
             self._finish("incomplete", "interrupted by the user (Ctrl-C or SIGTERM)")
@@ -126,6 +112,41 @@ class Runner:
         return run
 
     # -- steps -----------------------------------------------------------------------------
+
+    def _one(self, run: Run, i: int, count: int, entry: Experiment, r: Resolved) -> None:
+        """Run one experiment into ``entry``: its sessions, checks and verdict, saved."""
+        self.resolved[r.id] = r
+        self.progress.experiment_start(i, count, r.id)
+        describe(self.campaign, r, entry)
+        entry.status = "running"
+        self._save()  # a crash from here on still shows which experiment was running
+        parent = self.resolved.get(r.parent) if r.parent else None
+        rows = run_experiment(
+            self.ctx, r, parent, entry, self._save, partial(verdict.open_levels, run, entry)
+        )
+        check(self.ctx, run, entry, r, rows[entry.table])
+        self._decide(run, entry, rows)
+        self._save()
+        interrupt.check()  # a signal whose exception a finaliser dropped
+        note = entry.reason or (entry.decision.verdict if entry.decision else "")
+        sent = sum(lv.summary.requests for lv in entry.all_levels())
+        skipped = max(0, planned_requests(self.campaign, r) - sent)
+        self.progress.experiment_end(r.id, entry.status, note, skipped)
+
+    def _confirm(self, run: Run) -> None:
+        """``campaign.confirm``: the best configuration again, then without each change
+        adopted on its way (``confirm``); kept where a resumed run finished them."""
+        steps = confirm.plan(run, self.resolved)
+        total = len(self.campaign.experiments) + len(steps)
+        for k, (fresh, r) in enumerate(steps):
+            done = run.experiment(r.id)
+            if done is not None and done.finished:
+                self.resolved[r.id] = r
+                continue
+            if done is not None:
+                run.experiments.remove(done)
+            run.experiments.append(fresh)
+            self._one(run, len(self.campaign.experiments) + k, total, fresh, r)
 
     def _start(self, environment: dict[str, object]) -> Run:
         try:

@@ -1,0 +1,118 @@
+"""The end of a campaign with ``campaign.confirm``: is the best configuration's gain real, and
+does every change adopted on its way still pay once the others are in? (What each verdict
+then means: ``analysis.verdict.meaning``.)
+
+Experiments interact: a change adopted early may stop helping once a later one is in. So after
+the campaign's own experiments come:
+
+- ``confirm-best``: the best configuration run again (role "confirm"), compared with its first
+  run (an A/A comparison: a difference means the first run was lucky or the host drifted) and
+  with the baseline;
+- ``without-<id>`` for each change adopted on the best configuration's way from the baseline
+  (role "leave-one-out"): the best configuration with that change's flags and environment set
+  back to what they were before it, compared with ``confirm-best``, run next to it in time.
+  Worse without it: the change still pays. Equivalent: it no longer does (the simpler
+  configuration would do). Better without it: it now hurts.
+
+A change whose flags a later adopted change set again (so removing it would undo the later
+one) has no leave-one-out run, and the report says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from reportgen.campaign import Resolved
+from reportgen.campaign.resolve import FlagChange
+from reportgen.results.model import Experiment, Run
+
+CONFIRM_ID = "confirm-best"
+
+
+def adopted_path(run: Run) -> list[Experiment]:
+    """The adopted experiments on the best configuration's way from the baseline, in order."""
+    chain: list[Experiment] = []
+    current = run.experiment(run.best)
+    while current is not None and current.parent is not None:
+        if current.decision is not None and current.decision.verdict == "adopted":
+            chain.append(current)
+        current = run.experiment(current.parent)
+    return chain[::-1]
+
+
+def plan(run: Run, resolved: dict[str, Resolved]) -> list[tuple[Experiment, Resolved]]:
+    """The confirmation runs to make (entry, configuration), after the campaign's own; none
+    when the best configuration is the baseline."""
+    best = run.experiment(run.best)
+    if best is None or run.baseline is None or best.id == run.baseline.id:
+        return []
+    best_r = resolved[best.id]
+    out: list[tuple[Experiment, Resolved]] = []
+    confirm_r = dataclasses.replace(
+        best_r,
+        id=CONFIRM_ID,
+        why=f"The best configuration ({best.id}) run again at the end: does its gain hold when "
+        "measured again, next to the leave-one-out runs?",
+        expect=f"Equivalent to {best.id}'s first run.",
+        based_on=best.id,
+        parent=best.id,
+        flag_diff=[],
+    )
+    out.append((_entry(confirm_r, "confirm", None), confirm_r))
+    for step in adopted_path(run):
+        before = resolved.get(step.parent or "")
+        mine = resolved.get(step.id)
+        if before is None or mine is None:
+            continue
+        args, env = dict(best_r.args), dict(best_r.env)
+        changed = False
+        for key in set(mine.args) | set(before.args):
+            if mine.args.get(key) == before.args.get(key):
+                continue
+            if best_r.args.get(key) != mine.args.get(key):
+                continue  # a later adopted change set it again
+            changed = True
+            if key in before.args:
+                args[key] = before.args[key]
+            else:
+                args.pop(key, None)
+        for key in set(mine.env) | set(before.env):
+            if mine.env.get(key) != before.env.get(key) and best_r.env.get(key) == mine.env.get(
+                key
+            ):
+                changed = True
+                if key in before.env:
+                    env[key] = before.env[key]
+                else:
+                    env.pop(key, None)
+        if not changed:
+            continue
+        out_r = dataclasses.replace(
+            best_r,
+            id=f"without-{step.id}",
+            why=f"The best configuration without {step.id}'s change: does {step.id} still pay "
+            "once everything else is in?",
+            expect=f"Worse than {CONFIRM_ID}, if {step.id} still pays.",
+            based_on=CONFIRM_ID,
+            parent=CONFIRM_ID,
+            args=args,
+            env=env,
+            flag_diff=[
+                FlagChange(k, best_r.args.get(k), args.get(k))
+                for k in sorted(set(best_r.args) | set(args))
+                if best_r.args.get(k) != args.get(k)
+            ],
+        )
+        out.append((_entry(out_r, "leave-one-out", step.id), out_r))
+    return out
+
+
+def _entry(r: Resolved, role: str, leaves_out: str | None) -> Experiment:
+    return Experiment(
+        id=r.id,
+        why=r.why,
+        expect=r.expect,
+        based_on=r.based_on,
+        role=role,  # type: ignore[arg-type]
+        leaves_out=leaves_out,
+    )
