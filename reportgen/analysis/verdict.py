@@ -25,7 +25,7 @@ better).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from reportgen.analysis import decide, sequential
@@ -65,6 +65,7 @@ def sides(run: Run, entry: Experiment) -> tuple[Side | None, Side | None]:
     return parent_side, base_side
 
 
+FALSE_ALARM = 0.05  # the chance an experiment no different from its parent is adopted or rejected
 CURRENT = "pooled"  # how decisions are taken now (``Decision.method``; None: "welch")
 
 
@@ -171,7 +172,9 @@ class Comparer:
         index = next(i for i, e in enumerate(run.experiments) if e.id == entry.id)
         self.known = run.experiments[: index + 1]  # what the run knew when deciding it
         reps = (entry.workload or {}).get("repetitions", 1)
-        self.confidence = sequential.confidence_for(reps)
+        # one verdict over several objective levels: their intervals share its 5% (Bonferroni)
+        levels = run.objective_levels or sorted({lv.concurrency for lv in entry.levels})
+        self.confidence = sequential.confidence_for(reps, 1 - FALSE_ALARM / max(1, len(levels)))
         low, high = sequential.bounds(reps)
         self.fresh_rounds = high > low  # adaptive: each repetition added starts a server
         self._noise: dict[str, Noise] = {}
@@ -246,6 +249,25 @@ def every_metric(
             done[key] = found
         out[name] = done[key]
     return out
+
+
+def redecide(run: Run, rows_of: Callable[[str], Sequence[RequestRecord]]) -> dict[str, str]:
+    """Every decision of ``run`` taken again, in order, by the current method, and the best
+    configuration chosen again; ``rows_of(table)`` reads a request table. Returns what the
+    verdicts were before (experiment id -> verdict)."""
+    before: dict[str, str] = {}
+    run.best = None
+    for e in run.experiments:
+        if e.decision is None:
+            continue  # not decided: pending, running or interrupted
+        before[e.id] = e.decision.verdict
+        tables = {e.table: rows_of(e.table)}
+        for side in sides(run, e):
+            if side is not None and side.table not in tables:
+                tables[side.table] = rows_of(side.table)
+        e.decision = decide_experiment(run, e, tables)
+        run.best = best_after(run, e)
+    return before
 
 
 def score(run: Run, entry: Experiment) -> float:

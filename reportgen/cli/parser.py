@@ -90,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rd.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     rd.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+    rd.add_argument(
+        "--redecide",
+        action="store_true",
+        help="take every decision again with this reportgen's statistics (the run's noise "
+        "model) and save them, recording what they were; for runs decided by an earlier one",
+    )
 
     vf = sub.add_parser(
         "verify",

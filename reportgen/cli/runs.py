@@ -157,9 +157,38 @@ def _summary_table(out: Console, data: Run) -> None:
 
 
 def cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
+    if args.redecide:
+        _redecide(args.run_dir, out)
     for p in _render_paths(args.run_dir, pdf=not args.no_pdf):
         out.print(f"report: {p}", markup=False)
     return EXIT_OK
+
+
+def _redecide(run_dir: Path, out: Console) -> None:
+    """``render --redecide``: the decisions taken again by this reportgen's method, saved,
+    with what they were (``Run.redecided``)."""
+    from reportgen import __version__
+    from reportgen import results as store
+    from reportgen.analysis import verdict
+    from reportgen.run.resume import utc_now
+
+    run = store.load(run_dir)
+    best = run.best
+    before = verdict.redecide(run, lambda table: store.read_requests(run_dir, table))
+    run.redecided.append(
+        {
+            "at": utc_now(),
+            "reportgen_version": __version__,
+            "method": verdict.CURRENT,
+            "verdicts_before": before,
+            "best_before": best,
+        }
+    )
+    store.save(run_dir, run, [])
+    for e in run.experiments:
+        if e.id in before and e.decision is not None and e.decision.verdict != before[e.id]:
+            out.print(f"{e.id}: {before[e.id]} -> {e.decision.verdict}", markup=False)
+    out.print(f"best: {best} -> {run.best}", markup=False)
 
 
 def cmd_verify(args: argparse.Namespace, out: Console, err: Console) -> int:

@@ -182,6 +182,21 @@ def noise_line(decisions: Sequence[Any]) -> str:
     return "Measured in this run, for the objective: " + "; ".join(parts) + "."
 
 
+def redecided(records: Sequence[Mapping[str, Any]]) -> str:
+    """``render --redecide`` in a sentence: when, by what, and what the verdicts had been."""
+    if not records:
+        return ""
+    last = records[-1]
+    before = last.get("verdicts_before") or {}
+    was = ", ".join(f"{k} {v}" for k, v in before.items() if v not in ("baseline",))
+    return (
+        f" The decisions were taken again on {str(last.get('at', ''))[:10]} by reportgen "
+        f"{last.get('reportgen_version', '?')} with this noise model (`render --redecide`); "
+        f"they had been, by each comparison's own repetitions (Welch): {was or 'none'}; best "
+        f"{last.get('best_before')}."
+    )
+
+
 def methods(
     wl: Mapping[str, Any],
     exps: Sequence[Experiment],

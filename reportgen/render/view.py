@@ -82,7 +82,8 @@ def build(run: Run) -> Report:
             objective.label,
             interleave=bool(run.info.get("interleave")),
             starts=int(run.info.get("starts") or 1),
-            measured=text.noise_line([e.decision for e in run.experiments]),
+            measured=text.noise_line([e.decision for e in run.experiments])
+            + text.redecided(run.redecided),
             ci_level=_ci_level(run),
         ),
         campaign_file={

@@ -480,6 +480,9 @@ class Run(_Model):
     client_ceiling: dict[str, Any] | None = None  # ``run.calibrate``
     experiments: list[Experiment] = Field(default_factory=list)
     resumed: list[Resumption] = Field(default_factory=list)
+    # ``reportgen render --redecide``: each time the decisions were taken again, by which
+    # method, and what they had been (experiment id -> verdict)
+    redecided: list[dict[str, Any]] = Field(default_factory=list)
 
     # -- what the campaign said, with its defaults ------------------------------------------
 
