@@ -94,7 +94,11 @@ def section(
     my_runs, base_runs = runs_by_level(e), runs_by_level(baseline)
     rows: list[LevelRow] = []
     for c in sorted(mine):
-        rows.append(_level_row(c, mine[c], "this", is_baseline, base.get(c), my_runs.get(c)))
+        rows.append(
+            _level_row(
+                c, mine[c], "this", is_baseline, base.get(c), my_runs.get(c), base_runs.get(c)
+            )
+        )
         if not is_baseline and c in base:
             rows.append(_level_row(c, base[c], "baseline", True, None, base_runs.get(c)))
     vs_parent = decision.vs_parent if decision else []
@@ -201,9 +205,10 @@ def _level_row(
     is_baseline: bool,
     base: Aggregate | None,
     runs: Sequence[model.Summary] | None = None,
+    base_runs: Sequence[model.Summary] | None = None,
 ) -> LevelRow:
-    mine = level.mean("output_tok_s")
-    theirs = base.mean("output_tok_s") if base is not None else None
+    # the ratio of geometric means, the same number as every comparison's
+    mine, theirs = _geomean(runs or []), _geomean(base_runs or [])
     ratio = NONE if is_baseline or mine is None or not theirs else fmt_ratio(mine / theirs)
     return LevelRow(
         concurrency=c,
@@ -216,6 +221,12 @@ def _level_row(
         achieved=achieved(runs or []),
         samples=samples(runs or []),
     )
+
+
+def _geomean(runs: Sequence[model.Summary]) -> float | None:
+    """The geometric mean of the runs' output tok/s (positive ones), None without any."""
+    logs = [math.log(v) for s in runs if (v := s.output_tok_s) is not None and v > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
 
 
 def _baseline_table(
