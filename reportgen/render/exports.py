@@ -182,8 +182,8 @@ def markdown(report: Report) -> str:
         "",
         f"Objective: `{obj.label}`, {obj.direction} is better, margin {obj.margin}. "
         "Values are means ± standard deviation across repetitions; ratios, of geometric "
-        "means, are against the baseline; achieved C is the mean number of requests in flight at each level (the "
-        "target is C). Full report: report.html (report.pdf).",
+        "means, are against the baseline; achieved C is the mean number of requests in flight "
+        "at each level (the target is C). Full report: report.html (report.pdf).",
         "",
     ]
     return "\n".join(lines)
