@@ -111,6 +111,13 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
                 f"{len(c.model.probe)} golden prompt(s)",
                 markup=False,
             )
+    if c.model.campaign.confirm:
+        out.print(
+            "\nthen (campaign.confirm): confirm-best, the best configuration run again, and "
+            "without-<id>, the best without each change adopted on its way (known only while "
+            "running)",
+            markup=False,
+        )
     return EXIT_OK
 
 
