@@ -503,8 +503,11 @@ def _fmt(c: Comparison) -> str:
     return f"C={c.concurrency}: x{c.ratio:.2f}{ci}, {c.verdict}{more}"
 
 
-def what_changed(parent: str, flag_diff: Sequence[FlagChange]) -> str:
-    """The flag changes from the parent in a sentence (values already redacted)."""
+def what_changed(parent: str, flag_diff: Sequence[FlagChange], same: bool = False) -> str:
+    """The flag changes from the parent in a sentence (values already redacted); ``same``:
+    nothing differs at all (the same configuration started again)."""
+    if same and not flag_diff:
+        return f"The same configuration as {parent}, started again: nothing changed. "
     parts = []
     for f in flag_diff:
         if f.kind == "added":

@@ -110,7 +110,13 @@ def decide_experiment(
             between_sd=noise.between_sd if noise else None,
             legacy=not compare.pooled,
         )
-        why = decide.what_changed(parent_id, entry.flag_diff) + why + meaning(entry, verdict)
+        parent = run.experiment(parent_id)
+        same = (
+            compare.pooled
+            and parent is not None
+            and noise_mod.config_key(parent) == noise_mod.config_key(entry)
+        )
+        why = decide.what_changed(parent_id, entry.flag_diff, same) + why + meaning(entry, verdict)
         if paired:
             why += (
                 f" Compared pair by pair with {parent_id}'s configuration run "
