@@ -13,9 +13,10 @@ terminal table) is in ``render.diffpage`` and the CLI.
   (``analysis.differences``).
 - **Numbers**: experiments are matched by id. For each matched experiment that ran on both
   sides, every headline metric at every common level is compared B / A with the campaign's
-  statistics (``analysis.decide.headline_comparisons``: each repetition's summary is one
-  observation, Welch's t interval on log values, the margin for equivalence): improved,
-  regressed, equivalent or inconclusive.
+  statistics (``analysis.decide.compare_sides``: each repetition's summary is one
+  observation; the interval from both runs' noise model, each run's own spread within a server
+  and between its starts pooled, never the difference between the runs; the margin for
+  equivalence): improved, regressed, equivalent or inconclusive.
 - **Decisions**: verdicts that changed (adopted in A, rejected in B), experiments that failed
   only in B (new failures) or only in A, checks that fail only in B (newly failed) or only in
   A (newly passing); experiments present on one side only.
@@ -26,15 +27,16 @@ terminal table) is in ``render.diffpage`` and the CLI.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from reportgen.analysis import decide
+from reportgen.analysis import decide, noise
 from reportgen.analysis.differences import differences
 from reportgen.observe import evidence
-from reportgen.results.model import Experiment, Level, Run
+from reportgen.results.model import Comparison, Experiment, Level, Run
 
 # Verdicts of B against A, from the comparison's better/worse.
 VERDICT = {
@@ -210,13 +212,14 @@ def compare(
         _experiment_setup(exp_id, exps_a[exp_id], exps_b[exp_id], per_exp_gate, per_exp_other)
     gate += _grouped(per_exp_gate, common)
     other += _grouped(per_exp_other, common)
+    noise_of = _Noise(a, b)
     return RunDiff(
         a=_side(a, paths[0]),
         b=_side(b, paths[1]),
         margin=margin,
         incomparable=gate,
         changed=other,
-        experiments=[_experiment(i, exps_a[i], exps_b[i], margin) for i in common],
+        experiments=[_experiment(i, exps_a[i], exps_b[i], margin, noise_of) for i in common],
         only_a=[i for i in exps_a if i not in exps_b],
         only_b=[i for i in exps_b if i not in exps_a],
     )
@@ -364,7 +367,44 @@ def _grouped(changes: Sequence[Change], common: Sequence[str]) -> list[Change]:
 # -- the numbers and the decisions --------------------------------------------------------------
 
 
-def _experiment(exp_id: str, a: Experiment, b: Experiment, margin: float) -> ExperimentDiff:
+class _Noise:
+    """The two runs' noise model per metric: each run's own spreads (within a server, between
+    its starts of one configuration) pooled, never the difference between the runs."""
+
+    def __init__(self, a: Run, b: Run) -> None:
+        self.runs = (a, b)
+        self.cache: dict[str, noise.Noise] = {}
+
+    def __call__(self, metric: str) -> noise.Noise:
+        if metric not in self.cache:
+            both = [
+                dataclasses.replace(r, config=f"{side}:{r.config}", session=(side, *r.session[1:]))
+                for side, run in zip("AB", self.runs, strict=True)
+                for r in noise.level_runs(run.experiments, metric)
+            ]
+            self.cache[metric] = noise.estimate(both, metric)
+        return self.cache[metric]
+
+
+def _headline(a: Experiment, b: Experiment, margin: float, noise_of: _Noise) -> list[Comparison]:
+    """Every headline metric (p50 for latencies) B / A at every level both ran, with the two
+    runs' noise model."""
+    out: list[Comparison] = []
+    for metric, higher in decide.HEADLINE:
+        out += decide.compare_sides(
+            noise.own_runs(a.levels, f"A:{a.id}", "experiment", metric),
+            noise.own_runs(b.levels, f"B:{b.id}", "experiment", metric),
+            noise_of(metric),
+            margin=margin,
+            higher_is_better=higher,
+            metric=metric,
+        )
+    return out
+
+
+def _experiment(
+    exp_id: str, a: Experiment, b: Experiment, margin: float, noise_of: _Noise
+) -> ExperimentDiff:
     out = ExperimentDiff(
         id=exp_id,
         status=(a.status, b.status),
@@ -375,7 +415,7 @@ def _experiment(exp_id: str, a: Experiment, b: Experiment, margin: float) -> Exp
     out.newly_failed = sorted(failing_b - failing_a)
     out.newly_passing = sorted(failing_a - failing_b)
     if a.levels and b.levels:
-        for c in decide.headline_comparisons(a.levels, b.levels, margin=margin):
+        for c in _headline(a, b, margin, noise_of):
             key = LEVEL_KEY[c.metric]
             if _same_runs(a.levels, b.levels, c.metric, c.concurrency):
                 # the same measurements on both sides (a run compared with itself, or its
