@@ -191,3 +191,34 @@ def test_confirm_runs_the_best_again_and_each_adopted_change_left_out(
     assert "Confirmation:" in page and "fast-decode still pays" in page
     check = reportgen_main("verify", run_dir / "report.html")
     assert check.returncode == 0, check.stdout
+
+
+def test_interleaved_rounds_bring_the_parents_run_and_a_decided_level_stays_decided(
+    tmp_path: Path,
+) -> None:
+    from reportgen.results.model import Experiment
+    from reportgen.run.experiment import _rounds
+
+    path = tmp_path / "c.toml"
+    path.write_text(
+        CAMPAIGN.format(port=18000).replace(
+            'title = "adaptive repetitions"', 'title = "t"\ninterleave = true'
+        )
+    )
+    steps = plan.plan(campaign.load(path))
+    base, child = steps[0], steps[1]
+    entry = Experiment(id=child.id)
+    answers = iter([[1, 4], [4], [1, 4]])  # C=1 decided at the second look, then open again
+    rounds = list(_rounds(child, base, entry, 4, lambda: next(answers), interleave=True))
+    assert [(x.role, x.repetitions, x.levels) for x in rounds] == [
+        ("control", [2], [1, 4]),  # repetition 2 (an even one): the parent first
+        ("experiment", [2], [1, 4]),
+        ("experiment", [3], [4]),  # repetition 3: the experiment first, only the open level
+        ("control", [3], [4]),
+    ]
+    assert [x.index for x in rounds] == [4, 5, 6, 7]
+    assert [(look.repetitions, look.open) for look in entry.looks] == [
+        (2, [1, 4]),
+        (3, [4]),
+        (4, [4]),  # at max: recorded, no more rounds
+    ]
