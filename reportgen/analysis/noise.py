@@ -67,6 +67,7 @@ class Noise:
     within_var: float | None  # s^2 (s0^2 of the prior): None where nothing repeated on a server
     within_dof: float  # d0 (capped at the cells' total degrees of freedom)
     within_cells: int
+    within_total_dof: float  # the cells' own degrees of freedom, together
     session_var: float | None  # pooled variance of session means: None where none started twice
     session_dof: int
     session_h: float  # the mean of 1/n_j over those sessions (n_j: repetitions on each)
@@ -208,6 +209,7 @@ def estimate(runs: Sequence[Run1], metric: str = "") -> Noise:
         within_var=within_var,
         within_dof=d0,
         within_cells=len(cells),
+        within_total_dof=float(dofs.sum()),
         session_var=session_var,
         session_dof=_restarts(runs),
         session_h=h,

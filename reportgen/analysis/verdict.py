@@ -160,6 +160,7 @@ def noise_summary(noise: Noise) -> dict[str, float | int | None]:
         "within_sd": noise.within_sd,
         "within_dof": noise.within_dof,
         "within_cells": noise.within_cells,
+        "within_total_dof": noise.within_total_dof,
         "between_sd": noise.between_sd,
         "between_dof": noise.between_dof,
         "between_cells": noise.between_cells,

@@ -164,10 +164,14 @@ def noise_line(decisions: Sequence[Any]) -> str:
     within, between = last.get("within_sd"), last.get("between_sd")
     parts = []
     if within is not None:
+        total = last.get("within_total_dof")
+        groups = f"{last.get('within_cells', 0)} groups" + (
+            f" with {total:.0f} degrees of freedom" if total is not None else ""
+        )
         parts.append(
-            f"repetitions on one server spread by {within:.1%} (sd of log values, "
-            f"{last.get('within_dof', 0):.0f} degrees of freedom from "
-            f"{last.get('within_cells', 0)} groups)"
+            f"repetitions on one server spread by {within:.1%} (sd of log values, from "
+            f"{groups}; they agree enough to weigh as {last.get('within_dof', 0):.0f} degrees "
+            "of freedom beside each comparison's own)"
         )
     if between is not None:
         parts.append(
