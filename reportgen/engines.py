@@ -60,6 +60,16 @@ class Engine:
     # Cheap GETs that open a level's connections before it starts (the first that answers
     # below 400 is used); transformers serve scans the model hub's cache on /v1/models.
     preopen_paths: tuple[str, ...] = ("/v1/models", "/health")
+    # Flag sets that turn CUDA graphs off on purpose (every flag of one set true): an
+    # experiment run so is not warned that its log has no capture line.
+    graphs_off: tuple[tuple[str, ...], ...] = ()
+
+    def graphs_disabled(self, args: Mapping[str, Any]) -> str | None:
+        """The flags by which ``args`` turn CUDA graphs off ("--enforce-eager"), or None."""
+        for flags in self.graphs_off:
+            if flags and all(args.get(f) is True for f in flags):
+                return " ".join(f"--{f}" for f in flags)
+        return None
 
     def fatal_in(self, text: str) -> str | None:
         """The first line of ``text`` matching one of the fatal patterns, or None."""
@@ -131,6 +141,29 @@ class Engine:
         if "min_tokens" in self.exact_length_fields:
             extras["min_tokens"] = output_tokens
         return extras
+
+
+# An exception with its message, as a Python traceback ends ("ValueError: No available memory
+# for the cache blocks."), after whatever prefix the engine's logger put before it.
+_EXCEPTION = re.compile(
+    r"^(?:\([^)]*\)|\[[^\]]*\]|ERROR|CRITICAL|[\d:.\-/]+|\s)*"
+    r"((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)): (\S.*)$"
+)
+# Messages that only point elsewhere ("See root cause above"): the cause is another line.
+_WRAPPERS = re.compile(r"root cause above|initialization failed|see the log|EngineDeadError")
+
+
+def root_cause(text: str) -> tuple[str, int] | None:
+    """The first exception line of a server's log that names a cause (not one that only
+    points at another), trimmed of the logger's prefix, and the character offset of its line;
+    None when there is none."""
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        m = _EXCEPTION.search(line.rstrip("\n"))
+        if m and not _WRAPPERS.search(line):
+            return f"{m.group(1)}: {m.group(2).strip()}", offset
+        offset += len(line)
+    return None
 
 
 def _scalar(value: Any) -> str:
@@ -258,9 +291,15 @@ ENGINES: dict[str, Engine] = {
         info_paths=("/server_info", "/get_server_info", "/get_model_info", "/v1/models"),
         log_patterns=(
             ("server_args", r"server_args=ServerArgs\("),
-            ("cuda_graph_captured", r"Capture cuda graph end|Capture cuda graph bs"),
+            # 0.5.17: "Capture target decode CUDA graph end. elapsed=..."; before:
+            # "Capture cuda graph end"
+            (
+                "cuda_graph_captured",
+                r"Capture cuda graph end|Capture cuda graph bs"
+                r"|Capture target decode CUDA graph end",
+            ),
             ("custom_all_reduce_disabled", r"[Cc]ustom all-?reduce is disabled"),
-            ("decode_batch", r"Decode batch\."),
+            ("decode_batch", r"Decode batch[.,]"),  # 0.5.17: "Decode batch, #running-req: ..."
         ),
         counters=(
             ("generation_tokens", "sglang:generation_tokens_total"),
@@ -272,6 +311,11 @@ ENGINES: dict[str, Engine] = {
         help_flag="--help",
         # A scheduler's exception; the launcher then stops the whole server.
         fatal_patterns=(r"Scheduler hit an exception", r"Received sigquit from a child process"),
+        graphs_off=(
+            ("disable-cuda-graph",),
+            ("disable-decode-cuda-graph", "disable-prefill-cuda-graph"),  # 0.5.17
+            ("disable-decode-cuda-graph",),
+        ),
     ),
     "vllm": Engine(
         name="vllm",
@@ -295,10 +339,13 @@ ENGINES: dict[str, Engine] = {
             ("spec_draft_tokens", "vllm:spec_decode_num_draft_tokens_total"),
             ("spec_accepted", "vllm:spec_decode_num_accepted_tokens_total"),
         ),
+        # 0.26: "SpecDecoding metrics: Mean acceptance length: 3.66, Accepted throughput: ..."
+        spec_accept_log=r"Mean acceptance length: ([0-9.]+)",
         positional=("model",),  # `vllm serve MODEL`
         negate="no-",  # --enable-prefix-caching / --no-enable-prefix-caching
         help_flag="--help=all",  # plain --help lists only the groups
         fatal_patterns=(r"EngineCore encountered a fatal error", r"Engine core proc \S+ died"),
+        graphs_off=(("enforce-eager",),),
     ),
     "transformers": Engine(
         name="transformers",

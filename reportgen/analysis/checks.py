@@ -33,6 +33,8 @@ experiment's verdict "failed", whatever its numbers say.
   still warming up, or drifting, while it was measured (warn).
 - ``token_agreement``: the output tokens the engine counted (its Prometheus counter, per
   level) agree with the client's count within 2% (warn beyond: throughput in tokens is off).
+- ``spec_agreement``: with speculative decoding, the server log's own mean acceptance length
+  within 20% of the one its counters give over the levels (warn beyond).
 - ``prefix_cache``: the share of prompt tokens the engine served from its prefix cache during
   levels is in the campaign's expected range (``workload.prefix_cache_hit_rate``; default at
   most 10% unless the prompt is fixed): a high rate makes prefill look cheaper than it is.
@@ -60,6 +62,7 @@ from reportgen.analysis.checks_levels import (
     TOKEN_BOUND,
     measurement_checks,
     prefix_cache,
+    spec_agreement,
     steady_state,
     token_agreement,
 )
@@ -115,6 +118,7 @@ def run_checks(
     prefix_expect: tuple[float, float] | None = DEFAULT_PREFIX_HIT,
     baseline: Experiment | None = None,
     random_weights: bool = False,
+    graphs_off: str | None = None,
 ) -> list[Check]:
     """Every check for one experiment (see the module docstring). ``log_patterns``: the
     engine's pattern names, so a check of a line the engine never prints is skipped;
@@ -128,12 +132,15 @@ def run_checks(
         out.append(steady_state(rows or []))
         out.append(token_agreement(entry.levels, counters or {}))
         out.append(prefix_cache(entry.levels, counters or {}, prefix_expect))
+        out += spec_agreement(
+            entry.levels, counters or {}, (entry.log_evidence or {}).get("spec_accept_length")
+        )
     out.append(server_stable(entry))
     out += probe_checks(entry, baseline, random_weights=random_weights)
     out += gpu_state_checks(entry, environment)
     out.append(host_check(environment, host_expect))
     out += campaign_checks(entry)
-    out += cuda_graphs(entry, log_patterns)
+    out += cuda_graphs(entry, log_patterns, graphs_off)
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -432,3 +433,49 @@ def prefix_cache(
         if rate > hi
         else "the cache did not hit as the workload intends: is prefix caching enabled?",
     )
+
+
+SPEC_AGREE = 0.2  # the log's mean acceptance length within this of the counters'
+
+
+def spec_length(level: Level, counters: Mapping[str, str]) -> tuple[float | None, float | None]:
+    """One level run's speculative decoding from the engine's counters: (mean accepted
+    length, acceptance rate), 1 + accepted / draft rounds and accepted / proposed, or the
+    engine's acceptance-length gauge; None where it exported neither."""
+    drafts = _counter(level, counters.get("spec_drafts"))
+    proposed = _counter(level, counters.get("spec_draft_tokens"))
+    accepted = _counter(level, counters.get("spec_accepted"))
+    gauge_name = counters.get("spec_accept_length")
+    gauges = (level.engine_metrics or {}).get("gauges") or {}
+    gauge = next((float(v) for k, v in gauges.items() if str(k).split("{")[0] == gauge_name), None)
+    length = 1 + accepted / drafts if drafts and accepted is not None else gauge
+    rate = accepted / proposed if proposed and accepted is not None else None
+    return length, rate
+
+
+def spec_agreement(
+    levels: Sequence[Level], counters: Mapping[str, str], log: Mapping[str, Any] | None
+) -> list[Check]:
+    """The server log's own acceptance length (vLLM's "Mean acceptance length", SGLang's
+    "accept len") against the one its counters give over the levels; nothing when either is
+    missing (no speculative decoding)."""
+    lengths = [x for x in (spec_length(lv, counters)[0] for lv in levels) if x is not None]
+    if not lengths or not log or not log.get("count"):
+        return []
+    from_counters = sum(lengths) / len(lengths)
+    from_log = float(log["mean"])
+    off = abs(from_log / from_counters - 1) if from_counters else math.inf
+    return [
+        Check(
+            id="spec_agreement",
+            title="The log's acceptance length agrees with the counters'",
+            status="pass" if off <= SPEC_AGREE else "warn",
+            evidence=f"log: mean {from_log:.2f} over {log['count']} line(s); counters: mean "
+            f"{from_counters:.2f} over {len(lengths)} level run(s) ({off:.0%} apart; bound "
+            f"{SPEC_AGREE:.0%})",
+            hint=""
+            if off <= SPEC_AGREE
+            else "the log's lines also cover the warm-up and the time between levels; a gap "
+            "this large says one of the two is not what it seems",
+        )
+    ]

@@ -305,12 +305,24 @@ def _metric_bound(entry: Experiment, c: Mapping[str, Any]) -> tuple[str, Status,
     return title, "pass", shown
 
 
-def cuda_graphs(entry: Experiment, log_patterns: Sequence[str]) -> list[Check]:
+def cuda_graphs(
+    entry: Experiment, log_patterns: Sequence[str], graphs_off: str | None = None
+) -> list[Check]:
     """Whether the engine's log says CUDA graph capture finished: for engines that print it,
-    and experiments that ran."""
+    and experiments that ran. ``graphs_off``: the flags by which the experiment turned graphs
+    off on purpose (``engines.Engine.graphs_disabled``): nothing to warn about then."""
     if "cuda_graph_captured" not in log_patterns or entry.status != "ok":
         return []
     line = ((entry.log_evidence or {}).get("found") or {}).get("cuda_graph_captured")
+    if graphs_off and not line:
+        return [
+            Check(
+                id="cuda_graphs",
+                title="CUDA graph capture finished before measuring",
+                status="skip",
+                evidence=f"CUDA graphs turned off on purpose ({graphs_off}): no capture expected",
+            )
+        ]
     return [
         Check(
             id="cuda_graphs",

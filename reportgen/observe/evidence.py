@@ -63,9 +63,15 @@ def scrape(base_url: str, path: str, headers: dict[str, str] | None = None) -> d
         return {"error": f"{type(exc).__name__}: {exc}"}
     if resp.status_code != 200:
         return {"error": f"HTTP {resp.status_code}"}
+    return parse_metrics(resp.text)
+
+
+def parse_metrics(text: str) -> dict[str, Any]:
+    """Prometheus text as ``scrape`` records it: ``{"series": {name{labels}: [type, value]}}``,
+    or ``{"error": why}``."""
     series: dict[str, list[Any]] = {}
     try:
-        for family in text_string_to_metric_families(resp.text):
+        for family in text_string_to_metric_families(text):
             for s in family.samples:
                 if s.name.endswith(("_bucket", "_created")) or len(series) >= MAX_SERIES:
                     continue

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from reportgen.analysis.checks_levels import spec_length
 from reportgen.render.fmt import NONE, fmt_num
 from reportgen.results.model import Experiment, Level
 
@@ -74,30 +75,7 @@ def spec_rows(e: Experiment, counters: Mapping[str, str]) -> list[tuple[str, str
     (``engines.Engine.counters``)."""
     rows = []
     for lv in e.levels:
-        em = lv.engine_metrics or {}
-
-        def total(role: str, em: Mapping[str, Any] = em) -> float | None:
-            name = counters.get(role)
-            got = [
-                float(v)
-                for k, v in (em.get("counters") or {}).items()
-                if name and str(k).split("{")[0] == name
-            ]
-            return sum(got) if got else None
-
-        drafts, proposed, accepted = (
-            total("spec_drafts"), total("spec_draft_tokens"), total("spec_accepted")
-        )  # fmt: skip
-        gauge = next(
-            (
-                float(v)
-                for k, v in (em.get("gauges") or {}).items()
-                if counters.get("spec_accept_length") == str(k).split("{")[0]
-            ),
-            None,
-        )
-        length = 1 + accepted / drafts if drafts and accepted is not None else gauge
-        rate = accepted / proposed if proposed and accepted is not None else None
+        length, rate = spec_length(lv, counters)
         if length is None and rate is None:
             continue
         rows.append(

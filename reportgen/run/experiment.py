@@ -159,6 +159,7 @@ def check(
         prefix_expect=_prefix_expect(r.workload),
         baseline=None if baseline is None or baseline.id == entry.id else baseline,
         random_weights=m.campaign.random_weights,
+        graphs_off=ctx.engine.graphs_disabled(r.args),
     )
 
 

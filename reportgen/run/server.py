@@ -22,11 +22,13 @@ from typing import IO, Any
 
 import httpx
 
+from reportgen import engines
 from reportgen.engines import Engine
 from reportgen.errors import ServerError
 from reportgen.redact import redact_text
 
 FATAL_HEADING = "The server's log from its fatal line"
+CAUSE_HEADING = "The server's log from its first error"
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -171,6 +173,14 @@ class ServerProcess:
         at = f" {when}" if when else ""
         code = self.exited()
         if code is not None:
+            text = self.log_text()
+            cause = engines.root_cause(text)
+            if cause is not None:  # the traceback's own words, and the log from them on
+                what, offset = cause
+                excerpt = "".join(text[offset:].splitlines(keepends=True)[:40])
+                return ServerError(
+                    f"server exited with code {code}{at}: {what[:300]}", excerpt, CAUSE_HEADING
+                )
             return ServerError(f"server exited with code {code}{at}", self.log_tail())
         fatal = self.fatal_line()
         if fatal is not None:

@@ -1,0 +1,153 @@
+"""What the adapters read, read from what the real engines printed.
+
+``tests/fixtures/engines/<engine>-<version>/`` holds vLLM 0.26.0's and SGLang 0.5.17's own
+output on an H200 (their READMEs say how it was recorded): help text, startup logs, /metrics
+before and after load, speculative-decoding lines, a real fatal error. Each test here fails if
+an adapter stops reading one of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reportgen import campaign, engines
+from reportgen.analysis.checks_levels import spec_agreement, spec_length
+from reportgen.analysis.checks_server import cuda_graphs
+from reportgen.observe import evidence
+from reportgen.results.model import Experiment, Level
+from reportgen.run import plan
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "engines"
+VLLM = FIXTURES / "vllm-0.26.0"
+SGLANG = FIXTURES / "sglang-0.5.17"
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+@pytest.mark.parametrize(
+    ("engine", "help_file", "campaign_file"),
+    [
+        ("vllm", VLLM / "serve-help-all.txt", "vllm-h200.toml"),
+        ("sglang", SGLANG / "launch-server-help.txt", "sglang-h200.toml"),
+    ],
+)
+def test_every_flag_of_the_h200_campaigns_is_in_the_engines_own_help(
+    engine: str, help_file: Path, campaign_file: str
+) -> None:
+    flags = engines.Flags.parse(["help"], _read(help_file))
+    assert len(flags.names) > 200
+    c = campaign.load(ROOT / "campaigns" / campaign_file)
+    for r in plan.plan(c):  # every experiment's configuration, its parents' flags applied
+        assert flags.problems(r.args) == [], (r.id, flags.problems(r.args))
+
+
+@pytest.mark.parametrize(
+    ("engine", "log", "expect"),
+    [
+        (
+            "vllm",
+            VLLM / "server-baseline.log",
+            {"non_default_args": "non-default args:", "cuda_graph_captured": "Graph capturing",
+             "kv_cache": "GPU KV cache size", "ready": "Application startup complete"},
+        ),
+        (
+            "sglang",
+            SGLANG / "server-baseline.log",
+            {"server_args": "server_args=ServerArgs(", "decode_batch": "Decode batch, #running",
+             "cuda_graph_captured": "Capture target decode CUDA graph end",
+             "ready": "fired up and ready to roll"},
+        ),
+    ],
+)  # fmt: skip
+def test_startup_log_lines_are_found(engine: str, log: Path, expect: dict[str, str]) -> None:
+    found = evidence.log_evidence(_read(log), engines.get(engine).patterns())["found"]
+    for name, text in expect.items():
+        assert found.get(name) and text in found[name], (name, found.get(name))
+    resolved = evidence.server_args(found)
+    assert resolved, "the engine's argument dump is parsed"
+
+
+def test_graphs_turned_off_on_purpose_are_not_warned_about() -> None:
+    for engine, log, args in (
+        ("vllm", VLLM / "server-eager.log", {"enforce-eager": True}),
+        (
+            "sglang",
+            SGLANG / "server-no-cuda-graphs.log",
+            {"disable-decode-cuda-graph": True, "disable-prefill-cuda-graph": True},
+        ),
+    ):
+        adapter = engines.get(engine)
+        found = evidence.log_evidence(_read(log), adapter.patterns())
+        assert found["found"]["cuda_graph_captured"] is None
+        entry = Experiment(id="x", status="ok", log_evidence=found, args=args)
+        off = adapter.graphs_disabled(args)
+        (check,) = cuda_graphs(entry, list(adapter.patterns()), off)
+        assert check.status == "skip" and "on purpose" in check.evidence
+        (unknowing,) = cuda_graphs(entry, list(adapter.patterns()), None)
+        assert unknowing.status == "warn"  # the same log without the flags: a warning
+    assert engines.get("vllm").graphs_disabled({"enforce-eager": False}) is None
+
+
+@pytest.mark.parametrize(
+    ("engine", "before", "after", "roles"),
+    [
+        (
+            "vllm",
+            VLLM / "metrics-ngram-spec-before.txt",
+            VLLM / "metrics-ngram-spec-after.txt",
+            ("generation_tokens", "prompt_tokens", "prefix_hits", "prefix_queries",
+             "spec_drafts", "spec_draft_tokens", "spec_accepted"),
+        ),
+        (
+            "sglang",
+            SGLANG / "metrics-ngram-spec-before.txt",
+            SGLANG / "metrics-ngram-spec-after.txt",
+            ("generation_tokens", "prompt_tokens", "prefix_hits", "spec_accept_length"),
+        ),
+    ],
+)  # fmt: skip
+def test_every_counter_the_adapter_names_is_in_the_engines_metrics_and_moves(
+    engine: str, before: Path, after: Path, roles: tuple[str, ...]
+) -> None:
+    counters = dict(engines.get(engine).counters)
+    a, b = evidence.parse_metrics(_read(before)), evidence.parse_metrics(_read(after))
+    names = {k.split("{")[0] for k in b["series"]}
+    for role in roles:
+        assert counters[role] in names, (role, counters[role])
+    moved = evidence.deltas(a, b)
+    level = Level(concurrency=1, engine_metrics=moved)
+    length, _rate = spec_length(level, counters)
+    assert length is not None and 1 < length < 8  # n-gram with 3 or 4 draft tokens
+
+
+def test_speculative_decoding_log_lines_are_parsed_and_agree_with_the_counters() -> None:
+    for engine, log, metrics in (
+        ("vllm", VLLM / "spec-decoding.log", VLLM / "metrics-ngram-spec"),
+        ("sglang", SGLANG / "spec-decoding.log", SGLANG / "metrics-ngram-spec"),
+    ):
+        adapter = engines.get(engine)
+        got = evidence.log_values(_read(log), adapter.spec_accept_log)
+        assert got is not None and got["count"] >= 2 and 1 < got["mean"] < 8, engine
+        a = evidence.parse_metrics(_read(Path(f"{metrics}-before.txt")))
+        b = evidence.parse_metrics(_read(Path(f"{metrics}-after.txt")))
+        level = Level(concurrency=1, engine_metrics=evidence.deltas(a, b))
+        (check,) = spec_agreement([level], dict(adapter.counters), got)
+        assert "log: mean" in check.evidence and "counters: mean" in check.evidence
+
+
+def test_a_real_fatal_error_gives_its_cause_not_only_an_exit_code() -> None:
+    # vLLM: the engine core's ValueError mid-log, the API server's "see root cause above" last
+    what, at = engines.root_cause(_read(VLLM / "server-kv-cache-too-small.log")) or ("", 0)
+    assert what.startswith("ValueError: No available memory for the cache blocks")
+    assert at > 0
+    # SGLang 0.5.17: its own check of --mem-fraction-static
+    what, _ = engines.root_cause(_read(SGLANG / "fatal-mem-fraction-static-0.005.log")) or ("", 0)
+    assert what.startswith("ValueError: Loaded weights leave no GPU memory for the KV cache")
+    # a clean log and vLLM's errors at shutdown (EngineDeadError) name no cause
+    assert engines.root_cause(_read(VLLM / "server-baseline.log")) is None
+    assert engines.root_cause(_read(VLLM / "server-batched-tokens-512.log")) is None
