@@ -151,3 +151,22 @@ def test_a_real_fatal_error_gives_its_cause_not_only_an_exit_code() -> None:
     # a clean log and vLLM's errors at shutdown (EngineDeadError) name no cause
     assert engines.root_cause(_read(VLLM / "server-baseline.log")) is None
     assert engines.root_cause(_read(VLLM / "server-batched-tokens-512.log")) is None
+
+
+def test_errors_vllm_prints_once_asked_to_stop_are_counted_apart(tmp_path: Path) -> None:
+    from reportgen.run.server import ServerProcess
+
+    # The server's log as written: serving until the stop signal, then vLLM's shutdown, whose
+    # "AsyncLLM output_handler failed" traceback ends in EngineDeadError though no request
+    # failed.
+    text = _read(VLLM / "server-batched-tokens-512.log")
+    cut = text.index("[shutdown] API server: shutdown triggered")
+    cut = text.rfind("\n", 0, cut) + 1
+    log = tmp_path / "server.log"
+    log.write_text(text, encoding="utf-8")
+    srv = ServerProcess(["true"], env={}, log_path=log, host="127.0.0.1", port=1,
+                        engine=engines.get("vllm"))  # fmt: skip
+    serving, stopping = srv.log_split(len(text[:cut].encode("utf-8")))
+    assert evidence.log_evidence(serving, {})["errors"] == 0
+    assert evidence.log_evidence(stopping, {})["errors"] >= 1
+    assert "EngineDeadError" in stopping

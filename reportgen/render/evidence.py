@@ -55,6 +55,7 @@ def engine_evidence(e: Experiment) -> dict[str, Any]:
         "warnings": int(log.get("warnings") or 0),
         "warning_lines": [str(x) for x in log.get("warning_lines") or []],
         "errors": int(log.get("errors") or 0),
+        "errors_at_stop": int(log.get("errors_at_stop") or 0),
         "error_lines": [str(x) for x in log.get("error_lines") or []],
         "metrics": metrics,
         "info": json.dumps(info, indent=1, sort_keys=True, default=str)[:6000] if info else "",

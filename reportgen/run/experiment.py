@@ -49,7 +49,7 @@ def run_experiment(
     if any(x.role == "control" for x in launches):
         entry.control = Control(of=str(r.parent))
     rows: dict[str, list[RequestRecord]] = {"experiment": [], "control": []}
-    logs: list[str] = []
+    logs: list[tuple[str, str]] = []  # per server: (while serving, once asked to stop)
     tele = _telemetry_start(ctx, entry)
 
     def launch(one: Launch) -> None:
@@ -83,7 +83,7 @@ def run_experiment(
         raise
     finally:
         _telemetry_end(ctx, r.id, entry, tele)
-        _evidence(ctx, r, entry, "\n".join(logs))
+        _evidence(ctx, r, entry, logs)
         entry.finished_at = utc_now()
         entry.by_level = by_level(entry.levels)
         if entry.control is not None:
@@ -127,14 +127,19 @@ def _rounds(
             index += 1
 
 
-def _evidence(ctx: Context, r: Resolved, entry: Experiment, log_text: str) -> None:
-    """What the server's log and the model's files say, and the campaign's own checks."""
+def _evidence(ctx: Context, r: Resolved, entry: Experiment, logs: list[tuple[str, str]]) -> None:
+    """What the server's log and the model's files say, and the campaign's own checks. Its
+    error lines are counted while it served; those it printed once asked to stop (vLLM's
+    EngineDeadError tracebacks at shutdown, SGLang's KeyboardInterrupt) are counted apart."""
+    log_text = "\n".join(serving for serving, _ in logs)
     entry.campaign_checks = [chk.model_dump() for chk in r.checks]
     patterns = ctx.engine.patterns()
     for i, chk in enumerate(r.checks):
         if chk.log_contains or chk.log_absent:
             patterns[f"campaign:{i}"] = str(chk.log_contains or chk.log_absent)
     entry.log_evidence = evidence.log_evidence(log_text, patterns)
+    at_stop = evidence.log_evidence("\n".join(stopping for _, stopping in logs), {})
+    entry.log_evidence["errors_at_stop"] = at_stop["errors"]
     accept = evidence.log_values(log_text, ctx.engine.spec_accept_log)
     if accept is not None:
         entry.log_evidence["spec_accept_length"] = accept

@@ -151,6 +151,21 @@ class ServerProcess:
         """The server's log so far (its first ``limit`` bytes), secrets redacted."""
         return redact_text(self._read_log(0, limit).decode("utf-8", errors="replace"), self.secrets)
 
+    def log_bytes(self) -> int:
+        """How much of the log is written so far (its size in bytes)."""
+        return len(self._read_log(0, 64 * 1024 * 1024))
+
+    def log_split(self, at: int, limit: int = 8 * 1024 * 1024) -> tuple[str, str]:
+        """The log before byte ``at`` and from it on (each its first ``limit`` bytes), secrets
+        redacted: what the server wrote while serving, and once asked to stop."""
+        whole = self._read_log(0, at + limit)
+        before, after = whole[: min(at, limit)], whole[at:]
+
+        def text(b: bytes) -> str:
+            return redact_text(b.decode("utf-8", errors="replace"), self.secrets)
+
+        return text(before), text(after)
+
     def _read_log(self, offset: int, size: int) -> bytes:
         """``size`` bytes of the log from ``offset``, as written so far (b'' if unreadable)."""
         if self._log is not None:

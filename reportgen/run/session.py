@@ -77,7 +77,8 @@ class Launch:
 
 class ServerSession:
     """Runs one ``Launch`` into ``entry``; request records go to ``rows``, the server's log
-    text (experiment sessions only) to ``logs``."""
+    text (experiment sessions only) to ``logs``: what it wrote while serving, and what it
+    wrote once asked to stop (shutdown tracebacks are not errors of the measurement)."""
 
     def __init__(
         self,
@@ -85,7 +86,7 @@ class ServerSession:
         launch: Launch,
         entry: Experiment,
         rows: list[RequestRecord],
-        logs: list[str],
+        logs: list[tuple[str, str]],
     ) -> None:
         self.ctx = ctx
         self.launch = launch
@@ -198,6 +199,7 @@ class ServerSession:
 
     def _stop(self) -> None:
         self.ctx.progress.phase("stopping server")
+        serving = self.srv.log_bytes()
         report = self.srv.stop()
         stop = Stop(
             signals=report.signals,
@@ -209,7 +211,7 @@ class ServerSession:
         self.record.stop = stop
         if self.launch.role == "experiment":
             self.entry.stop = stop
-            self.logs.append(self.srv.log_text())
+            self.logs.append(self.srv.log_split(serving))
         if not stop.group_gone or not stop.port_free:
             self.entry.warnings.append(
                 "server did not stop cleanly: "
