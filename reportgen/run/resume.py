@@ -15,7 +15,7 @@ from typing import Any
 
 from reportgen import __version__
 from reportgen import results as store
-from reportgen.analysis.differences import differences
+from reportgen.analysis.differences import differences, flatten
 from reportgen.campaign import Campaign
 from reportgen.errors import ResultsError
 from reportgen.redact import REDACTED
@@ -57,10 +57,17 @@ def campaign_changes(saved: Run, campaign: Campaign) -> list[str]:
         text = text.replace(json.dumps(value)[1:-1], REDACTED)
     now: dict[str, Any] = json.loads(text)
     then: dict[str, Any] = saved.campaign
-    found = differences(
-        {k: v for k, v in then.items() if k != "experiment"},
-        {k: v for k, v in now.items() if k != "experiment"},
-    )
+    known = set(flatten({k: v for k, v in then.items() if k != "experiment"}))
+    # a setting the saved run's reportgen did not have yet (campaign.starts, say) is no
+    # change of the campaign: only the experiments still to run will use it
+    found = [
+        d
+        for d in differences(
+            {k: v for k, v in then.items() if k != "experiment"},
+            {k: v for k, v in now.items() if k != "experiment"},
+        )
+        if d[0] in known or d[2] is None
+    ]
     old, new = then.get("experiment") or [], now.get("experiment") or []
     for i in range(saved.finished_prefix()):
         label = (
