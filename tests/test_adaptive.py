@@ -25,7 +25,7 @@ objective = {{ metric = "output_tok_s" }}
 
 [server]
 engine = "sim"
-args = {{ port = {port}, itl-ms = 2.0, ttft-ms = 4.0, jitter = 0.3 }}
+args = {{ port = {port}, itl-ms = 6.0, ttft-ms = 12.0, jitter = 0.2 }}
 
 [workload]
 concurrency = [1, 4]
@@ -47,7 +47,7 @@ args = {{ seed = 5 }}
 [[experiment]]
 id = "faster"
 why = "half the inter-token latency"
-args = {{ itl-ms = 1.0, ttft-ms = 2.0 }}
+args = {{ itl-ms = 3.0, ttft-ms = 6.0 }}
 """
 
 
