@@ -313,3 +313,15 @@ def test_settings_a_later_reportgen_added_are_no_change_of_a_saved_campaign(
     untrimmed.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("trim =")))
     changes = campaign_changes(older, campaign.load(untrimmed))
     assert changes == ["workload.trim: false then, true now"]
+
+
+def test_a_resumption_on_other_gpus_is_said_in_the_title_block() -> None:
+    from reportgen import results
+    from reportgen.render import view
+
+    root = Path(__file__).resolve().parents[1]
+    run = results.load(root / "docs" / "examples" / "sglang-h200")
+    assert "other GPUs" not in view.build(run).header.resumed  # the same UUIDs: not said
+    run.resumed[-1].gpu_uuids = ["GPU-00000000-another-machine"]
+    said = view.build(run).header.resumed
+    assert "on other GPUs than the run began on (GPU-00000000-another-machine)" in said

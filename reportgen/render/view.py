@@ -130,14 +130,29 @@ def _header(run: Run) -> Header:
         simulated_notice=SIMULATED_NOTICE,
         engine=run.engine.name or NONE,
         host=_host_line(run.environment),
-        resumed="; ".join(_resumed(x) for x in run.resumed),
+        resumed="; ".join(_resumed(x, _uuids(run.environment)) for x in run.resumed),
     )
 
 
-def _resumed(x: Resumption) -> str:
-    """One --resume: when, what it kept, and what the campaign file had changed since."""
+def _uuids(env: Mapping[str, Any]) -> list[str]:
+    return [
+        str(d.get("uuid")) for d in (env.get("gpus") or {}).get("devices") or [] if d.get("uuid")
+    ]
+
+
+def _resumed(x: Resumption, first_gpus: Sequence[str] = ()) -> str:
+    """One --resume: when, what it kept, what the campaign file had changed since, and
+    whether it ran on other GPUs than the run began on (comparisons across it then mix two
+    machines, a difference no repetition measured)."""
     kept = ", ".join(x.kept) or "nothing"
     line = f"{fmt_time(x.at)} (run {x.after or 'unfinished'}; kept {kept}"
+    now = [u for u in x.gpu_uuids if u]
+    if first_gpus and now and sorted(now) != sorted(first_gpus):
+        line += (
+            "; on other GPUs than the run began on (" + ", ".join(now) + "): experiments "
+            "after it are compared with ones measured on another machine, a difference the "
+            "noise model does not know"
+        )
     changed = x.campaign_changed
     if changed:
         line += "; campaign file changed after them"

@@ -457,6 +457,7 @@ class Resumption(_Model):
     reportgen_version: str | None = None
     host: str | None = None
     gpus: list[str | None] = Field(default_factory=list)
+    gpu_uuids: list[str | None] = Field(default_factory=list)  # None: not recorded then
 
 
 RunStatus = Literal["running", "complete", "incomplete"]

@@ -128,6 +128,7 @@ def continue_run(
             reportgen_version=__version__,
             host=(environment.get("host") or {}).get("hostname"),
             gpus=[g.get("name") for g in (environment.get("gpus") or {}).get("devices", [])],
+            gpu_uuids=[g.get("uuid") for g in (environment.get("gpus") or {}).get("devices", [])],
         )
     )
     run.status = "running"
