@@ -152,8 +152,14 @@ class ServerProcess:
         return redact_text(self._read_log(0, limit).decode("utf-8", errors="replace"), self.secrets)
 
     def log_bytes(self) -> int:
-        """How much of the log is written so far (its size in bytes)."""
-        return len(self._read_log(0, 64 * 1024 * 1024))
+        """How much of the log is written so far (its size in bytes; 0 if unreadable)."""
+        if self._log is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._log.flush()
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
 
     def log_split(self, at: int, limit: int = 8 * 1024 * 1024) -> tuple[str, str]:
         """The log before byte ``at`` and from it on (each its first ``limit`` bytes), secrets
