@@ -41,12 +41,16 @@ why = "reference"
 
 
 def run_campaign(
-    tmp_path: Path, extra: str, cache: Path, env_extra: dict[str, str] | None = None
+    tmp_path: Path,
+    extra: str,
+    cache: Path,
+    env_extra: dict[str, str] | None = None,
+    template: str = SMALL,
 ) -> dict:
     """`reportgen run` of SMALL (with ``extra`` in its workload) in this process, to its end;
     its results, with the baseline's request and telemetry tables."""
     path = tmp_path / "c.toml"
-    path.write_text(SMALL.format(port=free_port(), extra=extra))
+    path.write_text(template.format(port=free_port(), extra=extra))
     out = tmp_path / "out"
     # no GPU capture unless the test names one, as in a clean environment
     env = {CAPTURE_ENV: None, **(env_extra or {})}
@@ -136,3 +140,38 @@ def test_cached_calibration_is_reused(cache: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     first = calibrate.calibrate()
     assert calibrate.calibrate() == first  # no second measurement
+
+
+@pytest.mark.slow
+def test_shared_prefix_prompts_hit_the_servers_prefix_cache(tmp_path: Path, cache: Path) -> None:
+    # The simulator caches 16-word blocks: prompts of 64 words whose first 48 are one of two
+    # prefixes are mostly served from its cache; distinct prompts are not.
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "distinct").mkdir()
+    longer = SMALL.replace("input_tokens = 8", "input_tokens = 64")
+    shared = run_campaign(
+        tmp_path / "shared",
+        'prompts = { source = "shared-prefix", groups = 2, prefix_tokens = 48 }',
+        cache,
+        template=longer,
+    )
+    distinct = run_campaign(tmp_path / "distinct", "", cache, template=longer)
+    got = {}
+    for name, data in (("shared", shared), ("distinct", distinct)):
+        exp = data["experiments"][0]
+        assert exp["status"] == "ok", exp.get("reason")
+        got[name] = next(c for c in exp["checks"] if c["id"] == "prefix_cache")
+    share = float(got["shared"]["evidence"].split("%")[0]) / 100
+    assert 0.5 < share <= 0.75, got["shared"]  # 48 of 64 words at most
+    assert got["shared"]["status"] == "pass"
+    assert "share text on purpose" in got["shared"]["evidence"]
+    assert got["distinct"]["evidence"].startswith("0.0%"), got["distinct"]
+
+
+def test_shared_prefix_needs_a_prefix_below_the_prompt_length() -> None:
+    text = SMALL.format(port=1, extra='prompts = { source = "shared-prefix", prefix_tokens = 8 }')
+    with pytest.raises(campaign.CampaignError, match=r"prefix_tokens \(8\) must be below"):
+        campaign.loads(text, "c.toml")
+    text = SMALL.format(port=1, extra='prompts = { source = "shared-prefix" }')
+    with pytest.raises(campaign.CampaignError, match="needs prompts.prefix_tokens"):
+        campaign.loads(text, "c.toml")

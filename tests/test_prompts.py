@@ -99,3 +99,24 @@ def test_dataset_errors_name_the_file_and_the_fix(tmp_path: Path) -> None:
     bad.write_text("[not json")
     with pytest.raises(LoadError, match="not valid JSON"):
         prompts.load_dataset("sharegpt", bad)
+
+
+def test_shared_prefix_prompts_share_a_group_prefix_and_differ_after_it() -> None:
+    batch = prompts.shared_prefix(40, words=64, prefix_words=48, groups=4, seed=7, prefix_seed=0)
+    assert all(len(p.split()) == 64 for p in batch)
+    heads = {" ".join(p.split()[:48]) for p in batch}
+    assert len(heads) == 4  # every request begins with one of the four prefixes
+    assert len(set(batch)) == 40  # and is its own after it
+    # The same prefixes at another level (another seed) and in another experiment.
+    other = prompts.shared_prefix(40, words=64, prefix_words=48, groups=4, seed=8, prefix_seed=0)
+    assert {" ".join(p.split()[:48]) for p in other} == heads
+    assert other != batch
+
+
+def test_shared_prefix_prompts_exact_by_the_tokenizer(tokenizer_dir: Path) -> None:
+    tok = tokens.load(str(tokenizer_dir))
+    batch = prompts.shared_prefix_exact(12, 40, 24, groups=3, seed=1, prefix_seed=0, tok=tok)
+    assert [len(tok.encode(p)) for p in batch] == [40] * 12
+    heads = {tok.encode(p)[:20] and tuple(tok.encode(p)[:20]) for p in batch}
+    assert len(heads) == 3
+    assert len(set(batch)) == 12

@@ -417,7 +417,7 @@ def prefix_cache(
             id="prefix_cache",
             title=title,
             status="pass",
-            evidence=said + " (no expectation: fixed prompt)",
+            evidence=said + " (no expectation: the prompts share text on purpose)",
         )
     lo, hi = expect
     ok = lo <= rate <= hi

@@ -149,14 +149,29 @@ class Server(_Model):
 class PromptSource(_Model):
     """Where request prompts come from."""
 
-    source: Literal["random", "sharegpt", "jsonl", "fixed"] = Field(
+    source: Literal["random", "shared-prefix", "sharegpt", "jsonl", "fixed"] = Field(
         "random",
-        description="random: synthetic prompts of input_tokens tokens; sharegpt: a ShareGPT-"
-        "format JSON file (first human turn); jsonl: one JSON object per line; fixed: one text.",
+        description="random: synthetic prompts of input_tokens tokens, each distinct; "
+        "shared-prefix: synthetic prompts of input_tokens tokens whose first prefix_tokens are "
+        "one of `groups` shared prefixes (a system prompt or a document several questions "
+        "share: what a prefix cache is for); sharegpt: a ShareGPT-format JSON file (first "
+        "human turn); jsonl: one JSON object per line; fixed: one text.",
     )
     path: str | None = Field(None, description="Dataset file (sharegpt, jsonl).")
     field: str = Field("prompt", description="jsonl: the key holding the prompt text.")
     text: str | None = Field(None, description="fixed: the prompt sent with every request.")
+    groups: int = Field(
+        8,
+        ge=1,
+        description="shared-prefix: how many distinct prefixes; each request draws one "
+        "(seeded), the same prefixes at every level and in every experiment.",
+    )
+    prefix_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="shared-prefix: tokens of each group's prefix; the rest of input_tokens "
+        "is the request's own text.",
+    )
 
     @model_validator(mode="after")
     def _needs(self) -> PromptSource:
@@ -164,6 +179,11 @@ class PromptSource(_Model):
             raise ValueError(f"prompts.source = {self.source!r} needs prompts.path")
         if self.source == "fixed" and not self.text:
             raise ValueError('prompts.source = "fixed" needs prompts.text')
+        if self.source == "shared-prefix" and self.prefix_tokens is None:
+            raise ValueError(
+                'prompts.source = "shared-prefix" needs prompts.prefix_tokens (the length of '
+                "each group's shared prefix, below input_tokens)"
+            )
         return self
 
 
@@ -283,6 +303,12 @@ class Workload(_Model):
             raise ValueError("concurrency levels must be unique")
         if self.requests_per_level is not None and self.duration_s is not None:
             raise ValueError("give requests_per_level or duration_s, not both")
+        src = self.prompts
+        if src.source == "shared-prefix" and (src.prefix_tokens or 0) >= self.input_tokens:
+            raise ValueError(
+                f"prompts.prefix_tokens ({src.prefix_tokens}) must be below input_tokens "
+                f"({self.input_tokens}): each request adds its own text after the prefix"
+            )
         return self
 
     @field_validator("repetitions", mode="before")

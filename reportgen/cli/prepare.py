@@ -32,6 +32,7 @@ def cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
 def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen import campaign, engines
     from reportgen.redact import redact_argv, redact_env
+    from reportgen.render.text import prompt_source
     from reportgen.run import plan
 
     c = campaign.load(args.campaign)
@@ -83,7 +84,8 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print(
             f"  workload: {wl.api}, C={','.join(map(str, wl.concurrency))}, {amount} "
             f"per level x {_reps(wl.repetitions)} repetition(s), {wl.input_tokens} in / "
-            f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}",
+            f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}"
+            + prompt_source(wl.prompts.model_dump()),
             markup=False,
         )
         parent_r = next((x for x in steps if x.id == r.parent), None)

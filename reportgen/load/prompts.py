@@ -1,7 +1,8 @@
 """Prompts for the load: synthetic ones of a target length, datasets, or one fixed text.
 
 Synthetic prompts are reproducible (seeded) and distinct per request, so a prefix cache cannot
-make a level look faster than it is. With a local tokenizer their length is exact; without
+make a level look faster than it is; shared-prefix ones begin with one of a few seeded
+prefixes, the case a prefix cache exists for. With a local tokenizer their length is exact; without
 one, words stand in for tokens and the runner corrects the words-per-token ratio from the
 server's reported ``prompt_tokens`` after warm-up.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,45 @@ def synthetic_exact(count: int, tokens: int, seed: int, tok: Tokenizer) -> list[
     """``count`` distinct prompts of exactly ``tokens`` tokens each by ``tok``."""
     rng = random.Random(seed)
     return [exact_prompt(tok, tokens, rng, prefix=f"request {i} ") for i in range(count)]
+
+
+def _prefixes(groups: int, make: Callable[[random.Random, int], str], seed: int) -> list[str]:
+    """One prefix per group, from its own seed: the same at every level and in every
+    experiment of a campaign (so an engine's cache sees them again), whatever the pool."""
+    return [make(random.Random(f"prefix {seed} {g}"), g) for g in range(groups)]
+
+
+def shared_prefix(
+    count: int, words: int, prefix_words: int, groups: int, seed: int, prefix_seed: int
+) -> list[str]:
+    """``count`` prompts of ``words`` words whose first ``prefix_words`` are one of ``groups``
+    shared prefixes (drawn per request, seeded) and whose rest is the request's own."""
+    prefix_words = max(1, min(prefix_words, words - 1))
+
+    def make(rng: random.Random, g: int) -> str:
+        return " ".join([f"group {g}"] + [_word(rng) for _ in range(max(0, prefix_words - 2))])
+
+    heads = _prefixes(groups, make, prefix_seed)
+    own = synthetic(count, max(1, words - prefix_words), seed)
+    rng = random.Random(seed)
+    return [f"{heads[rng.randrange(groups)]} {tail}" for tail in own]
+
+
+def shared_prefix_exact(
+    count: int, tokens: int, prefix_tokens: int, groups: int, seed: int, prefix_seed: int,
+    tok: Tokenizer,
+) -> list[str]:
+    """``shared_prefix`` with lengths exact by ``tok``: each group's prefix is exactly
+    ``prefix_tokens`` tokens, the whole prompt exactly ``tokens``."""
+    heads = _prefixes(
+        groups, lambda rng, g: exact_prompt(tok, prefix_tokens, rng, prefix=f"group {g} "),
+        prefix_seed,
+    )
+    rng = random.Random(seed)
+    return [
+        exact_prompt(tok, tokens, rng, prefix=f"{heads[rng.randrange(groups)]} request {i} ")
+        for i in range(count)
+    ]
 
 
 def load_dataset(source: str, path: Path, field: str = "prompt") -> list[str]:

@@ -78,7 +78,23 @@ def workload(wl: Mapping[str, Any]) -> str:
         f"{wl.get('output_tokens', '?')} output tokens, {wl.get('warmup_requests', 0)} "
         f"warm-up requests, seed {wl.get('seed', 0)}"
         + (", throughputs trimmed to the steady state" if summary.trims(wl) else "")
+        + prompt_source(wl.get("prompts") or {})
     )
+
+
+def prompt_source(src: Mapping[str, Any]) -> str:
+    """The prompt source in a few words, for the one-line workload ("" for random prompts)."""
+    source = src.get("source", "random")
+    if source == "shared-prefix":
+        return (
+            f", prompts sharing {src.get('groups', 8)} prefixes of "
+            f"{src.get('prefix_tokens', '?')} tokens"
+        )
+    if source in ("sharegpt", "jsonl"):
+        return f", {source} prompts from {src.get('path')}"
+    if source == "fixed":
+        return ", one fixed prompt"
+    return ""
 
 
 def _stagger(wl: Mapping[str, Any], exps: Sequence[Experiment]) -> str:
@@ -238,8 +254,12 @@ def methods(
             "soon as the previous one ends, so C requests are in flight (apart from the start "
             "and the end of a level). " + _stagger(wl, exps)
         )
-    source = (wl.get("prompts") or {}).get("source", "random")
+    src = wl.get("prompts") or {}
+    source = src.get("source", "random")
     prompts_text = {
+        "shared-prefix": f"prompts are synthetic and share prefixes: each begins with one of "
+        f"{src.get('groups', 8)} seeded prefixes of {src.get('prefix_tokens', '?')} tokens "
+        "(the same in every experiment), drawn per request, then its own text",
         "random": "prompts are synthetic"
         + (
             " and exactly that long by the campaign's tokenizer"

@@ -68,15 +68,25 @@ class Driver:
                     path = self.campaign_dir / path
                 self._dataset = prompts.load_dataset(src.source, path, src.field)
             return prompts.sample(self._dataset, count, seed)
+        words = max(1, round(self.wl.input_tokens * self.words_per_token))
+        if src.source == "shared-prefix":
+            head = int(src.prefix_tokens or 1)
+            if self.tokenizer is not None:
+                return prompts.shared_prefix_exact(
+                    count, self.wl.input_tokens, head, src.groups, seed, self.wl.seed,
+                    self.tokenizer,
+                )
+            head_words = max(1, round(head * self.words_per_token))
+            return prompts.shared_prefix(count, words, head_words, src.groups, seed, self.wl.seed)
         if self.tokenizer is not None:
             return prompts.synthetic_exact(count, self.wl.input_tokens, seed, self.tokenizer)
-        words = max(1, round(self.wl.input_tokens * self.words_per_token))
         return prompts.synthetic(count, words, seed)
 
     def _correct_length(self, warm: LevelRun) -> None:
         """Without a tokenizer, scale words per token so the server sees the target length."""
         counts = [r.input_tokens for r in warm.records if r.input_tokens]
-        if self.tokenizer is None and self.wl.prompts.source == "random" and counts:
+        synthetic = self.wl.prompts.source in ("random", "shared-prefix")
+        if self.tokenizer is None and synthetic and counts:
             measured = sum(counts) / len(counts)
             self.words_per_token *= self.wl.input_tokens / measured if measured else 1.0
             self.words_per_token = max(0.05, min(self.words_per_token, 20.0))

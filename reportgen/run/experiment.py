@@ -170,11 +170,13 @@ def check(
 
 def _prefix_expect(wl: Workload) -> tuple[float, float] | None:
     """The prefix-cache hit rate a workload should see: as the campaign says; else low for
-    varied prompts, and no expectation for one fixed prompt (every request shares it)."""
+    varied prompts, and no expectation where prompts share text on purpose (one fixed prompt,
+    or shared prefixes: whether the cache hits them is the experiment's question)."""
     if wl.prefix_cache_hit_rate is not None:
         lo, hi = wl.prefix_cache_hit_rate
         return float(lo), float(hi)
-    return None if wl.prompts.source == "fixed" else checks_mod.DEFAULT_PREFIX_HIT
+    shared = wl.prompts.source in ("fixed", "shared-prefix")
+    return None if shared else checks_mod.DEFAULT_PREFIX_HIT
 
 
 def _telemetry_start(ctx: Context, entry: Experiment) -> Telemetry | None:

@@ -15,6 +15,9 @@
 #   model                    build the test model (random weights, in-vocabulary EOS) once,
 #                            into MODELS/small-moe-eos, linked as output/models/small-moe-eos
 #   help ENGINE FILE         the engine's own help, every flag (what reportgen checks flags with)
+#   flags ENGINE CAMPAIGN [JSON]
+#                            every experiment's flags parsed by the engine's own argument parser
+#                            (scripts/gpu/check_flags.py): names, types and choices
 #   run ENGINE CAMPAIGN [reportgen run options, e.g. --resume RUN_DIR]
 #                            reportgen run CAMPAIGN --output RUNS --no-pdf --quiet; with
 #                            STOP_BY (epoch seconds) it starts no experiment expected to end
@@ -120,6 +123,11 @@ help_text() {
   say "help: $(grep -c -- '--' "$file") lines with flags in $file"
 }
 
+flags() {
+  engine_env "$1"
+  python3 "$here/check_flags.py" "$2" ${3:+--out "$3"}
+}
+
 run() {
   local engine=$1 campaign=$2; shift 2
   engine_env "$engine"
@@ -192,6 +200,7 @@ case "$cmd" in
   unpack) unpack "$1" ;;
   model) model ;;
   help) help_text "$1" "$2" ;;
+  flags) flags "$@" ;;
   run) run "$@" ;;
   pack) pack "$1" "$2" ;;
   all)
