@@ -65,13 +65,19 @@ def shared_prefix(
 
 
 def shared_prefix_exact(
-    count: int, tokens: int, prefix_tokens: int, groups: int, seed: int, prefix_seed: int,
+    count: int,
+    tokens: int,
+    prefix_tokens: int,
+    groups: int,
+    seed: int,
+    prefix_seed: int,
     tok: Tokenizer,
 ) -> list[str]:
     """``shared_prefix`` with lengths exact by ``tok``: each group's prefix is exactly
     ``prefix_tokens`` tokens, the whole prompt exactly ``tokens``."""
     heads = _prefixes(
-        groups, lambda rng, g: exact_prompt(tok, prefix_tokens, rng, prefix=f"group {g} "),
+        groups,
+        lambda rng, g: exact_prompt(tok, prefix_tokens, rng, prefix=f"group {g} "),
         prefix_seed,
     )
     rng = random.Random(seed)

@@ -73,7 +73,12 @@ class Driver:
             head = int(src.prefix_tokens or 1)
             if self.tokenizer is not None:
                 return prompts.shared_prefix_exact(
-                    count, self.wl.input_tokens, head, src.groups, seed, self.wl.seed,
+                    count,
+                    self.wl.input_tokens,
+                    head,
+                    src.groups,
+                    seed,
+                    self.wl.seed,
                     self.tokenizer,
                 )
             head_words = max(1, round(head * self.words_per_token))

@@ -82,12 +82,16 @@ def main() -> int:
         rows.append({"experiment": r.id, "argv": argv, "error": error})
         print(f"{r.id}: {'ok' if error is None else error}")
     bad = sum(row["error"] is not None for row in rows)
-    print(f"check_flags: {opts.campaign} against {version}'s parser: {len(rows) - bad} of "
-          f"{len(rows)} experiments' flags accepted")
+    print(
+        f"check_flags: {opts.campaign} against {version}'s parser: {len(rows) - bad} of "
+        f"{len(rows)} experiments' flags accepted"
+    )
     if opts.out:
         opts.out.write_text(
-            json.dumps({"campaign": str(opts.campaign), "engine": version, "experiments": rows},
-                       indent=1) + "\n"
+            json.dumps(
+                {"campaign": str(opts.campaign), "engine": version, "experiments": rows}, indent=1
+            )
+            + "\n"
         )
     return 1 if bad else 0
 

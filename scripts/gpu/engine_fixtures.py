@@ -142,9 +142,7 @@ def load(args: argparse.Namespace) -> int:
     prompts = shared_prefix_prompts(args.requests, args.prefix_words, args.suffix_words, 0)
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
-        answers = list(
-            pool.map(lambda p: complete(base, args.model, p, args.max_tokens), prompts)
-        )
+        answers = list(pool.map(lambda p: complete(base, args.model, p, args.max_tokens), prompts))
     took = time.time() - t0
     time.sleep(args.settle)  # engines log and export some counters on an interval
     (out / "metrics-after.txt").write_text(get(base, "/metrics")[1])
