@@ -298,6 +298,9 @@ ENGINES: dict[str, Engine] = {
                 r"Capture cuda graph end|Capture cuda graph bs"
                 r"|Capture target decode CUDA graph end",
             ),
+            # 0.5.17, where another setting rules graphs out: "Cuda graph is disabled because
+            # of using torch native attention backend"
+            ("cuda_graph_disabled", r"Cuda graph is disabled because"),
             ("custom_all_reduce_disabled", r"[Cc]ustom all-?reduce is disabled"),
             ("decode_batch", r"Decode batch[.,]"),  # 0.5.17: "Decode batch, #running-req: ..."
         ),
@@ -328,6 +331,9 @@ ENGINES: dict[str, Engine] = {
         log_patterns=(
             ("non_default_args", r"non-default args:"),
             ("cuda_graph_captured", r"Graph capturing finished"),
+            # 0.26.0 with --enforce-eager: "Enforce eager set, disabling torch.compile and
+            # CUDAGraphs"
+            ("cuda_graph_disabled", r"disabling torch\.compile and CUDAGraphs"),
             ("kv_cache", r"GPU KV cache size"),
         ),
         counters=(

@@ -170,3 +170,68 @@ def test_errors_vllm_prints_once_asked_to_stop_are_counted_apart(tmp_path: Path)
     assert evidence.log_evidence(serving, {})["errors"] == 0
     assert evidence.log_evidence(stopping, {})["errors"] >= 1
     assert "EngineDeadError" in stopping
+
+
+def test_prefix_cache_hits_of_shared_prefix_prompts_are_read_from_both_engines() -> None:
+    from reportgen.analysis.checks_levels import prefix_cache
+
+    # Prompts of 256 tokens, 192 of them one of 8 shared prefixes: about three quarters of
+    # the prompt tokens from the cache, by vLLM's hits/queries and SGLang's cached/prompt.
+    for engine, base in (("vllm", VLLM), ("sglang", SGLANG)):
+        counters = dict(engines.get(engine).counters)
+        a = evidence.parse_metrics(_read(base / "metrics-shared-prefix-before.txt"))
+        b = evidence.parse_metrics(_read(base / "metrics-shared-prefix-after.txt"))
+        level = Level(concurrency=16, engine_metrics=evidence.deltas(a, b))
+        check = prefix_cache([level], counters, None)
+        rate = float(check.evidence.split("%")[0]) / 100
+        assert 0.6 < rate < 0.8, (engine, check.evidence)
+    # vLLM with --no-enable-prefix-caching still exports the counters, at zero: the check
+    # says caching was off rather than that the engine has no counters.
+    off = evidence.parse_metrics(_read(VLLM / "metrics-shared-prefix-no-cache-after.txt"))
+    series = off["series"]
+    queries = [v for k, (_, v) in series.items() if k.startswith("vllm:prefix_cache_queries_total")]
+    prompts = [v for k, (_, v) in series.items() if k.startswith("vllm:prompt_tokens_total")]
+    assert queries == [0.0] and sum(prompts) > 100_000
+    level = Level(concurrency=16, engine_metrics=evidence.deltas(off, off))
+    check = prefix_cache([level], dict(engines.get("vllm").counters), None)
+    assert check.status == "skip" and "prefix caching off" in check.evidence
+
+
+def test_graphs_the_engine_turned_off_itself_are_named_with_its_reason() -> None:
+    # SGLang 0.5.17 with --attention-backend torch_native: no capture, and its own line why.
+    adapter = engines.get("sglang")
+    found = evidence.log_evidence(_read(SGLANG / "server-attention-torch-native.log"),
+                                  adapter.patterns())  # fmt: skip
+    args = {"attention-backend": "torch_native"}
+    entry = Experiment(id="x", status="ok", log_evidence=found, args=args)
+    (check,) = cuda_graphs(entry, list(adapter.patterns()), adapter.graphs_disabled(args))
+    assert check.status == "warn"
+    assert "turned CUDA graphs off itself" in check.evidence
+    assert "because of using torch native attention backend" in check.evidence
+
+
+@pytest.mark.parametrize(
+    ("fixture", "campaign_file", "engine"),
+    [
+        (SGLANG / "check-flags-qwen397b.json", "qwen397b.toml", "sglang"),
+        (SGLANG / "check-flags-sglang-h200.json", "sglang-h200.toml", "sglang"),
+        (VLLM / "check-flags-vllm-h200.json", "vllm-h200.toml", "vllm"),
+    ],
+)
+def test_campaign_flags_as_the_engines_own_parser_accepted_them(
+    fixture: Path, campaign_file: str, engine: str
+) -> None:
+    """scripts/gpu/check_flags.py ran on the H200: the engine's argparse took every
+    experiment's flags. The flags it checked must still be the campaign's: a changed campaign
+    fails here until it is checked again (on_gpu_host.sh flags ENGINE CAMPAIGN)."""
+    import json
+
+    checked = json.loads(_read(fixture))
+    assert checked["engine"].startswith(engine)
+    assert all(row["error"] is None for row in checked["experiments"])
+    adapter = engines.get(engine)
+    now = {
+        r.id: adapter.format_args(r.args)
+        for r in plan.plan(campaign.load(ROOT / "campaigns" / campaign_file))
+    }
+    assert {row["experiment"]: row["argv"] for row in checked["experiments"]} == now

@@ -33,8 +33,13 @@ def test_deltas_by_hand() -> None:
     same = {"h_sum": ["histogram", 1.5]}
     before = {"series": {"a_total": ["counter", 10.0], "g": ["gauge", 3.0], **same}}
     after = {"series": {"a_total": ["counter", 25.0], "g": ["gauge", 7.0], **same}}
-    after["series"]["new_total"] = ["counter", 2.0]  # appeared: no before, no delta
-    assert evidence.deltas(before, after) == {"counters": {"a_total": 15.0}, "gauges": {"g": 7.0}}
+    # appeared between the scrapes: created since, from zero (SGLang creates its counters
+    # at the first request that moves them)
+    after["series"]["new_total"] = ["counter", 2.0]
+    assert evidence.deltas(before, after) == {
+        "counters": {"a_total": 15.0, "new_total": 2.0},
+        "gauges": {"g": 7.0},
+    }
     assert evidence.deltas({"error": "HTTP 404"}, after) == {"error": "HTTP 404"}
 
 

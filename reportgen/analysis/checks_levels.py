@@ -404,11 +404,15 @@ def prefix_cache(
         if h is not None and q is not None:
             hits, queries = hits + h, queries + q
     if not hits_name or queries <= 0:
+        read = hits_name and any(_counter(lv, hits_name) is not None for lv in levels)
         return Check(
             id="prefix_cache",
             title=title,
             status="skip",
-            evidence="the engine exports no prefix-cache counters",
+            evidence="the engine looked up no prompt tokens in a prefix cache (prefix caching "
+            "off)"
+            if read
+            else "the engine exports no prefix-cache counters",
         )
     rate = hits / queries
     said = f"{rate:.1%} of {queries:.0f} prompt tokens served from the prefix cache"

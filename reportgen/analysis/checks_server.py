@@ -313,7 +313,8 @@ def cuda_graphs(
     off on purpose (``engines.Engine.graphs_disabled``): nothing to warn about then."""
     if "cuda_graph_captured" not in log_patterns or entry.status != "ok":
         return []
-    line = ((entry.log_evidence or {}).get("found") or {}).get("cuda_graph_captured")
+    found = (entry.log_evidence or {}).get("found") or {}
+    line = found.get("cuda_graph_captured")
     if graphs_off and not line:
         return [
             Check(
@@ -321,6 +322,18 @@ def cuda_graphs(
                 title="CUDA graph capture finished before measuring",
                 status="skip",
                 evidence=f"CUDA graphs turned off on purpose ({graphs_off}): no capture expected",
+            )
+        ]
+    disabled = found.get("cuda_graph_disabled")
+    if disabled and not line:
+        return [
+            Check(
+                id="cuda_graphs",
+                title="CUDA graph capture finished before measuring",
+                status="warn",
+                evidence=f"the engine turned CUDA graphs off itself: {disabled}",
+                hint="another setting of this experiment rules graphs out: its numbers "
+                "include kernel-launch overhead that the configurations with graphs avoid",
             )
         ]
     return [

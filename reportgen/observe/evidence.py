@@ -94,10 +94,13 @@ def deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any
     for key, (kind, value) in a.items():
         if kind == "gauge":
             gauges[key] = value
-        elif key in b:
-            change = value - b[key][1]
-            if change:
-                counters[key] = change
+            continue
+        # A series absent before was created since, from zero (SGLang 0.5.17 creates its
+        # token counters at the first request, and a label set such as cache_source="device"
+        # at the first cache hit).
+        change = value - (b[key][1] if key in b else 0.0)
+        if change:
+            counters[key] = change
     return {"counters": counters, "gauges": gauges}
 
 
