@@ -291,12 +291,13 @@ ENGINES: dict[str, Engine] = {
         info_paths=("/server_info", "/get_server_info", "/get_model_info", "/v1/models"),
         log_patterns=(
             ("server_args", r"server_args=ServerArgs\("),
-            # 0.5.17: "Capture target decode CUDA graph end. elapsed=..."; before:
+            # 0.5.17: "Capture target decode CUDA graph end. elapsed=...", with speculative
+            # decoding "Capture target verify CUDA graph end" (no decode graphs); before:
             # "Capture cuda graph end"
             (
                 "cuda_graph_captured",
                 r"Capture cuda graph end|Capture cuda graph bs"
-                r"|Capture target decode CUDA graph end",
+                r"|Capture target (?:decode|verify) CUDA graph end",
             ),
             # 0.5.17, where another setting rules graphs out: "Cuda graph is disabled because
             # of using torch native attention backend"

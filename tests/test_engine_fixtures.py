@@ -197,6 +197,16 @@ def test_prefix_cache_hits_of_shared_prefix_prompts_are_read_from_both_engines()
     assert check.status == "skip" and "prefix caching off" in check.evidence
 
 
+def test_sglang_speculative_decodings_verify_graphs_count_as_captured() -> None:
+    # With NGRAM, SGLang 0.5.17 captures prefill and target-verify graphs, no decode ones.
+    adapter = engines.get("sglang")
+    found = evidence.log_evidence(_read(SGLANG / "server-ngram-spec.log"), adapter.patterns())
+    assert "Capture target verify CUDA graph end" in (found["found"]["cuda_graph_captured"] or "")
+    entry = Experiment(id="x", status="ok", log_evidence=found, args={})
+    (check,) = cuda_graphs(entry, list(adapter.patterns()), None)
+    assert check.status == "pass"
+
+
 def test_graphs_the_engine_turned_off_itself_are_named_with_its_reason() -> None:
     # SGLang 0.5.17 with --attention-backend torch_native: no capture, and its own line why.
     adapter = engines.get("sglang")

@@ -72,3 +72,32 @@ def test_a_failed_experiment_made_best_and_telemetry_taken_out_are_caught(copy: 
     assert "DIFF decisions: float16: the verdict would be 'failed' (float16 failed: " in res.stdout
     assert "best: 'float16' in the report, 'cuda-graphs' from the decisions" in res.stdout
     assert "DIFF telemetry windows: baseline C=1 repetition 1: GPU telemetry window" in (res.stdout)
+
+
+def test_recheck_takes_the_checks_again_from_the_saved_logs_and_tables(tmp_path: Path) -> None:
+    """A run's checks as an older reportgen took them (eager warned of no capture line; no
+    speculative-decoding agreement check): ``render --recheck`` takes them again with this
+    reportgen's adapters, records what they were, and the report still verifies."""
+    vllm = ROOT / "docs" / "examples" / "vllm-h200"
+    run_dir = Path(shutil.copytree(vllm, tmp_path / "v", ignore=shutil.ignore_patterns("*.pdf")))
+    data = json.loads((run_dir / "results.json").read_text())
+    keep = ("baseline", "eager", "ngram-spec")  # fewer to render and verify
+    data["experiments"] = [e for e in data["experiments"] if e["id"] in keep]
+    exps = {e["id"]: e for e in data["experiments"]}
+    for c in exps["eager"]["checks"]:
+        if c["id"] == "cuda_graphs":
+            c.update(status="warn", evidence="no capture line in the server log")
+    exps["ngram-spec"]["checks"] = [
+        c for c in exps["ngram-spec"]["checks"] if c["id"] != "spec_agreement"
+    ]
+    (run_dir / "results.json").write_text(json.dumps(data))
+    res = reportgen_main("render", run_dir, "--no-pdf", "--recheck")
+    assert res.returncode == 0, res.stderr
+    assert "eager: cuda_graphs warn -> skip" in res.stdout
+    assert "ngram-spec: spec_agreement absent -> pass" in res.stdout
+    data = json.loads((run_dir / "results.json").read_text())
+    exps = {e["id"]: e for e in data["experiments"]}
+    graphs = next(c for c in exps["eager"]["checks"] if c["id"] == "cuda_graphs")
+    assert graphs["status"] == "skip" and "--enforce-eager" in graphs["evidence"]
+    assert data["redecided"][-1]["checks_before"]["eager"] == {"cuda_graphs": "warn"}
+    assert reportgen_main("verify", run_dir).returncode == 0

@@ -409,8 +409,7 @@ def prefix_cache(
             id="prefix_cache",
             title=title,
             status="skip",
-            evidence="the engine looked up no prompt tokens in a prefix cache (prefix caching "
-            "off)"
+            evidence="the engine looked up no prompt tokens in a prefix cache (prefix caching off)"
             if read
             else "the engine exports no prefix-cache counters",
         )

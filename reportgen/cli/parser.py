@@ -96,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="take every decision again with this reportgen's statistics (the run's noise "
         "model) and save them, recording what they were; for runs decided by an earlier one",
     )
+    rd.add_argument(
+        "--recheck",
+        action="store_true",
+        help="take every assumption check again with this reportgen's checks and engine "
+        "adapters (log lines re-read from the saved server logs), then every decision "
+        "(as --redecide); what changed is saved with the run",
+    )
 
     vf = sub.add_parser(
         "verify",

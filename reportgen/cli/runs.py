@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -157,16 +157,16 @@ def _summary_table(out: Console, data: Run) -> None:
 
 
 def cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
-    if args.redecide:
-        _redecide(args.run_dir, out)
+    if args.redecide or args.recheck:
+        _redecide(args.run_dir, out, recheck=args.recheck)
     for p in _render_paths(args.run_dir, pdf=not args.no_pdf):
         out.print(f"report: {p}", markup=False)
     return EXIT_OK
 
 
-def _redecide(run_dir: Path, out: Console) -> None:
+def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:
     """``render --redecide``: the decisions taken again by this reportgen's method, saved,
-    with what they were (``Run.redecided``)."""
+    with what they were (``Run.redecided``); ``--recheck``: the assumption checks first."""
     from reportgen import __version__
     from reportgen import results as store
     from reportgen.analysis import verdict
@@ -174,16 +174,31 @@ def _redecide(run_dir: Path, out: Console) -> None:
 
     run = store.load(run_dir)
     best = run.best
-    before = verdict.redecide(run, lambda table: store.read_requests(run_dir, table))
-    run.redecided.append(
-        {
-            "at": utc_now(),
-            "reportgen_version": __version__,
-            "method": verdict.CURRENT,
-            "verdicts_before": before,
-            "best_before": best,
-        }
-    )
+
+    def rows(table: str) -> list[Any]:
+        return store.read_requests(run_dir, table)
+
+    checks_before: dict[str, dict[str, str]] | None = None
+    if recheck:
+        from reportgen.analysis.recheck import recheck as take_checks
+
+        checks_before = take_checks(run, run_dir, rows)
+        for eid, was in checks_before.items():
+            entry = next(e for e in run.experiments if e.id == eid)
+            now = {c.id: c.status for c in entry.checks}
+            said = ", ".join(f"{k} {v} -> {now.get(k, 'absent')}" for k, v in sorted(was.items()))
+            out.print(f"{eid}: {said}", markup=False)
+    before = verdict.redecide(run, rows)
+    record: dict[str, Any] = {
+        "at": utc_now(),
+        "reportgen_version": __version__,
+        "method": verdict.CURRENT,
+        "verdicts_before": before,
+        "best_before": best,
+    }
+    if checks_before is not None:
+        record["checks_before"] = checks_before
+    run.redecided.append(record)
     store.save(run_dir, run, [])
     for e in run.experiments:
         if e.id in before and e.decision is not None and e.decision.verdict != before[e.id]:

@@ -12,8 +12,9 @@ from typing import Any
 
 from reportgen import results as store
 from reportgen.analysis import checks as checks_mod
+from reportgen.analysis.recheck import prefix_expect
 from reportgen.analysis.summary import by_level
-from reportgen.campaign import Resolved, Workload, repetitions_range
+from reportgen.campaign import Resolved, repetitions_range
 from reportgen.errors import ReportgenError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence, telemetry
@@ -161,22 +162,11 @@ def check(
         host_expect=m.host.expect.model_dump(),
         rows=rows,
         counters=dict(ctx.engine.counters),
-        prefix_expect=_prefix_expect(r.workload),
+        prefix_expect=prefix_expect(r.workload),
         baseline=None if baseline is None or baseline.id == entry.id else baseline,
         random_weights=m.campaign.random_weights,
         graphs_off=ctx.engine.graphs_disabled(r.args),
     )
-
-
-def _prefix_expect(wl: Workload) -> tuple[float, float] | None:
-    """The prefix-cache hit rate a workload should see: as the campaign says; else low for
-    varied prompts, and no expectation where prompts share text on purpose (one fixed prompt,
-    or shared prefixes: whether the cache hits them is the experiment's question)."""
-    if wl.prefix_cache_hit_rate is not None:
-        lo, hi = wl.prefix_cache_hit_rate
-        return float(lo), float(hi)
-    shared = wl.prompts.source in ("fixed", "shared-prefix")
-    return None if shared else checks_mod.DEFAULT_PREFIX_HIT
 
 
 def _telemetry_start(ctx: Context, entry: Experiment) -> Telemetry | None:
