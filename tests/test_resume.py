@@ -321,6 +321,15 @@ def test_a_resumption_on_other_gpus_is_said_in_the_title_block() -> None:
 
     root = Path(__file__).resolve().parents[1]
     run = results.load(root / "docs" / "examples" / "sglang-h200")
+    # its last resumption really ran on another H200 than its first session
+    last = run.resumed[-1].gpu_uuids
+    assert (
+        last
+        and f"on other GPUs than the run began on ({last[0]})" in view.build(run).header.resumed
+    )
+    first = [str(d.get("uuid")) for d in run.environment["gpus"]["devices"]]
+    for x in run.resumed:
+        x.gpu_uuids = list(first)
     assert "other GPUs" not in view.build(run).header.resumed  # the same UUIDs: not said
     run.resumed[-1].gpu_uuids = ["GPU-00000000-another-machine"]
     said = view.build(run).header.resumed
