@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from reportgen.render.brief import Brief
+
 
 @dataclass(frozen=True)
 class Header:
@@ -190,3 +192,4 @@ class Report:
     methods: dict[str, Any]
     campaign_file: dict[str, str]
     rerun: list[str]
+    brief: Brief | None = None  # the first page: best, its cost, failures, expectations, next

@@ -18,7 +18,7 @@ from reportgen import engines
 from reportgen.analysis.decide import ci_label
 from reportgen.analysis.sequential import level_label
 from reportgen.analysis.summary import THROUGHPUTS
-from reportgen.render import text
+from reportgen.render import brief, text
 from reportgen.render.content import (
     Assumptions,
     Experiment,
@@ -95,6 +95,7 @@ def build(run: Run) -> Report:
             f"reportgen run {shlex.quote(path)}",
             f"reportgen render {shlex.quote(_run_dir_hint(run))}",
         ],
+        brief=brief.build(run),
     )
 
 

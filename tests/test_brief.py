@@ -1,0 +1,64 @@
+"""The report's first page (``render.brief``), read from the committed H200 runs."""
+
+from __future__ import annotations
+
+from reportgen import results
+from reportgen.render import brief
+from tests.conftest import ROOT
+
+EXAMPLES = ROOT / "docs" / "examples"
+
+
+def test_the_best_configuration_its_command_and_its_cost_per_level() -> None:
+    b = brief.build(results.load(EXAMPLES / "vllm-h200"))
+    assert b.best == "ngram-spec"
+    assert "--speculative-config" in b.command and "vllm.entrypoints.cli.main serve" in b.command
+    assert b.columns == [
+        "output_tok_s",
+        "TTFT p50 (ms)",
+        "TTFT p99 (ms)",
+        "ITL p50 (ms)",
+        "ITL p99 (ms)",
+    ]
+    assert [level for level, _ in b.levels] == [1, 16, 64]
+    first = dict(zip(b.columns, b.levels[0][1], strict=True))
+    tput = first["output_tok_s"]
+    assert (tput.baseline, tput.best, tput.ratio) == ("435", "705", "×1.63")
+    assert (tput.words, tput.ci) == ("better", "98.3% CI 1.23–2.16")
+    # a latency the best pays: ITL p50 up at C=16, with its interval
+    itl = dict(zip(b.columns, b.levels[1][1], strict=True))["ITL p50 (ms)"]
+    assert itl.css == "worse" and itl.ci.startswith("98.3% CI")
+    assert dict(zip(b.columns, b.levels[1][1], strict=True))["ITL p99 (ms)"].words == "no interval"
+    assert b.failed == [("kv-cache-too-small", "server exited with code 1 before it was ready")]
+    steps = " ".join(b.next_steps)
+    assert "ngram-spec (about 8 repetitions a side at C=16)" in steps
+    assert "ngram-spec pays in latency: ITL p50 (ms) at C=1 (2.14 → 3.15)" in steps
+
+
+def test_expectations_are_read_for_their_direction_and_judged_against_the_verdicts() -> None:
+    got = {x.id: x for x in brief.build(results.load(EXAMPLES / "vllm-h200")).expectations}
+    assert (got["eager"].reading, got["eager"].judged) == ("worse at C=1,16,64", "met")
+    assert got["graph-sizes-small"].reading == "equivalent at C=1,16; worse at C=64"
+    assert got["graph-sizes-small"].judged == "partly met"  # worse at 64; 1 and 16 undecided
+    assert (got["kv-cache-too-small"].reading, got["kv-cache-too-small"].judged) == (
+        "fails",
+        "met",
+    )
+    # "its start is quicker" is about the start, not the objective: only "equivalent" is read
+    assert got["baseline-again"].reading == "equivalent at C=1,16,64"
+    assert got["baseline-again"].judged == "not shown"  # inconclusive everywhere
+    # a clause about TTFT says nothing of output tok/s
+    assert brief._reading(
+        "Higher TTFT at C=16 and 64; output tok/s lower at C=64", [1, 16, 64]
+    ) == [("worse", [64])]
+
+
+def test_a_failure_is_one_line_without_the_loggers_prefix() -> None:
+    b = brief.build(results.load(EXAMPLES / "h200"))
+    failed = dict(b.failed)
+    assert failed["float16"].startswith(
+        "server reported a fatal error before it was ready: Error in generation loop: Cannot "
+        "copy between CPU and CUDA tensors during CUDA graph capture"
+    )
+    assert "ContinuousBatchingLogger" not in failed["float16"]
+    assert "out of GPU memory" in " ".join(b.next_steps)  # eager-attention's OOM, with a hint
