@@ -371,7 +371,8 @@ def test_level_tables_show_achieved_beside_target_concurrency_and_requests(
     page: str, sample: Run
 ) -> None:
     heads, rows = _level_rows(page, 1)  # the baseline's
-    assert heads[:3] == ["C", "achieved", "run"] and heads[10:12] == ["n", "errors"]
+    assert heads[:3] == ["C", "achieved", "run"] and heads[11:13] == ["n", "errors"]
+    assert heads[9] == "TPOT (ms)"  # the trade-off chart's axis, in the table too
     by_c = {int(r[0]): r for r in rows}
     for c in (1, 4, 16):
         runs = [lv.summary for lv in sample.baseline.levels if lv.concurrency == c]

@@ -93,7 +93,7 @@ class Chart:
     def size(self) -> tuple[float, float]:
         """(width, height) in points before drawing: the printed report lays out the page
         with a box of this size while the chart is drawn elsewhere."""
-        plot_in = figures.PLOT_IN * 2 if self.kind == "latency" else figures.PLOT_IN
+        plot_in = figures.LATENCY_IN if self.kind == "latency" else figures.PLOT_IN
         if self.kind == "telemetry":
             return figures.WIDTH_IN * 72, plot_in * 72
         with matplotlib.rc_context(figures.RC):
@@ -101,10 +101,14 @@ class Chart:
         return figures.WIDTH_IN * 72, height * 72
 
 
-def overview(series: Sequence[Series]) -> list[Chart]:
-    """The campaign-wide charts (section 3)."""
+def overview(series: Sequence[Series], gpus: int = 1) -> list[Chart]:
+    """The campaign-wide charts (section 3); ``gpus``: the host's, for throughput per GPU."""
     legend = tuple(figures.entries(series))
-    return [Chart(kind, kind, (series,), legend) for kind in ("throughput", "latency", "tradeoff")]
+    return [
+        Chart("throughput", "throughput", (series,), legend),
+        Chart("latency", "latency", (series,), legend),
+        Chart("tradeoff", "tradeoff", (series, gpus), legend),
+    ]
 
 
 def distributions_chart(name: str, data: Any, levels: Sequence[int]) -> Chart:

@@ -29,6 +29,7 @@ LEVEL_COLUMNS = (
     "itl_ms_p50",
     "itl_ms_p90",
     "itl_ms_p99",
+    "tpot_ms_p50",
     "e2e_ms_p50",
     "e2e_ms_p99",
 )

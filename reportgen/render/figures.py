@@ -36,6 +36,7 @@ BASELINE_COLOUR = "#000000"
 
 WIDTH_IN = 7.2  # about the text width of an A4 page with 15 mm margins
 PLOT_IN = 3.1  # height of the plots with their title and x label; the legend is added below
+LATENCY_IN = 5.0  # the four latency panels, two rows: with figure 1 they fit one printed page
 TITLE_IN = 0.32  # room above the plots for their titles
 XLABEL_IN = 0.5  # room below the plots for tick labels and the x label
 LEGEND_COLUMNS = 4
@@ -169,6 +170,23 @@ def _concurrency_axis(ax: Axes, series: Sequence[Series]) -> None:
     ax.set_xlabel("concurrency (requests in flight)")
 
 
+DECADE = 10.0  # a series spanning more than this factor gets a log axis
+
+
+def _value_axis(ax: Axes, values: Sequence[float | None]) -> None:
+    """A linear axis from zero, or a log axis where the values span more than a decade (a
+    linear one would flatten every series below the largest)."""
+    positive = [float(v) for v in values if v is not None and v > 0]
+    if positive and max(positive) / min(positive) > DECADE:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+
+
+def _values(series: Sequence[Series], key: str) -> list[float | None]:
+    return [v for s in series for v in s.mean.get(key, [])]
+
+
 def _empty(ax: Axes, message: str) -> None:
     ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="#666666")
     ax.set_xticks([])
@@ -263,7 +281,7 @@ def throughput(series: Sequence[Series]) -> Figure:
         _plot(ax, series, "output_tok_s", errors=True)
         _concurrency_axis(ax, series)
         ax.set_ylabel("output tokens / s")
-        ax.set_ylim(bottom=0)
+        _value_axis(ax, _values(series, "output_tok_s"))
     else:
         _empty(ax, "no successful experiment to plot")
     ax.set_title("Output throughput (mean ± sd across repetitions)", loc="left")
@@ -274,7 +292,7 @@ def throughput(series: Sequence[Series]) -> Figure:
 
 def latency(series: Sequence[Series]) -> Figure:
     """TTFT and ITL, p50 and p99, against concurrency: four panels sharing one legend."""
-    fig = new_figure(PLOT_IN * 2)
+    fig = new_figure(LATENCY_IN)
     axes = fig.subplots(2, 2)
     for ax, key, title in (
         (axes[0][0], "ttft_ms_p50", "Time to first token, p50"),
@@ -286,45 +304,60 @@ def latency(series: Sequence[Series]) -> Figure:
             _plot(ax, series, key, errors=True)
             _concurrency_axis(ax, series)
             ax.set_ylabel("ms")
-            ax.set_ylim(bottom=0)
+            _value_axis(ax, _values(series, key))
         else:
             _empty(ax, "no data")
         ax.set_title(title, loc="left")
     fig.subplots_adjust(left=0.08, right=0.98, wspace=0.25, hspace=0.45)
-    legend_below(fig, entries(series), plot_in=PLOT_IN * 2)
+    legend_below(fig, entries(series), plot_in=LATENCY_IN)
     return fig
 
 
-def tradeoff(series: Sequence[Series]) -> Figure:
-    """The throughput-latency trade-off: output tok/s against the median time per output
-    token, one point per level (labelled with its concurrency), a line per experiment. Down
-    and to the right is better."""
+def tradeoff(series: Sequence[Series], gpus: int = 1) -> Figure:
+    """The trade-off vLLM's sweeps plot: output tokens per second per GPU (what the hardware
+    yields) against output tokens per second per user (1000 / the median time per output
+    token: how fast one answer streams), one point per level, a line per experiment. Up and
+    to the right is better. Log axes where the values span more than a decade; concurrency
+    labels on the baseline's and the best's points only, placed on alternate sides."""
     fig = new_figure(PLOT_IN)
     ax = fig.add_subplot()
-    drawn = False
+    per_gpu = max(1, int(gpus))
+    xs_all: list[float] = []
+    ys_all: list[float] = []
     for s, (_, style) in zip(series, entries(series), strict=True):
         pts = [
-            (x, y, c)
-            for c, x, y in zip(s.levels, s.mean["output_tok_s"], s.mean["tpot_ms_p50"], strict=True)
-            if x is not None and y is not None
+            (1000.0 / t, y / per_gpu, c)
+            for c, y, t in zip(s.levels, s.mean["output_tok_s"], s.mean["tpot_ms_p50"], strict=True)
+            if y is not None and t is not None and t > 0
         ]
         if not pts:
             continue
-        drawn = True
         xs, ys, _ = zip(*pts, strict=True)
+        xs_all += xs
+        ys_all += ys
         ax.plot(xs, ys, **style)
-        if s.is_baseline:
-            for x, y, c in pts:
-                ax.annotate(f"C={c}", (x, y), textcoords="offset points", xytext=(4, 4),
-                            fontsize=7, color="#333333")  # fmt: skip
-    if drawn:
-        ax.set_xlabel("output tokens / s")
-        ax.set_ylabel("time per output token, p50 (ms)")
-        ax.set_xlim(left=0)
-        ax.set_ylim(bottom=0)
+        if s.is_baseline or s.is_best:
+            for k, (x, y, c) in enumerate(pts):
+                side = 1 if (k + s.is_best) % 2 == 0 else -1
+                ax.annotate(f"C={c}", (x, y), textcoords="offset points",
+                            xytext=(5 * side, 5 * side), fontsize=7, color=style["color"],
+                            ha="left" if side > 0 else "right",
+                            va="bottom" if side > 0 else "top")  # fmt: skip
+    if xs_all:
+        ax.set_xlabel("output tokens / s per user (1000 / TPOT p50)")
+        ax.set_ylabel("output tokens / s per GPU" if per_gpu > 1 else "output tokens / s (1 GPU)")
+        for values, log, lim in (
+            (xs_all, ax.set_xscale, ax.set_xlim),
+            (ys_all, ax.set_yscale, ax.set_ylim),
+        ):
+            if max(values) / min(values) > DECADE:
+                log("log")
+            else:
+                lim(0, max(values) * 1.12)
     else:
         _empty(ax, "no successful experiment to plot")
-    ax.set_title("Throughput against latency (down and to the right is better)", loc="left")
+    ax.set_title("Throughput per GPU against speed per user (up and to the right is better)",
+                 loc="left")  # fmt: skip
     fig.subplots_adjust(left=0.09, right=0.98)
     legend_below(fig, entries(series))
     return fig

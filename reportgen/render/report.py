@@ -73,7 +73,7 @@ def chart_list(
     """Every chart of the report: the campaign's, then each experiment's distributions and
     telemetry where it has them."""
     levels = {e.id: sorted({lv.concurrency for lv in e.levels}) for e in run.experiments}
-    out = charts.overview(report.series)
+    out = charts.overview(report.series, gpus=len(report.environment.get("devices") or []) or 1)
     for e in report.experiments:
         dist = (latencies or {}).get(e.id)
         if dist:

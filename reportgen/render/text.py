@@ -417,9 +417,12 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
                 )
             )
             software.append((f"repository {repo.get('path')}", state))
+    # reportgen's own row is above: a source checkout has no installed distribution, which
+    # the package list would call "not installed" beside its version.
     packages = [
         (str(k), "not installed" if v is None else _value(v))
         for k, v in (sw.get("packages") or {}).items()
+        if not (k == "reportgen" and rg.get("version"))
     ]
     env_vars = [(str(k), _value(v)) for k, v in sorted((sw.get("env") or {}).items())]
     known = {k for k, _ in HOST_FIELDS}
