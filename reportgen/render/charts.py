@@ -95,7 +95,7 @@ class Chart:
         with a box of this size while the chart is drawn elsewhere."""
         plot_in = figures.LATENCY_IN if self.kind == "latency" else figures.PLOT_IN
         if self.kind == "telemetry":
-            return figures.WIDTH_IN * 72, plot_in * 72
+            return figures.WIDTH_IN * 72, figures.TELEMETRY_IN * 72
         with matplotlib.rc_context(figures.RC):
             height = figures.legend_below(figures.new_figure(plot_in), self.legend, plot_in)
         return figures.WIDTH_IN * 72, height * 72

@@ -136,6 +136,7 @@ class Experiment:
     probes: list[tuple[str, str, str]] = field(default_factory=list)  # prompt, expect, answer
     # achieved concurrency (mean requests in flight) at each objective level
     objective_achieved: list[str] = field(default_factory=list)
+    telemetry_idle: str = ""  # said when the GPU was mostly idle while measured
 
 
 @dataclass(frozen=True)

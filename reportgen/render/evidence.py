@@ -128,6 +128,33 @@ def telemetry_note(e: Experiment) -> str:
     return ""
 
 
+IDLE_UTIL = 30.0  # % mean GPU utilisation while measured, below which the GPU mostly waited
+
+
+def telemetry_idle(e: Experiment) -> str:
+    """A sentence when the GPU was mostly idle during the measured windows (every level's
+    mean utilisation below ``IDLE_UTIL``): then the host, the client or the engine's kernel
+    launches set the pace, not the GPU. Empty otherwise."""
+    by_level: dict[int, list[float]] = {}
+    for lv in e.levels:
+        for g in lv.telemetry or []:
+            value = (g.get("util_gpu_pct") or {}).get("mean")
+            if value is not None:
+                by_level.setdefault(lv.concurrency, []).append(float(value))
+    if not by_level:
+        return ""
+    means = [sum(v) / len(v) for v in by_level.values()]
+    if max(means) >= IDLE_UTIL:
+        return ""
+    low, high = min(means), max(means)
+    span = f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
+    return (
+        f"The GPU was mostly idle while measured: utilisation {span} by level (mean over each "
+        "level's window). What set the pace was not the GPU's compute but what feeds it: "
+        "the engine's kernel launches and scheduling, or the client."
+    )
+
+
 def telemetry_rows(e: Experiment, pooled: bool = False) -> list[dict[str, str]]:
     """One row per level and repetition (``pooled``: per level, its repetitions together),
     over all GPUs: mean of the GPUs' means, the lowest minimum and highest maximum, and for

@@ -164,7 +164,7 @@ def chart_inputs(run_dir: Path, run: Run) -> tuple[dict[str, charts.Lazy], dict[
 
 
 PERCENTILES = tuple(range(101))
-TELEMETRY_CHART_COLUMNS = ("t", "gpu", "sm_clock_mhz", "power_w")
+TELEMETRY_CHART_COLUMNS = ("t", "gpu", "sm_clock_mhz", "power_w", "util_gpu_pct", "mem_used_bytes")
 
 
 def _latencies_of(run_dir: Path, exp_id: str) -> dict[int, dict[str, list[float]]]:
