@@ -166,6 +166,122 @@ def root_cause(text: str) -> tuple[str, int] | None:
     return None
 
 
+# Frames of call plumbing: torch's module calls and context decorators, the compiler's
+# wrappers, the web stack, asyncio and threads. They say how a call got there, not where the
+# engine failed.
+_PLUMBING = re.compile(
+    r"/torch/nn/modules/module\.py|/torch/utils/_contextlib\.py|/torch/_dynamo/"
+    r"|/torch/_compile\.py|/torch/autograd/grad_mode\.py|/starlette/|/fastapi/|/uvicorn/"
+    r"|/anyio/|/asyncio/|/concurrent/futures/|/threading\.py|/contextlib\.py|/functools\.py"
+    r"|transformers/modeling_layers\.py|transformers/utils/generic\.py"
+    r"|transformers/utils/output_capturing\.py"
+)
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
+# a line that starts a new log record: where an exception's message ends
+_RECORD = re.compile(
+    r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|^\[|^\d{4}-\d\d-\d\d|^\(\w+ pid=\d+\)|^\s*$"
+)
+# vLLM's engine core writes every traceback line behind its own logger prefix:
+# "(EngineCore pid=5165) ERROR 12-01 12:40:11 [core.py:1330] "
+_LINE_PREFIX = re.compile(
+    r"^\(\w+ pid=\d+\) (?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
+    r"\[[^\]]*\] ?"
+)
+
+
+def _short_path(path: str) -> str:
+    """A frame's file from its package on (``.../site-packages/vllm/x.py`` -> ``vllm/x.py``),
+    else its last four parts."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return "/".join(path.split("/")[-4:])
+
+
+def distill(text: str, start: int = 0, frames: int = 8) -> str | None:
+    """The first traceback of ``text`` at or after character ``start``, distilled: its frames
+    outside call plumbing (``_PLUMBING``; the last ``frames`` of them, the failing end), one
+    line each with its code, and the exception's message whole (every line of it, not cut).
+    None when no traceback follows ``start`` within a few lines."""
+    lines = [_LINE_PREFIX.sub("", ln) for ln in text[start:].splitlines()]
+    head = next((i for i, ln in enumerate(lines[:8]) if "Traceback (most recent" in ln), None)
+    if head is None:
+        return None
+    kept: list[str] = []
+    plumbing = 0
+    i = head + 1
+    while i < len(lines):
+        m = _FRAME.match(lines[i])
+        if m is None:
+            if lines[i].startswith("    ") or set(lines[i].strip()) <= set("^~ "):
+                i += 1  # a frame's code or its caret line
+                continue
+            break
+        path, number, func = m.groups()
+        code = lines[i + 1].strip() if i + 1 < len(lines) and not _FRAME.match(lines[i + 1]) else ""
+        if _PLUMBING.search(path):
+            plumbing += 1
+        else:
+            kept.append(
+                f"  {_short_path(path)}:{number} in {func}" + (f"\n      {code}" if code else "")
+            )
+        i += 1
+    message: list[str] = []
+    while i < len(lines) and not (message and _RECORD.match(lines[i])):
+        if lines[i].startswith(("During handling", "The above exception")):
+            break
+        message.append(lines[i].rstrip())
+        i += 1
+    shown = kept[-frames:]
+    left = len(kept) - len(shown)
+    out = ["Traceback (most recent call last): the engine's frames, innermost last"]
+    if left:
+        out.append(f"  [{left} outer frames of the engine left out]")
+    out += shown
+    if plumbing:
+        out.append(f"  [{plumbing} frames of call plumbing (torch modules, web server) left out]")
+    out += [m for m in message if m]
+    return "\n".join(out)
+
+
+DISTILLED_HEADING = "The server's first error, its traceback distilled"
+
+
+def excerpt_of_failure(engine: Engine, text: str) -> tuple[str, str] | None:
+    """A failed server's log distilled: (its first fatal line or error and that traceback's
+    engine frames and whole message, the line itself), or None without a traceback. The
+    engine's fatal line comes first (a server that lives on but cannot generate), else the
+    first exception that names a cause."""
+    fatal = engine.fatal_in(text)
+    if fatal is not None:
+        start = text.find(fatal)
+        distilled = distill(text, start)
+        if distilled is not None:
+            return fatal.strip() + "\n" + distilled, fatal.strip()
+    cause = root_cause(text)
+    if cause is not None:
+        begin = traceback_before(text, cause[1])
+        distilled = distill(text, begin) if begin is not None else None
+        if distilled is not None:
+            return distilled, cause[0]
+    return None
+
+
+def traceback_before(text: str, offset: int, within: int = 400) -> int | None:
+    """Where the traceback that ends in the line at ``offset`` begins (its "Traceback (most
+    recent call last):" line, at most ``within`` lines before), or None."""
+    start = text.rfind("\n", 0, max(0, offset - 1)) + 1
+    for _ in range(within):
+        line_start = text.rfind("\n", 0, max(0, start - 1)) + 1
+        line = _LINE_PREFIX.sub("", text[line_start:start])
+        if "Traceback (most recent" in line:
+            return line_start
+        if line_start == 0:
+            return None
+        start = line_start
+    return None
+
+
 def _scalar(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -29,10 +29,16 @@ def test_the_best_configuration_its_command_and_its_cost_per_level() -> None:
     itl = dict(zip(b.columns, b.levels[1][1], strict=True))["ITL p50 (ms)"]
     assert itl.css == "worse" and itl.ci.startswith("98.3% CI")
     assert dict(zip(b.columns, b.levels[1][1], strict=True))["ITL p99 (ms)"].words == "no interval"
-    assert b.failed == [("kv-cache-too-small", "server exited with code 1 before it was ready")]
+    ((failed, why),) = b.failed  # with vLLM's own reason (the run rechecked from its log)
+    assert failed == "kv-cache-too-small"
+    assert why.startswith(
+        "server exited with code 1 before it was ready: ValueError: No available memory for "
+        "the cache blocks."
+    )
     steps = " ".join(b.next_steps)
     assert "ngram-spec (about 8 repetitions a side at C=16)" in steps
     assert "ngram-spec pays in latency: ITL p50 (ms) at C=1 (2.14 → 3.15)" in steps
+    assert "kv-cache-too-small: out of GPU memory" in steps  # the hint its cause calls for
 
 
 def test_expectations_are_read_for_their_direction_and_judged_against_the_verdicts() -> None:

@@ -245,3 +245,44 @@ def test_campaign_flags_as_the_engines_own_parser_accepted_them(
         for r in plan.plan(campaign.load(ROOT / "campaigns" / campaign_file))
     }
     assert {row["experiment"]: row["argv"] for row in checked["experiments"]} == now
+
+
+def test_a_failures_traceback_is_distilled_to_the_engines_frames_and_its_whole_message() -> None:
+    # vLLM 0.26.0: every line behind the engine core's logger prefix
+    text = _read(VLLM / "server-kv-cache-too-small.log")
+    what, at = engines.root_cause(text) or ("", 0)
+    start = engines.traceback_before(text, at)
+    assert start is not None
+    got = engines.distill(text, start) or ""
+    assert "vllm/v1/core/kv_cache_utils.py:758 in _check_enough_kv_cache_memory" in got
+    assert "(EngineCore pid=" not in got
+    assert got.splitlines()[-1] == what  # the message, whole, last
+    # SGLang 0.5.17: the traceback begins mid-line ("Scheduler hit an exception: Traceback")
+    text = _read(SGLANG / "fatal-mem-fraction-static-0.005.log")
+    got, line = engines.excerpt_of_failure(engines.get("sglang"), text) or ("", "")
+    assert "sglang/srt/mem_cache/kv_cache_configurator.py:1647 in _profile_available_bytes" in got
+    assert got.endswith("If using speculative decoding, draft weights are now counted.")
+
+
+def test_torchs_call_plumbing_is_left_out_and_an_oom_message_kept_whole() -> None:
+    """The H200 run's transformers serve: the generation loop dies of CUDA OOM under load."""
+    from tests.conftest import ROOT
+
+    text = _read(ROOT / "docs" / "examples" / "h200" / "logs" / "eager-attention.server.log")
+    got, line = engines.excerpt_of_failure(engines.get("transformers"), text) or ("", "")
+    assert line.endswith("Error in generation loop: CUDA out of memory. Tried to allocate "
+                         "6.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 2.24 "
+                         "GiB is free. Including non-PyTorch memory, this process has 137.55 "
+                         "GiB memory in use. Of the allocated memory 136.64 GiB is allocated "
+                         "by PyTorch, with 15.40 GiB allocated in private pools (e.g., CUDA "
+                         "Graphs), and 104.54 MiB is reserved by PyTorch but unallocated. If "
+                         "reserved but unallocated memory is large try setting "
+                         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+                         "fragmentation.  See documentation for Memory Management  "
+                         "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-"
+                         "memory-usage-with-pytorch-cuda-alloc-conf)")  # fmt: skip
+    assert "_call_impl" not in got and "frames of call plumbing" in got
+    assert "transformers/integrations/eager_paged.py:60 in eager_paged_attention_forward" in got
+    last = got.splitlines()[-1]
+    assert last.startswith("torch.OutOfMemoryError: CUDA out of memory.")
+    assert "Service Unavailable" not in got and "[transformers]" not in got

@@ -115,11 +115,16 @@ def test_every_fault_is_recorded_and_the_campaign_goes_on(tmp_path: Path, cache:
     crashed = exps["crash"]["levels"][0]["summary"]  # the level it died in is kept
     assert crashed["errors"] >= 1 and crashed["ok"] >= 2
     assert exps["dead-at-start"]["levels"] == []
-    for exp_id in ("dead-at-start", "dead-loop"):  # the log shown from its fatal line on
+    for exp_id in ("dead-at-start", "dead-loop"):  # the fatal line and its traceback, distilled
         e = exps[exp_id]
-        assert e["log_heading"] == "The server's log from its fatal line"
+        assert e["log_heading"] == "The server's first error, its traceback distilled"
         assert e["log_tail"].startswith("sim: error in generation loop"), e["log_tail"]
-    assert "The server&#39;s log from its fatal line (<code>logs/dead-loop" in html
+        last = e["log_tail"].splitlines()[-1]  # the exception's message, whole
+        assert last.startswith("RuntimeError: CUDA out of memory (simulated).")
+        assert last.endswith("says where the memory went (simulated fault (--fault dead-loop))")
+        assert "in _dead_generation_loop" in e["log_tail"]
+        assert "HTTP/1.1" not in e["log_tail"]  # not the requests refused after it
+    assert "The server&#39;s first error, its traceback distilled (<code>logs/dead-loop" in html
     dead = exps["dead-loop"]["levels"]  # stopped after the level the loop died in
     assert len(dead) == 1 and dead[0]["summary"]["ok"] == 2
     assert dead[0]["summary"]["error_kinds"] == {"HTTP 503": 2}

@@ -4,10 +4,11 @@ A run keeps its checks as they were taken. When a later reportgen reads an engin
 log line it did not know, a counter it misread), ``reportgen render RUN --recheck`` takes them
 again from what the run saved: the engine's log lines re-read from each experiment's saved
 server log (the adapter's patterns now), every other input from the results and the request
-tables. The lines' error and warning counts stay as the run counted them (only the run knew
-where each server's stop began). What each check said before is recorded in
-``Run.redecided``; the decisions are then taken again, since a failed check can decide a
-verdict.
+tables; a failed experiment's log excerpt is distilled again from its log (the first error's
+traceback: the engine's frames, the message whole). The lines' error and warning counts stay
+as the run counted them (only the run knew where each server's stop began). What each check
+said before is recorded in ``Run.redecided``; the decisions are then taken again, since a failed
+check can decide a verdict.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from reportgen.analysis import checks as checks_mod
 from reportgen.campaign import Workload
 from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence
+from reportgen.redact import redact_text
 from reportgen.results.model import Run
 
 
@@ -33,6 +35,28 @@ def prefix_expect(wl: Workload) -> tuple[float, float] | None:
         return float(lo), float(hi)
     shared = wl.prompts.source in ("fixed", "shared-prefix")
     return None if shared else checks_mod.DEFAULT_PREFIX_HIT
+
+
+def _failure_again(entry: Any, engine: engines.Engine, text: str) -> None:
+    """A failed experiment's log excerpt distilled again (the first error's traceback, the
+    engine's frames, the message whole), and its reason's message made whole where the run
+    cut it."""
+    got = engines.excerpt_of_failure(engine, text)
+    if got is None:
+        return
+    excerpt, line = got
+    entry.log_tail = redact_text(excerpt)
+    entry.log_heading = engines.DISTILLED_HEADING
+    head, sep, said = (entry.reason or "").partition(": ")
+    if (
+        sep
+        and len(said) >= 40
+        and line.startswith(said[:40])
+        and len(line) > len(said)
+        or not sep
+        and head.startswith("server exited with code")
+    ):
+        entry.reason = f"{head}: {redact_text(line)[:2000]}"
 
 
 def recheck(
@@ -58,6 +82,8 @@ def recheck(
                 wanted = chk.get("log_contains") or chk.get("log_absent")
                 if wanted:
                     ours[f"campaign:{i}"] = str(wanted)
+            if entry.status == "failed" or entry.log_heading:
+                _failure_again(entry, engine, text)
             found = evidence.log_evidence(text, ours)["found"]
             entry.log_evidence["found"] = found
             entry.server_args_resolved = evidence.server_args(found)

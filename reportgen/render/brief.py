@@ -303,13 +303,13 @@ def _next_steps(
                 "(campaign.confirm = true) to see whether each still pays with the others in."
             )
     for eid, reason in _failed(run):
-        hint = _hint(reason)
+        hint = failure_hint(reason)
         if hint:
             out.append(f"{eid}: {hint}")
     return out
 
 
-def _hint(reason: str) -> str:
+def failure_hint(reason: str) -> str:
     """What to change where the failure's cause is a known one."""
     low = reason.lower()
     if "out of memory" in low or "no available memory" in low or "no gpu memory" in low:

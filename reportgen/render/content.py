@@ -137,6 +137,7 @@ class Experiment:
     # achieved concurrency (mean requests in flight) at each objective level
     objective_achieved: list[str] = field(default_factory=list)
     telemetry_idle: str = ""  # said when the GPU was mostly idle while measured
+    hint: str = ""  # what to change, where a failure's cause is a known one
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from reportgen.analysis import sequential
 from reportgen.campaign import is_throughput
 from reportgen.render import evidence
+from reportgen.render.brief import failure_hint
 from reportgen.render.content import Cell, Comparison, Experiment, FlagChange, LevelRow, Objective
 from reportgen.render.fmt import NONE, fmt_arg, fmt_ci, fmt_num, fmt_ratio, fmt_stat, fmt_time
 from reportgen.results import model
@@ -126,6 +127,7 @@ def section(
         vs_baseline=comparisons(vs_baseline),
         explanation=decision.explanation if decision else "",
         reason=e.reason or "",
+        hint=failure_hint(e.reason or ""),
         log_tail=e.log_tail or "",
         log_heading=e.log_heading or LOG_HEADING,
         cut_short=_cut_short(e),

@@ -28,6 +28,9 @@ from reportgen.errors import ServerError
 from reportgen.redact import redact_text
 
 FATAL_HEADING = "The server's log from its fatal line"
+# The first error and its traceback, distilled: the engine's own frames, the message whole.
+DISTILLED_HEADING = engines.DISTILLED_HEADING
+MESSAGE_CHARS = 2000  # an error message is kept whole up to this (CUDA's OOM runs to 600)
 CAUSE_HEADING = "The server's log from its first error"
 
 
@@ -198,16 +201,30 @@ class ServerProcess:
             cause = engines.root_cause(text)
             if cause is not None:  # the traceback's own words, and the log from them on
                 what, offset = cause
+                start = engines.traceback_before(text, offset)
+                distilled = engines.distill(text, start) if start is not None else None
+                if distilled is not None:
+                    return ServerError(
+                        f"server exited with code {code}{at}: {what[:MESSAGE_CHARS]}",
+                        redact_text(distilled, self.secrets),
+                        DISTILLED_HEADING,
+                    )
                 excerpt = "".join(text[offset:].splitlines(keepends=True)[:40])
                 return ServerError(
-                    f"server exited with code {code}{at}: {what[:300]}", excerpt, CAUSE_HEADING
+                    f"server exited with code {code}{at}: {what[:MESSAGE_CHARS]}",
+                    excerpt,
+                    CAUSE_HEADING,
                 )
             return ServerError(f"server exited with code {code}{at}", self.log_tail())
         fatal = self.fatal_line()
         if fatal is not None:
-            return ServerError(
-                f"server reported a fatal error{at}: {fatal}", self.fatal_excerpt(), FATAL_HEADING
-            )
+            excerpt, heading = self.fatal_excerpt(), FATAL_HEADING
+            head = self._read_log(self._fatal_at, 1024 * 1024).decode("utf-8", errors="replace")
+            distilled = engines.distill(head)
+            if distilled is not None:  # the traceback that follows the fatal line
+                excerpt = redact_text(head.splitlines()[0] + "\n" + distilled, self.secrets)
+                heading = DISTILLED_HEADING
+            return ServerError(f"server reported a fatal error{at}: {fatal}", excerpt, heading)
         return None
 
     def fatal_line(self) -> str | None:
@@ -221,7 +238,7 @@ class ServerProcess:
         text = whole.decode("utf-8", errors="replace")
         line = self.engine.fatal_in(text)
         if line is not None:
-            self._fatal = redact_text(line.strip(), self.secrets)[:300]
+            self._fatal = redact_text(line.strip(), self.secrets)[:MESSAGE_CHARS]
             self._fatal_at = self._scanned + len(text[: text.find(line)].encode("utf-8"))
         self._scanned += len(whole)
         return self._fatal

@@ -16,7 +16,9 @@ import os
 import random
 import re
 import signal
+import sys
 import time
+import traceback
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from contextlib import aclosing
@@ -27,6 +29,18 @@ from aiohttp import web
 from reportgen.sim.text import BadRequest, generated_tokens, request_prompt
 
 DEFAULT_MAX_TOKENS = 16
+
+
+DEAD_LOOP_MESSAGE = (
+    "CUDA out of memory (simulated). Tried to allocate 6.00 GiB. GPU 0 has a total capacity of "
+    "139.80 GiB of which 2.24 GiB is free. Of the allocated memory 136.64 GiB is allocated by "
+    "PyTorch, with 15.40 GiB allocated in private pools (e.g., CUDA Graphs): the part of the "
+    "message past its first 300 characters that says where the memory went"
+)
+
+
+def _dead_generation_loop(note: str) -> None:
+    raise RuntimeError(f"{DEAD_LOOP_MESSAGE} ({note})")
 
 
 def _error(message: str, status: int = 400) -> web.Response:
@@ -205,6 +219,11 @@ class _Sim:
                 self.dead = True
                 note = "simulated fault (--fault dead-loop)"
                 print(f"sim: error in generation loop: {note}", flush=True)
+                try:  # then its traceback, as transformers serve prints one
+                    _dead_generation_loop(note)
+                except RuntimeError:
+                    traceback.print_exc(file=sys.stdout)
+                    sys.stdout.flush()
             return _error("generation loop is not running", status=503)
         try:
             body = await request.json()
