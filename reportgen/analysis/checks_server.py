@@ -77,13 +77,16 @@ def probe_checks(
     title = "Outputs sane: golden prompts answered as expected"
     answers = list(entry.probes or [])
     if not answers:
+        failed = entry.status != "ok"
         return [
             Check(
                 id="outputs_sane",
                 title=title,
                 status="skip",
-                evidence="the campaign has no golden prompts",
-                hint="add [[probe]] prompts with an expected answer (regex)",
+                evidence="no golden prompt was asked: the server failed before they were"
+                if failed
+                else "the campaign has no golden prompts",
+                hint="" if failed else "add [[probe]] prompts with an expected answer (regex)",
             )
         ]
     bad: list[str] = []

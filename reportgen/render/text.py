@@ -325,7 +325,13 @@ def methods(
         "metric_notes": metric_doc.paragraphs[2:],
         "load": load,
         "overrides": overrides,
-        "stats_intro": [p for p in stats_doc.paragraphs[1:] if not p.startswith("How the ")],
+        # a paragraph that introduces a list ("Verdicts against the campaign's margin m:")
+        # would dangle here: its list is given below, with the verdict terms
+        "stats_intro": [
+            p
+            for p in stats_doc.paragraphs[1:]
+            if not p.startswith("How the ") and not p.endswith(":")
+        ],
         "rules": [(n, t) for n, t in stats_doc.bullets if n in VERDICT_TERMS],
         "noise_intro": noise_doc.paragraphs[1:2],
         "noise": noise_doc.bullets,
