@@ -68,3 +68,16 @@ def test_a_failure_is_one_line_without_the_loggers_prefix() -> None:
     )
     assert "ContinuousBatchingLogger" not in failed["float16"]
     assert "out of GPU memory" in " ".join(b.next_steps)  # eager-attention's OOM, with a hint
+
+
+def test_a_failed_experiments_finished_levels_are_drawn() -> None:
+    """eager-attention's server died at C=64: C=1, 4 and 16 were measured and are drawn,
+    dotted, as a failed experiment's; the level it died in is not."""
+    from reportgen.render import view
+
+    series = {s.id: s for s in view.build(results.load(EXAMPLES / "h200")).series}
+    eager = series["eager-attention"]
+    assert eager.partial and eager.levels == [1, 4, 16]
+    assert all(v is not None and v > 0 for v in eager.mean["output_tok_s"])
+    assert "float16" not in series  # failed before any level: nothing to draw
+    assert not series["cuda-graphs"].partial

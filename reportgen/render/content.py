@@ -152,6 +152,7 @@ class Series:
     mean: dict[str, list[float | None]]
     sd: dict[str, list[float | None]]
     untrusted: bool = False  # ran, but a check invalidated its numbers (verdict "failed")
+    partial: bool = False  # its server failed: only the levels it finished before are drawn
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ BASELINE_COLOUR = "#000000"
 
 WIDTH_IN = 7.2  # about the text width of an A4 page with 15 mm margins
 PLOT_IN = 3.1  # height of the plots with their title and x label; the legend is added below
-LATENCY_IN = 5.0  # the four latency panels, two rows: with figure 1 they fit one printed page
+LATENCY_IN = 4.6  # the four latency panels, two rows: with figure 1 they fit one printed page
 TITLE_IN = 0.32  # room above the plots for their titles
 XLABEL_IN = 0.5  # room below the plots for tick labels and the x label
 LEGEND_COLUMNS = 4
@@ -90,13 +90,14 @@ def _style(index: int, series: Series) -> dict[str, Any]:
             "linestyle": "-",
             "zorder": 5,
         }
-    # Past the palette, vary the dash pattern so the lines stay distinguishable.
+    # Past the palette, vary the dash pattern so the lines stay distinguishable; a failed
+    # experiment's finished levels are dotted.
     return {
         "color": PALETTE[index % len(PALETTE)],
         "linewidth": 1.5,
         "marker": MARKERS[index % len(MARKERS)],
         "markersize": 4.5,
-        "linestyle": DASHES[(index // len(PALETTE)) % len(DASHES)],
+        "linestyle": ":" if series.partial else DASHES[(index // len(PALETTE)) % len(DASHES)],
         "zorder": 3,
     }
 
@@ -108,6 +109,8 @@ def _legend_name(series: Series) -> str:
         suffix = " (best)" if series.is_best else ""
     if series.untrusted:
         suffix += " (failed checks)"
+    if series.partial:
+        suffix += " (failed; levels before it)"
     return _label(series.id, series.index) + suffix
 
 

@@ -71,7 +71,7 @@ def build(run: Run) -> Report:
         series=[
             _series(i + 1, e, e is baseline, e.id == run.best)
             for i, e in enumerate(exps)
-            if e.ok and e.by_level
+            if _drawn(e)
         ],
         references=_references(run.campaign.get("reference") or [], run, len(gpus)),
         environment=text.environment(run.environment),
@@ -235,8 +235,31 @@ def _assumptions(views: Sequence[Experiment]) -> Assumptions:
     return Assumptions([v.id for v in checked], rows, problems, passed)
 
 
+def finished_before_failure(e: model.Experiment) -> list[int]:
+    """The levels a failed experiment completed before its server failed: none of their runs
+    cut short, some of their requests answered. Their numbers are measurements (the verdict
+    stays failed); the level it died in is not."""
+    if e.ok:
+        return []
+    died = {lv.concurrency for lv in e.levels if lv.aborted}
+    return sorted(
+        a.concurrency
+        for a in e.by_level
+        if a.concurrency not in died and not a.all_failed and a.requests
+    )
+
+
+def _drawn(e: model.Experiment) -> bool:
+    """Whether an experiment gets a line in the charts: it succeeded, or it failed after
+    finishing some levels (those are drawn, dashed, as "failed")."""
+    return bool(e.by_level) and (e.ok or bool(finished_before_failure(e)))
+
+
 def _series(index: int, e: model.Experiment, is_baseline: bool, is_best: bool) -> Series:
     levels = by_level(e)
+    if not e.ok:  # only the levels it finished before its server failed
+        keep = set(finished_before_failure(e))
+        levels = {c: a for c, a in levels.items() if c in keep}
     order = sorted(levels)
     return Series(
         id=e.id,
@@ -246,7 +269,8 @@ def _series(index: int, e: model.Experiment, is_baseline: bool, is_best: bool) -
         levels=order,
         mean={k: [levels[c].mean(k) for c in order] for k in CHART_KEYS},
         sd={k: [levels[c].stat(k).sd for c in order] for k in CHART_KEYS},
-        untrusted=e.decision is not None and e.decision.verdict == "failed",
+        untrusted=e.ok and e.decision is not None and e.decision.verdict == "failed",
+        partial=not e.ok,
     )
 
 
