@@ -476,7 +476,10 @@ def _telemetry_columns(gpus: int, seconds: float, power: bool = True) -> dict[st
     gpu = np.tile(np.arange(gpus, dtype=float), t.size // gpus)
     clock = 1980 - 40 * rng.random(t.size)
     watts = 300 + 200 * rng.random(t.size) if power else np.full(t.size, np.nan)
-    return {"t": t, "gpu": gpu, "sm_clock_mhz": clock, "power_w": watts}
+    util = 100 * rng.random(t.size)
+    memory = 1e11 + 1e9 * rng.random(t.size)
+    return {"t": t, "gpu": gpu, "sm_clock_mhz": clock, "power_w": watts,
+            "util_gpu_pct": util, "mem_used_bytes": memory}  # fmt: skip
 
 
 def _percentiles(levels: list[int], scale: float) -> dict[int, dict[str, list[float]]]:

@@ -243,37 +243,46 @@ def new_figure(height: float) -> Figure:
 
 
 REUSE = True
-_KEPT: dict[str, tuple[Figure, Axes, Axes]] = {}  # this process's kept figures, by kind
+_KEPT: dict[str, tuple[Figure, list[Axes]]] = {}  # this process's kept figures, by kind
 
 
-def _pair(kind: str, reuse: bool, sharex: bool = False) -> tuple[Figure, Axes, Axes]:
-    """A figure with two panels side by side, for the per-experiment charts (two per
-    experiment, all alike): made once per process and cleared for each chart, which spares
+def _grid(
+    kind: str, reuse: bool, rows: int, cols: int, height: float, sharex: bool = False
+) -> tuple[Figure, list[Axes]]:
+    """A figure of ``rows`` x ``cols`` panels, for the per-experiment charts (all alike
+    within a kind): made once per process and cleared for each chart, which spares
     matplotlib building the axes and their ticks again (a third of such a chart's time).
     Cleared: every artist a chart adds is removed and the limits are automatic again; what
     every chart sets anyway (titles, labels, ticks, size, margins) it sets again. Only
-    charts whose panels both get data use a kept figure (an empty panel's limits come out
+    charts whose panels all get data use a kept figure (an empty panel's limits come out
     differently); tests/test_render.py checks that a chart drawn on a kept figure is
     byte-identical to one drawn on a new figure."""
     kept = _KEPT.get(kind) if REUSE and reuse else None
     if kept is None:
-        fig = new_figure(PLOT_IN)
-        left, right = fig.subplots(1, 2, sharex=sharex)
+        fig = new_figure(height)
+        grid = fig.subplots(rows, cols, sharex=sharex, squeeze=False)
+        axes = [ax for row in grid for ax in row]
         if REUSE and reuse:
-            _KEPT[kind] = (fig, left, right)
-        return fig, left, right
-    fig, left, right = kept
+            _KEPT[kind] = (fig, axes)
+        return fig, axes
+    fig, axes = kept
     for below in list(fig.legends):
         below.remove()
-    for ax in (left, right):
+    for ax in axes:
         for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
             artist.remove()
         if (inside := ax.get_legend()) is not None:
             inside.remove()
         ax.relim()
         ax.autoscale(True)
-    fig.set_figheight(PLOT_IN)
-    return kept
+    fig.set_figheight(height)
+    return fig, axes
+
+
+def _pair(kind: str, reuse: bool, sharex: bool = False) -> tuple[Figure, Axes, Axes]:
+    """Two panels side by side (``_grid``)."""
+    fig, (left, right) = _grid(kind, reuse, 1, 2, PLOT_IN, sharex=sharex)
+    return fig, left, right
 
 
 def throughput(series: Sequence[Series]) -> Figure:
@@ -442,9 +451,10 @@ def telemetry(rows: Mapping[str, Any], windows: Sequence[tuple[float, float, str
         k: np.asarray(rows.get(k) if rows.get(k) is not None else [], dtype=float) * scale
         for k, _, _, scale in TELEMETRY_PANELS
     }
-    fig = new_figure(TELEMETRY_IN)
-    grid = fig.subplots(2, 2, sharex=True)
-    axes = [grid[0][0], grid[0][1], grid[1][0], grid[1][1]]
+    full = t.size > 0 and all(
+        v.size == t.size and bool(np.any(~np.isnan(v) & ~np.isnan(gpu))) for v in columns.values()
+    )
+    fig, axes = _grid("telemetry", full, 2, 2, TELEMETRY_IN, sharex=True)
     _few_ticks(*axes)
     t0 = float(t.min()) if t.size else 0.0
     gpus = sorted({int(g) for g in np.unique(gpu[~np.isnan(gpu)])}) if gpu.size else []
