@@ -355,3 +355,21 @@ def test_enough_requests_for_the_percentiles_pass_and_none_at_all_skip() -> None
     )
     failed = by_id(run_checks(entry([level(1, requests=5, errors=5)]), ENV))
     assert failed["percentile_samples"]["status"] == "skip"
+
+
+def test_failed_requests_say_their_kinds_and_the_level_run_they_came_from() -> None:
+    """The H200 run's eager-attention: its generation loop died at C=64. 77.3% failed, but
+    by kind and place: 64 broke off mid-stream, 2,585 were refused at once with HTTP 503, all
+    in that one run; the six runs before it had none."""
+    from reportgen import results
+    from reportgen.analysis.checks_levels import measurement_checks
+    from tests.conftest import ROOT
+
+    run = results.load(ROOT / "docs" / "examples" / "h200")
+    checks = {c.id: c for c in measurement_checks(run.experiment("eager-attention"))}
+    said = checks["request_errors"].evidence
+    assert said == (
+        "2649 of 3429 requests failed (77.3%): 2585 HTTP 503, 64 error in stream, all at "
+        "C=64 repetition 1; the other level runs: 0 of 780 failed"
+    )
+    assert checks["request_errors"].status == "fail"

@@ -63,9 +63,32 @@ def _request_errors(levels: Sequence[Level]) -> Check:
         id="request_errors",
         title="Requests succeeded",
         status=status,
-        evidence=f"{errors} of {requests} requests failed ({share:.1%})",
+        evidence=f"{errors} of {requests} requests failed ({share:.1%})" + _where_errors(levels),
         hint="" if status == "pass" else "read the error kinds per level and the server log",
     )
+
+
+def _where_errors(levels: Sequence[Level]) -> str:
+    """The failed requests by kind, and where they came from: when one level run holds them
+    all (a server that died there: requests broken off mid-stream, then refused at once), that
+    run, and how the runs before it did, so a fast stream of refusals is not read as the
+    configuration's error rate."""
+    kinds: dict[str, int] = {}
+    for lv in levels:
+        for kind, n in (lv.summary.error_kinds or {}).items():
+            kinds[kind] = kinds.get(kind, 0) + int(n)
+    if not kinds:
+        return ""
+    said = ": " + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda x: -x[1]))
+    failing = [lv for lv in levels if lv.summary.errors]
+    if len(failing) == 1 and len(levels) > 1:
+        (bad,) = failing
+        before = [lv for lv in levels if lv is not bad]
+        said += (
+            f", all at C={bad.concurrency} repetition {bad.repetition + 1}; the other level runs: "
+            f"0 of {sum(lv.summary.requests for lv in before)} failed"
+        )
+    return said
 
 
 def _output_lengths(levels: Sequence[Level]) -> Check:
