@@ -373,3 +373,16 @@ def test_failed_requests_say_their_kinds_and_the_level_run_they_came_from() -> N
         "C=64 repetition 1; the other level runs: 0 of 780 failed"
     )
     assert checks["request_errors"].status == "fail"
+
+
+def test_a_server_that_lives_on_with_a_dead_generation_loop_is_not_stable() -> None:
+    from reportgen import results
+    from reportgen.analysis.checks_server import server_stable
+    from tests.conftest import ROOT
+
+    run = results.load(ROOT / "docs" / "examples" / "h200")
+    check = server_stable(run.experiment("eager-attention"))
+    assert check.status == "fail"
+    assert check.evidence.startswith("the process stayed up but stopped generating: server "
+                                     "reported a fatal error during C=64 repetition 1")  # fmt: skip
+    assert server_stable(run.baseline).status == "pass"

@@ -38,6 +38,15 @@ def server_stable(entry: Experiment) -> Check:
             evidence=reason,
             hint="read the end of the server log",
         )
+    if entry.status == "failed" and "reported a fatal error" in reason:
+        # its process lived on, but it could no longer generate (a dead generation loop)
+        return Check(
+            id="server_stable",
+            title=title,
+            status="fail",
+            evidence="the process stayed up but stopped generating: " + reason,
+            hint="read the server's first error and its traceback (decision log)",
+        )
     problems: list[str] = []
     started: dict[int, float] = {}
     for lv in entry.all_levels():
