@@ -21,6 +21,7 @@ def test_the_best_configuration_its_command_and_its_cost_per_level() -> None:
         "ITL p99 (ms)",
     ]
     assert [level for level, _ in b.levels] == [1, 16, 64]
+    assert b.samples[0].count("–") == 1 and int(b.samples[0].split("–")[0]) < 100  # C=1: few
     first = dict(zip(b.columns, b.levels[0][1], strict=True))
     tput = first["output_tok_s"]
     assert (tput.baseline, tput.best, tput.ratio) == ("435", "705", "×1.63")

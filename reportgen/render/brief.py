@@ -59,6 +59,9 @@ class Brief:
     columns: list[str]
     levels: list[tuple[int, list[BriefCell]]]
     failed: list[tuple[str, str]]
+    # per level in ``levels``: successful requests per run behind the best's percentiles
+    # ("28-33"): a p99 of fewer than 100 is about the maximum
+    samples: list[str] = field(default_factory=list)
     expectations: list[Expectation] = field(default_factory=list)
     next_steps: list[str] = field(default_factory=list)
 
@@ -349,6 +352,9 @@ def build(run: Run) -> Brief:
             next_steps=_next_steps(run, None, [], columns),
         )
     cells = _cells(run, best, base, key, metric)
+    from reportgen.render.experiment import runs_by_level, samples  # (it imports this module)
+
+    runs = runs_by_level(best)
     parent = best.parent or base.id
     line = (
         f"{best.id} is the best configuration: adopted against {parent}"
@@ -362,6 +368,7 @@ def build(run: Run) -> Brief:
         columns=columns,
         levels=cells,
         failed=failed,
+        samples=[samples(runs.get(level) or []) for level, _ in cells],
         expectations=_expectations(run, level_word),
         next_steps=_next_steps(run, best, cells, columns),
     )
