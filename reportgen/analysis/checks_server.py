@@ -327,33 +327,28 @@ def cuda_graphs(
         return []
     found = (entry.log_evidence or {}).get("found") or {}
     line = found.get("cuda_graph_captured")
-    if graphs_off and not line:
-        return [
-            Check(
-                id="cuda_graphs",
-                title="CUDA graph capture finished before measuring",
-                status="skip",
-                evidence=f"CUDA graphs turned off on purpose ({graphs_off}): no capture expected",
-            )
-        ]
     disabled = found.get("cuda_graph_disabled")
-    if disabled and not line:
-        return [
-            Check(
-                id="cuda_graphs",
-                title="CUDA graph capture finished before measuring",
-                status="warn",
-                evidence=f"the engine turned CUDA graphs off itself: {disabled}",
-                hint="another setting of this experiment rules graphs out: its numbers "
-                "include kernel-launch overhead that the configurations with graphs avoid",
-            )
-        ]
+    status: Status
+    if line:
+        status, evidence, hint = "pass", str(line), ""
+    elif graphs_off:
+        status, hint = "skip", ""
+        evidence = f"CUDA graphs turned off on purpose ({graphs_off}): no capture expected"
+    elif disabled:
+        status, evidence = "warn", f"the engine turned CUDA graphs off itself: {disabled}"
+        hint = (
+            "another setting of this experiment rules graphs out: its numbers include "
+            "kernel-launch overhead that the configurations with graphs avoid"
+        )
+    else:
+        status, evidence = "warn", "no capture line in the server log"
+        hint = "graphs may have been disabled or captured during the run"
     return [
         Check(
             id="cuda_graphs",
             title="CUDA graph capture finished before measuring",
-            status="pass" if line else "warn",
-            evidence=line or "no capture line in the server log",
-            hint="" if line else "graphs may have been disabled or captured during the run",
+            status=status,
+            evidence=evidence,
+            hint=hint,
         )
     ]

@@ -146,6 +146,7 @@ def _failed(run: Run) -> list[tuple[str, str]]:
     return out
 
 
+_FAILS = re.compile(r"\bfails?\b", re.I)
 _DIRECTIONS = (
     ("worse", re.compile(r"\b(slower|lower|fewer|worse|drops?|longer|costs?)\b", re.I)),
     ("better", re.compile(r"\b(faster|higher|better|quicker|shorter|speeds? up|gains?)\b", re.I)),
@@ -153,7 +154,7 @@ _DIRECTIONS = (
         "equivalent",
         re.compile(r"\b(equivalent|no change|unchanged|the same|about the same)\b", re.I),
     ),
-    ("failed", re.compile(r"\bfails?\b", re.I)),
+    ("failed", _FAILS),
 )
 _LEVELS = re.compile(r"C\s*=\s*(\d+)")
 # A clause about a latency or the server's start speaks of something other than a throughput
@@ -178,7 +179,7 @@ def _reading(
     return out
 
 
-def _expectations(run: Run, level_word: str) -> list[Expectation]:
+def _expectations(run: Run) -> list[Expectation]:
     out = []
     levels = [int(c) for c in (run.objective.get("concurrency") or [])]
     metric = str(run.objective.get("metric") or "output_tok_s")
@@ -188,7 +189,7 @@ def _expectations(run: Run, level_word: str) -> list[Expectation]:
         failed = e.status != "ok" or (e.decision is not None and e.decision.verdict == "failed")
         reading = _reading(e.expect, levels, latency=not run.higher_is_better)
         if failed:
-            wanted = bool(re.search(r"\bfails?\b", e.expect, re.I))
+            wanted = bool(_FAILS.search(e.expect))
             out.append(
                 Expectation(
                     e.id,
@@ -333,7 +334,6 @@ def build(run: Run) -> Brief:
     best = next((e for e in run.experiments if e.id == run.best), None)
     columns = [metric, *(f"{label} (ms)" for _, _, label, _ in LATENCIES)]
     failed = _failed(run)
-    level_word = "95%"
     if best is None or base is None or best is base:
         line = (
             "No experiment was adopted: the baseline stays the configuration to run."
@@ -348,7 +348,7 @@ def build(run: Run) -> Brief:
             columns=columns,
             levels=[],
             failed=failed,
-            expectations=_expectations(run, level_word),
+            expectations=_expectations(run),
             next_steps=_next_steps(run, None, [], columns),
         )
     cells = _cells(run, best, base, key, metric)
@@ -369,6 +369,6 @@ def build(run: Run) -> Brief:
         levels=cells,
         failed=failed,
         samples=[samples(runs.get(level) or []) for level, _ in cells],
-        expectations=_expectations(run, level_word),
+        expectations=_expectations(run),
         next_steps=_next_steps(run, best, cells, columns),
     )
