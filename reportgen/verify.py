@@ -243,7 +243,14 @@ def _decisions(run: Run, fresh: Run, rows_of: Rows, legacy: bool) -> tuple[list[
         stored = e.decision
         if stored is None:
             continue  # not decided yet: pending, running or interrupted
-        got = verdict.decide_experiment(fresh, again, rows_of, method=stored.method)
+        got = verdict.decide_experiment(
+            fresh,
+            again,
+            rows_of,
+            method=stored.method,
+            # a failed experiment decided before its finished levels were compared
+            before_failure=stored.verdict != "failed" or stored.before_failure is not None,
+        )
         problems += _compare_decisions(run.metric, e, stored, got, legacy)
         compared += len(got.vs_parent) + len(got.vs_baseline)
         compared += sum(len(v) for v in (got.metrics or {}).values()) if stored.metrics else 0

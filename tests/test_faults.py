@@ -37,7 +37,13 @@ START_FAULTS = {
         "dead-loop",
         "server reported a fatal error during C=1 repetition 1: sim: error in generation loop",
     ),
+    # C=1 finished before the loop died: kept, compared and drawn; the verdict stays failed
+    "dead-later": (
+        "dead-loop",
+        "server reported a fatal error during C=2 repetition 1: sim: error in generation loop",
+    ),
 }
+FAULT_AFTER = {"dead-at-start": 0, "dead-later": 7}
 
 
 def campaign(port: int) -> str:
@@ -67,7 +73,7 @@ why = "No fault."
 """
     for exp_id, (fault, _) in {**START_FAULTS, **REQUEST_FAULTS}.items():
         text += f'\n[[experiment]]\nid = "{exp_id}"\nwhy = "--fault {fault}"\n'
-        after = ", fault-after = 0" if exp_id == "dead-at-start" else ""
+        after = f", fault-after = {FAULT_AFTER[exp_id]}" if exp_id in FAULT_AFTER else ""
         text += f'args = {{ fault = "{fault}"{after} }}\n'
     return text
 
@@ -128,6 +134,14 @@ def test_every_fault_is_recorded_and_the_campaign_goes_on(tmp_path: Path, cache:
     dead = exps["dead-loop"]["levels"]  # stopped after the level the loop died in
     assert len(dead) == 1 and dead[0]["summary"]["ok"] == 2
     assert dead[0]["summary"]["error_kinds"] == {"HTTP 503": 2}
+    later = exps["dead-later"]  # C=1 finished before the loop died in C=2: compared
+    assert [lv["aborted"] is None for lv in later["levels"]] == [True, False]
+    decided = later["decision"]
+    assert decided["verdict"] == "failed" and decided["before_failure"] == [1]
+    (c1,) = decided["vs_baseline"]
+    assert (c1["metric"], c1["concurrency"]) == ("output_tok_s", 1) and c1["ratio"] > 0.5
+    assert "The levels it finished before that (C=1) are compared, but decide nothing" in html
+    assert exps["dead-loop"]["decision"]["before_failure"] is None  # it died in its first
     for exp_id, (_, kind) in REQUEST_FAULTS.items():  # at each request and level
         e = exps[exp_id]
         assert e["status"] == "ok", (exp_id, e.get("reason"))

@@ -70,12 +70,19 @@ CURRENT = "pooled"  # how decisions are taken now (``Decision.method``; None: "w
 
 
 def decide_experiment(
-    run: Run, entry: Experiment, rows: Rows, method: str | None = CURRENT
+    run: Run,
+    entry: Experiment,
+    rows: Rows,
+    method: str | None = CURRENT,
+    *,
+    before_failure: bool = True,
 ) -> Decision:
     """The decision on ``entry`` (an experiment of ``run`` whose checks are done), from its
     levels, its parent's and the baseline's, and the request rows of their tables. ``method``:
     "pooled" (the run's noise model, from the experiments up to ``entry``), or "welch" (each
-    comparison's own runs; how decisions were taken before, kept to verify such runs)."""
+    comparison's own runs; how decisions were taken before, kept to verify such runs).
+    ``before_failure``: a failed experiment's finished levels are compared (False: as
+    reportgen did before, kept to verify such runs)."""
     broken = invalidated(entry.checks, evidence=True)
     if entry.ok and broken:
         return Decision(
@@ -85,7 +92,7 @@ def decide_experiment(
             + ". See the assumptions checked.",
         )
     if not entry.ok:
-        return Decision(verdict="failed", explanation=f"{entry.id} failed: {entry.reason}")
+        return _failed(run, entry, rows, method, before_failure)
     if run.baseline is None or entry.id == run.baseline.id:
         return Decision(
             verdict="baseline", explanation="The reference every other experiment is compared with."
@@ -138,6 +145,40 @@ def decide_experiment(
         metrics=every_metric(
             compare, entry, rows, [("vs_parent", parent_side), ("vs_baseline", base_side)]
         ),
+    )
+
+
+def _failed(
+    run: Run, entry: Experiment, rows: Rows, method: str | None, before_failure: bool
+) -> Decision:
+    """A failed experiment's decision: failed, with the levels it finished before its server
+    failed compared as a successful experiment's are (its verdict cannot rest on them: the
+    configuration did not survive the campaign's load)."""
+    why = f"{entry.id} failed: {entry.reason}"
+    keep = entry.finished_before_failure() if before_failure else []
+    if not keep or run.baseline is None or entry.id == run.baseline.id:
+        return Decision(verdict="failed", explanation=why)
+    done = entry.model_copy(
+        update={"levels": [lv for lv in entry.levels if lv.concurrency in keep]}
+    )
+    rows = {**rows, entry.table: [r for r in rows.get(entry.table, ()) if r.concurrency in keep]}
+    compare = Comparer(run, done, pooled=method == CURRENT)
+    parent_side, base_side = sides(run, done)
+    noise = compare.noise(run.metric) if compare.pooled else None
+    said = ", ".join(f"C={c}" for c in keep)
+    return Decision(
+        verdict="failed",
+        explanation=f"{why} The levels it finished before that ({said}) are compared, but "
+        "decide nothing: the configuration did not hold up under the campaign's load.",
+        vs_parent=compare.objective(parent_side),
+        vs_baseline=compare.objective(base_side),
+        paired=bool(parent_side and parent_side.paired),
+        method=CURRENT if compare.pooled else None,
+        noise=None if noise is None else noise_summary(noise),
+        metrics=every_metric(
+            compare, done, rows, [("vs_parent", parent_side), ("vs_baseline", base_side)]
+        ),
+        before_failure=keep,
     )
 
 

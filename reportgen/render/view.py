@@ -235,30 +235,16 @@ def _assumptions(views: Sequence[Experiment]) -> Assumptions:
     return Assumptions([v.id for v in checked], rows, problems, passed)
 
 
-def finished_before_failure(e: model.Experiment) -> list[int]:
-    """The levels a failed experiment completed before its server failed: none of their runs
-    cut short, some of their requests answered. Their numbers are measurements (the verdict
-    stays failed); the level it died in is not."""
-    if e.ok:
-        return []
-    died = {lv.concurrency for lv in e.levels if lv.aborted}
-    return sorted(
-        a.concurrency
-        for a in e.by_level
-        if a.concurrency not in died and not a.all_failed and a.requests
-    )
-
-
 def _drawn(e: model.Experiment) -> bool:
     """Whether an experiment gets a line in the charts: it succeeded, or it failed after
     finishing some levels (those are drawn, dashed, as "failed")."""
-    return bool(e.by_level) and (e.ok or bool(finished_before_failure(e)))
+    return bool(e.by_level) and (e.ok or bool(e.finished_before_failure()))
 
 
 def _series(index: int, e: model.Experiment, is_baseline: bool, is_best: bool) -> Series:
     levels = by_level(e)
     if not e.ok:  # only the levels it finished before its server failed
-        keep = set(finished_before_failure(e))
+        keep = set(e.finished_before_failure())
         levels = {c: a for c, a in levels.items() if c in keep}
     order = sorted(levels)
     return Series(

@@ -265,6 +265,9 @@ class Decision(_Model):
     noise: dict[str, Any] | None = None  # the objective's noise model then (``analysis.noise``)
     # Every headline metric, by side ("vs_parent", "vs_baseline"): not only the objective.
     metrics: dict[str, list[Comparison]] | None = None
+    # A failed experiment: the levels it finished before it failed, compared as above (the
+    # verdict stays "failed"); None: not compared (as reportgen did before).
+    before_failure: list[int] | None = None
 
 
 class FlagChange(_Model):
@@ -423,6 +426,19 @@ class Experiment(_Model):
         """Run to its end and decided: kept as it is by ``--resume`` (one that ran but was not
         yet decided when the run stopped runs again)."""
         return self.status in FINISHED and self.decision is not None
+
+    def finished_before_failure(self) -> list[int]:
+        """The levels a failed experiment completed before its server failed: none of their
+        runs cut short, some of their requests answered. Their numbers are measurements (the
+        verdict stays failed); the level it died in is not."""
+        if self.ok:
+            return []
+        died = {lv.concurrency for lv in self.levels if lv.aborted}
+        return sorted(
+            a.concurrency
+            for a in self.by_level
+            if a.concurrency not in died and not a.all_failed and a.requests
+        )
 
     def all_levels(self) -> list[Level]:
         """Its own levels, then its parent's interleaved ones."""

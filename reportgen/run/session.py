@@ -194,7 +194,10 @@ class ServerSession:
                     level.engine_metrics = evidence.deltas(before, self._scrape() or {})
                 self.levels.append(level)
                 self.rows.extend(recs)
-                self._check_alive(f"during C={c} repetition {rep + 1}")
+                failed = self.srv.failure(f"during C={c} repetition {rep + 1}")
+                if failed is not None:  # its numbers are not the configuration's
+                    level.aborted = level.aborted or str(failed)
+                    raise failed
                 interrupt.check()
 
     def _stop(self) -> None:
