@@ -245,6 +245,22 @@ def distill(text: str, start: int = 0, frames: int = 8) -> str | None:
 
 
 DISTILLED_HEADING = "The server's first error, its traceback distilled"
+# a Python logger's prefix: "2026-11-30 06:02:07,091 - ContinuousBatchingLogger - ERROR - "
+_LOGGER_PREFIX = re.compile(r"\d{4}-\d\d-\d\d[ T][\d:,.]+ - \S+ - [A-Z]+ - ")
+
+
+def gist(reason: str, most: int = 160) -> str:
+    """A failure's reason in one short line: its first line without a logger's prefix, cut
+    after the sentence that passes ``most // 2`` characters (or at ``most``), marked "…"
+    where cut. The whole message stays in the results and the decision log."""
+    first = reason.strip().splitlines()[0] if reason.strip() else ""
+    first = _LOGGER_PREFIX.sub("", first)
+    if len(first) <= most:
+        return first
+    end = first.find(". ", most // 2)
+    if 0 < end < most:
+        return first[: end + 1] + "…"
+    return first[:most].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
 def excerpt_of_failure(engine: Engine, text: str) -> tuple[str, str] | None:

@@ -54,10 +54,39 @@ def test_expectations_are_read_for_their_direction_and_judged_against_the_verdic
     # "its start is quicker" is about the start, not the objective: only "equivalent" is read
     assert got["baseline-again"].reading == "equivalent at C=1,16,64"
     assert got["baseline-again"].judged == "not shown"  # inconclusive everywhere
-    # a clause about TTFT says nothing of output tok/s
-    assert brief._reading(
+    # each clause about the metric it names, at the levels it names ("C=16 and 64")
+    assert [r.said() for r in brief._reading(
         "Higher TTFT at C=16 and 64; output tok/s lower at C=64", [1, 16, 64]
-    ) == [("worse", [64])]
+    )] == ["TTFT p50 worse at C=16,64", "worse at C=64"]  # fmt: skip
+    # where an effect is largest is not where it is alone; "several times" alone is up
+    assert [r.said() for r in brief._reading(
+        "Slower, most at C=64; several times the throughput at high concurrency", [1, 16, 64]
+    )] == ["worse at C=1,16,64", "better at C=64"]  # fmt: skip
+    # two directions ("about the same, or lower") are no reading; "fewer" is worse for tok/s,
+    # "longer" for TTFT; a part naming no level speaks of its clause's
+    assert [r.said() for r in brief._reading(
+        "output tok/s about the same, or lower at C=64; at C=64 fewer tokens per second, "
+        "and a longer time to first token, a lower TTFT p99", [1, 16, 64]
+    )] == ["worse at C=64", "TTFT p50 worse at C=64", "TTFT p99 better at C=64"]  # fmt: skip
+    # a failure expected that did not come is not met
+    sglang = {x.id: x for x in brief.build(results.load(EXAMPLES / "sglang-h200")).expectations}
+    assert (sglang["memory-too-small"].reading, sglang["memory-too-small"].judged) == (
+        "fails",
+        "not met",
+    )
+    assert sglang["memory-too-small"].outcome.startswith("it ran: C=1: ×1.19 inconclusive")
+
+
+def test_an_expectation_about_a_latency_is_judged_on_that_latency() -> None:
+    """cuda-graphs on the H200: "Lower inter-token latency at every level, most at low
+    concurrency." is read as ITL p50 better everywhere, and judged on ITL p50's verdicts."""
+    got = {x.id: x for x in brief.build(results.load(EXAMPLES / "h200")).expectations}
+    graphs = got["cuda-graphs"]
+    assert (graphs.reading, graphs.judged) == ("ITL p50 better at C=1,16,64", "met")
+    assert "; ITL p50: C=1: ×0.40 better" in graphs.outcome
+    eager = got["eager-attention"]  # failed at C=64; its finished levels still say something
+    assert eager.judged == "not met" and eager.reading == "runs, then worse at C=1,16,64"
+    assert "before that, C=1: ×0.97 inconclusive, C=16: ×0.75 inconclusive" in eager.outcome
 
 
 def test_a_failure_is_one_line_without_the_loggers_prefix() -> None:

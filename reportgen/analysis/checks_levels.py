@@ -168,9 +168,9 @@ def _counts(levels: Sequence[Level]) -> dict[int, list[int]]:
     return out
 
 
-def _per_run(counts: Sequence[int]) -> str:
+def _range(counts: Sequence[int]) -> str:
     low, high = min(counts), max(counts)
-    return f"{low} per run" if low == high else f"{low}-{high} per run"
+    return f"{low}" if low == high else f"{low}-{high}"
 
 
 def percentile_samples(levels: Sequence[Level]) -> Check:
@@ -178,12 +178,7 @@ def percentile_samples(levels: Sequence[Level]) -> Check:
     report shows (one value per successful request; inter-token gaps are many more)."""
     title = "Enough requests for the percentiles shown"
     need90, need99 = PERCENTILE_SAMPLES["p90"], PERCENTILE_SAMPLES["p99"]
-    rule = (
-        f"a p-th percentile of n values has a value above it only when n is at least 1/(1-p): "
-        f"p99 needs "
-        f"{need99} requests per level run, p90 {need90}; with fewer it lies between the largest "
-        "values, about the maximum"
-    )
+    rule = f"a p99 needs {need99}, a p90 {need90}"
     counts = _counts(levels)
     if not counts:
         return Check(
@@ -201,17 +196,18 @@ def percentile_samples(levels: Sequence[Level]) -> Check:
             status="pass",
             evidence=f"fewest successful requests in a level run: {min(n)} (C={c}); {rule}",
         )
-    listed = "; ".join(
-        f"C={c}: {_per_run(n)} (too few for its {'p90 and p99' if min(n) < need90 else 'p99'})"
+    listed = ", ".join(
+        f"C={c}: {_range(n)}" + (" (too few even for a p90)" if min(n) < need90 else "")
         for c, n in few.items()
     )
     return Check(
         id="percentile_samples",
         title=title,
         status="warn",
-        evidence=f"successful requests for the TTFT and E2E percentiles, {listed}; {rule}",
-        hint=f"raise workload.requests_per_level (or duration_s) so that every level run has "
-        f"{need99} or more requests, or read those percentiles as the largest values seen",
+        evidence=f"successful requests per level run, too few for a p99 of TTFT and E2E: "
+        f"{listed}; {rule}",
+        hint=f"raise workload.requests_per_level (or duration_s) to {need99} or more per "
+        "level run, or read those percentiles as about the largest value seen",
     )
 
 

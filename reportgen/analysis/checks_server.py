@@ -18,6 +18,7 @@ from typing import Any
 from reportgen.analysis import text as text_mod
 from reportgen.analysis.checks_levels import Status
 from reportgen.campaign import is_throughput
+from reportgen.engines import gist
 from reportgen.results.model import Check, Experiment
 
 GPU_MEMORY_BUSY = 0.05  # share of a GPU's memory in use at start that means "not free"
@@ -44,7 +45,7 @@ def server_stable(entry: Experiment) -> Check:
             id="server_stable",
             title=title,
             status="fail",
-            evidence="the process stayed up but stopped generating: " + reason,
+            evidence="the process stayed up but stopped generating: " + gist(reason),
             hint="read the server's first error and its traceback (decision log)",
         )
     problems: list[str] = []

@@ -188,11 +188,13 @@ def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:
             now = {c.id: c.status for c in entry.checks}
             said = ", ".join(f"{k} {v} -> {now.get(k, 'absent')}" for k, v in sorted(was.items()))
             out.print(f"{eid}: {said}", markup=False)
+    methods = {e.decision.method or "welch" for e in run.experiments if e.decision}
     before = verdict.redecide(run, rows)
     record: dict[str, Any] = {
         "at": utc_now(),
         "reportgen_version": __version__,
         "method": verdict.CURRENT,
+        "method_before": "welch" if "welch" in methods else verdict.CURRENT,
         "verdicts_before": before,
         "best_before": best,
     }

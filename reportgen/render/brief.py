@@ -21,6 +21,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from reportgen.engines import gist
 from reportgen.results.model import Comparison, Experiment, Run
 
 # (aggregate key, comparison metric or None, label, lower is better)
@@ -138,45 +139,138 @@ def _failed(run: Run) -> list[tuple[str, str]]:
         verdict = e.decision.verdict if e.decision else None
         if e.status == "ok" and verdict != "failed":
             continue
-        reason = (e.reason or e.status or "").strip()
-        first = reason.splitlines()[0] if reason else e.status
-        # the engine's logger prefix says nothing a reader needs
-        first = re.sub(r"^(.*?: )?\d{4}-\d\d-\d\d[ T][\d:,.]+ - \S+ - ERROR - ", r"\1", first)
-        out.append((e.id, first[:240] + ("…" if len(first) > 240 else "")))
+        out.append((e.id, gist(e.reason or e.status or "", 240)))
     return out
 
 
 _FAILS = re.compile(r"\bfails?\b", re.I)
-_DIRECTIONS = (
-    ("worse", re.compile(r"\b(slower|lower|fewer|worse|drops?|longer|costs?)\b", re.I)),
-    ("better", re.compile(r"\b(faster|higher|better|quicker|shorter|speeds? up|gains?)\b", re.I)),
+# Words that say a verdict whatever the metric ("slower", "better") ...
+_VERDICT_WORDS = (
+    ("worse", re.compile(r"\b(slower|worse|drops?|costs?|hurts?)\b", re.I)),
+    ("better", re.compile(r"\b(faster|better|quicker|speeds? up|gains?)\b", re.I)),
     (
         "equivalent",
-        re.compile(r"\b(equivalent|no change|unchanged|the same|about the same)\b", re.I),
+        re.compile(
+            r"\b(equivalent|no change|unchanged|the same|about the same|at about|as fast)\b",
+            re.I,
+        ),
     ),
-    ("failed", _FAILS),
 )
-_LEVELS = re.compile(r"C\s*=\s*(\d+)")
-# A clause about a latency or the server's start speaks of something other than a throughput
-# objective ("higher TTFT", "its start is quicker"): it is not read.
-_ASIDE = re.compile(r"TTFT|ITL|TPOT|latenc|time to first|time per|\bstarts?\b|start-up", re.I)
+# ... and words that say which way a value moves ("lower TTFT", "several times the throughput"),
+# better or worse by the metric's direction.
+_VALUE_WORDS = (
+    ("down", re.compile(r"\b(lower|fewer|less|shorter|reduced?|falls?)\b", re.I)),
+    ("up", re.compile(r"\b(higher|longer|grows?|rises?)\b", re.I)),
+)
+# "several times slower": how much, not which way; alone ("several times the throughput"), up
+_TIMES = re.compile(r"\b(several|many|\d+(\.\d+)?) ?(x|times)\b", re.I)
+# What a clause speaks of: (family, pattern); a clause naming none speaks of the objective.
+_METRICS = (
+    ("ttft_ms", re.compile(r"TTFT|time to first", re.I)),
+    ("itl_ms", re.compile(r"\bITL\b|TPOT|inter-token|time per (output )?token", re.I)),
+    ("e2e_ms", re.compile(r"latenc|end-to-end|\bE2E\b", re.I)),
+    ("objective", re.compile(r"throughput|tok(ens)?(/| per )s(ec(ond)?)?|tok/s", re.I)),
+)
+LABELS = {
+    "ttft_ms": "TTFT p50",
+    "itl_ms": "ITL p50",
+    "e2e_ms": "E2E p50",
+    "ttft_ms_p99": "TTFT p99",
+    "e2e_ms_p99": "E2E p99",
+}
+_LEVELS = re.compile(r"C\s*=\s*(\d+(?:\s*(?:,|and|or)\s*(?:C\s*=\s*)?\d+)*)")
+# "most at C=64", "more so at C=64": where an effect is largest, not the only place it is
+_EMPHASIS = re.compile(r"\b(most|mostly|more so|especially|above all)\b[^,;]*", re.I)
+# A clause about the server's start speaks of something no level measures: it is not read.
+_ASIDE = re.compile(r"\bstarts?\b|start-up", re.I)
 
 
-def _reading(
-    text: str, levels: Sequence[int], latency: bool = False
-) -> list[tuple[str, list[int]]]:
-    """(direction, levels) per clause of an expectation that states one direction; a clause
-    naming no level speaks of every level."""
-    out: list[tuple[str, list[int]]] = []
+@dataclass(frozen=True)
+class Read:
+    """One clause of an expectation: which metric, which way, at which levels."""
+
+    metric: str  # "objective", or a headline latency ("ttft_ms", "itl_ms", "e2e_ms")
+    direction: str  # better | worse | equivalent
+    levels: list[int]
+
+    def said(self) -> str:
+        what = "" if self.metric == "objective" else f"{LABELS[self.metric]} "
+        return f"{what}{self.direction} at C={','.join(map(str, self.levels))}"
+
+
+def _levels_named(clause: str, levels: Sequence[int]) -> list[int]:
+    named: list[int] = []
+    for group in _LEVELS.findall(clause):
+        named += [int(x) for x in re.findall(r"\d+", group) if int(x) in levels]
+    low = re.search(r"\blow(er)? concurrenc", clause, re.I)
+    high = re.search(r"\bhigh(er)? concurrenc", clause, re.I)
+    if levels and low:
+        named.append(min(levels))
+    if levels and high:
+        named.append(max(levels))
+    return sorted(set(named))
+
+
+def _families(text: str) -> list[str]:
+    """The metrics a piece of text names ("inter-token latency" is ITL, not end-to-end)."""
+    found = [m for m, rx in _METRICS if rx.search(text)]
+    if "e2e_ms" in found and len(found) > 1 and not re.search(r"end-to-end|\bE2E\b", text, re.I):
+        found.remove("e2e_ms")
+    return found
+
+
+def _direction(piece: str, metric: str, higher_is_better: bool) -> str | None:
+    """The one direction a piece of an expectation states about ``metric``, or None."""
+    said = {d for d, rx in _VERDICT_WORDS if rx.search(piece)}
+    moves = {d for d, rx in _VALUE_WORDS if rx.search(piece)}
+    if not said and not moves and _TIMES.search(piece):
+        moves = {"up"}
+    up_is_better = higher_is_better if metric == "objective" else False
+    said |= {"better" if (m == "up") == up_is_better else "worse" for m in moves}
+    # one direction, or none: "about the same, or lower" states two
+    return next(iter(said)) if len(said) == 1 else None
+
+
+def _reading(text: str, levels: Sequence[int], higher_is_better: bool = True) -> list[Read]:
+    """What an expectation says, clause by clause: a clause (or, where it names several
+    metrics, each comma-separated part of it) that states one direction about one metric.
+    A part naming no level speaks of its clause's levels, a clause naming none of every
+    level; asides in brackets and where an effect is largest ("most at C=64") are not read
+    as levels."""
+    out: list[Read] = []
+    text = re.sub(r"\([^)]*\)", "", text)
     for clause in re.split(r"[;.]\s+|\.$", text):
-        if _ASIDE.search(clause) and not latency:
+        if not clause.strip() or _ASIDE.search(clause):
             continue
-        found = [d for d, rx in _DIRECTIONS if rx.search(clause)]
-        if len(found) != 1:
-            continue
-        named = [int(c) for c in _LEVELS.findall(clause) if int(c) in levels]
-        out.append((found[0], named or list(levels)))
+        clause = _EMPHASIS.sub("", clause)
+        families = _families(clause)
+        pieces = re.split(r",\s*", clause) if len(families) > 1 else [clause]
+        clause_levels = _levels_named(clause, levels) or list(levels)
+        for piece in pieces:
+            found = _families(piece)
+            if len(found) > 1:
+                continue
+            metric = (
+                found[0] if found else (next(iter(families)) if len(families) == 1 else "objective")
+            )
+            if metric in ("ttft_ms", "e2e_ms") and re.search(r"\bp99\b|tail", piece, re.I):
+                metric += "_p99"  # compared from the requests (decide.tail_comparisons)
+            direction = _direction(piece, metric, higher_is_better)
+            if direction is None:
+                continue
+            named = _levels_named(piece, levels) if len(pieces) > 1 else clause_levels
+            out.append(Read(metric, direction, named or clause_levels))
     return out
+
+
+def _comparisons(e: Experiment, metric: str, objective: str) -> list[Comparison]:
+    """``e``'s comparisons with its parent on one metric family ("objective": the run's)."""
+    d = e.decision
+    if d is None:
+        return []
+    if metric == "objective" or metric == objective.removesuffix("_p50"):
+        return list(d.vs_parent)
+    return [c for c in (d.metrics or {}).get("vs_parent") or [] if c.metric == metric]
 
 
 def _expectations(run: Run) -> list[Expectation]:
@@ -187,44 +281,43 @@ def _expectations(run: Run) -> list[Expectation]:
         if not e.expect or e.role != "experiment" or e is run.baseline:
             continue
         failed = e.status != "ok" or (e.decision is not None and e.decision.verdict == "failed")
-        reading = _reading(e.expect, levels, latency=not run.higher_is_better)
+        reading = _reading(e.expect, levels, run.higher_is_better)
+        said = "; ".join(r.said() for r in reading)
+        measured = _measured(e, metric, levels, reading)
+        wanted = bool(_FAILS.search(e.expect))
+        if wanted and not failed:
+            out.append(Expectation(e.id, e.expect, "fails", f"it ran: {measured}", "not met"))
+            continue
         if failed:
-            wanted = bool(_FAILS.search(e.expect))
+            where = "it failed" + (f" ({e.reason.split(':')[0]})" if e.reason else "")
+            before = (
+                f"; before that, {measured}" if e.decision and e.decision.before_failure else ""
+            )
             out.append(
                 Expectation(
                     e.id,
                     e.expect,
-                    "fails" if wanted else "runs",
-                    "it failed",
+                    "fails" if wanted else "runs" + (f", then {said}" if said else ""),
+                    where + before,
                     "met" if wanted else "not met",
                 )
             )
             continue
-        reading = [(d, ls) for d, ls in reading if d != "failed"]
         if not reading or e.decision is None:
-            out.append(
-                Expectation(
-                    e.id,
-                    e.expect,
-                    "no direction stated",
-                    _measured(e, metric, levels),
-                    "not judged",
-                )
-            )
+            out.append(Expectation(e.id, e.expect, "no direction stated", measured, "not judged"))
             continue
         hits = misses = unknown = 0
-        said = []
-        for direction, ls in reading:
-            for c in ls:
-                comp = _find(e.decision.vs_parent, metric, c)
+        for r in reading:
+            comps = _comparisons(e, r.metric, metric)
+            for c in r.levels:
+                comp = next((x for x in comps if x.concurrency == c), None)
                 got = str(comp.verdict) if comp else "none"
-                if got == direction:
+                if got == r.direction:
                     hits += 1
                 elif got in ("inconclusive", "none"):
                     unknown += 1
                 else:
                     misses += 1
-            said.append(f"{direction} at C={','.join(map(str, ls))}")
         judged = (
             "met"
             if hits and not misses and not unknown
@@ -234,21 +327,32 @@ def _expectations(run: Run) -> list[Expectation]:
             if unknown and not hits and not misses
             else "partly met"
         )
-        out.append(
-            Expectation(e.id, e.expect, "; ".join(said), _measured(e, metric, levels), judged)
-        )
+        out.append(Expectation(e.id, e.expect, said, measured, judged))
     return out
 
 
-def _measured(e: Experiment, metric: str, levels: Sequence[int]) -> str:
+def _measured(
+    e: Experiment, metric: str, levels: Sequence[int], reading: Sequence[Read] = ()
+) -> str:
+    """What ``e`` measured against its parent: the objective at its levels, and each latency
+    its expectation speaks of."""
     if e.decision is None:
         return "–"
-    parts = []
-    for c in levels:
-        comp = _find(e.decision.vs_parent, metric, c)
-        if comp is not None and comp.ratio is not None:
-            parts.append(f"C={c}: ×{comp.ratio:.2f} {comp.verdict}")
-    return ", ".join(parts) or "no comparison"
+    families = ["objective"] + [
+        m for m in dict.fromkeys(r.metric for r in reading) if m != "objective"
+    ]
+    out = []
+    for family in families:
+        comps = _comparisons(e, family, metric)
+        parts = [
+            f"C={c.concurrency}: ×{c.ratio:.2f} {c.verdict}"
+            for c in sorted(comps, key=lambda x: x.concurrency)
+            if c.ratio is not None and (c.concurrency in levels or not levels)
+        ]
+        if parts:
+            label = "" if family == "objective" else f"{LABELS.get(family, family)}: "
+            out.append(label + ", ".join(parts))
+    return "; ".join(out) or "no comparison"
 
 
 def _next_steps(

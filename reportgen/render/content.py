@@ -115,7 +115,6 @@ class Experiment:
     levels: list[LevelRow]
     notes: list[str]  # measurement caveats by level: client-limited, short outputs, goodput
     telemetry: list[dict[str, str]]  # per level and repetition, during the measured window
-    telemetry_levels: list[dict[str, str]]  # the same per level, repetitions pooled (print)
     telemetry_windows: list[tuple[float, float, str]]  # (start, end, label), records' clock
     telemetry_note: str  # why there is none, or how it was sampled
     gpu_errors: list[str]  # error counters that grew during the experiment
@@ -138,6 +137,14 @@ class Experiment:
     objective_achieved: list[str] = field(default_factory=list)
     telemetry_idle: str = ""  # said when the GPU was mostly idle while measured
     hint: str = ""  # what to change, where a failure's cause is a known one
+    # the reason without the message the excerpt below starts with ("" : the reason whole)
+    reason_short: str = ""
+    ran: str = ""  # "2026-11-30 05:14:50 to 05:16:53 UTC (2 min 3 s)"
+    log_print: str = ""  # log_tail as print shows it (``experiment._log_print``)
+    # the explanation without the flag changes and per-level ratios its tables show (print)
+    conclusion: str = ""
+    # a failed experiment whose finished levels were compared: what that means
+    before_failure: str = ""
 
 
 @dataclass(frozen=True)
@@ -179,6 +186,8 @@ class Assumptions:
     rows: list[tuple[str, list[str]]]  # check title, status per experiment ("" not run)
     problems: list[dict[str, str]]  # warn and fail: experiment, title, status, evidence, hint
     passed: list[dict[str, str]]  # pass and skip, with their evidence
+    # print: the same check, status and advice in several experiments as one row
+    merged: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -187,7 +196,7 @@ class Report:
     objective: Objective
     summary: str
     experiments: list[Experiment]
-    ok_experiments: list[Experiment]
+    measured: list[Experiment]
     assumptions: Assumptions
     series: list[Series]
     references: list[Reference]
@@ -196,3 +205,7 @@ class Report:
     campaign_file: dict[str, str]
     rerun: list[str]
     brief: Brief | None = None  # the first page: best, its cost, failures, expectations, next
+    # print: one telemetry table, an experiment a row, its levels side by side
+    telemetry_levels: list[int] = field(default_factory=list)
+    telemetry_overview: list[dict[str, Any]] = field(default_factory=list)
+    telemetry_idle: str = ""  # which experiments' GPUs were mostly idle, in a sentence

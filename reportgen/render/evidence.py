@@ -10,7 +10,7 @@ in ``reportgen.observe`` wrote them. Pure, like ``view``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportgen.analysis.checks_levels import spec_length
@@ -152,6 +152,66 @@ def telemetry_idle(e: Experiment) -> str:
         f"The GPU was mostly idle while measured: utilisation {span} by level (mean over each "
         "level's window). What set the pace was not the GPU's compute but what feeds it: "
         "the engine's kernel launches and scheduling, or the client."
+    )
+
+
+def telemetry_overview(exps: Sequence[Experiment], levels: Sequence[int]) -> list[dict[str, Any]]:
+    """One row per experiment with telemetry, its levels side by side (each level's runs and
+    GPUs pooled, inside the measured windows): GPU utilisation and power (means) at each of
+    ``levels``, the SM clock's range, the most memory used, the worst share of samples slowed
+    and the clock events seen: the print report's one telemetry table."""
+    rows = []
+    for e in exps:
+        per: dict[int, list[dict[str, Any]]] = {}
+        for lv in e.levels:
+            per.setdefault(lv.concurrency, []).extend(
+                g for g in lv.telemetry or [] if g.get("samples")
+            )
+        per = {c: gs for c, gs in per.items() if gs}
+        if not per:
+            continue
+        every = [g for gs in per.values() for g in gs]
+
+        def values(gpus: Sequence[dict[str, Any]], name: str, which: str) -> list[float]:
+            return [float(v) for g in gpus if (v := (g.get(name) or {}).get(which)) is not None]
+
+        def at_levels(name: str, per: dict[int, list[dict[str, Any]]] = per) -> list[str]:
+            out = []
+            for c in levels:
+                got = values(per.get(c, []), name, "mean")
+                out.append(f"{sum(got) / len(got):.0f}" if got else NONE)
+            return out
+
+        memory = values(every, "mem_used_bytes", "max")
+        low = min(values(every, "sm_clock_mhz", "min"), default=None)
+        high = max(values(every, "sm_clock_mhz", "max"), default=None)
+        slow = [float(g["slowdown_share"]) for g in every if g.get("slowdown_share") is not None]
+        events = sorted({name for g in every for name in (g.get("clock_events") or {})})
+        rows.append(
+            {
+                "id": e.id,
+                "gpus": str(max(len({g.get("gpu") for g in gs}) for gs in per.values())),
+                "util": at_levels("util_gpu_pct"),
+                "power": at_levels("power_w"),
+                "sm_clock": f"{fmt_num(low)}-{fmt_num(high)}" if low != high else fmt_num(low),
+                "memory": f"{max(memory) / 1e9:.1f}" if memory else NONE,
+                "slowdown": f"{max(slow):.0%}" if slow else NONE,
+                "events": ", ".join(x.replace("_", " ") for x in events) or "none",
+            }
+        )
+    return rows
+
+
+def idle_overview(exps: Sequence[Experiment]) -> str:
+    """``telemetry_idle`` for several experiments in one sentence ("" when none was idle)."""
+    idle = [e.id for e in exps if telemetry_idle(e)]
+    if not idle:
+        return ""
+    return (
+        f"Mostly idle while measured (every level under {IDLE_UTIL:.0f}% utilisation): "
+        + ", ".join(idle)
+        + ". What set their pace was not the GPU's compute but what feeds it: the engine's "
+        "kernel launches and scheduling, or the client."
     )
 
 

@@ -8,15 +8,26 @@ Pure, like ``view``.
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 
 from reportgen.analysis import sequential
 from reportgen.campaign import is_throughput
+from reportgen.engines import DISTILLED_HEADING
 from reportgen.render import evidence
 from reportgen.render.brief import failure_hint
 from reportgen.render.content import Cell, Comparison, Experiment, FlagChange, LevelRow, Objective
-from reportgen.render.fmt import NONE, fmt_arg, fmt_ci, fmt_num, fmt_ratio, fmt_stat, fmt_time
+from reportgen.render.fmt import (
+    NONE,
+    fmt_arg,
+    fmt_ci,
+    fmt_duration,
+    fmt_num,
+    fmt_ratio,
+    fmt_stat,
+    fmt_time,
+)
 from reportgen.results import model
 from reportgen.results.model import Aggregate
 
@@ -68,6 +79,89 @@ def achieved(runs: Sequence[model.Summary]) -> str:
         if s.achieved_concurrency is not None and math.isfinite(s.achieved_concurrency)
     ]
     return fmt_num(sum(values) / len(values)) if values else NONE
+
+
+def _reason_short(e: model.Experiment) -> str:
+    """A failure's reason without the server's message where the excerpt below starts with
+    it (a fatal line and its distilled traceback): said once, whole, there."""
+    head, sep, message = (e.reason or "").partition(": ")
+    tail = (e.log_tail or "").lstrip()
+    if not sep or not message.strip() or e.log_heading != DISTILLED_HEADING:
+        return ""
+    first = tail.splitlines()[0].strip() if tail else ""
+    if not first or not (message.strip().startswith(first[:60]) or first.startswith(message[:60])):
+        return ""
+    return f"{head}; the server's message and its traceback below."
+
+
+PRINT_LOG_LINES = 6  # a log's end, in print
+PRINT_TRACEBACK_LINES = 14  # a distilled traceback's innermost frames and exception, in print
+
+
+def _log_print(tail: str, distilled: bool) -> str:
+    """The log excerpt as print shows it: a log's last lines stay its first
+    ``PRINT_LOG_LINES``; a distilled traceback keeps its heading and its last
+    ``PRINT_TRACEBACK_LINES`` (the innermost frames and the exception, whose message the
+    reason above leaves out); the HTML report keeps the whole."""
+    lines = tail.splitlines()
+    if not distilled:
+        if len(lines) <= PRINT_LOG_LINES:
+            return tail
+        more = len(lines) - PRINT_LOG_LINES
+        return "\n".join([*lines[:PRINT_LOG_LINES], f"[{more} more lines in the HTML report]"])
+    start = next((i for i, x in enumerate(lines) if x.startswith("Traceback")), None)
+    if start is None or len(lines) - start - 1 <= PRINT_TRACEBACK_LINES:
+        return tail
+    body = lines[start + 1 :]
+    left = len(body) - PRINT_TRACEBACK_LINES
+    return "\n".join(
+        [
+            lines[start],
+            f"  [{left} lines of outer frames: in the HTML report]",
+            *body[-PRINT_TRACEBACK_LINES:],
+        ]
+    )
+
+
+def _ran(start: str | None, end: str | None) -> str:
+    """When an experiment ran: "2026-11-30 05:14:50 to 05:16:53 UTC (2 min 3 s)", the end's
+    date said only where it differs."""
+    if not start:
+        return NONE
+    begun, ended = fmt_time(start), fmt_time(end)
+    if not end:
+        return f"from {begun}"
+    if begun[:10] == ended[:10]:
+        begun, ended = begun.removesuffix(" UTC"), ended[11:]
+    return f"{begun} to {ended} ({fmt_duration(start, end)})"
+
+
+def _conclusion(decision: model.Decision | None, e: model.Experiment) -> str:
+    """The decision's explanation without what the tables beside it show (the flag changes,
+    the ratio and interval at each level): its conclusion, for print. "" where it has no
+    per-level part to leave out."""
+    text = decision.explanation if decision else ""
+    marker = re.search(r"\S+ vs [^:]+: C=\d+: ", text)
+    if marker is None:
+        return ""
+    end = re.compile(r"\. (?=[A-Z])").search(text, marker.end())
+    rest = text[end.end() :] if end else ""
+    head = text[: marker.start()]
+    if e.flag_diff and head.startswith("Changed from "):
+        head = ""
+    return (head + rest).strip()
+
+
+def _before_failure(decision: model.Decision | None) -> str:
+    levels = decision.before_failure if decision else None
+    if not levels:
+        return ""
+    said = ", ".join(f"C={c}" for c in levels)
+    return (
+        f"The levels it finished before it failed ({said}) are compared above and drawn in "
+        "the charts, but decide nothing: the configuration did not hold up under the "
+        "campaign's load."
+    )
 
 
 def samples(runs: Sequence[model.Summary]) -> str:
@@ -126,15 +220,20 @@ def section(
         vs_parent=comparisons(vs_parent),
         vs_baseline=comparisons(vs_baseline),
         explanation=decision.explanation if decision else "",
+        conclusion=_conclusion(decision, e),
         reason=e.reason or "",
         hint=failure_hint(e.reason or ""),
+        reason_short=_reason_short(e),
+        before_failure=_before_failure(decision),
         log_tail=e.log_tail or "",
         log_heading=e.log_heading or LOG_HEADING,
+        log_print=_log_print(e.log_tail or "", e.log_heading == DISTILLED_HEADING),
         cut_short=_cut_short(e),
         log_file=e.log_file or "",
         warnings=list(e.warnings),
         started=fmt_time(e.started_at),
         finished=fmt_time(e.finished_at),
+        ran=_ran(e.started_at, e.finished_at),
         command=shlex.join(e.command),
         env=[(str(k), str(v)) for k, v in sorted(e.env.items())],
         objective=[cell(mine.get(c), objective.key) for c in objective.levels],
@@ -143,7 +242,6 @@ def section(
         levels=rows,
         notes=_level_notes(mine, _error_kinds(e)) + _trim_notes(my_runs),
         telemetry=evidence.telemetry_rows(e),
-        telemetry_levels=evidence.telemetry_rows(e, pooled=True),
         telemetry_windows=evidence.windows(e),
         telemetry_note=evidence.telemetry_note(e),
         telemetry_idle=evidence.telemetry_idle(e),

@@ -202,18 +202,44 @@ def noise_line(decisions: Sequence[Any]) -> str:
     return "Measured in this run, for the objective: " + "; ".join(parts) + "."
 
 
-def redecided(records: Sequence[Mapping[str, Any]]) -> str:
-    """``render --redecide`` in a sentence: when, by what, and what the verdicts had been."""
+METHOD_NAMES = {
+    "pooled": "with the run's noise model",
+    "welch": "by each comparison's own repetitions (Welch)",
+}
+
+
+def redecided(
+    records: Sequence[Mapping[str, Any]], now: Mapping[str, str], best: str | None
+) -> str:
+    """``render --redecide`` (or ``--recheck``) in a sentence: when, by what, and which
+    verdicts the run's first decisions gave otherwise. ``now``: experiment id -> verdict;
+    ``best``: the best configuration now."""
     if not records:
         return ""
-    last = records[-1]
-    before = last.get("verdicts_before") or {}
-    was = ", ".join(f"{k} {v}" for k, v in before.items() if v not in ("baseline",))
+    first, last = records[0], records[-1]
+    before = first.get("verdicts_before") or {}
+    # runs decided before the noise model had only Welch's method
+    method = METHOD_NAMES.get(str(first.get("method_before") or "welch"), "")
+    changed = [f"{k} {v} (now {now[k]})" for k, v in before.items() if k in now and now[k] != v]
+    how = (
+        "its assumption checks taken again first, with this reportgen's engine adapters "
+        "(`render --recheck`)"
+        if any("checks_before" in r for r in records)
+        else "`render --redecide`"
+    )
+    first_said = (
+        f"as the run first took them, {method}, "
+        + ("they differed in " + "; ".join(changed) if changed else "every verdict was the same")
+        + (
+            f"; the best was {first.get('best_before')} (now {best})"
+            if first.get("best_before") != best
+            else ""
+        )
+    )
     return (
         f" The decisions were taken again on {str(last.get('at', ''))[:10]} by reportgen "
-        f"{last.get('reportgen_version', '?')} with this noise model (`render --redecide`); "
-        f"they had been, by each comparison's own repetitions (Welch): {was or 'none'}; best "
-        f"{last.get('best_before')}."
+        f"{last.get('reportgen_version', '?')} {METHOD_NAMES['pooled']}, {how}; "
+        f"{first_said}."
     )
 
 

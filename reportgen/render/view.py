@@ -10,6 +10,7 @@ renderer's clock, so the same results always give the same report.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,7 +19,7 @@ from reportgen import engines
 from reportgen.analysis.decide import ci_label
 from reportgen.analysis.sequential import level_label
 from reportgen.analysis.summary import THROUGHPUTS
-from reportgen.render import brief, text
+from reportgen.render import brief, evidence, text
 from reportgen.render.content import (
     Assumptions,
     Experiment,
@@ -60,13 +61,18 @@ def build(run: Run) -> Report:
     counters = dict(engine.counters) if engine else {}
     views = [section(i, e, baseline, run.best, objective, counters) for i, e in enumerate(exps)]
     path = run.campaign_file.path or "campaign.toml"
+    levels = sorted({lv.concurrency for e in exps for lv in e.levels})
     gpus = ((run.environment.get("gpus") or {}).get("devices")) or []
     return Report(
         header=_header(run),
         objective=objective,
         summary=_summary_sentence(run, objective) + _confirmation(run),
         experiments=views,
-        ok_experiments=[v for v in views if v.status == "ok"],
+        # by level: every experiment that measured a level (a failed one's, up to its failure)
+        measured=[v for v in views if v.status == "ok" or v.levels],
+        telemetry_levels=levels,
+        telemetry_overview=evidence.telemetry_overview(exps, levels),
+        telemetry_idle=evidence.idle_overview(exps),
         assumptions=_assumptions(views),
         series=[
             _series(i + 1, e, e is baseline, e.id == run.best)
@@ -83,7 +89,11 @@ def build(run: Run) -> Report:
             interleave=bool(run.info.get("interleave")),
             starts=int(run.info.get("starts") or 1),
             measured=text.noise_line([e.decision for e in run.experiments])
-            + text.redecided(run.redecided),
+            + text.redecided(
+                run.redecided,
+                {e.id: e.decision.verdict for e in run.experiments if e.decision},
+                run.best,
+            ),
             ci_level=_ci_level(run),
         ),
         campaign_file={
@@ -221,18 +231,70 @@ def _assumptions(views: Sequence[Experiment]) -> Assumptions:
                 grouped.setdefault(key, []).append(v.id)
             else:
                 passed.append({"experiment": v.id, **c})
-    for (title, st, evidence, hint), ids in grouped.items():
+    for (title, st, said, hint), ids in grouped.items():
         who = "every experiment" if len(ids) == len(checked) > 1 else ", ".join(ids)
         problems.append(
             {
                 "experiment": who,
                 "title": title,
                 "status": st,
-                "evidence": evidence,
+                "evidence": said,
                 "hint": hint,
             }
         )
-    return Assumptions([v.id for v in checked], rows, problems, passed)
+    problems.sort(key=lambda p: p["status"] != "fail")  # failures first, then in order
+    return Assumptions([v.id for v in checked], rows, problems, passed, _merged(problems))
+
+
+def _merged(problems: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    """The same check with the same status and advice in several experiments, as one row:
+    what their evidence shares said once, what differs named by experiment (print)."""
+    groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+    for p in problems:
+        groups.setdefault((p["title"], p["status"], p["hint"]), []).append(p)
+    out = []
+    for (title, st, hint), found in groups.items():
+        if len(found) == 1:
+            out.append(found[0])
+            continue
+        head, mids, tail = _factor([p["evidence"] for p in found])
+        said = "; ".join(f"{p['experiment']}: {m}" for p, m in zip(found, mids, strict=True))
+        out.append(
+            {
+                "experiment": ", ".join(p["experiment"] for p in found),
+                "title": title,
+                "status": st,
+                "evidence": f"{head}{said}{tail}",
+                "hint": hint,
+            }
+        )
+    return out
+
+
+def _factor(texts: Sequence[str]) -> tuple[str, list[str], str]:
+    """Texts as (what they all start with, what differs, what they all end with), cut where
+    a clause begins (after ": " or ", ", before "; " or " (") so no word is split."""
+    first = texts[0]
+    n = 0
+    while n < len(first) and all(len(t) > n and t[n] == first[n] for t in texts):
+        n += 1
+    head = first[:n]
+    while True:  # never a key whose value differs ("C=1: " before "12-16" and "9-11")
+        cut = max(head.rfind(": "), head.rfind(", "))
+        head = head[: cut + 2] if cut >= 0 else ""
+        if not re.search(r"[\w=]+: $", head) or not re.search(r"=\S*: $", head):
+            break
+        head = head[:-2].rstrip()
+    rest = [t[len(head) :] for t in texts]
+    m = 0
+    shortest = min(len(t) for t in rest)
+    while m < shortest and all(t[len(t) - 1 - m] == rest[0][len(rest[0]) - 1 - m] for t in rest):
+        m += 1
+    tail = rest[0][len(rest[0]) - m :] if m else ""
+    starts = [i for i in (tail.find("; "), tail.find(" (")) if i >= 0]
+    tail = tail[min(starts) :] if starts else ""
+    mids = [t[: len(t) - len(tail)] if tail else t for t in rest]
+    return head, mids, tail
 
 
 def _drawn(e: model.Experiment) -> bool:
