@@ -436,6 +436,9 @@ ENGINES: dict[str, Engine] = {
             ("cuda_graph_disabled", r"Cuda graph is disabled because"),
             ("custom_all_reduce_disabled", r"[Cc]ustom all-?reduce is disabled"),
             ("decode_batch", r"Decode batch[.,]"),  # 0.5.17: "Decode batch, #running-req: ..."
+            # 0.5.17: "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 9641083, K size:
+            # 55.17 GB, V size: 55.17 GB"
+            ("kv_cache", r"KV Cache is allocated"),
         ),
         counters=(
             ("generation_tokens", "sglang:generation_tokens_total"),
@@ -467,7 +470,9 @@ ENGINES: dict[str, Engine] = {
             # 0.26.0 with --enforce-eager: "Enforce eager set, disabling torch.compile and
             # CUDAGraphs"
             ("cuda_graph_disabled", r"disabling torch\.compile and CUDAGraphs"),
-            ("kv_cache", r"GPU KV cache size"),
+            ("kv_cache", r"GPU KV cache size"),  # 0.26: "GPU KV cache size: 10,241,024 tokens"
+            # 0.26: "Maximum concurrency for 2,048 tokens per request: 5000.50x"
+            ("kv_concurrency", r"Maximum concurrency for"),
         ),
         counters=(
             ("generation_tokens", "vllm:generation_tokens_total"),

@@ -72,6 +72,22 @@ def test_startup_log_lines_are_found(engine: str, log: Path, expect: dict[str, s
     assert resolved, "the engine's argument dump is parsed"
 
 
+def test_the_kv_cache_each_engine_allocated_is_read_from_its_log() -> None:
+    """What bounds concurrency before any batch limit: vLLM's "GPU KV cache size" and
+    SGLang's "KV Cache is allocated" lines, in tokens and in requests of the workload."""
+    from reportgen.render.evidence import kv_cache
+
+    said = {}
+    for engine, log in (("vllm", VLLM / "server-baseline.log"),
+                        ("sglang", SGLANG / "server-baseline.log")):  # fmt: skip
+        found = evidence.log_evidence(_read(log), engines.get(engine).patterns())
+        said[engine] = kv_cache(Experiment(id="x", status="ok", log_evidence=found), 288)
+    assert said["vllm"].startswith("10,241,024 tokens, room for 35,559 requests of this "
+                                   "workload's 288 tokens at once")  # fmt: skip
+    assert said["sglang"].startswith("9,641,083 tokens (110.3 GB), room for 33,475 requests")
+    assert kv_cache(Experiment(id="x", status="ok")) == ""  # a log that did not say
+
+
 def test_graphs_turned_off_on_purpose_are_not_warned_about() -> None:
     for engine, log, args in (
         ("vllm", VLLM / "server-eager.log", {"enforce-eager": True}),

@@ -65,6 +65,7 @@ class Brief:
     samples: list[str] = field(default_factory=list)
     expectations: list[Expectation] = field(default_factory=list)
     next_steps: list[str] = field(default_factory=list)
+    kv_cache: str = ""  # the best configuration's KV cache, as its engine's log said
 
 
 def _fmt(value: float | None, unit: str = "") -> str:
@@ -456,7 +457,9 @@ def build(run: Run) -> Brief:
             next_steps=_next_steps(run, None, [], columns),
         )
     cells = _cells(run, best, base, key, metric)
-    from reportgen.render.experiment import runs_by_level, samples  # (it imports this module)
+    # (they import this module)
+    from reportgen.render.evidence import kv_cache
+    from reportgen.render.experiment import request_tokens, runs_by_level, samples
 
     runs = runs_by_level(best)
     parent = best.parent or base.id
@@ -475,4 +478,5 @@ def build(run: Run) -> Brief:
         samples=[samples(runs.get(level) or []) for level, _ in cells],
         expectations=_expectations(run),
         next_steps=_next_steps(run, best, cells, columns),
+        kv_cache=kv_cache(best, request_tokens(best)),
     )

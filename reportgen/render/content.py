@@ -140,6 +140,7 @@ class Experiment:
     # the reason without the message the excerpt below starts with ("" : the reason whole)
     reason_short: str = ""
     ran: str = ""  # "2026-11-30 05:14:50 to 05:16:53 UTC (2 min 3 s)"
+    kv_cache: str = ""  # the KV cache the engine's log said it allocated
     log_print: str = ""  # log_tail as print shows it (``experiment._log_print``)
     # the explanation without the flag changes and per-level ratios its tables show (print)
     conclusion: str = ""

@@ -10,6 +10,7 @@ in ``reportgen.observe`` wrote them. Pure, like ``view``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,32 @@ MAX_COUNTERS = 12  # engine counters shown per level; the rest are in results.js
 
 def _run_label(lv: Level) -> str:
     return f"C={lv.concurrency} #{lv.repetition + 1}"
+
+
+_KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens|#tokens: (\d+)", re.I)
+_KV_SIZE = re.compile(r"K size: ([\d.]+) GB, V size: ([\d.]+) GB")
+
+
+def kv_cache(e: Experiment, tokens_per_request: int | None = None) -> str:
+    """The KV cache the engine said it allocated (its log's own line), in tokens and, with
+    ``tokens_per_request`` (the workload's input plus output), how many such requests fit
+    in it at once: what bounds concurrency before the batch limits do. "" when the log did
+    not say."""
+    line = str(((e.log_evidence or {}).get("found") or {}).get("kv_cache") or "")
+    got = _KV_TOKENS.search(line)
+    if got is None:
+        return ""
+    tokens = int((got.group(1) or got.group(2)).replace(",", ""))
+    out = f"{tokens:,} tokens"
+    size = _KV_SIZE.search(line)
+    if size:
+        out += f" ({float(size.group(1)) + float(size.group(2)):.1f} GB)"
+    if tokens_per_request:
+        out += (
+            f", room for {tokens // tokens_per_request:,} requests of this workload's "
+            f"{tokens_per_request:,} tokens at once"
+        )
+    return out + ", by the engine's log"
 
 
 def engine_evidence(e: Experiment) -> dict[str, Any]:

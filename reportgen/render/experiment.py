@@ -123,6 +123,13 @@ def _log_print(tail: str, distilled: bool) -> str:
     )
 
 
+def request_tokens(e: model.Experiment) -> int | None:
+    """The tokens one request of ``e``'s workload holds: its input and output lengths."""
+    wl = e.workload or {}
+    got = [wl.get("input_tokens"), wl.get("output_tokens")]
+    return sum(got) if all(isinstance(x, int) and x > 0 for x in got) else None  # type: ignore[arg-type]
+
+
 def _ran(start: str | None, end: str | None) -> str:
     """When an experiment ran: "2026-11-30 05:14:50 to 05:16:53 UTC (2 min 3 s)", the end's
     date said only where it differs."""
@@ -234,6 +241,7 @@ def section(
         started=fmt_time(e.started_at),
         finished=fmt_time(e.finished_at),
         ran=_ran(e.started_at, e.finished_at),
+        kv_cache=evidence.kv_cache(e, request_tokens(e)),
         command=shlex.join(e.command),
         env=[(str(k), str(v)) for k, v in sorted(e.env.items())],
         objective=[cell(mine.get(c), objective.key) for c in objective.levels],
