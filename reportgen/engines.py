@@ -259,7 +259,7 @@ def gist(reason: str, most: int = 160) -> str:
         return first
     end = first.find(". ", most // 2)
     if 0 < end < most:
-        return first[: end + 1] + "…"
+        return first[:end] + "…"
     return first[:most].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 

@@ -465,7 +465,12 @@ def build(run: Run) -> Brief:
     parent = best.parent or base.id
     line = (
         f"{best.id} is the best configuration: adopted against {parent}"
-        + ("" if parent == base.id else f", built on the baseline {base.id}")
+        + (
+            ""
+            if parent == base.id
+            else ", itself built on the baseline"
+            + ("" if base.id == "baseline" else f" ({base.id})")
+        )
         + "."
     )
     return Brief(

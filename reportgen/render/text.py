@@ -60,7 +60,8 @@ def parse_doc(doc: str | None) -> Doc:
 
 
 def _plain(s: str) -> str:
-    return s.replace("``", "").strip()
+    """Docstring markup out: reST literals (````x````) and bold (``**x**``)."""
+    return s.replace("``", "").replace("**", "").strip()
 
 
 def workload(wl: Mapping[str, Any]) -> str:
