@@ -25,7 +25,8 @@ from typing import Any
 # Warnings that are expected and harmless, so they are not reported:
 # - the chart SVG's style attributes (fill, stroke...) are also seen by WeasyPrint's HTML CSS
 #   pass, which does not know SVG properties; its SVG renderer applies them all the same;
-# - media queries with features (the phone layout): print needs none of those rules.
+# - media queries with features (the phone and desktop layouts): print needs none of those
+#   rules.
 SVG_PROPERTIES = (
     "fill",
     "fill-opacity",
@@ -44,8 +45,8 @@ SVG_PROPERTIES = (
 )
 BENIGN = re.compile(
     r"^Ignored `(?:" + "|".join(map(re.escape, SVG_PROPERTIES)) + r"):.*unknown property\.$"
-    r"|^Expected a media type, got '[^']*\(max-width"
-    r"|^Invalid media type '[^']*\(max-width[^']*' the whole @media rule was ignored"
+    r"|^Expected a media type, got '[^']*\((?:max|min)-width"
+    r"|^Invalid media type '[^']*\((?:max|min)-width[^']*' the whole @media rule was ignored"
 )
 
 
