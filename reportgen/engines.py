@@ -260,7 +260,8 @@ def gist(reason: str, most: int = 160) -> str:
     end = first.find(". ", most // 2)
     if 0 < end < most:
         return first[:end] + "…"
-    return first[:most].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    space = first.rfind(" ", most // 2, most)
+    return first[: space if space > 0 else most].rstrip(",;:") + "…"
 
 
 def excerpt_of_failure(engine: Engine, text: str) -> tuple[str, str] | None:
@@ -471,8 +472,6 @@ ENGINES: dict[str, Engine] = {
             # CUDAGraphs"
             ("cuda_graph_disabled", r"disabling torch\.compile and CUDAGraphs"),
             ("kv_cache", r"GPU KV cache size"),  # 0.26: "GPU KV cache size: 10,241,024 tokens"
-            # 0.26: "Maximum concurrency for 2,048 tokens per request: 5000.50x"
-            ("kv_concurrency", r"Maximum concurrency for"),
         ),
         counters=(
             ("generation_tokens", "vllm:generation_tokens_total"),

@@ -68,6 +68,32 @@ def test_expectations_are_read_for_their_direction_and_judged_against_the_verdic
         "output tok/s about the same, or lower at C=64; at C=64 fewer tokens per second, "
         "and a longer time to first token, a lower TTFT p99", [1, 16, 64]
     )] == ["worse at C=64", "TTFT p50 worse at C=64", "TTFT p99 better at C=64"]  # fmt: skip
+    # negations and bounds are no reading; "drops", "cuts" and "twice" move the value
+    said = {t: [r.said() for r in brief._reading(t, [1, 16, 64])] for t in (
+        "No slower than the baseline", "TTFT no longer grows at C=64", "TTFT drops at C=64",
+        "Cuts TTFT 3x at C=16", "Twice as fast", "Faster at C=1, slower at C=64",
+        "first-token latency lower at c=16", "Mostly faster at high concurrency",
+    )}  # fmt: skip
+    assert said == {
+        "No slower than the baseline": [],
+        "TTFT no longer grows at C=64": [],
+        "TTFT drops at C=64": ["TTFT p50 better at C=64"],
+        "Cuts TTFT 3x at C=16": ["TTFT p50 better at C=16"],
+        "Twice as fast": ["better at C=1,16,64"],
+        "Faster at C=1, slower at C=64": ["better at C=1", "worse at C=64"],
+        "first-token latency lower at c=16": ["TTFT p50 better at C=16"],
+        "Mostly faster at high concurrency": ["better at C=64"],
+    }
+    assert [brief._expects_failure(t) for t in (
+        "Fails at start with vLLM's own reason.", "should fail: the cache cannot fit",
+        "It should not fail", "should no longer fail at C=64", "fixes the capture that fails",
+    )] == [True, True, False, False, False]  # fmt: skip
+    # a latency objective: throughput is output tok/s, a bare "faster" the objective
+    latency = brief._reading("Higher throughput at C=64; faster at C=1", [1, 64], False, "ttft_ms")
+    assert [(r.metric, r.direction, r.levels) for r in latency] == [
+        ("output_tok_s", "better", [64]),
+        ("objective", "better", [1]),
+    ]
     # a failure expected that did not come is not met
     sglang = {x.id: x for x in brief.build(results.load(EXAMPLES / "sglang-h200")).expectations}
     assert (sglang["memory-too-small"].reading, sglang["memory-too-small"].judged) == (
@@ -111,3 +137,28 @@ def test_a_failed_experiments_finished_levels_are_drawn() -> None:
     assert all(v is not None and v > 0 for v in eager.mean["output_tok_s"])
     assert "float16" not in series  # failed before any level: nothing to draw
     assert not series["cuda-graphs"].partial
+
+
+def test_warnings_shared_by_experiments_are_merged_without_misattributing_a_part() -> None:
+    """Print merges one warning found in several experiments: the shared head and tail said
+    once. A key whose value differs ("probe 1: ", "C=1: ") and an aside that could belong to
+    the last part only are never factored out."""
+    from reportgen.render.view import _factor
+
+    assert _factor([
+        "largest coefficient of variation of output tok/s: 19.9% at C=1 (bound 5%)",
+        "largest coefficient of variation of output tok/s: 26.8% at C=4 (bound 5%)",
+    ]) == ("largest coefficient of variation of output tok/s: ", ["19.9% at C=1", "26.8% at C=4"],
+           " (bound 5%)")  # fmt: skip
+    probes = ["probe 1: same for 0% of the words; probe 2: same for 40%", "probe 1: same for 10%"]
+    assert _factor(probes) == ("", probes, "")
+    ratios = ["ratio 1.05x (C=1), 1.10x (C=16)", "ratio 1.07x (C=1), 1.10x (C=16)"]
+    assert _factor(ratios) == ("", ratios, "")
+    few = _factor([
+        "successful requests per level run, too few for a p99 of TTFT and E2E: C=1: 12-16; "
+        "a p99 needs 100, a p90 10",
+        "successful requests per level run, too few for a p99 of TTFT and E2E: C=1: 9-11 (too "
+        "few even for a p90); a p99 needs 100, a p90 10",
+    ])  # fmt: skip
+    assert few[1] == ["C=1: 12-16", "C=1: 9-11 (too few even for a p90)"]
+    assert few[2] == "; a p99 needs 100, a p90 10"

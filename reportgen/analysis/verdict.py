@@ -158,6 +158,7 @@ def _failed(
     keep = entry.finished_before_failure() if before_failure else []
     if not keep or run.baseline is None or entry.id == run.baseline.id:
         return Decision(verdict="failed", explanation=why)
+    why = why.rstrip() + ("" if why.rstrip().endswith(".") else ".")
     done = entry.model_copy(
         update={"levels": [lv for lv in entry.levels if lv.concurrency in keep]}
     )

@@ -188,7 +188,12 @@ def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:
             now = {c.id: c.status for c in entry.checks}
             said = ", ".join(f"{k} {v} -> {now.get(k, 'absent')}" for k, v in sorted(was.items()))
             out.print(f"{eid}: {said}", markup=False)
-    methods = {e.decision.method or "welch" for e in run.experiments if e.decision}
+    # the method of the decisions that compared something (a baseline's has none)
+    methods = {
+        e.decision.method or "welch"
+        for e in run.experiments
+        if e.decision and (e.decision.vs_parent or e.decision.vs_baseline)
+    }
     before = verdict.redecide(run, rows)
     record: dict[str, Any] = {
         "at": utc_now(),

@@ -144,15 +144,31 @@ def _failed(run: Run) -> list[tuple[str, str]]:
     return out
 
 
-_FAILS = re.compile(r"\bfails?\b", re.I)
+_FAILS = re.compile(r"\b(fails?|should fail|will fail|expected to fail)\b", re.I)
+_NEGATED = re.compile(r"\b(not|no longer|never|no|n't|without)\s+(\w+\s+)?$", re.I)
+
+
+def _expects_failure(text: str) -> bool:
+    """Whether an expectation says the experiment fails ("Fails at start", "should fail"),
+    not that it no longer does ("should not fail") or what a failure was ("the capture that
+    fails")."""
+    for m in _FAILS.finditer(text):
+        before = text[: m.start()]
+        if _NEGATED.search(before) or re.search(r"\b(that|which)\s+$", before, re.I):
+            continue
+        return True
+    return False
+
+
 # Words that say a verdict whatever the metric ("slower", "better") ...
 _VERDICT_WORDS = (
-    ("worse", re.compile(r"\b(slower|worse|drops?|costs?|hurts?)\b", re.I)),
-    ("better", re.compile(r"\b(faster|better|quicker|speeds? up|gains?)\b", re.I)),
+    ("worse", re.compile(r"\b(slower|worse|costs?|hurts?|regress(es|ion)?)\b", re.I)),
+    ("better", re.compile(r"\b(faster|better|quicker|speeds? up|gains?|improves?)\b", re.I)),
     (
         "equivalent",
         re.compile(
-            r"\b(equivalent|no change|unchanged|the same|about the same|at about|as fast)\b",
+            r"\b(equivalent|no change|unchanged|the same|about the same|at about)\b"
+            r"|(?<!twice )(?<!times )\bas fast\b",
             re.I,
         ),
     ),
@@ -160,17 +176,30 @@ _VERDICT_WORDS = (
 # ... and words that say which way a value moves ("lower TTFT", "several times the throughput"),
 # better or worse by the metric's direction.
 _VALUE_WORDS = (
-    ("down", re.compile(r"\b(lower|fewer|less|shorter|reduced?|falls?)\b", re.I)),
-    ("up", re.compile(r"\b(higher|longer|grows?|rises?)\b", re.I)),
+    (
+        "down",
+        re.compile(r"\b(lower|fewer|less|shorter|reduced?|falls?|drops?|cuts?|halves)\b", re.I),
+    ),
+    ("up", re.compile(r"\b(higher|longer|grows?|rises?|increases?|doubles?)\b", re.I)),
 )
-# "several times slower": how much, not which way; alone ("several times the throughput"), up
-_TIMES = re.compile(r"\b(several|many|\d+(\.\d+)?) ?(x|times)\b", re.I)
+# "several times slower": how much, not which way; alone ("several times the throughput",
+# "twice as fast"), up, for the objective only ("cuts TTFT 3x" is not up)
+_TIMES = re.compile(r"\b((several|many|\d+(\.\d+)?) ?(x|times)|twice)\b", re.I)
+# "no slower than", "not worse": a bound, not a direction
+_BOUND = re.compile(
+    r"\b(no longer|no|not|never)\s+(\w+\s+)?"
+    r"(slower|faster|worse|better|higher|lower|grows?|rises?|drops?|falls?)\b",
+    re.I,
+)
 # What a clause speaks of: (family, pattern); a clause naming none speaks of the objective.
 _METRICS = (
-    ("ttft_ms", re.compile(r"TTFT|time to first", re.I)),
-    ("itl_ms", re.compile(r"\bITL\b|TPOT|inter-token|time per (output )?token", re.I)),
+    ("ttft_ms", re.compile(r"TTFT|time to first|first[- ]token", re.I)),
+    (
+        "itl_ms",
+        re.compile(r"\bITL\b|TPOT|inter-token|time per (output )?token|per[- ]token", re.I),
+    ),
     ("e2e_ms", re.compile(r"latenc|end-to-end|\bE2E\b", re.I)),
-    ("objective", re.compile(r"throughput|tok(ens)?(/| per )s(ec(ond)?)?|tok/s", re.I)),
+    ("throughput", re.compile(r"throughput|tok(ens)?(/| per )s(ec(ond)?)?|tok/s", re.I)),
 )
 LABELS = {
     "ttft_ms": "TTFT p50",
@@ -178,10 +207,14 @@ LABELS = {
     "e2e_ms": "E2E p50",
     "ttft_ms_p99": "TTFT p99",
     "e2e_ms_p99": "E2E p99",
+    "itl_ms_p99": "ITL p99",  # never compared: read, then "not shown"
+    "output_tok_s": "output tok/s",
 }
-_LEVELS = re.compile(r"C\s*=\s*(\d+(?:\s*(?:,|and|or)\s*(?:C\s*=\s*)?\d+)*)")
+_LEVELS = re.compile(r"C\s*=\s*(\d+(?:\s*(?:,|and|or)\s*(?:C\s*=\s*)?\d+)*)", re.I)
 # "most at C=64", "more so at C=64": where an effect is largest, not the only place it is
-_EMPHASIS = re.compile(r"\b(most|mostly|more so|especially|above all)\b[^,;]*", re.I)
+_EMPHASIS = re.compile(
+    r"\b(most|more so|especially|above all)\s+(at|with|for|where|when)\b[^,;]*", re.I
+)
 # A clause about the server's start speaks of something no level measures: it is not read.
 _ASIDE = re.compile(r"\bstarts?\b|start-up", re.I)
 
@@ -222,39 +255,54 @@ def _families(text: str) -> list[str]:
 
 def _direction(piece: str, metric: str, higher_is_better: bool) -> str | None:
     """The one direction a piece of an expectation states about ``metric``, or None."""
+    if _BOUND.search(piece):
+        return None
+    piece = re.sub(r"\bno longer\b", "", piece, flags=re.I)  # not "longer"
     said = {d for d, rx in _VERDICT_WORDS if rx.search(piece)}
     moves = {d for d, rx in _VALUE_WORDS if rx.search(piece)}
-    if not said and not moves and _TIMES.search(piece):
+    if not said and not moves and _TIMES.search(piece) and metric == "objective":
         moves = {"up"}
-    up_is_better = higher_is_better if metric == "objective" else False
+    up_is_better = higher_is_better if metric == "objective" else metric.endswith("_s")
     said |= {"better" if (m == "up") == up_is_better else "worse" for m in moves}
     # one direction, or none: "about the same, or lower" states two
     return next(iter(said)) if len(said) == 1 else None
 
 
-def _reading(text: str, levels: Sequence[int], higher_is_better: bool = True) -> list[Read]:
+def _reading(
+    text: str, levels: Sequence[int], higher_is_better: bool = True, objective: str = ""
+) -> list[Read]:
     """What an expectation says, clause by clause: a clause (or, where it names several
-    metrics, each comma-separated part of it) that states one direction about one metric.
-    A part naming no level speaks of its clause's levels, a clause naming none of every
-    level; asides in brackets and where an effect is largest ("most at C=64") are not read
-    as levels."""
+    metrics or directions, each part of it between commas, "but" and "while") that states one
+    direction about one metric. A part naming no level speaks of its clause's levels, a
+    clause naming none of every level; asides in brackets and where an effect is largest
+    ("most at C=64") are not read as levels. ``objective``: the run's metric; a clause about
+    throughput is about it when it is one, else about output tok/s."""
     out: list[Read] = []
+    throughput = "objective" if not objective or objective.endswith("_s") else "output_tok_s"
     text = re.sub(r"\([^)]*\)", "", text)
     for clause in re.split(r"[;.]\s+|\.$", text):
         if not clause.strip() or _ASIDE.search(clause):
             continue
         clause = _EMPHASIS.sub("", clause)
         families = _families(clause)
-        pieces = re.split(r",\s*", clause) if len(families) > 1 else [clause]
+        pieces = re.split(r",\s*|\s+\b(?:but|while|whereas)\b\s+", clause)
+        if any(p.strip().lower().startswith("or ") for p in pieces[1:]):
+            continue  # alternatives ("about the same, or lower"): no one reading
+        several = (
+            len(families) > 1
+            or len({d for p in pieces if (d := _direction(p, "objective", higher_is_better))}) > 1
+        )
+        pieces = pieces if several else [clause]
         clause_levels = _levels_named(clause, levels) or list(levels)
         for piece in pieces:
             found = _families(piece)
             if len(found) > 1:
                 continue
-            metric = (
-                found[0] if found else (next(iter(families)) if len(families) == 1 else "objective")
-            )
-            if metric in ("ttft_ms", "e2e_ms") and re.search(r"\bp99\b|tail", piece, re.I):
+            family = found[0] if found else (families[0] if len(families) == 1 else "objective")
+            metric = throughput if family == "throughput" else family
+            if metric in ("ttft_ms", "e2e_ms", "itl_ms") and re.search(
+                r"\bp99\b|tail", piece, re.I
+            ):
                 metric += "_p99"  # compared from the requests (decide.tail_comparisons)
             direction = _direction(piece, metric, higher_is_better)
             if direction is None:
@@ -276,16 +324,17 @@ def _comparisons(e: Experiment, metric: str, objective: str) -> list[Comparison]
 
 def _expectations(run: Run) -> list[Expectation]:
     out = []
-    levels = [int(c) for c in (run.objective.get("concurrency") or [])]
+    measured_levels = sorted({a.concurrency for e in run.experiments for a in e.by_level})
+    levels = [int(c) for c in (run.objective.get("concurrency") or [])] or measured_levels
     metric = str(run.objective.get("metric") or "output_tok_s")
     for e in run.experiments:
         if not e.expect or e.role != "experiment" or e is run.baseline:
             continue
         failed = e.status != "ok" or (e.decision is not None and e.decision.verdict == "failed")
-        reading = _reading(e.expect, levels, run.higher_is_better)
+        reading = _reading(e.expect, levels, run.higher_is_better, metric)
         said = "; ".join(r.said() for r in reading)
         measured = _measured(e, metric, levels, reading)
-        wanted = bool(_FAILS.search(e.expect))
+        wanted = _expects_failure(e.expect)
         if wanted and not failed:
             out.append(Expectation(e.id, e.expect, "fails", f"it ran: {measured}", "not met"))
             continue
@@ -366,8 +415,8 @@ def _next_steps(
     open_: list[tuple[str, int, int]] = []
     starts = []
     for e in run.experiments:
-        if e.decision is None or e.role != "experiment":
-            continue
+        if e.decision is None or e.role != "experiment" or e.decision.verdict == "failed":
+            continue  # more repetitions of a failed configuration decide nothing
         for c in e.decision.vs_parent:
             if c.verdict == "inconclusive" and c.reps_needed:
                 open_.append((e.id, c.concurrency, int(c.reps_needed)))

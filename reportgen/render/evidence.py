@@ -43,7 +43,7 @@ def kv_cache(e: Experiment, tokens_per_request: int | None = None) -> str:
     size = _KV_SIZE.search(line)
     if size:
         out += f" ({float(size.group(1)) + float(size.group(2)):.1f} GB)"
-    if tokens_per_request:
+    if tokens_per_request:  # prompts of exactly that length (random ones)
         out += (
             f", room for {tokens // tokens_per_request:,} requests of this workload's "
             f"{tokens_per_request:,} tokens at once"
@@ -191,6 +191,8 @@ def telemetry_overview(exps: Sequence[Experiment], levels: Sequence[int]) -> lis
     for e in exps:
         per: dict[int, list[dict[str, Any]]] = {}
         for lv in e.levels:
+            if lv.aborted or (lv.summary.requests and not lv.summary.ok):
+                continue  # not a measurement of the configuration
             per.setdefault(lv.concurrency, []).extend(
                 g for g in lv.telemetry or [] if g.get("samples")
             )
@@ -242,16 +244,15 @@ def idle_overview(exps: Sequence[Experiment]) -> str:
     )
 
 
-def telemetry_rows(e: Experiment, pooled: bool = False) -> list[dict[str, str]]:
-    """One row per level and repetition (``pooled``: per level, its repetitions together),
-    over all GPUs: mean of the GPUs' means, the lowest minimum and highest maximum, and for
-    clock events the worst GPU's share; samples: the fewest of any GPU, summed over runs."""
+def telemetry_rows(e: Experiment) -> list[dict[str, str]]:
+    """One row per level and repetition, over all GPUs: mean of the GPUs' means, the lowest
+    minimum and highest maximum, and for clock events the worst GPU's share; samples: the
+    fewest of any GPU."""
     groups: dict[tuple[int, int], list[list[dict[str, Any]]]] = {}
     for lv in e.levels:
         gpus = [g for g in lv.telemetry or [] if g.get("samples")]
         if gpus:
-            rep = 0 if pooled else lv.repetition
-            groups.setdefault((lv.concurrency, rep), []).append(gpus)
+            groups.setdefault((lv.concurrency, lv.repetition), []).append(gpus)
     rows = []
     for key, runs in groups.items():
         gpus = [g for run in runs for g in run]
@@ -270,7 +271,7 @@ def telemetry_rows(e: Experiment, pooled: bool = False) -> list[dict[str, str]]:
         rows.append(
             {
                 "concurrency": str(key[0]),
-                "repetition": str(len(runs)) if pooled else str(key[1] + 1),
+                "repetition": str(key[1] + 1),
                 "gpus": str(max(len(run) for run in runs)),
                 "sm_clock": f"{fmt_num(mean(stat('sm_clock_mhz', 'mean')))} "
                 f"({fmt_num(min(stat('sm_clock_mhz', 'min'), default=None))}-"

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from reportgen.analysis import sequential
 from reportgen.campaign import is_throughput
-from reportgen.engines import DISTILLED_HEADING
+from reportgen.engines import DISTILLED_HEADING, gist
 from reportgen.render import evidence
 from reportgen.render.brief import failure_hint
 from reportgen.render.content import Cell, Comparison, Experiment, FlagChange, LevelRow, Objective
@@ -98,34 +98,46 @@ PRINT_LOG_LINES = 6  # a log's end, in print
 PRINT_TRACEBACK_LINES = 14  # a distilled traceback's innermost frames and exception, in print
 
 
-def _log_print(tail: str, distilled: bool) -> str:
-    """The log excerpt as print shows it: a log's last lines stay its first
-    ``PRINT_LOG_LINES``; a distilled traceback keeps its heading and its last
-    ``PRINT_TRACEBACK_LINES`` (the innermost frames and the exception, whose message the
-    reason above leaves out); the HTML report keeps the whole."""
+def _log_print(tail: str, heading: str) -> str:
+    """The log excerpt as print shows it; the HTML report keeps the whole.
+
+    - The end of a log (``LOG_HEADING``): its last ``PRINT_LOG_LINES``, where the server died.
+    - From a fatal line on: its first ``PRINT_LOG_LINES``.
+    - A distilled traceback: the server's message where the exception at its end does not
+      repeat it, the heading, and the last ``PRINT_TRACEBACK_LINES`` (the innermost frames
+      and the exception, whole)."""
     lines = tail.splitlines()
-    if not distilled:
+    if heading != DISTILLED_HEADING:
         if len(lines) <= PRINT_LOG_LINES:
             return tail
-        more = len(lines) - PRINT_LOG_LINES
-        return "\n".join([*lines[:PRINT_LOG_LINES], f"[{more} more lines in the HTML report]"])
+        more = f"[{len(lines) - PRINT_LOG_LINES} more lines in the HTML report]"
+        if heading == LOG_HEADING:
+            return "\n".join([more, *lines[-PRINT_LOG_LINES:]])
+        return "\n".join([*lines[:PRINT_LOG_LINES], more])
     start = next((i for i, x in enumerate(lines) if x.startswith("Traceback")), None)
     if start is None or len(lines) - start - 1 <= PRINT_TRACEBACK_LINES:
         return tail
     body = lines[start + 1 :]
-    left = len(body) - PRINT_TRACEBACK_LINES
+    kept = body[-PRINT_TRACEBACK_LINES:]
+    # the innermost part of the message ("...: CUDA out of memory"), found in the exception?
+    core = gist(" ".join(lines[:start]), 80).rstrip("…").split(": ")[-1][:40]
+    head = [] if not core or core in " ".join(kept) else lines[:start]
     return "\n".join(
         [
+            *head,
             lines[start],
-            f"  [{left} lines of outer frames: in the HTML report]",
-            *body[-PRINT_TRACEBACK_LINES:],
+            f"  [{len(body) - len(kept)} more lines of outer frames: in the HTML report]",
+            *kept,
         ]
     )
 
 
 def request_tokens(e: model.Experiment) -> int | None:
-    """The tokens one request of ``e``'s workload holds: its input and output lengths."""
+    """The tokens one request of ``e``'s workload holds, its input and output lengths, where
+    its prompts are that long (random ones; not a dataset's, not a cached shared prefix's)."""
     wl = e.workload or {}
+    if ((wl.get("prompts") or {}).get("source") or "random") != "random":
+        return None
     got = [wl.get("input_tokens"), wl.get("output_tokens")]
     return sum(got) if all(isinstance(x, int) and x > 0 for x in got) else None  # type: ignore[arg-type]
 
@@ -234,7 +246,7 @@ def section(
         before_failure=_before_failure(decision),
         log_tail=e.log_tail or "",
         log_heading=e.log_heading or LOG_HEADING,
-        log_print=_log_print(e.log_tail or "", e.log_heading == DISTILLED_HEADING),
+        log_print=_log_print(e.log_tail or "", e.log_heading or LOG_HEADING),
         cut_short=_cut_short(e),
         log_file=e.log_file or "",
         warnings=list(e.warnings),
@@ -386,13 +398,19 @@ def _error_kinds(e: model.Experiment) -> dict[int, dict[str, int]]:
 
 def _cut_short(e: model.Experiment) -> list[str]:
     """Levels ended early because their server died: when, and why."""
-    return [
-        f"C={lv.concurrency} repetition {lv.repetition + 1}: cut short after "
-        f"{(lv.window.duration_s if lv.window else 0.0):.1f} s ({lv.aborted}); requests in "
-        "flight then are not counted."
-        for lv in e.levels
-        if lv.aborted
-    ]
+    out = []
+    for lv in e.levels:
+        where = f"C={lv.concurrency} repetition {lv.repetition + 1}"
+        if not lv.aborted:
+            continue
+        if lv.aborted.startswith(model.FAILED_DURING):
+            out.append(f"{where}: {lv.aborted}; its numbers are not the configuration's.")
+            continue
+        out.append(
+            f"{where}: cut short after {(lv.window.duration_s if lv.window else 0.0):.1f} s "
+            f"({lv.aborted}); requests in flight then are not counted."
+        )
+    return out
 
 
 def _trim_notes(runs: Mapping[int, Sequence[model.Summary]]) -> list[str]:

@@ -258,7 +258,9 @@ def _merged(problems: Sequence[dict[str, str]]) -> list[dict[str, str]]:
             out.append(found[0])
             continue
         head, mids, tail = _factor([p["evidence"] for p in found])
-        said = "; ".join(f"{p['experiment']}: {m}" for p, m in zip(found, mids, strict=True))
+        # experiments apart by "; ", or by " | " where their own parts are "; "-separated
+        sep = " | " if any("; " in m for m in mids) else "; "
+        said = sep.join(f"{p['experiment']}: {m}" for p, m in zip(found, mids, strict=True))
         out.append(
             {
                 "experiment": ", ".join(p["experiment"] for p in found),
@@ -271,29 +273,42 @@ def _merged(problems: Sequence[dict[str, str]]) -> list[dict[str, str]]:
     return out
 
 
+def _balanced(text: str) -> bool:
+    return text.count("(") == text.count(")")
+
+
 def _factor(texts: Sequence[str]) -> tuple[str, list[str], str]:
-    """Texts as (what they all start with, what differs, what they all end with), cut where
-    a clause begins (after ": " or ", ", before "; " or " (") so no word is split."""
+    """Texts as (what they all start with, what differs, what they all end with). The head
+    ends at a ": " after a label of words alone (never after a key such as "C=1" or "probe
+    1", whose values differ), the tail starts at "; " or " (", neither inside brackets nor
+    past the first clause; otherwise either is empty."""
     first = texts[0]
     n = 0
     while n < len(first) and all(len(t) > n and t[n] == first[n] for t in texts):
         n += 1
-    head = first[:n]
-    while True:  # never a key whose value differs ("C=1: " before "12-16" and "9-11")
-        cut = max(head.rfind(": "), head.rfind(", "))
-        head = head[: cut + 2] if cut >= 0 else ""
-        if not re.search(r"[\w=]+: $", head) or not re.search(r"=\S*: $", head):
+    head = ""
+    for m in re.finditer(r": ", first[:n]):
+        candidate = first[: m.end()]
+        label = re.split(r"[:,;] ", candidate[:-2])[-1]
+        if "; " in candidate or not _balanced(candidate) or re.search(r"=|\d\s*$", label):
             break
-        head = head[:-2].rstrip()
+        head = candidate
     rest = [t[len(head) :] for t in texts]
     m = 0
     shortest = min(len(t) for t in rest)
     while m < shortest and all(t[len(t) - 1 - m] == rest[0][len(rest[0]) - 1 - m] for t in rest):
         m += 1
-    tail = rest[0][len(rest[0]) - m :] if m else ""
-    starts = [i for i in (tail.find("; "), tail.find(" (")) if i >= 0]
-    tail = tail[min(starts) :] if starts else ""
+    common = rest[0][len(rest[0]) - m :] if m else ""
+    tail = ""
+    for found in re.finditer(r"; | \(", common):
+        candidate = common[found.start() :]
+        one_aside = candidate.startswith(" (") and candidate.find(")") == len(candidate) - 1
+        if _balanced(candidate) and (candidate.startswith("; ") or one_aside):
+            tail = candidate
+            break
     mids = [t[: len(t) - len(tail)] if tail else t for t in rest]
+    if tail.startswith(" (") and any("(" in x for x in mids):
+        return head, rest, ""  # an aside that may belong to the last of several
     return head, mids, tail
 
 

@@ -19,6 +19,7 @@ and saving a results file never loses anything. Per-request rows are not here: t
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -140,7 +141,7 @@ class Level(_Model):
     summary: Summary = Field(default_factory=Summary)
     telemetry: list[dict[str, Any]] | None = None  # per GPU (``observe.telemetry.window``)
     engine_metrics: dict[str, Any] | None = None  # Prometheus deltas over the level
-    aborted: str | None = None  # why it was cut short (its server died)
+    aborted: str | None = None  # why it was cut short (its server died), or FAILED_DURING
     stagger: Stagger | None = None  # closed loop: how its clients started (None: open loop)
 
     @property
@@ -249,6 +250,9 @@ class Comparison(_Model):
     )
     limit: str | None = None  # "starts": more repetitions on one server cannot decide
 
+
+# ``Level.aborted`` of a level that ran to its end while its server failed (found after it)
+FAILED_DURING = "ran to its end, but the server failed during it"
 
 DecisionVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive", "failed", "baseline"]
 
@@ -434,6 +438,10 @@ class Experiment(_Model):
         if self.ok:
             return []
         died = {lv.concurrency for lv in self.levels if lv.aborted}
+        # runs recorded before the level a server died in was marked: the reason names it
+        named = re.search(r"\bduring C=(\d+) repetition", self.reason or "")
+        if named:
+            died.add(int(named.group(1)))
         return sorted(
             a.concurrency
             for a in self.by_level

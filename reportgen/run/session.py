@@ -14,6 +14,7 @@ from typing import Any
 
 from reportgen import engines
 from reportgen.campaign import Campaign, CampaignModel, Resolved, repetitions_range
+from reportgen.engines import gist
 from reportgen.errors import ReportgenError, ServerError
 from reportgen.load import tokens
 from reportgen.load.loadgen import RequestSpec
@@ -21,7 +22,15 @@ from reportgen.load.records import RequestRecord
 from reportgen.load.tokens import Tokenizer
 from reportgen.observe import evidence
 from reportgen.observe.gpu import GpuSource
-from reportgen.results.model import Experiment, Level, ProbeAnswer, Ready, Session, Stop
+from reportgen.results.model import (
+    FAILED_DURING,
+    Experiment,
+    Level,
+    ProbeAnswer,
+    Ready,
+    Session,
+    Stop,
+)
 from reportgen.run import interrupt, probes
 from reportgen.run.driver import Driver, keep_text_chars
 from reportgen.run.plan import Role, command_line
@@ -196,7 +205,7 @@ class ServerSession:
                 self.rows.extend(recs)
                 failed = self.srv.failure(f"during C={c} repetition {rep + 1}")
                 if failed is not None:  # its numbers are not the configuration's
-                    level.aborted = level.aborted or str(failed)
+                    level.aborted = level.aborted or f"{FAILED_DURING}: {gist(str(failed))}"
                     raise failed
                 interrupt.check()
 
