@@ -105,6 +105,9 @@ def test_every_fault_is_recorded_and_the_campaign_goes_on(tmp_path: Path, cache:
     res = run(path, tmp_path / "out", cache)
     assert res.returncode == 0, res.stdout + res.stderr  # failures are results
     assert "Traceback" not in res.stdout + res.stderr
+    # the console says a run whose numbers a check invalidated is not ok
+    assert "hang: ran - verdict failed: its check 'Requests succeeded' failed" in res.stdout
+    assert ": ok - failed" not in res.stdout
     (run_dir,) = (tmp_path / "out" / "faults").iterdir()
     data = json.loads((run_dir / "results.json").read_text())
     assert data["status"] == "complete"

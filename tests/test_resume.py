@@ -77,7 +77,8 @@ def interrupted_run(
     campaign: Path, out: Path, cache: Path, sig: signal.Signals, when: Callable[[], bool]
 ) -> None:
     """`reportgen run` as from a terminal, stopped with ``sig`` once ``when()`` holds: it
-    exits 130 without a traceback."""
+    exits 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM, as shells expect)
+    without a traceback."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "reportgen", "run", str(campaign), "--output", str(out)]
         + ["--quiet", "--no-pdf"],
@@ -101,7 +102,7 @@ def interrupted_run(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, err
+    assert proc.returncode == 128 + sig, err
     assert "Traceback" not in err
 
 
@@ -279,7 +280,7 @@ def test_a_sigterm_dropped_by_a_finaliser_still_stops_the_run(tmp_path: Path, ca
         str(campaign), "--output", str(out), cache=cache, launcher=("-c", DROPPED)
     )
     assert "Exception ignored" in res.stderr and "KeyboardInterrupt" in res.stderr  # dropped
-    assert res.returncode == 130, res.stdout + res.stderr
+    assert res.returncode == 143, res.stdout + res.stderr  # 128 + SIGTERM
     (run_dir,) = (out / "demo").iterdir()
     data = json.loads((run_dir / "results.json").read_text())
     assert data["status"] == "incomplete"

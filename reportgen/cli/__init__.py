@@ -1,6 +1,6 @@
 """The ``reportgen`` command. It parses arguments, calls the core, and maps errors to exit codes:
 0 success, 1 a run or render that failed, 2 bad input (campaign file, arguments, results file),
-130 interrupted.
+130 interrupted (Ctrl-C), 143 stopped by SIGTERM.
 
 - ``parser``: every command's arguments and help.
 - ``prepare``: the commands before a run (validate, plan, calibrate, fingerprint, schema).
@@ -57,8 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"error: {exc}", markup=False)
         return EXIT_FAILED
     except KeyboardInterrupt:
+        from reportgen.run import interrupt
+
         err.print("interrupted", markup=False)
-        return EXIT_INTERRUPTED
+        return interrupt.exit_code()  # 130 for Ctrl-C, 143 for SIGTERM
 
 
 _COMMANDS: dict[str, Handler] = {

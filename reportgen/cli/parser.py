@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  reportgen run campaigns/demo.toml",
         formatter_class=_Formatter,
     )
-    p.add_argument("--version", action="version", version=f"reportgen {__version__}")
+    p.add_argument("-V", "--version", action="version", version=f"reportgen {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     v = sub.add_parser(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from reportgen.cli.codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from reportgen.cli.codes import EXIT_FAILED, EXIT_OK
 from reportgen.errors import ResultsError
 from reportgen.run import interrupt
 
@@ -57,14 +57,22 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
     if data is None:  # interrupted: what was saved, if the run got as far
         if not (run_dir / results.RESULTS).exists():
-            return EXIT_INTERRUPTED
+            return interrupt.exit_code()
         data = results.load(run_dir)
     _summary_table(out, data)
-    paths = _render_paths(run_dir, pdf=not args.no_pdf)
+    try:
+        paths = _render_paths(run_dir, pdf=not args.no_pdf)
+    except KeyboardInterrupt:
+        err.print(
+            "interrupted again while rendering: the results are saved; render the report "
+            f"with: reportgen render {run_dir}",
+            markup=False,
+        )
+        return interrupt.exit_code()
     for p in paths:
         out.print(f"report: {p}", markup=False)
     if interrupted:
-        return EXIT_INTERRUPTED
+        return interrupt.exit_code()
     failed = [e.id for e in data.experiments if not e.ok]
     if failed:
         err.print(

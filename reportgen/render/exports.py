@@ -139,9 +139,10 @@ def _md(text: str) -> str:
     return out
 
 
-def markdown(report: Report) -> str:
+def markdown(report: Report, pdf: bool = True) -> str:
     """A short summary for a pull request or a chat: status, the one-sentence conclusion, one
-    row per experiment, and what failed or warned."""
+    row per experiment, and what failed or warned; ``pdf``: a report.pdf was written beside
+    it."""
     h, obj = report.header, report.objective
     lines = [f"## {_md(h.title)}", ""]
     status = "complete" if h.complete else f"**INCOMPLETE** ({_md(h.incomplete_reason)})"
@@ -183,7 +184,8 @@ def markdown(report: Report) -> str:
         f"Objective: `{obj.label}`, {obj.direction} is better, margin {obj.margin}. "
         "Values are means ± standard deviation across repetitions; ratios, of geometric "
         "means, are against the baseline; achieved C is the mean number of requests in flight "
-        "at each level (the target is C). Full report: report.html (report.pdf).",
+        "at each level (the target is C). Full report: report.html"
+        + (" (report.pdf)." if pdf else "."),
         "",
     ]
     return "\n".join(lines)

@@ -135,7 +135,7 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
             page = _print_page(report, todo)
             printed = printer.html_to_pdf(page, run_dir, lambda: drawing.result()[1])
         embedded = Markup(embed(run.dump(), table_hashes(run_dir)))
-        md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(report).encode("utf-8"))
+        md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(report, pdf=pdf).encode("utf-8"))
         csvs = tuple(
             _write(run_dir / TABLES_DIR / name, body.encode("utf-8"))
             for name, body in exports.tables(run).items()

@@ -36,3 +36,11 @@ def check() -> None:
     """Raise KeyboardInterrupt if a stop signal came, even if its exception was dropped."""
     if _received is not None:
         raise KeyboardInterrupt
+
+
+def exit_code() -> int:
+    """What a shell expects of a process stopped by a signal: 128 + its number (130 for
+    SIGINT, 143 for SIGTERM); 130 when none was recorded (a KeyboardInterrupt of its own)."""
+    if _received is None:
+        return 128 + signal.SIGINT
+    return 128 + signal.Signals[_received].value

@@ -16,6 +16,7 @@ from pathlib import Path
 from reportgen import __version__, engines
 from reportgen import results as store
 from reportgen.analysis import verdict
+from reportgen.analysis.checks import invalidated
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.errors import ReportgenError, ResultsError
 from reportgen.load.records import RequestRecord
@@ -128,10 +129,16 @@ class Runner:
         self._decide(run, entry, rows)
         self._save()
         interrupt.check()  # a signal whose exception a finaliser dropped
-        note = entry.reason or (entry.decision.verdict if entry.decision else "")
+        shown, note = entry.status, entry.reason or (
+            entry.decision.verdict if entry.decision else ""
+        )
+        broken = invalidated(entry.checks)
+        if entry.ok and broken:  # it ran, but its numbers cannot be trusted
+            checks = ", ".join(f"'{b}'" for b in broken)
+            shown, note = "ran", f"verdict failed: its check {checks} failed"
         sent = sum(lv.summary.requests for lv in entry.all_levels())
         skipped = max(0, planned_requests(self.campaign, r) - sent)
-        self.progress.experiment_end(r.id, entry.status, note, skipped)
+        self.progress.experiment_end(r.id, shown, note, skipped)
 
     def _confirm(self, run: Run) -> None:
         """``campaign.confirm``: the best configuration again, then without each change
