@@ -129,8 +129,9 @@ class Runner:
         self._decide(run, entry, rows)
         self._save()
         interrupt.check()  # a signal whose exception a finaliser dropped
-        shown, note = entry.status, entry.reason or (
-            entry.decision.verdict if entry.decision else ""
+        shown, note = (
+            entry.status,
+            entry.reason or (entry.decision.verdict if entry.decision else ""),
         )
         broken = invalidated(entry.checks)
         if entry.ok and broken:  # it ran, but its numbers cannot be trusted
