@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
-from reportgen.run.server import port_is_free
+from reportgen.run.server import REAPER_GRACE_S, port_is_free
 from tests.conftest import Ran, free_port, reportgen_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -335,3 +335,75 @@ def test_a_resumption_on_other_gpus_is_said_in_the_title_block() -> None:
     run.resumed[-1].gpu_uuids = ["GPU-00000000-another-machine"]
     said = view.build(run).header.resumed
     assert "on other GPUs than the run began on (GPU-00000000-another-machine)" in said
+
+
+def test_sigkill_leaves_no_server_and_resume_stops_one_left_running(
+    tmp_path: Path, cache: Path
+) -> None:
+    """SIGKILL gives reportgen no way out to stop its server: the server's watchdog
+    (``run.reaper``) stops its process group within seconds. A server left running all the
+    same (its watchdog gone too) is recognised by ``--resume`` from the run directory's record
+    of it, and stopped by its process group, not refused as "another process"."""
+    from reportgen.run import reaper
+
+    port = free_port()
+    campaign = small_demo(tmp_path, port)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reportgen", "run", str(campaign), "--output", str(out)]
+        + ["--quiet", "--no-pdf"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache), NO_TORCH_PROBE_ENV: "1"},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not second_experiment_running(out):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        (run_dir,) = (out / "demo").iterdir()
+        ((record_path, record),) = reaper.leftovers(run_dir)
+        assert record.port == port and record.running()
+        proc.kill()  # SIGKILL: nothing of reportgen runs after this
+        proc.wait()
+        killed = time.monotonic()
+        while reaper.group_alive(record.pgid) and time.monotonic() - killed < 15:
+            time.sleep(0.05)
+        gone_after = time.monotonic() - killed
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not reaper.group_alive(record.pgid), "the server outlived reportgen"
+    print(f"server gone {gone_after:.2f} s after SIGKILL")
+    assert gone_after < REAPER_GRACE_S + 3, gone_after  # SIGTERM, SIGKILL after the grace
+    assert json.loads((run_dir / "results.json").read_text())["status"] == "running"
+
+    # A server its watchdog could not stop: started as reportgen starts one, then recorded.
+    stray = subprocess.Popen(
+        [sys.executable, "-m", "reportgen.sim", "--port", str(port), "--host", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        while port_is_free("127.0.0.1", port):
+            assert stray.poll() is None
+            time.sleep(0.05)
+        reaper.ServerRecord(
+            stray.pid, "127.0.0.1", port, [], "baseline-again.server.log",
+            reaper.start_time(stray.pid) or 0,
+        ).save(record_path)  # fmt: skip
+        res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
+    finally:
+        if stray.poll() is None:
+            os.killpg(stray.pid, signal.SIGKILL)
+        stray.wait()
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (
+        f"stopped the server the earlier run left running: process group {stray.pid} on port {port}"
+    ) in res.stdout
+    assert json.loads((run_dir / "results.json").read_text())["status"] == "complete"
+    assert reaper.leftovers(run_dir) == []  # every record of a running server removed
+    assert port_is_free("127.0.0.1", port)

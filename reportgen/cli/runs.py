@@ -33,6 +33,8 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
             + (f" ({', '.join(done)})" if done else ""),
             markup=False,
         )
+        for line in _stop_leftovers(run_dir):
+            out.print(line, markup=False)
         if saved.campaign_file.sha256 != c.sha256:
             out.print(
                 "the campaign file changed since, only in what is still to run: "
@@ -90,6 +92,26 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
     failed += untrusted
     return EXIT_FAILED if failed and args.strict else EXIT_OK
+
+
+def _stop_leftovers(run_dir: Path) -> list[str]:
+    """Servers the earlier run of ``run_dir`` started and never stopped (it was killed, and
+    their watchdog could not stop them either): each stopped by its process group, said."""
+    from reportgen.run import reaper
+
+    said = []
+    for path, record in reaper.leftovers(run_dir):
+        if record.running():
+            gone = reaper.stop_group(record.pgid, 5.0)
+            said.append(
+                f"stopped the server the earlier run left running: process group "
+                f"{record.pgid} on port {record.port} ({record.log})"
+                + ("" if gone else "; it did not stop, stop it by hand before resuming")
+            )
+            if not gone:
+                continue
+        path.unlink(missing_ok=True)
+    return said
 
 
 def _run_to_resume(campaign_dir: Path, given: str) -> Path:

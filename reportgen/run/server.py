@@ -26,12 +26,15 @@ from reportgen import engines
 from reportgen.engines import Engine
 from reportgen.errors import ServerError
 from reportgen.redact import redact_text
+from reportgen.run import reaper
 
 FATAL_HEADING = "The server's log from its fatal line"
 # The first error and its traceback, distilled: the engine's own frames, the message whole.
 DISTILLED_HEADING = engines.DISTILLED_HEADING
 MESSAGE_CHARS = 2000  # an error message is kept whole up to this (CUDA's OOM runs to 600)
 CAUSE_HEADING = "The server's log from its first error"
+# How long a server may outlive a reportgen killed without stopping it: SIGTERM, then SIGKILL
+REAPER_GRACE_S = 5.0
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -111,6 +114,7 @@ class ServerProcess:
         self._scanned = 0  # bytes of the log already searched for a fatal line
         self._fatal: str | None = None
         self._fatal_at = 0  # where in the log that line starts (bytes)
+        self._reaper: subprocess.Popen[bytes] | None = None
 
     @property
     def base_url(self) -> str:
@@ -143,6 +147,22 @@ class ServerProcess:
             self._close_log()
             raise ServerError(f"command not executable: {self.argv[0]!r}") from None
         self.started_at = time.monotonic()
+        pgid = self.proc.pid  # start_new_session makes the child its group's leader
+        # a watchdog that stops the group if reportgen dies without stopping it (SIGKILL)
+        self._reaper = reaper.start(pgid, min(REAPER_GRACE_S, self.stop_timeout_s))
+        reaper.ServerRecord(
+            pgid,
+            self.host,
+            self.port,
+            list(self.argv),
+            self.log_path.name,
+            reaper.start_time(pgid) or 0,
+        ).save(self.record_path)
+
+    @property
+    def record_path(self) -> Path:
+        """Where the run directory records this server while it runs (for --resume)."""
+        return self.log_path.with_suffix(".json")
 
     def log_tail(self, lines: int = 40) -> str:
         if self._log is not None:
@@ -344,7 +364,7 @@ class ServerProcess:
             (signal.SIGTERM, grace * 0.5),
             (signal.SIGKILL, 10.0),
         ):
-            if not _group_alive(pgid):
+            if not reaper.group_alive(pgid):
                 break
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, sig)
@@ -353,13 +373,17 @@ class ServerProcess:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=1.0)
         report.exit_code = self.proc.poll()
-        report.group_gone = not _group_alive(pgid)
+        report.group_gone = not reaper.group_alive(pgid)
         port_deadline = time.monotonic() + 5.0
         report.port_free = port_is_free(self.host, self.port)
         while not report.port_free and time.monotonic() < port_deadline:
             time.sleep(0.05)
             report.port_free = port_is_free(self.host, self.port)
         report.stop_s = time.monotonic() - t0
+        if report.group_gone:
+            reaper.release(self._reaper)  # stopped: its watchdog has nothing left to do
+            with contextlib.suppress(OSError):
+                self.record_path.unlink()
         self._close_log()
         self._redact_log()
         return report
@@ -394,21 +418,11 @@ class ServerProcess:
         self.stop()
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _wait_group(proc: subprocess.Popen[bytes], pgid: int, timeout_s: float) -> None:
     """Wait until every process of the group has exited (reaping our direct child)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         proc.poll()  # reap the leader so it does not linger as a zombie
-        if not _group_alive(pgid):
+        if not reaper.group_alive(pgid):
             return
         time.sleep(0.02)
