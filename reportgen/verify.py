@@ -30,6 +30,7 @@ from typing import Any
 from reportgen import results as store
 from reportgen.analysis import verdict
 from reportgen.analysis.summary import by_level, summarize, trims
+from reportgen.errors import ResultsError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import telemetry
 from reportgen.render import chart_inputs, render_html
@@ -87,8 +88,14 @@ def _diff_keys(
 
 def verify(report: Path, run_dir: Path | None = None) -> Verification:
     """Check a report against the raw tables of its run (see the module docstring)."""
-    page = report.read_text(encoding="utf-8")
-    data = extract(page)
+    try:
+        page = report.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(
+            f"{report}: cannot read it as a report ({exc}); give a report.html that "
+            "`reportgen render` wrote, or its run directory"
+        ) from None
+    data = extract(page, str(report))
     raw = data["results"]
     run = store.parse(raw, f"{report}: the embedded results")
     run_dir = run_dir or report.parent

@@ -124,3 +124,28 @@ def test_the_qwen397b_campaign_validates_plans_and_stops_on_another_host(tmp_pat
     assert res.returncode == 1 and "host.expect does not match this host" in res.stderr
     assert "Nothing was started" in res.stderr and "Traceback" not in res.stderr
     assert not list((tmp_path / "out").glob("*/*/results.json"))
+
+
+def test_files_of_the_wrong_kind_and_bad_flags_get_one_line_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """What a new user types by mistake: a campaign file to render, a page that is not a
+    report (or not text) to verify, a port out of range for the simulator, `-V`."""
+    res = reportgen("render", "campaigns/demo.toml")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert (
+        "campaigns/demo.toml: a campaign file, not results: to run it, reportgen run "
+        "campaigns/demo.toml"
+    ) in res.stderr
+    binary = tmp_path / "report.html"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    res = reportgen("verify", str(binary))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert f"{binary}: cannot read it as a report" in res.stderr
+    binary.write_text("<html><body>a page</body></html>")
+    res = reportgen("verify", str(binary))
+    assert res.returncode == 2 and f"{binary} carries no reportgen data" in res.stderr
+    res = reportgen("sim", "--port", "70000")
+    assert res.returncode == 2 and "must be a TCP port from 0 to 65535, got 70000" in res.stderr
+    res = reportgen("-V")
+    assert res.returncode == 0 and res.stdout.startswith("reportgen ")

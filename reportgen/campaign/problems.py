@@ -55,7 +55,7 @@ def load(path: str | Path) -> Campaign:
     except OSError as exc:
         raise CampaignError([Problem(shown, "", MISSING, f"cannot read: {exc.strerror}")]) from None
     try:
-        text = raw_bytes.decode("utf-8")
+        text = raw_bytes.decode("utf-8-sig")  # a byte-order mark (some editors write one)
     except UnicodeDecodeError as exc:
         msg = f"not UTF-8 text (byte {exc.start}); save the file as UTF-8"
         raise CampaignError([Problem(shown, "", MISSING, msg)]) from None

@@ -175,6 +175,16 @@ class PromptSource(_Model):
 
     @model_validator(mode="after")
     def _needs(self) -> PromptSource:
+        if self.path and self.source not in ("sharegpt", "jsonl"):
+            raise ValueError(
+                f"prompts.path is given but prompts.source = {self.source!r} reads no file: "
+                'set source = "sharegpt" or "jsonl" (or remove path)'
+            )
+        if self.text and self.source != "fixed":
+            raise ValueError(
+                f"prompts.text is given but prompts.source = {self.source!r} sends no fixed "
+                'text: set source = "fixed" (or remove text)'
+            )
         if self.source in ("sharegpt", "jsonl") and not self.path:
             raise ValueError(f"prompts.source = {self.source!r} needs prompts.path")
         if self.source == "fixed" and not self.text:

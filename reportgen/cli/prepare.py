@@ -15,6 +15,7 @@ from reportgen.errors import CampaignError
 
 def cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen import campaign
+    from reportgen.run import static
 
     problems = []
     for path in args.campaigns:
@@ -23,7 +24,12 @@ def cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         except CampaignError as exc:
             problems.extend(exc.problems)
             continue
-        out.print(f"{path}: ok ({len(c.experiments)} experiments)", markup=False)
+        found = static.check(c)
+        problems.extend(found.errors)
+        for p in found.not_here:  # it may be installed where the campaign runs
+            err.print(f"warning: {p} (reportgen run refuses on this machine)", markup=False)
+        if not found.errors:
+            out.print(f"{path}: ok ({len(c.experiments)} experiments)", markup=False)
     if problems:
         raise CampaignError(problems)
     return EXIT_OK
@@ -31,6 +37,7 @@ def cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen import campaign, engines
+    from reportgen.load.records import api_path
     from reportgen.redact import redact_argv, redact_env
     from reportgen.render.text import prompt_source
     from reportgen.run import plan
@@ -86,6 +93,24 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"per level x {_reps(wl.repetitions)} repetition(s), {wl.input_tokens} in / "
             f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}"
             + prompt_source(wl.prompts.model_dump()),
+            markup=False,
+        )
+        load = (
+            f"open loop, {wl.arrival} arrivals at {wl.request_rate:g} requests/s, at most C "
+            "in flight"
+            if wl.request_rate is not None
+            else "closed loop, C clients"
+        )
+        slo = ", ".join(f"{k} <= {v:g}" for k, v in wl.slo.model_dump().items() if v is not None)
+        out.print(
+            f"  load:     {load}; {'streamed' if wl.stream else 'not streamed (no TTFT or ITL)'}"
+            f"; request timeout {wl.request_timeout_s:g} s" + (f"; SLO {slo}" if slo else ""),
+            markup=False,
+        )
+        url = f"http://{c.model.server.host}:{engine.port(r.args)}"
+        ready = f"{url}{engine.health_path}" if engine.health_path else url
+        out.print(
+            f"  polls:    {ready} until ready, then sends to {url}{api_path(wl.api)}",
             markup=False,
         )
         parent_r = next((x for x in steps if x.id == r.parent), None)

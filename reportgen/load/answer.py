@@ -112,8 +112,7 @@ def whole_answer(rec: RequestRecord, parts: list[str], raw: bytes, now: float) -
         text = str(reasoning) + str(msg.get("content") or "")
     else:
         text = str(choice.get("text") or "")
-    if text:
-        rec.first_token = now
+    if text:  # a whole answer: no first token was seen apart from the rest (no TTFT)
         rec.chunk_times.append(now)
         rec.chunk_chars.append(len(text))
         parts.append(text)

@@ -383,7 +383,8 @@ async def _whole(
     t0: float,
     sent: list[float],
 ) -> None:
-    """Non-streaming: the whole answer is its one chunk, so TTFT equals end-to-end latency."""
+    """Non-streaming: the whole answer is its one chunk, and no first token is seen apart
+    from the rest: its TTFT (and ITL) are not measured."""
     async with http.post(url, data=payload, trace_request_ctx=sent) as resp:
         rec.http_status = resp.status
         clock = _arrival_clock(resp)

@@ -104,15 +104,19 @@ def load_dataset(source: str, path: Path, field: str = "prompt") -> list[str]:
             items = json.loads(text)
         except json.JSONDecodeError as exc:
             raise LoadError(f"{where}: not valid JSON ({exc})") from None
+        # ShareGPT's own form ("conversations": [{"from": "human", "value": ...}]) and the
+        # chat form many of its copies use ("messages": [{"role": "user", "content": ...}])
         for item in items if isinstance(items, list) else []:
             turns = (
-                item.get("conversations") or item.get("conversation")
+                item.get("conversations") or item.get("conversation") or item.get("messages")
                 if isinstance(item, dict)
                 else None
             )
-            for turn in turns or []:
-                if isinstance(turn, dict) and turn.get("from") in ("human", "user"):
-                    value = turn.get("value")
+            for turn in turns if isinstance(turns, list) else []:
+                if not isinstance(turn, dict):
+                    continue
+                if (turn.get("from") or turn.get("role")) in ("human", "user"):
+                    value = turn.get("value", turn.get("content"))
                     if isinstance(value, str) and value.strip():
                         prompts.append(value)
                     break
@@ -131,7 +135,13 @@ def load_dataset(source: str, path: Path, field: str = "prompt") -> list[str]:
                 )
             prompts.append(value)
     if not prompts:
-        raise LoadError(f"{where}: no prompts found (expected the {source} format)")
+        expected = (
+            'items with "conversations" ({"from": "human", "value": ...}) or "messages" '
+            '({"role": "user", "content": ...})'
+            if source == "sharegpt"
+            else f"one JSON object per line with a string {field!r}"
+        )
+        raise LoadError(f"{where}: no prompts found (expected {expected})")
     return prompts
 
 

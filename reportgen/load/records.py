@@ -86,6 +86,11 @@ class RequestSpec:
             body["model"] = self.model
         if self.api == "chat":
             body["messages"] = [{"role": "user", "content": prompt}]
-            return "/v1/chat/completions", body
-        body["prompt"] = prompt
-        return "/v1/completions", body
+        else:
+            body["prompt"] = prompt
+        return api_path(self.api), body
+
+
+def api_path(api: str) -> str:
+    """The OpenAI-compatible path an API's requests go to."""
+    return "/v1/chat/completions" if api == "chat" else "/v1/completions"

@@ -73,14 +73,38 @@ def workload(wl: Mapping[str, Any]) -> str:
         amount = f"{wl['duration_s']:g} s"
     else:
         amount = "unspecified amount"
+    source = (wl.get("prompts") or {}).get("source", "random")
+    inputs = (
+        f"{wl.get('input_tokens', '?')} input / "
+        if source in ("random", "shared-prefix")
+        else "dataset prompts, "
+    )
     return (
         f"{wl.get('api', 'chat')} API, C={levels}, {amount} per level × "
-        f"{_reps(wl.get('repetitions', 1))} repetition(s), {wl.get('input_tokens', '?')} input / "
+        f"{_reps(wl.get('repetitions', 1))} repetition(s), {inputs}"
         f"{wl.get('output_tokens', '?')} output tokens, {wl.get('warmup_requests', 0)} "
         f"warm-up requests, seed {wl.get('seed', 0)}"
         + (", throughputs trimmed to the steady state" if summary.trims(wl) else "")
         + prompt_source(wl.get("prompts") or {})
+        + load_mode(wl)
     )
+
+
+def load_mode(wl: Mapping[str, Any]) -> str:
+    """What a one-line workload leaves out otherwise: open-loop rate and arrivals, streaming
+    off, SLOs ("" for a streamed closed loop without SLOs)."""
+    out = ""
+    if wl.get("request_rate"):
+        out += (
+            f", open loop at {wl['request_rate']:g} requests/s "
+            f"({wl.get('arrival', 'poisson')} arrivals)"
+        )
+    if wl.get("stream") is False:
+        out += ", not streamed (no TTFT or ITL)"
+    slo = {k: v for k, v in (wl.get("slo") or {}).items() if v is not None}
+    if slo:
+        out += ", SLO " + ", ".join(f"{k} ≤ {v:g}" for k, v in slo.items())
+    return out
 
 
 def prompt_source(src: Mapping[str, Any]) -> str:
@@ -298,10 +322,16 @@ def methods(
         "jsonl": "prompts come from a JSONL dataset",
         "fixed": "every request sends the same fixed prompt",
     }.get(source, "prompts are synthetic")
-    load = [
-        f"{loop} {amount}; {wl.get('api', 'chat')} API; "
+    sizes = (
         f"{wl.get('input_tokens', '?')} input tokens and {wl.get('output_tokens', '?')} "
-        f"output tokens requested per request; {prompts_text}; drawn from "
+        "output tokens requested per request"
+        if source in ("random", "shared-prefix")
+        # a dataset's prompts are as long as they are: input_tokens does not apply
+        else f"{wl.get('output_tokens', '?')} output tokens requested per request, the "
+        "prompts as long as they are"
+    )
+    load = [
+        f"{loop} {amount}; {wl.get('api', 'chat')} API; {sizes}; {prompts_text}; drawn from "
         f"seed {wl.get('seed', 0)}, the same for every experiment.",
         f"Warm-up: {wl.get('warmup_requests', 0)} requests after the server is ready and "
         f"before the first level; they are excluded from every number.",
@@ -333,6 +363,12 @@ def methods(
             "next), so the run measures how much two starts of one configuration differ "
             "(memory placement, clocks, compiled-kernel caches), which repetitions on one "
             "server never show, and no verdict rests on one start."
+        )
+    if wl.get("stream") is False:
+        load.append(
+            "Responses were not streamed: a response arrives whole, so time to first token "
+            "and inter-token latency are not measured (shown as –), and an SLO on them is "
+            "not applied."
         )
     load.append(_trim(wl))
     slo = {k: v for k, v in (wl.get("slo") or {}).items() if v is not None}

@@ -44,17 +44,24 @@ def embed(results: Mapping[str, Any], tables: Mapping[str, str]) -> str:
     return body.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def extract(page: str) -> dict[str, Any]:
-    """The embedded data of a report's HTML (ResultsError when it has none)."""
+def extract(page: str, where: str = "this HTML") -> dict[str, Any]:
+    """The embedded data of a report's HTML (ResultsError when it has none); ``where``: the
+    file, for the message."""
     m = _DATA_RX.search(page)
     if not m:
         raise ResultsError(
-            "this HTML carries no reportgen data (not a report, or one rendered by an "
+            f"{where} carries no reportgen data (not a report, or one rendered by an "
             "earlier reportgen); render it again with `reportgen render RUN_DIR`"
         )
-    data = json.loads(m.group(1))
+    try:
+        data = json.loads(m.group(1))
+    except json.JSONDecodeError as exc:
+        raise ResultsError(
+            f"{where}: its embedded data is not valid JSON ({exc}): the page was edited; "
+            "render it again with `reportgen render RUN_DIR`"
+        ) from None
     if not isinstance(data, dict) or data.get("format") != EMBED_FORMAT:
-        raise ResultsError("the report's embedded data is of an unknown format")
+        raise ResultsError(f"{where}: the report's embedded data is of an unknown format")
     return data
 
 

@@ -140,6 +140,15 @@ def load(target: str | Path) -> Run:
     """Read results.json from a run directory (or the file itself): an older schema through
     ``migrate``, a newer one refused."""
     path = results_path(target)
+    if path.suffix in (".toml", ".html", ".md", ".pdf") and path.is_file():
+        what = {
+            ".toml": f"a campaign file, not results: to run it, reportgen run {path}",
+            ".html": f"a report: to check it, reportgen verify {path}",
+        }.get(path.suffix, "a report, not results")
+        raise ResultsError(
+            f"{path}: {what}; give a run directory such as output/<campaign>/<run-id>/ (or "
+            "its results.json)"
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -170,7 +170,10 @@ class Driver:
             if self.tokenizer is not None and counted:
                 rec.output_tokens = len(self.tokenizer.encode(rec.output_text))
                 rec.output_tokens_source = "tokenizer"
-        summary = summarize(recs, lv.duration_s, slo=wl.slo.model_dump(), trim=wl.trims)
+        slo = wl.slo.model_dump()
+        if not wl.stream:  # no first token is seen apart from the rest: no TTFT to judge
+            slo["ttft_ms"] = slo["tpot_ms"] = None
+        summary = summarize(recs, lv.duration_s, slo=slo, trim=wl.trims)
         summary.client = self._client(lv, summary.chunk_s)
         level = Level(
             concurrency=concurrency,

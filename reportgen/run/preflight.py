@@ -9,6 +9,7 @@ from reportgen import engines
 from reportgen.campaign import Campaign
 from reportgen.errors import CampaignError, GpuError, Problem, ServerError
 from reportgen.observe import fingerprint
+from reportgen.run import static
 from reportgen.run.plan import plan
 from reportgen.run.progress import ProgressSink
 from reportgen.run.server import port_is_free
@@ -30,6 +31,15 @@ def preflight(
             + "; ".join(problems)
             + ". Nothing was started; run on the host the campaign was written for, "
             "or change host.expect"
+        )
+    found = static.check(campaign)
+    if found.errors or found.not_here:
+        raise CampaignError(
+            found.errors
+            + [
+                Problem(p.file, p.key, p.value, f"{p.message}; nothing was started")
+                for p in found.not_here
+            ]
         )
     flags = check_flags(campaign, progress)
     host = m.server.host

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from reportgen.campaign import Probe
+from reportgen.load.records import api_path
 
 
 def ask(
@@ -28,7 +29,7 @@ def ask(
     """Each probe's answer: ``{prompt, expect, answer, finish_reason, output_tokens,
     latency_s, error}`` (``error`` set and ``answer`` None when the request failed)."""
     out: list[dict[str, Any]] = []
-    path = "/v1/chat/completions" if api == "chat" else "/v1/completions"
+    path = api_path(api)
     with httpx.Client(base_url=base_url, timeout=timeout_s, headers=headers) as client:
         for p in probes:
             body: dict[str, Any] = {"max_tokens": p.max_tokens, "temperature": 0, "stream": False}

@@ -39,6 +39,17 @@ def _number(kind: type[float] | type[int], minimum: float) -> Callable[[str], fl
     return parse
 
 
+def _port(text: str) -> int:
+    """argparse type: a TCP port, 0 to 65535 (0: the kernel picks one)."""
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port from 0 to 65535, got {text}")
+    return value
+
+
+_port.__name__ = "int"
+
+
 def command(port: int, **flags: object) -> list[str]:
     """The command line that starts this simulator with this interpreter, flags given as
     keywords: ``command(8000, ttft_ms=0, itl_ms=0)`` -> ``[python, -m, reportgen.sim,
@@ -57,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a(
         "--port",
         metavar="PORT",
-        type=int,
+        type=_port,
         default=8000,
         help="TCP port to listen on (default: %(default)s)",
     )

@@ -1,0 +1,197 @@
+"""What can be checked about a campaign on this machine without starting a server.
+
+``reportgen validate`` reports it, and ``reportgen run`` refuses to start on its errors
+(``preflight``), so a campaign that cannot work fails in a second, not once per experiment.
+
+- **Errors** (the campaign cannot work anywhere as written): a prompt file that does not exist
+  or does not parse, a tokenizer folder that does not exist, a generic server whose command
+  sets a port reportgen does not poll.
+- **Not installed here** (it may be on the GPU host): the engine's command or its Python
+  package, a local model folder. ``validate`` warns; ``run`` refuses, since every experiment
+  would fail to start.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reportgen import engines
+from reportgen.campaign import Campaign
+from reportgen.errors import LoadError, Problem
+from reportgen.load import prompts
+from reportgen.run.plan import command_line, plan
+
+
+@dataclass
+class Findings:
+    errors: list[Problem] = field(default_factory=list)
+    not_here: list[Problem] = field(default_factory=list)  # missing on this machine
+
+
+def check(campaign: Campaign) -> Findings:
+    found = Findings()
+    base = Path(campaign.path).parent
+    steps = plan(campaign)
+    seen: set[tuple[str, str]] = set()
+    for r in steps:
+        wl = r.workload
+        src = wl.prompts
+        if src.path and ("prompts", src.path) not in seen:
+            seen.add(("prompts", src.path))
+            path = _local(base, src.path)
+            try:
+                prompts.load_dataset(src.source, path, src.field)
+            except LoadError as exc:
+                message = str(exc).split(": ", 1)[-1]
+                found.errors.append(
+                    Problem(
+                        campaign.path,
+                        f"experiment {r.id!r}: workload.prompts.path",
+                        src.path,
+                        message,
+                    )  # fmt: skip
+                )
+        if wl.tokenizer and ("tokenizer", wl.tokenizer) not in seen:
+            seen.add(("tokenizer", wl.tokenizer))
+            path = _local(base, wl.tokenizer)
+            if not path.is_dir():
+                found.errors.append(
+                    Problem(
+                        campaign.path,
+                        f"experiment {r.id!r}: workload.tokenizer",
+                        wl.tokenizer,
+                        "no such folder (paths are relative to the campaign file); give a "
+                        "local tokenizer folder, or remove workload.tokenizer",
+                    )
+                )
+    found.errors += _port_problems(campaign)
+    found.not_here += _installed(campaign)
+    for r in steps:
+        model = next((r.args[k] for k in ("model", "model-path") if k in r.args), None)
+        if isinstance(model, str) and _looks_local(model) and ("model", model) not in seen:
+            seen.add(("model", model))
+            path = _local(Path.cwd(), model)
+            if not path.exists():
+                found.not_here.append(
+                    Problem(
+                        campaign.path,
+                        f"experiment {r.id!r}: args.model",
+                        model,
+                        f"no such folder here ({path}); the server reads it from where it runs",
+                    )
+                )
+            elif path.is_dir() and not (path / "config.json").is_file():
+                found.errors.append(
+                    Problem(
+                        campaign.path,
+                        f"experiment {r.id!r}: args.model",
+                        model,
+                        "the folder has no config.json: not a model folder",
+                    )
+                )
+    return found
+
+
+def _local(base: Path, given: str) -> Path:
+    path = Path(given).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def _looks_local(model: str) -> bool:
+    """A path rather than a hub id ("org/name"): absolute, relative with ./ or ../, or with
+    more than one slash."""
+    return model.startswith(("/", "./", "../", "~")) or model.count("/") > 1
+
+
+def _port_problems(campaign: Campaign) -> list[Problem]:
+    """A server command that names its own port where the campaign's args do not: reportgen
+    would poll the engine's default port and wait out its deadline."""
+    m = campaign.model
+    engine = engines.get(m.server.engine)
+    out = []
+    for r in plan(campaign):
+        argv = command_line(campaign, r)
+        polled = engine.port(r.args)
+        for i, token in enumerate(argv):
+            given = None
+            if token == "--port" and i + 1 < len(argv):
+                given = argv[i + 1]
+            elif token.startswith("--port="):
+                given = token.split("=", 1)[1]
+            if given is not None and given != str(polled):
+                out.append(
+                    Problem(
+                        campaign.path,
+                        f"experiment {r.id!r}: server.command",
+                        f"--port {given}",
+                        f"reportgen polls http://{m.server.host}:{polled} (server.args.port, "
+                        f"or the engine's default); set server.args.port = {given} instead "
+                        "of the port in the command",
+                    )
+                )
+                return out  # once: every experiment shares the command
+    return out
+
+
+def _installed(campaign: Campaign) -> list[Problem]:
+    """The engine's command, and for ``python -m MODULE`` its package, on this machine."""
+    m = campaign.model
+    engine = engines.get(m.server.engine)
+    try:
+        argv = engine.command(m.server.command)
+    except ValueError as exc:
+        return [Problem(campaign.path, "server.command", None, str(exc))]
+    given = bool(m.server.command)
+    key = "server.command" if given else "server.engine"
+    shown = (lambda part: part) if given else (lambda part: m.server.engine)  # noqa: E731
+    said = "" if given else f"its default command `{' '.join(argv[:3])}`: "
+    program = argv[0]
+    found = program if os.path.isabs(program) and os.access(program, os.X_OK) else None
+    found = found or shutil.which(program)
+    if found is None:
+        return [
+            Problem(
+                campaign.path,
+                key,
+                shown(program),
+                f"{said}command not found here; install the engine, or set server.command "
+                "to the program that starts it (its full path)",
+            )
+        ]
+    if len(argv) >= 3 and argv[1] == "-m":
+        module = argv[2].split(".")[0]
+        if not _has_module(found, module):
+            return [
+                Problem(
+                    campaign.path,
+                    key,
+                    shown(" ".join(argv[:3])),
+                    f"{said}no module named {module!r} for {found}: install {module} there, or "
+                    "set server.command to the Python that has it "
+                    f'(server.command = ["/path/to/venv/bin/python", "-m", "{argv[2]}"'
+                    + ("" if len(argv) < 4 else f', "{argv[3]}"')
+                    + "])",
+                )
+            ]
+    return []
+
+
+def _has_module(python: str, module: str) -> bool:
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return importlib.util.find_spec(module) is not None
+    try:
+        probe = f"import importlib.util as u; raise SystemExit(not u.find_spec({module!r}))"
+        done = subprocess.run(
+            [python, "-c", probe],
+            capture_output=True,
+            timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0

@@ -1,0 +1,131 @@
+"""What `validate` finds without starting a server, and `run` refuses on before it starts one:
+files the campaign names, the engine's package, the URL reportgen will poll."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import free_port, reportgen_main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BASE = """
+[campaign]
+name = "static"
+title = "What is checked before anything starts"
+objective = {{ metric = "output_tok_s", concurrency = [1] }}
+
+[server]
+engine = "{engine}"
+{server}
+
+[workload]
+concurrency = [1]
+requests_per_level = 4
+input_tokens = 16
+output_tokens = 4
+warmup_requests = 0
+{workload}
+
+[[experiment]]
+id = "baseline"
+why = "The reference."
+"""
+
+
+def campaign(tmp_path: Path, engine: str = "sim", server: str = "", workload: str = "") -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(BASE.format(engine=engine, server=server, workload=workload))
+    return path
+
+
+def test_a_prompt_file_that_is_missing_or_unreadable_is_named_by_validate(tmp_path: Path) -> None:
+    path = campaign(tmp_path, workload='prompts = { source = "sharegpt", path = "chats.json" }')
+    res = reportgen_main("validate", path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert (
+        f"{path}: experiment 'baseline': workload.prompts.path = 'chats.json': file not found; "
+        "paths are relative to the campaign file"
+    ) in res.stderr
+    (tmp_path / "chats.json").write_text('[{"id": 1}]')
+    res = reportgen_main("validate", path)
+    assert res.returncode == 2 and 'no prompts found (expected items with "conversations"' in (
+        res.stderr
+    )
+    # ShareGPT copies in the chat form: "messages" of role and content
+    chats = [{"messages": [{"role": "system", "content": "Be brief."},
+                           {"role": "user", "content": "Why is the sky blue?"}]}]  # fmt: skip
+    (tmp_path / "chats.json").write_text(json.dumps(chats))
+    res = reportgen_main("validate", path)
+    assert res.returncode == 0, res.stderr
+    from reportgen.load.prompts import load_dataset
+
+    assert load_dataset("sharegpt", tmp_path / "chats.json") == ["Why is the sky blue?"]
+
+
+def test_a_dataset_path_without_its_source_and_a_byte_order_mark(tmp_path: Path) -> None:
+    """`prompts = { path = ... }` alone used random prompts silently; a file saved with a
+    byte-order mark was "invalid TOML at line 1"."""
+    path = campaign(tmp_path, workload='prompts = { path = "chats.json" }')
+    res = reportgen_main("validate", path)
+    assert res.returncode == 2
+    assert "prompts.path is given but prompts.source = 'random' reads no file" in res.stderr
+    plain = campaign(tmp_path)
+    plain.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    res = reportgen_main("validate", plain)
+    assert res.returncode == 0, res.stderr
+
+
+def test_an_engine_that_is_not_installed_is_a_warning_for_validate_and_refused_by_run(
+    tmp_path: Path,
+) -> None:
+    """The vLLM engine on a machine without vLLM (as CI is): every experiment would start and
+    fail with "exited with code 1". validate warns (it may be installed where the campaign
+    runs); run refuses before starting anything, in one line per problem, exit 2."""
+    path = campaign(tmp_path, engine="vllm", server='args = { model = "org/model" }')
+    said = (
+        "server.engine = 'vllm': its default command `"
+        f"{__import__('sys').executable} -m vllm.entrypoints.cli.main`: no module named 'vllm'"
+    )
+    res = reportgen_main("validate", path)
+    assert res.returncode == 0, res.stderr
+    assert f"warning: {path}: {said}" in res.stderr
+    out = tmp_path / "out"
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf")
+    assert res.returncode == 2 and "Traceback" not in res.stderr + res.stdout
+    assert said in res.stderr and "nothing was started" in res.stderr
+    assert not list(out.glob("static/*/logs/*.server.log"))  # no server was started
+
+
+def test_a_port_set_inside_a_generic_command_is_found_before_polling_the_wrong_one(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    server = f'command = ["python3", "-m", "reportgen.sim", "--port", "{port}"]'
+    path = campaign(tmp_path, engine="generic", server=server)
+    res = reportgen_main("validate", path)
+    assert res.returncode == 2
+    assert (
+        f"{path}: experiment 'baseline': server.command = '--port {port}': reportgen polls "
+        f"http://127.0.0.1:8000 (server.args.port, or the engine's default); set "
+        f"server.args.port = {port} instead of the port in the command"
+    ) in res.stderr
+    fixed = campaign(tmp_path, engine="generic", server=server + f"\nargs = {{ port = {port} }}")
+    text = fixed.read_text().replace(f'"--port", "{port}"', "").replace(", ]", "]")
+    fixed.write_text(text)
+    assert reportgen_main("validate", fixed).returncode == 0
+
+
+def test_a_tokenizer_folder_and_a_local_model_folder(tmp_path: Path) -> None:
+    path = campaign(tmp_path, workload='tokenizer = "tok"', server='args = { model = "./m" }')
+    res = reportgen_main("validate", path, cwd=tmp_path)
+    assert res.returncode == 2
+    assert "workload.tokenizer = 'tok': no such folder" in res.stderr
+    assert "args.model = './m': no such folder here" in res.stderr  # a warning only
+    (tmp_path / "m").mkdir()
+    (tmp_path / "tok").mkdir()
+    res = reportgen_main("validate", path, cwd=tmp_path)
+    assert res.returncode == 2 and "args.model = './m': the folder has no config.json" in (
+        res.stderr
+    )
