@@ -73,6 +73,13 @@ class Change:
     b: str
     experiments: tuple[str, ...] = ()
 
+    def said(self) -> str:
+        """ "workload.output_tokens: 24 -> 99 (prefill-chunk)": the area left out where the
+        key already names it."""
+        what = self.key if self.key.startswith(f"{self.area}.") else f"{self.area} {self.key}"
+        where = f" ({', '.join(self.experiments)})" if self.experiments else ""
+        return f"{what}: {self.a} -> {self.b}{where}"
+
 
 @dataclass(frozen=True)
 class MetricChange:
@@ -210,7 +217,12 @@ def compare(
     per_exp_other: list[Change] = []
     for exp_id in common:
         _experiment_setup(exp_id, exps_a[exp_id], exps_b[exp_id], per_exp_gate, per_exp_other)
-    gate += _grouped(per_exp_gate, common)
+    # a campaign-wide difference is said once: not again for every experiment it reaches
+    said = {(c.area, c.key, c.a, c.b) for c in gate}
+    gate += [
+        c for c in _grouped(per_exp_gate, common)
+        if c.experiments or (c.area, c.key, c.a, c.b) not in said
+    ]  # fmt: skip
     other += _grouped(per_exp_other, common)
     noise_of = _Noise(a, b)
     return RunDiff(

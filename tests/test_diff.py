@@ -192,6 +192,25 @@ def test_gpus_model_and_workload_differences_make_runs_incomparable(run_a: Run) 
     assert ("driver", "driver") in {(c.area, c.key) for c in d.changed}
 
 
+def test_a_workload_difference_is_said_once_and_an_overrides_experiment_named(
+    run_a: Run,
+) -> None:
+    """A campaign-wide workload change reaches every experiment's workload: it is listed
+    once, not again per experiment; one experiment's own override names that experiment."""
+    b = run_a.model_copy(deep=True)
+    b.campaign["workload"]["output_tokens"] = 99
+    for e in b.experiments:
+        if e.workload:
+            e.workload["output_tokens"] = 99
+    b.experiments[2].workload["input_tokens"] = 7
+    was = run_a.campaign["workload"]
+    said = [c.said() for c in diff.compare(run_a, b).incomparable]
+    assert said == [
+        f"workload.output_tokens: {was['output_tokens']} -> 99",
+        f"workload.input_tokens: {was['input_tokens']} -> 7 ({b.experiments[2].id})",
+    ]
+
+
 def test_flipped_verdicts_new_failures_and_newly_failed_checks(run_a: Run) -> None:
     b = run_a.model_copy(deep=True)
     chunks = b.experiments[1]

@@ -513,3 +513,37 @@ def test_charts_drawn_on_kept_figures_are_byte_identical_to_new_ones() -> None:
             assert kept == new
     finally:
         figures.REUSE = saved
+
+
+def test_a_partial_runs_summary_says_what_ran_what_stopped_and_what_never_started(
+    sample: Run,
+) -> None:
+    """After one Ctrl-C in the baseline, its levels measured so far are said, not "no
+    measurements" above its row of numbers; after one in the second experiment, the count
+    says one was tried, one interrupted and the rest never started (not "N tried")."""
+    from reportgen.render import exports, view
+
+    data = _copy_of(sample)
+    data.status = "incomplete"
+    base = data.experiments[0]
+    base.status, base.decision = "interrupted", None
+    for e in data.experiments[1:]:
+        e.status, e.decision, e.levels, e.by_level = "pending", None, [], []
+    report = view.build(data)
+    assert report.summary.startswith(
+        "The baseline (baseline) was interrupted after measuring C=1, C=4, C=16: with the "
+        "baseline "
+        "unfinished, nothing was compared with it."
+    )
+    assert "has no measurements" not in exports.markdown(report)
+
+    data = _copy_of(sample)
+    data.status, data.best = "incomplete", data.experiments[0].id
+    data.experiments[1].decision.verdict = "rejected"  # tried, not adopted
+    data.experiments[2].status, data.experiments[2].decision = "interrupted", None
+    for e in data.experiments[3:]:
+        e.status, e.decision, e.levels, e.by_level = "pending", None, [], []
+    said = view.build(data).summary
+    assert said.endswith(
+        f"1 tried, none adopted over it; 1 interrupted; {len(data.experiments) - 3} never started."
+    ), said

@@ -38,9 +38,7 @@ def cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
     out.print(f"A: {d.a.run_id} ({d.a.campaign}); B: {d.b.run_id} ({d.b.campaign})", markup=False)
     if d.incomparable:
         out.print("[bold red]NOT COMPARABLE[/]: the runs differ in", end=" ")
-        out.print(
-            "; ".join(f"{c.area} {c.key}: {c.a} -> {c.b}" for c in d.incomparable), markup=False
-        )
+        out.print("; ".join(c.said() for c in d.incomparable), markup=False)
     table = Table(
         caption="comparisons of a headline metric at a level, B / A: + improved, - regressed, "
         "= equivalent, ? inconclusive"

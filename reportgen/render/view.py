@@ -343,13 +343,31 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
     if baseline is None:
         return "The results hold no experiments."
     if not baseline.ok:
+        measured = sorted({a.concurrency for a in baseline.by_level if a.requests})
+        if measured:
+            return (
+                f"The baseline ({baseline.id}) was {baseline.status} after measuring "
+                + ", ".join(f"C={c}" for c in measured)
+                + ": with the baseline unfinished, nothing was compared with it."
+            )
         return (
             f"The baseline ({baseline.id}) has no measurements "
             f"({baseline.status}), so nothing could be compared with it."
         )
     if not best or best == baseline.id:
-        tried = sum(e.role == "experiment" for e in run.experiments) - 1
-        tail = "none was tried beyond it." if not tried else f"{tried} tried, none adopted over it."
+        others = [e for e in run.experiments if e.role == "experiment" and e is not baseline]
+        decided = sum(e.decision is not None for e in others)
+        stopped = sum(e.status == "interrupted" for e in others)
+        waiting = sum(e.status == "pending" for e in others)
+        tail = (
+            "none was tried beyond it" if not decided else f"{decided} tried, none adopted over it"
+        )
+        tail += "".join(
+            f"; {n} {what}"
+            for n, what in ((stopped, "interrupted"), (waiting, "never started"))
+            if n
+        )
+        tail += "."
         return (
             f"No experiment beat the baseline ({baseline.id}) on {objective.label}"
             f"{_at_levels(objective.levels)}: {tail}"

@@ -82,6 +82,10 @@ def run_experiment(
         entry.status = "interrupted"
         entry.reason = "interrupted by the user"
         raise
+    except Exception as exc:  # reportgen's own fault: said in the results, then raised
+        entry.status = "interrupted"
+        entry.reason = f"reportgen stopped on an internal error: {type(exc).__name__}: {exc}"
+        raise
     finally:
         _telemetry_end(ctx, r.id, entry, tele)
         _evidence(ctx, r, entry, logs)

@@ -44,3 +44,8 @@ def exit_code() -> int:
     if _received is None:
         return 128 + signal.SIGINT
     return 128 + signal.Signals[_received].value
+
+
+def received() -> str:
+    """How the stop came, in words: "Ctrl-C", "SIGTERM" (or "Ctrl-C or SIGTERM" unknown)."""
+    return {"SIGINT": "Ctrl-C", None: "Ctrl-C or SIGTERM"}.get(_received, _received or "")

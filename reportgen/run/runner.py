@@ -105,7 +105,14 @@ class Runner:
                 self._confirm(run)
             interrupt.check()
         except KeyboardInterrupt:
-            self._finish("incomplete", "interrupted by the user (Ctrl-C or SIGTERM)")
+            self._finish("incomplete", f"interrupted by the user ({interrupt.received()})")
+            raise
+        except Exception as exc:  # a bug of reportgen's: the results say so, never "running"
+            self._finish(
+                "incomplete",
+                f"reportgen stopped on an internal error ({type(exc).__name__}: {exc}); "
+                "what finished is kept: reportgen run CAMPAIGN --resume goes on",
+            )
             raise
         finally:
             self.progress.close()
