@@ -29,7 +29,7 @@ from typing import Any
 
 from reportgen import results as store
 from reportgen.analysis import verdict
-from reportgen.analysis.summary import by_level, summarize, trims
+from reportgen.analysis.summary import applied_slo, by_level, summarize, trims
 from reportgen.errors import ResultsError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import telemetry
@@ -159,7 +159,7 @@ def _check_levels(
                 lv.summary = summarize(
                     recs,
                     stored.duration_s,
-                    slo=wl.get("slo"),
+                    slo=applied_slo(wl),
                     trim=trims(wl),  # as the run resolved it (on for duration levels)
                     client=stored.client,  # the client's own CPU use: measured, not derivable
                 )

@@ -82,6 +82,16 @@ def trims(workload: Mapping[str, Any]) -> bool:
     return resolve_trim(workload.get("trim"), None if duration is None else float(duration))
 
 
+def applied_slo(workload: Mapping[str, Any]) -> dict[str, Any]:
+    """The SLOs a level is judged by (a saved or dumped ``Workload``): its own, less those on
+    TTFT and TPOT where responses are not streamed (no first token is seen apart from the
+    rest, so neither is measured)."""
+    slo = dict(workload.get("slo") or {})
+    if workload.get("stream") is False:
+        slo["ttft_ms"] = slo["tpot_ms"] = None
+    return slo
+
+
 def steady_window(records: Sequence[RequestRecord]) -> tuple[float, float] | None:
     """From the first moment the most requests were in flight to the last moment they were.
 

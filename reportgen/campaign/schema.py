@@ -9,6 +9,7 @@ minus its ``unset`` keys. Workload overrides apply to the one experiment that na
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal, Optional
 
@@ -241,7 +242,10 @@ class Workload(_Model):
         description="Levels: clients in a closed loop, or the in-flight cap with request_rate.",
     )
     request_rate: float | None = Field(
-        None, gt=0, description="Open loop: requests per second (default: closed loop)."
+        None,
+        gt=0,
+        description="Open loop: requests per second, or inf for every request of a level at "
+        "once, at most C in flight (default: closed loop).",
     )
     arrival: Literal["poisson", "constant"] = Field(
         "poisson", description="Open loop: exponential (seeded) or constant gaps."
@@ -313,6 +317,12 @@ class Workload(_Model):
             raise ValueError("concurrency levels must be unique")
         if self.requests_per_level is not None and self.duration_s is not None:
             raise ValueError("give requests_per_level or duration_s, not both")
+        if self.request_rate == math.inf and self.duration_s is not None:
+            raise ValueError(
+                "request_rate = inf sends a level's requests all at once, so it needs "
+                "requests_per_level; with duration_s leave request_rate out (a closed loop "
+                "keeps C requests in flight)"
+            )
         src = self.prompts
         if src.source == "shared-prefix" and (src.prefix_tokens or 0) >= self.input_tokens:
             raise ValueError(

@@ -112,9 +112,14 @@ def arrival_times(
 ) -> list[float]:
     """Send times in seconds after t0: the first at 0, then exponential (Poisson process,
     ``random.Random(seed)``, the same for a seed on every platform) or constant gaps of mean
-    ``1 / rate``. ``requests`` of them, or as many as fall before ``duration_s``."""
-    if not rate > 0 or not math.isfinite(rate):
+    ``1 / rate``. ``requests`` of them, or as many as fall before ``duration_s``. A rate of
+    ``inf`` sends all ``requests`` at once (the concurrency cap then paces them)."""
+    if not rate > 0 or math.isnan(rate):
         raise ValueError(f"rate must be a positive number of requests/s, got {rate!r}")
+    if math.isinf(rate):
+        if requests is None:
+            raise ValueError("an infinite rate needs a number of requests, not a duration")
+        return [0.0] * requests
     if arrival not in ("poisson", "constant"):
         raise ValueError(f'arrival must be "poisson" or "constant", got {arrival!r}')
     if (requests is None) == (duration_s is None):

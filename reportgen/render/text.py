@@ -292,7 +292,13 @@ def methods(
     else:
         amount = f"{wl.get('duration_s', '?')} s per level"
     rate = wl.get("request_rate")
-    if rate:
+    if rate == float("inf"):
+        loop = (
+            "Open loop at an infinite rate: every request of a level is sent at its start, "
+            "the concurrency level C capping the requests in flight (a request that must wait "
+            "is timed from when it is actually sent)."
+        )
+    elif rate:
         loop = (
             f"Open loop: requests arrive at {rate:g} per second ({wl.get('arrival', 'poisson')} "
             f"arrivals, seeded), whether or not earlier ones have finished; the concurrency "

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reportgen.analysis.summary import summarize
+from reportgen.analysis.summary import applied_slo, summarize
 from reportgen.campaign import Workload
 from reportgen.load import loadgen, prompts
 from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
@@ -170,9 +170,7 @@ class Driver:
             if self.tokenizer is not None and counted:
                 rec.output_tokens = len(self.tokenizer.encode(rec.output_text))
                 rec.output_tokens_source = "tokenizer"
-        slo = wl.slo.model_dump()
-        if not wl.stream:  # no first token is seen apart from the rest: no TTFT to judge
-            slo["ttft_ms"] = slo["tpot_ms"] = None
+        slo = applied_slo(wl.model_dump())
         summary = summarize(recs, lv.duration_s, slo=slo, trim=wl.trims)
         summary.client = self._client(lv, summary.chunk_s)
         level = Level(
