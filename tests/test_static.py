@@ -129,3 +129,21 @@ def test_a_tokenizer_folder_and_a_local_model_folder(tmp_path: Path) -> None:
     assert res.returncode == 2 and "args.model = './m': the folder has no config.json" in (
         res.stderr
     )
+
+
+def test_ports_out_of_range_and_infinite_timeouts_are_refused_by_validate_and_plan(
+    tmp_path: Path,
+) -> None:
+    for args, said in (
+        ("{ port = 70000 }", "args.port = 70000: a TCP port is a whole number from 1 to 65535"),
+        ('{ port = "abc" }', "args.port = 'abc': a TCP port is a whole number from 1 to 65535"),
+    ):
+        path = campaign(tmp_path, server=f"args = {args}")
+        for command in ("validate", "plan"):
+            res = reportgen_main(command, path)
+            assert res.returncode == 2 and said in res.stderr, (command, res.stderr)
+            assert "Traceback" not in res.stderr
+    path = campaign(tmp_path, server="stop_timeout_s = inf")
+    res = reportgen_main("validate", path)
+    assert res.returncode == 2
+    assert "server.stop_timeout_s = inf: input should be a finite number" in res.stderr

@@ -143,8 +143,12 @@ class Server(_Model):
     args: dict[str, ArgValue] = Field(default_factory=dict, description="Flags, without dashes.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     host: str = Field("127.0.0.1", description="Address the client connects to.")
-    ready_timeout_s: float = Field(600, gt=0, description="Deadline for the server to be ready.")
-    stop_timeout_s: float = Field(30, gt=0, description="Grace period before SIGKILL.")
+    ready_timeout_s: float = Field(
+        600, gt=0, allow_inf_nan=False, description="Deadline for the server to be ready."
+    )
+    stop_timeout_s: float = Field(
+        30, gt=0, allow_inf_nan=False, description="Grace period before SIGKILL."
+    )
 
 
 class PromptSource(_Model):
@@ -201,9 +205,9 @@ class PromptSource(_Model):
 class Slo(_Model):
     """Service-level objectives: a request counts toward goodput when it meets every one set."""
 
-    ttft_ms: float | None = Field(None, gt=0)
-    tpot_ms: float | None = Field(None, gt=0)
-    e2e_ms: float | None = Field(None, gt=0)
+    ttft_ms: float | None = Field(None, gt=0, allow_inf_nan=False)
+    tpot_ms: float | None = Field(None, gt=0, allow_inf_nan=False)
+    e2e_ms: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
 class Repetitions(_Model):
@@ -251,7 +255,7 @@ class Workload(_Model):
         "poisson", description="Open loop: exponential (seeded) or constant gaps."
     )
     requests_per_level: int | None = Field(None, ge=1)
-    duration_s: float | None = Field(None, gt=0)
+    duration_s: float | None = Field(None, gt=0, allow_inf_nan=False)
     input_tokens: int = Field(128, ge=1)
     output_tokens: int = Field(128, ge=1)
     prompts: PromptSource = Field(default_factory=lambda: PromptSource())  # type: ignore[call-arg]
@@ -297,7 +301,7 @@ class Workload(_Model):
         None, ge=1, description="Client processes (default: chosen from concurrency)."
     )
     seed: int = 0
-    request_timeout_s: float = Field(600, gt=0)
+    request_timeout_s: float = Field(600, gt=0, allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod

@@ -40,9 +40,12 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.load.records import api_path
     from reportgen.redact import redact_argv, redact_env
     from reportgen.render.text import prompt_source
-    from reportgen.run import plan
+    from reportgen.run import plan, static
 
     c = campaign.load(args.campaign)
+    found = static.check(c)
+    if found.errors:  # what cannot work is said before any plan is shown
+        raise CampaignError(found.errors)
     steps = plan.plan(c)
     engine = engines.get(c.model.server.engine)
     if args.json:

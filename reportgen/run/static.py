@@ -70,7 +70,8 @@ def check(campaign: Campaign) -> Findings:
                         "local tokenizer folder, or remove workload.tokenizer",
                     )
                 )
-    found.errors += _port_problems(campaign)
+    ports = _port_range(campaign)
+    found.errors += ports or _port_problems(campaign)
     found.not_here += _installed(campaign)
     for r in steps:
         model = next((r.args[k] for k in ("model", "model-path") if k in r.args), None)
@@ -107,6 +108,27 @@ def _looks_local(model: str) -> bool:
     """A path rather than a hub id ("org/name"): absolute, relative with ./ or ../, or with
     more than one slash."""
     return model.startswith(("/", "./", "../", "~")) or model.count("/") > 1
+
+
+def _port_range(campaign: Campaign) -> list[Problem]:
+    """Each experiment's port: a whole number from 1 to 65535."""
+    out = []
+    for r in plan(campaign):
+        port = r.args.get("port")
+        if port is None:
+            continue
+        ok = isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= 65535
+        if not ok and not (isinstance(port, str) and port.isdigit() and 1 <= int(port) <= 65535):
+            out.append(
+                Problem(
+                    campaign.path,
+                    f"experiment {r.id!r}: args.port",
+                    port,
+                    "a TCP port is a whole number from 1 to 65535",
+                )
+            )
+            break  # said once: experiments inherit it
+    return out
 
 
 def _port_problems(campaign: Campaign) -> list[Problem]:
