@@ -119,7 +119,8 @@ def _header(run: Run) -> Header:
     if not reason:
         reason = {
             "running": "the run had not finished when these results were last saved "
-            "(it is still running, or it stopped without recording why)",
+            "(it is still running, or reportgen was killed before it could say why): "
+            "`reportgen run CAMPAIGN --resume` goes on where it stopped",
             "incomplete": "the run stopped before every experiment had finished",
         }.get(run.status, f"the run's status is {run.status!r}")
     started, finished = run.started_at, run.finished_at
