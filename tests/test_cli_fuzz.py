@@ -129,7 +129,7 @@ RUNNABLE = st.fixed_dictionaries(
 
 
 @pytest.mark.slow
-@fuzz(5)
+@fuzz(3)
 @given(workload=RUNNABLE)
 def test_run_of_any_valid_campaign_finishes_without_a_traceback_or_a_running_status(
     tmp_path_factory: pytest.TempPathFactory, cache: Path, workload: dict[str, Any]
