@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,20 +74,31 @@ def reportgen_alone(
     )
 
 
+def start_run(campaign: Path, out: Path, cache: Path, **popen: Any) -> subprocess.Popen[Any]:
+    """`reportgen run CAMPAIGN --output OUT --quiet --no-pdf` started as a process of its
+    own (for signals), its streams and the rest as ``popen`` says."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "reportgen", "run", str(campaign), "--output", str(out)]
+        + ["--quiet", "--no-pdf"],
+        cwd=ROOT,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache), NO_TORCH_PROBE_ENV: "1"},
+        **popen,
+    )
+
+
 def interrupted_run(
     campaign: Path, out: Path, cache: Path, sig: signal.Signals, when: Callable[[], bool]
 ) -> None:
     """`reportgen run` as from a terminal, stopped with ``sig`` once ``when()`` holds: it
     exits 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM, as shells expect)
     without a traceback."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reportgen", "run", str(campaign), "--output", str(out)]
-        + ["--quiet", "--no-pdf"],
-        cwd=ROOT,
+    proc = start_run(
+        campaign,
+        out,
+        cache,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "XDG_CACHE_HOME": str(cache), NO_TORCH_PROBE_ENV: "1"},
         # a shell's background job inherits SIGINT ignored: restore it, as a terminal has it
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
@@ -348,23 +360,11 @@ def test_sigkill_leaves_no_server_and_resume_stops_one_left_running(
 
     port = free_port()
     campaign = small_demo(tmp_path, port)
-    text = campaign.read_text()  # its first two experiments: the kill comes in the second
-    campaign.write_text(
-        text[
-            : text.index(
-                "[[experiment]]", text.index("[[experiment]]", text.index("[[experiment]]") + 1) + 1
-            )
-        ]
-    )
+    # its first two experiments: the kill comes in the second
+    parts = campaign.read_text().split("[[experiment]]")
+    campaign.write_text("[[experiment]]".join(parts[:3]))
     out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reportgen", "run", str(campaign), "--output", str(out)]
-        + ["--quiet", "--no-pdf"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "XDG_CACHE_HOME": str(cache), NO_TORCH_PROBE_ENV: "1"},
-    )
+    proc = start_run(campaign, out, cache, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
         while not second_experiment_running(out):

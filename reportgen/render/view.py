@@ -288,8 +288,8 @@ def _factor(texts: Sequence[str]) -> tuple[str, list[str], str]:
     while n < len(first) and all(len(t) > n and t[n] == first[n] for t in texts):
         n += 1
     head = ""
-    for m in re.finditer(r": ", first[:n]):
-        candidate = first[: m.end()]
+    for colon in re.finditer(r": ", first[:n]):
+        candidate = first[: colon.end()]
         label = re.split(r"[:,;] ", candidate[:-2])[-1]
         if "; " in candidate or not _balanced(candidate) or re.search(r"=|\d\s*$", label):
             break

@@ -136,6 +136,8 @@ class Runner:
         self._decide(run, entry, rows)
         self._save()
         interrupt.check()  # a signal whose exception a finaliser dropped
+        shown: str
+        note: str
         shown, note = (
             entry.status,
             entry.reason or (entry.decision.verdict if entry.decision else ""),

@@ -18,11 +18,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen import engines
-from reportgen.campaign import Campaign
+from reportgen.campaign import Campaign, Resolved
 from reportgen.errors import LoadError, Problem
 from reportgen.load import prompts
 from reportgen.run.plan import command_line, plan
@@ -70,8 +71,8 @@ def check(campaign: Campaign) -> Findings:
                         "local tokenizer folder, or remove workload.tokenizer",
                     )
                 )
-    ports = _port_range(campaign)
-    found.errors += ports or _port_problems(campaign)
+    ports = _port_range(campaign, steps)
+    found.errors += ports or _port_problems(campaign, steps)
     found.not_here += _installed(campaign)
     for r in steps:
         model = next((r.args[k] for k in ("model", "model-path") if k in r.args), None)
@@ -110,10 +111,10 @@ def _looks_local(model: str) -> bool:
     return model.startswith(("/", "./", "../", "~")) or model.count("/") > 1
 
 
-def _port_range(campaign: Campaign) -> list[Problem]:
+def _port_range(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
     """Each experiment's port: a whole number from 1 to 65535."""
     out = []
-    for r in plan(campaign):
+    for r in steps:
         port = r.args.get("port")
         if port is None:
             continue
@@ -131,13 +132,13 @@ def _port_range(campaign: Campaign) -> list[Problem]:
     return out
 
 
-def _port_problems(campaign: Campaign) -> list[Problem]:
+def _port_problems(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
     """A server command that names its own port where the campaign's args do not: reportgen
     would poll the engine's default port and wait out its deadline."""
     m = campaign.model
     engine = engines.get(m.server.engine)
     out = []
-    for r in plan(campaign):
+    for r in steps:
         argv = command_line(campaign, r)
         polled = engine.port(r.args)
         for i, token in enumerate(argv):
@@ -171,7 +172,10 @@ def _installed(campaign: Campaign) -> list[Problem]:
         return [Problem(campaign.path, "server.command", None, str(exc))]
     given = bool(m.server.command)
     key = "server.command" if given else "server.engine"
-    shown = (lambda part: part) if given else (lambda part: m.server.engine)  # noqa: E731
+
+    def shown(part: str) -> str:  # the value as the user wrote it: the command, or the engine
+        return part if given else m.server.engine
+
     said = "" if given else f"its default command `{' '.join(argv[:3])}`: "
     program = argv[0]
     found = program if os.path.isabs(program) and os.access(program, os.X_OK) else None
