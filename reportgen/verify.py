@@ -159,7 +159,7 @@ def _check_levels(
                 lv.summary = summarize(
                     recs,
                     stored.duration_s,
-                    slo=applied_slo(wl),
+                    slo=_slo_of(wl, recs),
                     trim=trims(wl),  # as the run resolved it (on for duration levels)
                     client=stored.client,  # the client's own CPU use: measured, not derivable
                 )
@@ -170,6 +170,15 @@ def _check_levels(
                     problems.append(f"{where}: {', '.join(bad)}")
     out.add("level summaries", problems, f"{runs} level run(s) recomputed from their requests")
     return fresh, rows_of
+
+
+def _slo_of(workload: Mapping[str, Any], recs: Sequence[RequestRecord]) -> dict[str, Any]:
+    """The SLOs the run judged a level by: ``applied_slo``, except for a non-streamed level
+    recorded before reportgen stopped taking the end of the response for its first token
+    (its records carry that first token): such a run applied its TTFT and TPOT SLOs to it."""
+    if workload.get("stream") is False and any(r.first_token is not None for r in recs):
+        return dict(workload.get("slo") or {})
+    return applied_slo(workload)
 
 
 def _check_telemetry(out: Verification, run: Run, run_dir: Path, found: Mapping[str, str]) -> None:

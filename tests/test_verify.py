@@ -13,8 +13,13 @@ from typing import Any
 import orjson
 import pytest
 
+from reportgen import results as store
+from reportgen.analysis.summary import by_level, summarize
 from reportgen.results.embed import DATA_ID
-from tests.conftest import ROOT, Ran, reportgen_main
+from reportgen.results.model import ClientLoad, Level
+from tests.conftest import ROOT, Ran, free_port, reportgen_main
+from tests.test_campaign_fuzz import toml_document
+from tests.test_cli_fuzz import DEMO
 
 H200 = ROOT / "docs" / "examples" / "h200"
 SCHEMA_1 = ROOT / "tests" / "fixtures" / "h200-schema-1"
@@ -107,3 +112,51 @@ def test_recheck_takes_the_checks_again_from_the_saved_logs_and_tables(tmp_path:
     assert graphs["status"] == "skip" and "--enforce-eager" in graphs["evidence"]
     assert data["redecided"][-1]["checks_before"]["eager"] == {"cuda_graphs": "warn"}
     assert reportgen_main("verify", run_dir).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_non_streamed_run_recorded_with_its_ttft_slo_still_verifies(
+    tmp_path: Path, cache: Path
+) -> None:
+    """Before reportgen stopped taking a non-streamed response's end for its first token, a
+    TTFT SLO was applied to it. Such a run (its records carry that first token, its goodput
+    counts it) verifies as it was recorded; a run of today (no first token, no TTFT SLO) too."""
+    data = json.loads(json.dumps(DEMO))
+    data["server"]["args"] = {**data["server"]["args"], "port": free_port()}
+    data["workload"].update(
+        concurrency=[2], requests_per_level=4, repetitions=1, warmup_requests=0, stream=False
+    )
+    # every response takes longer than 1 ms: its goodput was 0 when TTFT was the E2E latency
+    data["workload"]["slo"] = {"ttft_ms": 1.0, "e2e_ms": 1e6}
+    data["experiment"], data["probe"], data["check"] = data["experiment"][:1], [], []
+    data["campaign"]["objective"]["concurrency"] = [2]
+    path = tmp_path / "nostream.toml"
+    path.write_text(toml_document(data), encoding="utf-8")
+    res = reportgen_main(
+        "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf", cache=cache
+    )
+    assert res.returncode == 0, res.stderr
+    (run_dir,) = (p.parent for p in (tmp_path / "out").glob("*/*/results.json"))
+    assert reportgen_main("verify", run_dir).returncode == 0
+    results = json.loads((run_dir / "results.json").read_text())
+    exp = results["experiments"][0]
+    assert exp["levels"][0]["summary"]["goodput_req_s"] > 0  # no TTFT SLO applied
+
+    # the same run as the older reportgen recorded it
+    rows = store.read_requests(run_dir, exp["id"])
+    for r in rows:
+        r.first_token = r.end
+    store.save_requests(run_dir, exp["id"], rows)
+    for lv in exp["levels"]:
+        old = summarize(
+            [r for r in rows if r.repetition == lv["repetition"]],
+            lv["summary"]["duration_s"],
+            slo=exp["workload"]["slo"] if exp.get("workload") else data["workload"]["slo"],
+            client=ClientLoad.model_validate(c) if (c := lv["summary"]["client"]) else None,
+        )
+        assert old.goodput_req_s == 0
+        lv["summary"] = old.model_dump(mode="json")
+    levels = [Level.model_validate(lv) for lv in exp["levels"]]
+    exp["by_level"] = [a.model_dump(mode="json") for a in by_level(levels)]
+    res = edit_and_render(run_dir, lambda d: d.update(experiments=[exp]))
+    assert res.returncode == 0, res.stdout
