@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import results as store
-from reportgen.analysis import verdict
+from reportgen.analysis import decide, verdict
 from reportgen.analysis.summary import applied_slo, by_level, summarize, trims
 from reportgen.errors import ResultsError
 from reportgen.load.records import RequestRecord
@@ -281,7 +281,7 @@ def _compare_decisions(
     metric: str, e: Experiment, stored: Decision, got: Decision, legacy: bool
 ) -> list[str]:
     out = []
-    if (stored.verdict, stored.explanation) != (got.verdict, got.explanation):
+    if (stored.verdict, stored.explanation) != (got.verdict, _older_words(e, stored, got)):
         out.append(f"{e.id}: the verdict would be {got.verdict!r} ({got.explanation})")
     if (stored.paired is not None or not legacy) and stored.paired != got.paired:
         out.append(f"{e.id}: paired is {stored.paired}, but the runs say {got.paired}")
@@ -299,6 +299,15 @@ def _compare_decisions(
                 got_metrics.get(name, []),
             )
     return out
+
+
+def _older_words(e: Experiment, stored: Decision, got: Decision) -> str:
+    """``got``'s explanation in the words reportgen used when ``stored`` was taken, where
+    only the words changed since (an experiment with no objective level in common)."""
+    now = decide.NO_COMMON_LEVEL.format(exp=e.id, parent=e.parent or "")
+    before = decide.NO_COMMON_LEVEL_BEFORE.format(exp=e.id, parent=e.parent or "")
+    older = got.explanation.replace(now, before)
+    return older if stored.explanation == older else got.explanation
 
 
 def _compare_lists(

@@ -147,3 +147,56 @@ def test_ports_out_of_range_and_infinite_timeouts_are_refused_by_validate_and_pl
     res = reportgen_main("validate", path)
     assert res.returncode == 2
     assert "server.stop_timeout_s = inf: input should be a finite number" in res.stderr
+
+
+def test_an_experiment_at_none_of_the_objective_levels_is_said_to_be_undecidable(
+    tmp_path: Path, cache: Path
+) -> None:
+    """An experiment run only at C=2 while the objective is judged at C=1: validate, plan and
+    run warn that its verdict can only be inconclusive, and the verdict's words agree with it
+    (they said "nothing to compare" under "inconclusive"). A run decided in the old words
+    still verifies."""
+    path = campaign(tmp_path, server=f"args = {{ port = {free_port()} }}")
+    with path.open("a") as f:
+        f.write(
+            '\n[[experiment]]\nid = "high"\nbased_on = "baseline"\nwhy = "Only higher up."\n'
+            "workload = { concurrency = [2] }\nargs = { itl-ms = 1 }\n"
+        )
+    said = (
+        "experiment 'high': workload.concurrency = [2]: shares none of the objective's levels "
+        "(campaign.objective.concurrency = [1]) with 'baseline', so its verdict can only be "
+        "'inconclusive'; run it at one of them too"
+    )
+    for command in ("validate", "plan"):
+        res = reportgen_main(command, path)
+        assert res.returncode == 0, res.stderr
+        assert f"warning: {path}: {said}" in res.stderr
+    out = tmp_path / "out"
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
+    assert res.returncode == 0, res.stderr
+    assert said in res.stdout
+    assert "high: ok - inconclusive" in res.stdout
+    (run_dir,) = (p.parent for p in out.glob("static/*/results.json"))
+    data = json.loads((run_dir / "results.json").read_text())
+    decision = data["experiments"][1]["decision"]
+    assert decision["verdict"] == "inconclusive"
+    assert (
+        "high and baseline ran at no common level of the objective, so it cannot be judged "
+        "either way: inconclusive. Run it at one of baseline's objective levels to decide."
+    ) in decision["explanation"]
+    assert "nothing to compare" not in (run_dir / "report.md").read_text()
+    assert reportgen_main("verify", run_dir).returncode == 0
+    # as reportgen worded it before
+    decision["explanation"] = decision["explanation"].replace(
+        "high and baseline ran at no common level of the objective, so it cannot be judged "
+        "either way: inconclusive. Run it at one of baseline's objective levels to decide.",
+        "high shares no objective concurrency level with baseline; nothing to compare.",
+    )
+    (run_dir / "results.json").write_text(json.dumps(data))
+    assert reportgen_main("render", run_dir, "--no-pdf").returncode == 0
+    res = reportgen_main("verify", run_dir)
+    assert res.returncode == 0, res.stdout
+    decision["explanation"] = decision["explanation"].replace("nothing", "little")
+    (run_dir / "results.json").write_text(json.dumps(data))
+    assert reportgen_main("render", run_dir, "--no-pdf").returncode == 0
+    assert reportgen_main("verify", run_dir).returncode == 1

@@ -520,6 +520,17 @@ def what_changed(parent: str, flag_diff: Sequence[FlagChange], same: bool = Fals
     return f"Changed from {parent}: {what}. "
 
 
+# An experiment that ran at none of the objective's levels its parent ran at: not judged.
+NO_COMMON_LEVEL = (
+    "{exp} and {parent} ran at no common level of the objective, so it cannot be judged "
+    "either way: inconclusive. Run it at one of {parent}'s objective levels to decide."
+)
+# The same, as reportgen worded it before (kept to verify such runs).
+NO_COMMON_LEVEL_BEFORE = (
+    "{exp} shares no objective concurrency level with {parent}; nothing to compare."
+)
+
+
 def decide(
     exp_id: str,
     parent_id: str,
@@ -532,9 +543,7 @@ def decide(
     """Adopt when better at some objective level and worse at none. Returns (verdict, why);
     ``between_sd`` is the spread between server starts, named when it stands in the way."""
     if not comparisons:
-        return "inconclusive", (
-            f"{exp_id} shares no objective concurrency level with {parent_id}; nothing to compare."
-        )
+        return "inconclusive", NO_COMMON_LEVEL.format(exp=exp_id, parent=parent_id)
     verdicts = [c.verdict for c in comparisons]
     detail = "; ".join(_fmt(c) for c in comparisons)
     head = f"{metric} vs {parent_id}: {detail}."

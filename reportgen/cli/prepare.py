@@ -28,6 +28,8 @@ def cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         problems.extend(found.errors)
         for p in found.not_here:  # it may be installed where the campaign runs
             err.print(f"warning: {p} (reportgen run refuses on this machine)", markup=False)
+        for p in found.advice:
+            err.print(f"warning: {p}", markup=False)
         if not found.errors:
             out.print(f"{path}: ok ({len(c.experiments)} experiments)", markup=False)
     if problems:
@@ -46,6 +48,8 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     found = static.check(c)
     if found.errors:  # what cannot work is said before any plan is shown
         raise CampaignError(found.errors)
+    for p in found.advice:
+        err.print(f"warning: {p}", markup=False)
     steps = plan.plan(c)
     engine = engines.get(c.model.server.engine)
     if args.json:

@@ -41,6 +41,8 @@ def preflight(
                 for p in found.not_here
             ]
         )
+    for p in found.advice:
+        progress.warn(str(p))
     flags = check_flags(campaign, progress)
     host = m.server.host
     for port in sorted({engine.port(r.args) for r in plan(campaign)}):

@@ -16,12 +16,14 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 
 class ProgressSink(Protocol):
     def campaign_start(self, total_requests: int, experiments: int) -> None: ...
     def experiment_start(self, index: int, count: int, exp_id: str) -> None: ...
     def phase(self, text: str) -> None: ...
+    def warn(self, text: str) -> None: ...
     def level_start(
         self, concurrency: int, repetition: int, repetitions: int, requests: int | None
     ) -> None: ...
@@ -48,6 +50,9 @@ class Quiet:
 
     def phase(self, text: str) -> None:
         pass
+
+    def warn(self, text: str) -> None:
+        self._say(f"warning: {text}")
 
     def level_start(
         self, concurrency: int, repetition: int, repetitions: int, requests: int | None
@@ -106,6 +111,9 @@ class Live:
             self.progress.update(self.level, description=f"  {text}")
         else:
             self.level = self.progress.add_task(f"  {text}", total=None, rate="")
+
+    def warn(self, text: str) -> None:
+        self.console.print(Text.assemble(("warning: ", "yellow"), text), highlight=False)
 
     def level_start(
         self, concurrency: int, repetition: int, repetitions: int, requests: int | None

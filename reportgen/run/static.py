@@ -9,6 +9,9 @@
 - **Not installed here** (it may be on the GPU host): the engine's command or its Python
   package, a local model folder. ``validate`` warns; ``run`` refuses, since every experiment
   would fail to start.
+- **Advice** (it runs, but a reader would not get what the campaign is for): an experiment
+  that shares no level of the objective with the configuration it is compared with, so its
+  verdict can only be "inconclusive". Said by ``validate``, ``plan`` and ``run``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from reportgen.run.plan import command_line, plan
 class Findings:
     errors: list[Problem] = field(default_factory=list)
     not_here: list[Problem] = field(default_factory=list)  # missing on this machine
+    advice: list[Problem] = field(default_factory=list)  # runs, but cannot decide
 
 
 def check(campaign: Campaign) -> Findings:
@@ -74,6 +78,7 @@ def check(campaign: Campaign) -> Findings:
     ports = _port_range(campaign, steps)
     found.errors += ports or _port_problems(campaign, steps)
     found.not_here += _installed(campaign)
+    found.advice += _undecidable(campaign, steps)
     for r in steps:
         model = next((r.args[k] for k in ("model", "model-path") if k in r.args), None)
         if isinstance(model, str) and _looks_local(model) and ("model", model) not in seen:
@@ -98,6 +103,36 @@ def check(campaign: Campaign) -> Findings:
                     )
                 )
     return found
+
+
+def _undecidable(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
+    """Experiments that share no level of the objective with every configuration they may be
+    compared with (the parent named; for "best", any earlier one): "inconclusive" for sure."""
+    wanted = campaign.model.campaign.objective.concurrency
+    out = []
+    for i, r in enumerate(steps):
+        if i == 0:
+            continue
+        candidates = steps[:i] if r.based_on == "best" else [s for s in steps if s.id == r.parent]
+        mine = set(r.workload.concurrency) & set(wanted or r.workload.concurrency)
+        if any(mine & set(c.workload.concurrency) for c in candidates):
+            continue
+        parent = "any earlier experiment" if r.based_on == "best" else repr(r.parent)
+        levels = (
+            f"the objective's levels (campaign.objective.concurrency = {wanted})"
+            if wanted
+            else "its levels"
+        )
+        out.append(
+            Problem(
+                campaign.path,
+                f"experiment {r.id!r}: workload.concurrency",
+                r.workload.concurrency,
+                f"shares none of {levels} with {parent}, so its verdict can only be "
+                "'inconclusive'; run it at one of them too",
+            )
+        )
+    return out
 
 
 def _local(base: Path, given: str) -> Path:
