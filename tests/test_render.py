@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 import pypdf
 import pytest
+from rich.console import Console
 
 from reportgen import results
 from reportgen.analysis import summary
+from reportgen.cli import runs
 from reportgen.errors import RenderError, ResultsError
 from reportgen.render import (
     Rendered,
@@ -268,7 +270,7 @@ def test_incomplete_run_gets_a_banner(run_dir: Path, sample: Run) -> None:
     assert banner is not None
     assert "INCOMPLETE" in banner.group(0)
     assert "interrupted by the user (Ctrl-C or SIGTERM)" in banner.group(0)
-    assert 'class="badge v-pending">pending</span>' in page
+    assert 'class="badge v-pending">not started</span>' in page
 
 
 def test_user_text_is_escaped_everywhere(sample: Run) -> None:
@@ -545,5 +547,29 @@ def test_a_partial_runs_summary_says_what_ran_what_stopped_and_what_never_starte
         e.status, e.decision, e.levels, e.by_level = "pending", None, [], []
     said = view.build(data).summary
     assert said.endswith(
-        f"1 tried, none adopted over it; 1 interrupted; {len(data.experiments) - 3} never started."
+        f"1 tried, none adopted over it; 1 interrupted; {len(data.experiments) - 3} not started."
     ), said
+    # the first page, the tables, report.md and the console's table say the same
+    report = view.build(data)
+    stopped, waiting = data.experiments[2].id, [e.id for e in data.experiments[3:]]
+    assert stopped not in dict(report.brief.failed)
+    assert not set(waiting) & set(dict(report.brief.failed))
+    assert [i for i, _ in report.brief.unfinished] == [stopped, *waiting]
+    for x in report.brief.expectations:
+        if x.id in waiting:
+            assert (x.outcome, x.judged) == ("not started", "not judged"), x
+        if x.id == stopped:
+            assert (x.outcome, x.judged) == ("interrupted before it finished", "not judged"), x
+    assert [v.verdict for v in report.experiments[2:]] == ["interrupted"] + ["not started"] * len(
+        waiting
+    )
+    md = exports.markdown(report)
+    for eid in waiting:
+        assert re.search(rf"\| {re.escape(eid)} \| not started \|", md), md
+    assert re.search(rf"\| {re.escape(stopped)} \| interrupted \|", md), md
+    console = Console(record=True, width=200)
+    runs._summary_table(console, data)
+    lines = console.export_text().splitlines()
+    for eid in waiting:
+        assert any(eid in line and "not started" in line for line in lines), lines
+    assert any(stopped in line and "interrupted" in line for line in lines), lines

@@ -179,7 +179,7 @@ def _summary_table(out: Console, data: Run) -> None:
             else:
                 busy = f" ({achieved(runs[c])})" if c in runs else ""
                 cells.append("" if mean is None else fmt_num(mean) + spread + busy)
-        verdict: str = (e.decision.verdict if e.decision else None) or e.status
+        verdict = data.outcome(e)
         if e.id == data.best:
             verdict += " (best)"
         table.add_row(e.id, verdict, *cells)

@@ -60,6 +60,8 @@ class Brief:
     columns: list[str]
     levels: list[tuple[int, list[BriefCell]]]
     failed: list[tuple[str, str]]
+    # a run that stopped early: what it did not finish (interrupted, not started), and why
+    unfinished: list[tuple[str, str]] = field(default_factory=list)
     # per level in ``levels``: successful requests per run behind the best's percentiles
     # ("28-33"): a p99 of fewer than 100 is about the maximum
     samples: list[str] = field(default_factory=list)
@@ -135,12 +137,24 @@ def _cells(
 
 
 def _failed(run: Run) -> list[tuple[str, str]]:
+    """The experiments that failed, each with the gist of why."""
+    return [
+        (e.id, gist(e.reason or e.status or "", 240))
+        for e in run.experiments
+        if run.outcome(e) == "failed"
+    ]
+
+
+def _unfinished(run: Run) -> list[tuple[str, str]]:
+    """The experiments a run that stopped early did not finish: interrupted (why), or not
+    started."""
     out = []
     for e in run.experiments:
-        verdict = e.decision.verdict if e.decision else None
-        if e.status == "ok" and verdict != "failed":
-            continue
-        out.append((e.id, gist(e.reason or e.status or "", 240)))
+        said = run.outcome(e)
+        if said == "interrupted":
+            out.append((e.id, gist(e.reason or "interrupted", 240)))
+        elif said == "not started":
+            out.append((e.id, "not started: the run stopped before it"))
     return out
 
 
@@ -330,11 +344,17 @@ def _expectations(run: Run) -> list[Expectation]:
     for e in run.experiments:
         if not e.expect or e.role != "experiment" or e is run.baseline:
             continue
-        failed = e.status != "ok" or (e.decision is not None and e.decision.verdict == "failed")
+        outcome = run.outcome(e)
+        failed = outcome == "failed"
         reading = _reading(e.expect, levels, run.higher_is_better, metric)
         said = "; ".join(r.said() for r in reading)
-        measured = _measured(e, metric, levels, reading)
         wanted = _expects_failure(e.expect)
+        if outcome in ("interrupted", "not started", "pending", "running"):
+            what = "interrupted before it finished" if outcome == "interrupted" else outcome
+            read = "fails" if wanted else said or "–"
+            out.append(Expectation(e.id, e.expect, read, what, "not judged"))
+            continue
+        measured = _measured(e, metric, levels, reading)
         if wanted and not failed:
             out.append(Expectation(e.id, e.expect, "fails", f"it ran: {measured}", "not met"))
             continue
@@ -502,6 +522,7 @@ def build(run: Run) -> Brief:
             columns=columns,
             levels=[],
             failed=failed,
+            unfinished=_unfinished(run),
             expectations=_expectations(run),
             next_steps=_next_steps(run, None, [], columns),
         )
@@ -529,6 +550,7 @@ def build(run: Run) -> Brief:
         columns=columns,
         levels=cells,
         failed=failed,
+        unfinished=_unfinished(run),
         samples=[samples(runs.get(level) or []) for level, _ in cells],
         expectations=_expectations(run),
         next_steps=_next_steps(run, best, cells, columns),

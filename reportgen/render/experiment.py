@@ -199,10 +199,12 @@ def section(
     baseline: model.Experiment | None,
     best: str | None,
     objective: Objective,
+    outcome: str,
     counters: Mapping[str, str] | None = None,
 ) -> Experiment:
-    """The ``i``-th (0-based) experiment's section; ``counters``: the engine's metric names
-    by role, for speculative decoding."""
+    """The ``i``-th (0-based) experiment's section; ``outcome``: what became of it
+    (``Run.outcome``); ``counters``: the engine's metric names by role, for speculative
+    decoding."""
     decision = e.decision
     is_baseline = e is baseline
     mine, base = by_level(e), by_level(baseline)
@@ -225,10 +227,8 @@ def section(
         index=i + 1,
         anchor=f"exp-{i + 1}",  # not the id: ids are user text and need not be valid anchors
         id=e.id,
-        status=e.status,
-        verdict=decision.verdict
-        if decision
-        else ("pending" if e.status in ("pending", "running") else e.status),
+        status=outcome if outcome == "not started" else e.status,
+        verdict=outcome,
         is_baseline=is_baseline,
         is_best=e.id == best,
         parent=e.parent or "",

@@ -44,6 +44,8 @@ VERDICT_CLASSES = (
 
 def verdict_class(verdict: str) -> str:
     """A CSS class for a verdict badge; unknown verdicts get the neutral style."""
+    if verdict == "not started":  # a pending experiment of a run that has ended
+        verdict = "pending"
     return f"v-{verdict}" if verdict in VERDICT_CLASSES else "v-other"
 
 

@@ -59,7 +59,10 @@ def build(run: Run) -> Report:
     baseline = run.baseline
     engine = engines.ENGINES.get(run.engine.name)
     counters = dict(engine.counters) if engine else {}
-    views = [section(i, e, baseline, run.best, objective, counters) for i, e in enumerate(exps)]
+    views = [
+        section(i, e, baseline, run.best, objective, run.outcome(e), counters)
+        for i, e in enumerate(exps)
+    ]
     path = run.campaign_file.path or "campaign.toml"
     levels = sorted({lv.concurrency for e in exps for lv in e.levels})
     gpus = ((run.environment.get("gpus") or {}).get("devices")) or []
@@ -358,14 +361,22 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
     if not best or best == baseline.id:
         others = [e for e in run.experiments if e.role == "experiment" and e is not baseline]
         decided = sum(e.decision is not None for e in others)
-        stopped = sum(e.status == "interrupted" for e in others)
-        waiting = sum(e.status == "pending" for e in others)
+        said = [run.outcome(e) for e in others]
+        stopped, waiting, later = (said.count(w) for w in ("interrupted", "not started", "pending"))
         tail = (
-            "none was tried beyond it" if not decided else f"{decided} tried, none adopted over it"
+            f"{decided} tried, none adopted over it"
+            if decided
+            else "none finished beyond it"
+            if stopped or waiting or later
+            else "none was tried beyond it"
         )
         tail += "".join(
             f"; {n} {what}"
-            for n, what in ((stopped, "interrupted"), (waiting, "never started"))
+            for n, what in (
+                (stopped, "interrupted"),
+                (waiting, "not started"),
+                (later, "still to run"),
+            )
             if n
         )
         tail += "."

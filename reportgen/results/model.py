@@ -550,6 +550,17 @@ class Run(_Model):
     def experiment(self, exp_id: str | None) -> Experiment | None:
         return next((e for e in self.experiments if e.id == exp_id), None)
 
+    def outcome(self, e: Experiment) -> str:
+        """What became of ``e``, in the word every table says it with: its verdict where it
+        was decided; "interrupted" or "failed" where it stopped so; "not started" where this
+        run ended before it (a run still saving: "pending", or "running" for the one under
+        way, as last saved)."""
+        if e.decision is not None:
+            return e.decision.verdict
+        if e.status in ("pending", "running") and self.status != "running":
+            return "not started" if e.status == "pending" else "interrupted"
+        return e.status
+
     def finished_prefix(self) -> int:
         """How many experiments, from the first, are finished (kept by ``--resume``)."""
         n = 0
