@@ -361,8 +361,10 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
     if not best or best == baseline.id:
         others = [e for e in run.experiments if e.role == "experiment" and e is not baseline]
         decided = sum(e.decision is not None for e in others)
-        said = [run.outcome(e) for e in others]
-        stopped, waiting, later = (said.count(w) for w in ("interrupted", "not started", "pending"))
+        outcomes = [run.outcome(e) for e in others]
+        stopped, waiting, later = (
+            outcomes.count(w) for w in ("interrupted", "not started", "pending")
+        )
         tail = (
             f"{decided} tried, none adopted over it"
             if decided
