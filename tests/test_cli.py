@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,9 @@ import pytest
 from tests.conftest import Ran, free_port, reportgen_main
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = ["validate", "plan", "run", "render", "diff", "sim", "calibrate", "schema"]
+COMMANDS = [
+    "validate", "plan", "run", "render", "verify", "diff", "sim", "calibrate", "schema", "completion"
+]  # fmt: skip
 
 
 def reportgen(*args: str) -> Ran:
@@ -69,6 +72,50 @@ def test_validate_exit_codes_and_no_traceback(tmp_path: Path) -> None:
         res = reportgen("validate", str(bad))
         assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
         assert str(bad) in res.stderr
+
+
+def test_validate_json_for_scripts(tmp_path: Path) -> None:
+    """`validate --json`: one JSON object on stdout, nothing else there; each file's errors
+    and warnings with their key, value and the line validate would print; exit codes as
+    without it (2 when a file has an error)."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[campaign]\nname = "x"\ntitle = "t"\nmargin = "big"\n')
+    vllm = ROOT / "campaigns" / "vllm-h200.toml"  # vLLM is not installed here: warnings
+    res = reportgen("validate", "--json", "campaigns/demo.toml", str(bad), str(vllm))
+    assert res.returncode == 2 and not res.stderr
+    data = json.loads(res.stdout)
+    demo, broken, other = data["files"]
+    assert data["ok"] is False
+    assert demo == {"path": "campaigns/demo.toml", "ok": True, "experiments": 6,
+                    "errors": [], "warnings": []}  # fmt: skip
+    assert broken["ok"] is False and broken["experiments"] is None
+    margin = next(e for e in broken["errors"] if e["key"] == "campaign.margin")
+    assert margin["value"] == "big" and margin["line"].startswith(f"{bad}: campaign.margin = ")
+    assert other["ok"] is True and other["errors"] == []
+    assert any("no module named 'vllm'" in w["message"] for w in other["warnings"])
+    ok = reportgen("validate", "--json", "campaigns/demo.toml")
+    assert ok.returncode == 0 and json.loads(ok.stdout)["ok"] is True
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_completion_scripts_complete_commands_and_flags(shell: str) -> None:
+    res = reportgen("completion", shell)
+    assert res.returncode == 0, res.stderr
+    script = res.stdout
+    for word in ("validate", "--resume", "--fail-on-regression", "--ttft-ms"):  # sim's too
+        assert word in script, word
+    if shell == "zsh":
+        assert script.startswith("#compdef reportgen")
+        return
+    # bash: load it and ask what `reportgen ru<TAB>` and `reportgen run --re<TAB>` complete
+    probe = (
+        f"source /dev/stdin <<'EOF'\n{script}\nEOF\n"
+        'COMP_WORDS=(reportgen ru); COMP_CWORD=1; _shtab_reportgen; echo "${COMPREPLY[@]}"\n'
+        "COMP_WORDS=(reportgen run --re); COMP_CWORD=2; _shtab_reportgen; "
+        'echo "${COMPREPLY[@]}"\n'
+    )
+    got = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
+    assert got.stdout.split("\n")[:2] == ["run", "--resume"], got.stdout + got.stderr
 
 
 def test_plan_prints_commands_and_redacts_secrets(tmp_path: Path) -> None:
@@ -149,3 +196,48 @@ def test_files_of_the_wrong_kind_and_bad_flags_get_one_line_not_a_traceback(
     assert res.returncode == 2 and "must be a TCP port from 0 to 65535, got 70000" in res.stderr
     res = reportgen("-V")
     assert res.returncode == 0 and res.stdout.startswith("reportgen ")
+
+
+@pytest.mark.slow
+def test_run_json_prints_the_outcome_for_scripts(tmp_path: Path, cache: Path) -> None:
+    """`run --json`: stdout is one JSON object (the run's outcome, as the summary table and
+    the report say it), the progress and report paths on stderr."""
+    from tests.test_resume import small_demo
+
+    campaign = small_demo(tmp_path, free_port())
+    text = campaign.read_text()
+    third = text.index(
+        "[[experiment]]", text.index("[[experiment]]", text.index("[[experiment]]") + 1) + 1
+    )
+    campaign.write_text(text[:third])
+    res = reportgen_main(
+        "run", campaign, "--output", tmp_path / "out", "--no-pdf", "--json", cache=cache
+    )
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    run_dir = Path(data["run_dir"])
+    assert f"run directory: {run_dir}" in res.stderr and f"report: {run_dir}/report.html" in (
+        res.stderr
+    )
+    results = json.loads((run_dir / "results.json").read_text())
+    assert data["status"] == results["status"] == "complete" and data["exit_code"] == 0
+    assert data["best"] == results["best"]
+    assert data["reports"] == {
+        "html": f"{run_dir}/report.html",
+        "markdown": f"{run_dir}/report.md",
+        "tables": f"{run_dir}/tables",
+    }
+    base, fast = data["experiments"]
+    assert (base["outcome"], fast["outcome"]) == (
+        "baseline",
+        results["experiments"][1]["decision"]["verdict"],
+    )
+    stored = {a["concurrency"]: a for a in results["experiments"][1]["by_level"]}
+    for level, got in fast["output_tok_s"].items():
+        want = stored[int(level)]["output_tok_s"]
+        assert (got["mean"], got["sd"], got["repetitions"]) == (want["mean"], want["sd"], 2)
+    assert [c["concurrency"] for c in fast["vs_parent"]] == [1, 4]
+    assert fast["vs_parent"] == [
+        {k: c[k] for k in ("concurrency", "ratio", "ci_low", "ci_high", "verdict")}
+        for c in results["experiments"][1]["decision"]["vs_parent"]
+    ]

@@ -23,7 +23,14 @@ from rich.console import Console
 from reportgen.cli.codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from reportgen.cli.compare import cmd_diff
 from reportgen.cli.parser import build_parser
-from reportgen.cli.prepare import cmd_calibrate, cmd_fingerprint, cmd_plan, cmd_schema, cmd_validate
+from reportgen.cli.prepare import (
+    cmd_calibrate,
+    cmd_completion,
+    cmd_fingerprint,
+    cmd_plan,
+    cmd_schema,
+    cmd_validate,
+)
 from reportgen.cli.runs import cmd_render, cmd_run, cmd_verify
 from reportgen.errors import CampaignError, ReportgenError, ResultsError
 
@@ -73,4 +80,5 @@ _COMMANDS: dict[str, Handler] = {
     "calibrate": cmd_calibrate,
     "fingerprint": cmd_fingerprint,
     "schema": cmd_schema,
+    "completion": cmd_completion,
 }

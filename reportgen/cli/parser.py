@@ -7,6 +7,10 @@ from pathlib import Path
 
 from reportgen import __version__
 
+# shtab's markers for file and folder arguments (what its completion offers for them)
+FILE = {"bash": "_shtab_compgen_files", "zsh": "_files"}
+DIRECTORY = {"bash": "_shtab_compgen_dirs", "zsh": "_files -/"}
+
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
@@ -31,7 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  reportgen validate campaigns/demo.toml",
         formatter_class=_Formatter,
     )
-    v.add_argument("campaigns", nargs="+", type=Path, metavar="CAMPAIGN")
+    v.add_argument("campaigns", nargs="+", type=Path, metavar="CAMPAIGN").complete = FILE  # type: ignore[attr-defined]
+    v.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: each file's errors and warnings (exit code as without)",
+    )
 
     pl = sub.add_parser(
         "plan",
@@ -42,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  reportgen plan campaigns/demo.toml",
         formatter_class=_Formatter,
     )
-    pl.add_argument("campaign", type=Path)
+    pl.add_argument("campaign", type=Path).complete = FILE  # type: ignore[attr-defined]
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
 
     r = sub.add_parser(
@@ -55,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  reportgen run campaigns/demo.toml --output output/",
         formatter_class=_Formatter,
     )
-    r.add_argument("campaign", type=Path)
+    r.add_argument("campaign", type=Path).complete = FILE  # type: ignore[attr-defined]
     r.add_argument(
         "--output",
         type=Path,
@@ -64,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--no-pdf", action="store_true", help="render HTML only")
     r.add_argument("--quiet", action="store_true", help="one line per experiment, no live bars")
+    r.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object at the end (run directory, status, each experiment's "
+        "verdict and objective per level, report paths) instead of the summary table; "
+        "progress goes to stderr",
+    )
     r.add_argument(
         "--strict",
         action="store_true",
@@ -88,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  reportgen render output/demo/20261129T150000Z-1a2b3c",
         formatter_class=_Formatter,
     )
-    rd.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    rd.add_argument("run_dir", type=Path, metavar="RUN_DIR").complete = DIRECTORY  # type: ignore[attr-defined]
     rd.add_argument("--no-pdf", action="store_true", help="skip the PDF")
     rd.add_argument(
         "--redecide",
@@ -114,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  reportgen verify output/demo/20261129T150000Z-1a2b3c/report.html",
         formatter_class=_Formatter,
     )
-    vf.add_argument("report", type=Path, metavar="REPORT", help="report.html, or its run directory")
+    vf.add_argument(
+        "report", type=Path, metavar="REPORT", help="report.html, or its run directory"
+    ).complete = FILE  # type: ignore[attr-defined]
     vf.add_argument(
         "--run-dir", type=Path, default=None, help="where the raw tables are (default: beside it)"
     )
@@ -134,8 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-on-regression 5%%",
         formatter_class=_Formatter,
     )
-    df.add_argument("run_a", type=Path, metavar="A", help="run directory (or results.json): before")
-    df.add_argument("run_b", type=Path, metavar="B", help="run directory (or results.json): after")
+    for name, when in (("run_a", "before"), ("run_b", "after")):
+        df.add_argument(
+            name,
+            type=Path,
+            metavar=name[-1].upper(),
+            help=f"run directory (or results.json): {when}",
+        ).complete = DIRECTORY  # type: ignore[attr-defined]
     df.add_argument(
         "--fail-on-regression",
         metavar="PCT",
@@ -195,4 +218,16 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
     )
     sc.set_defaults()
+
+    co = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash or zsh)",
+        description="Print a completion script for reportgen's commands, flags and file "
+        "arguments: bash reads it from ~/.local/share/bash-completion/completions/reportgen, "
+        "zsh from a file named _reportgen in a folder of its $fpath (e.g. ~/.zfunc).",
+        epilog="example:\n  reportgen completion bash > "
+        "~/.local/share/bash-completion/completions/reportgen",
+        formatter_class=_Formatter,
+    )
+    co.add_argument("shell", choices=["bash", "zsh"])
     return p

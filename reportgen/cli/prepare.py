@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
 from rich.console import Console
 
-from reportgen.cli.codes import EXIT_OK
-from reportgen.errors import CampaignError
+from reportgen.cli.codes import EXIT_BAD_INPUT, EXIT_OK
+from reportgen.errors import MISSING, CampaignError, Problem
 
 
 def cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -18,23 +19,52 @@ def cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.run import static
 
     problems = []
+    report: list[dict[str, Any]] = []
     for path in args.campaigns:
+        errors, warnings, experiments = [], [], None
         try:
             c = campaign.load(path)
         except CampaignError as exc:
-            problems.extend(exc.problems)
+            errors = list(exc.problems)
+        else:
+            found = static.check(c)
+            errors, experiments = found.errors, len(c.experiments)
+            # it may be installed where the campaign runs: a warning here
+            warnings = [(p, " (reportgen run refuses on this machine)") for p in found.not_here]
+            warnings += [(p, "") for p in found.advice]
+        problems.extend(errors)
+        report.append(
+            {
+                "path": str(path),
+                "ok": not errors,
+                "experiments": experiments,
+                "errors": [_problem(p) for p in errors],
+                "warnings": [_problem(p, more) for p, more in warnings],
+            }
+        )
+        if args.json:
             continue
-        found = static.check(c)
-        problems.extend(found.errors)
-        for p in found.not_here:  # it may be installed where the campaign runs
-            err.print(f"warning: {p} (reportgen run refuses on this machine)", markup=False)
-        for p in found.advice:
-            err.print(f"warning: {p}", markup=False)
-        if not found.errors:
-            out.print(f"{path}: ok ({len(c.experiments)} experiments)", markup=False)
+        for p, more in warnings:
+            err.print(f"warning: {p}{more}", markup=False)
+        if not errors:
+            out.print(f"{path}: ok ({experiments} experiments)", markup=False)
+    if args.json:
+        out.print_json(json.dumps({"ok": not problems, "files": report}, default=str))
+        return EXIT_BAD_INPUT if problems else EXIT_OK
     if problems:
         raise CampaignError(problems)
     return EXIT_OK
+
+
+def _problem(p: Problem, more: str = "") -> dict[str, Any]:
+    """One problem for JSON: where, the value as written (absent: none), the message, and
+    the one line validate prints for it."""
+    out: dict[str, Any] = {"file": p.file, "key": p.key}
+    if p.value is not MISSING:  # as TOML gave it; what JSON cannot hold (inf, nan), as text
+        value = p.value
+        finite = not isinstance(value, float) or math.isfinite(value)
+        out["value"] = value if finite else repr(value)
+    return {**out, "message": p.message + more, "line": f"{p}{more}"}
 
 
 def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -225,3 +255,17 @@ def _reps(value: object) -> str:
 
     low, high = repetitions_range(value)  # type: ignore[arg-type]
     return str(low) if low == high else f"{low} to {high} (adaptive)"
+
+
+def cmd_completion(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import shtab
+
+    from reportgen.cli.parser import build_parser
+    from reportgen.sim.cli import add_arguments as sim_arguments
+
+    parser = build_parser()
+    # `reportgen sim`'s flags are its own parser's: added here for their completion
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    sim_arguments(sub.choices["sim"])
+    sys.stdout.write(shtab.complete(parser, shell=args.shell))
+    return EXIT_OK

@@ -4,6 +4,7 @@ reading a run back (``reportgen render``, ``reportgen verify``)."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,30 +24,31 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.run import plan, progress, resume, runner
 
     c = campaign.load(args.campaign)
+    said = err if args.json else out  # --json: stdout holds the JSON alone
     saved: Run | None = None
     if args.resume is not None:
         run_dir = _run_to_resume(args.output / c.name, args.resume)
         saved = resume.resumable(c, run_dir)
         done = [e.id for e in saved.experiments[: saved.finished_prefix()]]
-        out.print(
+        said.print(
             f"resuming {run_dir}: kept {len(done)} finished experiment(s)"
             + (f" ({', '.join(done)})" if done else ""),
             markup=False,
         )
         for line in _stop_leftovers(run_dir):
-            out.print(line, markup=False)
+            said.print(line, markup=False)
         if saved.campaign_file.sha256 != c.sha256:
-            out.print(
+            said.print(
                 "the campaign file changed since, only in what is still to run: "
                 + (", ".join(e.id for e in c.experiments[len(done) :]) or "nothing"),
                 markup=False,
             )
     else:
         run_dir = args.output / c.name / plan.new_run_id(c)
-    live = out.is_terminal and not args.quiet
+    live = said.is_terminal and not args.quiet
     interrupt.install()  # Ctrl-C and SIGTERM: KeyboardInterrupt, never lost (see there)
-    out.print(f"run directory: {run_dir}", markup=False)
-    r = runner.Runner(c, run_dir, progress.make(out, live), resume=saved)
+    said.print(f"run directory: {run_dir}", markup=False)
+    r = runner.Runner(c, run_dir, progress.make(said, live), resume=saved)
     data: Run | None = None
     interrupted = False
     try:
@@ -61,7 +63,8 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         if not (run_dir / results.RESULTS).exists():
             return interrupt.exit_code()
         data = results.load(run_dir)
-    _summary_table(out, data)
+    if not args.json:
+        _summary_table(out, data)
     try:
         paths = _render_paths(run_dir, pdf=not args.no_pdf)
     except KeyboardInterrupt:
@@ -72,7 +75,15 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
         return interrupt.exit_code()
     for p in paths:
-        out.print(f"report: {p}", markup=False)
+        said.print(f"report: {p}", markup=False)
+    code = _exit_code(args, data, err, interrupted)
+    if args.json:
+        out.print_json(json.dumps(_summary_json(run_dir, data, paths, code), default=str))
+    return code
+
+
+def _exit_code(args: argparse.Namespace, data: Run, err: Console, interrupted: bool) -> int:
+    """What the run exits with, each failure said on stderr."""
     if interrupted:
         return interrupt.exit_code()
     failed = [e.id for e in data.experiments if not e.ok]
@@ -92,6 +103,61 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
     failed += untrusted
     return EXIT_FAILED if failed and args.strict else EXIT_OK
+
+
+def _summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dict[str, Any]:
+    """``run --json``: what the summary table and the report paths say, for scripts. Each
+    experiment's objective per level is the mean and standard deviation over repetitions;
+    its comparisons are the decision's, against its parent and the baseline."""
+    from reportgen.campaign import is_throughput
+
+    key = data.metric if is_throughput(data.metric) else f"{data.metric}_p50"
+
+    def compared(comps: list[Any]) -> list[dict[str, Any]]:
+        return [
+            {k: getattr(c, k) for k in ("concurrency", "ratio", "ci_low", "ci_high", "verdict")}
+            for c in comps
+        ]
+
+    experiments = []
+    for e in data.experiments:
+        levels = {}
+        for agg in e.by_level:
+            stat = agg.stat(key)
+            levels[str(agg.concurrency)] = {
+                "mean": stat.mean,
+                "sd": stat.sd,
+                "repetitions": agg.repetitions,
+            }
+        d = e.decision
+        experiments.append(
+            {
+                "id": e.id,
+                "status": e.status,
+                "outcome": data.outcome(e),
+                "reason": e.reason,
+                "parent": e.parent,
+                key: levels,
+                "vs_parent": compared(d.vs_parent) if d else [],
+                "vs_baseline": compared(d.vs_baseline) if d else [],
+            }
+        )
+    kinds = {".html": "html", ".pdf": "pdf", ".md": "markdown"}
+    return {
+        "run_dir": str(run_dir),
+        "status": data.status,
+        "status_reason": data.status_reason,
+        "exit_code": code,
+        "best": data.best,
+        "objective": {
+            "metric": data.metric,
+            "key": key,
+            "concurrency": data.objective_levels,
+            "higher_is_better": data.higher_is_better,
+        },
+        "experiments": experiments,
+        "reports": {kinds.get(p.suffix, "tables"): str(p) for p in paths},
+    }
 
 
 def _stop_leftovers(run_dir: Path) -> list[str]:

@@ -22,8 +22,13 @@ from markupsafe import Markup
 
 from reportgen.render.content import Report
 
-# Top-level templates/ folder of the source tree (render/ -> reportgen/ -> repository root).
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+# The templates: installed as reportgen/templates/ by a wheel; in a source tree (or an
+# editable install) the top-level templates/ folder (render/ -> reportgen/ -> the root).
+_PACKAGE = Path(__file__).resolve().parents[1]
+TEMPLATES = next(
+    (p for p in (_PACKAGE / "templates", _PACKAGE.parent / "templates") if p.is_dir()),
+    _PACKAGE / "templates",
+)
 TEMPLATE = "report.html.j2"
 STYLESHEET = "report.css"
 
