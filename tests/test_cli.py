@@ -13,7 +13,8 @@ from tests.conftest import Ran, free_port, reportgen_main
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = [
-    "validate", "plan", "run", "render", "verify", "diff", "sim", "calibrate", "schema", "completion"
+    "validate", "plan", "run", "render", "verify", "diff", "sim", "calibrate", "schema",
+    "completion",
 ]  # fmt: skip
 
 
