@@ -303,6 +303,13 @@ def test_memory_in_use_at_start_means_the_gpus_were_not_free() -> None:
     got = by_id(run_checks(entry([level(1)]), env))["gpus_free_at_start"]
     assert got["status"] == "warn"
     assert got["evidence"] == "GPU 0: 40.0 of 140 GiB memory in use"
+    # a server that was already running (not started by reportgen) holds them: no warning,
+    # and no CUDA graph check of a log that is not here
+    running = entry([level(1)], base_url="http://127.0.0.1:8000")
+    got = by_id(run_checks(running, env, log_patterns=["cuda_graph_captured"]))
+    assert got["gpus_free_at_start"]["status"] == "skip"
+    assert "already running (http://127.0.0.1:8000)" in got["gpus_free_at_start"]["evidence"]
+    assert "cuda_graphs" not in got
 
 
 def test_random_weights_skip_judging_answers_but_still_compare_them() -> None:

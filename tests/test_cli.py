@@ -13,7 +13,7 @@ from tests.conftest import Ran, free_port, reportgen_main
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = [
-    "validate", "plan", "run", "render", "verify", "diff", "sim", "calibrate", "schema",
+    "validate", "plan", "run", "bench", "render", "verify", "diff", "sim", "calibrate", "schema",
     "completion",
 ]  # fmt: skip
 

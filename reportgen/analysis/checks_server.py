@@ -214,7 +214,17 @@ def gpu_state_checks(entry: Experiment, environment: Mapping[str, Any] | None) -
             busy.append(
                 f"GPU {d.get('index')}: {used / 2**30:.1f} of {total / 2**30:.0f} GiB memory in use"
             )
-    if gpus.get("available"):
+    if gpus.get("available") and entry.base_url:
+        out.append(
+            Check(
+                id="gpus_free_at_start",
+                title="GPUs free when the run began",
+                status="skip",
+                evidence=f"the server was already running ({entry.base_url}): reportgen did "
+                "not start it, so its GPUs were busy with it, or it runs elsewhere",
+            )
+        )
+    elif gpus.get("available"):
         out.append(
             Check(
                 id="gpus_free_at_start",
@@ -324,8 +334,8 @@ def cuda_graphs(
     """Whether the engine's log says CUDA graph capture finished: for engines that print it,
     and experiments that ran. ``graphs_off``: the flags by which the experiment turned graphs
     off on purpose (``engines.Engine.graphs_disabled``): nothing to warn about then."""
-    if "cuda_graph_captured" not in log_patterns or entry.status != "ok":
-        return []
+    if "cuda_graph_captured" not in log_patterns or entry.status != "ok" or entry.base_url:
+        return []  # (a server reportgen did not start: its log is not here)
     found = (entry.log_evidence or {}).get("found") or {}
     line = found.get("cuda_graph_captured")
     disabled = found.get("cuda_graph_disabled")

@@ -159,6 +159,7 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
         known_args |= {str(k) for k in args}
         if isinstance(ident, str):
             seen.setdefault(ident, i)
+        out += _not_started(filename, where, exp, table(data.get("server")).get("base_url"))
     for key in server_args:
         if str(key).startswith("-"):
             out.append(
@@ -169,6 +170,19 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
                     f"write flag names without dashes: {str(key).lstrip('-')!r}",
                 )
             )
+    server = table(data.get("server"))
+    if server.get("base_url") is not None:
+        for key in ("command", "args", "env"):
+            if server.get(key):
+                out.append(
+                    Problem(
+                        filename,
+                        f"server.{key}",
+                        server[key],
+                        "server.base_url names a server that is already running: reportgen "
+                        f"starts none, so its {key} would not apply; remove one of the two",
+                    )
+                )
     levels: set[Any] = set()
     workload = table(data.get("workload"))
     for source in [workload] + [table(e.get("workload")) for e in experiments]:
@@ -190,6 +204,29 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
                 )
             )
     return out
+
+
+def _not_started(
+    filename: str, where: str, exp: Mapping[str, Any], server_url: Any
+) -> list[Problem]:
+    """An experiment whose server is already running (its own base_url, or the server's)
+    cannot change that server's flags or environment."""
+    url = exp.get("base_url") or server_url
+    if url is None:
+        return []
+    whose = "its base_url" if exp.get("base_url") else "server.base_url"
+    return [
+        Problem(
+            filename,
+            f"{where}.{key}",
+            exp[key],
+            f"{whose} names a server that is already running ({url}): reportgen starts "
+            f"none, so it cannot apply {key}; remove {key}, or base_url to have reportgen "
+            "start the server",
+        )
+        for key in ("args", "unset", "env")
+        if exp.get(key)
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,6 +340,16 @@ def _problems_from_pydantic(
             expected = err.get("ctx", {}).get("expected", "")
             problems.append(
                 Problem(filename, key, _value_at(data, loc), f"must be one of {expected}")
+            )
+        elif kind == "string_pattern_mismatch" and loc and loc[-1] == "base_url":
+            problems.append(
+                Problem(
+                    filename,
+                    key,
+                    _value_at(data, loc),
+                    "not a server address: write http://host:port (https:// too), as "
+                    "`vllm bench serve --base-url` takes it",
+                )
             )
         else:
             msg = err["msg"]

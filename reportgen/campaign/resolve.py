@@ -38,12 +38,20 @@ class Resolved:
     workload: Workload
     checks: list[Check] = field(default_factory=list)
     flag_diff: list[FlagChange] = field(default_factory=list)
+    # a server already running there (``base_url``): reportgen starts nothing for it, and its
+    # flags and environment are not reportgen's to know (args and env stay empty)
+    base_url: str | None = None
 
 
 def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -> Resolved:
     """Build an experiment's configuration from its parent's (or the server defaults)."""
-    base_args = dict(parent.args) if parent else dict(campaign.server.args)
-    base_env = dict(parent.env) if parent else dict(campaign.server.env)
+    base_url = exp.base_url or campaign.server.base_url
+    # a parent already running elsewhere has no flags to build on: the server's defaults
+    start_from = parent if parent is not None and parent.base_url is None else None
+    base_args = dict(start_from.args) if start_from else dict(campaign.server.args)
+    base_env = dict(start_from.env) if start_from else dict(campaign.server.env)
+    if base_url is not None:
+        base_args, base_env = {}, {}
     args = {**base_args, **exp.args}
     for key in exp.unset:
         args.pop(key, None)
@@ -72,6 +80,7 @@ def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -
         workload=workload,
         checks=list(campaign.check) + list(exp.checks),
         flag_diff=diff,
+        base_url=base_url.rstrip("/").removesuffix("/v1") if base_url else None,
     )
 
 

@@ -34,6 +34,8 @@ ENGINES = ("sim", "sglang", "vllm", "transformers", "generic")
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 ArgValue = bool | int | float | str | list[bool | int | float | str] | dict[str, Any]
+# A server's address: http(s)://host[:port][/path] (the path a prefix before /v1/...)
+BaseUrl = Annotated[str, Field(pattern=r"^https?://[^/\s]+(/\S*)?$")]
 
 
 def is_throughput(metric: str) -> bool:
@@ -143,6 +145,18 @@ class Server(_Model):
     args: dict[str, ArgValue] = Field(default_factory=dict, description="Flags, without dashes.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     host: str = Field("127.0.0.1", description="Address the client connects to.")
+    model: str | None = Field(
+        None,
+        description="The model name sent with every request (default: the first one the "
+        "server's /v1/models lists, else the model flag it was started with).",
+    )
+    base_url: BaseUrl | None = Field(
+        None,
+        description="An OpenAI-compatible server that is already running "
+        "(http://host:port): every experiment sends its load there and reportgen starts "
+        "nothing, so command, args and env do not apply. An experiment's own base_url "
+        "overrides it.",
+    )
     ready_timeout_s: float = Field(
         600, gt=0, allow_inf_nan=False, description="Deadline for the server to be ready."
     )
@@ -474,6 +488,12 @@ class Experiment(_Model):
     args: dict[str, ArgValue] = Field(default_factory=dict)
     unset: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    base_url: BaseUrl | None = Field(
+        None,
+        description="This experiment's server is already running there (a deployed "
+        "endpoint, a server started by hand): reportgen sends the load and starts nothing; "
+        "the report says it cannot vouch for that server's configuration.",
+    )
     workload: WorkloadOverride | None = None  # type: ignore[valid-type]
     checks: list[Check] = Field(default_factory=list)
 

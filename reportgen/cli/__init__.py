@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
+from reportgen.cli.bench import cmd_bench
 from reportgen.cli.codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from reportgen.cli.compare import cmd_diff
 from reportgen.cli.parser import build_parser
@@ -75,6 +76,7 @@ _COMMANDS: dict[str, Handler] = {
     "validate": cmd_validate,
     "plan": cmd_plan,
     "run": cmd_run,
+    "bench": cmd_bench,
     "render": cmd_render,
     "verify": cmd_verify,
     "calibrate": cmd_calibrate,

@@ -16,6 +16,33 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {text}")
+    return value
+
+
+def _levels(text: str) -> list[int]:
+    """'1,4,16' -> [1, 4, 16]: whole numbers of 1 or more, each once."""
+    try:
+        levels = [_positive_int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: comma-separated whole numbers, e.g. 1,4,16"
+        ) from None
+    if not levels or len(set(levels)) != len(levels):
+        raise argparse.ArgumentTypeError(f"{text!r}: give each level once, e.g. 1,4,16")
+    return levels
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0 (or inf), not {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="reportgen",
@@ -94,6 +121,80 @@ def build_parser() -> argparse.ArgumentParser:
         "experiments are kept, the others run (default: the latest unfinished run of this "
         "campaign under --output)",
     )
+
+    b = sub.add_parser(
+        "bench",
+        help="benchmark a server that is already running (no campaign file)",
+        description="Benchmark an OpenAI-compatible server that is already up, as `vllm bench "
+        "serve --base-url` does: the flags become a campaign of one experiment (written "
+        "beside the runs, to run again or grow), run like any campaign into a run directory "
+        "with results and a report. The engine is told from the server's endpoints "
+        "(/metrics, /server_info, /version) unless --engine names it; its /version, "
+        "/server_info and /v1/models answers and /metrics around every level are recorded. "
+        "An API key in OPENAI_API_KEY is sent as a bearer token (never recorded).",
+        epilog="example:\n  reportgen bench http://127.0.0.1:8000 --concurrency 1,8,32 "
+        "--requests 200 --input-tokens 1024 --output-tokens 256",
+        formatter_class=_Formatter,
+    )
+    b.add_argument("url", metavar="URL", help="the server's address: http://host:port")
+    b.add_argument(
+        "--engine",
+        default="auto",
+        choices=["auto", "vllm", "sglang", "transformers", "sim", "generic"],
+        help="which engine serves there (default: told from its endpoints)",
+    )
+    b.add_argument("--model", help="model name to request (default: the first /v1/models lists)")
+    b.add_argument("--api", choices=["chat", "completions"], default="chat")
+    b.add_argument(
+        "--concurrency",
+        type=_levels,
+        default=[1],
+        metavar="C[,C...]",
+        help="concurrency levels, comma-separated (default: 1)",
+    )
+    b.add_argument(
+        "--request-rate",
+        type=_rate,
+        default=None,
+        metavar="R",
+        help="open loop: requests per second (Poisson arrivals; inf: all at once), at most C "
+        "in flight (default: closed loop, C clients)",
+    )
+    amount = b.add_mutually_exclusive_group()
+    amount.add_argument(
+        "--requests", type=_positive_int, default=100, help="requests per level (default 100)"
+    )
+    amount.add_argument(
+        "--duration", type=float, default=None, metavar="S", help="seconds per level instead"
+    )
+    b.add_argument("--input-tokens", type=_positive_int, default=256, metavar="N")
+    b.add_argument("--output-tokens", type=_positive_int, default=128, metavar="N")
+    b.add_argument(
+        "--dataset",
+        default="random",
+        metavar="NAME[:PATH]",
+        help="prompts: random (default), shared-prefix, sharegpt:FILE.json, jsonl:FILE.jsonl",
+    )
+    b.add_argument(
+        "--repetitions", type=_positive_int, default=2, help="runs of each level (default 2)"
+    )
+    b.add_argument(
+        "--warmup", type=int, default=8, metavar="N", help="requests sent first and discarded"
+    )
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="how long to wait for a one-token answer before measuring (default 60)",
+    )
+    b.add_argument("--name", default="bench", help="the run's name: output/NAME/ (default bench)")
+    b.add_argument("--title", default=None, help="the report's title")
+    b.add_argument("--output", type=Path, default=Path("output"), help="default: output/")
+    b.add_argument("--no-pdf", action="store_true", help="render HTML only")
+    b.add_argument("--quiet", action="store_true", help="one line per experiment, no live bars")
+    b.add_argument("--json", action="store_true", help="print the outcome as JSON (as run)")
 
     rd = sub.add_parser(
         "render",

@@ -88,7 +88,8 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
                 "id": r.id,
                 "parent": r.parent,
                 "based_on": r.based_on,
-                "command": redact_argv(plan.command_line(c, r)),
+                "command": [] if r.base_url else redact_argv(plan.command_line(c, r)),
+                "base_url": r.base_url,
                 "env": redact_env(r.env),
                 "workload": r.workload.model_dump(mode="json"),
                 "flag_diff": [{"key": f.key, "kind": f.kind} for f in r.flag_diff],
@@ -109,13 +110,20 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print(f"  why:      {r.why}", markup=False)
         if r.expect:
             out.print(f"  expect:   {r.expect}", markup=False)
-        cmd = " ".join(_quote(a) for a in redact_argv(plan.command_line(c, r)))
-        out.print(f"  command:  {cmd}", markup=False)
-        env = redact_env(r.env)
-        out.print(
-            "  env:      " + (" ".join(f"{k}={_quote(v)}" for k, v in env.items()) or "(none)"),
-            markup=False,
-        )
+        if r.base_url:
+            out.print(
+                f"  server:   already running at {r.base_url}: reportgen starts and stops "
+                "nothing, and cannot vouch for its configuration",
+                markup=False,
+            )
+        else:
+            cmd = " ".join(_quote(a) for a in redact_argv(plan.command_line(c, r)))
+            out.print(f"  command:  {cmd}", markup=False)
+            env = redact_env(r.env)
+            out.print(
+                "  env:      " + (" ".join(f"{k}={_quote(v)}" for k, v in env.items()) or "(none)"),
+                markup=False,
+            )
         if r.flag_diff:
             diff = ", ".join(_flag_change(f.kind, f.key, f.before, f.after) for f in r.flag_diff)
             out.print(f"  changes:  {diff}", markup=False)
@@ -144,7 +152,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"; request timeout {wl.request_timeout_s:g} s" + (f"; SLO {slo}" if slo else ""),
             markup=False,
         )
-        url = f"http://{c.model.server.host}:{engine.port(r.args)}"
+        url = r.base_url or f"http://{c.model.server.host}:{engine.port(r.args)}"
         ready = f"{url}{engine.health_path}" if engine.health_path else url
         out.print(
             f"  polls:    {ready} until ready, then sends to {url}{api_path(wl.api)}",

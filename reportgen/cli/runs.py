@@ -211,8 +211,55 @@ def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
     return [p for p in (out.html, out.pdf, out.markdown, tables) if p is not None]
 
 
+# A lone configuration's table (``reportgen bench``): per level, what `vllm bench serve`
+# prints, each the mean over repetitions: (Aggregate key, column)
+LONE = (
+    ("req_s", "req/s"),
+    ("output_tok_s", "output\ntok/s"),
+    ("ttft_ms_p50", "TTFT\np50 ms"),
+    ("ttft_ms_p99", "TTFT\np99 ms"),
+    ("itl_ms_p50", "ITL\np50 ms"),
+    ("itl_ms_p99", "ITL\np99 ms"),
+    ("e2e_ms_p50", "E2E\np50 ms"),
+)
+
+
+def _lone_table(out: Console, data: Run) -> None:
+    """One configuration, nothing to compare: its headline numbers per level."""
+    from reportgen.render.fmt import fmt_num
+
+    (e,) = data.experiments
+    status = "" if data.status == "complete" else f" - {data.status.upper()}"
+    table = Table(
+        title=f"{data.info.get('title', '')}{status}",
+        caption=f"{e.id}: {e.status}; means over {_reps_said(e)}; errors: failed "
+        "requests of all sent",
+        title_justify="left",
+        caption_justify="left",
+    )
+    table.add_column("C", justify="right", no_wrap=True)
+    for _, label in LONE:
+        table.add_column(label, justify="right", no_wrap=True)
+    table.add_column("errors", justify="right", no_wrap=True)
+    for agg in e.by_level:
+        cells = [fmt_num(agg.stat(key).mean) if agg.stat(key).mean is not None else "–"
+                 for key, _ in LONE]  # fmt: skip
+        sent = sum(lv.summary.requests for lv in e.levels if lv.concurrency == agg.concurrency)
+        ok = sum(lv.summary.ok for lv in e.levels if lv.concurrency == agg.concurrency)
+        table.add_row(str(agg.concurrency), *cells, f"{sent - ok}/{sent}")
+    out.print(table)
+
+
+def _reps_said(e: Any) -> str:
+    reps = sorted({lv.repetition for lv in e.levels})
+    return f"{len(reps)} repetition{'s' if len(reps) != 1 else ''}"
+
+
 def _summary_table(out: Console, data: Run) -> None:
     """One screen: each experiment's verdict and objective metric per level (mean ± sd)."""
+    if len(data.experiments) == 1 and data.experiments[0].by_level:
+        _lone_table(out, data)
+        return
     from reportgen.campaign import is_throughput
     from reportgen.render.experiment import achieved, runs_by_level
     from reportgen.render.fmt import fmt_num

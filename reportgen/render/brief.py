@@ -68,6 +68,7 @@ class Brief:
     expectations: list[Expectation] = field(default_factory=list)
     next_steps: list[str] = field(default_factory=list)
     kv_cache: str = ""  # the best configuration's KV cache, as its engine's log said
+    base_url: str = ""  # the configuration shown was already running there (no command)
 
 
 def _fmt(value: float | None, unit: str = "") -> str:
@@ -510,15 +511,18 @@ def build(run: Run) -> Brief:
     failed = _failed(run)
     if best is None or base is None or best is base:
         line = (
-            "No experiment was adopted: the baseline stays the configuration to run."
-            if base is not None
-            else "No configuration finished."
+            "No configuration finished."
+            if base is None
+            else f"{base.id} is the only configuration measured: nothing to compare it with."
+            if len(run.experiments) == 1
+            else "No experiment was adopted: the baseline stays the configuration to run."
         )
         cmd = shlex.join(base.command) if base is not None and base.command else ""
         return Brief(
             best="",
             best_line=line,
             command=cmd,
+            base_url=(base.base_url or "") if base is not None else "",
             columns=columns,
             levels=[],
             failed=failed,
@@ -547,6 +551,7 @@ def build(run: Run) -> Brief:
         best=best.id,
         best_line=line,
         command=shlex.join(best.command) if best.command else "",
+        base_url=best.base_url or "",
         columns=columns,
         levels=cells,
         failed=failed,

@@ -31,6 +31,8 @@ class Header:
     simulated_notice: str
     engine: str
     host: str = ""  # "hostname: 8 x NVIDIA H200" (or why the GPUs are unknown)
+    # servers reportgen did not start (already running): which, and what it cannot vouch for
+    external_notice: str = ""
     resumed: str = ""  # when the run was continued with --resume, and what it kept
 
 
@@ -110,6 +112,7 @@ class Experiment:
     finished: str
     command: str
     env: list[tuple[str, str]]
+    base_url: str  # already running there, not started by reportgen ("" when it started it)
     objective: list[Cell]  # the objective metric at each objective level
     objective_ratio: list[str]  # ... relative to the baseline there (from vs_baseline)
     levels: list[LevelRow]

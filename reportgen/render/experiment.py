@@ -255,6 +255,7 @@ def section(
         ran=_ran(e.started_at, e.finished_at),
         kv_cache=evidence.kv_cache(e, request_tokens(e)),
         command=shlex.join(e.command),
+        base_url=e.base_url or "",
         env=[(str(k), str(v)) for k, v in sorted(e.env.items())],
         objective=[cell(mine.get(c), objective.key) for c in objective.levels],
         objective_ratio=[fmt_ratio(ratio_at[c]) if c in ratio_at else "" for c in objective.levels],

@@ -112,6 +112,25 @@ def build(run: Run) -> Report:
     )
 
 
+def _external_notice(run: Run) -> str:
+    """Which experiments' servers were already running (reportgen started none of them)."""
+    external = [e for e in run.experiments if e.base_url]
+    if not external:
+        return ""
+    where = sorted({e.base_url or "" for e in external})
+    which = (
+        "every experiment's server was"
+        if len(external) == len(run.experiments)
+        else "the servers of " + ", ".join(e.id for e in external) + " were"
+    )
+    return (
+        f"Not started by reportgen: {which} already running ({', '.join(where)}). reportgen "
+        "sent the load and read what the server's endpoints say of it (models, version, "
+        "metrics), but cannot vouch for its configuration: its flags, its environment, what "
+        "else it served meanwhile, or whether it restarted between experiments."
+    )
+
+
 def _run_dir_hint(run: Run) -> str:
     return f"output/{run.info.get('name', '<campaign>')}/{run.run_id}"
 
@@ -145,6 +164,7 @@ def _header(run: Run) -> Header:
         simulated_notice=SIMULATED_NOTICE,
         engine=run.engine.name or NONE,
         host=_host_line(run.environment),
+        external_notice=_external_notice(run),
         resumed="; ".join(_resumed(x, _uuids(run.environment)) for x in run.resumed),
     )
 
@@ -341,6 +361,18 @@ def _series(index: int, e: model.Experiment, is_baseline: bool, is_best: bool) -
     )
 
 
+def _lone_sentence(e: model.Experiment, objective: Objective) -> str:
+    """A run of one configuration: its objective at each level, compared with nothing."""
+    levels = by_level(e)
+    said = [
+        f"{fmt_num(mean)} at C={c}"
+        for c in sorted(levels)
+        if (mean := levels[c].stat(objective.key).mean) is not None
+    ]
+    numbers = f": {objective.label} " + ", ".join(said) if said else ""
+    return f"One configuration ({e.id}) was measured, with nothing to compare it with{numbers}."
+
+
 def _summary_sentence(run: Run, objective: Objective) -> str:
     """One sentence: the best configuration against the baseline on the objective metric."""
     baseline, best = run.baseline, run.best
@@ -358,6 +390,8 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
             f"The baseline ({baseline.id}) has no measurements "
             f"({baseline.status}), so nothing could be compared with it."
         )
+    if len(run.experiments) == 1:  # a benchmark of one configuration: nothing to compare
+        return _lone_sentence(baseline, objective)
     if not best or best == baseline.id:
         others = [e for e in run.experiments if e.role == "experiment" and e is not baseline]
         decided = sum(e.decision is not None for e in others)

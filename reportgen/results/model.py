@@ -384,6 +384,8 @@ class Experiment(_Model):
     args: dict[str, Any] = Field(default_factory=dict)
     env: dict[str, Any] = Field(default_factory=dict)
     command: list[str] = Field(default_factory=list)
+    # a server reportgen did not start (already running there): no command, args or env
+    base_url: str | None = None
     flag_diff: list[FlagChange] = Field(default_factory=list)
     workload: dict[str, Any] | None = None  # the campaign's Workload, as dumped
     log_file: str | None = None

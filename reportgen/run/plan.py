@@ -51,7 +51,8 @@ def describe(campaign: Campaign, r: Resolved, entry: Experiment) -> None:
     entry.parent = r.parent
     entry.args = {k: redact_flag(k, v) for k, v in r.args.items()}
     entry.env = redact_env(r.env)
-    entry.command = redact_argv(command_line(campaign, r))
+    entry.command = [] if r.base_url else redact_argv(command_line(campaign, r))
+    entry.base_url = r.base_url
     entry.flag_diff = [
         FlagChange(
             key=c.key,
@@ -83,6 +84,8 @@ def server_sessions(
         return out
     if r.workload.fresh_server:
         return [(r, [k], "experiment") for k in reps]
+    if r.base_url:  # already running: one session, however many starts were asked for
+        return [(r, reps, "experiment")]
     starts = min(max(starts, 2) if parent is None else starts, len(reps))
     if starts > 1:
         size, extra = divmod(len(reps), starts)

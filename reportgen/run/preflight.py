@@ -43,9 +43,10 @@ def preflight(
         )
     for p in found.advice:
         progress.warn(str(p))
-    flags = check_flags(campaign, progress)
+    started = [r for r in plan(campaign) if r.base_url is None]  # already running: not ours
+    flags = check_flags(campaign, progress) if started else None
     host = m.server.host
-    for port in sorted({engine.port(r.args) for r in plan(campaign)}):
+    for port in sorted({engine.port(r.args) for r in started}):
         if not port_is_free(host, port):
             raise ServerError(
                 f"{campaign.path}: port {port} on {host} is already in use by another "

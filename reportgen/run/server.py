@@ -273,7 +273,7 @@ class ServerProcess:
 
     def wait_ready(self, timeout_s: float, api: str) -> Readiness:
         """Block until the server serves a one-token generation, or raise ServerError."""
-        assert self.proc is not None, "start() first"
+        assert self.started_at, "start() first"
         deadline = self.started_at + timeout_s
         health_ok = self.engine.health_path is None
         health_checks = generation_checks = 0

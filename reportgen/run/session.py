@@ -31,8 +31,9 @@ from reportgen.results.model import (
     Session,
     Stop,
 )
-from reportgen.run import interrupt, probes
+from reportgen.run import external, interrupt, probes
 from reportgen.run.driver import Driver, keep_text_chars
+from reportgen.run.external import ExternalServer
 from reportgen.run.plan import Role, command_line
 from reportgen.run.progress import ProgressSink
 from reportgen.run.server import ServerProcess
@@ -121,6 +122,17 @@ class ServerSession:
         engine = ctx.engine
         self.engine = engine
         cfg = launch.config
+        self.external = cfg.base_url is not None
+        self.srv: ServerProcess
+        if cfg.base_url is not None:
+            self.srv = ExternalServer(
+                cfg.base_url,
+                log_path=ctx.run_dir / "logs" / name,
+                engine=engine,
+                headers=external.auth_headers(),
+                secrets=ctx.secrets,
+            )
+            return
         self.srv = ServerProcess(
             command_line(ctx.campaign, cfg),
             env=cfg.env,
@@ -159,7 +171,9 @@ class ServerSession:
         wl = launch.experiment.workload  # the experiment's, also for its parent's control runs
         experiment = launch.role == "experiment"
         what = "" if experiment else f" ({launch.config.id}, interleaved)"
-        ctx.progress.phase(f"starting server{what}")
+        ctx.progress.phase(
+            f"waiting for {srv.base_url}{what}" if self.external else f"starting server{what}"
+        )
         srv.start()
         ready = srv.wait_ready(ctx.m.server.ready_timeout_s, wl.api)
         self.record.ready_s = ready.ready_s
@@ -170,10 +184,8 @@ class ServerSession:
                 health_checks=ready.health_checks,
                 generation_checks=ready.generation_checks,
             )
-            entry.engine_info = evidence.fetch_info(
-                srv.base_url, self.engine.info_paths, srv.headers
-            )
-        model = ready.model or _model_from_args(launch.config.args)
+            entry.engine_info = evidence.fetch_info(srv.base_url, self._info_paths(), srv.headers)
+        model = ctx.m.server.model or ready.model or _model_from_args(launch.config.args)
         if experiment and self.first and ctx.m.probe:
             ctx.progress.phase(f"golden prompts ({len(ctx.m.probe)})")
             answers = probes.ask(
@@ -210,6 +222,10 @@ class ServerSession:
                 interrupt.check()
 
     def _stop(self) -> None:
+        if self.external:  # not ours to stop: it runs on
+            if self.launch.role == "experiment":
+                self.logs.append(self.srv.log_split(self.srv.log_bytes()))
+            return
         self.ctx.progress.phase("stopping server")
         serving = self.srv.log_bytes()
         report = self.srv.stop()
@@ -256,6 +272,12 @@ class ServerSession:
             ceiling=ctx.client_ceiling,
             on_request=done,
         )
+
+    def _info_paths(self) -> tuple[str, ...]:
+        """The GETs recorded once the server is ready: the engine's; for a server reportgen
+        did not start, its version and models too (all it can learn of its configuration)."""
+        paths = self.engine.info_paths
+        return tuple(dict.fromkeys((*paths, *external.INFO_PATHS))) if self.external else paths
 
     def _scrape(self) -> dict[str, Any] | None:
         """The engine's Prometheus metrics now, or None when it has none (or stopped

@@ -1,0 +1,109 @@
+"""``reportgen bench URL``: benchmark a server that is already running, with no campaign file.
+
+The flags become a campaign of one experiment whose server is ``URL`` (``server.base_url``),
+written as a TOML file beside the runs (so the same benchmark can be run again, edited, or
+grown into a campaign), then run as ``reportgen run`` runs any campaign: the same run
+directory, results, report and exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from reportgen.errors import CampaignError, Problem
+
+# --dataset NAME[:PATH]: the campaign's prompt sources
+DATASETS = ("random", "shared-prefix", "sharegpt", "jsonl")
+
+
+def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import tomli_w
+
+    from reportgen.cli.runs import cmd_run
+    from reportgen.run import external
+
+    url = args.url.rstrip("/").removesuffix("/v1")
+    if not re.match(r"^https?://[^/\s]+(/\S*)?$", url):
+        raise CampaignError(
+            [Problem("reportgen bench", "URL", args.url, "write http://host:port (or https://)")]
+        )
+    engine, how = args.engine, "as given (--engine)"
+    if engine == "auto":
+        engine, how = external.detect_engine(url, external.auth_headers())
+    (err if args.json else out).print(f"engine: {engine} ({how})", markup=False)
+    data = campaign_data(args, url, engine)
+    folder = args.output / data["campaign"]["name"]
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = folder / f"bench-{stamp}.toml"
+    header = (
+        "# Written by `reportgen bench`: the benchmark as a campaign file. Run it again with\n"
+        f"#     reportgen run {path}\n"
+        "# or add experiments (each with its own base_url, or a server reportgen starts).\n"
+    )
+    path.write_text(header + tomli_w.dumps(data), encoding="utf-8")
+    (err if args.json else out).print(f"campaign file: {path}", markup=False)
+    run_args = argparse.Namespace(
+        campaign=path,
+        output=args.output,
+        no_pdf=args.no_pdf,
+        quiet=args.quiet,
+        strict=False,
+        resume=None,
+        json=args.json,
+    )
+    return cmd_run(run_args, out, err)
+
+
+def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, Any]:
+    """The campaign the flags describe (as TOML data), loaded and checked like any other."""
+    workload: dict[str, Any] = {
+        "api": args.api,
+        "concurrency": args.concurrency,
+        "input_tokens": args.input_tokens,
+        "output_tokens": args.output_tokens,
+        "repetitions": args.repetitions,
+        "warmup_requests": args.warmup,
+        "seed": args.seed,
+    }
+    if args.duration is not None:
+        workload["duration_s"] = args.duration
+    else:
+        workload["requests_per_level"] = args.requests
+    if args.request_rate is not None:
+        workload["request_rate"] = args.request_rate
+    name, _, path = args.dataset.partition(":")
+    if name != "random":
+        workload["prompts"] = {
+            "source": name,
+            **({"path": str(Path(path).resolve())} if path else {}),
+        }
+    server: dict[str, Any] = {
+        "engine": engine,
+        "base_url": url,
+        "ready_timeout_s": args.ready_timeout,
+    }
+    if args.model:
+        server["model"] = args.model
+    return {
+        "campaign": {
+            "name": args.name,
+            "title": args.title or f"Benchmark of {url}",
+            "description": f"reportgen bench {url}: a server that was already running.",
+            "objective": {"metric": "output_tok_s", "concurrency": args.concurrency},
+        },
+        "server": server,
+        "workload": workload,
+        "experiment": [
+            {
+                "id": "bench",
+                "why": f"The server as it runs at {url}, measured as found.",
+            }
+        ],
+    }

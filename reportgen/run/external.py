@@ -1,0 +1,138 @@
+"""A server reportgen did not start: already running at a URL (``server.base_url``, an
+experiment's ``base_url``, ``reportgen bench URL``).
+
+It is measured like a server reportgen started (ready when a one-token generation answers,
+its info endpoints and Prometheus metrics read, the same load), but nothing is started or
+stopped, no process is watched and there is no log of its own: its run directory's log file
+says so. What reportgen cannot know of it (its flags, its environment, whether it restarted)
+the report says it cannot vouch for.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from reportgen.engines import Engine
+from reportgen.errors import ServerError
+from reportgen.run.server import ServerProcess, StopReport
+
+NOTE = (
+    "reportgen did not start this server: it was already running at {url}, and reportgen "
+    "sent its load there. Its own log is wherever it was started.\n"
+)
+
+
+# As `vllm bench serve` and the OpenAI clients: a key in this variable goes with every request
+# as "Authorization: Bearer" (sent, never recorded).
+API_KEY_ENV = "OPENAI_API_KEY"
+
+
+# What a server reportgen did not start is asked of itself (each where it answers): vLLM's
+# /version, SGLang's /server_info (its resolved arguments and version), the models served.
+INFO_PATHS = ("/version", "/server_info", "/v1/models")
+
+
+def auth_headers() -> dict[str, str]:
+    key = os.environ.get(API_KEY_ENV, "")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def split_url(url: str) -> tuple[str, int]:
+    """(host, port) of ``url``, the scheme's default port where it names none."""
+    parts = urlsplit(url)
+    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+
+
+class ExternalServer(ServerProcess):
+    """A running server at ``url`` (http://host:port, with a path prefix where the API is
+    served under one; a trailing /v1 is the API's own and is left out)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        log_path: Path,
+        engine: Engine,
+        headers: dict[str, str] | None = None,
+        secrets: Sequence[str] = (),
+    ) -> None:
+        url = url.rstrip("/")
+        self.url = url.removesuffix("/v1")
+        host, port = split_url(self.url)
+        super().__init__(
+            [],
+            env={},
+            log_path=log_path,
+            host=host,
+            port=port,
+            engine=engine,
+            headers=headers,
+            secrets=secrets,
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self.url
+
+    def start(self) -> None:
+        """Nothing to start: the log file says so, and the ready deadline starts now."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.write_text(NOTE.format(url=self.url), encoding="utf-8")
+        self.started_at = time.monotonic()
+
+    def stop(self) -> StopReport:
+        """Nothing to stop (it was running before and runs on): no signal sent."""
+        return StopReport(group_gone=True, port_free=True)
+
+
+def detect_engine(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> tuple[str, str]:
+    """Which engine serves at ``url``, from what its endpoints answer: (engine name, how it
+    was told). Prometheus metric names first (``vllm:``, ``sglang:``, reportgen's ``sim:``),
+    then SGLang's /server_info, then vLLM's /version; "generic" when none says. Raises
+    ServerError when nothing answers there at all."""
+    base = url.rstrip("/").removesuffix("/v1")
+    answered = False
+    with httpx.Client(base_url=base, headers=headers, timeout=timeout_s) as client:
+        try:
+            metrics = client.get("/metrics")
+            answered = True
+        except httpx.HTTPError as exc:
+            metrics = None
+            first_error = exc
+        if metrics is not None and metrics.status_code == 200:
+            text = metrics.text
+            for prefix, engine in (("vllm:", "vllm"), ("sglang:", "sglang"), ("sim:", "sim")):
+                if re.search(rf"^{re.escape(prefix)}", text, re.M):
+                    return engine, f"its /metrics names {prefix}* series"
+        for path, engine in (("/server_info", "sglang"), ("/get_server_info", "sglang")):
+            try:
+                if client.get(path).status_code == 200:
+                    return engine, f"it answers {path}"
+                answered = True
+            except httpx.HTTPError:
+                continue
+        try:
+            version = client.get("/version")
+            answered = True
+            if version.status_code == 200 and "version" in version.text:
+                return "vllm", "it answers /version"
+        except httpx.HTTPError:
+            pass
+        try:
+            client.get("/v1/models")
+            answered = True
+        except httpx.HTTPError:
+            pass
+    if not answered:
+        raise ServerError(
+            f"nothing answers at {base} ({first_error.__class__.__name__}: {first_error}); "
+            "start the server first, or check the address"
+        )
+    return "generic", "none of its endpoints named an engine"

@@ -1,0 +1,142 @@
+"""Servers reportgen did not start: `reportgen bench URL` and a campaign's `base_url`. The
+server is a simulator the test started; reportgen measures it, records what its endpoints
+say, says in the report that it cannot vouch for it, and leaves it running."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Sim, free_port, reportgen_main
+
+pytestmark = pytest.mark.slow
+
+
+def test_bench_measures_a_running_server_and_leaves_it_running(
+    tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
+) -> None:
+    sim = start_sim("--ttft-ms", "10", "--itl-ms", "2")
+    out = tmp_path / "out"
+    res = reportgen_main(
+        "bench", sim.url + "/v1", "--concurrency", "1,4", "--requests", "12",
+        "--output-tokens", "6", "--input-tokens", "32", "--warmup", "2",
+        "--output", out, "--no-pdf", cache=cache,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "engine: sim (its /metrics names sim:* series)" in res.stdout
+    # the console's table: a row per level with the headline numbers, errors counted
+    rows = [ln for ln in res.stdout.splitlines() if ln.startswith("│")]
+    assert [r.split("│")[1].strip() for r in rows] == ["1", "4"]
+    assert all(r.split("│")[-2].strip() == "0/24" for r in rows), rows
+    assert sim.proc.poll() is None, "reportgen stopped a server it did not start"
+
+    (written,) = (out / "bench").glob("bench-*.toml")  # the benchmark as a campaign file
+    campaign = tomllib.loads(written.read_text())
+    assert campaign["server"] == {"engine": "sim", "base_url": sim.url, "ready_timeout_s": 60.0}
+    assert campaign["workload"]["concurrency"] == [1, 4]
+    (run_dir,) = (p.parent for p in (out / "bench").glob("*/results.json"))
+    data = json.loads((run_dir / "results.json").read_text())
+    (exp,) = data["experiments"]
+    assert exp["status"] == "ok" and exp["base_url"] == sim.url and exp["command"] == []
+    info = exp["engine_info"]
+    assert info["/version"] == {"version": info["/version"]["version"]}
+    assert info["/v1/models"]["data"][0]["id"] == "sim-model"
+    assert all(lv["engine_metrics"]["counters"] for lv in exp["levels"])  # its /metrics
+    assert not list((run_dir / "logs").glob("*.server.json"))  # no server of ours recorded
+    log = (run_dir / "logs" / "bench.server.log").read_text()
+    assert log.startswith("reportgen did not start this server")
+    checks = {c["id"]: c["status"] for c in exp["checks"]}
+    assert checks["request_errors"] == "pass" and checks["server_stable"] == "pass"
+    html = (run_dir / "report.html").read_text()
+    assert "Not started by reportgen: every experiment&#39;s server was already running" in html
+    assert "cannot vouch for its configuration" in (run_dir / "report.md").read_text()
+    assert "bench is the only configuration measured: nothing to compare it with." in html
+    assert reportgen_main("verify", run_dir).returncode == 0
+
+
+def test_bench_of_nothing_and_of_a_bad_address_is_one_line(tmp_path: Path) -> None:
+    port = free_port()
+    res = reportgen_main("bench", f"http://127.0.0.1:{port}", "--output", tmp_path)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert f"error: nothing answers at http://127.0.0.1:{port} (ConnectError" in res.stderr
+    assert "start the server first, or check the address" in res.stderr
+    res = reportgen_main("bench", "localhost:8000", "--output", tmp_path)
+    assert res.returncode == 2
+    assert "error: reportgen bench: URL = 'localhost:8000': write http://host:port" in res.stderr
+    res = reportgen_main("bench", "http://x", "--concurrency", "1,1")
+    assert res.returncode == 2 and "give each level once" in res.stderr
+
+
+def test_a_campaign_compares_a_server_it_starts_with_one_already_running(
+    tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
+) -> None:
+    """The baseline started by reportgen; the experiment a deployed endpoint (base_url): it
+    is compared as any experiment is, and said to be not started by reportgen."""
+    deployed = start_sim("--ttft-ms", "10", "--itl-ms", "1")
+    path = tmp_path / "mixed.toml"
+    path.write_text(
+        f"""
+[campaign]
+name = "mixed"
+title = "A server started here against a deployed one"
+objective = {{ metric = "output_tok_s", concurrency = [2] }}
+
+[server]
+engine = "sim"
+args = {{ port = {free_port()}, ttft-ms = 10, itl-ms = 3 }}
+
+[workload]
+concurrency = [2]
+requests_per_level = 8
+input_tokens = 16
+output_tokens = 8
+repetitions = 2
+warmup_requests = 1
+
+[[experiment]]
+id = "baseline"
+why = "Started by reportgen."
+
+[[experiment]]
+id = "deployed"
+why = "The endpoint already serving."
+base_url = "{deployed.url}"
+"""
+    )
+    plan = reportgen_main("plan", path)
+    assert plan.returncode == 0, plan.stderr
+    assert f"server:   already running at {deployed.url}: reportgen starts and stops" in plan.stdout
+    assert f"then sends to {deployed.url}/v1/chat/completions" in plan.stdout
+    res = reportgen_main(
+        "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf", cache=cache
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert deployed.proc.poll() is None
+    (run_dir,) = (p.parent for p in (tmp_path / "out" / "mixed").glob("*/results.json"))
+    data = json.loads((run_dir / "results.json").read_text())
+    base, dep = data["experiments"]
+    assert base["base_url"] is None and base["command"] and base["stop"]["group_gone"]
+    assert dep["base_url"] == deployed.url and dep["command"] == [] and dep["stop"] is None
+    assert dep["args"] == {} and dep["flag_diff"] == []
+    assert dep["decision"]["verdict"] == "adopted"  # 1 ms between tokens against 3
+    assert "the servers of deployed were already running" in (run_dir / "report.md").read_text()
+
+    # what cannot apply to a server reportgen does not start is refused, one line each
+    text = path.read_text().replace('base_url = "', 'args = { itl-ms = 2 }\nbase_url = "')
+    path.write_text(text.replace('engine = "sim"', f'engine = "sim"\nbase_url = "{deployed.url}"'))
+    res = reportgen_main("validate", path)
+    assert res.returncode == 2
+    assert (
+        f"{path}: server.args = {{'port': " in res.stderr
+        and "server.base_url names a server that is already running: reportgen starts none, "
+        "so its args would not apply"
+        in res.stderr
+    )
+    assert (
+        "experiment[1] (id='deployed').args = {'itl-ms': 2}: its base_url names a server "
+        "that is already running" in res.stderr
+    )
