@@ -123,11 +123,11 @@ def test_word_count_is_corrected_from_the_servers_prompt_tokens(tmp_path: Path) 
         ceiling=None,
         on_request=lambda r: None,
     )
-    assert all(len(p.split()) == 100 for p in drv.prompts(3, seed=0))
+    assert all(len(p.split()) == 100 for p in drv.requests(3, seed=0)[0])
     # The server counted 125 tokens for 100 words: next time send 80 words.
     drv._correct_length(LevelRun(1, 0.0, 1.0, [rec(0, 125), rec(1, 125)]))
     assert drv.words_per_token == pytest.approx(0.8)
-    assert all(len(p.split()) == 80 for p in drv.prompts(3, seed=0))
+    assert all(len(p.split()) == 80 for p in drv.requests(3, seed=0)[0])
 
 
 def test_campaign_rejects_a_dataset_without_a_path() -> None:

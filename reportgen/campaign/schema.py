@@ -191,6 +191,13 @@ class PromptSource(_Model):
         description="shared-prefix: tokens of each group's prefix; the rest of input_tokens "
         "is the request's own text.",
     )
+    answer_lengths: bool = Field(
+        False,
+        description="sharegpt: each request asks for as many output tokens as the dataset's "
+        "own answer to its prompt had (what vLLM's and SGLang's benchmarks do by default), "
+        "counted by workload.tokenizer, else estimated as characters / 4; output_tokens is "
+        "then the cap for answers longer than it.",
+    )
 
     @model_validator(mode="after")
     def _needs(self) -> PromptSource:
@@ -203,6 +210,11 @@ class PromptSource(_Model):
             raise ValueError(
                 f"prompts.text is given but prompts.source = {self.source!r} sends no fixed "
                 'text: set source = "fixed" (or remove text)'
+            )
+        if self.answer_lengths and self.source != "sharegpt":
+            raise ValueError(
+                f"prompts.answer_lengths reads a ShareGPT file's answers, but prompts.source = "
+                f'{self.source!r}: set source = "sharegpt" (or remove answer_lengths)'
             )
         if self.source in ("sharegpt", "jsonl") and not self.path:
             raise ValueError(f"prompts.source = {self.source!r} needs prompts.path")
@@ -272,6 +284,15 @@ class Workload(_Model):
     duration_s: float | None = Field(None, gt=0, allow_inf_nan=False)
     input_tokens: int = Field(128, ge=1)
     output_tokens: int = Field(128, ge=1)
+    range_ratio: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="Lengths that vary, as vLLM's --random-range-ratio: each request's output "
+        "tokens (and a random or shared-prefix prompt's input tokens) drawn uniformly from "
+        "[L x (1 - r), L x (1 + r)], seeded (the same at every level and in every "
+        "experiment); 0: every request the same length.",
+    )
     prompts: PromptSource = Field(default_factory=lambda: PromptSource())  # type: ignore[call-arg]
     tokenizer: str | None = Field(
         None,

@@ -71,7 +71,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen import campaign, engines
     from reportgen.load.records import api_path
     from reportgen.redact import redact_argv, redact_env
-    from reportgen.render.text import prompt_source
+    from reportgen.render.text import lengths_said, prompt_source
     from reportgen.run import plan, static
 
     c = campaign.load(args.campaign)
@@ -137,7 +137,8 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"  workload: {wl.api}, C={','.join(map(str, wl.concurrency))}, {amount} "
             f"per level x {_reps(wl.repetitions)} repetition(s), {wl.input_tokens} in / "
             f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}"
-            + prompt_source(wl.prompts.model_dump()),
+            + prompt_source(wl.prompts.model_dump())
+            + lengths_said(wl.model_dump()),
             markup=False,
         )
         load = (

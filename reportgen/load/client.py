@@ -220,17 +220,19 @@ async def send(
     t0: float,
     timeout_s: float,
     scheduled: float | None = None,
+    output_tokens: int | None = None,
 ) -> RequestRecord:
-    """Send one request and time it from ``t0`` (a ``time.perf_counter()`` reading).
+    """Send one request and time it from ``t0`` (a ``time.perf_counter()`` reading);
+    ``output_tokens``: this request's own, where the workload's vary.
 
     ``start`` is when the request went to the kernel (when the client began, if it never
     did: a failed connection)."""
-    payload = orjson.dumps(spec.body(prompt)[1])
+    payload = orjson.dumps(spec.body(prompt, output_tokens)[1])
     parts: list[str] = []
     rec = RequestRecord(
         index=index,
         start=time.perf_counter() - t0,
-        requested_output_tokens=spec.output_tokens,
+        requested_output_tokens=output_tokens or spec.output_tokens,
         scheduled=scheduled,
     )
     sent: list[float] = []

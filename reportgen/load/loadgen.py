@@ -149,13 +149,15 @@ def run_load(
     on_request: Callable[[RequestRecord], None] | None = None,
     stop_when: Callable[[], str | None] | None = None,
     stagger_s: float = 0.0,
+    outputs: list[int] | None = None,
 ) -> LevelRun:
     """Run one level and return every request's record, sorted by index.
 
     ``concurrency``: closed loop, the number of clients; open loop, the most requests in
     flight (0 = no limit). ``stagger_s``: closed loop, seconds between consecutive clients'
     first requests (0: all at t0; ignored by an open loop). ``workers``: None chooses
-    (``auto_workers``); 1 runs in this thread; more runs that many processes. ``on_request``
+    (``auto_workers``); 1 runs in this thread; more runs that many processes. ``outputs``:
+    each request's output tokens, by index as ``prompts`` (None: ``spec``'s). ``on_request``
     is called in this thread for every finished request, in any order (from worker
     processes, in batches every 0.1 s).
     A failed request is a record with ``status="error"``; this raises ``LoadError`` only when
@@ -183,7 +185,8 @@ def run_load(
     if rate is not None:
         times = arrival_times(rate, arrival, seed, requests=requests, duration_s=duration_s)
         arrivals = list(enumerate(times))
-    n = workers if workers is not None else auto_workers(concurrency, rate, spec.output_tokens)
+    per_request = round(sum(outputs) / len(outputs)) if outputs else spec.output_tokens
+    n = workers if workers is not None else auto_workers(concurrency, rate, per_request)
     if n < 1:
         raise ValueError(f"workers must be >= 1, got {n}")
     if concurrency > 0:
@@ -195,6 +198,7 @@ def run_load(
             base_url=base_url,
             spec=spec,
             prompts=prompts,
+            outputs=outputs,
             clients=concurrency // n + (k < concurrency % n),
             timeout_s=timeout_s,
             requests=requests if arrivals is None else None,

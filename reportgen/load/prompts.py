@@ -10,8 +10,9 @@ server's reported ``prompt_tokens`` after warm-up.
 from __future__ import annotations
 
 import json
+import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +26,31 @@ def _word(rng: random.Random) -> str:
     return "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 3)))
 
 
-def synthetic(count: int, words: int, seed: int) -> list[str]:
-    """``count`` prompts of exactly ``words`` whitespace-separated words each."""
+Sizes = int | Sequence[int]  # one length for every prompt, or each prompt's own
+
+
+def _size(sizes: Sizes, i: int) -> int:
+    return sizes if isinstance(sizes, int) else sizes[i % len(sizes)]
+
+
+def synthetic(count: int, words: Sizes, seed: int) -> list[str]:
+    """``count`` prompts of exactly ``words`` whitespace-separated words each (or prompt
+    ``i`` of ``words[i]``)."""
     rng = random.Random(seed)
     out = []
     for i in range(count):
-        body = " ".join(_word(rng) for _ in range(max(0, words - 2)))
+        n = _size(words, i)
+        body = " ".join(_word(rng) for _ in range(max(0, n - 2)))
         # A numbered lead-in keeps prompts distinct even for tiny word counts.
-        out.append(f"request {i} {body}".strip() if words >= 2 else f"r{i}")
+        out.append(f"request {i} {body}".strip() if n >= 2 else f"r{i}")
     return out
 
 
-def synthetic_exact(count: int, tokens: int, seed: int, tok: Tokenizer) -> list[str]:
-    """``count`` distinct prompts of exactly ``tokens`` tokens each by ``tok``."""
+def synthetic_exact(count: int, tokens: Sizes, seed: int, tok: Tokenizer) -> list[str]:
+    """``count`` distinct prompts of exactly ``tokens`` tokens each by ``tok`` (or prompt
+    ``i`` of ``tokens[i]``)."""
     rng = random.Random(seed)
-    return [exact_prompt(tok, tokens, rng, prefix=f"request {i} ") for i in range(count)]
+    return [exact_prompt(tok, _size(tokens, i), rng, prefix=f"request {i} ") for i in range(count)]
 
 
 def _prefixes(groups: int, make: Callable[[random.Random, int], str], seed: int) -> list[str]:
@@ -49,24 +60,30 @@ def _prefixes(groups: int, make: Callable[[random.Random, int], str], seed: int)
 
 
 def shared_prefix(
-    count: int, words: int, prefix_words: int, groups: int, seed: int, prefix_seed: int
+    count: int, words: Sizes, prefix_words: int, groups: int, seed: int, prefix_seed: int
 ) -> list[str]:
     """``count`` prompts of ``words`` words whose first ``prefix_words`` are one of ``groups``
     shared prefixes (drawn per request, seeded) and whose rest is the request's own."""
-    prefix_words = max(1, min(prefix_words, words - 1))
+    shortest = words if isinstance(words, int) else min(words)
+    prefix_words = max(1, min(prefix_words, shortest - 1))
 
     def make(rng: random.Random, g: int) -> str:
         return " ".join([f"group {g}"] + [_word(rng) for _ in range(max(0, prefix_words - 2))])
 
     heads = _prefixes(groups, make, prefix_seed)
-    own = synthetic(count, max(1, words - prefix_words), seed)
+    rest = (
+        max(1, words - prefix_words)
+        if isinstance(words, int)
+        else [max(1, w - prefix_words) for w in words]
+    )
+    own = synthetic(count, rest, seed)
     rng = random.Random(seed)
     return [f"{heads[rng.randrange(groups)]} {tail}" for tail in own]
 
 
 def shared_prefix_exact(
     count: int,
-    tokens: int,
+    tokens: Sizes,
     prefix_tokens: int,
     groups: int,
     seed: int,
@@ -82,13 +99,21 @@ def shared_prefix_exact(
     )
     rng = random.Random(seed)
     return [
-        exact_prompt(tok, tokens, rng, prefix=f"{heads[rng.randrange(groups)]} request {i} ")
+        exact_prompt(
+            tok, _size(tokens, i), rng, prefix=f"{heads[rng.randrange(groups)]} request {i} "
+        )
         for i in range(count)
     ]
 
 
 def load_dataset(source: str, path: Path, field: str = "prompt") -> list[str]:
     """Prompts from a ShareGPT-format JSON file (first human turn) or a JSONL file."""
+    return [prompt for prompt, _ in load_pairs(source, path, field)]
+
+
+def load_pairs(source: str, path: Path, field: str = "prompt") -> list[tuple[str, str | None]]:
+    """Each prompt of a dataset with the answer it was given there: ShareGPT's first human
+    turn and the assistant's turn after it (None where it has none); JSONL has no answers."""
     where = f"workload.prompts.path = {str(path)!r}"
     try:
         text = path.read_text(encoding="utf-8")
@@ -98,7 +123,7 @@ def load_dataset(source: str, path: Path, field: str = "prompt") -> list[str]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LoadError(f"{where}: cannot read: {exc}") from None
-    prompts: list[str] = []
+    prompts: list[tuple[str, str | None]] = []
     if source == "sharegpt":
         try:
             items = json.loads(text)
@@ -112,13 +137,12 @@ def load_dataset(source: str, path: Path, field: str = "prompt") -> list[str]:
                 if isinstance(item, dict)
                 else None
             )
-            for turn in turns if isinstance(turns, list) else []:
-                if not isinstance(turn, dict):
-                    continue
+            turns = [t for t in turns if isinstance(t, dict)] if isinstance(turns, list) else []
+            for k, turn in enumerate(turns):
                 if (turn.get("from") or turn.get("role")) in ("human", "user"):
                     value = turn.get("value", turn.get("content"))
                     if isinstance(value, str) and value.strip():
-                        prompts.append(value)
+                        prompts.append((value, _answer(turns[k + 1 :])))
                     break
     else:
         for n, line in enumerate(text.splitlines(), 1):
@@ -133,7 +157,7 @@ def load_dataset(source: str, path: Path, field: str = "prompt") -> list[str]:
                 raise LoadError(
                     f"{where}: line {n} has no string {field!r}; set workload.prompts.field"
                 )
-            prompts.append(value)
+            prompts.append((value, None))
     if not prompts:
         expected = (
             'items with "conversations" ({"from": "human", "value": ...}) or "messages" '
@@ -145,8 +169,27 @@ def load_dataset(source: str, path: Path, field: str = "prompt") -> list[str]:
     return prompts
 
 
-def sample(prompts: list[str], count: int, seed: int) -> list[str]:
-    """``count`` prompts drawn from a dataset, shuffled reproducibly (cycling if it is small)."""
+def _answer(after: list[dict[str, Any]]) -> str | None:
+    """The assistant's turn right after a prompt ("gpt" or "assistant"), if it is one."""
+    if not after or (after[0].get("from") or after[0].get("role")) not in ("gpt", "assistant"):
+        return None
+    value = after[0].get("value", after[0].get("content"))
+    return value if isinstance(value, str) else None
+
+
+def sample(prompts: list[Any], count: int, seed: int) -> list[Any]:
+    """``count`` items drawn from a dataset, shuffled reproducibly (cycling if it is small)."""
     order = list(range(len(prompts)))
     random.Random(seed).shuffle(order)
     return [prompts[order[i % len(order)]] for i in range(count)]
+
+
+def lengths(count: int, length: int, ratio: float, seed: int | str) -> list[int]:
+    """``count`` lengths drawn uniformly (seeded) from [length x (1 - ratio), length x
+    (1 + ratio)], whole numbers of at least 1 (vLLM's --random-range-ratio); all ``length``
+    when ``ratio`` is 0."""
+    if ratio <= 0:
+        return [length] * count
+    low, high = max(1, math.floor(length * (1 - ratio))), max(1, math.ceil(length * (1 + ratio)))
+    rng = random.Random(f"lengths {seed}")
+    return [rng.randint(low, high) for _ in range(count)]

@@ -72,14 +72,18 @@ class RequestSpec:
     # answers below 400 (``client.preopen``); the engine's adapter says which are cheap.
     preopen_paths: tuple[str, ...] = ("/v1/models", "/health")
 
-    def body(self, prompt: str) -> tuple[str, dict[str, Any]]:
-        """The request's path and JSON body."""
+    def body(self, prompt: str, output_tokens: int | None = None) -> tuple[str, dict[str, Any]]:
+        """The request's path and JSON body; ``output_tokens``: this request's own (a
+        workload whose output lengths vary), else the spec's."""
+        wanted = output_tokens or self.output_tokens
         body: dict[str, Any] = {
-            "max_tokens": self.output_tokens,
+            "max_tokens": wanted,
             "temperature": 0.0,
             "stream": self.stream,
             **self.extras,
         }
+        if "min_tokens" in body:  # the engine's way to ask for exactly that many
+            body["min_tokens"] = wanted
         if self.stream:
             body["stream_options"] = {"include_usage": True}
         if self.model:

@@ -54,6 +54,8 @@ class Share:
     requests: int | None  # closed loop: the level's total, shared by every worker
     duration_s: float | None  # closed loop: stop sending after this long
     arrivals: list[tuple[int, float]] | None = None  # open loop: (index, seconds after t0)
+    # each request's output tokens, by index as ``prompts`` (None: the spec's, for all)
+    outputs: list[int] | None = None
     preopen: int = 0  # connections opened before t0 (about as many as will be in flight)
     # Closed loop: each client's first send, seconds after t0 (empty: every client at t0).
     starts: tuple[float, ...] = ()
@@ -127,7 +129,7 @@ async def _closed(
     take: Take,
     emit: Callable[[RequestRecord], None],
 ) -> None:
-    prompts, spec, n = share.prompts, share.spec, len(share.prompts)
+    prompts, spec, n, outputs = share.prompts, share.spec, len(share.prompts), share.outputs
     stop_at = None if share.duration_s is None else t0 + share.duration_s
     limit = share.requests
 
@@ -140,7 +142,12 @@ async def _closed(
             i = take()
             if limit is not None and i >= limit:
                 return
-            emit(await client.send(session, url, spec, prompts[i % n], i, t0, share.timeout_s))
+            out = outputs[i % len(outputs)] if outputs else None
+            emit(
+                await client.send(
+                    session, url, spec, prompts[i % n], i, t0, share.timeout_s, None, out
+                )
+            )
 
     starts = [share.starts[k] if k < len(share.starts) else 0.0 for k in range(share.clients)]
     await asyncio.gather(*(one_client(at) for at in starts))
@@ -155,13 +162,18 @@ async def _open(
 ) -> None:
     """Send each arrival at its time, whatever is in flight; a full cap delays the sending
     (recorded: ``scheduled`` < ``start``) and every arrival after it, in order."""
-    prompts, spec, n = share.prompts, share.spec, len(share.prompts)
+    prompts, spec, n, outputs = share.prompts, share.spec, len(share.prompts), share.outputs
     slots = asyncio.Semaphore(share.clients) if share.clients > 0 else None
     tasks: set[asyncio.Task[None]] = set()
 
     async def one(i: int, at: float) -> None:
         try:
-            emit(await client.send(session, url, spec, prompts[i % n], i, t0, share.timeout_s, at))
+            out = outputs[i % len(outputs)] if outputs else None
+            emit(
+                await client.send(
+                    session, url, spec, prompts[i % n], i, t0, share.timeout_s, at, out
+                )
+            )
         finally:
             if slots is not None:
                 slots.release()

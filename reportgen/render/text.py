@@ -86,8 +86,30 @@ def workload(wl: Mapping[str, Any]) -> str:
         f"warm-up requests, seed {wl.get('seed', 0)}"
         + (", throughputs trimmed to the steady state" if summary.trims(wl) else "")
         + prompt_source(wl.get("prompts") or {})
+        + lengths_said(wl)
         + load_mode(wl)
     )
+
+
+def lengths_said(wl: Mapping[str, Any]) -> str:
+    """How lengths vary from request to request ("" where each is the workload's)."""
+    src = wl.get("prompts") or {}
+    out = ""
+    ratio = float(wl.get("range_ratio") or 0)
+    if ratio:
+        which = (
+            "input and output lengths"
+            if src.get("source", "random") in ("random", "shared-prefix")
+            else "output lengths"
+        )
+        out += f", {which} drawn uniformly within ±{ratio:.0%} of these (range_ratio {ratio:g})"
+    if src.get("answer_lengths"):
+        how = "by the tokenizer" if wl.get("tokenizer") else "estimated as characters / 4"
+        out += (
+            f", each asking for as many output tokens as the dataset's own answer had ({how}), "
+            f"at most {wl.get('output_tokens', '?')}"
+        )
+    return out
 
 
 def load_mode(wl: Mapping[str, Any]) -> str:
@@ -335,7 +357,7 @@ def methods(
         # a dataset's prompts are as long as they are: input_tokens does not apply
         else f"{wl.get('output_tokens', '?')} output tokens requested per request, the "
         "prompts as long as they are"
-    )
+    ) + lengths_said(wl)
     load = [
         f"{loop} {amount}; {wl.get('api', 'chat')} API; {sizes}; {prompts_text}; drawn from "
         f"seed {wl.get('seed', 0)}, the same for every experiment.",

@@ -49,7 +49,7 @@ class Driver:
         self.ceiling = ceiling
         self.on_request = on_request
         self.words_per_token = 1.0
-        self._dataset: list[str] | None = None
+        self._dataset: list[tuple[str, str | None]] | None = None
         # The median request time (s) staggered starts are spaced by, and where it was
         # measured: the warm-up, else (no warm-up) the level run just before.
         self.request_s: float | None = None
@@ -57,35 +57,51 @@ class Driver:
 
     # -- prompts -------------------------------------------------------------------------
 
-    def prompts(self, count: int, seed: int) -> list[str]:
-        src = self.wl.prompts
+    def requests(self, count: int, seed: int) -> tuple[list[str], list[int] | None]:
+        """``count`` prompts for a level, and each one's output tokens where they vary
+        (``range_ratio``, a ShareGPT file's answer lengths; None: ``output_tokens`` for all).
+        The same for a given seed in every experiment."""
+        wl, src = self.wl, self.wl.prompts
+        outputs = (
+            prompts.lengths(count, wl.output_tokens, wl.range_ratio, f"out {seed}")
+            if wl.range_ratio
+            else None
+        )
         if src.source == "fixed":
-            return [str(src.text)]
+            return [str(src.text)], outputs
         if src.source in ("sharegpt", "jsonl"):
             if self._dataset is None:
                 path = Path(str(src.path)).expanduser()
                 if not path.is_absolute():
                     path = self.campaign_dir / path
-                self._dataset = prompts.load_dataset(src.source, path, src.field)
-            return prompts.sample(self._dataset, count, seed)
-        words = max(1, round(self.wl.input_tokens * self.words_per_token))
+                self._dataset = prompts.load_pairs(src.source, path, src.field)
+            drawn = prompts.sample(self._dataset, count, seed)
+            if src.answer_lengths:
+                outputs = [self._answer_tokens(answer) for _, answer in drawn]
+            return [prompt for prompt, _ in drawn], outputs
+        sizes = prompts.lengths(count, wl.input_tokens, wl.range_ratio, f"in {seed}")
+        words = [max(1, round(n * self.words_per_token)) for n in sizes]
         if src.source == "shared-prefix":
             head = int(src.prefix_tokens or 1)
             if self.tokenizer is not None:
                 return prompts.shared_prefix_exact(
-                    count,
-                    self.wl.input_tokens,
-                    head,
-                    src.groups,
-                    seed,
-                    self.wl.seed,
-                    self.tokenizer,
-                )
+                    count, sizes, head, src.groups, seed, wl.seed, self.tokenizer
+                ), outputs
             head_words = max(1, round(head * self.words_per_token))
-            return prompts.shared_prefix(count, words, head_words, src.groups, seed, self.wl.seed)
+            return prompts.shared_prefix(
+                count, words, head_words, src.groups, seed, wl.seed
+            ), outputs
         if self.tokenizer is not None:
-            return prompts.synthetic_exact(count, self.wl.input_tokens, seed, self.tokenizer)
-        return prompts.synthetic(count, words, seed)
+            return prompts.synthetic_exact(count, sizes, seed, self.tokenizer), outputs
+        return prompts.synthetic(count, words, seed), outputs
+
+    def _answer_tokens(self, answer: str | None) -> int:
+        """A dataset answer's length in tokens (by the tokenizer, else characters / 4), at
+        least 1 and at most ``output_tokens``; ``output_tokens`` where it has none."""
+        if not answer:
+            return self.wl.output_tokens
+        n = len(self.tokenizer.encode(answer)) if self.tokenizer else round(len(answer) / 4)
+        return max(1, min(n, self.wl.output_tokens))
 
     def _correct_length(self, warm: LevelRun) -> None:
         """Without a tokenizer, scale words per token so the server sees the target length."""
@@ -109,7 +125,7 @@ class Driver:
         stagger_s: float = 0.0,
     ) -> LevelRun:
         n = requests if requests is not None else PROMPT_POOL
-        pool = self.prompts(n, seed)
+        pool, outputs = self.requests(n, seed)
         return loadgen.run_load(
             self.base_url,
             self.spec,
@@ -125,6 +141,7 @@ class Driver:
             on_request=self.on_request if progress else None,
             stop_when=stop_when,
             stagger_s=stagger_s,
+            outputs=outputs,
         )
 
     def warmup(self) -> Warmup:

@@ -1,0 +1,124 @@
+"""Workloads whose lengths vary from request to request: `range_ratio` (vLLM's
+--random-range-ratio) and a ShareGPT file's own answer lengths. Unit tests of the draws,
+then runs against the simulator, whose counters must see exactly what was asked for."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from reportgen.load import prompts
+from tests.conftest import free_port, reportgen_main
+from tests.test_campaign_fuzz import toml_document
+from tests.test_cli_fuzz import DEMO
+
+
+def test_lengths_are_drawn_within_the_range_reproducibly() -> None:
+    drawn = prompts.lengths(2000, 100, 0.5, seed=3)
+    assert min(drawn) >= 50 and max(drawn) <= 150
+    assert min(drawn) <= 52 and max(drawn) >= 148  # the whole range is reached
+    assert abs(sum(drawn) / len(drawn) - 100) < 3  # uniform: the mean is the length asked
+    assert drawn == prompts.lengths(2000, 100, 0.5, seed=3)  # the same in every experiment
+    assert drawn != prompts.lengths(2000, 100, 0.5, seed=4)
+    assert prompts.lengths(5, 100, 0.0, seed=3) == [100] * 5
+    # vLLM's bounds: floor(L (1 - r)) to ceil(L (1 + r)), never below one token
+    assert set(prompts.lengths(500, 3, 0.9, seed=0)) == {1, 2, 3, 4, 5, 6}
+    words = prompts.synthetic(4, [5, 9, 2, 30], seed=0)
+    assert [len(w.split()) for w in words] == [5, 9, 2, 30]
+
+
+def test_sharegpt_answers_come_with_their_prompts(tmp_path: Path) -> None:
+    items = [
+        {"conversations": [{"from": "human", "value": "Why is the sky blue?"},
+                           {"from": "gpt", "value": "Rayleigh scattering. " * 10}]},
+        {"messages": [{"role": "system", "content": "Be brief."},
+                      {"role": "user", "content": "Name a prime."},
+                      {"role": "assistant", "content": "Seven."}]},
+        {"conversations": [{"from": "human", "value": "Unanswered."}]},
+    ]  # fmt: skip
+    path = tmp_path / "chats.json"
+    path.write_text(json.dumps(items))
+    assert prompts.load_pairs("sharegpt", path) == [
+        ("Why is the sky blue?", "Rayleigh scattering. " * 10),
+        ("Name a prime.", "Seven."),
+        ("Unanswered.", None),
+    ]
+
+
+def _campaign(tmp_path: Path, workload: dict, port: int) -> Path:
+    data = json.loads(json.dumps(DEMO))
+    data["server"]["args"] = {**data["server"]["args"], "port": port, "jitter": 0}
+    data["workload"] = {**data["workload"], **workload}
+    data["experiment"], data["probe"], data["check"] = data["experiment"][:1], [], []
+    data["campaign"]["objective"]["concurrency"] = workload["concurrency"]
+    path = tmp_path / "lengths.toml"
+    path.write_text(toml_document(data), encoding="utf-8")
+    return path
+
+
+def _ran(tmp_path: Path, path: Path, cache: Path) -> tuple[dict, list]:
+    out = tmp_path / "out"
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (run_dir,) = (p.parent for p in out.glob("*/*/results.json"))
+    from reportgen import results
+
+    data = json.loads((run_dir / "results.json").read_text())
+    rows = results.read_requests(run_dir, data["experiments"][0]["id"])
+    assert reportgen_main("verify", run_dir).returncode == 0
+    return data, rows
+
+
+@pytest.mark.slow
+def test_a_range_of_lengths_reaches_the_server_as_drawn(tmp_path: Path, cache: Path) -> None:
+    """range_ratio 0.5 around 32 output tokens: each request asks for its own length, the
+    simulator produces exactly that (its generation counter agrees), prompts vary in length,
+    and the report says how lengths were drawn."""
+    wl = {"concurrency": [2], "requests_per_level": 24, "repetitions": 1, "warmup_requests": 0,
+          "input_tokens": 40, "output_tokens": 32, "range_ratio": 0.5}  # fmt: skip
+    data, rows = _ran(tmp_path, _campaign(tmp_path, wl, free_port()), cache)
+    asked = [r.requested_output_tokens for r in rows]
+    assert min(asked) >= 16 and max(asked) <= 48 and len(set(asked)) > 5
+    assert [r.output_tokens for r in rows] == asked  # none short
+    level = data["experiments"][0]["levels"][0]
+    made = level["engine_metrics"]["counters"]["sim:generation_tokens_total"]
+    assert made == sum(asked)
+    inputs = [r.input_tokens for r in rows]
+    assert len(set(inputs)) > 5 and min(inputs) < 40 < max(inputs)
+    checks = {c["id"]: c["status"] for c in data["experiments"][0]["checks"]}
+    assert checks["output_lengths"] == "pass"
+    md = (next((tmp_path / "out").glob("*/*/report.md"))).read_text()
+    html = (next((tmp_path / "out").glob("*/*/report.html"))).read_text()
+    assert "input and output lengths drawn uniformly within ±50% of these (range_ratio 0.5)" in (
+        html
+    ), md
+
+
+@pytest.mark.slow
+def test_sharegpt_answer_lengths_are_asked_for(tmp_path: Path, cache: Path) -> None:
+    answers = ["word " * n for n in (8, 20, 44, 400)]  # 10, 25, 55 and 500 characters / 4
+    items = [
+        {"conversations": [{"from": "human", "value": f"Question {k}?"},
+                           {"from": "gpt", "value": a}]}
+        for k, a in enumerate(answers)
+    ]  # fmt: skip
+    (tmp_path / "chats.json").write_text(json.dumps(items))
+    source = {"source": "sharegpt", "path": "chats.json", "answer_lengths": True}
+    wl = {"concurrency": [2], "requests_per_level": 16, "repetitions": 1, "warmup_requests": 0,
+          "output_tokens": 64, "prompts": source}  # fmt: skip
+    data, rows = _ran(tmp_path, _campaign(tmp_path, wl, free_port()), cache)
+    want = {f"Question {k}?": min(64, round(len(a) / 4)) for k, a in enumerate(answers)}
+    assert sorted({r.requested_output_tokens for r in rows}) == sorted(set(want.values()))
+    assert [r.output_tokens for r in rows] == [r.requested_output_tokens for r in rows]
+    assert sorted(set(want.values())) == [10, 25, 55, 64]  # the longest capped at 64
+    html = (next((tmp_path / "out").glob("*/*/report.html"))).read_text()
+    assert "as many output tokens as the dataset&#39;s own answer had (estimated as " in html
+    assert math.isclose(
+        data["experiments"][0]["levels"][0]["engine_metrics"]["counters"][
+            "sim:generation_tokens_total"
+        ],
+        sum(r.output_tokens for r in rows),
+    )
