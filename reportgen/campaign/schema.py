@@ -168,13 +168,16 @@ class Server(_Model):
 class PromptSource(_Model):
     """Where request prompts come from."""
 
-    source: Literal["random", "shared-prefix", "sharegpt", "jsonl", "fixed"] = Field(
+    source: Literal["random", "shared-prefix", "sharegpt", "jsonl", "fixed", "trace"] = Field(
         "random",
         description="random: synthetic prompts of input_tokens tokens, each distinct; "
         "shared-prefix: synthetic prompts of input_tokens tokens whose first prefix_tokens are "
         "one of `groups` shared prefixes (a system prompt or a document several questions "
         "share: what a prefix cache is for); sharegpt: a ShareGPT-format JSON file (first "
-        "human turn); jsonl: one JSON object per line; fixed: one text.",
+        "human turn); jsonl: one JSON object per line; fixed: one text; trace: a JSONL trace "
+        "of timestamped requests (Mooncake's form: timestamp, input_length, output_length, "
+        "hash_ids) replayed on time, each level its first requests_per_level requests or its "
+        "first duration_s seconds, at most C in flight.",
     )
     path: str | None = Field(None, description="Dataset file (sharegpt, jsonl).")
     field: str = Field("prompt", description="jsonl: the key holding the prompt text.")
@@ -191,6 +194,19 @@ class PromptSource(_Model):
         description="shared-prefix: tokens of each group's prefix; the rest of input_tokens "
         "is the request's own text.",
     )
+    time_scale: float = Field(
+        0.001,
+        gt=0,
+        allow_inf_nan=False,
+        description="trace: seconds per timestamp unit (0.001: milliseconds, as Mooncake's "
+        "traces; 0.5 replays a millisecond trace twice as fast).",
+    )
+    block_tokens: int = Field(
+        512,
+        ge=1,
+        description="trace: tokens per hash_ids block (Mooncake: 512); requests naming the "
+        "same block share that text.",
+    )
     answer_lengths: bool = Field(
         False,
         description="sharegpt: each request asks for as many output tokens as the dataset's "
@@ -201,10 +217,10 @@ class PromptSource(_Model):
 
     @model_validator(mode="after")
     def _needs(self) -> PromptSource:
-        if self.path and self.source not in ("sharegpt", "jsonl"):
+        if self.path and self.source not in ("sharegpt", "jsonl", "trace"):
             raise ValueError(
                 f"prompts.path is given but prompts.source = {self.source!r} reads no file: "
-                'set source = "sharegpt" or "jsonl" (or remove path)'
+                'set source = "sharegpt", "jsonl" or "trace" (or remove path)'
             )
         if self.text and self.source != "fixed":
             raise ValueError(
@@ -216,7 +232,7 @@ class PromptSource(_Model):
                 f"prompts.answer_lengths reads a ShareGPT file's answers, but prompts.source = "
                 f'{self.source!r}: set source = "sharegpt" (or remove answer_lengths)'
             )
-        if self.source in ("sharegpt", "jsonl") and not self.path:
+        if self.source in ("sharegpt", "jsonl", "trace") and not self.path:
             raise ValueError(f"prompts.source = {self.source!r} needs prompts.path")
         if self.source == "fixed" and not self.text:
             raise ValueError('prompts.source = "fixed" needs prompts.text')
@@ -363,6 +379,11 @@ class Workload(_Model):
                 "keeps C requests in flight)"
             )
         src = self.prompts
+        if src.source == "trace" and self.request_rate is not None:
+            raise ValueError(
+                'prompts.source = "trace" replays the trace\'s own arrival times: remove '
+                "request_rate (workload.concurrency caps the requests in flight)"
+            )
         if src.source == "shared-prefix" and (src.prefix_tokens or 0) >= self.input_tokens:
             raise ValueError(
                 f"prompts.prefix_tokens ({src.prefix_tokens}) must be below input_tokens "

@@ -145,6 +145,8 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"open loop, {wl.arrival} arrivals at {wl.request_rate:g} requests/s, at most C "
             "in flight"
             if wl.request_rate is not None
+            else "open loop at the trace's own times, at most C in flight"
+            if wl.prompts.source == "trace"
             else "closed loop, C clients"
         )
         slo = ", ".join(f"{k} <= {v:g}" for k, v in wl.slo.model_dump().items() if v is not None)

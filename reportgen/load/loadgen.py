@@ -150,6 +150,7 @@ def run_load(
     stop_when: Callable[[], str | None] | None = None,
     stagger_s: float = 0.0,
     outputs: list[int] | None = None,
+    schedule: list[float] | None = None,
 ) -> LevelRun:
     """Run one level and return every request's record, sorted by index.
 
@@ -157,7 +158,9 @@ def run_load(
     flight (0 = no limit). ``stagger_s``: closed loop, seconds between consecutive clients'
     first requests (0: all at t0; ignored by an open loop). ``workers``: None chooses
     (``auto_workers``); 1 runs in this thread; more runs that many processes. ``outputs``:
-    each request's output tokens, by index as ``prompts`` (None: ``spec``'s). ``on_request``
+    each request's output tokens, by index as ``prompts`` (None: ``spec``'s). ``schedule``:
+    an open loop whose send times (seconds after t0, one per request: a trace replayed) are
+    given, not drawn from ``rate``; ``concurrency`` caps what is in flight. ``on_request``
     is called in this thread for every finished request, in any order (from worker
     processes, in batches every 0.1 s).
     A failed request is a record with ``status="error"``; this raises ``LoadError`` only when
@@ -171,22 +174,33 @@ def run_load(
     script that calls this with workers > 1 needs the usual ``if __name__ == "__main__":``.
     Runs its own event loop, so call it from a thread without a running one.
     """
+    if schedule is not None:
+        if rate is not None or any(not (t >= 0 and math.isfinite(t)) for t in schedule):
+            raise ValueError("a schedule is given instead of a rate, as finite times >= 0")
+        requests, duration_s = len(schedule), None
     if (requests is None) == (duration_s is None):
         raise ValueError("give exactly one of requests or duration_s")
     if not prompts:
         raise ValueError("prompts must not be empty")
-    if rate is None and concurrency < 1:
+    if rate is None and schedule is None and concurrency < 1:
         raise ValueError(f"a closed loop needs concurrency >= 1, got {concurrency}")
     if not (stagger_s >= 0 and math.isfinite(stagger_s)):
         raise ValueError(f"stagger_s must be a number of seconds >= 0, got {stagger_s!r}")
-    if rate is not None:
+    if rate is not None or schedule is not None:
         stagger_s = 0.0  # an open loop's arrival times say when each request goes
     arrivals = None
-    if rate is not None:
+    if schedule is not None:
+        arrivals = list(enumerate(schedule))
+    elif rate is not None:
         times = arrival_times(rate, arrival, seed, requests=requests, duration_s=duration_s)
         arrivals = list(enumerate(times))
     per_request = round(sum(outputs) / len(outputs)) if outputs else spec.output_tokens
-    n = workers if workers is not None else auto_workers(concurrency, rate, per_request)
+    if schedule:  # the trace's mean rate, for the choice of workers
+        span = max(schedule) - min(schedule)
+        rate_seen = len(schedule) / span if span > 0 else math.inf
+        n = workers if workers is not None else auto_workers(concurrency, rate_seen, per_request)
+    else:
+        n = workers if workers is not None else auto_workers(concurrency, rate, per_request)
     if n < 1:
         raise ValueError(f"workers must be >= 1, got {n}")
     if concurrency > 0:

@@ -116,6 +116,9 @@ def load_mode(wl: Mapping[str, Any]) -> str:
     """What a one-line workload leaves out otherwise: open-loop rate and arrivals, streaming
     off, SLOs ("" for a streamed closed loop without SLOs)."""
     out = ""
+    if (wl.get("prompts") or {}).get("source") == "trace":
+        scale = float((wl.get("prompts") or {}).get("time_scale") or 0.001)
+        out += f", open loop at the trace's own times ({scale:g} s per unit), at most C in flight"
     if wl.get("request_rate"):
         out += (
             f", open loop at {wl['request_rate']:g} requests/s "
@@ -139,6 +142,11 @@ def prompt_source(src: Mapping[str, Any]) -> str:
         )
     if source in ("sharegpt", "jsonl"):
         return f", {source} prompts from {src.get('path')}"
+    if source == "trace":
+        return (
+            f", the trace {src.get('path')} replayed on time (its lengths, its shared "
+            f"{src.get('block_tokens', 512)}-token blocks)"
+        )
     if source == "fixed":
         return ", one fixed prompt"
     return ""
@@ -314,7 +322,18 @@ def methods(
     else:
         amount = f"{wl.get('duration_s', '?')} s per level"
     rate = wl.get("request_rate")
-    if rate == float("inf"):
+    if (wl.get("prompts") or {}).get("source") == "trace":
+        amount = (
+            f"the trace's first {wl['requests_per_level']} requests per level"
+            if wl.get("requests_per_level") is not None
+            else f"the trace's first {wl.get('duration_s', '?')} s per level"
+        )
+        loop = (
+            "Open loop, replaying a trace: each request is sent at its own timestamp, whether "
+            "or not earlier ones have finished; the concurrency level C caps the requests in "
+            "flight (a request that must wait is timed from when it is actually sent)."
+        )
+    elif rate == float("inf"):
         loop = (
             "Open loop at an infinite rate: every request of a level is sent at its start, "
             "the concurrency level C capping the requests in flight (a request that must wait "
@@ -349,6 +368,9 @@ def methods(
         "sharegpt": "prompts are the first human turns of a ShareGPT-format dataset",
         "jsonl": "prompts come from a JSONL dataset",
         "fixed": "every request sends the same fixed prompt",
+        "trace": "requests replay a trace: each sent at its timestamp, with its input and "
+        "output lengths, its prompt synthetic text made of its hash_ids blocks (a block the "
+        "same text wherever it appears, so requests share what the trace says they share)",
     }.get(source, "prompts are synthetic")
     sizes = (
         f"{wl.get('input_tokens', '?')} input tokens and {wl.get('output_tokens', '?')} "

@@ -11,12 +11,13 @@ warm-up, so that they do not run in lockstep waves).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reportgen.analysis.summary import applied_slo, summarize
 from reportgen.campaign import Workload
-from reportgen.load import loadgen, prompts
+from reportgen.load import loadgen, prompts, trace
 from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
 from reportgen.load.tokens import Tokenizer
 from reportgen.results.model import ClientLoad, Level, Stagger, Warmup, Window
@@ -27,6 +28,16 @@ FULL_TEXT = 10**7  # characters of output kept per request when a tokenizer must
 # A duration level's clients all start within this share of it: a long request time must not
 # leave most of a short level to the ramp-up.
 STAGGER_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A level's requests: prompts, each one's output tokens where they vary, and its send
+    times where a trace gives them (None: the load's own loop, closed or at request_rate)."""
+
+    prompts: list[str]
+    outputs: list[int] | None = None
+    schedule: list[float] | None = None
 
 
 class Driver:
@@ -50,6 +61,7 @@ class Driver:
         self.on_request = on_request
         self.words_per_token = 1.0
         self._dataset: list[tuple[str, str | None]] | None = None
+        self._trace: list[trace.TraceRow] | None = None
         # The median request time (s) staggered starts are spaced by, and where it was
         # measured: the warm-up, else (no warm-up) the level run just before.
         self.request_s: float | None = None
@@ -57,11 +69,34 @@ class Driver:
 
     # -- prompts -------------------------------------------------------------------------
 
+    def batch(self, requests: int | None, duration_s: float | None, seed: int) -> Batch:
+        """What a level sends: a trace's window, replayed on time; else ``requests`` prompts
+        (a pool of PROMPT_POOL for a duration) sent as the load's loop sends them."""
+        src = self.wl.prompts
+        if src.source != "trace":
+            prompts_, outputs = self.requests(requests or PROMPT_POOL, seed)
+            return Batch(prompts_, outputs)
+        if self._trace is None:
+            self._trace = trace.load(self._path(str(src.path)), src.time_scale)
+        rows = trace.window(self._trace, requests, duration_s)
+        texts = trace.prompts(rows, src.block_tokens, self.words_per_token, seed)
+        return Batch(texts, [r.output_tokens for r in rows], [r.at for r in rows])
+
+    def _path(self, given: str) -> Path:
+        path = Path(given).expanduser()
+        return path if path.is_absolute() else self.campaign_dir / path
+
     def requests(self, count: int, seed: int) -> tuple[list[str], list[int] | None]:
         """``count`` prompts for a level, and each one's output tokens where they vary
         (``range_ratio``, a ShareGPT file's answer lengths; None: ``output_tokens`` for all).
         The same for a given seed in every experiment."""
         wl, src = self.wl, self.wl.prompts
+        if src.source == "trace":  # (the warm-up: the trace's first requests, untimed)
+            if self._trace is None:
+                self._trace = trace.load(self._path(str(src.path)), src.time_scale)
+            rows = trace.window(self._trace, count, None)
+            texts = trace.prompts(rows, src.block_tokens, self.words_per_token, seed)
+            return texts, [r.output_tokens for r in rows]
         outputs = (
             prompts.lengths(count, wl.output_tokens, wl.range_ratio, f"out {seed}")
             if wl.range_ratio
@@ -71,10 +106,7 @@ class Driver:
             return [str(src.text)], outputs
         if src.source in ("sharegpt", "jsonl"):
             if self._dataset is None:
-                path = Path(str(src.path)).expanduser()
-                if not path.is_absolute():
-                    path = self.campaign_dir / path
-                self._dataset = prompts.load_pairs(src.source, path, src.field)
+                self._dataset = prompts.load_pairs(src.source, self._path(str(src.path)), src.field)
             drawn = prompts.sample(self._dataset, count, seed)
             if src.answer_lengths:
                 outputs = [self._answer_tokens(answer) for _, answer in drawn]
@@ -106,7 +138,7 @@ class Driver:
     def _correct_length(self, warm: LevelRun) -> None:
         """Without a tokenizer, scale words per token so the server sees the target length."""
         counts = [r.input_tokens for r in warm.records if r.input_tokens]
-        synthetic = self.wl.prompts.source in ("random", "shared-prefix")
+        synthetic = self.wl.prompts.source in ("random", "shared-prefix", "trace")
         if self.tokenizer is None and synthetic and counts:
             measured = sum(counts) / len(counts)
             self.words_per_token *= self.wl.input_tokens / measured if measured else 1.0
@@ -123,16 +155,20 @@ class Driver:
         progress: bool,
         stop_when: Callable[[], str | None] | None = None,
         stagger_s: float = 0.0,
+        replay: bool = False,
     ) -> LevelRun:
-        n = requests if requests is not None else PROMPT_POOL
-        pool, outputs = self.requests(n, seed)
+        if replay:
+            sent = self.batch(requests, duration_s, seed)
+        else:
+            sent = Batch(*self.requests(requests if requests is not None else PROMPT_POOL, seed))
         return loadgen.run_load(
             self.base_url,
             self.spec,
-            pool,
+            sent.prompts,
             concurrency,
-            requests=requests,
-            duration_s=duration_s,
+            requests=None if sent.schedule is not None else requests,
+            duration_s=None if sent.schedule is not None else duration_s,
+            schedule=sent.schedule,
             rate=self.wl.request_rate,
             arrival=self.wl.arrival,
             seed=seed,
@@ -141,7 +177,7 @@ class Driver:
             on_request=self.on_request if progress else None,
             stop_when=stop_when,
             stagger_s=stagger_s,
-            outputs=outputs,
+            outputs=sent.outputs,
         )
 
     def warmup(self) -> Warmup:
@@ -177,6 +213,7 @@ class Driver:
             True,
             stop_when,
             stagger_s=stagger.step_s if stagger else 0.0,
+            replay=True,
         )
         if self.request_measured != "warm-up":
             self._measured(lv, f"C={concurrency} repetition {repetition + 1}")

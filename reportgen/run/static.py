@@ -28,7 +28,7 @@ from pathlib import Path
 from reportgen import engines
 from reportgen.campaign import Campaign, Resolved
 from reportgen.errors import LoadError, Problem
-from reportgen.load import prompts
+from reportgen.load import prompts, trace
 from reportgen.run.plan import command_line, plan
 
 
@@ -51,7 +51,10 @@ def check(campaign: Campaign) -> Findings:
             seen.add(("prompts", src.path))
             path = _local(base, src.path)
             try:
-                prompts.load_dataset(src.source, path, src.field)
+                if src.source == "trace":
+                    trace.load(path, src.time_scale)
+                else:
+                    prompts.load_dataset(src.source, path, src.field)
             except LoadError as exc:
                 message = str(exc).split(": ", 1)[-1]
                 found.errors.append(
