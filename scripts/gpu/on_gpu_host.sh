@@ -88,43 +88,7 @@ stage() {
   done
 }
 
-unbench() {  # ENGINE [reportgen bench options]: the engine started by hand, then benchmarked
-  local engine=$1; shift
-  engine_env "$engine"
-  cd "$root"
-  mkdir -p "$RUNS"
-  local log=$RUNS/$engine-bench-server.log model=output/models/small-moe-eos port=${BENCH_PORT:-8000}
-  if [ "$engine" = vllm ]; then
-    setsid python3 -m vllm.entrypoints.cli.main serve "$model" --port "$port" \
-      --gpu-memory-utilization 0.85 --max-model-len 4096 > "$log" 2>&1 &
-  else
-    setsid python3 -m sglang.launch_server --model-path "$model" --port "$port" \
-      --attention-backend triton --sampling-backend pytorch --enable-metrics \
-      --mem-fraction-static 0.8 > "$log" 2>&1 &
-  fi
-  local server=$!  # setsid: its own process group, stopped as one below
-  local t0=$SECONDS
-  python3 -c '
-import sys, time, httpx
-deadline = time.monotonic() + 400
-while time.monotonic() < deadline:
-    try:
-        if httpx.get(f"http://127.0.0.1:{sys.argv[1]}/health", timeout=2).status_code == 200:
-            sys.exit(0)
-    except httpx.HTTPError:
-        pass
-    time.sleep(1)
-sys.exit(1)
-' "$port" || say "bench: the server did not answer /health in time"
-  say "bench: $engine answered /health after $((SECONDS - t0)) s"
-  python3 -m reportgen bench "http://127.0.0.1:$port" --output "$RUNS" --no-pdf "$@" || say "bench: reportgen exited $?"
-  kill -TERM -- "-$server" 2>/dev/null || true
-  for _ in $(seq 1 30); do kill -0 -- "-$server" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- "-$server" 2>/dev/null || true
-  say "bench: server stopped; its log is $log"
-}
-
-pack() {
+unpack() {
   local name dir site
   name=$(name_of "$1"); dir=$BUNDLES/$name; site=$SITES/$name
   [ -f "$dir/SHA256SUMS" ] || die "unpack: $dir/SHA256SUMS is missing (stage it with the parts)"
@@ -225,6 +189,42 @@ EOF
   say "reportgen exited $rc; run directory: $dir"
   echo "$dir" > "$RUNS/last-$engine"
   return 0
+}
+
+bench() {  # ENGINE [reportgen bench options]: the engine started by hand, then benchmarked
+  local engine=$1; shift
+  engine_env "$engine"
+  cd "$root"
+  mkdir -p "$RUNS"
+  local log=$RUNS/$engine-bench-server.log model=output/models/small-moe-eos port=${BENCH_PORT:-8000}
+  if [ "$engine" = vllm ]; then
+    setsid python3 -m vllm.entrypoints.cli.main serve "$model" --port "$port" \
+      --gpu-memory-utilization 0.85 --max-model-len 4096 > "$log" 2>&1 &
+  else
+    setsid python3 -m sglang.launch_server --model-path "$model" --port "$port" \
+      --attention-backend triton --sampling-backend pytorch --enable-metrics \
+      --mem-fraction-static 0.8 > "$log" 2>&1 &
+  fi
+  local server=$!  # setsid: its own process group, stopped as one below
+  local t0=$SECONDS
+  python3 -c '
+import sys, time, httpx
+deadline = time.monotonic() + 400
+while time.monotonic() < deadline:
+    try:
+        if httpx.get(f"http://127.0.0.1:{sys.argv[1]}/health", timeout=2).status_code == 200:
+            sys.exit(0)
+    except httpx.HTTPError:
+        pass
+    time.sleep(1)
+sys.exit(1)
+' "$port" || say "bench: the server did not answer /health in time"
+  say "bench: $engine answered /health after $((SECONDS - t0)) s"
+  python3 -m reportgen bench "http://127.0.0.1:$port" --output "$RUNS" --no-pdf "$@" || say "bench: reportgen exited $?"
+  kill -TERM -- "-$server" 2>/dev/null || true
+  for _ in $(seq 1 30); do kill -0 -- "-$server" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- "-$server" 2>/dev/null || true
+  say "bench: server stopped; its log is $log"
 }
 
 pack() {
