@@ -369,8 +369,9 @@ def _lone_sentence(e: model.Experiment, objective: Objective) -> str:
         for c in sorted(levels)
         if (mean := levels[c].stat(objective.key).mean) is not None
     ]
-    numbers = f": {objective.label} " + ", ".join(said) if said else ""
-    return f"One configuration ({e.id}) was measured, with nothing to compare it with{numbers}."
+    if not said:
+        return f"One configuration ({e.id}) was run, and nothing was measured."
+    return f"{e.id} measured {objective.label} " + ", ".join(said) + "."
 
 
 def _summary_sentence(run: Run, objective: Objective) -> str:
