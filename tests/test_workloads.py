@@ -183,3 +183,28 @@ def test_a_trace_is_replayed_on_time_with_its_lengths_and_shared_blocks(
     res = reportgen_main("validate", path)
     assert res.returncode == 2
     assert "workload.prompts.path = 'trace.jsonl': line 1 needs a timestamp" in res.stderr
+
+
+@pytest.mark.slow
+def test_goodput_can_be_the_objective(tmp_path: Path, cache: Path) -> None:
+    """The objective may be goodput (requests meeting the SLO per second): it is measured at
+    every level and the run verifies; without an SLO the campaign is refused before anything
+    starts."""
+    wl = {"concurrency": [1, 4], "requests_per_level": 16, "repetitions": 2,
+          "warmup_requests": 2, "input_tokens": 16, "output_tokens": 8,
+          "slo": {"ttft_ms": 40}}  # fmt: skip
+    path = _campaign(tmp_path, wl, free_port())
+    text = path.read_text().replace('"output_tok_s"', '"goodput_req_s"', 1)
+    path.write_text(text)
+    res = reportgen_main("validate", path)
+    assert res.returncode == 0, res.stderr
+    data, _ = _ran(tmp_path, path, cache)
+    assert data["campaign"]["campaign"]["objective"]["metric"] == "goodput_req_s"
+    base = data["experiments"][0]
+    assert all(a["goodput_req_s"]["mean"] is not None for a in base["by_level"])
+    path.write_text(text.replace("ttft_ms = 40", "").replace('"ttft_ms" = 40', ""))
+    res = reportgen_main("validate", path)
+    assert res.returncode == 2
+    assert "campaign.objective.metric = 'goodput_req_s': goodput counts the requests" in (
+        res.stderr
+    )

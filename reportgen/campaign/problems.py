@@ -203,6 +203,22 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
                     f"no experiment runs at concurrency {c}; levels are {sorted(levels)}",
                 )
             )
+    metric = objective.get("metric")
+    if metric == "goodput_req_s":
+        bounds = [
+            table(source.get("slo"))
+            for source in [workload] + [table(e.get("workload")) for e in experiments]
+        ]
+        if not any(v is not None for b in bounds for v in b.values()):
+            out.append(
+                Problem(
+                    filename,
+                    "campaign.objective.metric",
+                    metric,
+                    "goodput counts the requests that meet workload.slo, and no SLO is set: "
+                    "add one, e.g. workload.slo = { ttft_ms = 500, tpot_ms = 50 }",
+                )
+            )
     return out
 
 

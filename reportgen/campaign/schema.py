@@ -25,7 +25,16 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-METRICS = ("output_tok_s", "total_tok_s", "req_s", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
+METRICS = (
+    "output_tok_s",
+    "total_tok_s",
+    "req_s",
+    "goodput_req_s",
+    "ttft_ms",
+    "itl_ms",
+    "tpot_ms",
+    "e2e_ms",
+)
 """Metrics a campaign can name. Throughputs: higher is better; latencies: lower is better."""
 
 DEFAULT_REQUESTS_PER_LEVEL = 64
