@@ -707,3 +707,25 @@ def test_preopen_connections_rule() -> None:
     assert preopen_connections(16, 0, None, 100) == 16  # open loop: its cap
     assert preopen_connections(0, 0, None, 1000) == 64  # no cap
     assert preopen_connections(0, 0, None, 10) == 10  # ... nor more than its arrivals
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_conversations_resend_their_history_turn_by_turn(sim: Sim, workers: int) -> None:
+    """turns = 3: request 3c + t is turn t of conversation c, sent after turn t - 1's answer
+    with every earlier prompt and answer; the server's prompt tokens grow turn by turn (in
+    this thread, and from worker processes sharing the conversations)."""
+    spec = RequestSpec(api="chat", model="sim-model", output_tokens=6)
+    prompts = synthetic(12, 10, 5)
+    lv = run_load(sim.url, spec, prompts, 2, requests=12, turns=3, think_s=0.01, workers=workers)
+    recs = sorted(lv.records, key=lambda r: r.index)
+    assert [r.status for r in recs] == ["ok"] * 12
+    assert [r.turn for r in recs] == [0, 1, 2] * 4
+    for c in range(4):
+        a, b, d = recs[3 * c : 3 * c + 3]
+        assert a.end + 0.01 <= b.start + 1e-3 and b.end + 0.01 <= d.start + 1e-3
+        assert a.input_tokens is not None and b.input_tokens is not None
+        # each turn carries the turns before it: its prompt, the answer, its own prompt
+        assert b.input_tokens > a.input_tokens + len(a.output_text.split())
+        assert d.input_tokens > b.input_tokens + len(b.output_text.split())
+    with pytest.raises(ValueError, match="closed loop only"):
+        run_load(sim.url, spec, prompts, 2, requests=4, rate=5.0, turns=2)

@@ -208,3 +208,39 @@ def test_goodput_can_be_the_objective(tmp_path: Path, cache: Path) -> None:
     assert "campaign.objective.metric = 'goodput_req_s': goodput counts the requests" in (
         res.stderr
     )
+
+
+@pytest.mark.slow
+def test_conversations_show_up_in_the_engines_prefix_cache(tmp_path: Path, cache: Path) -> None:
+    """Three-turn conversations re-send their history: the simulator's prefix cache finds it
+    again (its own counters, read by the report), where single-turn random prompts share
+    nothing; the plan and the methods say how the load ran."""
+    wl = {"concurrency": [2], "requests_per_level": 12, "repetitions": 1, "warmup_requests": 0,
+          "input_tokens": 48, "output_tokens": 16, "turns": 3, "think_s": 0.05}  # fmt: skip
+    path = _campaign(tmp_path, wl, free_port())
+    plan = reportgen_main("plan", path)
+    assert "closed loop, C clients, each holding conversations of 3 turns (history re-sent, " in (
+        plan.stdout
+    )
+    data, rows = _ran(tmp_path, path, cache)
+    assert sorted(r.turn for r in rows) == [0] * 4 + [1] * 4 + [2] * 4
+    counters = data["experiments"][0]["levels"][0]["engine_metrics"]["counters"]
+    multi = counters["sim:prefix_cache_hits_total"] / counters["sim:prefix_cache_queries_total"]
+    assert multi > 0.3  # the history is most of a later turn's prompt
+    html = (next((tmp_path / "out").glob("*/*/report.html"))).read_text()
+    assert "Each client holds a conversation of 3 turns at a time" in html
+
+    single = (
+        _campaign(tmp_path / "one", {**wl, "turns": 1}, free_port())
+        if ((tmp_path / "one").mkdir() or True)
+        else None
+    )
+    assert single is not None
+    data, _ = _ran(tmp_path / "one", single, cache)
+    counters = data["experiments"][0]["levels"][0]["engine_metrics"]["counters"]
+    assert (
+        counters.get("sim:prefix_cache_hits_total", 0)
+        < 0.05 * counters["sim:prefix_cache_queries_total"]
+    )
+    res = reportgen_main("validate", _campaign(tmp_path, {**wl, "request_rate": 4.0}, free_port()))
+    assert res.returncode == 2 and "turns > 1: conversations run in a closed loop" in res.stderr

@@ -318,6 +318,20 @@ class Workload(_Model):
         "[L x (1 - r), L x (1 + r)], seeded (the same at every level and in every "
         "experiment); 0: every request the same length.",
     )
+    turns: int = Field(
+        1,
+        ge=1,
+        description="Multi-turn conversations: each client holds a conversation of this many "
+        "turns, each turn sending the turns before it and their answers (the history grows "
+        "by a turn's prompt and answer each time, as a chat does), then starts the next; "
+        "the level's requests count turns. Closed loop only.",
+    )
+    think_s: float = Field(
+        0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="Multi-turn: seconds a client waits after an answer before its next turn.",
+    )
     prompts: PromptSource = Field(default_factory=lambda: PromptSource())  # type: ignore[call-arg]
     tokenizer: str | None = Field(
         None,
@@ -388,6 +402,11 @@ class Workload(_Model):
                 "keeps C requests in flight)"
             )
         src = self.prompts
+        if self.turns > 1 and (self.request_rate is not None or src.source == "trace"):
+            raise ValueError(
+                "turns > 1: conversations run in a closed loop (each client waits for an "
+                "answer before its next turn), so leave out request_rate and trace prompts"
+            )
         if src.source == "trace" and self.request_rate is not None:
             raise ValueError(
                 'prompts.source = "trace" replays the trace\'s own arrival times: remove '

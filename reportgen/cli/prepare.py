@@ -148,6 +148,12 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             else "open loop at the trace's own times, at most C in flight"
             if wl.prompts.source == "trace"
             else "closed loop, C clients"
+            + (
+                f", each holding conversations of {wl.turns} turns (history re-sent"
+                + (f", {wl.think_s:g} s between turns)" if wl.think_s else ")")
+                if wl.turns > 1
+                else ""
+            )
         )
         slo = ", ".join(f"{k} <= {v:g}" for k, v in wl.slo.model_dump().items() if v is not None)
         out.print(

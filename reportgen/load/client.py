@@ -27,6 +27,7 @@ import contextlib
 import selectors
 import time
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
@@ -221,13 +222,17 @@ async def send(
     timeout_s: float,
     scheduled: float | None = None,
     output_tokens: int | None = None,
+    history: Sequence[tuple[str, str]] = (),
+    answer: list[str] | None = None,
 ) -> RequestRecord:
     """Send one request and time it from ``t0`` (a ``time.perf_counter()`` reading);
-    ``output_tokens``: this request's own, where the workload's vary.
+    ``output_tokens``: this request's own, where the workload's vary; ``history``: its
+    conversation's earlier turns; ``answer``: gets the whole answer text appended (the next
+    turn's history), not only the record's first ``keep_text_chars``.
 
     ``start`` is when the request went to the kernel (when the client began, if it never
     did: a failed connection)."""
-    payload = orjson.dumps(spec.body(prompt, output_tokens)[1])
+    payload = orjson.dumps(spec.body(prompt, output_tokens, history)[1])
     parts: list[str] = []
     rec = RequestRecord(
         index=index,
@@ -236,7 +241,8 @@ async def send(
         scheduled=scheduled,
     )
     sent: list[float] = []
-    keep = spec.keep_text_chars
+    # (a conversation's next turn carries the whole answer: collect it all, keep the first)
+    keep = spec.keep_text_chars if answer is None else 1 << 30
     try:
         async with asyncio.timeout(timeout_s):
             if session.pool is not None:
@@ -262,7 +268,10 @@ async def send(
     rec.end = time.perf_counter() - t0
     if sent:
         rec.start = sent[0] - t0
-    rec.output_text = "".join(parts)[:keep]
+    text = "".join(parts)
+    rec.output_text = text[: spec.keep_text_chars]
+    if answer is not None:
+        answer.append(text)
     if rec.output_tokens_source != "usage":
         rec.output_tokens = len(rec.chunk_times)
     return rec

@@ -151,6 +151,8 @@ def run_load(
     stagger_s: float = 0.0,
     outputs: list[int] | None = None,
     schedule: list[float] | None = None,
+    turns: int = 1,
+    think_s: float = 0.0,
 ) -> LevelRun:
     """Run one level and return every request's record, sorted by index.
 
@@ -160,7 +162,10 @@ def run_load(
     (``auto_workers``); 1 runs in this thread; more runs that many processes. ``outputs``:
     each request's output tokens, by index as ``prompts`` (None: ``spec``'s). ``schedule``:
     an open loop whose send times (seconds after t0, one per request: a trace replayed) are
-    given, not drawn from ``rate``; ``concurrency`` caps what is in flight. ``on_request``
+    given, not drawn from ``rate``; ``concurrency`` caps what is in flight. ``turns`` (a
+    closed loop): each client holds conversations of that many turns, request
+    ``c * turns + t`` being turn t of conversation c, sent with the turns before it and
+    their answers, ``think_s`` after the answer before it. ``on_request``
     is called in this thread for every finished request, in any order (from worker
     processes, in batches every 0.1 s).
     A failed request is a record with ``status="error"``; this raises ``LoadError`` only when
@@ -180,6 +185,10 @@ def run_load(
         requests, duration_s = len(schedule), None
     if (requests is None) == (duration_s is None):
         raise ValueError("give exactly one of requests or duration_s")
+    if turns > 1 and (rate is not None or schedule is not None):
+        raise ValueError("conversations of several turns run in a closed loop only")
+    if turns < 1 or not (think_s >= 0 and math.isfinite(think_s)):
+        raise ValueError(f"turns must be >= 1 and think_s >= 0, got {turns}, {think_s}")
     if not prompts:
         raise ValueError("prompts must not be empty")
     if rate is None and schedule is None and concurrency < 1:
@@ -213,6 +222,8 @@ def run_load(
             spec=spec,
             prompts=prompts,
             outputs=outputs,
+            turns=turns,
+            think_s=think_s,
             clients=concurrency // n + (k < concurrency % n),
             timeout_s=timeout_s,
             requests=requests if arrivals is None else None,

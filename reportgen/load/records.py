@@ -7,6 +7,7 @@ made in worker processes share the parent's time axis.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -30,6 +31,7 @@ class RequestRecord:
     output_text: str = ""  # the first RequestSpec.keep_text_chars characters
     chunk_chars: list[int] = field(default_factory=list)  # output characters, per chunk_times
     scheduled: float | None = None  # open loop: the intended send time (<= start)
+    turn: int = 0  # multi-turn: its turn in its conversation (index // turns), from 0
     concurrency: int = 0  # the level it belongs to (set once the level has run)
     repetition: int = 0
 
@@ -72,9 +74,16 @@ class RequestSpec:
     # answers below 400 (``client.preopen``); the engine's adapter says which are cheap.
     preopen_paths: tuple[str, ...] = ("/v1/models", "/health")
 
-    def body(self, prompt: str, output_tokens: int | None = None) -> tuple[str, dict[str, Any]]:
+    def body(
+        self,
+        prompt: str,
+        output_tokens: int | None = None,
+        history: Sequence[tuple[str, str]] = (),
+    ) -> tuple[str, dict[str, Any]]:
         """The request's path and JSON body; ``output_tokens``: this request's own (a
-        workload whose output lengths vary), else the spec's."""
+        workload whose output lengths vary), else the spec's; ``history``: a conversation's
+        earlier turns, (role, text), sent before ``prompt`` (as messages, or for the
+        completions API as one text)."""
         wanted = output_tokens or self.output_tokens
         body: dict[str, Any] = {
             "max_tokens": wanted,
@@ -89,9 +98,11 @@ class RequestSpec:
         if self.model:
             body["model"] = self.model
         if self.api == "chat":
-            body["messages"] = [{"role": "user", "content": prompt}]
+            body["messages"] = [{"role": r, "content": t} for r, t in history] + [
+                {"role": "user", "content": prompt}
+            ]
         else:
-            body["prompt"] = prompt
+            body["prompt"] = "".join(f"{t}\n" for _, t in history) + prompt
         return api_path(self.api), body
 
 

@@ -56,6 +56,11 @@ class Share:
     arrivals: list[tuple[int, float]] | None = None  # open loop: (index, seconds after t0)
     # each request's output tokens, by index as ``prompts`` (None: the spec's, for all)
     outputs: list[int] | None = None
+    # Closed loop: conversations of this many turns, each client holding one at a time
+    # (request ``c * turns + t`` is turn t of conversation c, sent with its earlier turns),
+    # ``think_s`` seconds between a turn's answer and the next turn
+    turns: int = 1
+    think_s: float = 0.0
     preopen: int = 0  # connections opened before t0 (about as many as will be in flight)
     # Closed loop: each client's first send, seconds after t0 (empty: every client at t0).
     starts: tuple[float, ...] = ()
@@ -149,8 +154,37 @@ async def _closed(
                 )
             )
 
+    async def one_talker(offset: float) -> None:
+        """A client holding conversations: each turn re-sends the ones before it."""
+        turns = share.turns
+        if offset > 0:
+            await asyncio.sleep(max(0.0, t0 + offset - time.perf_counter()))
+        while True:
+            c = take()  # a conversation
+            history: list[tuple[str, str]] = []
+            for t in range(turns):
+                i = c * turns + t
+                if limit is not None and i >= limit:
+                    return
+                if t and share.think_s:
+                    await asyncio.sleep(share.think_s)
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    return
+                out = outputs[i % len(outputs)] if outputs else None
+                answer: list[str] = []
+                rec = await client.send(
+                    session, url, spec, prompts[i % n], i, t0, share.timeout_s, None, out,
+                    history, answer,
+                )  # fmt: skip
+                rec.turn = t
+                emit(rec)
+                if rec.status != "ok":
+                    break  # a conversation cannot go on without its answer
+                history += [("user", prompts[i % n]), ("assistant", answer[0])]
+
     starts = [share.starts[k] if k < len(share.starts) else 0.0 for k in range(share.clients)]
-    await asyncio.gather(*(one_client(at) for at in starts))
+    each = one_talker if share.turns > 1 else one_client
+    await asyncio.gather(*(each(at) for at in starts))
 
 
 async def _open(

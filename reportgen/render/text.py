@@ -116,6 +116,12 @@ def load_mode(wl: Mapping[str, Any]) -> str:
     """What a one-line workload leaves out otherwise: open-loop rate and arrivals, streaming
     off, SLOs ("" for a streamed closed loop without SLOs)."""
     out = ""
+    turns = int(wl.get("turns") or 1)
+    if turns > 1:
+        think = float(wl.get("think_s") or 0)
+        out += f", conversations of {turns} turns (history re-sent" + (
+            f", {think:g} s between turns)" if think else ")"
+        )
     if (wl.get("prompts") or {}).get("source") == "trace":
         scale = float((wl.get("prompts") or {}).get("time_scale") or 0.001)
         out += f", open loop at the trace's own times ({scale:g} s per unit), at most C in flight"
@@ -352,6 +358,17 @@ def methods(
             "soon as the previous one ends, so C requests are in flight (apart from the start "
             "and the end of a level). " + _stagger(wl, exps)
         )
+    turns = int(wl.get("turns") or 1)
+    if turns > 1:
+        think = float(wl.get("think_s") or 0)
+        loop += (
+            f" Each client holds a conversation of {turns} turns at a time: every turn sends "
+            "the turns before it with the answers the server gave them (the history grows "
+            "as a chat's does), "
+            + (f"{think:g} s after the previous answer" if think else "as soon as the "
+               "previous answer ends")
+            + "; a level's requests count turns, and a turn that fails ends its conversation."
+        )  # fmt: skip
     src = wl.get("prompts") or {}
     source = src.get("source", "random")
     prompts_text = {

@@ -58,6 +58,7 @@ _ARROW_TYPES = {
     "output_text": pa.string(),
     "chunk_chars": pa.list_(pa.int64()),
     "scheduled": pa.float64(),
+    "turn": pa.int64(),
     "concurrency": pa.int64(),
     "repetition": pa.int64(),
 }

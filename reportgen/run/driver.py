@@ -178,6 +178,8 @@ class Driver:
             stop_when=stop_when,
             stagger_s=stagger_s,
             outputs=sent.outputs,
+            turns=self.wl.turns if replay else 1,
+            think_s=self.wl.think_s,
         )
 
     def warmup(self) -> Warmup:
