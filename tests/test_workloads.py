@@ -230,12 +230,8 @@ def test_conversations_show_up_in_the_engines_prefix_cache(tmp_path: Path, cache
     html = (next((tmp_path / "out").glob("*/*/report.html"))).read_text()
     assert "Each client holds a conversation of 3 turns at a time" in html
 
-    single = (
-        _campaign(tmp_path / "one", {**wl, "turns": 1}, free_port())
-        if ((tmp_path / "one").mkdir() or True)
-        else None
-    )
-    assert single is not None
+    (tmp_path / "one").mkdir()
+    single = _campaign(tmp_path / "one", {**wl, "turns": 1}, free_port())
     data, _ = _ran(tmp_path / "one", single, cache)
     counters = data["experiments"][0]["levels"][0]["engine_metrics"]["counters"]
     assert (
