@@ -111,18 +111,24 @@ def load_dataset(source: str, path: Path, field: str = "prompt") -> list[str]:
     return [prompt for prompt, _ in load_pairs(source, path, field)]
 
 
-def load_pairs(source: str, path: Path, field: str = "prompt") -> list[tuple[str, str | None]]:
-    """Each prompt of a dataset with the answer it was given there: ShareGPT's first human
-    turn and the assistant's turn after it (None where it has none); JSONL has no answers."""
+def read(path: Path) -> tuple[str, str]:
+    """A prompt file's text, and how errors name it ("workload.prompts.path = '...'");
+    LoadError when it cannot be read."""
     where = f"workload.prompts.path = {str(path)!r}"
     try:
-        text = path.read_text(encoding="utf-8")
+        return where, path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise LoadError(
             f"{where}: file not found; paths are relative to the campaign file"
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LoadError(f"{where}: cannot read: {exc}") from None
+
+
+def load_pairs(source: str, path: Path, field: str = "prompt") -> list[tuple[str, str | None]]:
+    """Each prompt of a dataset with the answer it was given there: ShareGPT's first human
+    turn and the assistant's turn after it (None where it has none); JSONL has no answers."""
+    where, text = read(path)
     prompts: list[tuple[str, str | None]] = []
     if source == "sharegpt":
         try:

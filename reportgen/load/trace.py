@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.errors import LoadError
-from reportgen.load.prompts import _word
+from reportgen.load.prompts import _word, read
 
 # The names a field goes by in the traces people share (Mooncake's first)
 TIME_KEYS = ("timestamp", "time", "arrival_time")
@@ -40,15 +40,7 @@ class TraceRow:
 
 def load(path: Path, time_scale: float = 0.001) -> list[TraceRow]:
     """Every request of a trace file, in time order, times in seconds from the first."""
-    where = f"workload.prompts.path = {str(path)!r}"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise LoadError(
-            f"{where}: file not found; paths are relative to the campaign file"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LoadError(f"{where}: cannot read: {exc}") from None
+    where, text = read(path)
     rows: list[tuple[float, int, int, tuple[int, ...]]] = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
