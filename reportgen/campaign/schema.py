@@ -261,6 +261,43 @@ class Slo(_Model):
     e2e_ms: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
+class FindMax(_Model):
+    """Search the highest concurrency that meets latency bounds, instead of fixed levels."""
+
+    slo: str = Field(
+        description="Bounds every probed level must meet, as metric.stat<value joined by "
+        "commas: ttft_ms.p99<500,itl_ms.p99<50 (latencies at p50, p90, p99 or mean; a "
+        "throughput without a stat, output_tok_s>1000); a level also fails if more than 1% "
+        "of its requests fail.",
+    )
+    start: int = Field(1, ge=1, description="The first concurrency probed.")
+    max: int = Field(1024, ge=1, description="The highest concurrency probed.")
+    probes: int = Field(
+        8, ge=1, le=50, description="Most levels run: doubling from start, then bisecting."
+    )
+    tolerance: float = Field(
+        0.1,
+        gt=0,
+        lt=1,
+        description="Stop bisecting when the highest pass and the lowest failure are this "
+        "close (relative), or adjacent.",
+    )
+
+    @field_validator("slo")
+    @classmethod
+    def _bounds(cls, value: str) -> str:
+        from reportgen.analysis.search import parse
+
+        parse(value)  # ValueError: the bound that is wrong, and how to write one
+        return value
+
+    @model_validator(mode="after")
+    def _range(self) -> FindMax:
+        if self.max < self.start:
+            raise ValueError(f"max ({self.max}) is below start ({self.start})")
+        return self
+
+
 class Repetitions(_Model):
     """Adaptive repetitions: ``min`` for every level, up to ``max`` where still undecided."""
 
@@ -332,6 +369,12 @@ class Workload(_Model):
         allow_inf_nan=False,
         description="Multi-turn: seconds a client waits after an answer before its next turn.",
     )
+    find_max: FindMax | None = Field(
+        None,
+        description="Instead of the concurrency levels: search the highest concurrency that "
+        "meets these bounds, doubling then bisecting, each probe a level with its "
+        "repetitions, in one server session (closed loop only).",
+    )
     prompts: PromptSource = Field(default_factory=lambda: PromptSource())  # type: ignore[call-arg]
     tokenizer: str | None = Field(
         None,
@@ -402,6 +445,15 @@ class Workload(_Model):
                 "keeps C requests in flight)"
             )
         src = self.prompts
+        if self.find_max is not None and (
+            self.request_rate is not None
+            or src.source == "trace"
+            or isinstance(self.repetitions, Repetitions)
+        ):
+            raise ValueError(
+                "find_max searches concurrency levels of a closed loop with fixed "
+                "repetitions: leave out request_rate, trace prompts and adaptive repetitions"
+            )  # fmt: skip
         if self.turns > 1 and (self.request_rate is not None or src.source == "trace"):
             raise ValueError(
                 "turns > 1: conversations run in a closed loop (each client waits for an "

@@ -78,6 +78,15 @@ def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, 
         workload["requests_per_level"] = args.requests
     if args.request_rate is not None:
         workload["request_rate"] = args.request_rate
+    objective: dict[str, Any] = {"metric": "output_tok_s", "concurrency": args.concurrency}
+    if args.find_max:
+        workload["find_max"] = {
+            "slo": args.find_max,
+            "start": args.concurrency[0],
+            "max": args.max_concurrency,
+            "probes": args.find_max_probes,
+        }
+        objective.pop("concurrency")  # the levels are the search's
     name, _, path = args.dataset.partition(":")
     if name != "random":
         workload["prompts"] = {
@@ -96,7 +105,7 @@ def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, 
             "name": args.name,
             "title": args.title or f"Benchmark of {url}",
             "description": f"reportgen bench {url}: a server that was already running.",
-            "objective": {"metric": "output_tok_s", "concurrency": args.concurrency},
+            "objective": objective,
         },
         "server": server,
         "workload": workload,

@@ -167,6 +167,28 @@ def build_parser() -> argparse.ArgumentParser:
     amount.add_argument(
         "--duration", type=float, default=None, metavar="S", help="seconds per level instead"
     )
+    b.add_argument(
+        "--find-max",
+        metavar="SLO",
+        default=None,
+        help="instead of --concurrency's levels, search the highest concurrency meeting these "
+        'bounds, e.g. "ttft_ms.p99<500,itl_ms.p99<50": from the first --concurrency level, '
+        "doubling then bisecting",
+    )
+    b.add_argument(
+        "--find-max-probes",
+        type=_positive_int,
+        default=8,
+        metavar="N",
+        help="most levels the search runs (default 8)",
+    )
+    b.add_argument(
+        "--max-concurrency",
+        type=_positive_int,
+        default=1024,
+        metavar="C",
+        help="the highest concurrency the search tries (default 1024)",
+    )
     b.add_argument("--input-tokens", type=_positive_int, default=256, metavar="N")
     b.add_argument("--output-tokens", type=_positive_int, default=128, metavar="N")
     b.add_argument(

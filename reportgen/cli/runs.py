@@ -140,6 +140,7 @@ def _summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dic
                 key: levels,
                 "vs_parent": compared(d.vs_parent) if d else [],
                 "vs_baseline": compared(d.vs_baseline) if d else [],
+                "search": e.search.model_dump(mode="json") if e.search else None,
             }
         )
     kinds = {".html": "html", ".pdf": "pdf", ".md": "markdown"}
@@ -241,13 +242,21 @@ def _lone_table(out: Console, data: Run) -> None:
     for _, label in LONE:
         table.add_column(label, justify="right", no_wrap=True)
     table.add_column("errors", justify="right", no_wrap=True)
+    met = {p.concurrency: p.passed for p in e.search.probes} if e.search else {}
+    if e.search:
+        table.add_column("SLO", no_wrap=True)
     for agg in e.by_level:
         cells = [fmt_num(agg.stat(key).mean) if agg.stat(key).mean is not None else "–"
                  for key, _ in LONE]  # fmt: skip
         sent = sum(lv.summary.requests for lv in e.levels if lv.concurrency == agg.concurrency)
         ok = sum(lv.summary.ok for lv in e.levels if lv.concurrency == agg.concurrency)
-        table.add_row(str(agg.concurrency), *cells, f"{sent - ok}/{sent}")
+        slo = ["met" if met.get(agg.concurrency) else "missed"] if e.search else []
+        table.add_row(str(agg.concurrency), *cells, f"{sent - ok}/{sent}", *slo)
     out.print(table)
+    if e.search:
+        from reportgen.render.text import search_said
+
+        out.print(search_said(e.search), markup=False, highlight=False)
 
 
 def _reps_said(e: Any) -> str:

@@ -113,6 +113,7 @@ class Experiment:
     command: str
     env: list[tuple[str, str]]
     base_url: str  # already running there, not started by reportgen ("" when it started it)
+    search: str  # workload.find_max: the highest concurrency meeting the bounds, in words
     objective: list[Cell]  # the objective metric at each objective level
     objective_ratio: list[str]  # ... relative to the baseline there (from vs_baseline)
     levels: list[LevelRow]

@@ -28,6 +28,7 @@ from reportgen.render.fmt import (
     fmt_stat,
     fmt_time,
 )
+from reportgen.render.text import search_said
 from reportgen.results import model
 from reportgen.results.model import Aggregate
 
@@ -256,6 +257,7 @@ def section(
         kv_cache=evidence.kv_cache(e, request_tokens(e)),
         command=shlex.join(e.command),
         base_url=e.base_url or "",
+        search=search_said(e.search) if e.search else "",
         env=[(str(k), str(v)) for k, v in sorted(e.env.items())],
         objective=[cell(mine.get(c), objective.key) for c in objective.levels],
         objective_ratio=[fmt_ratio(ratio_at[c]) if c in ratio_at else "" for c in objective.levels],

@@ -607,3 +607,34 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
             if isinstance(t, dict)
         ],
     }
+
+
+def search_said(record: Any) -> str:
+    """A concurrency search's answer in a sentence (``workload.find_max``)."""
+    bounds = " and ".join(record.bounds) or record.slo
+    n = len(record.probes)
+    failed = next((p for p in record.probes if p.concurrency == record.lowest_failure), None)
+    why = ""
+    if failed is not None:
+        over = [f"{k} {v:.4g}" for k, v in failed.values.items() if v is not None] + (
+            [f"{failed.error_share:.0%} errors"] if failed.error_share > 0.01 else []
+        )
+        why = f"; C={failed.concurrency} did not ({', '.join(over)})"
+    if record.best is None:
+        head = f"No concurrency probed met {bounds}" + (
+            f" (C={record.lowest_failure} and above fail)" if record.lowest_failure else ""
+        )
+    else:
+        head = f"The highest concurrency meeting {bounds} is C={record.best}" + why
+    if record.converged:
+        tail = f", found in {n} probes."
+    elif record.lowest_failure is None:
+        tail = f"; the {n} probes allowed ran out before C={record.max}, the most to try."
+    elif record.best is None:
+        tail = f"; the {n} probes allowed ran out before one passed."
+    else:
+        tail = (
+            f"; the {n} probes allowed ran out with the answer between C={record.best} and "
+            f"C={record.lowest_failure}."
+        )
+    return head + tail

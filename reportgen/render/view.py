@@ -371,7 +371,8 @@ def _lone_sentence(e: model.Experiment, objective: Objective) -> str:
     ]
     if not said:
         return f"One configuration ({e.id}) was run, and nothing was measured."
-    return f"{e.id} measured {objective.label} " + ", ".join(said) + "."
+    found = f" {text.search_said(e.search)}" if e.search else ""
+    return f"{e.id} measured {objective.label} " + ", ".join(said) + "." + found
 
 
 def _summary_sentence(run: Run, objective: Objective) -> str:

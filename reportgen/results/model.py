@@ -107,6 +107,29 @@ class Summary(_Model):
         return None if got is None else float(got)
 
 
+class Probe(_Model):
+    """One level a concurrency search ran (``analysis.search``)."""
+
+    concurrency: int
+    passed: bool
+    values: dict[str, float | None] = Field(default_factory=dict)  # bound -> mean over reps
+    error_share: float = 0.0
+
+
+class SearchRecord(_Model):
+    """``workload.find_max``: the bounds, every probe in order, the answer."""
+
+    slo: str
+    bounds: list[str] = Field(default_factory=list)
+    probes: list[Probe] = Field(default_factory=list)
+    best: int | None = None  # the highest concurrency that passed below every failure
+    lowest_failure: int | None = None
+    converged: bool = False
+    start: int = 1
+    max: int = 1024
+    probes_allowed: int = 8
+
+
 class Window(_Model):
     """A level's measured window on the records' clock (``time.perf_counter``), to cut
     telemetry and align other clocks."""
@@ -394,6 +417,7 @@ class Experiment(_Model):
     finished_at: str | None = None
     sessions: list[Session] = Field(default_factory=list)
     looks: list[Look] = Field(default_factory=list)  # adaptive repetitions, in order
+    search: SearchRecord | None = None  # workload.find_max: the probes and the answer
     control: Control | None = None
     server: Ready | None = None
     engine_info: dict[str, Any] | None = None

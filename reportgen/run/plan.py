@@ -77,6 +77,10 @@ def server_sessions(
     ``starts`` launches (the baseline's, with no parent, over at least two), in order, at most
     one per repetition."""
     reps = list(range(repetitions_range(r.workload.repetitions)[0]))
+    if r.base_url or r.workload.find_max is not None:
+        # already running, or a search whose next probe depends on the last: one session,
+        # however many starts (or interleaved runs) were asked for
+        return [(r, reps, "experiment")]
     if interleave and parent is not None:
         out: list[Launch] = []
         for k in reps:
@@ -84,8 +88,6 @@ def server_sessions(
         return out
     if r.workload.fresh_server:
         return [(r, [k], "experiment") for k in reps]
-    if r.base_url:  # already running: one session, however many starts were asked for
-        return [(r, reps, "experiment")]
     starts = min(max(starts, 2) if parent is None else starts, len(reps))
     if starts > 1:
         size, extra = divmod(len(reps), starts)

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import engines
+from reportgen.analysis import search
 from reportgen.campaign import Campaign, CampaignModel, Resolved, repetitions_range
+from reportgen.campaign.schema import FindMax
 from reportgen.engines import gist
 from reportgen.errors import ReportgenError, ServerError
 from reportgen.load import tokens
@@ -26,8 +28,10 @@ from reportgen.results.model import (
     FAILED_DURING,
     Experiment,
     Level,
+    Probe,
     ProbeAnswer,
     Ready,
+    SearchRecord,
     Session,
     Stop,
 )
@@ -204,22 +208,54 @@ class ServerSession:
             if entry.warmup is None:
                 entry.warmup = self.record.warmup
             self._check_alive("during the warm-up")
-        most = repetitions_range(wl.repetitions)[1]
+        if wl.find_max is not None and launch.role == "experiment" and not launch.levels:
+            self._search(drv, wl.find_max)
+            return
         for c in launch.levels or wl.concurrency:
             for rep in launch.repetitions:
-                ctx.progress.level_start(c, rep, most, wl.requests_per_level)
-                before = self._scrape()
-                level, recs = drv.level(c, rep, stop_when=self._dead)
-                level.session = launch.index
-                if before is not None:
-                    level.engine_metrics = evidence.deltas(before, self._scrape() or {})
-                self.levels.append(level)
-                self.rows.extend(recs)
-                failed = self.srv.failure(f"during C={c} repetition {rep + 1}")
-                if failed is not None:  # its numbers are not the configuration's
-                    level.aborted = level.aborted or f"{FAILED_DURING}: {gist(str(failed))}"
-                    raise failed
-                interrupt.check()
+                self._level(drv, c, rep)
+
+    def _level(self, drv: Driver, c: int, rep: int) -> Level:
+        """One level run: its records kept, the engine's counters around it; raises the
+        server's failure when it died (the level marked cut short)."""
+        wl = self.launch.experiment.workload
+        most = repetitions_range(wl.repetitions)[1]
+        self.ctx.progress.level_start(c, rep, most, wl.requests_per_level)
+        before = self._scrape()
+        level, recs = drv.level(c, rep, stop_when=self._dead)
+        level.session = self.launch.index
+        if before is not None:
+            level.engine_metrics = evidence.deltas(before, self._scrape() or {})
+        self.levels.append(level)
+        self.rows.extend(recs)
+        failed = self.srv.failure(f"during C={c} repetition {rep + 1}")
+        if failed is not None:  # its numbers are not the configuration's
+            level.aborted = level.aborted or f"{FAILED_DURING}: {gist(str(failed))}"
+            raise failed
+        interrupt.check()
+        return level
+
+    def _search(self, drv: Driver, find: FindMax) -> None:
+        """``workload.find_max``: probe levels, doubling then bisecting, until the highest
+        concurrency meeting the bounds is pinned down or the probes are spent; every probe
+        is a level like any other (its repetitions, its records), the search recorded."""
+        bounds = search.parse(find.slo)
+        look = search.Search(bounds, find.start, find.max, find.probes, find.tolerance)
+        record = SearchRecord(
+            slo=find.slo,
+            bounds=[str(b) for b in bounds],
+            start=find.start,
+            max=find.max,
+            probes_allowed=find.probes,
+        )
+        self.entry.search = record
+        while (c := look.next()) is not None:
+            self.ctx.progress.phase(f"find-max: probing C={c}")
+            runs = [self._level(drv, c, rep).summary for rep in self.launch.repetitions]
+            probe = look.record(c, runs)
+            record.probes.append(Probe(**vars(probe)))
+            record.best, record.lowest_failure = look.best, look.lowest_failure
+            record.converged = look.converged
 
     def _stop(self) -> None:
         if self.external:  # not ours to stop: it runs on

@@ -1,0 +1,108 @@
+"""The concurrency search of `workload.find_max` (`analysis.search`): bounds as written,
+doubling then bisecting on a server whose latency grows with load, and what it says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reportgen.analysis.search import Bound, Search, parse
+from reportgen.render.text import search_said
+from reportgen.results.model import Dist, Probe, SearchRecord, Summary
+from tests.conftest import Sim, reportgen_main
+
+
+def test_bounds_are_read_as_written_and_mistakes_are_named() -> None:
+    assert parse("ttft_ms.p99<500, itl_ms.p99<=50,output_tok_s>1000,e2e_ms<2e3") == [
+        Bound("ttft_ms", "p99", "<", 500.0),
+        Bound("itl_ms", "p99", "<=", 50.0),
+        Bound("output_tok_s", None, ">", 1000.0),
+        Bound("e2e_ms", "p50", "<", 2000.0),  # a latency without a stat: its median
+    ]
+    for bad, said in (
+        ("ttft_ms.p99=500", "is not a bound: write metric.stat<value"),
+        ("ttft.p99<5", "unknown metric 'ttft'"),
+        ("req_s.p99>3", "req_s is one number per level, no .p99"),
+    ):
+        with pytest.raises(ValueError, match=said):
+            parse(bad)
+
+
+def _run(ttft_p99: float, errors: int = 0) -> Summary:
+    return Summary(requests=100, ok=100 - errors, ttft_ms=Dist(p99=ttft_p99))
+
+
+def _search(latency_per_client: float, **kw: int) -> Search:
+    """A server whose TTFT p99 is latency_per_client x C; the bound TTFT p99 < 100 ms."""
+    look = Search(parse("ttft_ms.p99<100"), **kw)
+    while (c := look.next()) is not None:
+        look.record(c, [_run(latency_per_client * c), _run(latency_per_client * c)])
+    return look
+
+
+def test_the_search_doubles_then_bisects_to_the_highest_level_that_passes() -> None:
+    look = _search(10.0)  # passes up to C=9
+    assert [p.concurrency for p in look.done] == [1, 2, 4, 8, 16, 12, 10, 9]
+    assert look.best == 9 and look.lowest_failure == 10 and look.converged
+    look = _search(10.0, probes=6)  # cut short: the answer lies between 8 and 12
+    assert (look.best, look.lowest_failure, look.converged) == (8, 12, False)
+    look = _search(0.01, most=64)  # never fails: stops at the most allowed
+    assert [p.concurrency for p in look.done] == [1, 2, 4, 8, 16, 32, 64]
+    assert look.best == 64 and look.converged
+    look = _search(30.0, start=16)  # the first probe fails: halve down, then bisect up
+    assert [p.concurrency for p in look.done] == [16, 8, 4, 2, 3]
+    assert look.best == 3 and look.converged
+    look = _search(200.0)  # nothing passes, not even C=1
+    assert look.best is None and look.lowest_failure == 1 and look.converged
+
+
+def test_a_level_with_failed_requests_does_not_pass() -> None:
+    look = Search(parse("ttft_ms.p99<100"))
+    assert look.record(1, [_run(10.0, errors=0)]).passed
+    assert not look.record(2, [_run(10.0, errors=5)]).passed  # 5% of requests failed
+
+
+def test_what_the_search_found_in_words() -> None:
+    probes = [
+        Probe(concurrency=c, passed=c < 10, values={"ttft_ms.p99<100": 10.0 * c})
+        for c in (1, 2, 4, 8, 16, 12, 10, 9)
+    ]
+    record = SearchRecord(slo="ttft_ms.p99<100", bounds=["ttft_ms.p99<100"], probes=probes,
+                          best=9, lowest_failure=10, converged=True)  # fmt: skip
+    assert search_said(record) == (
+        "The highest concurrency meeting ttft_ms.p99<100 is C=9; C=10 did not "
+        "(ttft_ms.p99<100 100), found in 8 probes."
+    )
+
+
+@pytest.mark.slow
+def test_bench_find_max_searches_a_running_server(
+    tmp_path: Path, cache: Path, start_sim: object
+) -> None:
+    """A simulator whose first token slows by 20% per request in flight: the search finds the
+    highest concurrency whose TTFT p99 stays under 60 ms, every probe a level in the report."""
+    sim: Sim = start_sim("--ttft-ms", "10", "--itl-ms", "2", "--ttft-growth", "0.2")  # type: ignore[operator]
+    out = tmp_path / "out"
+    res = reportgen_main(
+        "bench", sim.url, "--find-max", "ttft_ms.p99<60", "--find-max-probes", "6",
+        "--requests", "24", "--output-tokens", "4", "--input-tokens", "16", "--warmup", "2",
+        "--output", out, "--no-pdf", "--json", cache=cache,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    found = json.loads(res.stdout)["experiments"][0]["search"]
+    probes = [p["concurrency"] for p in found["probes"]]
+    assert probes[:3] == [1, 2, 4] and len(probes) <= 6
+    passed = {p["concurrency"]: p["passed"] for p in found["probes"]}
+    assert found["best"] is not None and passed[found["best"]]
+    assert all(ok for c, ok in passed.items() if c <= found["best"])
+    assert found["lowest_failure"] is None or found["lowest_failure"] > found["best"]
+    (run_dir,) = (p.parent for p in (out / "bench").glob("*/results.json"))
+    data = json.loads((run_dir / "results.json").read_text())
+    assert sorted({lv["concurrency"] for lv in data["experiments"][0]["levels"]}) == sorted(probes)
+    html = (run_dir / "report.html").read_text()
+    assert f"The highest concurrency meeting ttft_ms.p99&lt;60 is C={found['best']}" in html
+    assert reportgen_main("verify", run_dir).returncode == 0
+    res = reportgen_main("bench", sim.url, "--find-max", "ttft<5", "--output", out)
+    assert res.returncode == 2 and "unknown metric 'ttft'" in res.stderr
