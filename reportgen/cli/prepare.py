@@ -156,6 +156,12 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             )
         )
         slo = ", ".join(f"{k} <= {v:g}" for k, v in wl.slo.model_dump().items() if v is not None)
+        if wl.find_max is not None:
+            f = wl.find_max
+            load += (
+                f"; levels: C searched from {f.start} up to {f.max} for the highest meeting "
+                f"{f.slo}, at most {f.probes} levels (doubling, then bisecting)"
+            )
         out.print(
             f"  load:     {load}; {'streamed' if wl.stream else 'not streamed (no TTFT or ITL)'}"
             f"; request timeout {wl.request_timeout_s:g} s" + (f"; SLO {slo}" if slo else ""),

@@ -116,6 +116,12 @@ def load_mode(wl: Mapping[str, Any]) -> str:
     """What a one-line workload leaves out otherwise: open-loop rate and arrivals, streaming
     off, SLOs ("" for a streamed closed loop without SLOs)."""
     out = ""
+    find = wl.get("find_max")
+    if find:
+        out += (
+            f", C searched from {find.get('start', 1)} up to {find.get('max', 1024)} for the "
+            f"highest meeting {find.get('slo')} (at most {find.get('probes', 8)} levels)"
+        )
     turns = int(wl.get("turns") or 1)
     if turns > 1:
         think = float(wl.get("think_s") or 0)
