@@ -140,3 +140,13 @@ base_url = "{deployed.url}"
         "experiment[1] (id='deployed').args = {'itl-ms': 2}: its base_url names a server "
         "that is already running" in res.stderr
     )
+
+
+def test_only_a_server_on_this_host_has_its_gpus_sampled_here() -> None:
+    """NVML sees this host's GPUs: a server elsewhere gets no telemetry rather than this
+    host's idle GPUs under its name."""
+    from reportgen.run.external import is_local
+
+    assert is_local("http://127.0.0.1:8000") and is_local("http://localhost:8000/v1")
+    assert not is_local("http://192.0.2.1:8000")  # TEST-NET-1: never an address of ours
+    assert not is_local("http://no-such-host.invalid:8000")

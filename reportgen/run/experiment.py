@@ -20,6 +20,7 @@ from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence, telemetry
 from reportgen.observe.telemetry import Telemetry
 from reportgen.results.model import Control, Experiment, Look, Run, TelemetryInfo
+from reportgen.run import external
 from reportgen.run.plan import interleaved, server_sessions
 from reportgen.run.resume import utc_now
 from reportgen.run.session import Context, Launch, ServerSession
@@ -178,6 +179,12 @@ def _telemetry_start(ctx: Context, entry: Experiment) -> Telemetry | None:
     shows in the charts) until after it stops."""
     if ctx.gpu_source is None:
         entry.telemetry = TelemetryInfo(error=f"no GPU telemetry: {ctx.gpu_why}")
+        return None
+    if entry.base_url and not external.is_local(entry.base_url):
+        entry.telemetry = TelemetryInfo(
+            error=f"no GPU telemetry: the server runs on another host ({entry.base_url}), "
+            "whose GPUs NVML here cannot see"
+        )
         return None
     try:
         entry.gpu_counters = {"before": ctx.gpu_source.counters()}

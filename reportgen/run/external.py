@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,6 +43,24 @@ INFO_PATHS = ("/version", "/server_info", "/v1/models")
 def auth_headers() -> dict[str, str]:
     key = os.environ.get(API_KEY_ENV, "")
     return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def is_local(url: str) -> bool:
+    """Whether ``url``'s host is this machine (loopback, or an address of its own: one it
+    can bind to), so its GPUs are the ones NVML sees here."""
+    host = urlsplit(url).hostname or ""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    for family, _, _, _, address in infos:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((address[0], 0))
+            except OSError:
+                continue
+            return True
+    return False
 
 
 def split_url(url: str) -> tuple[str, int]:
