@@ -2,6 +2,7 @@
 
     python benchmarks/loadgen.py            # full run, about 10 minutes on 2 cores
     python benchmarks/loadgen.py --quick    # fewer levels and requests, about 2-3 minutes
+    python benchmarks/loadgen.py --clients reportgen --workloads-only   # ~2.5 minutes
 
 In one go, on 127.0.0.1 only, it starts
   (a) a zero-work streaming server (nginx sending a prebuilt body of 256 one-token chunks), so
@@ -14,6 +15,12 @@ clients (installed once into benchmarks/.peers-venv/<tool>/, git-ignored). Every
 in a process group of its own; its CPU (user+sys of its process tree) is measured for the
 whole process and for its measured window. Prints one table per server and writes every
 number to benchmarks/results/latest.json.
+
+The workloads comparison (full runs, `--workloads`, or `--workloads-only`) runs reportgen
+alone against the paced server at C=64 with random prompts, shared-prefix prompts (8 groups,
+the first 3/4 of each prompt shared) and 4-turn conversations (each turn re-sending the
+earlier turns and their answers), the same number of requests each, repeated and interleaved:
+is a request of the new workloads any dearer for the client than a random one?
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from lgbench import accuracy, env, procs, servers, tables, tokenizer  # noqa: E402
 from lgbench.clients import CLIENTS, Job  # noqa: E402
+
+from reportgen.load import prompts as rg_prompts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -66,6 +75,24 @@ def plan(quick: bool) -> dict[str, Any]:
     }
 
 
+# The workloads comparison (reportgen alone, paced server, TTFT 50 ms / ITL 10 ms, 64 tokens).
+# requests: a multiple of C x turns, so every client of the multi-turn run holds whole
+# conversations to the end (with fewer, some clients would have none: a lower concurrency).
+WORKLOADS = {
+    "concurrency": 64,
+    "chunks": 64,
+    "requests": 1024,  # 64 clients x 4 turns x 4 conversations; ~11 s a run
+    "words": 256,  # every prompt (and every turn's new user message)
+    "prefix_words": 192,  # shared-prefix: the first 3/4 of each prompt is one of `groups`
+    "groups": 8,
+    "turns": 4,  # multi-turn
+    "think_s": 0.0,
+    "reps": 3,  # each rep runs the three, in an order rotated by one per rep
+    "seed": 1,
+}
+WORKLOAD_KINDS = ("random", "shared-prefix", "multi-turn")
+
+
 def host_info() -> dict[str, Any]:
     cpu = ""
     with contextlib.suppress(OSError):
@@ -90,6 +117,17 @@ class Bench:
             levels = getattr(args, f"{workload}_levels")
             if levels is not None:
                 self.plan[workload]["levels"] = [int(c) for c in levels.split(",") if c]
+        self.workloads: dict[str, Any] | None = None
+        if args.workloads or args.workloads_only or not args.quick:
+            self.workloads = dict(WORKLOADS)
+            for key in ("requests", "reps", "words"):
+                value = getattr(args, f"workload_{key}")
+                if value is not None:
+                    self.workloads[key] = value
+            per_round = self.workloads["concurrency"] * self.workloads["turns"]
+            self.workloads["requests"] = -(-self.workloads["requests"] // per_round) * per_round
+            self.workloads["prefix_words"] = self.workloads["words"] * 3 // 4
+            self.plan["workloads"] = self.workloads
         self.t_start = time.monotonic()
         self.work = Path(tempfile.mkdtemp(prefix="lgbench-"))
         self.tokenizer = tokenizer.write(self.work / "tokenizer")
@@ -98,6 +136,7 @@ class Bench:
             "schema": SCHEMA,
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "quick": args.quick,
+            "workloads_only": args.workloads_only,
             "pinned": {k: sorted(v) for k, v in procs.CPUS.items()},
             "host": host_info(),
             "plan": self.plan,
@@ -115,6 +154,8 @@ class Bench:
         """latest.json, and a copy named by start time and kind (so runs can be compared)."""
         RESULTS.mkdir(parents=True, exist_ok=True)
         kind = "quick" if self.args.quick else "full"
+        if self.args.workloads_only:
+            kind = "workloads"
         stamp = self.results["started_at"].replace(":", "")[:17]
         for name in ("latest.json", f"{stamp}-{kind}.json"):
             tmp = RESULTS / (name + ".tmp")
@@ -286,6 +327,9 @@ class Bench:
         return time.monotonic() - self.t_start > float(self.plan["budget_s"])
 
     def run(self) -> None:
+        if self.args.workloads_only:
+            self.run_workloads()
+            return
         self.install_peers()
         clients = self.usable()
         self.say("zero-work server ...")
@@ -323,6 +367,169 @@ class Bench:
                     break
                 self.results["runs"].append(self.run_one(client, "paced", c, None))
                 self.save()
+        if self.workloads is not None:
+            if "reportgen" not in [c.name for c in clients]:
+                self.results["notes"].append("workloads comparison skipped: reportgen not run")
+            elif self.over_budget():
+                self.results["notes"].append("time budget hit: skipped the workloads comparison")
+            else:
+                self.run_workloads()
+
+    # -- the workloads comparison (reportgen alone) ---------------------------------------------
+
+    def workload_prompts(self, kind: str) -> tuple[list[str], int]:
+        """Prompts and turns of one workload: random (`prompts.synthetic`), shared-prefix
+        (`prompts.shared_prefix`) or multi-turn (the random prompts, one per turn)."""
+        w = self.workloads
+        assert w is not None
+        n, words, seed = w["requests"], w["words"], w["seed"]
+        if kind == "shared-prefix":
+            return rg_prompts.shared_prefix(n, words, w["prefix_words"], w["groups"], seed, 0), 1
+        return rg_prompts.synthetic(n, words, seed), (w["turns"] if kind == "multi-turn" else 1)
+
+    def run_workloads(self) -> None:
+        """Each rep runs random, shared-prefix and multi-turn (rotated order), each against a
+        fresh paced server, reportgen in a process of its own (see run_workload)."""
+        w = self.workloads
+        assert w is not None
+        prompts = {k: self.workload_prompts(k) for k in WORKLOAD_KINDS}
+        for rep in range(w["reps"]):
+            order = WORKLOAD_KINDS[rep % 3 :] + WORKLOAD_KINDS[: rep % 3]
+            for kind in order:
+                if self.over_budget() and not self.args.workloads_only:
+                    self.results["notes"].append(f"time budget hit: skipped {kind} rep {rep}")
+                    continue
+                texts, turns = prompts[kind]
+                self.results["runs"].append(self.run_workload(kind, rep, texts, turns))
+                self.save()
+
+    def run_workload(self, kind: str, rep: int, prompts: list[str], turns: int) -> dict[str, Any]:
+        w = self.workloads
+        assert w is not None
+        client = CLIENTS["reportgen"]
+        c, n = w["concurrency"], w["requests"]
+        self.run_no += 1
+        run_id = f"r{self.run_no:03d}"
+        rundir = self.work / "runs" / f"{run_id}-workloads-{kind}-rep{rep}"
+        rundir.mkdir(parents=True)
+        if self.args.paced_server == "sim":
+            server = servers.start_sim(rundir, "sim-paced", ttft_ms=50, itl_ms=10)
+        else:
+            server = servers.start_paced(rundir, ttft_ms=50, itl_ms=10)
+        job = Job(
+            run_id=run_id,
+            client=client.name,
+            workload="workloads",
+            url=server.url,
+            concurrency=c,
+            requests=n,
+            output_tokens=w["chunks"],
+            prompts=prompts,
+            workdir=rundir,
+            tokenizer=self.tokenizer,
+            turns=turns,
+            think_s=w["think_s"] if turns > 1 else 0.0,
+            measure_sent=True,
+        )
+        row: dict[str, Any] = {
+            "run_id": run_id,
+            "client": client.name,
+            "workload": "workloads",
+            "prompts": kind,
+            "rep": rep,
+            "concurrency": c,
+            "requests": n,
+            "turns": turns,
+            "think_s": job.think_s,
+            "chunks_per_request": w["chunks"],
+            "server": server.kind,
+        }
+        self.say(f"workloads C={c}: reportgen {kind}, rep {rep + 1}/{w['reps']} ({n} requests) ...")
+        try:
+            cmd = client.command(job)
+            row["command"] = cmd
+            t_proc0 = time.time()
+            fin = procs.run_measured(
+                cmd,
+                rundir / "client.log",
+                60 + n / 10,
+                env={**os.environ, **client.env()},
+                also_sample=[server.proc.pid],
+            )
+            row.update(
+                returncode=fin.returncode,
+                wall_s=round(fin.wall_s, 2),
+                cpu_total_s=round(fin.cpu_total_s, 2),
+            )
+            server.stop()
+            if fin.returncode != 0:
+                tail = (rundir / "client.log").read_text(errors="replace")[-1500:]
+                raise RuntimeError(f"exit code {fin.returncode}: ...{tail}")
+            parsed = client.parse(job)
+            out = json.loads((rundir / "reportgen.json").read_text())
+            window = parsed.window
+            assert window is not None
+            cpu_w = fin.sampler.between(*window)
+            srv_cpu = fin.sampler.between(window[0], window[1], 1)
+            span = window[1] - window[0]
+            ok = [r for r in out["records"] if r["status"] == "ok"]
+            body = [r["body_bytes"] for r in ok]
+            chars = [r["prompt_chars"] for r in ok]
+            by_turn: dict[str, Any] = {}
+            for t in sorted({r["turn"] for r in ok}):
+                these = [r["body_bytes"] for r in ok if r["turn"] == t]
+                by_turn[str(t)] = {"requests": len(these), "body_bytes_mean": _mean(these)}
+            sent = [
+                r
+                for r in servers.read_sends(server.sends_log or rundir / "none")
+                if r["t_recv"] >= t_proc0 and not r["prompt"].startswith("warmup")
+            ]
+            own = out.get("client_cpu_s")
+            done = max(parsed.completed, 1)
+            ttfts = [p.ttft_s for p in parsed.requests if p.ttft_s is not None]
+            row.update(
+                completed=parsed.completed,
+                failed=parsed.failed,
+                req_s=parsed.req_s,
+                chunks_s=parsed.out_tok_s,
+                duration_s=parsed.duration_s,
+                window_s=span,
+                cpu_window_s=cpu_w,
+                cores=None if cpu_w is None else cpu_w / span,
+                server_cores=None if srv_cpu is None else srv_cpu / span,
+                cpu_ms_per_request=None if cpu_w is None else 1000 * cpu_w / done,
+                own_client_cpu_s=own,
+                own_cpu_ms_per_request=None if own is None else 1000 * own / done,
+                body_bytes={"mean": _mean(body), "max": max(body, default=None), "sum": sum(body)},
+                prompt_chars={"mean": _mean(chars), "max": max(chars, default=None)},
+                sent_exact=all(r.get("sent_exact", True) for r in ok),
+                by_turn=by_turn,
+                client_ttft=accuracy.summary_ms(ttfts),
+                server_truth=accuracy.server_truth(sent),
+                server_seen=len(sent),
+                loop_lag_ms=out.get("loop_lag_ms"),
+                workers=out.get("workers"),
+                notes=parsed.notes,
+            )
+            row["ok"] = parsed.completed == n and parsed.failed == 0
+            if not row["ok"]:
+                row["error"] = f"{parsed.completed}/{n} completed, {parsed.failed} failed"
+        except Exception as exc:
+            row["ok"] = False
+            row["error"] = f"{type(exc).__name__}: {exc}"[-1500:]
+            row.setdefault("traceback", traceback.format_exc()[-2000:])
+        finally:
+            server.stop()
+        line = tables.one_line(row)
+        if row.get("ok") and row.get("cpu_ms_per_request") is not None:
+            line += f"; {row['cpu_ms_per_request']:.2f} ms CPU/request"
+            line += f", body {row['body_bytes']['mean']:,.0f} B/request"
+        self.say(line)
+        return row
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
 
 
 def _sim_text(prompt: str, n: int) -> str:
@@ -364,7 +571,39 @@ def main(argv: list[str] | None = None) -> int:
         help="run servers on the last core and clients on the others (taskset), so the paced "
         "server's own delays do not come from sharing cores with the client",
     )
+    parser.add_argument(
+        "--workloads",
+        action="store_true",
+        help="add the workloads comparison (reportgen alone: random, shared-prefix and "
+        "multi-turn at C=64 on the paced server) to a --quick run (full runs include it)",
+    )
+    parser.add_argument(
+        "--workloads-only",
+        action="store_true",
+        help="run only the workloads comparison (no zero-work or paced tables, no peers)",
+    )
+    parser.add_argument(
+        "--workload-reps",
+        type=int,
+        metavar="N",
+        help=f"repetitions of the workloads comparison (default {WORKLOADS['reps']})",
+    )
+    parser.add_argument(
+        "--workload-requests",
+        type=int,
+        metavar="N",
+        help=f"requests per workload run (default {WORKLOADS['requests']}; rounded up to a "
+        "multiple of C x turns)",
+    )
+    parser.add_argument(
+        "--workload-words",
+        type=int,
+        metavar="N",
+        help=f"words per prompt (default {WORKLOADS['words']}; shared-prefix shares 3/4)",
+    )
     args = parser.parse_args(argv)
+    if args.workloads_only and "reportgen" not in args.clients.split(","):
+        parser.error("--workloads-only measures reportgen: include it in --clients")
     if args.pin:
         cores = sorted(os.sched_getaffinity(0))
         if len(cores) < 2:

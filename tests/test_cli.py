@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -242,3 +243,49 @@ def test_run_json_prints_the_outcome_for_scripts(tmp_path: Path, cache: Path) ->
         {k: c[k] for k in ("concurrency", "ratio", "ci_low", "ci_high", "verdict")}
         for c in results["experiments"][1]["decision"]["vs_parent"]
     ]
+
+
+def test_values_no_run_could_record_are_refused_by_validate(tmp_path: Path) -> None:
+    """A whole number beyond 64 bits (JSON cannot hold it: the run used to end in a
+    traceback with no report) and a NUL character (no environment can hold it)."""
+    path = tmp_path / "big.toml"
+    path.write_text(
+        '[campaign]\nname = "b"\ntitle = "t"\n[server]\nengine = "sim"\n'
+        'env = { X = "a\\u0000b" }\n[workload]\nseed = 99999999999999999999\n'
+        '[[experiment]]\nid = "a"\nwhy = "b"\n'
+    )
+    res = reportgen("validate", str(path))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert f"{path}: workload.seed = 99999999999999999999: too large: whole numbers must " in (
+        res.stderr
+    )
+    assert f"{path}: server.env.X = 'a\\x00b': contains a NUL character" in res.stderr
+
+
+def test_a_damaged_raw_table_is_one_line(tmp_path: Path) -> None:
+    run = Path(shutil.copytree(ROOT / "docs" / "examples" / "bench-vllm-h200", tmp_path / "r"))
+    (run / "requests" / "bench.parquet").write_text("garbage")
+    for command in ("verify", "render"):
+        res = reportgen(command, str(run), *(["--no-pdf"] if command == "render" else []))
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert f"{run}/requests/bench.parquet: cannot read this raw table" in res.stderr
+
+
+def test_a_closed_stdout_does_not_stop_a_run(tmp_path: Path) -> None:
+    """`reportgen run ... | head -1`: the run goes on, saves and renders, and exits 0."""
+    from tests.test_resume import small_demo
+
+    campaign = small_demo(tmp_path, free_port())
+    text = campaign.read_text()
+    campaign.write_text(text[: text.index("[[experiment]]", text.index("[[experiment]]") + 1)])
+    out = tmp_path / "out"
+    cmd = f"{sys.executable} -m reportgen run {campaign} --output {out} --no-pdf --quiet | head -1"
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, cwd=ROOT,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+    (results,) = out.glob("demo/*/results.json")
+    assert json.loads(results.read_text())["status"] == "complete"
+    assert (results.parent / "report.html").exists()

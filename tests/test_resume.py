@@ -415,3 +415,36 @@ def test_sigkill_leaves_no_server_and_resume_stops_one_left_running(
     assert json.loads((run_dir / "results.json").read_text())["status"] == "complete"
     assert reaper.leftovers(run_dir) == []  # every record of a running server removed
     assert port_is_free("127.0.0.1", port)
+
+
+def test_a_second_ctrl_c_always_ends_with_how_to_render(tmp_path: Path, cache: Path) -> None:
+    """Ctrl-C, then another 0.3 s later (while the server is being stopped and the results
+    saved, or the report rendered): the servers are stopped, the results saved as
+    incomplete, and the last line says how to render the report; no traceback."""
+    port = free_port()
+    campaign = small_demo(tmp_path, port)
+    out = tmp_path / "out"
+    proc = start_run(
+        campaign, out, cache, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not second_experiment_running(out):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    (run_dir,) = (out / "demo").iterdir()
+    assert json.loads((run_dir / "results.json").read_text())["status"] == "incomplete"
+    rendered = (run_dir / "report.html").exists()
+    assert rendered or f"render the report with: reportgen render {run_dir}" in err, err
+    assert port_is_free("127.0.0.1", port)

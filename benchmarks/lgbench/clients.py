@@ -24,7 +24,7 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_
 class Job:
     run_id: str  # also every prompt's prefix, e.g. "r007"
     client: str
-    workload: str  # zero | paced
+    workload: str  # zero | paced | workloads
     url: str
     concurrency: int
     requests: int
@@ -33,6 +33,11 @@ class Job:
     workdir: Path
     tokenizer: Path
     model: str = "sim-model"
+    # reportgen only (the workloads comparison): conversations of `turns` turns, and each
+    # request's sent body measured after the level (see reportgen_worker.py)
+    turns: int = 1
+    think_s: float = 0.0
+    measure_sent: bool = False
 
 
 @dataclass
@@ -111,6 +116,10 @@ class Reportgen(Client):
             "requests": job.requests,
             "keep_chunk_times": job.workload == "paced",
         }
+        if job.turns > 1:
+            spec.update(turns=job.turns, think_s=job.think_s)
+        if job.measure_sent:
+            spec["measure_sent"] = True
         (job.workdir / "job.json").write_text(json.dumps(spec))
         worker = ROOT / "benchmarks" / "lgbench" / "reportgen_worker.py"
         out = job.workdir / "reportgen.json"

@@ -11,6 +11,12 @@ Times: reportgen's records are seconds since its level's t0 on time.perf_counter
 together just before the level starts; with the level's `t0_monotonic` that converts t0 to
 wall clock (time.time(), CLOCK_REALTIME, the clock of the simulator's send log) to within a
 microsecond or so. Without `t0_monotonic` (the older `run_level`), `started_at_unix` is used.
+
+Optional job keys (the workloads comparison): `turns` and `think_s` (conversations, passed to
+`run_load`), and `measure_sent`: after the level (outside its measured window), each record
+gets the size of the JSON body it sent (`body_bytes`, rebuilt with `RequestSpec.body` from its
+prompt and, for a later turn, its conversation's earlier prompts and the answers the records
+kept) and the characters of its messages' contents (`prompt_chars`).
 """
 
 from __future__ import annotations
@@ -41,8 +47,14 @@ def main(job_path: str, out_path: str) -> int:
     if run_load is not None:
         api = "run_load"
         kwargs: dict[str, Any] = {"requests": job["requests"]}
-        if "workers" in inspect.signature(run_load).parameters:
+        params = inspect.signature(run_load).parameters
+        if "workers" in params:
             kwargs["workers"] = job.get("workers")
+        for key in ("turns", "think_s"):  # conversations (only when the job asks)
+            if key in job:
+                if key not in params:
+                    raise SystemExit(f"this checkout's run_load has no {key!r}")
+                kwargs[key] = job[key]
         run = run_load(job["url"], spec, prompts, job["concurrency"], **kwargs)
     else:
         api = "run_level"
@@ -68,6 +80,8 @@ def main(job_path: str, out_path: str) -> int:
                 "error": getattr(r, "error", None),
             }
         )
+    if job.get("measure_sent"):
+        _measure_sent(spec, prompts, run.records, records)
     # Wall clock of t0: from our own (time.time(), perf_counter()) pair read together, when
     # the level tells its t0 on perf_counter (precise); else its own started_at_unix.
     t0_mono = getattr(run, "t0_monotonic", 0.0) or 0.0
@@ -93,6 +107,32 @@ def main(job_path: str, out_path: str) -> int:
     }
     Path(out_path).write_text(json.dumps(out))
     return 0
+
+
+def _measure_sent(
+    spec: Any, prompts: list[str], recs: list[Any], out: list[dict[str, Any]]
+) -> None:
+    """Each request's JSON body size and message characters, rebuilt as `client.send` built
+    them: turn t of a conversation carried the t turns before it (their prompts, and their
+    answers as the records kept them: whole, unless longer than `keep_text_chars`)."""
+    import orjson
+
+    n = len(prompts)
+    by_index = {r.index: r for r in recs}
+    for r, row in zip(recs, out, strict=True):
+        turn = getattr(r, "turn", 0) or 0
+        history: list[tuple[str, str]] = []
+        cut = False
+        for j in range(r.index - turn, r.index):
+            prev = by_index.get(j)
+            text = prev.output_text if prev is not None else ""
+            cut |= prev is None or len(text) >= spec.keep_text_chars
+            history += [("user", prompts[j % n]), ("assistant", text)]
+        body = spec.body(prompts[r.index % n], None, history)[1]
+        row["turn"] = turn
+        row["body_bytes"] = len(orjson.dumps(body))
+        row["prompt_chars"] = sum(len(t) for _, t in history) + len(prompts[r.index % n])
+        row["sent_exact"] = not cut
 
 
 if __name__ == "__main__":

@@ -148,6 +148,110 @@ def paced_table(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+WORKLOAD_ORDER = ["random", "shared-prefix", "multi-turn"]
+
+
+def _median(xs: list[float]) -> float | None:
+    s = sorted(x for x in xs if x is not None)
+    if not s:
+        return None
+    m = len(s) // 2
+    return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2
+
+
+def _spread(xs: list[float], digits: int = 2, suffix: str = "") -> str:
+    """median, and [min-max] when there are several."""
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "-"
+    med = _median(xs)
+    text = f"{med:.{digits}f}{suffix}"
+    if len(xs) > 1:
+        text += f" [{min(xs):.{digits}f}-{max(xs):.{digits}f}]"
+    return text
+
+
+def _ratios(rows: list[dict[str, Any]], kind: str, key: str) -> list[float]:
+    """Per rep: `kind`'s `key` over the same rep's random one."""
+    base = {r["rep"]: r.get(key) for r in rows if r["prompts"] == "random"}
+    out = []
+    for r in rows:
+        b = base.get(r["rep"])
+        if r["prompts"] == kind and b and r.get(key) is not None:
+            out.append(r[key] / b)
+    return out
+
+
+def workloads_table(results: dict[str, Any]) -> str:
+    """reportgen alone at one level: random, shared-prefix and multi-turn, side by side."""
+    rows = [r for r in results["runs"] if r["workload"] == "workloads" and r.get("ok")]
+    failed = [r for r in results["runs"] if r["workload"] == "workloads" and not r.get("ok")]
+    if not rows and not failed:
+        return ""
+    w = results["plan"].get("workloads", {})
+    reps = len({r["rep"] for r in rows})
+    out = [
+        f"Workloads, reportgen alone at C={w.get('concurrency')} against the paced server "
+        f"(TTFT 50 ms, ITL 10 ms, {w.get('chunks')} tokens), {w.get('requests')} requests "
+        f"per run, prompts of {w.get('words')} words; shared-prefix: {w.get('groups')} groups, "
+        f"the first {w.get('prefix_words')} words shared; multi-turn: {w.get('turns')} turns, "
+        f"think {w.get('think_s'):g} s, every turn re-sending the earlier turns and answers. "
+        f"{reps} rep(s), interleaved; median [min-max] over reps. CPU: user+sys of the "
+        "client's process in its measured window (own: reportgen's `client_cpu_s`, its "
+        "loop thread); vs random: per rep, CPU per request over the same rep's random run. "
+        "Body: the JSON body sent per request, mean / max.",
+        "",
+        "| workload | requests | req/s | client CPU s | CPU ms/request | vs random "
+        "| own CPU ms/request | own vs random | body bytes/request | prompt chars/request "
+        "| client TTFT p50 ms | server TTFT p50 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for kind in WORKLOAD_ORDER:
+        mine = [r for r in rows if r["prompts"] == kind]
+        if not mine:
+            continue
+        vs = _ratios(rows, kind, "cpu_ms_per_request")
+        own_vs = _ratios(rows, kind, "own_cpu_ms_per_request")
+        body = [r["body_bytes"]["mean"] for r in mine]
+        top = max(r["body_bytes"]["max"] for r in mine)
+        chars = [r["prompt_chars"]["mean"] for r in mine]
+        ttft = [r["client_ttft"]["p50_ms"] for r in mine]
+        srv = [r["server_truth"]["ttft"]["p50_ms"] for r in mine]
+        out.append(
+            f"| {kind} | {mine[0]['requests']} | {_spread([r['req_s'] for r in mine], 1)} "
+            f"| {_spread([r['cpu_window_s'] for r in mine])} "
+            f"| {_spread([r['cpu_ms_per_request'] for r in mine])} "
+            f"| {_spread(vs, 2, 'x') if kind != 'random' else '1'} "
+            f"| {_spread([r['own_cpu_ms_per_request'] for r in mine])} "
+            f"| {_spread(own_vs, 2, 'x') if kind != 'random' else '1'} "
+            f"| {_f(_median(body))} / {_f(float(top))} | {_f(_median(chars))} "
+            f"| {_spread(ttft, 1)} | {_spread(srv, 1)} |"
+        )
+    for r in failed:
+        err = str(r.get("error", ""))[:100].replace("|", "/").replace("\n", " ")
+        out.append(f"| {r['prompts']} (rep {r['rep'] + 1}) | failed: {err} |||||||||||")
+    if reps > 1:
+        out += [
+            "",
+            "Each rep: CPU ms/request (window), and x random.",
+            "",
+            "| rep | " + " | ".join(WORKLOAD_ORDER) + " |",
+            "|---:|" + "---:|" * len(WORKLOAD_ORDER),
+        ]
+        for rep in sorted({r["rep"] for r in rows}):
+            here = {r["prompts"]: r for r in rows if r["rep"] == rep}
+            base = here.get("random", {}).get("cpu_ms_per_request")
+            cells = []
+            for kind in WORKLOAD_ORDER:
+                v = here.get(kind, {}).get("cpu_ms_per_request")
+                cell = _f(v, 2)
+                if v is not None and base and kind != "random":
+                    cell += f" ({v / base:.2f}x)"
+                cells.append(cell)
+            out.append(f"| {rep + 1} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def installs_table(results: dict[str, Any]) -> str:
     out = [
         "| peer | version | works | venv size | install time | notes |",
@@ -167,17 +271,26 @@ def installs_table(results: dict[str, Any]) -> str:
 
 def render(results: dict[str, Any]) -> str:
     host = results["host"]
-    parts = [
+    kind = "quick" if results["quick"] else "full"
+    if results.get("workloads_only"):
+        kind = "workloads-only"
+    head = (
         f"Host: {host['cpu']}, {host['cores']} cores, Linux {host['kernel']}, "
-        f"Python {host['python']}; {'quick' if results['quick'] else 'full'} run, "
-        f"{results.get('elapsed_s', '?')} s.",
-        "",
+        f"Python {host['python']}; {kind} run, "
+        f"{results.get('elapsed_s', '?')} s."
+    )
+    tables = [
         zero_table(results),
-        "",
         paced_table(results),
-        "",
-        installs_table(results),
+        workloads_table(results),
+        installs_table(results) if results.get("installs") else "",
     ]
+    parts = [head]
+    for table in tables:
+        if table:
+            parts += ["", table]
+    if results.get("notes"):
+        parts.append("")
     for note in results.get("notes", []):
         parts.append(f"- note: {note}")
-    return "\n".join(p for p in parts if p is not None)
+    return "\n".join(parts)

@@ -74,6 +74,7 @@ def loads(text: str, filename: str = "<campaign>") -> Campaign:
     except ValidationError as exc:
         problems.extend(_problems_from_pydantic(exc, data, filename))
     problems.extend(_cross_checks(data, filename))
+    problems.extend(_unstorable(data, filename))
     if problems or model is None:
         raise CampaignError(problems)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -217,6 +218,42 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
                     metric,
                     "goodput counts the requests that meet workload.slo, and no SLO is set: "
                     "add one, e.g. workload.slo = { ttft_ms = 500, tpot_ms = 50 }",
+                )
+            )
+    return out
+
+
+_INT64 = 2**63
+
+
+def _unstorable(data: Any, filename: str, path: str = "") -> list[Problem]:
+    """Values a run could not record or pass on: whole numbers beyond 64 bits (JSON tools
+    and results cannot hold them), text with a NUL character (no program argument or
+    environment variable can), each said with its key."""
+    out: list[Problem] = []
+    items = (
+        data.items()
+        if isinstance(data, Mapping)
+        else enumerate(data)
+        if isinstance(data, list)
+        else []
+    )
+    for key, value in items:
+        where = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else key
+        if isinstance(value, Mapping | list):
+            out += _unstorable(value, filename, where)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if not -_INT64 <= value < _INT64:
+                out.append(
+                    Problem(filename, where, value, "too large: whole numbers must fit in 64 bits")
+                )
+        elif isinstance(value, str) and "\x00" in value:
+            out.append(
+                Problem(
+                    filename,
+                    where,
+                    value,
+                    "contains a NUL character, which no command line or environment can hold",
                 )
             )
     return out

@@ -493,6 +493,11 @@ class Workload(_Model):
         """Whether throughputs are trimmed to the steady state (``resolve_trim``)."""
         return resolve_trim(self.trim, self.duration_s)
 
+    @field_serializer("request_rate")
+    def _rate_kept(self, rate: float | None) -> float | str | None:
+        # JSON has no infinity: "inf" (read back as one), never null, which is a closed loop
+        return "inf" if rate is not None and math.isinf(rate) else rate
+
     @field_serializer("trim")
     def _trim_resolved(self, trim: bool | None) -> bool:
         # Saved as it applies: results, plans and resume compare the resolved value.

@@ -15,8 +15,12 @@ Each command imports the stage it calls when it runs, so ``reportgen --help`` st
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import os
 import sys
 from collections.abc import Callable
+from typing import IO, TextIO, cast
 
 from rich.console import Console
 
@@ -47,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return sim.main(argv[1:])
     args = build_parser().parse_args(argv)
+    stdout = _Tolerant(sys.stdout)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    out = Console(highlight=False, soft_wrap=True)
+    out = Console(file=cast(IO[str], stdout), highlight=False, soft_wrap=True)
     try:
         handler = _COMMANDS[args.command]
         return handler(args, out, err)
@@ -69,6 +74,51 @@ def main(argv: list[str] | None = None) -> int:
 
         err.print("interrupted", markup=False)
         return interrupt.exit_code()  # 130 for Ctrl-C, 143 for SIGTERM
+    finally:
+        stdout.close_if_broken()
+
+
+class _Tolerant(io.TextIOBase):
+    """Standard output that outlives its reader (`reportgen run ... | head`): once the pipe
+    is closed, what is written is dropped, so a run goes on, saves and renders as it would
+    have, and exits with its own code rather than dying mid-campaign."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self.broken = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self.broken = True
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", "utf-8")
+
+    def close_if_broken(self) -> None:
+        """After a broken pipe, point the descriptor at /dev/null, so the interpreter's own
+        flush at exit has nowhere to fail."""
+        if self.broken:
+            with contextlib.suppress(OSError, ValueError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self.stream.fileno())
 
 
 _COMMANDS: dict[str, Handler] = {

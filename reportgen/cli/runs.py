@@ -66,6 +66,8 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if not args.json:
         _summary_table(out, data)
     try:
+        if interrupted:
+            interrupt.rendering()
         paths = _render_paths(run_dir, pdf=not args.no_pdf)
     except KeyboardInterrupt:
         err.print(

@@ -170,10 +170,10 @@ TELEMETRY_CHART_COLUMNS = ("t", "gpu", "sm_clock_mhz", "power_w", "util_gpu_pct"
 def _latencies_of(run_dir: Path, exp_id: str) -> dict[int, dict[str, list[float]]]:
     """One experiment's latency percentiles by level; reads only the columns it needs (not
     every chunk's time)."""
-    import pandas as pd
+    from reportgen.results.store import read_table
 
     columns = ["concurrency", "status", "start", "first_token", "end"]
-    frame = pd.read_parquet(run_dir / "requests" / f"{exp_id}.parquet", columns=columns)
+    frame = read_table(run_dir / "requests" / f"{exp_id}.parquet", columns).to_pandas()
     ok = frame[(frame["status"] == "ok") & frame["start"].notna()]
     level = ok["concurrency"].to_numpy()
     levels: dict[int, dict[str, list[float]]] = {}

@@ -11,6 +11,7 @@ number is computed and the next report says the new thing.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -112,6 +113,12 @@ def lengths_said(wl: Mapping[str, Any]) -> str:
     return out
 
 
+def rate_of(wl: Mapping[str, Any]) -> float | None:
+    """A saved workload's request rate (saved as "inf" when infinite), or None."""
+    rate = wl.get("request_rate")
+    return None if rate is None else float(rate)
+
+
 def load_mode(wl: Mapping[str, Any]) -> str:
     """What a one-line workload leaves out otherwise: open-loop rate and arrivals, streaming
     off, SLOs ("" for a streamed closed loop without SLOs)."""
@@ -131,11 +138,11 @@ def load_mode(wl: Mapping[str, Any]) -> str:
     if (wl.get("prompts") or {}).get("source") == "trace":
         scale = float((wl.get("prompts") or {}).get("time_scale") or 0.001)
         out += f", open loop at the trace's own times ({scale:g} s per unit), at most C in flight"
-    if wl.get("request_rate"):
-        out += (
-            f", open loop at {wl['request_rate']:g} requests/s "
-            f"({wl.get('arrival', 'poisson')} arrivals)"
-        )
+    rate = rate_of(wl)
+    if rate == math.inf:
+        out += ", open loop at an infinite rate (every request of a level at once)"
+    elif rate:
+        out += f", open loop at {rate:g} requests/s ({wl.get('arrival', 'poisson')} arrivals)"
     if wl.get("stream") is False:
         out += ", not streamed (no TTFT or ITL)"
     slo = {k: v for k, v in (wl.get("slo") or {}).items() if v is not None}
@@ -333,7 +340,7 @@ def methods(
         amount = f"{wl['requests_per_level']} requests per level"
     else:
         amount = f"{wl.get('duration_s', '?')} s per level"
-    rate = wl.get("request_rate")
+    rate = rate_of(wl)
     if (wl.get("prompts") or {}).get("source") == "trace":
         amount = (
             f"the trace's first {wl['requests_per_level']} requests per level"

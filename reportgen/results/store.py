@@ -209,13 +209,25 @@ def save_requests(run_dir: Path, table: str, records: Sequence[RequestRecord]) -
     return _save_arrow(run_dir / "requests" / f"{table}.parquet", pa.table(columns, REQUEST_SCHEMA))
 
 
+def read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
+    """A saved Parquet table (those ``columns`` of it); ResultsError naming the file when it
+    cannot be read (truncated, overwritten, not Parquet)."""
+    try:
+        return pq.read_table(path, columns=list(columns) if columns else None)
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise ResultsError(
+            f"{path}: cannot read this raw table ({type(exc).__name__}: {str(exc)[:160]}); "
+            "the run directory is damaged: restore the file from a copy of the run"
+        ) from None
+
+
 def read_requests(run_dir: Path, table: str) -> list[RequestRecord]:
     """One request table's rows as records (empty when it was never saved). Tables written
     before a field existed give its default."""
     path = run_dir / "requests" / f"{table}.parquet"
     if not path.exists():
         return []
-    frame = pq.read_table(path)
+    frame = read_table(path)
     names = [n for n in RECORD_FIELDS if n in frame.column_names]
     cols = [frame.column(n).to_pylist() for n in names]
     return [RequestRecord(**dict(zip(names, row, strict=True))) for row in zip(*cols, strict=True)]
@@ -236,7 +248,7 @@ def load_telemetry(
     path = run_dir / "telemetry" / f"{experiment}.parquet"
     if not path.exists():
         return pd.DataFrame(columns=list(columns or TELEMETRY_COLUMNS))
-    return pd.read_parquet(path, columns=list(columns) if columns else None)
+    return read_table(path, columns).to_pandas()
 
 
 def _save_table(path: Path, frame: pd.DataFrame) -> Path:
@@ -276,7 +288,7 @@ def load_requests(run_dir: Path, experiment: str | None = None) -> pd.DataFrame:
     """Request records of one experiment, or of all (empty table when none were saved)."""
     folder = run_dir / "requests"
     files = [folder / f"{experiment}.parquet"] if experiment else sorted(folder.glob("*.parquet"))
-    frames = [pd.read_parquet(f) for f in files if f.exists()]
+    frames = [read_table(f).to_pandas() for f in files if f.exists()]
     if not frames:
         return pd.DataFrame(columns=list(REQUEST_COLUMNS))
     return pd.concat(frames, ignore_index=True)

@@ -7,6 +7,12 @@ printed as "Exception ignored in ..." and dropped, and the run would go on as if
 had never come. So the handler also records the signal, and the runner calls :func:`check` at
 each step's boundary (after a level, after an experiment, before the run is called complete):
 a signal whose KeyboardInterrupt was dropped is raised again there.
+
+Only the first signal raises at once. Another one while reportgen stops its servers and saves
+what finished is noted, not raised (it would leave a server running or results unsaved); once
+the report is being rendered (:func:`rendering`), another stops the rendering, and one that
+came in between stops it at once, so a second Ctrl-C always ends with the command that
+renders the report.
 """
 
 from __future__ import annotations
@@ -15,21 +21,35 @@ import signal
 from types import FrameType
 
 _received: str | None = None  # the name of the signal that asked us to stop, once one did
+_again = 0  # signals after the first
+_raise_again = False  # rendering: a signal after the first stops it
 
 
 def install() -> None:
     """Handle SIGINT and SIGTERM in this process (the main thread) from now on."""
-    global _received
-    _received = None
+    global _received, _again, _raise_again
+    _received, _again, _raise_again = None, 0, False
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
-    global _received
+    global _received, _again
     if _received is None:
         _received = signal.Signals(signum).name
-    raise KeyboardInterrupt
+        raise KeyboardInterrupt
+    _again += 1
+    if _raise_again:
+        raise KeyboardInterrupt
+
+
+def rendering() -> None:
+    """The report is rendered from here on: a signal after the first stops it (one that came
+    while the servers were stopped and the results saved, at once)."""
+    global _raise_again
+    _raise_again = True
+    if _again:
+        raise KeyboardInterrupt
 
 
 def check() -> None:

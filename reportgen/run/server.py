@@ -146,6 +146,12 @@ class ServerProcess:
         except PermissionError:
             self._close_log()
             raise ServerError(f"command not executable: {self.argv[0]!r}") from None
+        except (OSError, ValueError) as exc:  # E2BIG: arguments and environment too long
+            self._close_log()
+            raise ServerError(
+                f"cannot start {self.argv[0]!r}: {exc}; shorten the server's flags and "
+                "environment (server.args, server.env)"
+            ) from None
         self.started_at = time.monotonic()
         pgid = self.proc.pid  # start_new_session makes the child its group's leader
         # a watchdog that stops the group if reportgen dies without stopping it (SIGKILL)
