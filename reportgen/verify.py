@@ -102,6 +102,12 @@ def verify(report: Path, run_dir: Path | None = None) -> Verification:
     out = Verification()
     claimed: dict[str, str] = data.get("tables") or {}
     found = table_hashes(run_dir)
+    if claimed and not found:  # a report copied without its run: nothing to check against
+        raise ResultsError(
+            f"{report}: no raw tables in {run_dir} (requests/, telemetry/) to check it "
+            "against; give its run directory with --run-dir RUN_DIR, or verify it where it "
+            "was rendered"
+        )
     _check_tables(out, claimed, found)
     fresh, rows_of = _check_levels(out, run, run_dir, found)
     _check_telemetry(out, run, run_dir, found)

@@ -573,3 +573,8 @@ def test_a_partial_runs_summary_says_what_ran_what_stopped_and_what_never_starte
     for eid in waiting:
         assert any(eid in line and "not started" in line for line in lines), lines
     assert any(stopped in line and "interrupted" in line for line in lines), lines
+    # the charts' legends too (it was "failed; levels before it")
+    from reportgen.render import figures
+
+    drawn = {s.id: figures._legend_name(s) for s in report.series}
+    assert drawn[stopped].endswith("(interrupted; levels before it)"), drawn

@@ -129,6 +129,11 @@ def test_a_tokenizer_folder_and_a_local_model_folder(tmp_path: Path) -> None:
     assert res.returncode == 2 and "args.model = './m': the folder has no config.json" in (
         res.stderr
     )
+    # a tokenizer folder that exists but holds no tokenizer, or one that does not parse
+    assert "workload.tokenizer = 'tok': no tokenizer file in this folder" in res.stderr
+    (tmp_path / "tok" / "tokenizer.json").write_text("garbage")
+    res = reportgen_main("validate", path, cwd=tmp_path)
+    assert "workload.tokenizer = 'tok': tokenizer.json does not parse" in res.stderr
 
 
 def test_ports_out_of_range_and_infinite_timeouts_are_refused_by_validate_and_plan(
@@ -200,3 +205,40 @@ def test_an_experiment_at_none_of_the_objective_levels_is_said_to_be_undecidable
     (run_dir / "results.json").write_text(json.dumps(data))
     assert reportgen_main("render", run_dir, "--no-pdf").returncode == 0
     assert reportgen_main("verify", run_dir).returncode == 1
+
+
+def test_what_a_new_user_mistypes_is_said_before_anything_starts(tmp_path: Path) -> None:
+    """From a new user's pass: a host that is not this machine or carries a scheme, a check
+    bound of nan, a simulator flag its parser refuses, ShareGPT items with nothing to send."""
+    for host, said in (
+        ("999.0.0.1", "not an address of this machine: reportgen starts the servers here"),
+        ("http://localhost", "a host name or address alone (127.0.0.1, ::1, localhost)"),
+    ):
+        path = campaign(tmp_path, server=f'host = "{host}"')
+        res = reportgen_main("validate", path)
+        assert res.returncode == 2 and f"server.host = '{host}': {said}" in res.stderr
+    path = campaign(tmp_path, server="args = { port = 19333, ttft_ms = 10 }")
+    res = reportgen_main("validate", path)
+    assert res.returncode == 0  # a warning: the experiment would fail at start, as the demo's
+    assert "experiment 'baseline': args = " in res.stderr
+    assert "unrecognized arguments: --ttft_ms 10 (see `reportgen sim --help`" in res.stderr
+    path.write_text(
+        path.read_text().replace("ttft_ms = 10", "ttft-ms = 10")
+        + '[[check]]\nmetric = "ttft_ms"\nstat = "p99"\nmax = nan\n'
+    )
+    res = reportgen_main("validate", path)
+    assert res.returncode == 2 and "check[0].max = nan: nan is no bound" in res.stderr
+    items = [
+        {"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Yo"}]},
+        {"foo": 1},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "in parts"}]}]},
+        {"conversations": [{"from": "gpt", "value": "only the answer"}]},
+    ]
+    (tmp_path / "chats.json").write_text(json.dumps(items))
+    path = campaign(tmp_path, workload='prompts = { source = "sharegpt", path = "chats.json" }')
+    res = reportgen_main("validate", path)
+    assert res.returncode == 0
+    assert "'chats.json': 2 of 4 items have no user turn with text and are skipped" in res.stderr
+    from reportgen.load.prompts import load_pairs
+
+    assert load_pairs("sharegpt", tmp_path / "chats.json") == [("Hi", "Yo"), ("in parts", None)]

@@ -394,6 +394,16 @@ def _problems_from_pydantic(
             problems.append(
                 Problem(filename, key, _value_at(data, loc), f"must be one of {expected}")
             )
+        elif kind == "string_pattern_mismatch" and loc and loc[-1] == "host":
+            problems.append(
+                Problem(
+                    filename,
+                    key,
+                    _value_at(data, loc),
+                    "a host name or address alone (127.0.0.1, ::1, localhost), without "
+                    "http:// or a port: the port is the server's own flag (server.args.port)",
+                )
+            )
         elif kind == "string_pattern_mismatch" and loc and loc[-1] == "base_url":
             problems.append(
                 Problem(

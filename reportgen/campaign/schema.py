@@ -153,7 +153,12 @@ class Server(_Model):
     )
     args: dict[str, ArgValue] = Field(default_factory=dict, description="Flags, without dashes.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
-    host: str = Field("127.0.0.1", description="Address the client connects to.")
+    host: str = Field(
+        "127.0.0.1",
+        pattern=r"^[^\s/:]+$|^[0-9A-Fa-f:]+$",
+        description="Address the client connects to: a name or an address of this machine, "
+        "without a scheme or port (the port is the server's port flag).",
+    )
     model: str | None = Field(
         None,
         description="The model name sent with every request (default: the first one the "
@@ -555,6 +560,14 @@ class Check(_Model):
     )
     max: float | None = Field(None, description="The metric must not exceed this.")
     min: float | None = Field(None, description="The metric must not fall below this.")
+
+    @field_validator("max", "min")
+    @classmethod
+    def _a_number(cls, value: float | None) -> float | None:
+        if value is not None and math.isnan(value):
+            raise ValueError("nan is no bound: give a number")
+        return value
+
     concurrency: list[Annotated[int, Field(ge=1)]] | None = Field(
         None, description="Levels the bound applies to (default: every level run)."
     )

@@ -73,6 +73,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.redact import redact_argv, redact_env
     from reportgen.render.text import lengths_said, prompt_source
     from reportgen.run import plan, static
+    from reportgen.run.external import url_host
 
     c = campaign.load(args.campaign)
     found = static.check(c)
@@ -167,7 +168,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"; request timeout {wl.request_timeout_s:g} s" + (f"; SLO {slo}" if slo else ""),
             markup=False,
         )
-        url = r.base_url or f"http://{c.model.server.host}:{engine.port(r.args)}"
+        url = r.base_url or f"http://{url_host(c.model.server.host)}:{engine.port(r.args)}"
         ready = f"{url}{engine.health_path}" if engine.health_path else url
         out.print(
             f"  polls:    {ready} until ready, then sends to {url}{api_path(wl.api)}",

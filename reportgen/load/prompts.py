@@ -125,10 +125,14 @@ def read(path: Path) -> tuple[str, str]:
         raise LoadError(f"{where}: cannot read: {exc}") from None
 
 
-def load_pairs(source: str, path: Path, field: str = "prompt") -> list[tuple[str, str | None]]:
+def load_pairs(
+    source: str, path: Path, field: str = "prompt", skipped: list[int] | None = None
+) -> list[tuple[str, str | None]]:
     """Each prompt of a dataset with the answer it was given there: ShareGPT's first human
-    turn and the assistant's turn after it (None where it has none); JSONL has no answers."""
+    turn and the assistant's turn after it (None where it has none); JSONL has no answers.
+    ``skipped`` gets the number of ShareGPT items with no user turn to send."""
     where, text = read(path)
+    items_seen = 0
     prompts: list[tuple[str, str | None]] = []
     if source == "sharegpt":
         try:
@@ -138,6 +142,7 @@ def load_pairs(source: str, path: Path, field: str = "prompt") -> list[tuple[str
         # ShareGPT's own form ("conversations": [{"from": "human", "value": ...}]) and the
         # chat form many of its copies use ("messages": [{"role": "user", "content": ...}])
         for item in items if isinstance(items, list) else []:
+            items_seen += 1
             turns = (
                 item.get("conversations") or item.get("conversation") or item.get("messages")
                 if isinstance(item, dict)
@@ -146,10 +151,12 @@ def load_pairs(source: str, path: Path, field: str = "prompt") -> list[tuple[str
             turns = [t for t in turns if isinstance(t, dict)] if isinstance(turns, list) else []
             for k, turn in enumerate(turns):
                 if (turn.get("from") or turn.get("role")) in ("human", "user"):
-                    value = turn.get("value", turn.get("content"))
-                    if isinstance(value, str) and value.strip():
+                    value = _text(turn.get("value", turn.get("content")))
+                    if value.strip():
                         prompts.append((value, _answer(turns[k + 1 :])))
                     break
+        if skipped is not None:
+            skipped.append(items_seen - len(prompts))
     else:
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -158,12 +165,12 @@ def load_pairs(source: str, path: Path, field: str = "prompt") -> list[tuple[str
                 obj: Any = json.loads(line)
             except json.JSONDecodeError:
                 raise LoadError(f"{where}: line {n} is not valid JSON") from None
-            value = obj.get(field) if isinstance(obj, dict) else None
-            if not isinstance(value, str):
+            found = obj.get(field) if isinstance(obj, dict) else None
+            if not isinstance(found, str):
                 raise LoadError(
                     f"{where}: line {n} has no string {field!r}; set workload.prompts.field"
                 )
-            prompts.append((value, None))
+            prompts.append((found, None))
     if not prompts:
         expected = (
             'items with "conversations" ({"from": "human", "value": ...}) or "messages" '
@@ -175,12 +182,22 @@ def load_pairs(source: str, path: Path, field: str = "prompt") -> list[tuple[str
     return prompts
 
 
+def _text(value: Any) -> str:
+    """A turn's text: a string, or the text parts of OpenAI's content list
+    ([{"type": "text", "text": ...}, ...]); "" for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [p.get("text") for p in value if isinstance(p, dict) and p.get("type") == "text"]
+        return "\n".join(t for t in parts if isinstance(t, str))
+    return ""
+
+
 def _answer(after: list[dict[str, Any]]) -> str | None:
     """The assistant's turn right after a prompt ("gpt" or "assistant"), if it is one."""
     if not after or (after[0].get("from") or after[0].get("role")) not in ("gpt", "assistant"):
         return None
-    value = after[0].get("value", after[0].get("content"))
-    return value if isinstance(value, str) else None
+    return _text(after[0].get("value", after[0].get("content"))) or None
 
 
 def sample(prompts: list[Any], count: int, seed: int) -> list[Any]:

@@ -165,6 +165,7 @@ class Series:
     sd: dict[str, list[float | None]]
     untrusted: bool = False  # ran, but a check invalidated its numbers (verdict "failed")
     partial: bool = False  # its server failed: only the levels it finished before are drawn
+    stopped: str = "failed"  # why it is partial: "failed" or "interrupted"
 
 
 @dataclass(frozen=True)

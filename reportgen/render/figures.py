@@ -110,7 +110,7 @@ def _legend_name(series: Series) -> str:
     if series.untrusted:
         suffix += " (failed checks)"
     if series.partial:
-        suffix += " (failed; levels before it)"
+        suffix += f" ({series.stopped}; levels before it)"
     return _label(series.id, series.index) + suffix
 
 

@@ -358,6 +358,7 @@ def _series(index: int, e: model.Experiment, is_baseline: bool, is_best: bool) -
         sd={k: [levels[c].stat(k).sd for c in order] for k in CHART_KEYS},
         untrusted=e.ok and e.decision is not None and e.decision.verdict == "failed",
         partial=not e.ok,
+        stopped="failed" if e.status == "failed" else "interrupted",
     )
 
 

@@ -45,6 +45,11 @@ def auth_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+def url_host(host: str) -> str:
+    """A host as a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 def is_local(url: str) -> bool:
     """Whether ``url``'s host is this machine (loopback, or an address of its own: one it
     can bind to), so its GPUs are the ones NVML sees here."""

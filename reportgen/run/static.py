@@ -11,12 +11,14 @@
   would fail to start.
 - **Advice** (it runs, but a reader would not get what the campaign is for): an experiment
   that shares no level of the objective with the configuration it is compared with, so its
-  verdict can only be "inconclusive". Said by ``validate``, ``plan`` and ``run``.
+  verdict can only be "inconclusive"; simulator flags its own parser refuses (that
+  experiment will fail to start). Said by ``validate``, ``plan`` and ``run``.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -29,6 +31,8 @@ from reportgen import engines
 from reportgen.campaign import Campaign, Resolved
 from reportgen.errors import LoadError, Problem
 from reportgen.load import prompts, trace
+from reportgen.run import external
+from reportgen.run.external import url_host
 from reportgen.run.plan import command_line, plan
 
 
@@ -54,7 +58,18 @@ def check(campaign: Campaign) -> Findings:
                 if src.source == "trace":
                     trace.load(path, src.time_scale)
                 else:
-                    prompts.load_dataset(src.source, path, src.field)
+                    skipped: list[int] = []
+                    used = prompts.load_pairs(src.source, path, src.field, skipped)
+                    if skipped and skipped[0]:
+                        found.advice.append(
+                            Problem(
+                                campaign.path,
+                                f"experiment {r.id!r}: workload.prompts.path",
+                                src.path,
+                                f"{skipped[0]} of {skipped[0] + len(used)} items have no user "
+                                "turn with text and are skipped",
+                            )
+                        )
             except LoadError as exc:
                 message = str(exc).split(": ", 1)[-1]
                 found.errors.append(
@@ -78,11 +93,32 @@ def check(campaign: Campaign) -> Findings:
                         "local tokenizer folder, or remove workload.tokenizer",
                     )
                 )
+            elif (why := _not_a_tokenizer(path)) is not None:
+                found.errors.append(
+                    Problem(
+                        campaign.path, f"experiment {r.id!r}: workload.tokenizer", wl.tokenizer, why
+                    )
+                )
     started = [r for r in steps if r.base_url is None]  # the servers reportgen starts
+    host = campaign.model.server.host
+    if started and not external.is_local(f"http://{url_host(host)}"):
+        found.errors.append(
+            Problem(
+                campaign.path,
+                "server.host",
+                host,
+                "not an address of this machine: reportgen starts the servers here and "
+                "connects to them there; use 127.0.0.1 (or this host's own address), or give "
+                "a server already running elsewhere as server.base_url",
+            )
+        )
     ports = _port_range(campaign, started)
     found.errors += ports or _port_problems(campaign, started)
     if started:
         found.not_here += _installed(campaign)
+    if campaign.model.server.engine == "sim" and not campaign.model.server.command:
+        # a warning: the demo campaign shows a server that refuses its flags on purpose
+        found.advice += _sim_flags(campaign, started)
     found.advice += _undecidable(campaign, steps)
     for r in steps:
         model = next((r.args[k] for k in ("model", "model-path") if k in r.args), None)
@@ -137,6 +173,59 @@ def _undecidable(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]
                 "'inconclusive'; run it at one of them too",
             )
         )
+    return out
+
+
+# Files one of which a tokenizer folder holds (fast tokenizers, SentencePiece, BPE vocabularies)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "vocab.json", "vocab.txt")
+
+
+def _not_a_tokenizer(folder: Path) -> str | None:
+    """Why ``folder`` cannot be a tokenizer (no tokenizer file, or a tokenizer.json that is
+    not JSON), or None: a quick look, not a load (that imports transformers)."""
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        return f"no tokenizer file in this folder (one of {', '.join(TOKENIZER_FILES)})"
+    main = folder / "tokenizer.json"
+    if main.is_file():
+        try:
+            json.loads(main.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            return f"tokenizer.json does not parse ({str(exc)[:80]}): save the tokenizer again"
+    return None
+
+
+def _sim_flags(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
+    """The simulator's flags, parsed here by its own parser: what it would refuse at start
+    (the cause left in its log) is said before anything starts, for each experiment whose
+    flags it refuses."""
+    import argparse
+    import contextlib
+    import io
+
+    from reportgen.sim.cli import add_arguments
+
+    engine = engines.get("sim")
+    out = []
+    for r in steps:
+        parser = argparse.ArgumentParser(prog="reportgen sim", exit_on_error=False)
+        add_arguments(parser)
+        said = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(said):
+                parser.parse_args(engine.format_args(r.args))
+        except (argparse.ArgumentError, SystemExit) as exc:
+            why = str(exc) if isinstance(exc, argparse.ArgumentError) else said.getvalue()
+            why = why.strip().splitlines()[-1] if why.strip() else "refused by reportgen sim"
+            out.append(
+                Problem(
+                    campaign.path,
+                    f"experiment {r.id!r}: args",
+                    r.args,
+                    why.removeprefix("reportgen sim: error: ")
+                    + " (see `reportgen sim --help`; flags are written without dashes, "
+                    "with dashes between words: ttft-ms)",
+                )
+            )
     return out
 
 
