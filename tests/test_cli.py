@@ -88,8 +88,11 @@ def test_validate_json_for_scripts(tmp_path: Path) -> None:
     data = json.loads(res.stdout)
     demo, broken, other = data["files"]
     assert data["ok"] is False
-    assert demo == {"path": "campaigns/demo.toml", "ok": True, "experiments": 6,
-                    "errors": [], "warnings": []}  # fmt: skip
+    # the demo's typo-in-flag experiment fails to start on purpose: a warning, not an error
+    (typo,) = demo.pop("warnings")
+    assert typo["key"] == "experiment 'typo-in-flag': args"
+    assert "unrecognized arguments: --itl-msec 2" in typo["message"]
+    assert demo == {"path": "campaigns/demo.toml", "ok": True, "experiments": 6, "errors": []}
     assert broken["ok"] is False and broken["experiments"] is None
     margin = next(e for e in broken["errors"] if e["key"] == "campaign.margin")
     assert margin["value"] == "big" and margin["line"].startswith(f"{bad}: campaign.margin = ")

@@ -47,7 +47,6 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         run_dir = args.output / c.name / plan.new_run_id(c)
     live = said.is_terminal and not args.quiet
     interrupt.install()  # Ctrl-C and SIGTERM: KeyboardInterrupt, never lost (see there)
-    said.print(f"run directory: {run_dir}", markup=False)
     r = runner.Runner(c, run_dir, progress.make(said, live), resume=saved)
     data: Run | None = None
     interrupted = False

@@ -4,6 +4,7 @@ picks the rich implementation for a terminal and the quiet one for tests and pip
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Protocol
 
 from rich.console import Console
@@ -20,7 +21,9 @@ from rich.text import Text
 
 
 class ProgressSink(Protocol):
-    def campaign_start(self, total_requests: int, experiments: int) -> None: ...
+    def campaign_start(
+        self, total_requests: int, experiments: int, run_dir: Path | None = None
+    ) -> None: ...
     def experiment_start(self, index: int, count: int, exp_id: str) -> None: ...
     def phase(self, text: str) -> None: ...
     def warn(self, text: str) -> None: ...
@@ -42,8 +45,11 @@ class Quiet:
         if self.console is not None:
             self.console.print(text, highlight=False)
 
-    def campaign_start(self, total_requests: int, experiments: int) -> None:
-        pass
+    def campaign_start(
+        self, total_requests: int, experiments: int, run_dir: Path | None = None
+    ) -> None:
+        if run_dir is not None:  # said once it exists: a refused campaign creates none
+            self._say(f"run directory: {run_dir}")
 
     def experiment_start(self, index: int, count: int, exp_id: str) -> None:
         self._say(f"[{index + 1}/{count}] {exp_id}")
@@ -94,7 +100,11 @@ class Live:
         self._errors = 0
         self.progress.start()
 
-    def campaign_start(self, total_requests: int, experiments: int) -> None:
+    def campaign_start(
+        self, total_requests: int, experiments: int, run_dir: Path | None = None
+    ) -> None:
+        if run_dir is not None:
+            self.console.print(f"run directory: {run_dir}", markup=False, highlight=False)
         self.campaign = self.progress.add_task(
             f"campaign ({experiments} experiments)", total=total_requests or None, rate=""
         )

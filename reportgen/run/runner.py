@@ -87,7 +87,7 @@ class Runner:
             run.client_ceiling = {"error": str(exc)}
         self.ctx.client_ceiling = run.client_ceiling
         exps = self.campaign.experiments
-        self.progress.campaign_start(total_requests(self.campaign), len(exps))
+        self.progress.campaign_start(total_requests(self.campaign), len(exps), self.ctx.run_dir)
         try:
             for i, exp in enumerate(exps):
                 entry = run.experiments[i]
