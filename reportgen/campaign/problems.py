@@ -416,7 +416,12 @@ def _problems_from_pydantic(
             )
         else:
             msg = err["msg"]
-            if msg.startswith("Value error, "):
+            if msg.lower().startswith("value error, "):
                 msg = msg[len("Value error, ") :]
-            problems.append(Problem(filename, key, _value_at(data, loc), msg[0].lower() + msg[1:]))
+            value = _value_at(data, loc)
+            if (
+                isinstance(value, Mapping) and kind == "value_error"
+            ):  # a rule across a table: it names
+                value = MISSING  # the keys; the whole table would bury its message
+            problems.append(Problem(filename, key, value, msg[0].lower() + msg[1:]))
     return problems

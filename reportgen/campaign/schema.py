@@ -486,7 +486,8 @@ class Workload(_Model):
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(x) for x in first["loc"])
-                raise ValueError(f"{where + ': ' if where else ''}{first['msg']}") from None
+                msg = str(first["msg"]).removeprefix("Value error, ")
+                raise ValueError(f"{where + ': ' if where else ''}{msg}") from None
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(
                 "give a whole number of at least 1, or a range such as { min = 2, max = 8 }"

@@ -367,10 +367,13 @@ def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:
 
 
 def cmd_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from reportgen import verify
+    from reportgen import results, verify
     from reportgen.render import HTML_NAME
 
-    report = args.report / HTML_NAME if args.report.is_dir() else args.report
+    given = args.report
+    if given.name == results.RESULTS and given.is_file():  # the run's results: its report
+        given = given.parent
+    report = given / HTML_NAME if given.is_dir() else given
     if not report.is_file():
         raise ResultsError(f"{report}: no such report; give report.html or its run directory")
     found = verify.verify(report, args.run_dir)

@@ -49,10 +49,17 @@ def extract(page: str, where: str = "this HTML") -> dict[str, Any]:
     file, for the message."""
     m = _DATA_RX.search(page)
     if not m:
-        raise ResultsError(
-            f"{where} carries no reportgen data (not a report, or one rendered by an "
-            "earlier reportgen); render it again with `reportgen render RUN_DIR`"
-        )
+        name = where.rsplit("/", 1)[-1]
+        if name.endswith(".toml"):
+            what = "a campaign file, not a report: give the report.html its run wrote"
+        elif name == "results.json" or name.endswith(".json"):
+            what = "results, not a report: give the run directory, or its report.html"
+        else:
+            what = (
+                "not a report, or one rendered by an earlier reportgen; render it again with "
+                "`reportgen render RUN_DIR`"
+            )
+        raise ResultsError(f"{where} carries no reportgen data: {what}")
     try:
         data = json.loads(m.group(1))
     except json.JSONDecodeError as exc:
