@@ -197,3 +197,20 @@ invalidates = true
     assert c.model.campaign.interleave and c.model.campaign.cv_bound == 0.1
     steps = plan(c)
     assert all(s.checks[0].metric == "output_tok_s" for s in steps)  # on every experiment
+
+
+def test_settings_named_as_the_peers_name_them_are_pointed_to_their_key(tmp_path: Path) -> None:
+    """A `vllm bench serve` user writes num_prompts or random_input_len: the error says
+    where that setting lives here."""
+    path = tmp_path / "peer.toml"
+    path.write_text(
+        '[campaign]\nname = "p"\ntitle = "t"\n[workload]\nnum_prompts = 10\n'
+        'random_input_len = 5\n[[experiment]]\nid = "a"\nwhy = "b"\n'
+    )
+    with pytest.raises(CampaignError) as got:
+        campaign.load(path)
+    said = [str(p) for p in got.value.problems]
+    assert any("workload.num_prompts = 10: unknown key; as the benchmark tools call it: here "
+               "it is workload.requests_per_level" in s for s in said), said  # fmt: skip
+    assert any("random_input_len = 5: unknown key; as the benchmark tools call it: here it is "
+               "workload.input_tokens" in s for s in said), said  # fmt: skip

@@ -312,6 +312,35 @@ def _models_in(annotation: object) -> list[type[BaseModel]]:
 _ALLOWED = _allowed_keys()
 
 
+# What `vllm bench serve` and SGLang's bench_serving call a setting, and where it lives here
+PEER_NAMES = {
+    "num_prompts": "workload.requests_per_level (per level) or workload.duration_s",
+    "random_input_len": "workload.input_tokens",
+    "random_output_len": "workload.output_tokens",
+    "random_range_ratio": "workload.range_ratio",
+    "max_concurrency": "workload.concurrency (a list of levels)",
+    "request_rate": "workload.request_rate",
+    "dataset_name": 'workload.prompts.source ("random", "sharegpt", "trace"...)',
+    "dataset_path": "workload.prompts.path",
+    "sharegpt_output_len": "workload.output_tokens (with prompts.answer_lengths = false)",
+    "goodput": "workload.slo (ttft_ms, tpot_ms, e2e_ms)",
+    "ignore_eos": "nothing: reportgen asks the engine for exact lengths itself",
+    "backend": "server.engine",
+    "endpoint": 'workload.api ("chat" or "completions")',
+    "model": "server.args.model (a server reportgen starts) or server.model (one running)",
+    "host": "server.host",
+    "port": "server.args.port",
+    "num_rounds": "workload.turns",
+    "num_turns": "workload.turns",
+}
+
+
+def _peer_hint(word: str) -> str:
+    """Where a setting named as the peers' benchmark tools name it lives here ("")."""
+    peer = PEER_NAMES.get(word.replace("-", "_"))
+    return f"; as the benchmark tools call it: here it is {peer}" if peer else ""
+
+
 def _did_you_mean(word: str, options: Sequence[str]) -> str:
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
@@ -383,7 +412,7 @@ def _problems_from_pydantic(
             table = tuple(p for p in loc[:-1] if isinstance(p, str))
             allowed = _ALLOWED.get(table, [])
             word = str(loc[-1])
-            hint = _did_you_mean(word, allowed)
+            hint = _peer_hint(word) or _did_you_mean(word, allowed)
             if not hint and allowed:
                 hint = f"; allowed keys: {', '.join(allowed)}"
             problems.append(Problem(filename, key, _value_at(data, loc), f"unknown key{hint}"))
