@@ -186,6 +186,7 @@ def test_sigterm_then_resume_keeps_what_finished(tmp_path: Path, cache: Path) ->
     html = (run_dir / "report.html").read_text()
     assert "INCOMPLETE REPORT" not in html.upper()
     assert "<dt>Resumed</dt><dd>20" in html
+    assert "Resumed: 20" in (run_dir / "report.md").read_text()  # report.md says so too
     assert "(run incomplete; kept baseline; campaign file changed after them: added " in html
     assert port_is_free("127.0.0.1", port)
 

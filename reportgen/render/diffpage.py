@@ -164,11 +164,14 @@ def write(
     from reportgen.render.report import _write
 
     page = render_html(d, threshold)
-    out = {"html": _write(out_dir / NAMES["html"], page.encode("utf-8"))}
+    instead = "give reportgen diff another folder with --out"
+    out = {"html": _write(out_dir / NAMES["html"], page.encode("utf-8"), instead)}
     if pdf:
-        out["pdf"] = _write(out_dir / NAMES["pdf"], printer.html_to_pdf(page, out_dir).data)
-    out["markdown"] = _write(out_dir / NAMES["markdown"], markdown(d, threshold).encode())
+        out["pdf"] = _write(
+            out_dir / NAMES["pdf"], printer.html_to_pdf(page, out_dir).data, instead
+        )
+    out["markdown"] = _write(out_dir / NAMES["markdown"], markdown(d, threshold).encode(), instead)
     data = {**d.as_dict(), "threshold": threshold, "reportgen_version": __version__}
     text = json.dumps(data, indent=1, allow_nan=False) + "\n"
-    out["json"] = _write(out_dir / NAMES["json"], text.encode("utf-8"))
+    out["json"] = _write(out_dir / NAMES["json"], text.encode("utf-8"), instead)
     return out

@@ -154,6 +154,8 @@ def markdown(report: Report, pdf: bool = True) -> str:
         _md(report.summary),
         "",
     ]
+    if h.resumed:
+        lines += [f"Resumed: {_md(h.resumed)}.", ""]
     if h.external_notice:
         lines += [_md(h.external_notice), ""]
     levels = " / ".join(f"C={c}" for c in obj.levels)

@@ -192,14 +192,18 @@ def _telemetry_of(run_dir: Path, exp_id: str) -> dict[str, Any]:
     return {c: frame[c].to_numpy(dtype=float) for c in TELEMETRY_CHART_COLUMNS}
 
 
-def _write(path: Path, data: bytes) -> Path:
+def _write(path: Path, data: bytes, instead: str = "") -> Path:
+    """``data`` into ``path``, whole or not at all; ``instead``: what to do when the folder
+    cannot be written (by default: render a copy of the run elsewhere)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         results_mod.atomic_write_bytes(path, data)
     except OSError as exc:
         reason = exc.strerror or str(exc)
+        instead = instead or (
+            "copy the run directory somewhere writable and run `reportgen render` on the copy"
+        )
         raise RenderError(
-            f"{path}: cannot write the report ({reason}); make {path.parent} writable, or copy "
-            f"the run directory somewhere writable and run `reportgen render` on the copy"
+            f"{path}: cannot write the report ({reason}); make {path.parent} writable, or {instead}"
         ) from None
     return path
