@@ -56,6 +56,19 @@ def known_secrets(*tables: Mapping[str, object]) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+def redact_tree(value: object) -> object:
+    """A copy of JSON-like data (a server's /server_info answer) with the values of
+    secret-named keys hidden at any depth, and token-shaped strings in it too."""
+    if isinstance(value, Mapping):
+        return {
+            k: REDACTED if is_secret_name(str(k)) and v not in (None, "") else redact_tree(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact_tree(v) for v in value]
+    return redact_text(value) if isinstance(value, str) else value
+
+
 def redact_flag(name: str, value: object) -> object:
     """A flag's or variable's value as it may be shown: hidden when the name is secret-looking
     (an absent value stays absent, so a reader still sees that it was added or removed)."""

@@ -150,3 +150,32 @@ def test_only_a_server_on_this_host_has_its_gpus_sampled_here() -> None:
     assert is_local("http://127.0.0.1:8000") and is_local("http://localhost:8000/v1")
     assert not is_local("http://192.0.2.1:8000")  # TEST-NET-1: never an address of ours
     assert not is_local("http://no-such-host.invalid:8000")
+
+
+def test_an_api_key_for_a_running_server_is_sent_and_never_written(
+    tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
+) -> None:
+    """OPENAI_API_KEY goes with every request as a bearer token (the simulator refuses
+    requests without it) and is hidden wherever it would be written; a server's own answer
+    that echoes it (SGLang's /server_info lists its api_key) is hidden too."""
+    from reportgen.redact import REDACTED, redact_tree
+
+    key = "letmein-secret-1234"
+    sim = start_sim("--api-key", key, "--ttft-ms", "5", "--itl-ms", "1")
+    out = tmp_path / "out"
+    res = reportgen_main(
+        "bench", sim.url, "--requests", "4", "--output-tokens", "4", "--warmup", "1",
+        "--repetitions", "1", "--output", out, "--no-pdf", "--quiet", cache=cache,
+        env={"OPENAI_API_KEY": key},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    (run_dir,) = (p.parent for p in (out / "bench").glob("*/results.json"))
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["experiments"][0]["levels"][0]["summary"]["errors"] == 0
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+    answer = {"model_path": "/m", "api_key": key, "nested": [{"hf_token": "x" * 8}]}
+    assert redact_tree(answer) == {
+        "model_path": "/m", "api_key": REDACTED, "nested": [{"hf_token": REDACTED}]
+    }  # fmt: skip

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from reportgen.redact import redact_text, redact_tree
+
 TIMEOUT_S = 5.0
 MAX_TEXT = 20_000  # characters kept of a non-JSON answer or a log match
 MAX_SERIES = 400  # metric series kept per scrape
@@ -47,10 +49,10 @@ def fetch_info(
             if resp.status_code != 200:
                 out[path] = {"error": f"HTTP {resp.status_code}"}
                 continue
-            try:
-                out[path] = resp.json()
+            try:  # (SGLang's /server_info carries its api_key among its arguments)
+                out[path] = redact_tree(resp.json())
             except ValueError:
-                out[path] = resp.text[:MAX_TEXT]
+                out[path] = redact_text(resp.text[:MAX_TEXT])
     return out
 
 

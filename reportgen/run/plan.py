@@ -7,12 +7,14 @@ server command, what the results record of it, and its server launches.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from typing import Literal
 
 from reportgen import engines
 from reportgen.campaign import Campaign, Resolved, parent_id, repetitions_range, resolve
 from reportgen.redact import known_secrets, redact_argv, redact_env, redact_flag
 from reportgen.results.model import Experiment, FlagChange
+from reportgen.run.external import API_KEY_ENV
 
 Role = Literal["experiment", "control"]  # whose configuration a server session runs
 Launch = tuple[Resolved, list[int], Role]  # (configuration, repetitions, role)
@@ -127,9 +129,13 @@ def total_requests(campaign: Campaign) -> int:
 def campaign_secrets(campaign: Campaign) -> list[str]:
     """Values of the campaign's secret-named flags and variables (hidden in all it writes)."""
     m = campaign.model
-    return known_secrets(
+    found = known_secrets(
         m.server.args, m.server.env, *(t for e in campaign.experiments for t in (e.args, e.env))
     )
+    key = os.environ.get(API_KEY_ENV, "")
+    if len(key) >= 4 and (m.server.base_url or any(e.base_url for e in campaign.experiments)):
+        found = sorted({*found, key}, key=len, reverse=True)  # sent to servers not started here
+    return found
 
 
 def pending(campaign: Campaign) -> list[Experiment]:
