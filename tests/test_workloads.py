@@ -240,3 +240,20 @@ def test_conversations_show_up_in_the_engines_prefix_cache(tmp_path: Path, cache
     )
     res = reportgen_main("validate", _campaign(tmp_path, {**wl, "request_rate": 4.0}, free_port()))
     assert res.returncode == 2 and "turns > 1: conversations run in a closed loop" in res.stderr
+
+
+@pytest.mark.slow
+def test_the_warm_up_corrects_lengths_toward_what_each_request_asked(
+    tmp_path: Path, cache: Path
+) -> None:
+    """After the warm-up, prompts made of words are scaled by what the server counted against
+    what those requests asked for: a trace's own lengths (600 tokens here, whatever
+    workload.input_tokens says), not input_tokens."""
+    rows = [{"timestamp": 50 * k, "input_length": 600, "output_length": 4} for k in range(12)]
+    (tmp_path / "t.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    source = {"source": "trace", "path": "t.jsonl"}
+    wl = {"concurrency": [4], "requests_per_level": 8, "repetitions": 1, "warmup_requests": 4,
+          "input_tokens": 128, "prompts": source}  # fmt: skip
+    _, recs = _ran(tmp_path, _campaign(tmp_path, wl, free_port()), cache)
+    seen = [r.input_tokens for r in recs]
+    assert all(550 <= n <= 650 for n in seen), seen  # was 128 once the warm-up corrected it

@@ -75,6 +75,8 @@ def loads(text: str, filename: str = "<campaign>") -> Campaign:
         problems.extend(_problems_from_pydantic(exc, data, filename))
     problems.extend(_cross_checks(data, filename))
     problems.extend(_unstorable(data, filename))
+    if model is not None and not problems:
+        problems.extend(_merged_workloads(model, filename))
     if problems or model is None:
         raise CampaignError(problems)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -220,6 +222,32 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
                     "add one, e.g. workload.slo = { ttft_ms = 500, tpot_ms = 50 }",
                 )
             )
+    return out
+
+
+def _merged_workloads(model: CampaignModel, filename: str) -> list[Problem]:
+    """Each experiment's workload as it will run (the campaign's with its own changes) is
+    checked whole: rules across keys (turns with request_rate, find_max with adaptive
+    repetitions) can be broken by the two together, neither alone."""
+    from reportgen.campaign.resolve import resolve
+
+    out: list[Problem] = []
+    for i, exp in enumerate(model.experiment):
+        if exp.workload is None:
+            continue
+        try:
+            resolve(model, exp, None)
+        except ValidationError as exc:
+            for err in exc.errors():
+                msg = str(err["msg"]).removeprefix("Value error, ")
+                out.append(
+                    Problem(
+                        filename,
+                        f"experiment[{i}] (id={exp.id!r}).workload",
+                        MISSING,
+                        f"with the campaign's [workload]: {msg[0].lower() + msg[1:]}",
+                    )
+                )
     return out
 
 

@@ -27,6 +27,7 @@ CLIENT_LIMIT = 0.8  # a level above this share of the client's ceiling is client
 FULL_TEXT = 10**7  # characters of output kept per request when a tokenizer must count them
 # A duration level's clients all start within this share of it: a long request time must not
 # leave most of a short level to the ramp-up.
+SYNTHETIC = ("random", "shared-prefix")  # prompt sources reportgen writes to a length
 STAGGER_SHARE = 0.25
 
 
@@ -62,6 +63,7 @@ class Driver:
         self.words_per_token = 1.0
         self._dataset: list[tuple[str, str | None]] | None = None
         self._trace: list[trace.TraceRow] | None = None
+        self._asked: list[int] = []  # input tokens each prompt of the last batch asked for
         # The median request time (s) staggered starts are spaced by, and where it was
         # measured: the warm-up, else (no warm-up) the level run just before.
         self.request_s: float | None = None
@@ -96,6 +98,7 @@ class Driver:
                 self._trace = trace.load(self._path(str(src.path)), src.time_scale)
             rows = trace.window(self._trace, count, None)
             texts = trace.prompts(rows, src.block_tokens, self.words_per_token, seed)
+            self._asked = [r.input_tokens for r in rows]
             return texts, [r.output_tokens for r in rows]
         outputs = (
             prompts.lengths(count, wl.output_tokens, wl.range_ratio, f"out {seed}")
@@ -111,10 +114,15 @@ class Driver:
             if src.answer_lengths:
                 outputs = [self._answer_tokens(answer) for _, answer in drawn]
             return [prompt for prompt, _ in drawn], outputs
-        sizes = prompts.lengths(count, wl.input_tokens, wl.range_ratio, f"in {seed}")
+        head = int(src.prefix_tokens or 1) if src.source == "shared-prefix" else 0
+        # a shared prefix keeps its length: the range applies to each request's own part
+        sizes = [
+            head + n
+            for n in prompts.lengths(count, wl.input_tokens - head, wl.range_ratio, f"in {seed}")
+        ]
+        self._asked = sizes
         words = [max(1, round(n * self.words_per_token)) for n in sizes]
         if src.source == "shared-prefix":
-            head = int(src.prefix_tokens or 1)
             if self.tokenizer is not None:
                 return prompts.shared_prefix_exact(
                     count, sizes, head, src.groups, seed, wl.seed, self.tokenizer
@@ -136,12 +144,16 @@ class Driver:
         return max(1, min(n, self.wl.output_tokens))
 
     def _correct_length(self, warm: LevelRun) -> None:
-        """Without a tokenizer, scale words per token so the server sees the target length."""
-        counts = [r.input_tokens for r in warm.records if r.input_tokens]
-        synthetic = self.wl.prompts.source in ("random", "shared-prefix", "trace")
-        if self.tokenizer is None and synthetic and counts:
-            measured = sum(counts) / len(counts)
-            self.words_per_token *= self.wl.input_tokens / measured if measured else 1.0
+        """Prompts made of words (synthetic ones without a tokenizer, a trace's always):
+        scale words per token so the server sees the lengths asked for, from what it counted
+        in the warm-up against what each of those requests asked for."""
+        source = self.wl.prompts.source
+        worded = source == "trace" or (self.tokenizer is None and source in SYNTHETIC)
+        asked, seen = self._asked, [r for r in warm.records if r.input_tokens]
+        if worded and asked and seen:
+            want = sum(asked[r.index % len(asked)] for r in seen)
+            got = sum(int(r.input_tokens or 0) for r in seen)
+            self.words_per_token *= want / got if got else 1.0
             self.words_per_token = max(0.05, min(self.words_per_token, 20.0))
 
     # -- load ----------------------------------------------------------------------------

@@ -124,7 +124,8 @@ def _rounds(
         entry.looks.append(Look(repetitions=done, open=still))
         if not still or done == high:
             return
-        if interleave and parent is not None:
+        if interleave and parent is not None and r.base_url is None:
+            # (as server_sessions: a server already running is not interleaved with another)
             pairs = interleaved(r, parent, done)
         else:
             pairs = [(r, [done], "experiment")]
