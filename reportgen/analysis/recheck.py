@@ -29,11 +29,12 @@ from reportgen.results.model import Run
 def prefix_expect(wl: Workload) -> tuple[float, float] | None:
     """The prefix-cache hit rate a workload should see: as the campaign says; else low for
     varied prompts, and no expectation where prompts share text on purpose (one fixed prompt,
-    or shared prefixes: whether the cache hits them is the experiment's question)."""
+    or shared prefixes, a trace's shared blocks, conversations re-sending their history:
+    whether the cache hits them is the experiment's question)."""
     if wl.prefix_cache_hit_rate is not None:
         lo, hi = wl.prefix_cache_hit_rate
         return float(lo), float(hi)
-    shared = wl.prompts.source in ("fixed", "shared-prefix")
+    shared = wl.prompts.source in ("fixed", "shared-prefix", "trace") or wl.turns > 1
     return None if shared else checks_mod.DEFAULT_PREFIX_HIT
 
 

@@ -208,18 +208,23 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
             )
     metric = objective.get("metric")
     if metric == "goodput_req_s":
-        bounds = [
-            table(source.get("slo"))
-            for source in [workload] + [table(e.get("workload")) for e in experiments]
-        ]
+        stream = workload.get("stream", True)
+        bounds = []
+        for source in [workload] + [table(e.get("workload")) for e in experiments]:
+            slo = dict(table(source.get("slo")) or table(workload.get("slo")))
+            if source.get("stream", stream) is False:  # no first token is seen apart
+                slo.pop("ttft_ms", None)
+                slo.pop("tpot_ms", None)
+            bounds.append(slo)
         if not any(v is not None for b in bounds for v in b.values()):
             out.append(
                 Problem(
                     filename,
                     "campaign.objective.metric",
                     metric,
-                    "goodput counts the requests that meet workload.slo, and no SLO is set: "
-                    "add one, e.g. workload.slo = { ttft_ms = 500, tpot_ms = 50 }",
+                    "goodput counts the requests that meet workload.slo, and no SLO applies "
+                    "(TTFT and TPOT bounds need streamed responses): add one, e.g. "
+                    "workload.slo = { ttft_ms = 500, tpot_ms = 50 }, or e2e_ms unstreamed",
                 )
             )
     return out

@@ -277,13 +277,13 @@ class ServerProcess:
         head = self._read_log(self._fatal_at, 256 * 1024).decode("utf-8", errors="replace")
         return redact_text("".join(head.splitlines(keepends=True)[:lines]), self.secrets)
 
-    def wait_ready(self, timeout_s: float, api: str) -> Readiness:
-        """Block until the server serves a one-token generation, or raise ServerError."""
+    def wait_ready(self, timeout_s: float, api: str, model: str | None = None) -> Readiness:
+        """Block until the server serves a one-token generation, or raise ServerError;
+        ``model``: the one to ask for (default: the first /v1/models lists)."""
         assert self.started_at, "start() first"
         deadline = self.started_at + timeout_s
         health_ok = self.engine.health_path is None
         health_checks = generation_checks = 0
-        model: str | None = None
         models_asked = False  # /v1/models answered (transformers serve answers 500: once)
         last_answer = ""  # the last one-token attempt's HTTP status, for the timeout message
         delay = 0.05
@@ -310,7 +310,8 @@ class ServerProcess:
                         health_ok = resp.status_code == 200
                     if health_ok:
                         if not models_asked:
-                            models_asked, model = self._served_model(client)
+                            models_asked, listed = self._served_model(client)
+                            model = model or listed
                         generation_checks += 1
                         status = self._one_token(client, api, model)
                         last_answer = f"HTTP {status}"

@@ -179,7 +179,7 @@ class ServerSession:
             f"waiting for {srv.base_url}{what}" if self.external else f"starting server{what}"
         )
         srv.start()
-        ready = srv.wait_ready(ctx.m.server.ready_timeout_s, wl.api)
+        ready = srv.wait_ready(ctx.m.server.ready_timeout_s, wl.api, ctx.m.server.model)
         self.record.ready_s = ready.ready_s
         if experiment and self.first:
             entry.server = Ready(
