@@ -123,6 +123,10 @@ base_url = "{deployed.url}"
     assert dep["base_url"] == deployed.url and dep["command"] == [] and dep["stop"] is None
     assert dep["args"] == {} and dep["flag_diff"] == []
     assert dep["decision"]["verdict"] == "adopted"  # 1 ms between tokens against 3
+    assert dep["decision"]["explanation"].startswith(
+        f"deployed is a server already running at {deployed.url}, not started by reportgen: "
+        "how its configuration differs from baseline's is not known to it."
+    )  # not "no server flag, only its environment or workload"
     assert "the servers of deployed were already running" in (run_dir / "report.md").read_text()
 
     # what cannot apply to a server reportgen does not start is refused, one line each

@@ -242,3 +242,16 @@ def test_what_a_new_user_mistypes_is_said_before_anything_starts(tmp_path: Path)
     from reportgen.load.prompts import load_pairs
 
     assert load_pairs("sharegpt", tmp_path / "chats.json") == [("Hi", "Yo"), ("in parts", None)]
+
+
+def test_settings_for_several_sessions_that_a_running_server_cannot_honour(
+    tmp_path: Path,
+) -> None:
+    path = campaign(tmp_path, server='base_url = "http://127.0.0.1:19999"')
+    path.write_text(path.read_text().replace('objective = {', 'interleave = true\nobjective = {'))
+    res = reportgen_main("validate", path)
+    assert res.returncode == 0, res.stderr
+    assert (
+        "experiment 'baseline': runs in one server session (its server is already running at "
+        "base_url): campaign.interleave does not apply to it" in res.stderr
+    )

@@ -531,6 +531,27 @@ NO_COMMON_LEVEL_BEFORE = (
 )
 
 
+def what_changed_unknown(
+    exp_id: str, url: str | None, parent_id: str, parent_url: str | None
+) -> str:
+    """What changed from the parent where either is a server reportgen did not start (its
+    flags unknown to it): said as not known, never as a flag difference."""
+    if url and parent_url:
+        return (
+            f"{exp_id} ({url}) and {parent_id} ({parent_url}) are servers reportgen did not "
+            "start: what differs between them is not known to it. "
+        )
+    if url:
+        return (
+            f"{exp_id} is a server already running at {url}, not started by reportgen: how "
+            f"its configuration differs from {parent_id}'s is not known to it. "
+        )
+    return (
+        f"{parent_id} is a server that was already running at {parent_url}, not started by "
+        f"reportgen: how {exp_id}'s configuration differs from it is not known to it. "
+    )
+
+
 def decide(
     exp_id: str,
     parent_id: str,

@@ -123,7 +123,13 @@ def decide_experiment(
             and parent is not None
             and noise_mod.config_key(parent) == noise_mod.config_key(entry)
         )
-        why = decide.what_changed(parent_id, entry.flag_diff, same) + why + meaning(entry, verdict)
+        parent_url = parent.base_url if parent is not None else None
+        change = (
+            decide.what_changed_unknown(entry.id, entry.base_url, parent_id, parent_url)
+            if entry.base_url or parent_url
+            else decide.what_changed(parent_id, entry.flag_diff, same)
+        )
+        why = change + why + meaning(entry, verdict)
         if paired:
             why += (
                 f" Compared pair by pair with {parent_id}'s configuration run "

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from reportgen import engines
 from reportgen.campaign import Campaign, Resolved
-from reportgen.errors import LoadError, Problem
+from reportgen.errors import MISSING, LoadError, Problem
 from reportgen.load import prompts, trace
 from reportgen.run import external
 from reportgen.run.external import url_host
@@ -120,6 +120,7 @@ def check(campaign: Campaign) -> Findings:
         # a warning: the demo campaign shows a server that refuses its flags on purpose
         found.advice += _sim_flags(campaign, started)
     found.advice += _undecidable(campaign, steps)
+    found.advice += _one_session(campaign, steps)
     for r in steps:
         model = next((r.args[k] for k in ("model", "model-path") if k in r.args), None)
         if isinstance(model, str) and _looks_local(model) and ("model", model) not in seen:
@@ -192,6 +193,43 @@ def _not_a_tokenizer(folder: Path) -> str | None:
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             return f"tokenizer.json does not parse ({str(exc)[:80]}): save the tokenizer again"
     return None
+
+
+def _one_session(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
+    """Experiments run in one server session whatever the campaign asks (a server already
+    running cannot be started again; a search's next probe depends on the last): the
+    settings for several sessions that do not apply to them."""
+    info = campaign.model.campaign
+    out = []
+    for r in steps:
+        why = (
+            "its server is already running at base_url"
+            if r.base_url
+            else "its find_max search"
+            if r.workload.find_max is not None
+            else None
+        )
+        asked = [  # as written (campaign.starts = 2 by default: no warning for that)
+            name
+            for name, on in (
+                ("campaign.interleave", info.interleave),
+                (f"campaign.starts = {info.starts}", "starts" in info.model_fields_set),
+                ("workload.fresh_server", r.workload.fresh_server),
+            )
+            if on
+        ]
+        if why and asked:
+            verb = "does" if len(asked) == 1 else "do"
+            out.append(
+                Problem(
+                    campaign.path,
+                    f"experiment {r.id!r}",
+                    MISSING,
+                    f"runs in one server session ({why}): {' and '.join(asked)} {verb} not "
+                    "apply to it, so its verdicts cannot count the spread between server starts",
+                )
+            )
+    return out
 
 
 def _sim_flags(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
