@@ -327,6 +327,21 @@ def test_settings_a_later_reportgen_added_are_no_change_of_a_saved_campaign(
     untrimmed.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("trim =")))
     changes = campaign_changes(older, campaign.load(untrimmed))
     assert changes == ["workload.trim: false then, true now"]
+    # settings added since (turns, range_ratio, a prompt source's trace fields, base_url),
+    # absent from the saved run, are no change at their defaults, in [workload] and in a
+    # finished experiment's own workload; set to anything else, they are
+    for e in [older.campaign] + list(older.campaign["experiment"]):
+        wl = e.get("workload") or {}
+        for key in ("turns", "think_s", "range_ratio", "find_max"):
+            wl.pop(key, None)
+        for key in ("time_scale", "block_tokens", "answer_lengths"):
+            (wl.get("prompts") or {}).pop(key, None)
+        e.pop("base_url", None)
+    older.campaign["server"].pop("base_url", None), older.campaign["server"].pop("model", None)
+    assert campaign_changes(older, now) == []
+    turned = tmp_path / "turns.toml"
+    turned.write_text(text.replace("[workload]\n", "[workload]\nturns = 3\n", 1))
+    assert campaign_changes(older, campaign.load(turned)) == ["workload.turns: absent then, 3 now"]
 
 
 def test_a_resumption_on_other_gpus_is_said_in_the_title_block() -> None:

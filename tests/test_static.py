@@ -248,7 +248,7 @@ def test_settings_for_several_sessions_that_a_running_server_cannot_honour(
     tmp_path: Path,
 ) -> None:
     path = campaign(tmp_path, server='base_url = "http://127.0.0.1:19999"')
-    path.write_text(path.read_text().replace('objective = {', 'interleave = true\nobjective = {'))
+    path.write_text(path.read_text().replace("objective = {", "interleave = true\nobjective = {"))
     res = reportgen_main("validate", path)
     assert res.returncode == 0, res.stderr
     assert (

@@ -57,26 +57,44 @@ def campaign_changes(saved: Run, campaign: Campaign) -> list[str]:
         text = text.replace(json.dumps(value)[1:-1], REDACTED)
     now: dict[str, Any] = json.loads(text)
     then: dict[str, Any] = saved.campaign
-    known = set(flatten({k: v for k, v in then.items() if k != "experiment"}))
     # a setting the saved run's reportgen did not have yet (campaign.starts, say) is no
-    # change of the campaign: only the experiments still to run will use it
-    found = [
-        d
-        for d in differences(
-            {k: v for k, v in then.items() if k != "experiment"},
-            {k: v for k, v in now.items() if k != "experiment"},
-        )
-        if d[0] in known or d[2] is None
-    ]
+    # change where it has its default (what that reportgen did), nor anywhere in [campaign]
+    # (those change only what is still to run); one set to something else is
+    top = ({k: v for k, v in then.items() if k != "experiment"},
+           {k: v for k, v in now.items() if k != "experiment"})  # fmt: skip
+    known = set(flatten(top[0]))
+    found = [d for d in differences(*top) if not _new_default(d, known)]
     old, new = then.get("experiment") or [], now.get("experiment") or []
     for i in range(saved.finished_prefix()):
         label = (
             f"experiment {i + 1} ({old[i].get('id')})" if i < len(old) else f"experiment {i + 1}"
         )
-        found += differences(
-            old[i] if i < len(old) else None, new[i] if i < len(new) else None, label
-        )
+        before = old[i] if i < len(old) else None
+        found += [
+            d
+            for d in differences(before, new[i] if i < len(new) else None, label)
+            if not _new_default(d, set(flatten(before or {}, label)))
+        ]
     return [f"{key}: {_short(a)} then, {_short(b)} now" for key, a, b in found]
+
+
+def _new_default(d: tuple[str, Any, Any], known: set[str]) -> bool:
+    """Whether a difference is only a setting the saved run's reportgen did not have
+    (absent from ``known``, the saved keys) at its default, or any in [campaign]."""
+    key, _, now = d
+    if key in known:
+        return False
+    if key.startswith("campaign."):
+        return True
+    # "experiment 2 (fast).workload.prompts.time_scale" -> "workload.prompts.time_scale"
+    name = key.split(").", 1)[1] if key.startswith("experiment ") and ")." in key else key
+    from reportgen.campaign.schema import Server, Workload
+
+    defaults = {
+        **flatten(Workload().model_dump(mode="json"), "workload"),  # type: ignore[call-arg]
+        **flatten(Server().model_dump(mode="json"), "server"),  # type: ignore[call-arg]
+    }
+    return name in defaults and defaults[name] == now
 
 
 def _short(value: Any) -> str:
