@@ -48,11 +48,12 @@ def test_sharegpt_answers_come_with_their_prompts(tmp_path: Path) -> None:
     ]
 
 
-def _campaign(tmp_path: Path, workload: dict, port: int) -> Path:
+def _campaign(tmp_path: Path, workload: dict, port: int, more: list[dict] | None = None) -> Path:
+    """The demo's baseline alone (and ``more`` experiments) with this workload."""
     data = json.loads(json.dumps(DEMO))
     data["server"]["args"] = {**data["server"]["args"], "port": port, "jitter": 0}
     data["workload"] = {**data["workload"], **workload}
-    data["experiment"], data["probe"], data["check"] = data["experiment"][:1], [], []
+    data["experiment"], data["probe"], data["check"] = data["experiment"][:1] + (more or []), [], []
     data["campaign"]["objective"]["concurrency"] = workload["concurrency"]
     path = tmp_path / "lengths.toml"
     path.write_text(toml_document(data), encoding="utf-8")
@@ -193,15 +194,20 @@ def test_goodput_can_be_the_objective(tmp_path: Path, cache: Path) -> None:
     wl = {"concurrency": [1, 4], "requests_per_level": 16, "repetitions": 2,
           "warmup_requests": 2, "input_tokens": 16, "output_tokens": 8,
           "slo": {"ttft_ms": 40}}  # fmt: skip
-    path = _campaign(tmp_path, wl, free_port())
+    # a first token of 100 ms misses the 40 ms SLO every time: its goodput falls to none
+    slow = {"id": "slow-start", "why": "w", "args": {"ttft-ms": 100}}
+    path = _campaign(tmp_path, wl, free_port(), [slow])
     text = path.read_text().replace('"output_tok_s"', '"goodput_req_s"', 1)
     path.write_text(text)
     res = reportgen_main("validate", path)
     assert res.returncode == 0, res.stderr
     data, _ = _ran(tmp_path, path, cache)
     assert data["campaign"]["campaign"]["objective"]["metric"] == "goodput_req_s"
-    base = data["experiments"][0]
-    assert all(a["goodput_req_s"]["mean"] is not None for a in base["by_level"])
+    base, slow = data["experiments"]
+    assert all(a["goodput_req_s"]["mean"] for a in base["by_level"])
+    assert all(a["goodput_req_s"]["mean"] == 0 for a in slow["by_level"])
+    # compared, and worse (it was "inconclusive: ran at no common level")
+    assert slow["decision"]["verdict"] == "rejected", slow["decision"]["explanation"]
     path.write_text(text.replace("ttft_ms = 40", "").replace('"ttft_ms" = 40', ""))
     res = reportgen_main("validate", path)
     assert res.returncode == 2

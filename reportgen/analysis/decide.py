@@ -3,6 +3,9 @@
 The unit of replication is one repetition's summary at a level. For throughputs the number is
 the level's tok/s; for latencies its p50. The ratio child/parent is of geometric means (the
 difference of mean log values), and its confidence interval is multiplicative and asymmetric.
+A goodput of none (no request met the SLO) counts as half a request in the level's time, the
+usual continuity correction for a count of zero, so a configuration whose goodput collapses is
+compared, not left out.
 
 How the interval's noise is estimated (``Comparison.method``):
 
@@ -53,6 +56,7 @@ from scipy import special, stats
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.noise import Noise, Run1, Side
 from reportgen.analysis.sequential import level_label
+from reportgen.analysis.summary import compared_value
 from reportgen.load.records import RequestRecord
 from reportgen.results.model import Comparison, FlagChange, Level, Verdict
 
@@ -434,7 +438,7 @@ def _by_run(levels: Sequence[Level], metric: str) -> dict[tuple[int, int], float
     """The metric (p50 for latencies) of each (concurrency, repetition) run, in run order."""
     out: dict[tuple[int, int], float] = {}
     for lv in levels:
-        v = lv.summary.value(metric, "p50")
+        v = compared_value(lv.summary, metric, "p50")
         if v is not None and math.isfinite(v):
             out[lv.key] = v
     return out

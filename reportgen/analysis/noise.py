@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
+from reportgen.analysis.summary import compared_value
 from reportgen.results.model import Experiment, Level
 
 SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
@@ -160,7 +161,7 @@ def _add(
 ) -> None:
     if lv.aborted:
         return
-    v = lv.summary.value(metric, stat)
+    v = compared_value(lv.summary, metric, stat)
     if v is not None and math.isfinite(v) and v > 0:
         out.append(Run1(config, lv.concurrency, lv.repetition, session, math.log(v)))
 

@@ -82,6 +82,18 @@ def trims(workload: Mapping[str, Any]) -> bool:
     return resolve_trim(workload.get("trim"), None if duration is None else float(duration))
 
 
+def compared_value(s: Summary, metric: str, stat: str = "p50") -> float | None:
+    """A level run's metric as verdicts compare it, on a log scale: as measured, except a
+    goodput of none (no request met the SLO) is taken as half a request in the level's
+    time, the usual continuity correction for a count of zero, so a configuration whose
+    goodput collapses is compared (and found worse) rather than left out."""
+    v = s.value(metric, stat)
+    if metric == "goodput_req_s" and v == 0 and s.duration_s > 0:
+        window = (s.window_s[1] - s.window_s[0]) if s.window_s else s.duration_s
+        return 0.5 / (window if window > 0 else s.duration_s)
+    return v
+
+
 def applied_slo(workload: Mapping[str, Any]) -> dict[str, Any]:
     """The SLOs a level is judged by (a saved or dumped ``Workload``): its own, less those on
     TTFT and TPOT where responses are not streamed (no first token is seen apart from the
