@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import results as store
-from reportgen.analysis import decide, verdict
+from reportgen.analysis import decide, search, verdict
 from reportgen.analysis.summary import applied_slo, by_level, summarize, trims
 from reportgen.errors import ResultsError
 from reportgen.load.records import RequestRecord
@@ -112,6 +112,8 @@ def verify(report: Path, run_dir: Path | None = None) -> Verification:
     fresh, rows_of = _check_levels(out, run, run_dir, found)
     _check_telemetry(out, run, run_dir, found)
     _check_aggregates(out, run, fresh)
+    if any(e.search for e in run.experiments):
+        _check_search(out, run, fresh)
     legacy = raw.get("schema_version") != store.SCHEMA_VERSION
     problems, compared = _decisions(run, fresh, rows_of, legacy)
     out.add("decisions", problems, f"{compared} comparison(s) and their verdicts recomputed")
@@ -219,6 +221,27 @@ def _check_aggregates(out: Verification, run: Run, fresh: Run) -> None:
             if bad:
                 problems.append(f"{e.id} C={agg.concurrency}: {', '.join(bad)}")
     out.add("aggregates across repetitions", problems, f"{groups} level(s)")
+
+
+def _check_search(out: Verification, run: Run, fresh: Run) -> None:
+    """A find_max search taken again (``analysis.search``) from the recomputed summaries of
+    its probes: each probe's pass or fail and numbers, and the answer."""
+    problems = []
+    for e, again in zip(run.experiments, fresh.experiments, strict=True):
+        if e.search is None:
+            continue
+        look = search.Search(search.parse(e.search.slo))
+        for probe in e.search.probes:
+            runs = [lv.summary for lv in again.levels if lv.concurrency == probe.concurrency]
+            got = look.record(probe.concurrency, runs)
+            if got.passed != probe.passed or not _close(got.values, probe.values):
+                problems.append(f"{e.id} C={probe.concurrency}: passed {got.passed}, {got.values}")
+        for name in ("best", "lowest_failure"):
+            if getattr(look, name) != getattr(e.search, name):
+                problems.append(
+                    f"{e.id}: {name} {getattr(look, name)}, not {getattr(e.search, name)}"
+                )
+    out.add("concurrency searches", problems, "each probe and the answer taken again")
 
 
 def _check_page(

@@ -104,5 +104,11 @@ def test_bench_find_max_searches_a_running_server(
     html = (run_dir / "report.html").read_text()
     assert f"The highest concurrency meeting ttft_ms.p99&lt;60 is C={found['best']}" in html
     assert reportgen_main("verify", run_dir).returncode == 0
+    # the answer is checked: a report claiming a higher concurrency does not verify
+    data["experiments"][0]["search"]["best"] = found["best"] * 2
+    (run_dir / "results.json").write_text(json.dumps(data))
+    assert reportgen_main("render", run_dir, "--no-pdf").returncode == 0
+    res = reportgen_main("verify", run_dir)
+    assert res.returncode == 1 and "DIFF concurrency searches: bench: best " in res.stdout
     res = reportgen_main("bench", sim.url, "--find-max", "ttft<5", "--output", out)
     assert res.returncode == 2 and "unknown metric 'ttft'" in res.stderr
