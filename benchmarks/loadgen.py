@@ -147,6 +147,13 @@ class Bench:
         }
         self.clients = [CLIENTS[n] for n in args.clients.split(",")]
 
+    def paced_server(self, rundir: Path) -> Any:
+        """A fresh paced server (TTFT 50 ms, ITL 10 ms) for one run: the lean one, or
+        `reportgen sim` with --paced-server sim."""
+        if self.args.paced_server == "sim":
+            return servers.start_sim(rundir, "sim-paced", ttft_ms=50, itl_ms=10)
+        return servers.start_paced(rundir, ttft_ms=50, itl_ms=10)
+
     def say(self, msg: str) -> None:
         print(f"[{time.monotonic() - self.t_start:6.1f}s] {msg}", flush=True)
 
@@ -204,10 +211,7 @@ class Bench:
         prompts = [f"{run_id}-{i:06d} {FILLER}" for i in range(n)]
         own_server = server is None  # paced: a fresh simulator per run, its log flushed at stop
         if own_server:
-            if self.args.paced_server == "sim":
-                server = servers.start_sim(rundir, "sim-paced", ttft_ms=50, itl_ms=10)
-            else:
-                server = servers.start_paced(rundir, ttft_ms=50, itl_ms=10)
+            server = self.paced_server(rundir)
         job = Job(
             run_id=run_id,
             client=client.name,
@@ -412,10 +416,7 @@ class Bench:
         run_id = f"r{self.run_no:03d}"
         rundir = self.work / "runs" / f"{run_id}-workloads-{kind}-rep{rep}"
         rundir.mkdir(parents=True)
-        if self.args.paced_server == "sim":
-            server = servers.start_sim(rundir, "sim-paced", ttft_ms=50, itl_ms=10)
-        else:
-            server = servers.start_paced(rundir, ttft_ms=50, itl_ms=10)
+        server = self.paced_server(rundir)
         job = Job(
             run_id=run_id,
             client=client.name,

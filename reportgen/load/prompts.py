@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +125,18 @@ def read(path: Path) -> tuple[str, str]:
         raise LoadError(f"{where}: cannot read: {exc}") from None
 
 
+def jsonl(where: str, text: str) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line of a JSON Lines text, parsed, with its line number; LoadError
+    naming the line that is not JSON."""
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield n, json.loads(line)
+        except json.JSONDecodeError:
+            raise LoadError(f"{where}: line {n} is not valid JSON") from None
+
+
 def load_pairs(
     source: str, path: Path, field: str = "prompt", skipped: list[int] | None = None
 ) -> list[tuple[str, str | None]]:
@@ -158,13 +170,7 @@ def load_pairs(
         if skipped is not None:
             skipped.append(items_seen - len(prompts))
     else:
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                obj: Any = json.loads(line)
-            except json.JSONDecodeError:
-                raise LoadError(f"{where}: line {n} is not valid JSON") from None
+        for n, obj in jsonl(where, text):
             found = obj.get(field) if isinstance(obj, dict) else None
             if not isinstance(found, str):
                 raise LoadError(

@@ -14,7 +14,6 @@ the replay sends the trace's sharing, lengths and timing without its (private) t
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.errors import LoadError
-from reportgen.load.prompts import _word, read
+from reportgen.load.prompts import _word, jsonl, read
 
 # The names a field goes by in the traces people share (Mooncake's first)
 TIME_KEYS = ("timestamp", "time", "arrival_time")
@@ -42,13 +41,7 @@ def load(path: Path, time_scale: float = 0.001) -> list[TraceRow]:
     """Every request of a trace file, in time order, times in seconds from the first."""
     where, text = read(path)
     rows: list[tuple[float, int, int, tuple[int, ...]]] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj: Any = json.loads(line)
-        except json.JSONDecodeError:
-            raise LoadError(f"{where}: line {n} is not valid JSON") from None
+    for n, obj in jsonl(where, text):
         if not isinstance(obj, dict):
             raise LoadError(f"{where}: line {n} is not a JSON object")
         t = _number(obj, TIME_KEYS)
