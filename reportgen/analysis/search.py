@@ -15,68 +15,15 @@ the probes, which the report lists.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from reportgen.campaign.bounds import Bound, parse
 from reportgen.results.model import Summary
 
+__all__ = ["MAX_ERROR_SHARE", "Bound", "Probe", "Search", "parse"]
+
 MAX_ERROR_SHARE = 0.01
-_BOUND = re.compile(
-    r"^\s*(?P<metric>[a-z_][a-z0-9_]*)(?:\.(?P<stat>p50|p90|p99|mean))?\s*(?P<op><=|>=|<|>)\s*"
-    r"(?P<value>[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*$"
-)
-LATENCIES = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
-THROUGHPUTS = ("output_tok_s", "total_tok_s", "req_s", "goodput_req_s")
-
-
-@dataclass(frozen=True)
-class Bound:
-    metric: str
-    stat: str | None  # p50, p90, p99 or mean for a latency; None for a throughput
-    op: str
-    value: float
-
-    def __str__(self) -> str:
-        name = f"{self.metric}.{self.stat}" if self.stat else self.metric
-        return f"{name}{self.op}{self.value:g}"
-
-    def of(self, s: Summary) -> float | None:
-        return s.value(self.metric, self.stat or "p50")
-
-    def holds(self, seen: float) -> bool:
-        return {
-            "<": seen < self.value,
-            "<=": seen <= self.value,
-            ">": seen > self.value,
-            ">=": seen >= self.value,
-        }[self.op]
-
-
-def parse(text: str) -> list[Bound]:
-    """``ttft_ms.p99<500,itl_ms.p99<50`` as bounds; ValueError saying what is wrong."""
-    out = []
-    for part in text.split(","):
-        m = _BOUND.match(part)
-        if m is None:
-            raise ValueError(
-                f"{part.strip()!r} is not a bound: write metric.stat<value, e.g. "
-                "ttft_ms.p99<500 (stat: p50, p90, p99 or mean; or a throughput, "
-                "output_tok_s>1000)"
-            )
-        metric, stat = m["metric"], m["stat"]
-        if metric in LATENCIES:
-            stat = stat or "p50"
-        elif metric in THROUGHPUTS:
-            if stat:
-                raise ValueError(f"{part.strip()!r}: {metric} is one number per level, no .{stat}")
-        else:
-            raise ValueError(
-                f"{part.strip()!r}: unknown metric {metric!r}; one of "
-                + ", ".join(LATENCIES + THROUGHPUTS)
-            )
-        out.append(Bound(metric, stat, m["op"], float(m["value"])))
-    return out
 
 
 @dataclass
@@ -118,7 +65,7 @@ class Search:
         values: dict[str, float | None] = {}
         passed = bool(runs)
         for b in self.bounds:
-            seen = [v for s in runs if (v := b.of(s)) is not None]
+            seen = [v for s in runs if (v := s.value(b.metric, b.stat or "p50")) is not None]
             mean = sum(seen) / len(seen) if seen else None
             values[str(b)] = mean
             passed = passed and mean is not None and b.holds(mean)

@@ -291,7 +291,7 @@ class FindMax(_Model):
     @field_validator("slo")
     @classmethod
     def _bounds(cls, value: str) -> str:
-        from reportgen.analysis.search import parse
+        from reportgen.campaign.bounds import parse
 
         parse(value)  # ValueError: the bound that is wrong, and how to write one
         return value
