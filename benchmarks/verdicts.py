@@ -36,8 +36,10 @@ takes about 12 at ``--trials 200`` and twice that at the default 400.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +48,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's reportgen
 
 from reportgen.analysis import decide, verdict  # noqa: E402
+from reportgen.analysis import noise as noise_mod  # noqa: E402
 from reportgen.results.model import (  # noqa: E402
     CampaignFile,
+    Comparison,
     Decision,
     EngineRecord,
     Experiment,
@@ -112,38 +116,55 @@ def _experiment(exp_id: str, index: int, ratio: float) -> Experiment:
     )
 
 
-def _run(experiments: list[Experiment]) -> Run:
+def _run(experiments: list[Experiment], metric: str = "output_tok_s") -> Run:
     return Run(
         reportgen_version="bench",
         run_id="bench",
         started_at="",
-        campaign={"campaign": {"margin": MARGIN, "objective": {"metric": "output_tok_s"}}},
+        campaign={"campaign": {"margin": MARGIN, "objective": {"metric": metric}}},
         campaign_file=CampaignFile(path="bench.toml", sha256=""),
         engine=EngineRecord(name="sim"),
         experiments=experiments,
     )
 
 
+Draw = Callable[[Campaign, float, int, int, int, float], Level]
+
+
+def _throughput(source: Campaign, x: float, c: int, rep: int, session: int, start: float) -> Level:
+    """A level run of the objective output tok/s: ``x`` is the true ratio to the baseline."""
+    return _level(c, rep, session, source.value(x, c, start))
+
+
 def simulate(
-    method: str, truth: Truth, reps: int, rng: np.random.Generator
-) -> list[tuple[float, list[str], str, int]]:
-    """One campaign by ``method``: per experiment (true ratio, its levels' verdicts against
-    the baseline, its decision, repetitions spent)."""
+    method: str,
+    truth: Truth,
+    reps: int,
+    rng: np.random.Generator,
+    children: Sequence[float] = RATIOS,
+    *,
+    base: float = 1.0,
+    draw: Draw = _throughput,
+    metric: str = "output_tok_s",
+) -> list[tuple[float, list[Comparison], str, int]]:
+    """One campaign by ``method``: per experiment (its true value, ``children[k]``: a ratio
+    to the baseline's ``base``, or a goodput mode's SLO attainment; its levels' comparisons
+    with the baseline; its decision; repetitions spent). ``draw`` gives one level run."""
     source = Campaign(truth, rng)
     pooled = method != "today"
-    base = _experiment("baseline", 0, 1.0)
+    base_e = _experiment("baseline", 0, base)
     starts = min(max(SERVERS, 2), reps) if pooled else 1
     split = np.array_split(np.arange(reps), starts)
-    base.sessions = [Session(index=i, config="baseline", log_file="") for i in range(starts)]
+    base_e.sessions = [Session(index=i, config="baseline", log_file="") for i in range(starts)]
     for i, chunk in enumerate(split):
         speed = source.start()
         for c in LEVELS:
             for rep in chunk:
-                base.levels.append(_level(c, int(rep), i, source.value(1.0, c, speed)))
-    base.decision = Decision(verdict="baseline", explanation="")
-    run = _run([base])
-    out = []
-    for k, ratio in enumerate(RATIOS, start=1):
+                base_e.levels.append(draw(source, base, c, int(rep), i, speed))
+    base_e.decision = Decision(verdict="baseline", explanation="")
+    run = _run([base_e], metric)
+    out: list[tuple[float, list[Comparison], str, int]] = []
+    for k, ratio in enumerate(children, start=1):
         e = _experiment(f"x{k}", k, ratio)
         high = MAX_REPS if method == "adaptive" else reps
         e.workload = {"repetitions": {"min": reps, "max": high} if high > reps else reps}
@@ -163,11 +184,11 @@ def simulate(
                     e.sessions.append(Session(index=session, config=e.id, log_file=""))
                 for c in want:
                     for _ in range(count):
-                        e.levels.append(_level(c, done[c], session, source.value(ratio, c, speed)))
+                        e.levels.append(draw(source, ratio, c, done[c], session, speed))
                         done[c] += 1
                 session += 1
             found = verdict.Comparer(run, e, pooled=pooled).objective(
-                verdict.Side("baseline", True, base.levels, "baseline")
+                verdict.Side("baseline", True, base_e.levels, "baseline")
             )
             want = [
                 x.concurrency
@@ -176,9 +197,9 @@ def simulate(
                 and done[x.concurrency] < high
                 and x.limit != "starts"
             ]
-        verdict_, _ = decide.decide(e.id, "baseline", found, "output_tok_s", MARGIN)
+        verdict_, _ = decide.decide(e.id, "baseline", found, metric, MARGIN)
         e.decision = Decision(verdict=verdict_, explanation="")
-        out.append((ratio, [x.verdict for x in found], verdict_, sum(done.values())))
+        out.append((ratio, found, verdict_, sum(done.values())))
     return out
 
 
@@ -189,9 +210,9 @@ def cell(method: str, truth: Truth, reps: int, trials: int, seed: int) -> dict[s
     spent = {r: 0 for r in RATIOS}
     for _ in range(trials):
         for ratio, levels, dec, used in simulate(method, truth, reps, rng):
-            for v in levels:
-                if v in calls[ratio]:
-                    calls[ratio][v] += 1
+            for x in levels:
+                if x.verdict in calls[ratio]:
+                    calls[ratio][x.verdict] += 1
             if dec in decided[ratio]:
                 decided[ratio][dec] += 1
             spent[ratio] += used
@@ -204,12 +225,223 @@ def cell(method: str, truth: Truth, reps: int, trials: int, seed: int) -> dict[s
     }
 
 
+# --goodput: the objective goodput_req_s, a count of requests that met every SLO over the
+# level's time, compared with and without summary.compared_value's continuity correction.
+GOODPUT = (  # (the baseline's SLO attainment, its children's)
+    (0.9, (0.0, 0.05, 0.45, 0.81, 0.9, 0.99)),
+    (0.1, (0.0, 0.1, 0.2)),
+)
+WINDOW_S = 10.0  # a level run's length at the baseline's speed
+
+
+def _goodput_draw(n: int) -> Draw:
+    """Level runs of ``n`` requests, each meeting the SLO with probability ``p`` (the true
+    value), in a window as long as the throughput noise makes it (the same law as output
+    tok/s: within a session and between starts)."""
+
+    def draw(source: Campaign, p: float, c: int, rep: int, session: int, start: float) -> Level:
+        speed = source.value(1.0, c, start) / 100
+        window = WINDOW_S / speed
+        met = int(source.rng.binomial(n, p))
+        summary = Summary(
+            requests=n,
+            ok=n,
+            duration_s=window,
+            window_s=[0.0, window],
+            req_s=n / window,
+            goodput_req_s=met / window,
+            slo_attainment=met / n,
+        )
+        return Level(concurrency=c, repetition=rep, session=session, summary=summary)
+
+    return draw
+
+
+def _raw_value(s: Summary, metric: str, stat: str = "p50") -> float | None:
+    return s.value(metric, stat)
+
+
+_USERS = (noise_mod, decide)  # the modules that import compared_value by name
+
+
+@contextlib.contextmanager
+def correction(on: bool) -> Iterator[None]:
+    """With ``on`` False, level runs are compared as measured (a goodput of 0 is dropped, as
+    before the continuity correction): ``compared_value`` replaced where it is used."""
+    saved = [getattr(m, "compared_value") for m in _USERS]  # noqa: B009
+    if not on:
+        for m in _USERS:
+            setattr(m, "compared_value", _raw_value)  # noqa: B010
+    try:
+        source = Campaign(Truth(0.0, 0.0), np.random.default_rng(0))
+        zero = _goodput_draw(8)(source, 0.0, 1, 0, 0, 0.0)
+        kept = noise_mod.own_runs([zero], "x", "experiment", "goodput_req_s")
+        assert bool(kept) == on, "the correction is not where this benchmark expects it"
+        yield
+    finally:
+        for m, f in zip(_USERS, saved, strict=True):
+            setattr(m, "compared_value", f)  # noqa: B010
+
+
+def goodput_cell(
+    method: str,
+    truth: Truth,
+    reps: int,
+    n: int,
+    base: float,
+    children: Sequence[float],
+    trials: int,
+    seed: int,
+    corrected: bool,
+    together: bool,
+) -> dict[float, dict[str, int]]:
+    """Per child's attainment: how often its levels were called better / worse / equivalent
+    (``none``: no comparison at all, a side without a usable run) and how its decision went.
+    Each child in a campaign of its own with the baseline, or (``together``) all of them in
+    one campaign in order. The draws depend on the seed and the cell, not on ``corrected``."""
+    groups = [tuple(children)] if together else [(c,) for c in children]
+    out: dict[float, dict[str, int]] = {}
+    with correction(corrected):
+        for group in groups:
+            key = [seed, reps, n, round(base * 1000)] + [round(c * 1000) for c in group]
+            rng = np.random.default_rng(key)
+            for _ in range(trials):
+                got = simulate(
+                    method,
+                    truth,
+                    reps,
+                    rng,
+                    group,
+                    base=base,
+                    draw=_goodput_draw(n),
+                    metric="goodput_req_s",
+                )
+                for p, found, dec, used in got:
+                    row = out.setdefault(p, {"trials": 0, "reps": 0})
+                    row["trials"] += 1
+                    row["reps"] += used
+                    row[f"decision {dec}"] = row.get(f"decision {dec}", 0) + 1
+                    for x in found:
+                        v = "none" if x.ratio is None else x.verdict
+                        row[v] = row.get(v, 0) + 1
+                    row["none"] = row.get("none", 0) + len(LEVELS) - len(found)
+    return out
+
+
+def _shares(rows: Sequence[dict[str, int]], *keys: str, per_level: bool = True) -> str:
+    """ "on / off": the share of levels (or campaigns) whose outcome is one of ``keys``."""
+    out = []
+    for row in rows:
+        total = row["trials"] * (len(LEVELS) if per_level else 1)
+        out.append(sum(row.get(k, 0) for k in keys) / total)
+    return " / ".join(f"{x:.1%}" for x in out)
+
+
+def goodput_main(args: argparse.Namespace) -> int:
+    truth = Truth(args.noise, args.starts)
+    print(
+        f"goodput_req_s; margin {MARGIN:.0%}; {args.trials} campaigns a cell; method "
+        f"{args.method}; throughput noise {truth.noise:.0%} within a session (twice at C=64), "
+        f"{truth.starts:.0%} between starts; a level run: N requests in about {WINDOW_S:g} s, "
+        "each meeting the SLO with probability p; levels C="
+        + ", ".join(map(str, LEVELS))
+        + (
+            "; a parent's children in one campaign"
+            if args.together
+            else "; each child in a campaign of its own with its parent"
+        )
+        + f"; seed {args.seed}. on / off: with summary.compared_value's continuity "
+        "correction (a goodput of 0 compared as half a request) / without (zeros dropped), "
+        "on the same draws. Level calls as shares of levels (better, worse, neither: "
+        "inconclusive, equivalent or not compared; 'none': not compared, a side without a "
+        "usable run); "
+        "decisions as shares of campaigns. Right call: worse below 1/(1+margin), better "
+        "above 1+margin; for an identical configuration (*) any better/worse, adopted or "
+        "rejected is a false alarm."
+    )
+    print(
+        "| N | n | parent p | child p | true ratio | P(run = 0) child | better on / off "
+        "| worse on / off | neither on / off | none on / off | adopted on / off "
+        "| rejected on / off |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for n in args.requests:
+        for reps in args.reps:
+            for base, children in GOODPUT:
+                if args.parent and base not in args.parent:
+                    continue
+                got = {
+                    on: goodput_cell(
+                        args.method,
+                        truth,
+                        reps,
+                        n,
+                        base,
+                        children,
+                        args.trials,
+                        args.seed,
+                        on,
+                        args.together,
+                    )
+                    for on in (True, False)
+                }
+                for p in children:
+                    rows = (got[True][p], got[False][p])
+                    mark = " *" if p == base else ""
+                    print(
+                        f"| {n} | {reps} | {base:g} | {p:g}{mark} | {p / base:.2f} "
+                        f"| {(1 - p) ** n:.3f} "
+                        f"| {_shares(rows, 'better')} "
+                        f"| {_shares(rows, 'worse')} "
+                        f"| {_shares(rows, 'inconclusive', 'equivalent', 'none')} "
+                        f"| {_shares(rows, 'none')} "
+                        f"| {_shares(rows, 'decision adopted', per_level=False)} "
+                        f"| {_shares(rows, 'decision rejected', per_level=False)} |",
+                        flush=True,
+                    )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=400, help="campaigns a cell (400)")
-    parser.add_argument("--reps", type=int, nargs="+", default=[2, 3, 5], help="repetitions")
+    parser.add_argument("--trials", type=int, help="campaigns a cell (400; with --goodput 200)")
+    parser.add_argument(
+        "--reps", type=int, nargs="+", help="repetitions (2 3 5; with --goodput 2 3)"
+    )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--goodput",
+        action="store_true",
+        help="goodput_req_s objectives, with and without the continuity correction",
+    )
+    parser.add_argument(
+        "--requests",
+        type=int,
+        nargs="+",
+        default=[64, 16, 8],
+        help="--goodput: N, requests a level run (64 16 8)",
+    )
+    parser.add_argument(
+        "--parent",
+        type=float,
+        nargs="+",
+        help="--goodput: only these baselines' attainment (0.9 0.1: both)",
+    )
+    parser.add_argument("--noise", type=float, default=0.05, help="--goodput: within (0.05)")
+    parser.add_argument("--starts", type=float, default=0.03, help="--goodput: between (0.03)")
+    parser.add_argument(
+        "--method", choices=("today", "pooled", "adaptive"), default="pooled", help="--goodput"
+    )
+    parser.add_argument(
+        "--together", action="store_true", help="--goodput: a parent's children in one campaign"
+    )
     args = parser.parse_args()
+    if args.goodput:
+        args.trials = args.trials or 200
+        args.reps = args.reps or [2, 3]
+        return goodput_main(args)
+    args.reps = args.reps or [2, 3, 5]
+    args.trials = args.trials or 400
     print(
         f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; true ratios "
         + ", ".join(f"{r:.2f}" for r in RATIOS)

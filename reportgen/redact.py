@@ -35,9 +35,11 @@ def is_secret_name(name: str) -> bool:
 
 def redact_text(text: str, known: Iterable[str] = ()) -> str:
     """Replace token-shaped substrings in free text (a log line, a command line), and every
-    occurrence of the ``known`` secret values (``known_secrets``)."""
+    occurrence of the ``known`` secret values (``known_secrets``) that stands as a word of
+    its own: a key of "token" must not turn "input_tokens" into "input_***s"."""
     for value in known:
-        text = text.replace(value, REDACTED)
+        if value in text:
+            text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(value)}(?![A-Za-z0-9_])", REDACTED, text)
     text = _SECRET_VALUE.sub(REDACTED, text)
     return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
 

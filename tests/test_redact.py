@@ -34,3 +34,25 @@ def test_flag_values_in_plans_and_command_lines() -> None:
     assert redact_argv(argv) == [
         "serve", "--max-num-batched-tokens", "8192", "--api-key", REDACTED, f"--hf-token={REDACTED}"
     ]  # fmt: skip
+
+
+def test_a_short_secret_never_cuts_into_names_or_keys(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A key of "token" (an API key someone chose) hides the word, not every "input_tokens":
+    results.json's keys and the names in a line stay whole."""
+    import json
+
+    from reportgen.redact import redact_text
+    from reportgen.results import store
+    from reportgen.results.model import CampaignFile, EngineRecord, Run
+
+    assert redact_text("input_tokens=64 key token; tokenizer", ["token"]) == (
+        "input_tokens=64 key ***; tokenizer"
+    )
+    run = Run(
+        reportgen_version="x", run_id="r", started_at="t",
+        campaign={"workload": {"input_tokens": 64}, "note": "the key is token"},
+        campaign_file=CampaignFile(path="c.toml", sha256="", text=""),
+        engine=EngineRecord(name="sim"),
+    )  # fmt: skip
+    saved = json.loads(store.save(tmp_path, run, ["token"]).read_text())
+    assert saved["campaign"] == {"workload": {"input_tokens": 64}, "note": "the key is ***"}

@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from reportgen.errors import ResultsError
 from reportgen.load.records import RECORD_FIELDS, RequestRecord
 from reportgen.observe.gpu import TELEMETRY_FIELDS
-from reportgen.redact import REDACTED
+from reportgen.redact import redact_text
 from reportgen.results.migrate import migrate
 from reportgen.results.model import CONTROL_SUFFIX, SCHEMA_VERSION, Run
 
@@ -88,13 +88,11 @@ def save(run_dir: Path, run: Run, secrets: Sequence[str] = ()) -> Path:
     already paid for must not be lost over one. Every ``secrets`` value is replaced by ***,
     wherever it is (the last line of defence: flags and environments are redacted before)."""
     path = run_dir / RESULTS
-    results = run.dump()
+    results = _hidden(run.dump(), list(secrets)) if secrets else run.dump()
     try:
         text = json.dumps(results, indent=1, allow_nan=False, default=_jsonable)
     except ValueError:
         text = json.dumps(_finite(results), indent=1, allow_nan=False, default=_jsonable)
-    for value in secrets:
-        text = text.replace(json.dumps(value)[1:-1], REDACTED)
     try:
         atomic_write_bytes(path, text.encode("utf-8") + b"\n")
     except OSError as exc:
@@ -111,6 +109,16 @@ def _cannot_save(path: Path, exc: OSError) -> ResultsError:
         "only once written in full); free space or fix the folder, then continue with "
         "`reportgen run <campaign> --resume`"
     )
+
+
+def _hidden(value: Any, secrets: list[str]) -> Any:
+    """``value`` with the secrets hidden in its text values (never in its keys or numbers,
+    whose names a short secret could otherwise cut into)."""
+    if isinstance(value, dict):
+        return {k: _hidden(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_hidden(v, secrets) for v in value]
+    return redact_text(value, secrets) if isinstance(value, str) else value
 
 
 def _finite(value: Any) -> Any:

@@ -133,7 +133,7 @@ def campaign_secrets(campaign: Campaign) -> list[str]:
         m.server.args, m.server.env, *(t for e in campaign.experiments for t in (e.args, e.env))
     )
     key = os.environ.get(API_KEY_ENV, "")
-    if len(key) >= 4 and (m.server.base_url or any(e.base_url for e in campaign.experiments)):
+    if len(key) >= 8 and (m.server.base_url or any(e.base_url for e in campaign.experiments)):
         found = sorted({*found, key}, key=len, reverse=True)  # sent to servers not started here
     return found
 
