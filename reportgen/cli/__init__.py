@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return sim.main(argv[1:])
     args = build_parser().parse_args(argv)
-    stdout = _Tolerant(sys.stdout)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    stdout, stderr = _Tolerant(sys.stdout), _Tolerant(sys.stderr)
+    err = Console(file=cast(IO[str], stderr), stderr=True, highlight=False, soft_wrap=True)
     out = Console(file=cast(IO[str], stdout), highlight=False, soft_wrap=True)
     try:
         handler = _COMMANDS[args.command]
@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         return interrupt.exit_code()  # 130 for Ctrl-C, 143 for SIGTERM
     finally:
         stdout.close_if_broken()
+        stderr.close_if_broken()
 
 
 class _Tolerant(io.TextIOBase):
@@ -83,29 +84,31 @@ class _Tolerant(io.TextIOBase):
     is closed, what is written is dropped, so a run goes on, saves and renders as it would
     have, and exits with its own code rather than dying mid-campaign."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO | None) -> None:
         self.stream = stream
-        self.broken = False
+        self.broken = stream is None  # closed before we started (a daemon, `>&-`)
 
     def write(self, text: str) -> int:
-        if not self.broken:
+        if not self.broken and self.stream is not None:
             try:
                 self.stream.write(text)
-            except BrokenPipeError:
+            except (BrokenPipeError, ValueError):  # ValueError: a closed file
                 self.broken = True
         return len(text)
 
     def flush(self) -> None:
-        if not self.broken:
+        if not self.broken and self.stream is not None:
             try:
                 self.stream.flush()
-            except BrokenPipeError:
+            except (BrokenPipeError, ValueError):
                 self.broken = True
 
     def isatty(self) -> bool:
-        return self.stream.isatty()
+        return self.stream is not None and self.stream.isatty()
 
     def fileno(self) -> int:
+        if self.stream is None:
+            raise OSError("no stream")
         return self.stream.fileno()
 
     @property
@@ -115,7 +118,7 @@ class _Tolerant(io.TextIOBase):
     def close_if_broken(self) -> None:
         """After a broken pipe, point the descriptor at /dev/null, so the interpreter's own
         flush at exit has nowhere to fail."""
-        if self.broken:
+        if self.broken and self.stream is not None:
             with contextlib.suppress(OSError, ValueError):
                 null = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(null, self.stream.fileno())

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from typing import Any
 
 from rich.console import Console
@@ -250,7 +249,7 @@ def cmd_fingerprint(args: argparse.Namespace, out: Console, err: Console) -> int
 
     data = fingerprint.collect()
     if args.json:
-        sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+        out.file.write(json.dumps(data, indent=1, default=str) + "\n")
         return EXIT_OK
     from rich.table import Table
 
@@ -269,7 +268,7 @@ def cmd_fingerprint(args: argparse.Namespace, out: Console, err: Console) -> int
 def cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.campaign import json_schema
 
-    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    out.file.write(json.dumps(json_schema(), indent=2) + "\n")
     return EXIT_OK
 
 
@@ -291,5 +290,5 @@ def cmd_completion(args: argparse.Namespace, out: Console, err: Console) -> int:
     # `reportgen sim`'s flags are its own parser's: added here for their completion
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     sim_arguments(sub.choices["sim"])
-    sys.stdout.write(shtab.complete(parser, shell=args.shell))
+    out.file.write(shtab.complete(parser, shell=args.shell))
     return EXIT_OK

@@ -53,6 +53,7 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     try:
         data = r.run()
     except KeyboardInterrupt:
+        interrupt.stopping()
         interrupted = True
         err.print(
             "interrupted: servers stopped, finished experiments saved; rendering a partial report",

@@ -8,27 +8,29 @@ had never come. So the handler also records the signal, and the runner calls :fu
 each step's boundary (after a level, after an experiment, before the run is called complete):
 a signal whose KeyboardInterrupt was dropped is raised again there.
 
-Only the first signal raises at once. Another one while reportgen stops its servers and saves
-what finished is noted, not raised (it would leave a server running or results unsaved); once
-the report is being rendered (:func:`rendering`), another stops the rendering, and one that
-came in between stops it at once, so a second Ctrl-C always ends with the command that
-renders the report.
+A signal raises at once, except while reportgen stops its servers and saves what finished
+after the first (:func:`stopping`): one then is noted, not raised (it would leave a server
+running or results unsaved), and said on stderr. Once the report is being rendered
+(:func:`rendering`), another stops the rendering, and one that came in between stops it at
+once, so a second Ctrl-C always ends with the command that renders the report.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 from types import FrameType
 
 _received: str | None = None  # the name of the signal that asked us to stop, once one did
 _again = 0  # signals after the first
 _raise_again = False  # rendering: a signal after the first stops it
+_stopping = False  # servers being stopped, results saved, after the first signal
 
 
 def install() -> None:
     """Handle SIGINT and SIGTERM in this process (the main thread) from now on."""
-    global _received, _again, _raise_again
-    _received, _again, _raise_again = None, 0, False
+    global _received, _again, _raise_again, _stopping
+    _received, _again, _raise_again, _stopping = None, 0, False, False
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
 
@@ -39,8 +41,17 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         _received = signal.Signals(signum).name
         raise KeyboardInterrupt
     _again += 1
-    if _raise_again:
+    if _raise_again or not _stopping:  # (the first one's exception may have been dropped)
         raise KeyboardInterrupt
+    os.write(2, b"reportgen: stopping the servers and saving what finished; the report follows\n")
+
+
+def stopping() -> None:
+    """After a stop signal, the servers are being stopped and the results saved: another
+    signal waits until that is done (``rendering``). No effect before a signal came."""
+    global _stopping
+    if _received is not None:
+        _stopping = True
 
 
 def rendering() -> None:

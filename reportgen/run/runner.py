@@ -105,6 +105,7 @@ class Runner:
                 self._confirm(run)
             interrupt.check()
         except KeyboardInterrupt:
+            interrupt.stopping()
             self._finish("incomplete", f"interrupted by the user ({interrupt.received()})")
             raise
         except Exception as exc:  # a bug of reportgen's: the results say so, never "running"

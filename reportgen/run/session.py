@@ -258,6 +258,7 @@ class ServerSession:
             record.converged = look.converged
 
     def _stop(self) -> None:
+        interrupt.stopping()  # after a stop signal: another must not cut this short
         if self.external:  # not ours to stop: it runs on
             if self.launch.role == "experiment":
                 self.logs.append(self.srv.log_split(self.srv.log_bytes()))
