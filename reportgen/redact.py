@@ -17,7 +17,7 @@ REDACTED = "***"
 # count tokens (max-num-batched-tokens, speculative-num-draft-tokens, long-prefill-token-
 # threshold) and those values must stay visible. "auth" and "authorization" as whole words.
 _SECRET_NAME = re.compile(
-    r"((^|[-_.])token$|secret|passw(or)?d|api[-_]?key|access[-_]?key|credential|"
+    r"((^|[-_.])(?<!per[-_.])(?<!first[-_.])token$|secret|passw(or)?d|api[-_]?key|access[-_]?key|credential|"
     r"(^|[-_.])auth(orization)?([-_.]|$)|private[-_]?key)",
     re.IGNORECASE,
 )
@@ -61,9 +61,11 @@ def known_secrets(*tables: Mapping[str, object]) -> list[str]:
 def redact_tree(value: object) -> object:
     """A copy of JSON-like data (a server's /server_info answer) with the values of
     secret-named keys hidden at any depth, and token-shaped strings in it too."""
-    if isinstance(value, Mapping):
+    if isinstance(value, Mapping):  # (a flag that is a number or a switch is no secret)
         return {
-            k: REDACTED if is_secret_name(str(k)) and v not in (None, "") else redact_tree(v)
+            k: REDACTED
+            if is_secret_name(str(k)) and isinstance(v, str) and v
+            else redact_tree(v)
             for k, v in value.items()
         }
     if isinstance(value, list):

@@ -342,6 +342,14 @@ def test_settings_a_later_reportgen_added_are_no_change_of_a_saved_campaign(
     turned = tmp_path / "turns.toml"
     turned.write_text(text.replace("[workload]\n", "[workload]\nturns = 3\n", 1))
     assert campaign_changes(older, campaign.load(turned)) == ["workload.turns: absent then, 3 now"]
+    # a workload table added to a finished experiment is a change, even at default values
+    grown = tmp_path / "grown.toml"
+    grown.write_text(
+        text.replace('id = "baseline"\n', 'id = "baseline"\nworkload = { turns = 1 }\n')
+    )
+    assert campaign_changes(older, campaign.load(grown)) == [
+        "experiment 1 (baseline).workload.turns: absent then, 1 now"
+    ]
 
 
 def test_a_resumption_on_other_gpus_is_said_in_the_title_block() -> None:

@@ -86,6 +86,11 @@ def _new_default(d: tuple[str, Any, Any], known: set[str]) -> bool:
         return False
     if key.startswith("campaign."):
         return True
+    # only a key new within a table the saved run had: a whole table added since (a
+    # workload override on a finished experiment) is a change, whatever its values
+    table = key.rsplit(".", 1)[0] + "."
+    if not any(k.startswith(table) for k in known):
+        return False
     # "experiment 2 (fast).workload.prompts.time_scale" -> "workload.prompts.time_scale"
     name = key.split(").", 1)[1] if key.startswith("experiment ") and ")." in key else key
     from reportgen.campaign.schema import Server, Workload

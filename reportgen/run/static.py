@@ -102,14 +102,14 @@ def check(campaign: Campaign) -> Findings:
     started = [r for r in steps if r.base_url is None]  # the servers reportgen starts
     host = campaign.model.server.host
     if started and not external.is_local(f"http://{url_host(host)}"):
-        found.errors.append(
+        found.not_here.append(  # (it may be one of the GPU host's own addresses)
             Problem(
                 campaign.path,
                 "server.host",
                 host,
-                "not an address of this machine: reportgen starts the servers here and "
-                "connects to them there; use 127.0.0.1 (or this host's own address), or give "
-                "a server already running elsewhere as server.base_url",
+                "not an address of this machine: reportgen starts the servers where it runs "
+                "and connects to them there; use 127.0.0.1 (or the GPU host's own address), "
+                "or give a server already running elsewhere as server.base_url",
             )
         )
     ports = _port_range(campaign, started)
