@@ -63,9 +63,7 @@ def redact_tree(value: object) -> object:
     secret-named keys hidden at any depth, and token-shaped strings in it too."""
     if isinstance(value, Mapping):  # (a flag that is a number or a switch is no secret)
         return {
-            k: REDACTED
-            if is_secret_name(str(k)) and isinstance(v, str) and v
-            else redact_tree(v)
+            k: REDACTED if is_secret_name(str(k)) and isinstance(v, str) and v else redact_tree(v)
             for k, v in value.items()
         }
     if isinstance(value, list):
