@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from reportgen.campaign.bounds import Bound, parse
-from reportgen.results.model import Summary
+from reportgen.results.model import Probe, Summary
 
 __all__ = ["MAX_ERROR_SHARE", "Bound", "Probe", "Search", "parse"]
 
@@ -27,16 +27,9 @@ MAX_ERROR_SHARE = 0.01
 
 
 @dataclass
-class Probe:
-    concurrency: int
-    passed: bool
-    values: dict[str, float | None]  # each bound's mean over the repetitions
-    error_share: float
-
-
-@dataclass
 class Search:
-    """Which level to run next (``next``), told each level's summaries (``record``)."""
+    """Which level to run next (``next``), told each level's summaries (``record``);
+    ``done``: the probes so far (a run's ``SearchRecord.probes``, filled in place)."""
 
     bounds: list[Bound]
     start: int = 1
@@ -72,7 +65,12 @@ class Search:
         sent = sum(s.requests for s in runs)
         errors = sum(s.requests - s.ok for s in runs)
         share = errors / sent if sent else 1.0
-        probe = Probe(concurrency, passed and share <= MAX_ERROR_SHARE, values, share)
+        probe = Probe(
+            concurrency=concurrency,
+            passed=passed and share <= MAX_ERROR_SHARE,
+            values=values,
+            error_share=share,
+        )
         self.done.append(probe)
         return probe
 

@@ -42,6 +42,17 @@ class Resolved:
     # flags and environment are not reportgen's to know (args and env stay empty)
     base_url: str | None = None
 
+    @property
+    def one_session(self) -> str | None:
+        """Why it runs in one server session whatever the campaign asks (starts,
+        interleave, fresh servers), or None: a server already running cannot be started
+        again, and a search's next probe depends on the last."""
+        if self.base_url is not None:
+            return "its server is already running at base_url"
+        if self.workload.find_max is not None:
+            return "its find_max search"
+        return None
+
 
 def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -> Resolved:
     """Build an experiment's configuration from its parent's (or the server defaults)."""

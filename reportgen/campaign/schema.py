@@ -44,7 +44,8 @@ ENGINES = ("sim", "sglang", "vllm", "transformers", "generic")
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 ArgValue = bool | int | float | str | list[bool | int | float | str] | dict[str, Any]
 # A server's address: http(s)://host[:port][/path] (the path a prefix before /v1/...)
-BaseUrl = Annotated[str, Field(pattern=r"^https?://[^/\s]+(/\S*)?$")]
+BASE_URL = r"^https?://[^/\s]+(/\S*)?$"
+BaseUrl = Annotated[str, Field(pattern=BASE_URL)]
 
 
 def is_throughput(metric: str) -> bool:

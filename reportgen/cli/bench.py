@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from reportgen.campaign.schema import BASE_URL
 from reportgen.errors import CampaignError, Problem
 
 # --dataset NAME[:PATH]: the campaign's prompt sources
@@ -29,7 +30,7 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.run import external
 
     url = args.url.rstrip("/").removesuffix("/v1")
-    if not re.match(r"^https?://[^/\s]+(/\S*)?$", url):
+    if not re.match(BASE_URL, url):
         raise CampaignError(
             [Problem("reportgen bench", "URL", args.url, "write http://host:port (or https://)")]
         )

@@ -71,35 +71,33 @@ class Driver:
 
     # -- prompts -------------------------------------------------------------------------
 
-    def batch(self, requests: int | None, duration_s: float | None, seed: int) -> Batch:
-        """What a level sends: a trace's window, replayed on time; else ``requests`` prompts
-        (a pool of PROMPT_POOL for a duration) sent as the load's loop sends them."""
+    def batch(
+        self, requests: int | None, duration_s: float | None, seed: int, timed: bool = True
+    ) -> Batch:
+        """What a level sends: a trace's window, replayed at its times when ``timed`` (the
+        warm-up sends its first requests untimed); else ``requests`` prompts (a pool of
+        PROMPT_POOL for a duration) sent as the load's loop sends them."""
         src = self.wl.prompts
         if src.source != "trace":
-            prompts_, outputs = self.requests(requests or PROMPT_POOL, seed)
-            return Batch(prompts_, outputs)
+            return Batch(*self.requests(requests or PROMPT_POOL, seed))
         if self._trace is None:
             self._trace = trace.load(self._path(str(src.path)), src.time_scale)
         rows = trace.window(self._trace, requests, duration_s)
+        self._asked = [r.input_tokens for r in rows]
         texts = trace.prompts(rows, src.block_tokens, self.words_per_token, seed)
-        return Batch(texts, [r.output_tokens for r in rows], [r.at for r in rows])
+        schedule = [r.at for r in rows] if timed else None
+        return Batch(texts, [r.output_tokens for r in rows], schedule)
 
     def _path(self, given: str) -> Path:
         path = Path(given).expanduser()
         return path if path.is_absolute() else self.campaign_dir / path
 
     def requests(self, count: int, seed: int) -> tuple[list[str], list[int] | None]:
-        """``count`` prompts for a level, and each one's output tokens where they vary
-        (``range_ratio``, a ShareGPT file's answer lengths; None: ``output_tokens`` for all).
-        The same for a given seed in every experiment."""
+        """``count`` prompts for a level (of any source but a trace: ``batch``), and each
+        one's output tokens where they vary (``range_ratio``, a ShareGPT file's answer
+        lengths; None: ``output_tokens`` for all). The same for a given seed in every
+        experiment."""
         wl, src = self.wl, self.wl.prompts
-        if src.source == "trace":  # (the warm-up: the trace's first requests, untimed)
-            if self._trace is None:
-                self._trace = trace.load(self._path(str(src.path)), src.time_scale)
-            rows = trace.window(self._trace, count, None)
-            texts = trace.prompts(rows, src.block_tokens, self.words_per_token, seed)
-            self._asked = [r.input_tokens for r in rows]
-            return texts, [r.output_tokens for r in rows]
         outputs = (
             prompts.lengths(count, wl.output_tokens, wl.range_ratio, f"out {seed}")
             if wl.range_ratio
@@ -169,10 +167,7 @@ class Driver:
         stagger_s: float = 0.0,
         replay: bool = False,
     ) -> LevelRun:
-        if replay:
-            sent = self.batch(requests, duration_s, seed)
-        else:
-            sent = Batch(*self.requests(requests if requests is not None else PROMPT_POOL, seed))
+        sent = self.batch(requests, duration_s, seed, timed=replay)
         return loadgen.run_load(
             self.base_url,
             self.spec,

@@ -124,8 +124,7 @@ def _rounds(
         entry.looks.append(Look(repetitions=done, open=still))
         if not still or done == high:
             return
-        if interleave and parent is not None and r.base_url is None:
-            # (as server_sessions: a server already running is not interleaved with another)
+        if interleave and parent is not None and not r.one_session:  # (as server_sessions)
             pairs = interleaved(r, parent, done)
         else:
             pairs = [(r, [done], "experiment")]

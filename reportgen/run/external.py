@@ -122,41 +122,36 @@ def detect_engine(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> 
     then SGLang's /server_info, then vLLM's /version; "generic" when none says. Raises
     ServerError when nothing answers there at all."""
     base = url.rstrip("/").removesuffix("/v1")
-    answered = False
+    failures: list[httpx.HTTPError] = []
+    answered = 0  # GETs answered at all, any status
     with httpx.Client(base_url=base, headers=headers, timeout=timeout_s) as client:
-        try:
-            metrics = client.get("/metrics")
-            answered = True
-        except httpx.HTTPError as exc:
-            metrics = None
-            first_error = exc
-        if metrics is not None and metrics.status_code == 200:
-            text = metrics.text
-            for prefix, engine in (("vllm:", "vllm"), ("sglang:", "sglang"), ("sim:", "sim")):
-                if re.search(rf"^{re.escape(prefix)}", text, re.M):
-                    return engine, f"its /metrics names {prefix}* series"
-        for path, engine in (("/server_info", "sglang"), ("/get_server_info", "sglang")):
+
+        def ok(path: str) -> httpx.Response | None:
+            """The answer to GET ``path`` when it is 200 (any failure noted)."""
+            nonlocal answered
             try:
-                if client.get(path).status_code == 200:
-                    return engine, f"it answers {path}"
-                answered = True
-            except httpx.HTTPError:
-                continue
-        try:
-            version = client.get("/version")
-            answered = True
-            if version.status_code == 200 and "version" in version.text:
-                return "vllm", "it answers /version"
-        except httpx.HTTPError:
-            pass
-        try:
-            client.get("/v1/models")
-            answered = True
-        except httpx.HTTPError:
-            pass
-    if not answered:
+                got = client.get(path)
+            except httpx.HTTPError as exc:
+                failures.append(exc)
+                return None
+            answered += 1
+            return got if got.status_code == 200 else None
+
+        metrics = ok("/metrics")
+        for prefix, engine in (("vllm:", "vllm"), ("sglang:", "sglang"), ("sim:", "sim")):
+            if metrics is not None and re.search(rf"^{re.escape(prefix)}", metrics.text, re.M):
+                return engine, f"its /metrics names {prefix}* series"
+        for path in ("/server_info", "/get_server_info"):
+            if ok(path) is not None:
+                return "sglang", f"it answers {path}"
+        version = ok("/version")
+        if version is not None and "version" in version.text:
+            return "vllm", "it answers /version"
+        ok("/v1/models")
+    if not answered:  # nothing listens there
+        first = failures[0]
         raise ServerError(
-            f"nothing answers at {base} ({first_error.__class__.__name__}: {first_error}); "
+            f"nothing answers at {base} ({type(first).__name__}: {first}); "
             "start the server first, or check the address"
         )
     return "generic", "none of its endpoints named an engine"

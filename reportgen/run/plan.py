@@ -79,9 +79,7 @@ def server_sessions(
     ``starts`` launches (the baseline's, with no parent, over at least two), in order, at most
     one per repetition."""
     reps = list(range(repetitions_range(r.workload.repetitions)[0]))
-    if r.base_url or r.workload.find_max is not None:
-        # already running, or a search whose next probe depends on the last: one session,
-        # however many starts (or interleaved runs) were asked for
+    if r.one_session:  # however many starts (or interleaved runs) were asked for
         return [(r, reps, "experiment")]
     if interleave and parent is not None:
         out: list[Launch] = []

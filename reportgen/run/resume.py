@@ -9,6 +9,7 @@ experiments ran with must be as it was: a refusal names each difference.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -93,13 +94,19 @@ def _new_default(d: tuple[str, Any, Any], known: set[str]) -> bool:
         return False
     # "experiment 2 (fast).workload.prompts.time_scale" -> "workload.prompts.time_scale"
     name = key.split(").", 1)[1] if key.startswith("experiment ") and ")." in key else key
+    defaults = _defaults()
+    return name in defaults and defaults[name] == now
+
+
+@functools.cache
+def _defaults() -> dict[str, Any]:
+    """Every [workload] and [server] setting's default, by dotted key (built once)."""
     from reportgen.campaign.schema import Server, Workload
 
-    defaults = {
+    return {
         **flatten(Workload().model_dump(mode="json"), "workload"),  # type: ignore[call-arg]
         **flatten(Server().model_dump(mode="json"), "server"),  # type: ignore[call-arg]
     }
-    return name in defaults and defaults[name] == now
 
 
 def _short(value: Any) -> str:

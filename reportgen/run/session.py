@@ -28,7 +28,6 @@ from reportgen.results.model import (
     FAILED_DURING,
     Experiment,
     Level,
-    Probe,
     ProbeAnswer,
     Ready,
     SearchRecord,
@@ -240,7 +239,6 @@ class ServerSession:
         concurrency meeting the bounds is pinned down or the probes are spent; every probe
         is a level like any other (its repetitions, its records), the search recorded."""
         bounds = search.parse(find.slo)
-        look = search.Search(bounds, find.start, find.max, find.probes, find.tolerance)
         record = SearchRecord(
             slo=find.slo,
             bounds=[str(b) for b in bounds],
@@ -249,11 +247,12 @@ class ServerSession:
             probes_allowed=find.probes,
         )
         self.entry.search = record
+        look = search.Search(
+            bounds, find.start, find.max, find.probes, find.tolerance, done=record.probes
+        )
         while (c := look.next()) is not None:
             self.ctx.progress.phase(f"find-max: probing C={c}")
-            runs = [self._level(drv, c, rep).summary for rep in self.launch.repetitions]
-            probe = look.record(c, runs)
-            record.probes.append(Probe(**vars(probe)))
+            look.record(c, [self._level(drv, c, rep).summary for rep in self.launch.repetitions])
             record.best, record.lowest_failure = look.best, look.lowest_failure
             record.converged = look.converged
 

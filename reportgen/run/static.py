@@ -202,13 +202,7 @@ def _one_session(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]
     info = campaign.model.campaign
     out = []
     for r in steps:
-        why = (
-            "its server is already running at base_url"
-            if r.base_url
-            else "its find_max search"
-            if r.workload.find_max is not None
-            else None
-        )
+        why = r.one_session
         asked = [  # as written (campaign.starts = 2 by default: no warning for that)
             name
             for name, on in (
@@ -243,10 +237,10 @@ def _sim_flags(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
     from reportgen.sim.cli import add_arguments
 
     engine = engines.get("sim")
+    parser = argparse.ArgumentParser(prog="reportgen sim", exit_on_error=False)
+    add_arguments(parser)
     out = []
     for r in steps:
-        parser = argparse.ArgumentParser(prog="reportgen sim", exit_on_error=False)
-        add_arguments(parser)
         said = io.StringIO()
         try:
             with contextlib.redirect_stderr(said):

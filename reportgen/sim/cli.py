@@ -11,7 +11,6 @@ import sys
 from collections.abc import Callable
 
 from reportgen import __version__
-from reportgen.sim.server import serve
 
 DESCRIPTION = (
     "Simulated OpenAI-compatible LLM server. Latency is set by flags: "
@@ -250,6 +249,8 @@ def run(args: argparse.Namespace) -> int:
     want = 8192 if hard == resource.RLIM_INFINITY else min(hard, 8192)
     if soft != resource.RLIM_INFINITY and soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    from reportgen.sim.server import serve  # (aiohttp: only to serve, not to parse flags)
+
     return asyncio.run(serve(args))
 
 
