@@ -35,8 +35,9 @@ from typing import Any
 
 from reportgen.analysis import decide, noise
 from reportgen.analysis.differences import differences
+from reportgen.campaign.levels import rate_out as _rate_out
 from reportgen.observe import evidence
-from reportgen.results.model import Comparison, Experiment, Level, Run
+from reportgen.results.model import Comparison, Experiment, Level, Point, Run
 
 # Verdicts of B against A, from the comparison's better/worse.
 VERDICT = {
@@ -95,6 +96,16 @@ class MetricChange:
     n_b: int
     verdict: str  # improved | regressed | equivalent | inconclusive
     higher_is_better: bool
+    rate: float | None = None  # a rate level's rate (``Point``)
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+    @property
+    def level(self) -> str:
+        """Where it was measured: ``C=8``, ``R=2/s``."""
+        return self.point.label
 
     def regression_beyond(self, threshold: float) -> bool:
         """Certainly worse than A by more than ``threshold`` (0.05 = 5%)."""
@@ -183,6 +194,8 @@ class RunDiff:
             "experiments": [
                 {
                     **asdict(e),
+                    # a rate level at an infinite rate: "inf", as results.json writes it
+                    "metrics": [{**asdict(m), "rate": _rate_out(m.rate)} for m in e.metrics],
                     "flipped": e.flipped,
                     "new_failure": e.new_failure,
                     "recovered": e.recovered,
@@ -429,18 +442,19 @@ def _experiment(
     if a.levels and b.levels:
         for c in _headline(a, b, margin, noise_of):
             key = LEVEL_KEY[c.metric]
-            if _same_runs(a.levels, b.levels, c.metric, c.concurrency):
+            if _same_runs(a.levels, b.levels, c.metric, c.point):
                 # the same measurements on both sides (a run compared with itself, or its
                 # copy): nothing differs, whatever the noise between repetitions
                 c = c.model_copy(
                     update={"ratio": 1.0, "ci_low": 1.0, "ci_high": 1.0, "verdict": "equivalent"}
                 )
-            agg_a, agg_b = a.aggregate(c.concurrency), b.aggregate(c.concurrency)
+            agg_a, agg_b = a.aggregate(c.point), b.aggregate(c.point)
             out.metrics.append(
                 MetricChange(
                     experiment=exp_id,
                     metric=c.metric,
                     concurrency=c.concurrency,
+                    rate=c.rate,
                     a=agg_a.mean(key) if agg_a else None,
                     b=agg_b.mean(key) if agg_b else None,
                     ratio=c.ratio,
@@ -464,7 +478,7 @@ def _failing(exp: Experiment) -> set[str]:
     return {c.title or c.id for c in exp.checks if c.status == "fail"}
 
 
-def _same_runs(a: Sequence[Level], b: Sequence[Level], metric: str, level: int) -> bool:
+def _same_runs(a: Sequence[Level], b: Sequence[Level], metric: str, level: Point) -> bool:
     runs_a = decide.runs_by_level(a, metric).get(level)
     return bool(runs_a) and runs_a == decide.runs_by_level(b, metric).get(level)
 

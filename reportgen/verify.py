@@ -29,13 +29,14 @@ from typing import Any
 
 from reportgen import results as store
 from reportgen.analysis import decide, search, verdict
+from reportgen.analysis.decide import point_of
 from reportgen.analysis.summary import applied_slo, by_level, summarize, trims
 from reportgen.errors import ResultsError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import telemetry
 from reportgen.render import chart_inputs, render_html
 from reportgen.results.embed import extract, table_hashes, without_data
-from reportgen.results.model import Comparison, Decision, Experiment, Run
+from reportgen.results.model import Comparison, Decision, Experiment, Point, Run
 
 REL_TOL = 1e-9
 
@@ -162,7 +163,7 @@ def _check_levels(
             rows = store.read_requests(run_dir, table) if has else []
             rows_of[table] = rows
             for lv in levels:
-                recs = [r for r in rows if (r.concurrency, r.repetition) == lv.key]
+                recs = [r for r in rows if (point_of(r), r.repetition) == lv.key]
                 stored = lv.summary
                 lv.summary = summarize(
                     recs,
@@ -174,7 +175,7 @@ def _check_levels(
                 runs += 1
                 bad = _diff_keys(stored.model_dump(), lv.summary.model_dump())
                 if bad:
-                    where = f"{table} C={lv.concurrency} repetition {lv.repetition + 1}"
+                    where = f"{table} {lv.point.label} repetition {lv.repetition + 1}"
                     problems.append(f"{where}: {', '.join(bad)}")
     out.add("level summaries", problems, f"{runs} level run(s) recomputed from their requests")
     return fresh, rows_of
@@ -203,7 +204,7 @@ def _check_telemetry(out: Verification, run: Run, run_dir: Path, found: Mapping[
             fresh = telemetry.window(rows, w.t0_monotonic, w.end)
             windows += 1
             if lv.telemetry is None or not _close(lv.telemetry, fresh):
-                where = f"{e.id} C={lv.concurrency} repetition {lv.repetition + 1}"
+                where = f"{e.id} {lv.point.label} repetition {lv.repetition + 1}"
                 problems.append(f"{where}: GPU telemetry window")
     if windows or problems:
         out.add("telemetry windows", problems, f"{windows} window(s) recomputed")
@@ -213,13 +214,13 @@ def _check_aggregates(out: Verification, run: Run, fresh: Run) -> None:
     problems = []
     groups = 0
     for e, again in zip(run.experiments, fresh.experiments, strict=True):
-        stored = {a.concurrency: a for a in e.by_level}
+        stored = {a.point: a for a in e.by_level}
         for agg in by_level(again.levels):
             groups += 1
-            had = stored.get(agg.concurrency)
+            had = stored.get(agg.point)
             bad = _diff_keys(had.model_dump() if had else {}, agg.model_dump())
             if bad:
-                problems.append(f"{e.id} C={agg.concurrency}: {', '.join(bad)}")
+                problems.append(f"{e.id} {agg.point.label}: {', '.join(bad)}")
     out.add("aggregates across repetitions", problems, f"{groups} level(s)")
 
 
@@ -230,18 +231,21 @@ def _check_search(out: Verification, run: Run, fresh: Run) -> None:
     for e, again in zip(run.experiments, fresh.experiments, strict=True):
         if e.search is None:
             continue
-        look = search.Search(search.parse(e.search.slo))
-        for probe in e.search.probes:
-            runs = [lv.summary for lv in again.levels if lv.concurrency == probe.concurrency]
-            got = look.record(probe.concurrency, runs)
+        rec = e.search
+        cap = rec.probes[0].concurrency if rec.probes else 0
+        look = search.Search(search.parse(rec.slo), over=rec.over, cap=cap)
+        for probe in rec.probes:
+            where = Point(probe.concurrency, probe.rate)
+            runs = [lv.summary for lv in again.levels if lv.point == where]
+            got = look.record(look.at(probe), runs)
             if got.passed != probe.passed or not _close(got.values, probe.values):
-                problems.append(f"{e.id} C={probe.concurrency}: passed {got.passed}, {got.values}")
+                problems.append(f"{e.id} {where.label}: passed {got.passed}, {got.values}")
         for name in ("best", "lowest_failure"):
             if getattr(look, name) != getattr(e.search, name):
                 problems.append(
                     f"{e.id}: {name} {getattr(look, name)}, not {getattr(e.search, name)}"
                 )
-    out.add("concurrency searches", problems, "each probe and the answer taken again")
+    out.add("load searches", problems, "each probe and the answer taken again")
 
 
 def _check_page(
@@ -342,16 +346,16 @@ def _older_words(e: Experiment, stored: Decision, got: Decision) -> str:
 def _compare_lists(
     where: str, stored: Sequence[Comparison], fresh: Sequence[Comparison]
 ) -> list[str]:
-    got = {(c.metric, c.concurrency): c.model_dump() for c in fresh}
-    had = {(c.metric, c.concurrency): c.model_dump() for c in stored}
+    got = {(c.metric, c.point): c.model_dump() for c in fresh}
+    had = {(c.metric, c.point): c.model_dump() for c in stored}
     out = []
-    for key in sorted(set(had) | set(got)):
+    for key in sorted(set(had) | set(got), key=lambda k: (k[0], k[1].order)):
         a, b = had.get(key), got.get(key)
         if a is None or b is None:
             why = "not in the report" if a is None else "no longer computable"
-            out.append(f"{where} {key[0]} C={key[1]}: {why}")
+            out.append(f"{where} {key[0]} {key[1].label}: {why}")
             continue
         bad = _diff_keys(a, b)
         if bad:
-            out.append(f"{where} {key[0]} C={key[1]}: {', '.join(bad)}")
+            out.append(f"{where} {key[0]} {key[1].label}: {', '.join(bad)}")
     return out

@@ -14,7 +14,7 @@ from reportgen import results
 from reportgen.analysis.decide import compare_runs, decide, tail_comparisons
 from reportgen.analysis.summary import aggregate, summarize
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Level, Summary
+from reportgen.results.model import Level, Point, Summary
 
 
 def rec(
@@ -113,7 +113,7 @@ def test_decide_adopts_rejects_and_explains() -> None:
         margin=0.05,
         higher_is_better=True,
         metric="output_tok_s",
-        concurrency=1,
+        level=Point(1),
     )
     same = compare_runs(
         [1.0, 1.01, 0.99],
@@ -121,7 +121,7 @@ def test_decide_adopts_rejects_and_explains() -> None:
         margin=0.05,
         higher_is_better=True,
         metric="output_tok_s",
-        concurrency=32,
+        level=Point(32),
     )
     worse = compare_runs(
         [1.0, 1.01, 0.99],
@@ -129,7 +129,7 @@ def test_decide_adopts_rejects_and_explains() -> None:
         margin=0.05,
         higher_is_better=True,
         metric="output_tok_s",
-        concurrency=32,
+        level=Point(32),
     )
     verdict, why = decide("mtp", "baseline", [better, same], "output_tok_s", 0.05)
     assert verdict == "adopted" and "C=1: x1.30" in why and "build on mtp" in why

@@ -20,7 +20,16 @@ from scipy import stats
 
 from reportgen.analysis.summary import steady_window
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Aggregate, Check, CheckStatus, Experiment, Level
+from reportgen.results.model import (
+    Aggregate,
+    Check,
+    CheckStatus,
+    Experiment,
+    Level,
+    Point,
+    point_of,
+    sorted_points,
+)
 
 Status = CheckStatus
 
@@ -85,7 +94,7 @@ def _where_errors(levels: Sequence[Level]) -> str:
         (bad,) = failing
         before = [lv for lv in levels if lv is not bad]
         said += (
-            f", all at C={bad.concurrency} repetition {bad.repetition + 1}; the other level runs: "
+            f", all at {bad.point.label} repetition {bad.repetition + 1}; the other level runs: "
             f"0 of {sum(lv.summary.requests for lv in before)} failed"
         )
     return said
@@ -121,13 +130,13 @@ def _output_lengths(levels: Sequence[Level]) -> Check:
 
 def _repetition_spread(by_level: Sequence[Aggregate], cv_bound: float) -> Check:
     title = "Repetitions agree"
-    worst: tuple[float, int] | None = None
+    worst: tuple[float, Point] | None = None
     for agg in by_level:
         tok = agg.output_tok_s
         if tok.mean and tok.sd is not None and tok.n > 1:
             cv = tok.sd / tok.mean
             if worst is None or cv > worst[0]:
-                worst = (cv, agg.concurrency)
+                worst = (cv, agg.point)
     if worst is None:
         return Check(
             id="repetition_spread",
@@ -142,7 +151,7 @@ def _repetition_spread(by_level: Sequence[Aggregate], cv_bound: float) -> Check:
         title=title,
         status="pass" if ok else "warn",
         evidence=f"largest coefficient of variation of output tok/s: {worst[0]:.1%} at "
-        f"C={worst[1]} (bound {cv_bound:.0%})",
+        f"{worst[1].label} (bound {cv_bound:.0%})",
         hint="" if ok else "more repetitions, or find what varies (clocks, other load)",
     )
 
@@ -158,13 +167,13 @@ def _client_headroom(by_level: Sequence[Aggregate]) -> Check:
     )
 
 
-def _counts(levels: Sequence[Level]) -> dict[int, list[int]]:
-    """Successful requests of each level run, by concurrency (runs with none left out: they
-    have no percentiles at all, and ``request_errors`` says why)."""
-    out: dict[int, list[int]] = {}
+def _counts(levels: Sequence[Level]) -> dict[Point, list[int]]:
+    """Successful requests of each level run, by level (runs with none left out: they have
+    no percentiles at all, and ``request_errors`` says why)."""
+    out: dict[Point, list[int]] = {}
     for lv in levels:
         if lv.summary.ok > 0:
-            out.setdefault(lv.concurrency, []).append(lv.summary.ok)
+            out.setdefault(lv.point, []).append(lv.summary.ok)
     return out
 
 
@@ -187,17 +196,17 @@ def percentile_samples(levels: Sequence[Level]) -> Check:
             status="skip",
             evidence="no level run with a successful request",
         )
-    few = {c: n for c, n in sorted(counts.items()) if min(n) < need99}
+    few = {c: counts[c] for c in sorted_points(counts) if min(counts[c]) < need99}
     if not few:
-        c, n = min(counts.items(), key=lambda kv: (min(kv[1]), kv[0]))
+        c, n = min(counts.items(), key=lambda kv: (min(kv[1]), kv[0].order))
         return Check(
             id="percentile_samples",
             title=title,
             status="pass",
-            evidence=f"fewest successful requests in a level run: {min(n)} (C={c}); {rule}",
+            evidence=f"fewest successful requests in a level run: {min(n)} ({c.label}); {rule}",
         )
     listed = ", ".join(
-        f"C={c}: {_range(n)}" + (" (too few even for a p90)" if min(n) < need90 else "")
+        f"{c.label}: {_range(n)}" + (" (too few even for a p90)" if min(n) < need90 else "")
         for c, n in few.items()
     )
     return Check(
@@ -285,13 +294,13 @@ def _telemetry_checks(entry: Experiment) -> list[Check]:
 def steady_state(rows: Sequence[RequestRecord]) -> Check:
     """Early against late requests of each level run's steady part (see ``checks``)."""
     title = "Warm-up done: early and late requests of a level agree"
-    runs: dict[tuple[int, int], list[RequestRecord]] = {}
+    runs: dict[tuple[Point, int], list[RequestRecord]] = {}
     for r in rows:
         if r.status == "ok":
-            runs.setdefault((r.concurrency, r.repetition), []).append(r)
+            runs.setdefault((point_of(r), r.repetition), []).append(r)
     worst: tuple[float, str, float] | None = None  # (|log ratio|, where, ratio)
     judged = 0
-    for (c, rep), recs in sorted(runs.items()):
+    for (c, rep), recs in sorted(runs.items(), key=lambda kv: (kv[0][0].order, kv[0][1])):
         window = steady_window(recs)
         if window is None:
             continue
@@ -311,7 +320,7 @@ def steady_state(rows: Sequence[RequestRecord]) -> Check:
         if abs(ratio - 1) > STEADY_BOUND and p < 0.05:
             size = abs(math.log(ratio))
             if worst is None or size > worst[0]:
-                worst = (size, f"C={c} repetition {rep + 1}", ratio)
+                worst = (size, f"{c.label} repetition {rep + 1}", ratio)
     if not judged:
         return Check(
             id="steady_state",
@@ -377,7 +386,7 @@ def token_agreement(levels: Sequence[Level], counters: Mapping[str, str]) -> Che
         judged += 1
         gap = abs(server / client - 1)
         where = (
-            f"C={lv.concurrency} repetition {lv.repetition + 1}: engine {server:.0f}, "
+            f"{lv.point.label} repetition {lv.repetition + 1}: engine {server:.0f}, "
             f"client {client:.0f}"
         )
         if worst is None or gap > worst[0]:

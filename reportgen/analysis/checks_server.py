@@ -19,7 +19,7 @@ from reportgen.analysis import text as text_mod
 from reportgen.analysis.checks_levels import Status
 from reportgen.campaign import is_throughput
 from reportgen.engines import gist
-from reportgen.results.model import Check, Experiment
+from reportgen.results.model import Check, Experiment, Point, sorted_points
 
 GPU_MEMORY_BUSY = 0.05  # share of a GPU's memory in use at start that means "not free"
 
@@ -52,7 +52,7 @@ def server_stable(entry: Experiment) -> Check:
     started: dict[int, float] = {}
     for lv in entry.all_levels():
         metrics = lv.engine_metrics or {}
-        where = f"C={lv.concurrency} repetition {lv.repetition + 1}"
+        where = f"{lv.point.label} repetition {lv.repetition + 1}"
         back = sorted(k for k, v in (metrics.get("counters") or {}).items() if float(v) < 0)
         if back:
             problems.append(f"{where}: counter {back[0]} went back (the engine restarted)")
@@ -309,16 +309,20 @@ def _metric_bound(entry: Experiment, c: Mapping[str, Any]) -> tuple[str, Status,
     )
     title = f"{name} {bound}"
     wanted = c.get("concurrency")
-    per_level: dict[int, list[float]] = {}
+    per_level: dict[Point, list[float]] = {}
     for lv in entry.levels:
         v = lv.summary.value(metric, stat)
         if v is not None and math.isfinite(v):
-            per_level.setdefault(lv.concurrency, []).append(v)
-    judged = {k: sum(v) / len(v) for k, v in sorted(per_level.items()) if not wanted or k in wanted}
+            per_level.setdefault(lv.point, []).append(v)
+    judged = {
+        k: sum(per_level[k]) / len(per_level[k])
+        for k in sorted_points(per_level)
+        if not wanted or k.concurrency in wanted
+    }
     if not judged:
         return title, "skip", "no measured level to judge"
     bad = [
-        f"C={k}: {v:.4g}"
+        f"{k.label}: {v:.4g}"
         for k, v in judged.items()
         if (hi is not None and v > hi) or (lo is not None and v < lo)
     ]

@@ -58,8 +58,10 @@ from reportgen.analysis.noise import Noise, Run1, Side
 from reportgen.analysis.sequential import level_label
 from reportgen.analysis.summary import compared_value
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Comparison, FlagChange, Level, Verdict
+from reportgen.results.model import Comparison, FlagChange, Level, Point, Verdict, sorted_points
+from reportgen.results.model import point_of as point_of
 
+NO_LEVEL = Point(0)  # a comparison not of one level (tests, simulations)
 ObjectiveVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive"]
 
 
@@ -70,14 +72,14 @@ def compare_runs(
     margin: float,
     higher_is_better: bool,
     metric: str = "",
-    concurrency: int = 0,
+    level: Point = NO_LEVEL,
     confidence: float = 0.95,
 ) -> Comparison:
     """Ratio child/parent with a Welch confidence interval on log values, and a verdict."""
     p = np.log(np.asarray([v for v in parent if v and v > 0], dtype=float))
     c = np.log(np.asarray([v for v in child if v and v > 0], dtype=float))
     if p.size == 0 or c.size == 0:
-        return _no_data(metric, concurrency, int(p.size), int(c.size))
+        return _no_data(metric, level, int(p.size), int(c.size))
     diff = float(c.mean() - p.mean())
     se = dof = None
     if p.size >= 2 and c.size >= 2:
@@ -96,7 +98,7 @@ def compare_runs(
         margin=margin,
         higher_is_better=higher_is_better,
         metric=metric,
-        concurrency=concurrency,
+        level=level,
         confidence=confidence,
     )
 
@@ -109,7 +111,7 @@ def compare_sides(
     margin: float,
     higher_is_better: bool,
     metric: str = "",
-    concurrency: Sequence[int] | None = None,
+    levels: Sequence[Point] | None = None,
     paired: bool = False,
     confidence: float = 0.95,
     fresh_rounds: bool = False,
@@ -118,17 +120,13 @@ def compare_sides(
     ``paired``, repetition k of one with repetition k of the other (interleaved runs).
     ``fresh_rounds``: more repetitions of the child would each start a fresh server
     (adaptive repetitions), so its own start's spread averages down with them."""
-    levels_p = {r.concurrency for r in parent}
-    levels_c = {r.concurrency for r in child}
-    wanted = (
-        sorted(levels_p & levels_c)
-        if not concurrency
-        else [x for x in concurrency if x in levels_p and x in levels_c]
-    )
+    levels_p = {r.level for r in parent}
+    levels_c = {r.level for r in child}
+    wanted = _common(levels_p, levels_c, levels)
     out = []
     for level in wanted:
-        p = [r for r in parent if r.concurrency == level]
-        c = [r for r in child if r.concurrency == level]
+        p = [r for r in parent if r.level == level]
+        c = [r for r in child if r.level == level]
         out.append(
             _compare_level(
                 p,
@@ -137,7 +135,7 @@ def compare_sides(
                 margin=margin,
                 higher_is_better=higher_is_better,
                 metric=metric,
-                concurrency=level,
+                level=level,
                 paired=paired,
                 confidence=confidence,
                 fresh_rounds=fresh_rounds,
@@ -154,7 +152,7 @@ def _compare_level(
     margin: float,
     higher_is_better: bool,
     metric: str,
-    concurrency: int,
+    level: Point,
     paired: bool,
     confidence: float,
     fresh_rounds: bool = False,
@@ -163,12 +161,12 @@ def _compare_level(
         mine = {r.repetition: r.log for r in c}
         diffs = [mine[r.repetition] - r.log for r in p if r.repetition in mine]
         if not diffs:
-            return _no_data(metric, concurrency, 0, 0, paired=True)
+            return _no_data(metric, level, 0, 0, paired=True)
         est = noise_mod.paired(diffs, noise)
         n = (len(diffs), len(diffs))
     else:
         if not p or not c:
-            return _no_data(metric, concurrency, len(p), len(c))
+            return _no_data(metric, level, len(p), len(c))
         sp, sc = noise_mod.side_of(p), noise_mod.side_of(c)
         est = noise_mod.unpaired(sp, sc, noise)
         n = (sp.n, sc.n)
@@ -188,7 +186,7 @@ def _compare_level(
         margin=margin,
         higher_is_better=higher_is_better,
         metric=metric,
-        concurrency=concurrency,
+        level=level,
         confidence=confidence,
         paired=paired,
     )
@@ -273,7 +271,7 @@ def _judge(
     margin: float,
     higher_is_better: bool,
     metric: str,
-    concurrency: int,
+    level: Point,
     confidence: float,
     paired: bool = False,
 ) -> Comparison:
@@ -294,7 +292,8 @@ def _judge(
     verdict = _verdict(ratio, lo, hi, margin, higher_is_better)
     return Comparison(
         metric=metric,
-        concurrency=concurrency,
+        concurrency=level.concurrency,
+        rate=level.rate,
         ratio=ratio,
         ci_low=lo,
         ci_high=hi,
@@ -308,11 +307,12 @@ def _judge(
 
 
 def _no_data(
-    metric: str, concurrency: int, n_parent: int, n_child: int, paired: bool = False
+    metric: str, level: Point, n_parent: int, n_child: int, paired: bool = False
 ) -> Comparison:
     return Comparison(
         metric=metric,
-        concurrency=concurrency,
+        concurrency=level.concurrency,
+        rate=level.rate,
         ratio=None,
         ci_low=None,
         ci_high=None,
@@ -329,7 +329,7 @@ def compare_pairs(
     margin: float,
     higher_is_better: bool,
     metric: str = "",
-    concurrency: int = 0,
+    level: Point = NO_LEVEL,
     confidence: float = 0.95,
 ) -> Comparison:
     """Paired ratio: each (parent, child) pair ran next to each other in time. The estimate
@@ -340,7 +340,7 @@ def compare_pairs(
     )
     n = int(d.size)
     if n == 0:
-        return _no_data(metric, concurrency, 0, 0, paired=True)
+        return _no_data(metric, level, 0, 0, paired=True)
     mean = float(d.mean())
     sd = float(d.std(ddof=1)) if n >= 2 else 0.0
     gap = abs(abs(mean) - math.log1p(margin))
@@ -359,7 +359,7 @@ def compare_pairs(
         margin=margin,
         higher_is_better=higher_is_better,
         metric=metric,
-        concurrency=concurrency,
+        level=level,
         confidence=confidence,
         paired=True,
     )
@@ -426,17 +426,24 @@ def _verdict(
     return "inconclusive"
 
 
-def runs_by_level(levels: Sequence[Level], metric: str) -> dict[int, list[float]]:
-    """Per concurrency level, the metric's value in each repetition (p50 for latencies)."""
-    out: dict[int, list[float]] = {}
+def _common(a: set[Point], b: set[Point], wanted: Sequence[Point] | None) -> list[Point]:
+    """The levels both sides ran, in order (of ``wanted``, where given)."""
+    if wanted is not None:
+        return [x for x in wanted if x in a and x in b]
+    return sorted_points(a & b)
+
+
+def runs_by_level(levels: Sequence[Level], metric: str) -> dict[Point, list[float]]:
+    """Per level, the metric's value in each repetition (p50 for latencies)."""
+    out: dict[Point, list[float]] = {}
     for (c, _), v in _by_run(levels, metric).items():
         out.setdefault(c, []).append(v)
     return out
 
 
-def _by_run(levels: Sequence[Level], metric: str) -> dict[tuple[int, int], float]:
-    """The metric (p50 for latencies) of each (concurrency, repetition) run, in run order."""
-    out: dict[tuple[int, int], float] = {}
+def _by_run(levels: Sequence[Level], metric: str) -> dict[tuple[Point, int], float]:
+    """The metric (p50 for latencies) of each (level, repetition) run, in run order."""
+    out: dict[tuple[Point, int], float] = {}
     for lv in levels:
         v = compared_value(lv.summary, metric, "p50")
         if v is not None and math.isfinite(v):
@@ -451,26 +458,22 @@ def compare_experiments(
     *,
     margin: float,
     higher_is_better: bool,
-    concurrency: Sequence[int] | None = None,
+    levels: Sequence[Point] | None = None,
     paired: bool = False,
 ) -> list[Comparison]:
     """Compare two experiments' level runs at their common (or the given) levels; with
     ``paired``, repetition k of one with repetition k of the other (interleaved runs)."""
     p, c = runs_by_level(parent_levels, metric), runs_by_level(child_levels, metric)
-    wanted = (
-        sorted(set(p) & set(c))
-        if not concurrency
-        else [x for x in concurrency if x in p and x in c]
-    )
+    wanted = _common(set(p), set(c), levels)
     if paired:
         pr, cr = _by_run(parent_levels, metric), _by_run(child_levels, metric)
         return [
             compare_pairs(
-                [(pr[k], cr[k]) for k in sorted(set(pr) & set(cr)) if k[0] == x],
+                [(pr[k], cr[k]) for k in pr if k in cr and k[0] == x],
                 margin=margin,
                 higher_is_better=higher_is_better,
                 metric=metric,
-                concurrency=x,
+                level=x,
             )
             for x in wanted
         ]
@@ -481,7 +484,7 @@ def compare_experiments(
             margin=margin,
             higher_is_better=higher_is_better,
             metric=metric,
-            concurrency=x,
+            level=x,
         )
         for x in wanted
     ]
@@ -494,7 +497,7 @@ def ci_label(c: Comparison) -> str:
 
 def _fmt(c: Comparison) -> str:
     if c.ratio is None:
-        return f"C={c.concurrency}: no data"
+        return f"{c.point.label}: no data"
     ci = "" if c.ci_low is None else f" ({ci_label(c)} {c.ci_low:.2f}-{c.ci_high:.2f})"
     more = ""
     if c.verdict == "inconclusive" and c.reps_needed:
@@ -504,7 +507,7 @@ def _fmt(c: Comparison) -> str:
             " (two server starts differ by more than this: more repetitions on one server "
             "cannot decide)"
         )
-    return f"C={c.concurrency}: x{c.ratio:.2f}{ci}, {c.verdict}{more}"
+    return f"{c.point.label}: x{c.ratio:.2f}{ci}, {c.verdict}{more}"
 
 
 def what_changed(parent: str, flag_diff: Sequence[FlagChange], same: bool = False) -> str:
@@ -573,7 +576,7 @@ def decide(
     detail = "; ".join(_fmt(c) for c in comparisons)
     head = f"{metric} vs {parent_id}: {detail}."
     if "worse" in verdicts:
-        levels = ", ".join(f"C={c.concurrency}" for c in comparisons if c.verdict == "worse")
+        levels = ", ".join(c.point.label for c in comparisons if c.verdict == "worse")
         return (
             "rejected",
             f"{head} Worse at {levels}, so {parent_id} stays the configuration to build on.",
@@ -653,21 +656,25 @@ def headline_comparisons(
     return out
 
 
-def request_latencies(rows: Sequence[RequestRecord]) -> dict[str, dict[int, list[list[float]]]]:
+def request_latencies(
+    rows: Sequence[RequestRecord],
+) -> dict[str, dict[Point, list[list[float]]]]:
     """Per latency metric and level, each run's per-request values in ms (successful
-    requests): ``{"ttft_ms": {C: [[run 1 values], [run 2 values]]}, "e2e_ms": ...}``."""
-    runs: dict[tuple[str, int, int], list[float]] = {}
+    requests): ``{"ttft_ms": {level: [[run 1 values], [run 2 values]]}, "e2e_ms": ...}``."""
+    runs: dict[tuple[str, Point, int], list[float]] = {}
     for r in rows:
         start, first, end = _time(r.start), _time(r.first_token), _time(r.end)
         if r.status != "ok" or start is None:
             continue
-        key_c, key_r = r.concurrency, r.repetition
+        key_c, key_r = point_of(r), r.repetition
         if first is not None:  # none where no text was streamed
             runs.setdefault(("ttft_ms", key_c, key_r), []).append((first - start) * 1e3)
         if end is not None:
             runs.setdefault(("e2e_ms", key_c, key_r), []).append((end - start) * 1e3)
-    out: dict[str, dict[int, list[list[float]]]] = {}
-    for (metric, c, _), values in sorted(runs.items()):
+    out: dict[str, dict[Point, list[list[float]]]] = {}
+    for (metric, c, _), values in sorted(
+        runs.items(), key=lambda x: (x[0][0], x[0][1].order, x[0][2])
+    ):
         out.setdefault(metric, {}).setdefault(c, []).append(values)
     return out
 
@@ -693,7 +700,7 @@ def tail_comparisons(
     p, c = request_latencies(parent_rows), request_latencies(child_rows)
     out = []
     for metric in TAILS:
-        for level in sorted(set(p.get(metric, {})) & set(c.get(metric, {}))):
+        for level in sorted_points(set(p.get(metric, {})) & set(c.get(metric, {}))):
             pr, cr = p[metric][level], c[metric][level]
             ratio, lo, hi = bootstrap_ratio(pr, cr, q, seed=seed)
             verdict: Verdict = (
@@ -704,7 +711,8 @@ def tail_comparisons(
             out.append(
                 Comparison(
                     metric=f"{metric}_p{q:g}",
-                    concurrency=level,
+                    concurrency=level.concurrency,
+                    rate=level.rate,
                     ratio=ratio,
                     ci_low=lo,
                     ci_high=hi,

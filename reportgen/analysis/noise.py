@@ -44,7 +44,7 @@ import numpy as np
 from scipy import optimize, special
 
 from reportgen.analysis.summary import compared_value
-from reportgen.results.model import Experiment, Level
+from reportgen.results.model import Experiment, Level, Point
 
 SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
 
@@ -54,7 +54,7 @@ class Run1:
     """One level run of one configuration: its log value and the server session it ran on."""
 
     config: str
-    concurrency: int
+    level: Point
     repetition: int
     session: SessionKey
     log: float
@@ -163,23 +163,23 @@ def _add(
         return
     v = compared_value(lv.summary, metric, stat)
     if v is not None and math.isfinite(v) and v > 0:
-        out.append(Run1(config, lv.concurrency, lv.repetition, session, math.log(v)))
+        out.append(Run1(config, lv.point, lv.repetition, session, math.log(v)))
 
 
 def within_cells(runs: Sequence[Run1]) -> list[np.ndarray]:
     """Log values of one configuration at one level on one server (two or more)."""
-    groups: dict[tuple[str, int, SessionKey], list[float]] = {}
+    groups: dict[tuple[str, Point, SessionKey], list[float]] = {}
     for r in runs:
-        groups.setdefault((r.config, r.concurrency, r.session), []).append(r.log)
+        groups.setdefault((r.config, r.level, r.session), []).append(r.log)
     return [np.asarray(v) for v in groups.values() if len(v) >= 2]
 
 
 def session_means(runs: Sequence[Run1]) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per configuration and level started on two or more servers: each server's mean log
     value and its number of repetitions."""
-    groups: dict[tuple[str, int], dict[SessionKey, list[float]]] = {}
+    groups: dict[tuple[str, Point], dict[SessionKey, list[float]]] = {}
     for r in runs:
-        groups.setdefault((r.config, r.concurrency), {}).setdefault(r.session, []).append(r.log)
+        groups.setdefault((r.config, r.level), {}).setdefault(r.session, []).append(r.log)
     out = []
     for sessions in groups.values():
         if len(sessions) >= 2:

@@ -40,7 +40,7 @@ import numpy as np
 
 from reportgen.campaign import resolve_trim
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Aggregate, ClientLoad, Dist, Level, Stat, Summary
+from reportgen.results.model import Aggregate, ClientLoad, Dist, Level, Point, Stat, Summary
 
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft_ms", "itl_ms", "itl_token_ms", "tpot_ms", "e2e_ms")
@@ -254,7 +254,7 @@ AGGREGATED = [(m, None) for m in THROUGHPUTS] + [
 ]
 
 
-def aggregate(concurrency: int, runs: Sequence[Summary]) -> Aggregate:
+def aggregate(point: Point | int, runs: Sequence[Summary]) -> Aggregate:
     """Across repetitions of one level: the mean and spread of each headline number.
 
     Each repetition's summary is one observation (the unit of replication); ``sd`` is the
@@ -272,8 +272,10 @@ def aggregate(concurrency: int, runs: Sequence[Summary]) -> Aggregate:
             stats[name] = Stat(mean=float(nums.mean()), sd=sd, n=int(nums.size))
     loads = [r.client.load for r in runs if r.client is not None]
     known = [float(x) for x in loads if x is not None]
+    where = Point.of(point)
     return Aggregate(
-        concurrency=concurrency,
+        concurrency=where.concurrency,
+        rate=where.rate,
         repetitions=len(runs),
         **stats,
         errors=int(sum(r.errors for r in runs)),
@@ -286,9 +288,9 @@ def aggregate(concurrency: int, runs: Sequence[Summary]) -> Aggregate:
 
 
 def by_level(levels: Sequence[Level]) -> list[Aggregate]:
-    """Each concurrency level's aggregate across its repetitions (``aggregate`` of the level
-    runs' summaries), in the order the levels first ran."""
-    groups: dict[int, list[Summary]] = {}
+    """Each level's aggregate across its repetitions (``aggregate`` of the level runs'
+    summaries), in the order the levels first ran."""
+    groups: dict[Point, list[Summary]] = {}
     for lv in levels:
-        groups.setdefault(lv.concurrency, []).append(lv.summary)
+        groups.setdefault(lv.point, []).append(lv.summary)
     return [aggregate(c, s) for c, s in groups.items()]

@@ -33,7 +33,7 @@ from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.noise import Noise
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Comparison, Decision, Experiment, Level, Run
+from reportgen.results.model import Comparison, Decision, Experiment, Level, Point, Run
 
 Rows = Mapping[str, Sequence[RequestRecord]]  # a request table's name -> its rows
 
@@ -165,14 +165,15 @@ def _failed(
     if not keep or run.baseline is None or entry.id == run.baseline.id:
         return Decision(verdict="failed", explanation=why)
     why = why.rstrip() + ("" if why.rstrip().endswith(".") else ".")
-    done = entry.model_copy(
-        update={"levels": [lv for lv in entry.levels if lv.concurrency in keep]}
-    )
-    rows = {**rows, entry.table: [r for r in rows.get(entry.table, ()) if r.concurrency in keep]}
+    done = entry.model_copy(update={"levels": [lv for lv in entry.levels if lv.point in keep]})
+    rows = {
+        **rows,
+        entry.table: [r for r in rows.get(entry.table, ()) if decide.point_of(r) in keep],
+    }
     compare = Comparer(run, done, pooled=method == CURRENT)
     parent_side, base_side = sides(run, done)
     noise = compare.noise(run.metric) if compare.pooled else None
-    said = ", ".join(f"C={c}" for c in keep)
+    said = ", ".join(c.label for c in keep)
     return Decision(
         verdict="failed",
         explanation=f"{why} The levels it finished before that ({said}) are compared, but "
@@ -189,14 +190,14 @@ def _failed(
     )
 
 
-def open_levels(run: Run, entry: Experiment) -> list[int]:
+def open_levels(run: Run, entry: Experiment) -> list[Point]:
     """The objective's levels where ``entry`` (still running, its levels so far) cannot yet
     be told from its parent, and more repetitions could tell: inconclusive, with a ratio,
     and not held back by the spread between server starts alone."""
     parent_side, _ = sides(run, entry)
     found = Comparer(run, entry, pooled=True).objective(parent_side)
     return [
-        c.concurrency
+        c.point
         for c in found
         if c.verdict == "inconclusive" and c.ratio is not None and c.limit != "starts"
     ]
@@ -228,8 +229,8 @@ class Comparer:
         self.known = run.experiments[: index + 1]  # what the run knew when deciding it
         reps = (entry.workload or {}).get("repetitions", 1)
         # one verdict over several objective levels: their intervals share its 5% (Bonferroni)
-        levels = run.objective_levels or sorted({lv.concurrency for lv in entry.levels})
-        self.confidence = sequential.confidence_for(reps, 1 - FALSE_ALARM / max(1, len(levels)))
+        levels = run.objective_count({lv.point for lv in entry.levels})
+        self.confidence = sequential.confidence_for(reps, 1 - FALSE_ALARM / max(1, levels))
         low, high = sequential.bounds(reps)
         self.fresh_rounds = high > low  # adaptive: each repetition added starts a server
         self._noise: dict[str, Noise] = {}
@@ -244,16 +245,15 @@ class Comparer:
         if side is None or not side.ok:
             return []
         run = self.run
-        return self.compare(
-            side, run.metric, run.higher_is_better, concurrency=run.objective_levels
-        )
+        levels = run.objective_points({lv.point for lv in (*side.levels, *self.entry.levels)})
+        return self.compare(side, run.metric, run.higher_is_better, levels=levels)
 
     def compare(
         self,
         side: Side,
         metric: str,
         higher_is_better: bool,
-        concurrency: Sequence[int] | None = None,
+        levels: Sequence[Point] | None = None,
     ) -> list[Comparison]:
         run, entry = self.run, self.entry
         if not self.pooled:
@@ -263,7 +263,7 @@ class Comparer:
                 metric,
                 margin=run.margin,
                 higher_is_better=higher_is_better,
-                concurrency=concurrency,
+                levels=levels,
                 paired=side.paired,
             )
         owner, role = (entry.id, "control") if side.paired else (side.id, "experiment")
@@ -274,7 +274,7 @@ class Comparer:
             margin=run.margin,
             higher_is_better=higher_is_better,
             metric=metric,
-            concurrency=concurrency,
+            levels=levels,
             paired=side.paired,
             confidence=self.confidence,
             fresh_rounds=self.fresh_rounds,

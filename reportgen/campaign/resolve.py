@@ -74,6 +74,8 @@ def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -
         overrides.setdefault("requests_per_level", None)
     base = campaign.workload.model_dump()
     base["trim"] = campaign.workload.trim  # as written: its default follows the merged amount
+    if "concurrency" not in campaign.workload.model_fields_set:
+        del base["concurrency"]  # its default follows the merged rates (``Workload.points``)
     workload = Workload.model_validate({**base, **overrides})
     diff = [
         FlagChange(k, base_args.get(k), args.get(k))

@@ -25,6 +25,8 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
+from reportgen.campaign.levels import Point
+
 METRICS = (
     "output_tok_s",
     "total_tok_s",
@@ -66,6 +68,11 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def rate_kept(rate: float) -> float | str:
+    """A request rate as JSON keeps it: infinity as "inf" (read back as one)."""
+    return "inf" if math.isinf(rate) else rate
+
+
 class Objective(_Model):
     """What decides adoption: a metric, the levels it is judged at, and which way is better."""
 
@@ -73,12 +80,28 @@ class Objective(_Model):
     concurrency: list[Annotated[int, Field(ge=1)]] | None = Field(
         None, description="Levels at which the metric is judged (all common levels if omitted)."
     )
+    request_rate: list[Annotated[float, Field(gt=0, allow_inf_nan=True)]] | None = Field(
+        None,
+        description="Where the workload's request_rate is a list: the rates at which the "
+        "metric is judged (all common rates if omitted).",
+    )
     direction: Literal["higher", "lower"] | None = Field(
         None, description="Which way is better; defaults to the metric's natural direction."
     )
 
     def better(self) -> Literal["higher", "lower"]:
         return "higher" if higher_is_better(self.metric, self.direction) else "lower"
+
+    def decides(self, point: Point) -> bool:
+        """Whether a level counts: a concurrency level by ``concurrency``, a rate level by
+        ``request_rate`` (either left out: every level)."""
+        if point.rate is None:
+            return self.concurrency is None or point.concurrency in self.concurrency
+        return self.request_rate is None or point.rate in self.request_rate
+
+    @field_serializer("request_rate")
+    def _rates_kept(self, rates: list[float] | None) -> list[float | str] | None:
+        return None if rates is None else [rate_kept(r) for r in rates]
 
 
 class CampaignInfo(_Model):
@@ -268,7 +291,8 @@ class Slo(_Model):
 
 
 class FindMax(_Model):
-    """Search the highest concurrency that meets latency bounds, instead of fixed levels."""
+    """Search the highest concurrency (or request rate) that meets latency bounds, instead
+    of fixed levels."""
 
     slo: str = Field(
         description="Bounds every probed level must meet, as metric.stat<value joined by "
@@ -276,8 +300,18 @@ class FindMax(_Model):
         "throughput without a stat, output_tok_s>1000); a level also fails if more than 1% "
         "of its requests fail.",
     )
-    start: int = Field(1, ge=1, description="The first concurrency probed.")
-    max: int = Field(1024, ge=1, description="The highest concurrency probed.")
+    over: Literal["concurrency", "request_rate"] = Field(
+        "concurrency",
+        description="What the search varies: the concurrency of a closed loop, or the "
+        "request rate of an open loop (workload.concurrency then caps requests in flight; "
+        "none by default).",
+    )
+    start: int | float = Field(
+        1, gt=0, allow_inf_nan=False, description="The first concurrency (or rate) probed."
+    )
+    max: int | float = Field(
+        1024, gt=0, allow_inf_nan=False, description="The highest concurrency (or rate) probed."
+    )
     probes: int = Field(
         8, ge=1, le=50, description="Most levels run: doubling from start, then bisecting."
     )
@@ -297,10 +331,28 @@ class FindMax(_Model):
         parse(value)  # ValueError: the bound that is wrong, and how to write one
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _whole(cls, data: Any) -> Any:
+        """A search over concurrency takes whole numbers (1.0 is 1; 1.5 is refused)."""
+        if not isinstance(data, dict) or data.get("over", "concurrency") != "concurrency":
+            return data
+        out = dict(data)
+        for key in ("start", "max"):
+            value = out.get(key)
+            if isinstance(value, float) and math.isfinite(value):
+                if not value.is_integer():
+                    raise ValueError(
+                        f"{key} ({value:g}) must be a whole number when the search is over "
+                        'concurrency (over = "request_rate" searches rates)'
+                    )
+                out[key] = int(value)
+        return out
+
     @model_validator(mode="after")
     def _range(self) -> FindMax:
         if self.max < self.start:
-            raise ValueError(f"max ({self.max}) is below start ({self.start})")
+            raise ValueError(f"max ({self.max:g}) is below start ({self.start:g})")
         return self
 
 
@@ -334,16 +386,17 @@ def resolve_trim(trim: bool | None, duration_s: float | None) -> bool:
 class Workload(_Model):
     api: Literal["chat", "completions"] = "chat"
     stream: bool = Field(True, description="Stream responses (needed for TTFT and ITL).")
-    concurrency: list[Annotated[int, Field(ge=1)]] = Field(
+    concurrency: list[Annotated[int, Field(ge=0)]] = Field(
         default_factory=lambda: [1],
         min_length=1,
-        description="Levels: clients in a closed loop, or the in-flight cap with request_rate.",
+        description="Levels: clients in a closed loop, or the in-flight cap with request_rate "
+        "(0: no cap; the default where the rates are the levels).",
     )
-    request_rate: float | None = Field(
+    request_rate: float | list[float] | None = Field(
         None,
-        gt=0,
         description="Open loop: requests per second, or inf for every request of a level at "
-        "once, at most C in flight (default: closed loop).",
+        "once, at most C in flight (default: closed loop). A list makes its rates the "
+        "levels, e.g. [1, 2, 4, inf], at one concurrency cap.",
     )
     arrival: Literal["poisson", "constant"] = Field(
         "poisson", description="Open loop: exponential (seeded) or constant gaps."
@@ -438,27 +491,107 @@ class Workload(_Model):
             return {**data, "requests_per_level": DEFAULT_REQUESTS_PER_LEVEL}
         return data
 
+    @field_validator("request_rate", mode="before")
+    @classmethod
+    def _rates(cls, value: Any) -> Any:
+        """A positive number (inf allowed), or a list of them, unique: one clear error."""
+        if value is None:
+            return None
+        many = isinstance(value, list)
+        values = value if many else [value]
+        out = []
+        for v in values:
+            if isinstance(v, str) and v.strip().lower() in ("inf", "infinity"):
+                v = math.inf
+            if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
+                raise ValueError(
+                    f"{v!r} is not a request rate: give requests per second above 0 (inf: "
+                    "every request at once), or a list of them such as [1, 2, 4, inf]"
+                )
+            out.append(float(v))
+        if many and not out:
+            raise ValueError("give at least one rate, e.g. [1, 2, 4, inf]")
+        if len(set(out)) != len(out):
+            raise ValueError(f"rates must be unique, got {value}")
+        return out if many else out[0]
+
+    @property
+    def rates(self) -> list[float] | None:
+        """The rates that are the levels (``request_rate`` as a list), or None."""
+        return self.request_rate if isinstance(self.request_rate, list) else None
+
+    @property
+    def points(self) -> list[Point]:
+        """The levels to run, in order (a search's are found as it goes: none here)."""
+        if self.rates is not None:
+            return [Point(self.concurrency[0], r) for r in self.rates]
+        return [Point(c) for c in self.concurrency]
+
+    def rate_at(self, point: Point) -> float | None:
+        """The request rate a level runs at: its own, the workload's one, or None (closed)."""
+        if point.rate is not None:
+            return point.rate
+        return self.request_rate if isinstance(self.request_rate, float) else None
+
+    @property
+    def open_loop(self) -> bool:
+        over = self.find_max.over if self.find_max is not None else None
+        return self.request_rate is not None or over == "request_rate"
+
     @model_validator(mode="after")
     def _levels_unique(self) -> Workload:
+        over_rates = self.find_max is not None and self.find_max.over == "request_rate"
+        if "concurrency" not in self.model_fields_set and (self.rates is not None or over_rates):
+            # rates as the levels and no concurrency given: no cap on requests in flight, as
+            # the peers' rate sweeps have it (left out of the fields set: a default still)
+            self.__dict__["concurrency"] = [0]
         if len(set(self.concurrency)) != len(self.concurrency):
             raise ValueError("concurrency levels must be unique")
         if self.requests_per_level is not None and self.duration_s is not None:
             raise ValueError("give requests_per_level or duration_s, not both")
-        if self.request_rate == math.inf and self.duration_s is not None:
+        one = self.request_rate
+        rates = self.rates or ([one] if isinstance(one, float) else [])
+        if math.inf in rates and self.duration_s is not None:
             raise ValueError(
                 "request_rate = inf sends a level's requests all at once, so it needs "
                 "requests_per_level; with duration_s leave request_rate out (a closed loop "
                 "keeps C requests in flight)"
             )
+        if 0 in self.concurrency and self.rates is None and not over_rates:
+            raise ValueError(
+                "concurrency 0 (no cap on requests in flight) is for rate levels: write "
+                "request_rate as a list, such as [2] or [1, 2, inf], or give concurrency "
+                "levels of at least 1"
+            )
+        if self.rates is not None and len(self.concurrency) != 1:
+            raise ValueError(
+                "request_rate as a list makes its rates the levels, at one cap on requests "
+                f"in flight: give one concurrency value (got {self.concurrency}), or leave "
+                "concurrency out for no cap"
+            )
         src = self.prompts
-        if self.find_max is not None and (
+        find = self.find_max
+        if find is not None and find.over == "request_rate":
+            if self.request_rate is not None or len(self.concurrency) != 1:
+                raise ValueError(
+                    'find_max over = "request_rate" chooses the rates: leave out '
+                    "request_rate, and give at most one concurrency (the cap on requests in "
+                    "flight; none if left out)"
+                )
+            if src.source == "trace" or self.turns > 1 or isinstance(self.repetitions, Repetitions):
+                raise ValueError(
+                    "find_max searches with fixed repetitions and generated arrivals: leave "
+                    "out trace prompts, turns and adaptive repetitions"
+                )
+        elif find is not None and (
             self.request_rate is not None
             or src.source == "trace"
             or isinstance(self.repetitions, Repetitions)
         ):
             raise ValueError(
                 "find_max searches concurrency levels of a closed loop with fixed "
-                "repetitions: leave out request_rate, trace prompts and adaptive repetitions"
+                "repetitions: leave out request_rate, trace prompts and adaptive repetitions "
+                '(over = "request_rate" searches rates)'
             )  # fmt: skip
         if self.turns > 1 and (self.request_rate is not None or src.source == "trace"):
             raise ValueError(
@@ -501,9 +634,11 @@ class Workload(_Model):
         return resolve_trim(self.trim, self.duration_s)
 
     @field_serializer("request_rate")
-    def _rate_kept(self, rate: float | None) -> float | str | None:
+    def _rate_kept(self, rate: float | list[float] | None) -> Any:
         # JSON has no infinity: "inf" (read back as one), never null, which is a closed loop
-        return "inf" if rate is not None and math.isinf(rate) else rate
+        if rate is None:
+            return None
+        return [rate_kept(r) for r in rate] if isinstance(rate, list) else rate_kept(rate)
 
     @field_serializer("trim")
     def _trim_resolved(self, trim: bool | None) -> bool:

@@ -64,9 +64,11 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, Any]:
     """The campaign the flags describe (as TOML data), loaded and checked like any other."""
+    rates = args.request_rate
+    levels = args.concurrency or ([] if rates else [1])  # rates: no cap unless one is given
     workload: dict[str, Any] = {
         "api": args.api,
-        "concurrency": args.concurrency,
+        **({"concurrency": levels} if levels else {}),
         "input_tokens": args.input_tokens,
         "output_tokens": args.output_tokens,
         "repetitions": args.repetitions,
@@ -77,13 +79,24 @@ def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, 
         workload["duration_s"] = args.duration
     else:
         workload["requests_per_level"] = args.requests
-    if args.request_rate is not None:
-        workload["request_rate"] = args.request_rate
-    objective: dict[str, Any] = {"metric": "output_tok_s", "concurrency": args.concurrency}
-    if args.find_max:
+    objective: dict[str, Any] = {"metric": "output_tok_s"}
+    if rates and not args.find_max:
+        workload["request_rate"] = rates
+    elif not rates:
+        objective["concurrency"] = levels
+    if args.find_max and rates:  # a search over request rates, from the first given
+        most = args.max_rate[0] if args.max_rate else max(1024.0, rates[0])
         workload["find_max"] = {
             "slo": args.find_max,
-            "start": args.concurrency[0],
+            "over": "request_rate",
+            "start": rates[0],
+            "max": most,
+            "probes": args.find_max_probes,
+        }
+    elif args.find_max:
+        workload["find_max"] = {
+            "slo": args.find_max,
+            "start": levels[0],
             "max": args.max_concurrency,
             "probes": args.find_max_probes,
         }

@@ -77,7 +77,7 @@ def cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
     worse = d.regressions(threshold, args.metric)
     for m in worse:
         err.print(
-            f"regression: {m.experiment} {m.metric} at C={m.concurrency}: B/A "
+            f"regression: {m.experiment} {m.metric} at {m.level}: B/A "
             f"{m.ratio:.3f} (95% CI {m.ci_low:.3f}-{m.ci_high:.3f}), beyond {threshold:.0%}",
             markup=False,
         )

@@ -36,11 +36,17 @@ def _levels(text: str) -> list[int]:
     return levels
 
 
-def _rate(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be above 0 (or inf), not {text}")
-    return value
+def _rates(text: str) -> list[float]:
+    """'1,2,inf' -> [1.0, 2.0, inf]: request rates above 0, each once."""
+    try:
+        rates = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        rates = []
+    if not rates or any(not r > 0 for r in rates) or len(set(rates)) != len(rates):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: comma-separated requests per second above 0, each once, e.g. 1,2,4,inf"
+        )
+    return rates
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -148,17 +154,19 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--concurrency",
         type=_levels,
-        default=[1],
+        default=None,
         metavar="C[,C...]",
-        help="concurrency levels, comma-separated (default: 1)",
+        help="concurrency levels, comma-separated (default: 1); with --request-rate, one "
+        "value: the most requests in flight (default: no cap)",
     )
     b.add_argument(
         "--request-rate",
-        type=_rate,
+        type=_rates,
         default=None,
-        metavar="R",
-        help="open loop: requests per second (Poisson arrivals; inf: all at once), at most C "
-        "in flight (default: closed loop, C clients)",
+        metavar="R[,R...]",
+        help="open loop: request rates as the levels, requests per second, comma-separated "
+        "(Poisson arrivals; inf: every request at once), e.g. 1,2,4,inf (default: closed "
+        "loop, C clients); with --find-max, the first rate the search tries",
     )
     amount = b.add_mutually_exclusive_group()
     amount.add_argument(
@@ -171,9 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--find-max",
         metavar="SLO",
         default=None,
-        help="instead of --concurrency's levels, search the highest concurrency meeting these "
-        'bounds, e.g. "ttft_ms.p99<500,itl_ms.p99<50": from the first --concurrency level, '
-        "doubling then bisecting",
+        help="instead of fixed levels, search the highest concurrency (with --request-rate: "
+        'the highest rate) meeting these bounds, e.g. "ttft_ms.p99<500,itl_ms.p99<50": from '
+        "the first --concurrency level (or rate), doubling then bisecting",
     )
     b.add_argument(
         "--find-max-probes",
@@ -188,6 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=1024,
         metavar="C",
         help="the highest concurrency the search tries (default 1024)",
+    )
+    b.add_argument(
+        "--max-rate",
+        type=_rates,
+        default=None,
+        metavar="R",
+        help="the highest request rate a rate search tries (default 1024)",
     )
     b.add_argument("--input-tokens", type=_positive_int, default=256, metavar="N")
     b.add_argument("--output-tokens", type=_positive_int, default=128, metavar="N")

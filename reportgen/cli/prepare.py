@@ -71,6 +71,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.load.records import api_path
     from reportgen.redact import redact_argv, redact_env
     from reportgen.render.text import lengths_said, prompt_source
+    from reportgen.results.model import rate_text
     from reportgen.run import plan, static
     from reportgen.run.external import url_host
 
@@ -133,8 +134,14 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             if wl.requests_per_level is not None
             else f"{wl.duration_s:g} s"
         )
+        cap = wl.concurrency[0]
+        levels = (
+            f"rates {', '.join(rate_text(x) for x in wl.rates)} requests/s"
+            if wl.rates is not None
+            else f"C={','.join(map(str, wl.concurrency))}"
+        )
         out.print(
-            f"  workload: {wl.api}, C={','.join(map(str, wl.concurrency))}, {amount} "
+            f"  workload: {wl.api}, {levels}, {amount} "
             f"per level x {_reps(wl.repetitions)} repetition(s), {wl.input_tokens} in / "
             f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}"
             + prompt_source(wl.prompts.model_dump())
@@ -142,9 +149,12 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             markup=False,
         )
         load = (
-            f"open loop, {wl.arrival} arrivals at {wl.request_rate:g} requests/s, at most C "
-            "in flight"
-            if wl.request_rate is not None
+            f"open loop, {wl.arrival} arrivals at each level's rate (inf: every request at "
+            "once), " + (f"at most {cap} in flight" if cap else "no cap on requests in flight")
+            if wl.rates is not None
+            else f"open loop, {wl.arrival} arrivals at {rate_text(wl.request_rate)} "
+            "requests/s, at most C in flight"
+            if isinstance(wl.request_rate, float)
             else "open loop at the trace's own times, at most C in flight"
             if wl.prompts.source == "trace"
             else "closed loop, C clients"
@@ -156,7 +166,16 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             )
         )
         slo = ", ".join(f"{k} <= {v:g}" for k, v in wl.slo.model_dump().items() if v is not None)
-        if wl.find_max is not None:
+        if wl.find_max is not None and wl.find_max.over == "request_rate":
+            f = wl.find_max
+            load = (
+                f"open loop, {wl.arrival} arrivals, "
+                + (f"at most {cap} in flight" if cap else "no cap on requests in flight")
+                + f"; levels: the request rate searched from {f.start:g} up to {f.max:g} "
+                f"requests/s for the highest meeting {f.slo}, at most {f.probes} levels "
+                "(doubling, then bisecting)"
+            )
+        elif wl.find_max is not None:
             f = wl.find_max
             load += (
                 f"; levels: C searched from {f.start} up to {f.max} for the highest meeting "

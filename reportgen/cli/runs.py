@@ -117,7 +117,10 @@ def _summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dic
 
     def compared(comps: list[Any]) -> list[dict[str, Any]]:
         return [
-            {k: getattr(c, k) for k in ("concurrency", "ratio", "ci_low", "ci_high", "verdict")}
+            {
+                k: getattr(c, k)
+                for k in ("concurrency", "rate", "ratio", "ci_low", "ci_high", "verdict")
+            }
             for c in comps
         ]
 
@@ -126,7 +129,7 @@ def _summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dic
         levels = {}
         for agg in e.by_level:
             stat = agg.stat(key)
-            levels[str(agg.concurrency)] = {
+            levels[str(agg.point)] = {
                 "mean": stat.mean,
                 "sd": stat.sd,
                 "repetitions": agg.repetitions,
@@ -229,7 +232,8 @@ LONE = (
 
 def _lone_table(out: Console, data: Run) -> None:
     """One configuration, nothing to compare: its headline numbers per level."""
-    from reportgen.render.fmt import fmt_num
+    from reportgen.render.fmt import fmt_num, level_head
+    from reportgen.results.model import Point
 
     (e,) = data.experiments
     status = "" if data.status == "complete" else f" - {data.status.upper()}"
@@ -240,20 +244,20 @@ def _lone_table(out: Console, data: Run) -> None:
         title_justify="left",
         caption_justify="left",
     )
-    table.add_column("C", justify="right", no_wrap=True)
+    table.add_column(level_head(lv.point for lv in e.levels), justify="right", no_wrap=True)
     for _, label in LONE:
         table.add_column(label, justify="right", no_wrap=True)
     table.add_column("errors", justify="right", no_wrap=True)
-    met = {p.concurrency: p.passed for p in e.search.probes} if e.search else {}
+    met = {Point(p.concurrency, p.rate): p.passed for p in e.search.probes} if e.search else {}
     if e.search:
         table.add_column("SLO", no_wrap=True)
     for agg in e.by_level:
         cells = [fmt_num(agg.stat(key).mean) if agg.stat(key).mean is not None else "–"
                  for key, _ in LONE]  # fmt: skip
-        sent = sum(lv.summary.requests for lv in e.levels if lv.concurrency == agg.concurrency)
-        ok = sum(lv.summary.ok for lv in e.levels if lv.concurrency == agg.concurrency)
-        slo = ["met" if met.get(agg.concurrency) else "missed"] if e.search else []
-        table.add_row(str(agg.concurrency), *cells, f"{sent - ok}/{sent}", *slo)
+        sent = sum(lv.summary.requests for lv in e.levels if lv.point == agg.point)
+        ok = sum(lv.summary.ok for lv in e.levels if lv.point == agg.point)
+        slo = ["met" if met.get(agg.point) else "missed"] if e.search else []
+        table.add_row(str(agg.point), *cells, f"{sent - ok}/{sent}", *slo)
     out.print(table)
     if e.search:
         from reportgen.render.text import search_said
@@ -274,6 +278,7 @@ def _summary_table(out: Console, data: Run) -> None:
     from reportgen.campaign import is_throughput
     from reportgen.render.experiment import achieved, runs_by_level
     from reportgen.render.fmt import fmt_num
+    from reportgen.results.model import sorted_points
 
     metric = data.metric
     key = metric if is_throughput(metric) else f"{metric}_p50"
@@ -287,9 +292,9 @@ def _summary_table(out: Console, data: Run) -> None:
     )
     table.add_column("experiment", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
-    levels = sorted({agg.concurrency for e in data.experiments for agg in e.by_level})
+    levels = sorted_points(agg.point for e in data.experiments for agg in e.by_level)
     for c in levels:
-        table.add_column(f"C={c}", justify="right", no_wrap=True)
+        table.add_column(c.label, justify="right", no_wrap=True)
     for e in data.experiments:
         cells = []
         runs = runs_by_level(e)

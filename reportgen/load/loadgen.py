@@ -82,6 +82,8 @@ def auto_workers(concurrency: int, rate: float | None = None, output_tokens: int
     if rate is not None:
         limits.append(rate * max(output_tokens, 1))
     chunk_s = min(limits) if limits else 0.0
+    if not math.isfinite(chunk_s):  # no cap and no rate to bound it: as many as allowed
+        chunk_s = MAX_AUTO_WORKERS * CHUNKS_PER_WORKER
     cores = os.cpu_count() or 1
     want = math.ceil(chunk_s / CHUNKS_PER_WORKER)
     return max(1, min(want, cores, MAX_AUTO_WORKERS))
@@ -208,6 +210,8 @@ def run_load(
         span = max(schedule) - min(schedule)
         rate_seen = len(schedule) / span if span > 0 else math.inf
         n = workers if workers is not None else auto_workers(concurrency, rate_seen, per_request)
+    elif rate == math.inf and concurrency < 1:  # all at once, no cap: every request in flight
+        n = workers if workers is not None else auto_workers(requests or 1, None, per_request)
     else:
         n = workers if workers is not None else auto_workers(concurrency, rate, per_request)
     if n < 1:

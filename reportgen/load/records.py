@@ -33,6 +33,7 @@ class RequestRecord:
     scheduled: float | None = None  # open loop: the intended send time (<= start)
     turn: int = 0  # multi-turn: its turn in its conversation (index // turns), from 0
     concurrency: int = 0  # the level it belongs to (set once the level has run)
+    rate: float | None = None  # ... and its rate, where rates are the levels (``Point``)
     repetition: int = 0
 
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from reportgen.engines import gist
-from reportgen.results.model import Comparison, Experiment, Run
+from reportgen.results.model import Comparison, Experiment, Point, Run, sorted_points
 
 # (aggregate key, comparison metric or None, label, lower is better)
 LATENCIES = (
@@ -58,7 +58,7 @@ class Brief:
     best_line: str  # one sentence: which, adopted against what
     command: str
     columns: list[str]
-    levels: list[tuple[int, list[BriefCell]]]
+    levels: list[tuple[Point, list[BriefCell]]]
     failed: list[tuple[str, str]]
     # a run that stopped early: what it did not finish (interrupted, not started), and why
     unfinished: list[tuple[str, str]] = field(default_factory=list)
@@ -104,19 +104,18 @@ def _level_label(c: Comparison | None) -> str:
     return f"{float(conf):.1%}".replace(".0%", "%") if conf else "95%"
 
 
-def _find(comps: Sequence[Comparison], metric: str, level: int) -> Comparison | None:
-    return next((c for c in comps if c.metric == metric and c.concurrency == level), None)
+def _find(comps: Sequence[Comparison], metric: str, level: Point) -> Comparison | None:
+    return next((c for c in comps if c.metric == metric and c.point == level), None)
 
 
 def _cells(
     run: Run, best: Experiment, base: Experiment, key: str, metric: str
-) -> list[tuple[int, list[BriefCell]]]:
+) -> list[tuple[Point, list[BriefCell]]]:
     comps = list((best.decision.metrics or {}).get("vs_baseline") or []) if best.decision else []
     objective = list(best.decision.vs_baseline) if best.decision else []
-    levels = [a.concurrency for a in best.by_level if base.aggregate(a.concurrency)]
-    obj_levels = [int(c) for c in (run.objective.get("concurrency") or [])] or levels
+    levels = [a.point for a in best.by_level if base.aggregate(a.point)]
     out = []
-    for level in [c for c in levels if c in obj_levels] or levels:
+    for level in [c for c in levels if run.decides(c)] or levels:
         b, x = base.aggregate(level), best.aggregate(level)
         if b is None or x is None:
             continue
@@ -226,6 +225,7 @@ LABELS = {
     "output_tok_s": "output tok/s",
 }
 _LEVELS = re.compile(r"C\s*=\s*(\d+(?:\s*(?:,|and|or)\s*(?:C\s*=\s*)?\d+)*)", re.I)
+_RATES = re.compile(r"\bR\s*=\s*(\d+(?:\.\d+)?|inf)\b", re.I)
 # "most at C=64", "more so at C=64": where an effect is largest, not the only place it is
 _EMPHASIS = re.compile(
     r"\b(most|more so|especially|above all)\s+(at|with|for|where|when)\b[^,;]*", re.I
@@ -240,24 +240,32 @@ class Read:
 
     metric: str  # "objective", or a headline latency ("ttft_ms", "itl_ms", "e2e_ms")
     direction: str  # better | worse | equivalent
-    levels: list[int]
+    levels: list[Point]
 
     def said(self) -> str:
         what = "" if self.metric == "objective" else f"{LABELS[self.metric]} "
-        return f"{what}{self.direction} at C={','.join(map(str, self.levels))}"
+        if all(p.rate is None for p in self.levels):
+            return f"{what}{self.direction} at C={','.join(str(p) for p in self.levels)}"
+        return f"{what}{self.direction} at {', '.join(p.label for p in self.levels)}"
 
 
-def _levels_named(clause: str, levels: Sequence[int]) -> list[int]:
-    named: list[int] = []
+def _levels_named(clause: str, levels: Sequence[Point]) -> list[Point]:
+    """The levels a clause names: C=64 (or C=1, 4 and 16), R=2 (a rate level), or the lowest
+    or highest ("lower concurrency", "higher rates")."""
+    named: list[Point] = []
     for group in _LEVELS.findall(clause):
-        named += [int(x) for x in re.findall(r"\d+", group) if int(x) in levels]
-    low = re.search(r"\blow(er)? concurrenc", clause, re.I)
-    high = re.search(r"\bhigh(er)? concurrenc", clause, re.I)
-    if levels and low:
-        named.append(min(levels))
-    if levels and high:
-        named.append(max(levels))
-    return sorted(set(named))
+        wanted = {int(x) for x in re.findall(r"\d+", group)}
+        named += [p for p in levels if p.rate is None and p.concurrency in wanted]
+    rates = {float(x) for x in _RATES.findall(clause)}
+    named += [p for p in levels if p.rate is not None and p.rate in rates]
+    low = re.search(r"\blow(er)? (concurrenc|rate|load)", clause, re.I)
+    high = re.search(r"\bhigh(er)? (concurrenc|rate|load)", clause, re.I)
+    order = sorted_points(levels)
+    if order and low:
+        named.append(order[0])
+    if order and high:
+        named.append(order[-1])
+    return sorted_points(named)
 
 
 def _families(text: str) -> list[str]:
@@ -284,7 +292,7 @@ def _direction(piece: str, metric: str, higher_is_better: bool) -> str | None:
 
 
 def _reading(
-    text: str, levels: Sequence[int], higher_is_better: bool = True, objective: str = ""
+    text: str, levels: Sequence[Point], higher_is_better: bool = True, objective: str = ""
 ) -> list[Read]:
     """What an expectation says, clause by clause: a clause (or, where it names several
     metrics or directions, each part of it between commas, "but" and "while") that states one
@@ -339,8 +347,10 @@ def _comparisons(e: Experiment, metric: str, objective: str) -> list[Comparison]
 
 def _expectations(run: Run) -> list[Expectation]:
     out = []
-    measured_levels = sorted({a.concurrency for e in run.experiments for a in e.by_level})
-    levels = [int(c) for c in (run.objective.get("concurrency") or [])] or measured_levels
+    measured_levels = sorted_points(a.point for e in run.experiments for a in e.by_level)
+    named = [Point(int(c)) for c in (run.objective.get("concurrency") or [])]
+    levels = named + [p for p in measured_levels if p.rate is not None and run.decides(p)]
+    levels = levels or measured_levels
     metric = str(run.objective.get("metric") or "output_tok_s")
     for e in run.experiments:
         if not e.expect or e.role != "experiment" or e is run.baseline:
@@ -381,7 +391,7 @@ def _expectations(run: Run) -> list[Expectation]:
         for r in reading:
             comps = _comparisons(e, r.metric, metric)
             for c in r.levels:
-                comp = next((x for x in comps if x.concurrency == c), None)
+                comp = next((x for x in comps if x.point == c), None)
                 got = str(comp.verdict) if comp else "none"
                 if got == r.direction:
                     hits += 1
@@ -403,7 +413,7 @@ def _expectations(run: Run) -> list[Expectation]:
 
 
 def _measured(
-    e: Experiment, metric: str, levels: Sequence[int], reading: Sequence[Read] = ()
+    e: Experiment, metric: str, levels: Sequence[Point], reading: Sequence[Read] = ()
 ) -> str:
     """What ``e`` measured against its parent: the objective at its levels, and each latency
     its expectation speaks of."""
@@ -416,9 +426,9 @@ def _measured(
     for family in families:
         comps = _comparisons(e, family, metric)
         parts = [
-            f"C={c.concurrency}: ×{c.ratio:.2f} {c.verdict}"
-            for c in sorted(comps, key=lambda x: x.concurrency)
-            if c.ratio is not None and (c.concurrency in levels or not levels)
+            f"{c.point.label}: ×{c.ratio:.2f} {c.verdict}"
+            for c in sorted(comps, key=lambda x: x.point.order)
+            if c.ratio is not None and (c.point in levels or not levels)
         ]
         if parts:
             label = "" if family == "objective" else f"{LABELS.get(family, family)}: "
@@ -429,27 +439,29 @@ def _measured(
 def _next_steps(
     run: Run,
     best: Experiment | None,
-    cells: Sequence[tuple[int, list[BriefCell]]],
+    cells: Sequence[tuple[Point, list[BriefCell]]],
     columns: Sequence[str],
 ) -> list[str]:
     out = []
-    open_: list[tuple[str, int, int]] = []
+    open_: list[tuple[str, Point, int]] = []
     starts = []
     for e in run.experiments:
         if e.decision is None or e.role != "experiment" or e.decision.verdict == "failed":
             continue  # more repetitions of a failed configuration decide nothing
         for c in e.decision.vs_parent:
             if c.verdict == "inconclusive" and c.reps_needed:
-                open_.append((e.id, c.concurrency, int(c.reps_needed)))
+                open_.append((e.id, c.point, int(c.reps_needed)))
             if getattr(c, "limit", None) == "starts":
                 starts.append(e.id)
-    decidable = sorted((n, eid, lvl) for eid, lvl, n in open_ if n <= 12)
+    decidable = sorted(
+        ((n, eid, lvl) for eid, lvl, n in open_ if n <= 12), key=lambda x: (x[0], x[1], x[2].order)
+    )
     if decidable:
-        seen: dict[str, tuple[int, int]] = {}
+        seen: dict[str, tuple[int, Point]] = {}
         for n, eid, lvl in decidable:
             seen.setdefault(eid, (n, lvl))
         said = ", ".join(
-            f"{eid} (about {n} repetitions a side at C={lvl})"
+            f"{eid} (about {n} repetitions a side at {lvl.label})"
             for eid, (n, lvl) in list(seen.items())[:4]
         )
         out.append(
@@ -465,7 +477,7 @@ def _next_steps(
         )
     if best is not None:
         worse = [
-            f"{columns[j]} at C={lvl} ({cell.baseline} → {cell.best})"
+            f"{columns[j]} at {lvl.label} ({cell.baseline} → {cell.best})"
             for lvl, row in cells
             for j, cell in enumerate(row)
             if j > 0 and cell.css == "worse"

@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 
 from reportgen.render import figures
 from reportgen.render.content import Series
+from reportgen.results.model import Point, sorted_points
 
 
 def _to_svg(fig: Figure) -> Markup:
@@ -111,10 +112,10 @@ def overview(series: Sequence[Series], gpus: int = 1) -> list[Chart]:
     ]
 
 
-def distributions_chart(name: str, data: Any, levels: Sequence[int]) -> Chart:
+def distributions_chart(name: str, data: Any, levels: Sequence[Point]) -> Chart:
     """An experiment's latency distributions; ``data``: its percentiles by level (or a
     ``Lazy`` that loads them), ``levels``: the levels it ran (one legend entry each)."""
-    levels = sorted(levels)
+    levels = sorted_points(levels)
     return Chart(name, "distributions", (data, levels), tuple(figures.level_entries(levels)))
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reportgen.render.brief import Brief
+from reportgen.results.model import Point
 
 
 @dataclass(frozen=True)
@@ -41,14 +42,14 @@ class Objective:
     metric: str
     key: str  # the by_level key: the metric itself for throughputs, its p50 for latencies
     label: str  # what the report calls it: "output_tok_s" or "ttft_ms p50"
-    levels: list[int]
+    levels: list[Point]
     direction: str
     margin: str
 
 
 @dataclass(frozen=True)
 class Comparison:
-    concurrency: int
+    concurrency: str  # the level's cell (``fmt.level_cell``)
     ratio: str
     ci: str
     verdict: str
@@ -74,7 +75,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class LevelRow:
-    concurrency: int
+    concurrency: str  # the level's cell (``fmt.level_cell``)
     label: str  # "this" or "baseline"
     is_baseline: bool
     output: Cell
@@ -128,7 +129,7 @@ class Experiment:
     # Every headline metric against the baseline: metric labels, then per level its cells
     # (ratio with interval, verdict)
     baseline_metrics: list[str] = field(default_factory=list)
-    baseline_table: list[tuple[int, list[tuple[str, str, str]]]] = field(default_factory=list)
+    baseline_table: list[tuple[str, list[tuple[str, str, str]]]] = field(default_factory=list)
     # Speculative decoding, where the engine reported it: per level run (C, repetition,
     # mean accepted length, acceptance rate), and what its log said over the whole run
     spec: list[tuple[str, str, str, str]] = field(default_factory=list)
@@ -160,7 +161,7 @@ class Series:
     index: int  # 1-based, as numbered in the report's tables
     is_baseline: bool
     is_best: bool
-    levels: list[int]
+    levels: list[Point]
     mean: dict[str, list[float | None]]
     sd: dict[str, list[float | None]]
     untrusted: bool = False  # ran, but a check invalidated its numbers (verdict "failed")
@@ -200,6 +201,8 @@ class Assumptions:
 class Report:
     header: Header
     objective: Objective
+    level_head: str  # the level columns' heading: "C", or "level" where rates are levels
+    objective_at: str  # the objective's levels: "C=1, 8", "R=1/s, R=2/s"
     summary: str
     experiments: list[Experiment]
     measured: list[Experiment]
@@ -212,6 +215,6 @@ class Report:
     rerun: list[str]
     brief: Brief | None = None  # the first page: best, its cost, failures, expectations, next
     # print: one telemetry table, an experiment a row, its levels side by side
-    telemetry_levels: list[int] = field(default_factory=list)
+    telemetry_levels: list[Point] = field(default_factory=list)
     telemetry_overview: list[dict[str, Any]] = field(default_factory=list)
     telemetry_idle: str = ""  # which experiments' GPUs were mostly idle, in a sentence

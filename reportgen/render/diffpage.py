@@ -15,7 +15,7 @@ from typing import Any
 from reportgen import __version__
 from reportgen.diff import Change, ExperimentDiff, RunDiff
 from reportgen.render import html
-from reportgen.render.fmt import fmt_ci, fmt_num, fmt_ratio, fmt_time
+from reportgen.render.fmt import fmt_ci, fmt_num, fmt_ratio, fmt_time, level_head
 
 TEMPLATE = "diff.html.j2"
 NAMES = {"html": "diff.html", "pdf": "diff.pdf", "markdown": "diff.md", "json": "diff.json"}
@@ -30,7 +30,7 @@ METRIC_LABELS = {
 
 @dataclass(frozen=True)
 class Row:
-    concurrency: int
+    concurrency: str  # the level's cell (``Point``: "8", "R=2/s")
     metric: str
     a: str
     b: str
@@ -77,10 +77,10 @@ def summary(d: RunDiff, threshold: float | None) -> str:
 
 def rows(e: ExperimentDiff, threshold: float | None) -> list[Row]:
     out = []
-    for m in sorted(e.metrics, key=lambda m: (m.concurrency, _order(m.metric))):
+    for m in sorted(e.metrics, key=lambda m: (m.point.order, _order(m.metric))):
         out.append(
             Row(
-                concurrency=m.concurrency,
+                concurrency=str(m.point),
                 metric=METRIC_LABELS.get(m.metric, m.metric),
                 a=fmt_num(m.a),
                 b=fmt_num(m.b),
@@ -113,6 +113,7 @@ def render_html(d: RunDiff, threshold: float | None = None) -> str:
         "fmt_time": fmt_time,
         "regressions": d.regressions(threshold) if threshold is not None else [],
         "labels": METRIC_LABELS,
+        "level_head": level_head(m.point for e in d.experiments for m in e.metrics),
     }
     return env.get_template(TEMPLATE).render(context)
 
@@ -135,7 +136,7 @@ def markdown(d: RunDiff, threshold: float | None = None, limit: int = 20) -> str
     for e in d.experiments:
         worst = [m for m in e.metrics if m.verdict in ("improved", "regressed")]
         moved = "; ".join(
-            f"{METRIC_LABELS.get(m.metric, m.metric)} C={m.concurrency} {fmt_ratio(m.ratio)} "
+            f"{METRIC_LABELS.get(m.metric, m.metric)} {m.level} {fmt_ratio(m.ratio)} "
             f"({fmt_ci(m.ci_low, m.ci_high)}) {m.verdict}"
             for m in worst[:4]
         ) + (f"; {len(worst) - 4} more" if len(worst) > 4 else "")

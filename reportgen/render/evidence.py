@@ -15,14 +15,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportgen.analysis.checks_levels import spec_length
-from reportgen.render.fmt import NONE, fmt_num
-from reportgen.results.model import Experiment, Level
+from reportgen.render.fmt import NONE, fmt_num, level_cell
+from reportgen.results.model import Experiment, Level, Point
 
 MAX_COUNTERS = 12  # engine counters shown per level; the rest are in results.json
 
 
 def _run_label(lv: Level) -> str:
-    return f"C={lv.concurrency} #{lv.repetition + 1}"
+    return f"{lv.point.label} #{lv.repetition + 1}"
 
 
 _KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens|#tokens: (\d+)", re.I)
@@ -108,7 +108,7 @@ def spec_rows(e: Experiment, counters: Mapping[str, str]) -> list[tuple[str, str
             continue
         rows.append(
             (
-                str(lv.concurrency),
+                level_cell(lv.point),
                 str(lv.repetition + 1),
                 NONE if length is None else f"{length:.2f}",
                 NONE if rate is None else f"{rate:.0%}",
@@ -135,7 +135,7 @@ def windows(e: Experiment) -> list[tuple[float, float, str]]:
     for lv in e.levels:
         w = lv.window
         if w is not None and w.t0_monotonic:
-            label = f"C={lv.concurrency}" if lv.repetition == 0 else ""
+            label = lv.point.label if lv.repetition == 0 else ""
             out.append((w.t0_monotonic, w.end, label))
     return out
 
@@ -162,12 +162,12 @@ def telemetry_idle(e: Experiment) -> str:
     """A sentence when the GPU was mostly idle during the measured windows (every level's
     mean utilisation below ``IDLE_UTIL``): then the host, the client or the engine's kernel
     launches set the pace, not the GPU. Empty otherwise."""
-    by_level: dict[int, list[float]] = {}
+    by_level: dict[Point, list[float]] = {}
     for lv in e.levels:
         for g in lv.telemetry or []:
             value = (g.get("util_gpu_pct") or {}).get("mean")
             if value is not None:
-                by_level.setdefault(lv.concurrency, []).append(float(value))
+                by_level.setdefault(lv.point, []).append(float(value))
     if not by_level:
         return ""
     means = [sum(v) / len(v) for v in by_level.values()]
@@ -182,20 +182,18 @@ def telemetry_idle(e: Experiment) -> str:
     )
 
 
-def telemetry_overview(exps: Sequence[Experiment], levels: Sequence[int]) -> list[dict[str, Any]]:
+def telemetry_overview(exps: Sequence[Experiment], levels: Sequence[Point]) -> list[dict[str, Any]]:
     """One row per experiment with telemetry, its levels side by side (each level's runs and
     GPUs pooled, inside the measured windows): GPU utilisation and power (means) at each of
     ``levels``, the SM clock's range, the most memory used, the worst share of samples slowed
     and the clock events seen: the print report's one telemetry table."""
     rows = []
     for e in exps:
-        per: dict[int, list[dict[str, Any]]] = {}
+        per: dict[Point, list[dict[str, Any]]] = {}
         for lv in e.levels:
             if lv.aborted or (lv.summary.requests and not lv.summary.ok):
                 continue  # not a measurement of the configuration
-            per.setdefault(lv.concurrency, []).extend(
-                g for g in lv.telemetry or [] if g.get("samples")
-            )
+            per.setdefault(lv.point, []).extend(g for g in lv.telemetry or [] if g.get("samples"))
         per = {c: gs for c, gs in per.items() if gs}
         if not per:
             continue
@@ -204,7 +202,7 @@ def telemetry_overview(exps: Sequence[Experiment], levels: Sequence[int]) -> lis
         def values(gpus: Sequence[dict[str, Any]], name: str, which: str) -> list[float]:
             return [float(v) for g in gpus if (v := (g.get(name) or {}).get(which)) is not None]
 
-        def at_levels(name: str, per: dict[int, list[dict[str, Any]]] = per) -> list[str]:
+        def at_levels(name: str, per: dict[Point, list[dict[str, Any]]] = per) -> list[str]:
             out = []
             for c in levels:
                 got = values(per.get(c, []), name, "mean")
@@ -248,11 +246,11 @@ def telemetry_rows(e: Experiment) -> list[dict[str, str]]:
     """One row per level and repetition, over all GPUs: mean of the GPUs' means, the lowest
     minimum and highest maximum, and for clock events the worst GPU's share; samples: the
     fewest of any GPU."""
-    groups: dict[tuple[int, int], list[list[dict[str, Any]]]] = {}
+    groups: dict[tuple[Point, int], list[list[dict[str, Any]]]] = {}
     for lv in e.levels:
         gpus = [g for g in lv.telemetry or [] if g.get("samples")]
         if gpus:
-            groups.setdefault((lv.concurrency, lv.repetition), []).append(gpus)
+            groups.setdefault((lv.point, lv.repetition), []).append(gpus)
     rows = []
     for key, runs in groups.items():
         gpus = [g for run in runs for g in run]
@@ -270,7 +268,7 @@ def telemetry_rows(e: Experiment) -> list[dict[str, str]]:
         slow = [float(g["slowdown_share"]) for g in gpus if g.get("slowdown_share") is not None]
         rows.append(
             {
-                "concurrency": str(key[0]),
+                "concurrency": level_cell(key[0]),
                 "repetition": str(key[1] + 1),
                 "gpus": str(max(len(run) for run in runs)),
                 "sm_clock": f"{fmt_num(mean(stat('sm_clock_mhz', 'mean')))} "

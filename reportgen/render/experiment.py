@@ -27,10 +27,11 @@ from reportgen.render.fmt import (
     fmt_ratio,
     fmt_stat,
     fmt_time,
+    level_cell,
 )
 from reportgen.render.text import search_said
 from reportgen.results import model
-from reportgen.results.model import Aggregate
+from reportgen.results.model import Aggregate, Point, sorted_points
 
 # Columns of the per-experiment table by level, after output tok/s, in the template's order.
 LEVEL_COLUMNS = (
@@ -59,16 +60,16 @@ def cell(level: Aggregate | None, key: str) -> Cell:
     return Cell(*fmt_stat(level.stat(key)))
 
 
-def by_level(e: model.Experiment | None) -> dict[int, Aggregate]:
-    """An experiment's aggregates by concurrency level (none for no experiment)."""
-    return {a.concurrency: a for a in e.by_level} if e is not None else {}
+def by_level(e: model.Experiment | None) -> dict[Point, Aggregate]:
+    """An experiment's aggregates by level (none for no experiment)."""
+    return {a.point: a for a in e.by_level} if e is not None else {}
 
 
-def runs_by_level(e: model.Experiment | None) -> dict[int, list[model.Summary]]:
-    """An experiment's level runs' summaries by concurrency level, in the order they ran."""
-    out: dict[int, list[model.Summary]] = {}
+def runs_by_level(e: model.Experiment | None) -> dict[Point, list[model.Summary]]:
+    """An experiment's level runs' summaries by level, in the order they ran."""
+    out: dict[Point, list[model.Summary]] = {}
     for lv in e.levels if e is not None else []:
-        out.setdefault(lv.concurrency, []).append(lv.summary)
+        out.setdefault(lv.point, []).append(lv.summary)
     return out
 
 
@@ -161,7 +162,7 @@ def _conclusion(decision: model.Decision | None, e: model.Experiment) -> str:
     the ratio and interval at each level): its conclusion, for print. "" where it has no
     per-level part to leave out."""
     text = decision.explanation if decision else ""
-    marker = re.search(r"\S+ vs [^:]+: C=\d+: ", text)
+    marker = re.search(r"\S+ vs [^:]+: (C=\d+|R=\S+/s): ", text)
     if marker is None:
         return ""
     end = re.compile(r"\. (?=[A-Z])").search(text, marker.end())
@@ -176,7 +177,7 @@ def _before_failure(decision: model.Decision | None) -> str:
     levels = decision.before_failure if decision else None
     if not levels:
         return ""
-    said = ", ".join(f"C={c}" for c in levels)
+    said = ", ".join(Point.of(c).label for c in levels)
     return (
         f"The levels it finished before it failed ({said}) are compared above and drawn in "
         "the charts, but decide nothing: the configuration did not hold up under the "
@@ -211,7 +212,7 @@ def section(
     mine, base = by_level(e), by_level(baseline)
     my_runs, base_runs = runs_by_level(e), runs_by_level(baseline)
     rows: list[LevelRow] = []
-    for c in sorted(mine):
+    for c in sorted_points(mine):
         rows.append(
             _level_row(
                 c, mine[c], "this", is_baseline, base.get(c), my_runs.get(c), base_runs.get(c)
@@ -223,7 +224,7 @@ def section(
     vs_baseline = decision.vs_baseline if decision else []
     metrics = (decision.metrics if decision else None) or {}
     baseline_metrics, baseline_table = _baseline_table(metrics.get("vs_baseline") or [])
-    ratio_at = {c.concurrency: c.ratio for c in vs_baseline}
+    ratio_at = {c.point: c.ratio for c in vs_baseline}
     return Experiment(
         index=i + 1,
         anchor=f"exp-{i + 1}",  # not the id: ids are user text and need not be valid anchors
@@ -298,7 +299,7 @@ def section(
 def comparisons(items: Sequence[model.Comparison]) -> list[Comparison]:
     return [
         Comparison(
-            concurrency=c.concurrency,
+            concurrency=level_cell(c.point),
             ratio=fmt_ratio(c.ratio),
             ci=fmt_ci(c.ci_low, c.ci_high),
             verdict=c.verdict,
@@ -324,7 +325,7 @@ def _flag_diff(items: Sequence[model.FlagChange]) -> list[FlagChange]:
 
 
 def _level_row(
-    c: int,
+    c: Point,
     level: Aggregate,
     label: str,
     is_baseline: bool,
@@ -336,7 +337,7 @@ def _level_row(
     mine, theirs = _geomean(runs or []), _geomean(base_runs or [])
     ratio = NONE if is_baseline or mine is None or not theirs else fmt_ratio(mine / theirs)
     return LevelRow(
-        concurrency=c,
+        concurrency=level_cell(c),
         label=label,
         is_baseline=is_baseline,
         output=cell(level, "output_tok_s"),
@@ -356,21 +357,23 @@ def _geomean(runs: Sequence[model.Summary]) -> float | None:
 
 def _baseline_table(
     items: Sequence[model.Comparison],
-) -> tuple[list[str], list[tuple[int, list[tuple[str, str, str]]]]]:
+) -> tuple[list[str], list[tuple[str, list[tuple[str, str, str]]]]]:
     """Every headline metric's comparison with the baseline, as a level-by-metric table:
     the metrics' labels, then per level its cells (ratio, interval, verdict)."""
     metrics: list[str] = []
-    cells: dict[tuple[int, str], tuple[str, str, str]] = {}
+    cells: dict[tuple[Point, str], tuple[str, str, str]] = {}
     for c in items:
         if c.metric not in metrics:
             metrics.append(c.metric)
-        cells[(c.concurrency, c.metric)] = (
+        cells[(c.point, c.metric)] = (
             fmt_ratio(c.ratio), fmt_ci(c.ci_low, c.ci_high), c.verdict
         )  # fmt: skip
-    levels = sorted({c for c, _ in cells})
+    levels = sorted_points(c for c, _ in cells)
     labels = [m.replace("_p99", " p99") if m.endswith("_p99") else (
         m if is_throughput(m) else f"{m} p50") for m in metrics]  # fmt: skip
-    return labels, [(c, [cells.get((c, m), (NONE, "", "")) for m in metrics]) for c in levels]
+    return labels, [
+        (level_cell(c), [cells.get((c, m), (NONE, "", "")) for m in metrics]) for c in levels
+    ]
 
 
 def _servers(sessions: Sequence[model.Session]) -> str:
@@ -389,11 +392,11 @@ def _servers(sessions: Sequence[model.Session]) -> str:
     return text
 
 
-def _error_kinds(e: model.Experiment) -> dict[int, dict[str, int]]:
+def _error_kinds(e: model.Experiment) -> dict[Point, dict[str, int]]:
     """Failed requests by level and kind ("HTTP 429", "timeout"...), repetitions pooled."""
-    out: dict[int, dict[str, int]] = {}
+    out: dict[Point, dict[str, int]] = {}
     for lv in e.levels:
-        kinds = out.setdefault(lv.concurrency, {})
+        kinds = out.setdefault(lv.point, {})
         for kind, n in lv.summary.error_kinds.items():
             kinds[kind] = kinds.get(kind, 0) + n
     return out
@@ -403,7 +406,7 @@ def _cut_short(e: model.Experiment) -> list[str]:
     """Levels ended early because their server died: when, and why."""
     out = []
     for lv in e.levels:
-        where = f"C={lv.concurrency} repetition {lv.repetition + 1}"
+        where = f"{lv.point.label} repetition {lv.repetition + 1}"
         if not lv.aborted:
             continue
         if lv.aborted.startswith(model.FAILED_DURING):
@@ -416,11 +419,11 @@ def _cut_short(e: model.Experiment) -> list[str]:
     return out
 
 
-def _trim_notes(runs: Mapping[int, Sequence[model.Summary]]) -> list[str]:
+def _trim_notes(runs: Mapping[Point, Sequence[model.Summary]]) -> list[str]:
     """Where throughputs were trimmed to the steady state: the window, per level (the runs'
     mean start and end, seconds from the level's start, against its whole length)."""
     notes: list[str] = []
-    for c in sorted(runs):
+    for c in sorted_points(runs):
         windows = [s.window_s for s in runs[c] if s.window_s and len(s.window_s) == 2]
         if not windows:
             continue
@@ -431,24 +434,24 @@ def _trim_notes(runs: Mapping[int, Sequence[model.Summary]]) -> list[str]:
             "one run" if len(windows) == 1 else f"mean of {len(windows)} runs"
         )  # fmt: skip
         notes.append(
-            f"C={c}: throughputs trimmed to the steady state, {start:.2f}–{end:.2f} s of "
+            f"{c.label}: throughputs trimmed to the steady state, {start:.2f}–{end:.2f} s of "
             f"{whole:.2f} s ({of}); latencies count every request."
         )
     return notes
 
 
 def _level_notes(
-    levels: Mapping[int, Aggregate], error_kinds: Mapping[int, Mapping[str, int]]
+    levels: Mapping[Point, Aggregate], error_kinds: Mapping[Point, Mapping[str, int]]
 ) -> list[str]:
     """Caveats a reader must see next to the numbers they qualify."""
     notes: list[str] = []
-    for c in sorted(levels):
+    for c in sorted_points(levels):
         lv = levels[c]
         if lv.client_limited:
             load = lv.client_load_max
             share = f" (up to {load:.0%} of its measured ceiling)" if load is not None else ""
             notes.append(
-                f"C={c}: client-limited in {lv.client_limited} of {lv.repetitions}"
+                f"{c.label}: client-limited in {lv.client_limited} of {lv.repetitions}"
                 f" repetition(s){share}; these numbers may describe the load generator rather "
                 "than the server. Raise workload.workers or use a bigger client host."
             )
@@ -456,23 +459,25 @@ def _level_notes(
             found = sorted((error_kinds.get(c) or {}).items(), key=lambda kv: -kv[1])
             kinds = ", ".join(f"{k} ({n})" for k, n in found)
             notes.append(
-                f"C={c}: {lv.errors} of {lv.requests} request(s) failed"
+                f"{c.label}: {lv.errors} of {lv.requests} request(s) failed"
                 + (f": {kinds}" if kinds else "")
                 + "; the numbers count only those that succeeded."
             )
         if lv.silent_outputs:
             notes.append(
-                f"C={c}: {lv.silent_outputs} request(s) streamed no text although the "
+                f"{c.label}: {lv.silent_outputs} request(s) streamed no text although the "
                 "engine counted their tokens; their latencies are left out."
             )
         if lv.short_outputs:
             notes.append(
-                f"C={c}: {lv.short_outputs} request(s) returned fewer output tokens than "
+                f"{c.label}: {lv.short_outputs} request(s) returned fewer output tokens than "
                 "asked; the engine may ignore ignore_eos/min_tokens."
             )
         goodput = lv.mean("goodput_req_s")
         if goodput is not None:
-            notes.append(f"C={c}: goodput {fmt_num(goodput)} req/s (requests meeting every SLO).")
+            notes.append(
+                f"{c.label}: goodput {fmt_num(goodput)} req/s (requests meeting every SLO)."
+            )
     return notes
 
 
@@ -482,13 +487,13 @@ def adaptive_note(e: model.Experiment) -> str:
     low, high = sequential.bounds((e.workload or {}).get("repetitions", 1))
     if high <= low or not e.looks:
         return ""
-    got: dict[int, int] = {}
-    seconds: dict[int, list[float]] = {}
+    got: dict[Point, int] = {}
+    seconds: dict[Point, list[float]] = {}
     for lv in e.levels:
-        got[lv.concurrency] = got.get(lv.concurrency, 0) + 1
-        seconds.setdefault(lv.concurrency, []).append(lv.summary.duration_s)
+        got[lv.point] = got.get(lv.point, 0) + 1
+        seconds.setdefault(lv.point, []).append(lv.summary.duration_s)
     parts = []
-    for c in sorted(got):
+    for c in sorted_points(got):
         opened = [look.repetitions for look in e.looks if c in look.open]
         if not opened:
             why = f"no more needed after {low}"
@@ -496,7 +501,7 @@ def adaptive_note(e: model.Experiment) -> str:
             why = f"still open at the maximum ({high})"
         else:
             why = f"open after {', '.join(map(str, opened))}, decided at {got[c]}"
-        parts.append(f"C={c}: {got[c]} ({why})")
+        parts.append(f"{c.label}: {got[c]} ({why})")
     saved_runs = sum(max(0, high - n) for n in got.values())
     level_s = sum(max(0, high - got[c]) * (sum(v) / len(v)) for c, v in seconds.items() if v)
     rounds = max(0, len(e.looks) - 1)

@@ -65,9 +65,8 @@ def tables(run: Run) -> dict[str, str]:
 def _levels(exps: Sequence[Experiment]) -> str:
     counts = ("requests", "ok", "errors", "short_outputs", "input_tokens", "output_tokens")
     scalars = ("duration_s", *THROUGHPUTS, "achieved_concurrency")
-    header = ["experiment", "role", "concurrency", "repetition", *counts, *scalars] + [
-        f"{m}_{s}" for m in LATENCIES for s in STATS
-    ]
+    header = ["experiment", "role", "concurrency", "request_rate", "repetition"]
+    header += [*counts, *scalars] + [f"{m}_{s}" for m in LATENCIES for s in STATS]
     header += ["window_start_s", "window_end_s", "stagger_s"]
     rows = []
     for e in exps:
@@ -76,7 +75,7 @@ def _levels(exps: Sequence[Experiment]) -> str:
         for role, lv in runs:
             s = lv.summary
             rows.append(
-                [e.id, role, lv.concurrency, lv.repetition]
+                [e.id, role, lv.concurrency, lv.rate, lv.repetition]
                 + [getattr(s, k) for k in counts]
                 + [getattr(s, k) for k in scalars]
                 + [s.value(m, st) for m in LATENCIES for st in STATS]
@@ -88,7 +87,7 @@ def _levels(exps: Sequence[Experiment]) -> str:
 
 def _by_level(exps: Sequence[Experiment]) -> str:
     keys = list(THROUGHPUTS) + [f"{m}_{s}" for m in LATENCIES for s in ("p50", "p90", "p99")]
-    header = ["experiment", "concurrency", "repetitions"] + [
+    header = ["experiment", "concurrency", "request_rate", "repetitions"] + [
         f"{k}_{part}" for k in keys for part in ("mean", "sd", "n")
     ]
     rows = []
@@ -96,14 +95,14 @@ def _by_level(exps: Sequence[Experiment]) -> str:
         for agg in e.by_level:
             stats = [agg.stat(k) for k in keys]
             rows.append(
-                [e.id, agg.concurrency, agg.repetitions]
+                [e.id, agg.concurrency, agg.rate, agg.repetitions]
                 + [x for st in stats for x in (st.mean, st.sd, st.n)]
             )
     return _csv(header, rows)
 
 
 def _comparisons(exps: Sequence[Experiment]) -> str:
-    fields = ("metric", "concurrency", "ratio", "ci_low", "ci_high", "verdict", "n_parent",
+    fields = ("metric", "concurrency", "rate", "ratio", "ci_low", "ci_high", "verdict", "n_parent",
               "n_child", "mde", "reps_needed", "paired")  # fmt: skip
     header = ["experiment", "against", "kind", *fields]
     rows = []
@@ -158,7 +157,7 @@ def markdown(report: Report, pdf: bool = True) -> str:
         lines += [f"Resumed: {_md(h.resumed)}.", ""]
     if h.external_notice:
         lines += [_md(h.external_notice), ""]
-    levels = " / ".join(f"C={c}" for c in obj.levels)
+    levels = " / ".join(c.label for c in obj.levels)
     lines += [
         f"| # | experiment | verdict | `{obj.label}` at {levels} | vs baseline | achieved C |",
         "|---:|---|---|---|---|---|",

@@ -14,6 +14,7 @@ PDF) instead of glyph outlines; the reader's sans-serif font draws it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 from matplotlib.typing import RcKeyType
 
 from reportgen.render.content import Series
+from reportgen.results.model import Point, rate_text, sorted_points
 
 # Okabe-Ito colours: distinguishable with the common colour-vision deficiencies; the baseline
 # is black and thicker so it stands out whatever the palette.
@@ -125,24 +127,37 @@ def entries(series: Sequence[Series]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def level_entries(levels: Sequence[int]) -> list[tuple[str, dict[str, Any]]]:
-    """One entry per concurrency level, as the distribution charts draw them."""
+def level_entries(levels: Sequence[Point]) -> list[tuple[str, dict[str, Any]]]:
+    """One entry per level, as the distribution charts draw them."""
     return [
         (
-            f"C={c}",
+            c.label,
             {
                 "color": PALETTE[i % len(PALETTE)],
                 "linestyle": DASHES[(i // len(PALETTE)) % len(DASHES)],
                 "linewidth": 1.4,
             },
         )
-        for i, c in enumerate(sorted(levels))
+        for i, c in enumerate(sorted_points(levels))
     ]
 
 
+def _positions(series: Sequence[Series]) -> dict[Point, float]:
+    """Where each level sits on the x axis: its concurrency, or its request rate (inf one
+    step of the axis beyond the highest finite rate)."""
+    points = sorted_points(p for s in series for p in s.levels)
+    finite = [p.rate for p in points if p.rate is not None and math.isfinite(p.rate)]
+    beyond = max(finite) * 2 if finite else 1.0
+    return {
+        p: float(p.concurrency) if p.rate is None else (beyond if math.isinf(p.rate) else p.rate)
+        for p in points
+    }
+
+
 def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool) -> None:
+    where = _positions(series)
     for s, (_, style) in zip(series, entries(series), strict=True):
-        xs = [c for c, v in zip(s.levels, s.mean[key], strict=True) if v is not None]
+        xs = [where[c] for c, v in zip(s.levels, s.mean[key], strict=True) if v is not None]
         ys = [v for v in s.mean[key] if v is not None]
         if not xs:
             continue
@@ -159,18 +174,24 @@ def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool) -> None:
 
 
 def _concurrency_axis(ax: Axes, series: Sequence[Series]) -> None:
-    """Concurrency levels usually grow geometrically (1, 4, 16...): use a log2 axis then."""
-    levels = sorted({c for s in series for c in s.levels})
-    if not levels:
+    """Concurrency levels (or request rates) usually grow geometrically (1, 4, 16...): use a
+    log2 axis then."""
+    where = _positions(series)
+    if not where:
         return
+    levels = sorted(set(where.values()))
+    names = {
+        x: (str(p.concurrency) if p.rate is None else rate_text(p.rate)) for p, x in where.items()
+    }
     if levels[0] > 0 and levels[-1] / levels[0] >= 4:
         ax.set_xscale("log", base=2)
         ax.xaxis.set_minor_locator(NullLocator())
         pad = 2**0.25
         ax.set_xlim(levels[0] / pad, levels[-1] * pad)
     ax.xaxis.set_major_locator(FixedLocator(levels))
-    ax.set_xticklabels([str(c) for c in levels])
-    ax.set_xlabel("concurrency (requests in flight)")
+    ax.set_xticklabels([names[x] for x in levels])
+    rates = any(p.rate is not None for p in where)
+    ax.set_xlabel("request rate (requests / s)" if rates else "concurrency (requests in flight)")
 
 
 DECADE = 10.0  # a series spanning more than this factor gets a log axis
@@ -351,7 +372,7 @@ def tradeoff(series: Sequence[Series], gpus: int = 1) -> Figure:
         if s.is_baseline or s.is_best:
             for k, (x, y, c) in enumerate(pts):
                 side = 1 if (k + s.is_best) % 2 == 0 else -1
-                ax.annotate(f"C={c}", (x, y), textcoords="offset points",
+                ax.annotate(c.label, (x, y), textcoords="offset points",
                             xytext=(5 * side, 5 * side), fontsize=7, color=style["color"],
                             ha="left" if side > 0 else "right",
                             va="bottom" if side > 0 else "top")  # fmt: skip
@@ -376,7 +397,7 @@ def tradeoff(series: Sequence[Series], gpus: int = 1) -> Figure:
 
 
 def distributions(
-    data: Mapping[int, Mapping[str, Sequence[float]]], levels: Sequence[int]
+    data: Mapping[Point, Mapping[str, Sequence[float]]], levels: Sequence[Point]
 ) -> Figure:
     """One experiment's latency distributions: for each of its ``levels``, TTFT and
     end-to-end latency as cumulative distributions (from percentiles 0 to 100 of its
@@ -390,7 +411,7 @@ def distributions(
         (left, "ttft_ms", "Time to first token"),
         (right, "e2e_ms", "End-to-end latency"),
     ):
-        for c, (_, style) in zip(sorted(levels), entries, strict=True):
+        for c, (_, style) in zip(sorted_points(levels), entries, strict=True):
             qs = list((data.get(c) or {}).get(key) or [])
             if qs:
                 drawn = True

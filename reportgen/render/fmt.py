@@ -10,6 +10,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from reportgen.analysis.differences import flatten
+from reportgen.results.model import Point
 
 if TYPE_CHECKING:
     from reportgen.results.model import Stat
@@ -98,3 +99,14 @@ def _field_text(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(str(x) for x in value) or "-"
     return "-" if value is None else str(value)
+
+
+def level_cell(point: Point) -> str:
+    """A level in a table's level column: its concurrency (the column says C), or a rate
+    level's label (``R=2/s``)."""
+    return str(point)
+
+
+def level_head(points: Any) -> str:
+    """The level column's heading: C where every level is a concurrency, else "level"."""
+    return "level" if any(Point.of(p).rate is not None for p in points) else "C"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 from markupsafe import Markup
 
 from reportgen import results as results_mod
@@ -19,7 +20,7 @@ from reportgen.render import charts, exports, html, view
 from reportgen.render import pdf as printer  # `render` has a parameter named pdf
 from reportgen.render.content import Report
 from reportgen.results.embed import embed, table_hashes
-from reportgen.results.model import Run
+from reportgen.results.model import Point, Run, sorted_points
 
 HTML_NAME = "report.html"
 PDF_NAME = "report.pdf"
@@ -72,12 +73,12 @@ def chart_list(
 ) -> list[charts.Chart]:
     """Every chart of the report: the campaign's, then each experiment's distributions and
     telemetry where it has them."""
-    levels = {e.id: sorted({lv.concurrency for lv in e.levels}) for e in run.experiments}
+    levels = {e.id: sorted_points(lv.point for lv in e.levels) for e in run.experiments}
     out = charts.overview(report.series, gpus=len(report.environment.get("devices") or []) or 1)
     for e in report.experiments:
         dist = (latencies or {}).get(e.id)
         if dist:
-            ran = levels.get(e.id) or (sorted(dist) if isinstance(dist, Mapping) else [])
+            ran = levels.get(e.id) or (sorted_points(dist) if isinstance(dist, Mapping) else [])
             out.append(charts.distributions_chart(f"dist-{e.index}", dist, ran))
         columns = (telemetry or {}).get(e.id)
         if isinstance(columns, charts.Lazy) or (columns and len(columns.get("t", ()))):
@@ -167,24 +168,33 @@ PERCENTILES = tuple(range(101))
 TELEMETRY_CHART_COLUMNS = ("t", "gpu", "sm_clock_mhz", "power_w", "util_gpu_pct", "mem_used_bytes")
 
 
-def _latencies_of(run_dir: Path, exp_id: str) -> dict[int, dict[str, list[float]]]:
+def _latencies_of(run_dir: Path, exp_id: str) -> dict[Point, dict[str, list[float]]]:
     """One experiment's latency percentiles by level; reads only the columns it needs (not
     every chunk's time)."""
     from reportgen.results.store import read_table
 
+    path = run_dir / "requests" / f"{exp_id}.parquet"
     columns = ["concurrency", "status", "start", "first_token", "end"]
-    frame = read_table(run_dir / "requests" / f"{exp_id}.parquet", columns).to_pandas()
+    rated = "rate" in pq.read_schema(path).names if path.exists() else False
+    frame = read_table(path, [*columns, "rate"] if rated else columns).to_pandas()
     ok = frame[(frame["status"] == "ok") & frame["start"].notna()]
-    level = ok["concurrency"].to_numpy()
-    levels: dict[int, dict[str, list[float]]] = {}
+    conc = ok["concurrency"].to_numpy()
+    rate = ok["rate"].to_numpy(dtype=float) if rated else np.full(len(ok), np.nan)
+    keys = [
+        Point(int(c), None if np.isnan(r) else float(r)) for c, r in zip(conc, rate, strict=True)
+    ]
+    order = sorted_points(keys)
+    code = {p: i for i, p in enumerate(order)}
+    codes = np.asarray([code[k] for k in keys], dtype=int)
+    levels: dict[Point, dict[str, list[float]]] = {}
     for metric, stop in (("ttft_ms", "first_token"), ("e2e_ms", "end")):
         ms = ((ok[stop] - ok["start"]) * 1e3).to_numpy(dtype=float)
-        for c in np.unique(level):
-            values = ms[(level == c) & ~np.isnan(ms)]
+        for i, p in enumerate(order):
+            values = ms[(codes == i) & ~np.isnan(ms)]
             if values.size:
                 qs = np.percentile(values, PERCENTILES)
-                levels.setdefault(int(c), {})[metric] = [float(x) for x in qs]
-    return dict(sorted(levels.items()))
+                levels.setdefault(p, {})[metric] = [float(x) for x in qs]
+    return levels
 
 
 def _telemetry_of(run_dir: Path, exp_id: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from reportgen.analysis import checks, decide, noise, sequential, summary
 from reportgen.render.fmt import field_rows
-from reportgen.results.model import Experiment
+from reportgen.results.model import Experiment, rate_text
 
 Pair = tuple[str, str]
 
@@ -67,7 +67,12 @@ def _plain(s: str) -> str:
 
 def workload(wl: Mapping[str, Any]) -> str:
     """One line: API, levels, amount per level, repetitions, token sizes, warm-up, seed."""
-    levels = ", ".join(str(c) for c in wl.get("concurrency") or [])
+    levels = "C=" + ", ".join(str(c) for c in wl.get("concurrency") or [])
+    rates = rates_of(wl)
+    if rates is not None:
+        caps = wl.get("concurrency") or [0]
+        cap = f"at most {caps[0]} in flight" if caps[0] else "no cap in flight"
+        levels = f"rates {', '.join(rate_text(r) for r in rates)} requests/s ({cap})"
     if wl.get("requests_per_level") is not None:
         amount = f"{wl['requests_per_level']} requests"
     elif wl.get("duration_s") is not None:
@@ -81,7 +86,7 @@ def workload(wl: Mapping[str, Any]) -> str:
         else "dataset prompts, "
     )
     return (
-        f"{wl.get('api', 'chat')} API, C={levels}, {amount} per level × "
+        f"{wl.get('api', 'chat')} API, {levels}, {amount} per level × "
         f"{_reps(wl.get('repetitions', 1))} repetition(s), {inputs}"
         f"{wl.get('output_tokens', '?')} output tokens, {wl.get('warmup_requests', 0)} "
         f"warm-up requests, seed {wl.get('seed', 0)}"
@@ -114,9 +119,16 @@ def lengths_said(wl: Mapping[str, Any]) -> str:
 
 
 def rate_of(wl: Mapping[str, Any]) -> float | None:
-    """A saved workload's request rate (saved as "inf" when infinite), or None."""
+    """A saved workload's one request rate (saved as "inf" when infinite), or None (a closed
+    loop, or rates as the levels: ``rates_of``)."""
     rate = wl.get("request_rate")
-    return None if rate is None else float(rate)
+    return None if rate is None or isinstance(rate, list) else float(rate)
+
+
+def rates_of(wl: Mapping[str, Any]) -> list[float] | None:
+    """A saved workload's rates where they are the levels (``request_rate`` a list)."""
+    rate = wl.get("request_rate")
+    return [float(r) for r in rate] if isinstance(rate, list) else None
 
 
 def load_mode(wl: Mapping[str, Any]) -> str:
@@ -124,7 +136,16 @@ def load_mode(wl: Mapping[str, Any]) -> str:
     off, SLOs ("" for a streamed closed loop without SLOs)."""
     out = ""
     find = wl.get("find_max")
-    if find:
+    if find and find.get("over") == "request_rate":
+        caps = wl.get("concurrency") or [0]
+        cap = f"at most {caps[0]} in flight" if caps[0] else "no cap in flight"
+        out += (
+            f", the request rate searched from {find.get('start', 1):g} up to "
+            f"{find.get('max', 1024):g} requests/s ({wl.get('arrival', 'poisson')} arrivals, "
+            f"{cap}) for the highest meeting {find.get('slo')} (at most "
+            f"{find.get('probes', 8)} levels)"
+        )
+    elif find:
         out += (
             f", C searched from {find.get('start', 1)} up to {find.get('max', 1024)} for the "
             f"highest meeting {find.get('slo')} (at most {find.get('probes', 8)} levels)"
@@ -143,6 +164,8 @@ def load_mode(wl: Mapping[str, Any]) -> str:
         out += ", open loop at an infinite rate (every request of a level at once)"
     elif rate:
         out += f", open loop at {rate:g} requests/s ({wl.get('arrival', 'poisson')} arrivals)"
+    elif rates_of(wl) is not None:
+        out += f", open loop ({wl.get('arrival', 'poisson')} arrivals; inf: every request at once)"
     if wl.get("stream") is False:
         out += ", not streamed (no TTFT or ITL)"
     slo = {k: v for k, v in (wl.get("slo") or {}).items() if v is not None}
@@ -351,6 +374,20 @@ def methods(
             "Open loop, replaying a trace: each request is sent at its own timestamp, whether "
             "or not earlier ones have finished; the concurrency level C caps the requests in "
             "flight (a request that must wait is timed from when it is actually sent)."
+        )
+    elif rates_of(wl) is not None:
+        caps = wl.get("concurrency") or [0]
+        cap = (
+            f"at most {caps[0]} requests in flight (a request that must wait is timed from "
+            "when it is actually sent)"
+            if caps[0]
+            else "with no cap on the requests in flight"
+        )
+        loop = (
+            "Open loop with the request rate as the level: at each level's rate R, requests "
+            f"arrive R per second ({wl.get('arrival', 'poisson')} arrivals, seeded; R = inf: "
+            f"every request of the level at its start), whether or not earlier ones have "
+            f"finished, {cap}."
         )
     elif rate == float("inf"):
         loop = (
@@ -623,31 +660,40 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def search_said(record: Any) -> str:
-    """A concurrency search's answer in a sentence (``workload.find_max``)."""
+    """A search's answer in a sentence (``workload.find_max``): the highest concurrency, or
+    request rate, meeting the bounds."""
     bounds = " and ".join(record.bounds) or record.slo
     n = len(record.probes)
-    failed = next((p for p in record.probes if p.concurrency == record.lowest_failure), None)
+    rates = getattr(record, "over", "concurrency") == "request_rate"
+    what = "request rate" if rates else "concurrency"
+
+    def at(x: Any) -> str:
+        return f"R={rate_text(float(x))}/s" if rates else f"C={int(float(x))}"
+
+    def where(p: Any) -> float:
+        return float(p.rate) if rates and p.rate is not None else float(p.concurrency)
+
+    low = record.lowest_failure
+    failed = next((p for p in record.probes if low is not None and where(p) == low), None)
     why = ""
     if failed is not None:
         over = [f"{k} {v:.4g}" for k, v in failed.values.items() if v is not None] + (
             [f"{failed.error_share:.0%} errors"] if failed.error_share > 0.01 else []
         )
-        why = f"; C={failed.concurrency} did not ({', '.join(over)})"
+        why = f"; {at(low)} did not ({', '.join(over)})"
     if record.best is None:
-        head = f"No concurrency probed met {bounds}" + (
-            f" (C={record.lowest_failure} and above fail)" if record.lowest_failure else ""
-        )
+        head = f"No {what} probed met {bounds}" + (f" ({at(low)} and above fail)" if low else "")
     else:
-        head = f"The highest concurrency meeting {bounds} is C={record.best}" + why
+        head = f"The highest {what} meeting {bounds} is {at(record.best)}" + why
     if record.converged:
         tail = f", found in {n} probes."
-    elif record.lowest_failure is None:
-        tail = f"; the {n} probes allowed ran out before C={record.max}, the most to try."
+    elif low is None:
+        tail = f"; the {n} probes allowed ran out before {at(record.max)}, the most to try."
     elif record.best is None:
         tail = f"; the {n} probes allowed ran out before one passed."
     else:
         tail = (
-            f"; the {n} probes allowed ran out with the answer between C={record.best} and "
-            f"C={record.lowest_failure}."
+            f"; the {n} probes allowed ran out with the answer between {at(record.best)} and "
+            f"{at(low)}."
         )
     return head + tail

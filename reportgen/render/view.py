@@ -30,9 +30,17 @@ from reportgen.render.content import (
     Series,
 )
 from reportgen.render.experiment import by_level, section
-from reportgen.render.fmt import NONE, fmt_ci, fmt_duration, fmt_num, fmt_ratio, fmt_time
+from reportgen.render.fmt import (
+    NONE,
+    fmt_ci,
+    fmt_duration,
+    fmt_num,
+    fmt_ratio,
+    fmt_time,
+    level_head,
+)
 from reportgen.results import model
-from reportgen.results.model import Resumption, Run
+from reportgen.results.model import Point, Resumption, Run, sorted_points
 
 __all__ = ["CHART_KEYS", "SIMULATED_NOTICE", "Report", "Series", "build"]
 
@@ -64,11 +72,13 @@ def build(run: Run) -> Report:
         for i, e in enumerate(exps)
     ]
     path = run.campaign_file.path or "campaign.toml"
-    levels = sorted({lv.concurrency for e in exps for lv in e.levels})
+    levels = sorted_points(lv.point for e in exps for lv in e.levels)
     gpus = ((run.environment.get("gpus") or {}).get("devices")) or []
     return Report(
         header=_header(run),
         objective=objective,
+        level_head=level_head(levels),
+        objective_at=_at_levels(objective.levels).removeprefix(" at "),
         summary=_summary_sentence(run, objective) + _confirmation(run),
         experiments=views,
         # by level: every experiment that measured a level (a failed one's, up to its failure)
@@ -226,15 +236,27 @@ def _key(metric: str) -> str:
 def _objective(run: Run) -> Objective:
     metric = run.metric
     throughput = metric in THROUGHPUTS
-    levels = run.objective_levels or run.default_workload.get("concurrency") or []
     return Objective(
         metric=metric,
         key=_key(metric),
         label=metric if throughput else f"{metric} p50",
-        levels=[int(c) for c in levels],
+        levels=_objective_levels(run),
         direction="higher" if run.higher_is_better else "lower",
         margin=f"{run.margin:.0%}",
     )
+
+
+def _objective_levels(run: Run) -> list[Point]:
+    """The levels the first page shows the objective at: the objective's, else the
+    campaign's workload's (its rates, where they are the levels)."""
+    named = run.objective_levels
+    if named:
+        return [Point(c) for c in named]
+    wl = run.default_workload
+    rates, caps = wl.get("request_rate"), wl.get("concurrency") or []
+    if isinstance(rates, list) and caps:
+        return [p for r in rates if run.decides(p := Point(int(caps[0]), float(r)))]
+    return [Point(int(c)) for c in caps]
 
 
 def _assumptions(views: Sequence[Experiment]) -> Assumptions:
@@ -347,7 +369,7 @@ def _series(index: int, e: model.Experiment, is_baseline: bool, is_best: bool) -
     if not e.ok:  # only the levels it finished before its server failed
         keep = set(e.finished_before_failure())
         levels = {c: a for c, a in levels.items() if c in keep}
-    order = sorted(levels)
+    order = sorted_points(levels)
     return Series(
         id=e.id,
         index=index,
@@ -366,8 +388,8 @@ def _lone_sentence(e: model.Experiment, objective: Objective) -> str:
     """A run of one configuration: its objective at each level, compared with nothing."""
     levels = by_level(e)
     said = [
-        f"{fmt_num(mean)} at C={c}"
-        for c in sorted(levels)
+        f"{fmt_num(mean)} at {c.label}"
+        for c in sorted_points(levels)
         if (mean := levels[c].stat(objective.key).mean) is not None
     ]
     if not said:
@@ -382,11 +404,11 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
     if baseline is None:
         return "The results hold no experiments."
     if not baseline.ok:
-        measured = sorted({a.concurrency for a in baseline.by_level if a.requests})
+        measured = sorted_points(a.point for a in baseline.by_level if a.requests)
         if measured:
             return (
                 f"The baseline ({baseline.id}) was {baseline.status} after measuring "
-                + ", ".join(f"C={c}" for c in measured)
+                + ", ".join(c.label for c in measured)
                 + ": with the baseline unfinished, nothing was compared with it."
             )
         return (
@@ -440,7 +462,7 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
         )
         whose = f" the baseline's {objective.label}" if n == 0 else ""
         said = "" if decided else f", {c.verdict}"
-        parts.append(f"{fmt_ratio(c.ratio)} ({ci}{said}){whose} at C={c.concurrency}")
+        parts.append(f"{fmt_ratio(c.ratio)} ({ci}{said}){whose} at {c.point.label}")
     joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     if decided:
         verb = "delivers" if objective.metric in THROUGHPUTS else "has"
@@ -459,7 +481,7 @@ def _confirmation(run: Run) -> str:
         if e.role == "experiment" or d is None:
             continue
         first = next(iter(d.vs_parent), None)
-        ratio = f" ({fmt_ratio(first.ratio)} at C={first.concurrency})" if first else ""
+        ratio = f" ({fmt_ratio(first.ratio)} at {first.point.label})" if first else ""
         if e.role == "confirm":
             parts.append(f"run again, the best configuration measured {d.verdict}{ratio}")
         elif d.verdict == "rejected":
@@ -488,8 +510,12 @@ def _ci_level(run: Run) -> str:
     return level_label(max(levels)) if levels else "95%"
 
 
-def _at_levels(levels: Sequence[int]) -> str:
-    return f" at C={', '.join(map(str, levels))}" if levels else ""
+def _at_levels(levels: Sequence[Point]) -> str:
+    if not levels:
+        return ""
+    if all(p.rate is None for p in levels):
+        return f" at C={', '.join(str(p.concurrency) for p in levels)}"
+    return " at " + ", ".join(p.label for p in levels)
 
 
 def _references(refs: Sequence[Mapping[str, Any]], run: Run, host_gpus: int = 0) -> list[Reference]:
@@ -502,7 +528,7 @@ def _references(refs: Sequence[Mapping[str, Any]], run: Run, host_gpus: int = 0)
         value, gpus = float(r.get("value") or 0), int(r.get("gpus") or 1)
         metric, level = str(r.get("metric")), r.get("concurrency")
         throughput = metric in THROUGHPUTS
-        agg = chosen.get(int(level)) if level is not None else None
+        agg = chosen.get(Point(int(level))) if level is not None else None
         measured = agg.mean(_key(metric)) if agg is not None else None
         mine = measured / host_gpus if measured is not None and throughput and host_gpus else None
         theirs = value / gpus if throughput else value

@@ -22,9 +22,14 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 # the campaign's defaults, re-exported for readers of results
+from reportgen.campaign.levels import Point as Point
+from reportgen.campaign.levels import PointField, Rate
+from reportgen.campaign.levels import point_of as point_of
+from reportgen.campaign.levels import rate_text as rate_text
+from reportgen.campaign.levels import sorted_points as sorted_points
 from reportgen.campaign.schema import DEFAULT_MARGIN as DEFAULT_MARGIN
 from reportgen.campaign.schema import higher_is_better as higher_is_better
 
@@ -108,9 +113,11 @@ class Summary(_Model):
 
 
 class Probe(_Model):
-    """One level a concurrency search ran (``analysis.search``)."""
+    """One level a search ran (``analysis.search``): its concurrency, or its rate when the
+    search is over request rates."""
 
     concurrency: int
+    rate: Rate = None
     passed: bool
     values: dict[str, float | None] = Field(default_factory=dict)  # bound -> mean over reps
     error_share: float = 0.0
@@ -122,12 +129,19 @@ class SearchRecord(_Model):
     slo: str
     bounds: list[str] = Field(default_factory=list)
     probes: list[Probe] = Field(default_factory=list)
-    best: int | None = None  # the highest concurrency that passed below every failure
-    lowest_failure: int | None = None
+    # the highest concurrency (or rate, searching rates) that passed below every failure
+    best: float | None = None
+    lowest_failure: float | None = None
     converged: bool = False
-    start: int = 1
-    max: int = 1024
+    start: float = 1
+    max: float = 1024
     probes_allowed: int = 8
+    over: Literal["concurrency", "request_rate"] = "concurrency"
+
+    @field_serializer("best", "lowest_failure", "start", "max")
+    def _whole(self, value: float | None) -> float | int | None:
+        # a concurrency stays a whole number, as results.json had it
+        return int(value) if value is not None and float(value).is_integer() else value
 
 
 class Window(_Model):
@@ -154,9 +168,10 @@ class Stagger(_Model):
 
 
 class Level(_Model):
-    """One concurrency level x repetition."""
+    """One level (a concurrency, or a request rate) x repetition."""
 
     concurrency: int
+    rate: Rate = None  # the level's request rate where rates are the levels (``Point``)
     repetition: int = 0
     session: int = 0  # the index of the server session that ran it
     started_at_unix: float | None = None
@@ -168,8 +183,12 @@ class Level(_Model):
     stagger: Stagger | None = None  # closed loop: how its clients started (None: open loop)
 
     @property
-    def key(self) -> tuple[int, int]:
-        return (self.concurrency, self.repetition)
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+    @property
+    def key(self) -> tuple[Point, int]:
+        return (self.point, self.repetition)
 
 
 class Stat(_Model):
@@ -181,9 +200,10 @@ class Stat(_Model):
 
 
 class Aggregate(_Model):
-    """One concurrency level across its repetitions (``analysis.summary.aggregate``)."""
+    """One level across its repetitions (``analysis.summary.aggregate``)."""
 
     concurrency: int
+    rate: Rate = None
     repetitions: int = 0
     output_tok_s: Stat = Field(default_factory=Stat)
     total_tok_s: Stat = Field(default_factory=Stat)
@@ -210,6 +230,10 @@ class Aggregate(_Model):
     silent_outputs: int = 0
     client_load_max: float | None = None
     client_limited: int = 0
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
 
     def stat(self, name: str) -> Stat:
         """The Stat of a metric by its key (``output_tok_s``, ``ttft_ms_p99``...)."""
@@ -254,6 +278,7 @@ class Comparison(_Model):
 
     metric: str
     concurrency: int
+    rate: Rate = None
     ratio: float | None  # child / parent of the means (geometric)
     ci_low: float | None
     ci_high: float | None
@@ -272,6 +297,10 @@ class Comparison(_Model):
         None  # the interval's level (below 0.95 never; above when sequential)
     )
     limit: str | None = None  # "starts": more repetitions on one server cannot decide
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
 
 
 # ``Level.aborted`` of a level that ran to its end while its server failed (found after it)
@@ -294,7 +323,7 @@ class Decision(_Model):
     metrics: dict[str, list[Comparison]] | None = None
     # A failed experiment: the levels it finished before it failed, compared as above (the
     # verdict stays "failed"); None: not compared (as reportgen did before).
-    before_failure: list[int] | None = None
+    before_failure: list[PointField] | None = None
 
 
 class FlagChange(_Model):
@@ -364,7 +393,7 @@ class Look(_Model):
     server, unless ``repetitions`` is the campaign's max)."""
 
     repetitions: int
-    open: list[int] = Field(default_factory=list)
+    open: list[PointField] = Field(default_factory=list)
 
 
 class ProbeAnswer(_Model):
@@ -457,29 +486,32 @@ class Experiment(_Model):
         yet decided when the run stopped runs again)."""
         return self.status in FINISHED and self.decision is not None
 
-    def finished_before_failure(self) -> list[int]:
+    def finished_before_failure(self) -> list[Point]:
         """The levels a failed experiment completed before its server failed: none of their
         runs cut short, some of their requests answered. Their numbers are measurements (the
         verdict stays failed); the level it died in is not."""
         if self.ok:
             return []
-        died = {lv.concurrency for lv in self.levels if lv.aborted}
+        died = {lv.point for lv in self.levels if lv.aborted}
         # runs recorded before the level a server died in was marked: the reason names it
-        named = re.search(r"\bduring C=(\d+) repetition", self.reason or "")
-        if named:
-            died.add(int(named.group(1)))
-        return sorted(
-            a.concurrency
+        named = re.search(r"\bduring (C=\d+|R=\S+/s) repetition", self.reason or "")
+        said = Point.parse(named.group(1)) if named else None
+        return sorted_points(
+            a.point
             for a in self.by_level
-            if a.concurrency not in died and not a.all_failed and a.requests
+            if a.point not in died
+            and not (said is not None and a.point.label == said.label)
+            and not a.all_failed
+            and a.requests
         )
 
     def all_levels(self) -> list[Level]:
         """Its own levels, then its parent's interleaved ones."""
         return self.levels + (self.control.levels if self.control else [])
 
-    def aggregate(self, concurrency: int) -> Aggregate | None:
-        return next((a for a in self.by_level if a.concurrency == concurrency), None)
+    def aggregate(self, point: Point | int) -> Aggregate | None:
+        want = Point.of(point)
+        return next((a for a in self.by_level if a.point == want), None)
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -552,8 +584,37 @@ class Run(_Model):
 
     @property
     def objective_levels(self) -> list[int] | None:
+        """``campaign.objective.concurrency``: the concurrencies whose levels decide (a rate
+        level counts by its cap); None: all."""
         levels = self.objective.get("concurrency")
         return [int(c) for c in levels] if levels else None
+
+    def decides(self, point: Point) -> bool:
+        """Whether a level counts toward the objective: a concurrency level where it is one
+        of ``objective.concurrency``, a rate level where its rate is one of
+        ``objective.request_rate`` (either left out: every level)."""
+        if point.rate is None:
+            levels = self.objective_levels
+            return levels is None or point.concurrency in levels
+        rates = self.objective.get("request_rate")
+        return not rates or point.rate in [float(r) for r in rates]
+
+    def objective_points(self, points: Any) -> list[Point]:
+        """Of these levels, the ones that decide (``decides``): in the order
+        ``objective.concurrency`` names them, else in order of load."""
+        got = [p for p in sorted_points(points) if self.decides(p)]
+        named = self.objective_levels
+        if named:
+            got.sort(key=lambda p: named.index(p.concurrency) if p.rate is None else len(named))
+        return got
+
+    def objective_count(self, points: Any) -> int:
+        """How many levels the objective is judged at, for an experiment that ran these:
+        the objective's list where it names them, else its own levels."""
+        mine = set(points)
+        if any(p.rate is not None for p in mine):
+            return len(self.objective.get("request_rate") or mine)
+        return len(self.objective_levels or mine)
 
     @property
     def higher_is_better(self) -> bool:

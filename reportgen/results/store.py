@@ -38,7 +38,7 @@ from reportgen.results.model import CONTROL_SUFFIX, SCHEMA_VERSION, Run
 RESULTS = "results.json"
 TELEMETRY_COLUMNS = ("t", "gpu", *TELEMETRY_FIELDS)
 # the level's identity first, then the rest of the record as the load generator fills it
-_LEVEL = ("concurrency", "repetition")
+_LEVEL = ("concurrency", "rate", "repetition")
 REQUEST_COLUMNS = ("experiment", *_LEVEL, *(f for f in RECORD_FIELDS if f not in _LEVEL))
 # The request table's column types, from ``RequestRecord``'s fields (nullable where None).
 _ARROW_TYPES = {
@@ -60,6 +60,7 @@ _ARROW_TYPES = {
     "scheduled": pa.float64(),
     "turn": pa.int64(),
     "concurrency": pa.int64(),
+    "rate": pa.float64(),
     "repetition": pa.int64(),
 }
 REQUEST_SCHEMA = pa.schema([(name, _ARROW_TYPES[name]) for name in REQUEST_COLUMNS])

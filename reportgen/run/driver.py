@@ -10,6 +10,7 @@ warm-up, so that they do not run in lockstep waves).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from reportgen.campaign import Workload
 from reportgen.load import loadgen, prompts, trace
 from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
 from reportgen.load.tokens import Tokenizer
-from reportgen.results.model import ClientLoad, Level, Stagger, Warmup, Window
+from reportgen.results.model import ClientLoad, Level, Point, Stagger, Warmup, Window
 
 PROMPT_POOL = 4096  # prompts generated per level in duration mode (reused cyclically)
 CLIENT_LIMIT = 0.8  # a level above this share of the client's ceiling is client-limited
@@ -166,6 +167,7 @@ class Driver:
         stop_when: Callable[[], str | None] | None = None,
         stagger_s: float = 0.0,
         replay: bool = False,
+        rate: float | None = None,
     ) -> LevelRun:
         sent = self.batch(requests, duration_s, seed, timed=replay)
         return loadgen.run_load(
@@ -176,7 +178,7 @@ class Driver:
             requests=None if sent.schedule is not None else requests,
             duration_s=None if sent.schedule is not None else duration_s,
             schedule=sent.schedule,
-            rate=self.wl.request_rate,
+            rate=rate,
             arrival=self.wl.arrival,
             seed=seed,
             timeout_s=self.wl.request_timeout_s,
@@ -191,8 +193,11 @@ class Driver:
 
     def warmup(self) -> Warmup:
         wl = self.wl
-        conc = min(wl.warmup_requests, max(wl.concurrency))
-        warm = self._run(conc, wl.warmup_requests, None, seed=wl.seed - 1, progress=False)
+        # a closed loop of at most the levels' concurrency (no cap: as many as it sends)
+        conc = min(wl.warmup_requests, max(wl.concurrency) or wl.warmup_requests)
+        warm = self._run(
+            conc, wl.warmup_requests, None, wl.seed - 1, False, rate=wl.rate_at(Point(conc))
+        )
         self._correct_length(warm)
         self._measured(warm, "warm-up")
         return Warmup(
@@ -204,16 +209,19 @@ class Driver:
 
     def level(
         self,
-        concurrency: int,
+        point: Point,
         repetition: int,
         stop_when: Callable[[], str | None] | None = None,
     ) -> tuple[Level, list[RequestRecord]]:
         """Run one level; returns its results entry and its request records. ``stop_when``
         (asked every half second) cuts it short with a reason: the level's ``aborted``."""
         wl = self.wl
+        concurrency = point.concurrency
         # The same prompts for every experiment at a given level and repetition.
         seed = wl.seed * 1_000_003 + concurrency * 1_009 + repetition
-        stagger = self.stagger(concurrency)
+        if point.rate is not None:  # a rate level: its own prompts too (inf: one seed more)
+            seed += 7_919 * (1_000_000 if math.isinf(point.rate) else round(point.rate * 1_000))
+        stagger = self.stagger(point)
         lv = self._run(
             concurrency,
             wl.requests_per_level,
@@ -223,12 +231,13 @@ class Driver:
             stop_when,
             stagger_s=stagger.step_s if stagger else 0.0,
             replay=True,
+            rate=wl.rate_at(point),
         )
         if self.request_measured != "warm-up":
-            self._measured(lv, f"C={concurrency} repetition {repetition + 1}")
+            self._measured(lv, f"{point.label} repetition {repetition + 1}")
         recs = lv.records
         for rec in recs:
-            rec.concurrency, rec.repetition = concurrency, repetition
+            rec.concurrency, rec.rate, rec.repetition = concurrency, point.rate, repetition
             counted = rec.output_tokens_source == "chunks" and rec.status == "ok"
             if self.tokenizer is not None and counted:
                 rec.output_tokens = len(self.tokenizer.encode(rec.output_text))
@@ -238,6 +247,7 @@ class Driver:
         summary.client = self._client(lv, summary.chunk_s)
         level = Level(
             concurrency=concurrency,
+            rate=point.rate,
             repetition=repetition,
             started_at_unix=lv.started_at_unix,
             window=Window(t0_monotonic=lv.t0_monotonic, duration_s=lv.duration_s),
@@ -258,15 +268,16 @@ class Driver:
             if median > 0:
                 self.request_s, self.request_measured = median, where
 
-    def stagger(self, concurrency: int) -> Stagger | None:
+    def stagger(self, point: Point) -> Stagger | None:
         """How a closed-loop level's clients start: each one request time over C after the
         one before (so the C clients' first requests are spread over about one request, as
         they are in the steady state), within STAGGER_SHARE of a duration level. None for an
         open loop (its arrival times say when requests go); a step of 0 when the workload
         turns staggering off or no request time was measured yet."""
         wl = self.wl
-        if wl.request_rate is not None:
+        if wl.rate_at(point) is not None:
             return None
+        concurrency = point.concurrency
         if not wl.stagger or self.request_s is None:
             return Stagger(step_s=0.0)
         step = self.request_s / concurrency

@@ -19,7 +19,7 @@ from reportgen.errors import ReportgenError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence, telemetry
 from reportgen.observe.telemetry import Telemetry
-from reportgen.results.model import Control, Experiment, Look, Run, TelemetryInfo
+from reportgen.results.model import Control, Experiment, Look, Point, Run, TelemetryInfo
 from reportgen.run import external
 from reportgen.run.plan import interleaved, server_sessions
 from reportgen.run.resume import utc_now
@@ -32,7 +32,7 @@ def run_experiment(
     parent: Resolved | None,
     entry: Experiment,
     save: Any,
-    open_levels: Callable[[], list[int]] | None = None,
+    open_levels: Callable[[], list[Point]] | None = None,
 ) -> dict[str, list[RequestRecord]]:
     """Run ``r`` into ``entry`` (``save()`` is called once its tables are written); returns
     its request records by table. With adaptive repetitions, ``open_levels()`` says after
@@ -107,7 +107,7 @@ def _rounds(
     parent: Resolved | None,
     entry: Experiment,
     index: int,
-    open_levels: Callable[[], list[int]],
+    open_levels: Callable[[], list[Point]],
     interleave: bool,
 ) -> Iterator[Launch]:
     """Adaptive repetitions: after ``min``, while some objective level is undecided and
@@ -117,7 +117,7 @@ def _rounds(
     low, high = repetitions_range(r.workload.repetitions)
     if high <= low or parent is None:
         return  # a fixed count, or the baseline: nothing to tell it from
-    still: list[int] | None = None
+    still: list[Point] | None = None
     for done in range(low, high + 1):
         found = open_levels()
         still = found if still is None else [c for c in found if c in still]

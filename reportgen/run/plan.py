@@ -114,7 +114,7 @@ def planned_requests(campaign: Campaign, r: Resolved) -> int:
     wl = r.workload
     sides = 2 if campaign.model.campaign.interleave and r.parent else 1
     reps = repetitions_range(wl.repetitions)[0]
-    return (wl.requests_per_level or 0) * len(wl.concurrency) * reps * sides
+    return (wl.requests_per_level or 0) * len(wl.points) * reps * sides
 
 
 def total_requests(campaign: Campaign) -> int:

@@ -28,7 +28,7 @@ class ProgressSink(Protocol):
     def phase(self, text: str) -> None: ...
     def warn(self, text: str) -> None: ...
     def level_start(
-        self, concurrency: int, repetition: int, repetitions: int, requests: int | None
+        self, label: str, repetition: int, repetitions: int, requests: int | None
     ) -> None: ...
     def request_done(self, output_tokens: int, ok: bool) -> None: ...
     def experiment_end(self, exp_id: str, status: str, note: str, skipped: int) -> None: ...
@@ -61,7 +61,7 @@ class Quiet:
         self._say(f"warning: {text}")
 
     def level_start(
-        self, concurrency: int, repetition: int, repetitions: int, requests: int | None
+        self, label: str, repetition: int, repetitions: int, requests: int | None
     ) -> None:
         pass
 
@@ -126,9 +126,9 @@ class Live:
         self.console.print(Text.assemble(("warning: ", "yellow"), text), highlight=False)
 
     def level_start(
-        self, concurrency: int, repetition: int, repetitions: int, requests: int | None
+        self, label: str, repetition: int, repetitions: int, requests: int | None
     ) -> None:
-        desc = f"  C={concurrency} rep {repetition + 1}/{repetitions}"
+        desc = f"  {label} rep {repetition + 1}/{repetitions}"
         self._level_t0, self._level_tokens, self._errors = time.monotonic(), 0, 0
         if self.level is not None:
             self.progress.remove_task(self.level)

@@ -28,6 +28,7 @@ from reportgen.results.model import (
     FAILED_DURING,
     Experiment,
     Level,
+    Point,
     ProbeAnswer,
     Ready,
     SearchRecord,
@@ -85,7 +86,7 @@ class Launch:
     repetitions: list[int]
     role: Role
     index: int
-    levels: list[int] | None = None  # a round of adaptive repetitions: the levels still open
+    levels: list[Point] | None = None  # a round of adaptive repetitions: the levels still open
 
 
 class ServerSession:
@@ -210,24 +211,24 @@ class ServerSession:
         if wl.find_max is not None and launch.role == "experiment" and not launch.levels:
             self._search(drv, wl.find_max)
             return
-        for c in launch.levels or wl.concurrency:
+        for point in launch.levels or wl.points:
             for rep in launch.repetitions:
-                self._level(drv, c, rep)
+                self._level(drv, point, rep)
 
-    def _level(self, drv: Driver, c: int, rep: int) -> Level:
+    def _level(self, drv: Driver, point: Point, rep: int) -> Level:
         """One level run: its records kept, the engine's counters around it; raises the
         server's failure when it died (the level marked cut short)."""
         wl = self.launch.experiment.workload
         most = repetitions_range(wl.repetitions)[1]
-        self.ctx.progress.level_start(c, rep, most, wl.requests_per_level)
+        self.ctx.progress.level_start(point.label, rep, most, wl.requests_per_level)
         before = self._scrape()
-        level, recs = drv.level(c, rep, stop_when=self._dead)
+        level, recs = drv.level(point, rep, stop_when=self._dead)
         level.session = self.launch.index
         if before is not None:
             level.engine_metrics = evidence.deltas(before, self._scrape() or {})
         self.levels.append(level)
         self.rows.extend(recs)
-        failed = self.srv.failure(f"during C={c} repetition {rep + 1}")
+        failed = self.srv.failure(f"during {point.label} repetition {rep + 1}")
         if failed is not None:  # its numbers are not the configuration's
             level.aborted = level.aborted or f"{FAILED_DURING}: {gist(str(failed))}"
             raise failed
@@ -245,14 +246,24 @@ class ServerSession:
             start=find.start,
             max=find.max,
             probes_allowed=find.probes,
+            over=find.over,
         )
         self.entry.search = record
         look = search.Search(
-            bounds, find.start, find.max, find.probes, find.tolerance, done=record.probes
+            bounds,
+            find.start,
+            find.max,
+            find.probes,
+            find.tolerance,
+            done=record.probes,
+            over=find.over,
+            cap=self.launch.experiment.workload.concurrency[0],
         )
-        while (c := look.next()) is not None:
-            self.ctx.progress.phase(f"find-max: probing C={c}")
-            look.record(c, [self._level(drv, c, rep).summary for rep in self.launch.repetitions])
+        while (x := look.next()) is not None:
+            point = look.point(x)
+            self.ctx.progress.phase(f"find-max: probing {point.label}")
+            reps = self.launch.repetitions
+            look.record(x, [self._level(drv, point, rep).summary for rep in reps])
             record.best, record.lowest_failure = look.best, look.lowest_failure
             record.converged = look.converged
 

@@ -150,26 +150,28 @@ def check(campaign: Campaign) -> Findings:
 def _undecidable(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
     """Experiments that share no level of the objective with every configuration they may be
     compared with (the parent named; for "best", any earlier one): "inconclusive" for sure."""
-    wanted = campaign.model.campaign.objective.concurrency
+    objective = campaign.model.campaign.objective
     out = []
     for i, r in enumerate(steps):
         if i == 0:
             continue
         candidates = steps[:i] if r.based_on == "best" else [s for s in steps if s.id == r.parent]
-        mine = set(r.workload.concurrency) & set(wanted or r.workload.concurrency)
-        if any(mine & set(c.workload.concurrency) for c in candidates):
+        mine = {p for p in r.workload.points if objective.decides(p)}
+        if any(mine & set(c.workload.points) for c in candidates):
             continue
         parent = "any earlier experiment" if r.based_on == "best" else repr(r.parent)
+        key = "request_rate" if r.workload.rates is not None else "concurrency"
+        wanted = getattr(objective, key)
         levels = (
-            f"the objective's levels (campaign.objective.concurrency = {wanted})"
+            f"the objective's levels (campaign.objective.{key} = {wanted})"
             if wanted
             else "its levels"
         )
         out.append(
             Problem(
                 campaign.path,
-                f"experiment {r.id!r}: workload.concurrency",
-                r.workload.concurrency,
+                f"experiment {r.id!r}: workload.{key}",
+                getattr(r.workload, key),
                 f"shares none of {levels} with {parent}, so its verdict can only be "
                 "'inconclusive'; run it at one of them too",
             )
