@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from reportgen import campaign
+from reportgen.results.model import Point
 from reportgen.run import plan
 from tests.conftest import free_port, reportgen_main
 
@@ -210,16 +211,18 @@ def test_interleaved_rounds_bring_the_parents_run_and_a_decided_level_stays_deci
     steps = plan.plan(campaign.load(path))
     base, child = steps[0], steps[1]
     entry = Experiment(id=child.id)
-    answers = iter([[1, 4], [4], [1, 4]])  # C=1 decided at the second look, then open again
+    answers = iter(
+        [[Point(1), Point(4)], [Point(4)], [Point(1), Point(4)]]
+    )  # C=1 decided at the second look, then open again
     rounds = list(_rounds(child, base, entry, 4, lambda: next(answers), interleave=True))
-    assert [(x.role, x.repetitions, x.levels) for x in rounds] == [
+    assert [(x.role, x.repetitions, [p.concurrency for p in x.levels or []]) for x in rounds] == [
         ("control", [2], [1, 4]),  # repetition 2 (an even one): the parent first
         ("experiment", [2], [1, 4]),
         ("experiment", [3], [4]),  # repetition 3: the experiment first, only the open level
         ("control", [3], [4]),
     ]
     assert [x.index for x in rounds] == [4, 5, 6, 7]
-    assert [(look.repetitions, look.open) for look in entry.looks] == [
+    assert [(look.repetitions, [p.concurrency for p in look.open]) for look in entry.looks] == [
         (2, [1, 4]),
         (3, [4]),
         (4, [4]),  # at max: recorded, no more rounds

@@ -336,7 +336,7 @@ def test_request_tables_keep_every_record_field(tmp_path: Path) -> None:
     path = results.save_requests(tmp_path, "exp~control", sent)
     assert pd.read_parquet(path).columns.tolist() == list(results.REQUEST_COLUMNS)
     assert pd.read_parquet(path)["experiment"].unique().tolist() == ["exp"]  # its experiment
-    assert list(results.REQUEST_COLUMNS[:3]) == ["experiment", "concurrency", "repetition"]
+    assert list(results.REQUEST_COLUMNS[:4]) == ["experiment", "concurrency", "rate", "repetition"]
     assert results.read_requests(tmp_path, "exp~control") == sent
     assert results.read_requests(tmp_path, "never-saved") == []
     empty = results.save_requests(tmp_path, "none", [])

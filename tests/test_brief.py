@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from reportgen import results
 from reportgen.render import brief
+from reportgen.results.model import Point
 from tests.conftest import ROOT
 
 EXAMPLES = ROOT / "docs" / "examples"
+
+LEVELS = [Point(1), Point(16), Point(64)]
 
 
 def test_the_best_configuration_its_command_and_its_cost_per_level() -> None:
@@ -20,7 +23,7 @@ def test_the_best_configuration_its_command_and_its_cost_per_level() -> None:
         "ITL p50 (ms)",
         "ITL p99 (ms)",
     ]
-    assert [level for level, _ in b.levels] == [1, 16, 64]
+    assert [str(level) for level, _ in b.levels] == ["1", "16", "64"]
     assert b.samples[0].count("–") == 1 and int(b.samples[0].split("–")[0]) < 100  # C=1: few
     first = dict(zip(b.columns, b.levels[0][1], strict=True))
     tput = first["output_tok_s"]
@@ -56,20 +59,20 @@ def test_expectations_are_read_for_their_direction_and_judged_against_the_verdic
     assert got["baseline-again"].judged == "not shown"  # inconclusive everywhere
     # each clause about the metric it names, at the levels it names ("C=16 and 64")
     assert [r.said() for r in brief._reading(
-        "Higher TTFT at C=16 and 64; output tok/s lower at C=64", [1, 16, 64]
+        "Higher TTFT at C=16 and 64; output tok/s lower at C=64", LEVELS
     )] == ["TTFT p50 worse at C=16,64", "worse at C=64"]  # fmt: skip
     # where an effect is largest is not where it is alone; "several times" alone is up
     assert [r.said() for r in brief._reading(
-        "Slower, most at C=64; several times the throughput at high concurrency", [1, 16, 64]
+        "Slower, most at C=64; several times the throughput at high concurrency", LEVELS
     )] == ["worse at C=1,16,64", "better at C=64"]  # fmt: skip
     # two directions ("about the same, or lower") are no reading; "fewer" is worse for tok/s,
     # "longer" for TTFT; a part naming no level speaks of its clause's
     assert [r.said() for r in brief._reading(
         "output tok/s about the same, or lower at C=64; at C=64 fewer tokens per second, "
-        "and a longer time to first token, a lower TTFT p99", [1, 16, 64]
+        "and a longer time to first token, a lower TTFT p99", LEVELS
     )] == ["worse at C=64", "TTFT p50 worse at C=64", "TTFT p99 better at C=64"]  # fmt: skip
     # negations and bounds are no reading; "drops", "cuts" and "twice" move the value
-    said = {t: [r.said() for r in brief._reading(t, [1, 16, 64])] for t in (
+    said = {t: [r.said() for r in brief._reading(t, LEVELS)] for t in (
         "No slower than the baseline", "TTFT no longer grows at C=64", "TTFT drops at C=64",
         "Cuts TTFT 3x at C=16", "Twice as fast", "Faster at C=1, slower at C=64",
         "first-token latency lower at c=16", "Mostly faster at high concurrency",
@@ -89,10 +92,12 @@ def test_expectations_are_read_for_their_direction_and_judged_against_the_verdic
         "It should not fail", "should no longer fail at C=64", "fixes the capture that fails",
     )] == [True, True, False, False, False]  # fmt: skip
     # a latency objective: throughput is output tok/s, a bare "faster" the objective
-    latency = brief._reading("Higher throughput at C=64; faster at C=1", [1, 64], False, "ttft_ms")
+    latency = brief._reading(
+        "Higher throughput at C=64; faster at C=1", [Point(1), Point(64)], False, "ttft_ms"
+    )
     assert [(r.metric, r.direction, r.levels) for r in latency] == [
-        ("output_tok_s", "better", [64]),
-        ("objective", "better", [1]),
+        ("output_tok_s", "better", [Point(64)]),
+        ("objective", "better", [Point(1)]),
     ]
     # a failure expected that did not come is not met
     sglang = {x.id: x for x in brief.build(results.load(EXAMPLES / "sglang-h200")).expectations}
@@ -133,7 +138,7 @@ def test_a_failed_experiments_finished_levels_are_drawn() -> None:
 
     series = {s.id: s for s in view.build(results.load(EXAMPLES / "h200")).series}
     eager = series["eager-attention"]
-    assert eager.partial and eager.levels == [1, 4, 16]
+    assert eager.partial and [p.concurrency for p in eager.levels] == [1, 4, 16]
     assert all(v is not None and v > 0 for v in eager.mean["output_tok_s"])
     assert "float16" not in series  # failed before any level: nothing to draw
     assert not series["cuda-graphs"].partial

@@ -243,7 +243,7 @@ def test_run_json_prints_the_outcome_for_scripts(tmp_path: Path, cache: Path) ->
         assert (got["mean"], got["sd"], got["repetitions"]) == (want["mean"], want["sd"], 2)
     assert [c["concurrency"] for c in fast["vs_parent"]] == [1, 4]
     assert fast["vs_parent"] == [
-        {k: c[k] for k in ("concurrency", "ratio", "ci_low", "ci_high", "verdict")}
+        {k: c[k] for k in ("concurrency", "rate", "ratio", "ci_low", "ci_high", "verdict")}
         for c in results["experiments"][1]["decision"]["vs_parent"]
     ]
 

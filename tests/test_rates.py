@@ -124,9 +124,7 @@ args = {{ ttft-ms = 5 }}
 
 
 @pytest.mark.slow
-def test_a_campaign_sweeps_rates_compares_at_each_and_verifies(
-    tmp_path: Path, cache: Path
-) -> None:
+def test_a_campaign_sweeps_rates_compares_at_each_and_verifies(tmp_path: Path, cache: Path) -> None:
     path = _campaign(tmp_path / "rates.toml", '[20, 80, "inf"]')
     plan = reportgen_main("plan", path)
     assert plan.returncode == 0, plan.stderr

@@ -351,7 +351,7 @@ def test_fmt_num(value: float | None, text: str) -> None:
 def test_level_table_ratio_is_against_the_baseline(sample: Run) -> None:
     report = view.build(sample)
     fast = report.experiments[1]
-    c1 = [row for row in fast.levels if row.concurrency == 1]
+    c1 = [row for row in fast.levels if row.concurrency == "1"]
     assert [row.label for row in c1] == ["this", "baseline"]
     assert c1[0].output.value == "227.0" and c1[1].output.value == "187.9"
     assert c1[0].ratio == "1.21×"  # 227.011 / 187.852

@@ -109,6 +109,6 @@ def test_bench_find_max_searches_a_running_server(
     (run_dir / "results.json").write_text(json.dumps(data))
     assert reportgen_main("render", run_dir, "--no-pdf").returncode == 0
     res = reportgen_main("verify", run_dir)
-    assert res.returncode == 1 and "DIFF concurrency searches: bench: best " in res.stdout
+    assert res.returncode == 1 and "DIFF load searches: bench: best " in res.stdout
     res = reportgen_main("bench", sim.url, "--find-max", "ttft<5", "--output", out)
     assert res.returncode == 2 and "unknown metric 'ttft'" in res.stderr

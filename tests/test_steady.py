@@ -16,7 +16,7 @@ from reportgen.analysis import checks, summary
 from reportgen.campaign import Workload, loads, resolve
 from reportgen.load.loadgen import RequestRecord, RequestSpec
 from reportgen.observe.gpu import CAPTURE_ENV
-from reportgen.results.model import Experiment, Level
+from reportgen.results.model import Experiment, Level, Point
 from reportgen.run.driver import STAGGER_SHARE, Driver
 from tests.conftest import Sim, free_port, reportgen_main
 
@@ -39,7 +39,7 @@ def driver(url: str, tmp_path: Path, **workload: Any) -> Driver:
 def run_level(drv: Driver, concurrency: int, repetition: int = 0) -> tuple[Level, list]:
     if drv.wl.warmup_requests:
         drv.warmup()
-    return drv.level(concurrency, repetition)
+    return drv.level(Point(concurrency), repetition)
 
 
 def first_starts(recs: list[RequestRecord], clients: int) -> list[float]:
@@ -74,8 +74,8 @@ def test_stagger_off_or_open_loop_start_every_client_at_once(sim: Sim, tmp_path:
     assert max(first_starts(recs, 4)) < 0.05
     # without a warm-up, the first level has nothing to stagger by; the next uses its time
     cold = driver(sim.url, tmp_path, concurrency=[4], requests_per_level=8, warmup_requests=0)
-    first, _ = cold.level(4, 0)
-    second, _ = cold.level(4, 1)
+    first, _ = cold.level(Point(4), 0)
+    second, _ = cold.level(Point(4), 1)
     assert first.stagger is not None and first.stagger.step_s == 0.0
     assert second.stagger is not None and second.stagger.measured == "C=4 repetition 1"
     assert second.stagger.step_s > 0
@@ -89,7 +89,7 @@ def test_a_duration_levels_starts_spread_over_a_quarter_of_it_at_most(
 ) -> None:
     drv = driver(sim.url, tmp_path, concurrency=[4], duration_s=0.3, warmup_requests=2)
     drv.request_s, drv.request_measured = 5.0, "warm-up"  # a request far longer than the level
-    st = drv.stagger(4)
+    st = drv.stagger(Point(4))
     assert st is not None and st.capped
     assert 3 * st.step_s == pytest.approx(STAGGER_SHARE * 0.3)
 

@@ -175,7 +175,10 @@ def _latencies_of(run_dir: Path, exp_id: str) -> dict[Point, dict[str, list[floa
 
     path = run_dir / "requests" / f"{exp_id}.parquet"
     columns = ["concurrency", "status", "start", "first_token", "end"]
-    rated = "rate" in pq.read_schema(path).names if path.exists() else False
+    try:
+        rated = "rate" in pq.read_schema(path).names
+    except (OSError, ValueError):  # missing or damaged: read_table says which, in one line
+        rated = False
     frame = read_table(path, [*columns, "rate"] if rated else columns).to_pandas()
     ok = frame[(frame["status"] == "ok") & frame["start"].notna()]
     conc = ok["concurrency"].to_numpy()

@@ -112,6 +112,18 @@ def check(campaign: Campaign) -> Findings:
                 "or give a server already running elsewhere as server.base_url",
             )
         )
+    engine = engines.get(campaign.model.server.engine)
+    if started and not campaign.model.server.command and not engine.default_command:
+        found.errors.append(
+            Problem(
+                campaign.path,
+                "server.command",
+                MISSING,
+                f"engine {engine.name!r} has no command of its own: give server.command, the "
+                "command line that starts the server (or base_url for one already running)",
+            )
+        )
+        return found
     ports = _port_range(campaign, started)
     found.errors += ports or _port_problems(campaign, started)
     if started:
