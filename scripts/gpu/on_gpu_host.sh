@@ -29,7 +29,8 @@
 #                            (and vLLM runs with VLLM_SERVER_DEV_MODE=1, for its /server_info).
 #   bench ENGINE [OPTIONS]   the engine started by hand (setsid, port BENCH_PORT or 8000) with the
 #                            test model, then `reportgen bench http://127.0.0.1:PORT OPTIONS`
-#                            against it, then the server stopped by its process group
+#                            against it (and, with BENCH_THEN, a second `reportgen bench` with
+#                            those options), then the server stopped by its process group
 #   pack RUN_DIR FILE        the run directory as one tar.xz (to bring back)
 #
 # Environment: BUNDLES (default /tmp/bundles), SITES (/tmp/sites), MODELS (/tmp/models), RUNS
@@ -221,6 +222,10 @@ sys.exit(1)
 ' "$port" || say "bench: the server did not answer /health in time"
   say "bench: $engine answered /health after $((SECONDS - t0)) s"
   python3 -m reportgen bench "http://127.0.0.1:$port" --output "$RUNS" --no-pdf "$@" || say "bench: reportgen exited $?"
+  if [ -n "${BENCH_THEN:-}" ]; then  # a second benchmark of the same server, these options
+    eval "set -- $BENCH_THEN"
+    python3 -m reportgen bench "http://127.0.0.1:$port" --output "$RUNS" --no-pdf "$@" || say "bench: reportgen exited $?"
+  fi
   kill -TERM -- "-$server" 2>/dev/null || true
   for _ in $(seq 1 30); do kill -0 -- "-$server" 2>/dev/null || break; sleep 1; done
   kill -KILL -- "-$server" 2>/dev/null || true
