@@ -196,18 +196,25 @@ def test_goodput_can_be_the_objective(tmp_path: Path, cache: Path) -> None:
           "slo": {"ttft_ms": 40}}  # fmt: skip
     # a first token of 100 ms misses the 40 ms SLO every time: its goodput falls to none
     slow = {"id": "slow-start", "why": "w", "args": {"ttft-ms": 100}}
-    path = _campaign(tmp_path, wl, free_port(), [slow])
+    # ... and one slower still, against it: neither meets the SLO, nothing to tell them apart
+    still = {"id": "slower-still", "why": "w", "based_on": "slow-start", "args": {"ttft-ms": 150}}
+    path = _campaign(tmp_path, wl, free_port(), [slow, still])
     text = path.read_text().replace('"output_tok_s"', '"goodput_req_s"', 1)
     path.write_text(text)
     res = reportgen_main("validate", path)
     assert res.returncode == 0, res.stderr
     data, _ = _ran(tmp_path, path, cache)
     assert data["campaign"]["campaign"]["objective"]["metric"] == "goodput_req_s"
-    base, slow = data["experiments"]
+    base, slow, still = data["experiments"]
     assert all(a["goodput_req_s"]["mean"] for a in base["by_level"])
     assert all(a["goodput_req_s"]["mean"] == 0 for a in slow["by_level"])
     # compared, and worse (it was "inconclusive: ran at no common level")
     assert slow["decision"]["verdict"] == "rejected", slow["decision"]["explanation"]
+    # two goodputs of none are not compared by their levels' lengths (it was "rejected")
+    assert still["decision"]["verdict"] == "inconclusive", still["decision"]["explanation"]
+    assert "C=1: no request met the SLO on either side" in still["decision"]["explanation"]
+    assert "No request met the SLO on either side" in still["decision"]["explanation"]
+    assert reportgen_main("verify", next((tmp_path / "out").glob("*/*/"))).returncode == 0
     path.write_text(text.replace("ttft_ms = 40", "").replace('"ttft_ms" = 40', ""))
     res = reportgen_main("validate", path)
     assert res.returncode == 2

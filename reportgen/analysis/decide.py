@@ -127,6 +127,9 @@ def compare_sides(
     for level in wanted:
         p = [r for r in parent if r.level == level]
         c = [r for r in child if r.level == level]
+        if p and c and all(r.floored for r in (*p, *c)):
+            out.append(_none_met(metric, level, len(p), len(c)))
+            continue
         out.append(
             _compare_level(
                 p,
@@ -323,6 +326,16 @@ def _no_data(
     )
 
 
+# ``Comparison.limit`` where no request met the SLO on either side: goodput cannot tell them
+NONE_MET = "none met"
+
+
+def _none_met(metric: str, level: Point, n_parent: int, n_child: int) -> Comparison:
+    """Goodput of none on both sides: no ratio (that of two floors would only compare the
+    levels' lengths), inconclusive, and said why."""
+    return _no_data(metric, level, n_parent, n_child).model_copy(update={"limit": NONE_MET})
+
+
 def compare_pairs(
     pairs: Sequence[tuple[float, float]],
     *,
@@ -465,6 +478,26 @@ def compare_experiments(
     ``paired``, repetition k of one with repetition k of the other (interleaved runs)."""
     p, c = runs_by_level(parent_levels, metric), runs_by_level(child_levels, metric)
     wanted = _common(set(p), set(c), levels)
+    if metric == "goodput_req_s":
+        none = {
+            x
+            for x in wanted
+            if all(
+                lv.summary.value(metric) == 0
+                for lv in (*parent_levels, *child_levels)
+                if lv.point == x and compared_value(lv.summary, metric) is not None
+            )
+        }
+        if none:
+            return [
+                _none_met(metric, x, len(p[x]), len(c[x]))
+                if x in none
+                else compare_experiments(
+                    parent_levels, child_levels, metric, margin=margin,
+                    higher_is_better=higher_is_better, levels=[x], paired=paired,
+                )[0]
+                for x in wanted
+            ]  # fmt: skip
     if paired:
         pr, cr = _by_run(parent_levels, metric), _by_run(child_levels, metric)
         return [
@@ -496,6 +529,8 @@ def ci_label(c: Comparison) -> str:
 
 
 def _fmt(c: Comparison) -> str:
+    if c.ratio is None and c.limit == NONE_MET:
+        return f"{c.point.label}: no request met the SLO on either side"
     if c.ratio is None:
         return f"{c.point.label}: no data"
     ci = "" if c.ci_low is None else f" ({ci_label(c)} {c.ci_low:.2f}-{c.ci_high:.2f})"
@@ -593,7 +628,13 @@ def decide(
             f"{head} Within the {margin:.0%} margin everywhere: no gain, so "
             f"{parent_id} (the simpler configuration) is kept.",
         )
-    missing = [c for c in comparisons if c.ci_low is None]
+    if all(c.limit == NONE_MET for c in comparisons):
+        return (
+            "inconclusive",
+            f"{head} No request met the SLO on either side, so goodput cannot tell them "
+            "apart: loosen workload.slo or lower the load to compare them by it.",
+        )
+    missing = [c for c in comparisons if c.ci_low is None and c.limit != NONE_MET]
     if legacy:  # the words of decisions taken before the noise model, to verify them
         more = (
             " Only one repetition per level: raise workload.repetitions to at least 2 for an "

@@ -58,6 +58,7 @@ class Run1:
     repetition: int
     session: SessionKey
     log: float
+    floored: bool = False  # a goodput of none, taken as half a request (``compared_value``)
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,8 @@ def _add(
         return
     v = compared_value(lv.summary, metric, stat)
     if v is not None and math.isfinite(v) and v > 0:
-        out.append(Run1(config, lv.point, lv.repetition, session, math.log(v)))
+        none = metric == "goodput_req_s" and lv.summary.value(metric, stat) == 0
+        out.append(Run1(config, lv.point, lv.repetition, session, math.log(v), none))
 
 
 def within_cells(runs: Sequence[Run1]) -> list[np.ndarray]:
