@@ -208,3 +208,27 @@ def test_bench_sweeps_rates_and_searches_the_highest_rate(
     assert res.returncode == 2 and "each once" in res.stderr
     res = reportgen_main("bench", sim.url, "--request-rate", "2,4", "--concurrency", "1,2")
     assert res.returncode == 2 and "give one concurrency value" in res.stderr
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+
+
+def test_the_rate_runs_against_sglang_on_the_h200_verify() -> None:
+    """`reportgen bench --request-rate 16,64,256,inf` and a rate search against SGLang 0.5.17
+    on one H200 (scripts/gpu/on_gpu_host.sh bench sglang): each verifies, and says what ran."""
+    from reportgen import results
+
+    sweep = results.load(EXAMPLES / "bench-rates-sglang-h200")
+    (e,) = sweep.experiments
+    assert [a.point.label for a in e.by_level] == ["R=16/s", "R=64/s", "R=256/s", "R=inf/s"]
+    assert all(a.errors == 0 and a.requests == 384 for a in e.by_level)
+    req_s = [a.mean("req_s") for a in e.by_level]
+    assert req_s[0] == pytest.approx(16, rel=0.1) and req_s[1] == pytest.approx(64, rel=0.1)
+    assert req_s[2] < 200 < 256  # beyond what the server keeps up with: it falls behind
+    found = results.load(EXAMPLES / "bench-rate-search-sglang-h200").experiments[0].search
+    assert found is not None and found.over == "request_rate"
+    assert [p.rate for p in found.probes] == [16, 8, 12, 14, 15]
+    assert (found.best, found.lowest_failure, found.converged) == (15, 16, True)
+    for name in ("bench-rates-sglang-h200", "bench-rate-search-sglang-h200"):
+        res = reportgen_main("verify", EXAMPLES / name)
+        assert res.returncode == 0, res.stdout

@@ -253,6 +253,8 @@ def _objective_levels(run: Run) -> list[Point]:
     if named:
         return [Point(c) for c in named]
     wl = run.default_workload
+    if wl.get("find_max"):  # a search: its levels are the probes it ran
+        return run.objective_points(lv.point for e in run.experiments for lv in e.levels)
     rates, caps = wl.get("request_rate"), wl.get("concurrency") or []
     if isinstance(rates, list) and caps:
         return [p for r in rates if run.decides(p := Point(int(caps[0]), float(r)))]
