@@ -79,3 +79,9 @@ class ResultsError(ReportgenError):
 
 class RenderError(ReportgenError):
     """A report that could not be rendered or written."""
+
+
+class HostLost(ReportgenError):
+    """The GPU host of a run over SSH went away mid-experiment (the connection dropped, the
+    host rebooted): the run stops as an interrupted one does, what finished is kept, and
+    ``--resume`` goes on."""

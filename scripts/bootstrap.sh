@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the system libraries reportgen needs, where missing.
 #   scripts/bootstrap.sh          Pango (for weasyprint's PDF rendering)
-#   scripts/bootstrap.sh --test   also Chromium (headless HTML tests) and poppler-utils (pdftotext)
+#   scripts/bootstrap.sh --test   also Chromium (headless HTML tests), poppler-utils (pdftotext)
+#                                 and OpenSSH (the SSH executor's tests run a server on 127.0.0.1)
 # Uses apt-get (as root, or through sudo). On other systems it says what to install and stops.
 set -euo pipefail
 
@@ -20,6 +21,9 @@ fi
 if [ $want_test -eq 1 ]; then
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
   command -v pdftotext >/dev/null 2>&1 || missing+=(poppler-utils)
+  # the SSH executor's tests: an OpenSSH server on 127.0.0.1 (started by the tests), a client
+  [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+  command -v ssh >/dev/null 2>&1 || missing+=(openssh-client)
 fi
 
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -159,13 +159,59 @@ class HostExpect(_Model):
     gpu_name: str | None = Field(None, description="Substring the GPU name must contain.")
 
 
+class SshHost(_Model):
+    """The GPU host reached over SSH (``host.executor = "ssh"``): the servers and the load
+    generator run there, the run directory stays here."""
+
+    host: str = Field(
+        pattern=r"^[A-Za-z0-9_.@:\[\]-]+$",
+        description="The GPU host as ssh takes it: a name or address, user@host, or a Host of "
+        "~/.ssh/config.",
+    )
+    user: str | None = Field(None, description="Login name (default: ssh's).")
+    port: int | None = Field(None, ge=1, le=65535, description="SSH port (default: ssh's).")
+    python: str = Field(
+        "python3",
+        description="The Python there with this version of reportgen installed (a virtual "
+        "environment's bin/python, say).",
+    )
+    identity_file: str | None = Field(None, description="Private key (default: ssh's).")
+    options: list[str] = Field(
+        default_factory=list,
+        description='More ssh options, e.g. ["-o", "ProxyJump=bastion"].',
+    )
+    dir: str | None = Field(
+        None,
+        description="The folder there that the campaign's relative paths (prompts, model, "
+        "tokenizer) are read from (default: the campaign file's folder, at the same path).",
+    )
+    workdir: str = Field(
+        "~/.cache/reportgen/remote",
+        description="Where the host keeps an experiment's files until they are sent back.",
+    )
+
+
 class Host(_Model):
+    executor: Literal["local", "ssh"] = Field(
+        "local",
+        description="Where servers and load run: here (local), or on host.ssh's host over "
+        "SSH (the run directory and the report stay here).",
+    )
+    ssh: SshHost | None = Field(None, description='The GPU host, for executor = "ssh".')
     expect: HostExpect = Field(default_factory=lambda: HostExpect())  # type: ignore[call-arg]
     repos: list[str] = Field(
         default_factory=list,
         description="Git checkouts whose commit and uncommitted changes the run records (an "
         "engine built from source, say); relative to the campaign file.",
     )
+
+    @model_validator(mode="after")
+    def _ssh_given(self) -> Host:
+        if self.executor == "ssh" and self.ssh is None:
+            raise ValueError(
+                'executor = "ssh" needs host.ssh = { host = "gpu-box" } (the host to run on)'
+            )
+        return self
 
 
 class Server(_Model):
@@ -777,7 +823,7 @@ class Experiment(_Model):
 
 class CampaignModel(_Model):
     campaign: CampaignInfo
-    host: Host = Field(default_factory=lambda: Host())
+    host: Host = Field(default_factory=lambda: Host())  # type: ignore[call-arg]
     server: Server = Field(default_factory=lambda: Server())  # type: ignore[call-arg]
     workload: Workload = Field(default_factory=lambda: Workload())  # type: ignore[call-arg]
     reference: list[Reference] = Field(default_factory=list)

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from reportgen.cli.codes import EXIT_FAILED, EXIT_OK
-from reportgen.errors import ResultsError
+from reportgen.errors import HostLost, ResultsError
 from reportgen.run import interrupt
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     interrupt.install()  # Ctrl-C and SIGTERM: KeyboardInterrupt, never lost (see there)
     r = runner.Runner(c, run_dir, progress.make(said, live), resume=saved)
     data: Run | None = None
-    interrupted = False
+    interrupted = lost = False
     try:
         data = r.run()
     except KeyboardInterrupt:
@@ -59,6 +59,9 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
             "interrupted: servers stopped, finished experiments saved; rendering a partial report",
             markup=False,
         )
+    except HostLost as exc:
+        lost = True
+        err.print(f"error: {exc}; rendering a partial report", markup=False)
     if data is None:  # interrupted: what was saved, if the run got as far
         if not (run_dir / results.RESULTS).exists():
             return interrupt.exit_code()
@@ -78,7 +81,7 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         return interrupt.exit_code()
     for p in paths:
         said.print(f"report: {p}", markup=False)
-    code = _exit_code(args, data, err, interrupted)
+    code = EXIT_FAILED if lost else _exit_code(args, data, err, interrupted)
     if args.json:
         out.print_json(json.dumps(_summary_json(run_dir, data, paths, code), default=str))
     return code

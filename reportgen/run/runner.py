@@ -18,13 +18,13 @@ from reportgen import results as store
 from reportgen.analysis import verdict
 from reportgen.analysis.checks import invalidated
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
-from reportgen.errors import ReportgenError, ResultsError
+from reportgen.errors import HostLost, ResultsError
 from reportgen.load.records import RequestRecord
-from reportgen.observe import fingerprint, gpu
+from reportgen.observe import gpu
 from reportgen.redact import redact_text
 from reportgen.results.model import EngineRecord, Experiment, Run, RunStatus
-from reportgen.run import calibrate, confirm, interrupt
-from reportgen.run.experiment import check, run_experiment
+from reportgen.run import confirm, executor, interrupt
+from reportgen.run.experiment import check
 from reportgen.run.plan import (
     campaign_secrets,
     describe,
@@ -32,7 +32,6 @@ from reportgen.run.plan import (
     planned_requests,
     total_requests,
 )
-from reportgen.run.preflight import preflight
 from reportgen.run.progress import ProgressSink, Quiet
 from reportgen.run.resume import campaign_file, continue_run, utc_now
 from reportgen.run.session import Context
@@ -55,6 +54,7 @@ class Runner:
         self.resolved: dict[str, Resolved] = {}
         self.results: Run | None = None
         self.flags: engines.Flags | None = None
+        self.executor = executor.choose(campaign)
 
     @property
     def progress(self) -> ProgressSink:
@@ -63,7 +63,8 @@ class Runner:
     # -- the table of contents ---------------------------------------------------------------
 
     def run(self) -> Run:
-        self.ctx.gpu_source, self.ctx.gpu_why = gpu.open_source()
+        if self.executor.name == "local":  # elsewhere, the GPU host samples its own
+            self.ctx.gpu_source, self.ctx.gpu_why = gpu.open_source()
         try:
             return self._run_all()
         finally:
@@ -71,20 +72,11 @@ class Runner:
                 self.ctx.gpu_source.close()
 
     def _run_all(self) -> Run:
-        environment = fingerprint.collect(
-            self.ctx.gpu_source,
-            self.ctx.gpu_why,
-            repos=[self.ctx.campaign_dir / p for p in self.m.host.repos],
-            env_keys=sorted(self.m.server.env),
-        )
-        self.flags = preflight(self.campaign, environment, self.progress)
+        environment, self.flags, _ = self.executor.prepare(self.ctx)
         run = self._continue(environment) if self.resume is not None else self._start(environment)
         self.results = run
         self.progress.phase("measuring the client's ceiling (cached per host)")
-        try:
-            run.client_ceiling = calibrate.calibrate()
-        except ReportgenError as exc:  # best-effort: the campaign is worth more than the flag
-            run.client_ceiling = {"error": str(exc)}
+        run.client_ceiling = self.executor.client_ceiling()
         self.ctx.client_ceiling = run.client_ceiling
         exps = self.campaign.experiments
         self.progress.campaign_start(total_requests(self.campaign), len(exps), self.ctx.run_dir)
@@ -108,6 +100,9 @@ class Runner:
             interrupt.stopping()
             self._finish("incomplete", f"interrupted by the user ({interrupt.received()})")
             raise
+        except HostLost as exc:  # the GPU host went away: stopped as an interrupted run is
+            self._finish("incomplete", str(exc))
+            raise
         except Exception as exc:  # a bug of reportgen's: the results say so, never "running"
             self._finish(
                 "incomplete",
@@ -130,8 +125,8 @@ class Runner:
         entry.status = "running"
         self._save()  # a crash from here on still shows which experiment was running
         parent = self.resolved.get(r.parent) if r.parent else None
-        rows = run_experiment(
-            self.ctx, r, parent, entry, self._save, partial(verdict.open_levels, run, entry)
+        rows = self.executor.run_experiment(
+            self.ctx, run, r, parent, entry, self._save, partial(verdict.open_levels, run, entry)
         )
         check(self.ctx, run, entry, r, rows[entry.table])
         self._decide(run, entry, rows)

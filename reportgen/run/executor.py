@@ -1,0 +1,352 @@
+"""Where a campaign's servers and load run (``host.executor``): here, or on a GPU host over SSH.
+
+The runner asks its executor for two things: ``prepare`` (the measuring host's fingerprint,
+the campaign's preflight there, the client's ceiling there) and ``run_experiment`` (one
+experiment's server sessions, into its results entry and the run directory). ``Local`` does
+both in this process, as reportgen always did. ``Ssh`` runs them on the GPU host through
+``python -m reportgen.run.remote`` over one SSH connection each, so the load generator runs next
+to the server, as the peers advise, and the run directory, the report and ``--resume`` stay
+here. Telemetry and the fingerprint are the GPU host's; the environment records how it was
+reached (``executor``: the host, the SSH round trip).
+
+Faults: a connection that drops mid-experiment (or a host that reboots) ends the experiment
+as failed with the reason, what finished before is kept and ``--resume`` goes on; the GPU
+host's side stops its server by process group as soon as its end of the connection closes
+(``remote``). Ctrl-C here closes the connection first, so the far side stops at once too.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import io
+import json
+import pickle
+import shlex
+import shutil
+import subprocess
+import tarfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from reportgen import __version__, engines
+from reportgen import results as store
+from reportgen.campaign import Campaign, Resolved
+from reportgen.campaign.schema import SshHost
+from reportgen.errors import GpuError, HostLost, ReportgenError, ServerError
+from reportgen.load.records import RequestRecord
+from reportgen.observe import fingerprint
+from reportgen.results.model import Experiment, Point, Run
+from reportgen.run import calibrate, remote
+from reportgen.run.experiment import run_experiment
+from reportgen.run.preflight import preflight
+from reportgen.run.resume import utc_now
+from reportgen.run.session import Context
+
+# How long the far side has to send what it measured once asked to stop.
+STOP_GRACE_S = 60.0
+
+
+class RemoteError(ReportgenError):
+    """The GPU host could not be reached, or runs another reportgen."""
+
+
+class Local:
+    """Servers and load in this process, on this host."""
+
+    name = "local"
+
+    def prepare(self, ctx: Context) -> tuple[dict[str, Any], engines.Flags | None, dict[str, Any]]:
+        m = ctx.m
+        environment = fingerprint.collect(
+            ctx.gpu_source,
+            ctx.gpu_why,
+            repos=[ctx.campaign_dir / p for p in m.host.repos],
+            env_keys=sorted(m.server.env),
+        )
+        flags = preflight(ctx.campaign, environment, ctx.progress)
+        return environment, flags, {}
+
+    def client_ceiling(self) -> dict[str, Any]:
+        try:
+            return calibrate.calibrate()
+        except ReportgenError as exc:  # best-effort: the campaign is worth more than the flag
+            return {"error": str(exc)}
+
+    def run_experiment(
+        self,
+        ctx: Context,
+        run: Run,
+        r: Resolved,
+        parent: Resolved | None,
+        entry: Experiment,
+        save: Any,
+        open_levels: Callable[[], list[Point]] | None,
+    ) -> dict[str, list[RequestRecord]]:
+        return run_experiment(ctx, r, parent, entry, save, open_levels)
+
+
+class Ssh:
+    """Servers and load on ``spec``'s host, through ``python -m reportgen.run.remote``."""
+
+    name = "ssh"
+
+    def __init__(self, spec: SshHost, campaign: Campaign) -> None:
+        self.spec = spec
+        self.campaign = campaign
+        self.ceiling: dict[str, Any] = {}
+
+    @property
+    def where(self) -> str:
+        return self.spec.host + (f":{self.spec.port}" if self.spec.port else "")
+
+    def ssh_argv(self, *command: str) -> list[str]:
+        """``ssh`` with the campaign's options, no prompt (a key or an agent, never a
+        password typed mid-run), and a keep-alive that notices a dead link in ~30 s."""
+        s = self.spec
+        argv = ["ssh", "-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=10",
+                "-o", "ServerAliveCountMax=3"]  # fmt: skip
+        if s.port:
+            argv += ["-p", str(s.port)]
+        if s.user:
+            argv += ["-l", s.user]
+        if s.identity_file:
+            argv += ["-i", str(Path(s.identity_file).expanduser())]
+        argv += list(s.options)
+        return [*argv, s.host, "--", *command]
+
+    def _python(self, *args: str) -> list[str]:
+        return self.ssh_argv(shlex.join([self.spec.python, *args]))
+
+    # -- before the first experiment ----------------------------------------------------
+
+    def check(self) -> tuple[str, float]:
+        """The far side's reportgen version (refused unless it is this one) and the SSH
+        round trip in ms (a second, warm connection's)."""
+        argv = self._python("-c", "import reportgen; print(reportgen.__version__)")
+        out = self._ask(argv)
+        times = []
+        for _ in range(2):  # a connection's round trip, with nothing to start there
+            t0 = time.monotonic()
+            self._ask(self.ssh_argv("true"))
+            times.append((time.monotonic() - t0) * 1e3)
+        if out.returncode == 255:
+            why = (out.stderr.strip().splitlines() or ["(nothing said)"])[-1]
+            raise RemoteError(
+                f"{self.where}: cannot connect over SSH ({why}); nothing was started. Check "
+                "host.ssh (host, user, port, identity_file) and that `ssh HOST` works without "
+                "a password"
+            )
+        version = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+        if out.returncode != 0 or not version:
+            raise RemoteError(
+                f"{self.where}: {self.spec.python} there cannot import reportgen; nothing was "
+                f"started. Install reportgen {__version__} there (`pip install reportgen=="
+                f"{__version__}`, or `pip install .` from this checkout) and name that Python "
+                "in host.ssh.python"
+            )
+        if version != __version__:
+            raise RemoteError(
+                f"{self.where}: reportgen {version} there, {__version__} here; nothing was "
+                f"started. Install {__version__} there (the same checkout or release), so "
+                "both sides measure and record alike"
+            )
+        return version, min(times)
+
+    def _ask(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except FileNotFoundError:
+            raise RemoteError("ssh is not installed here: install OpenSSH's client") from None
+        except subprocess.TimeoutExpired:
+            raise RemoteError(
+                f"{self.where}: no answer over SSH within 60 s; check host.ssh"
+            ) from None
+
+    def prepare(self, ctx: Context) -> tuple[dict[str, Any], engines.Flags | None, dict[str, Any]]:
+        ctx.progress.phase(f"checking reportgen on {self.where}")
+        version, rtt = self.check()
+        ctx.progress.phase(f"fingerprint and preflight on {self.where}")
+        got = self._call(remote.Job("prepare", self._campaign_there()), ctx.progress)
+        if "error" in got:
+            kind = {"GpuError": GpuError, "ServerError": ServerError}.get(
+                str(got.get("kind")), RemoteError
+            )
+            raise kind(f"on {self.where}: {got['error']}")
+        environment = dict(got["environment"])
+        environment["executor"] = {
+            "kind": "ssh",
+            "host": self.where,
+            "python": self.spec.python,
+            "reportgen": version,
+            "ssh_rtt_ms": round(rtt, 1),
+            "from": fingerprint.host().get("hostname"),
+        }
+        flags = pickle.loads(bytes.fromhex(got["flags"])) if got.get("flags") else None
+        self.ceiling = dict(got.get("client_ceiling") or {})
+        return environment, flags, {}
+
+    def client_ceiling(self) -> dict[str, Any]:
+        return self.ceiling
+
+    def _campaign_there(self) -> Campaign:
+        """The campaign as the far side reads it: its relative paths from host.ssh.dir."""
+        here = Path(self.campaign.path).resolve()
+        folder = Path(self.spec.dir) if self.spec.dir else here.parent
+        return dataclasses.replace(self.campaign, path=str(folder / here.name))
+
+    # -- one experiment ---------------------------------------------------------------
+
+    def run_experiment(
+        self,
+        ctx: Context,
+        run: Run,
+        r: Resolved,
+        parent: Resolved | None,
+        entry: Experiment,
+        save: Any,
+        open_levels: Callable[[], list[Point]] | None,
+    ) -> dict[str, list[RequestRecord]]:
+        index = run.experiments.index(entry)
+        job = remote.Job(
+            "experiment",
+            self._campaign_there(),
+            workdir=self.spec.workdir,
+            run_id=ctx.run_dir.name,
+            index=index,
+            r=r,
+            parent=parent,
+            run=run,
+        )
+        entry.status = "running"
+        entry.started_at = utc_now()
+        try:
+            got = self._call(job, ctx.progress)
+        except KeyboardInterrupt:
+            entry.status, entry.reason = "interrupted", "interrupted by the user"
+            entry.finished_at = utc_now()
+            save()
+            raise
+        except HostLost as exc:  # not the configuration's failure: --resume runs it again
+            entry.status, entry.reason = "interrupted", str(exc)
+            entry.finished_at = utc_now()
+            save()
+            raise
+        back = Experiment.model_validate(got["entry"])
+        entry.__dict__.update(back.__dict__)
+        with tarfile.open(fileobj=io.BytesIO(base64.b64decode(got["files"])), mode="r:gz") as tar:
+            tar.extractall(ctx.run_dir, filter="data")
+        save()
+        if got.get("stopped"):
+            raise KeyboardInterrupt
+        return {
+            entry.table: store.read_requests(ctx.run_dir, entry.table),
+            entry.control_table: store.read_requests(ctx.run_dir, entry.control_table),
+        }
+
+    def _call(self, job: remote.Job, progress: Any) -> dict[str, Any]:
+        """Send ``job``, relay its progress, return its result; RemoteError when the
+        connection ends without one (dropped, the host gone). Ctrl-C closes the far side's
+        standard input, waits for what it measured (STOP_GRACE_S), then is raised."""
+        if shutil.which("ssh") is None:
+            raise RemoteError("ssh is not installed here: install OpenSSH's client")
+        proc = subprocess.Popen(
+            self._python("-m", "reportgen.run.remote"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # our Ctrl-C is ours to pass on, by closing its stdin
+        )
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        errors: list[bytes] = []
+        threading.Thread(target=_drain, args=(proc.stderr, errors), daemon=True).start()
+        result: dict[str, Any] | None = None
+        interrupted = False
+        try:
+            proc.stdin.write(remote.encode(job))
+            proc.stdin.flush()
+            result = _relay(proc.stdout, progress)
+        except KeyboardInterrupt:
+            interrupted = True
+            _close(proc.stdin)
+            deadline = time.monotonic() + STOP_GRACE_S
+            result = _relay(proc.stdout, progress, deadline)
+        except BrokenPipeError:
+            pass
+        finally:
+            _close(proc.stdin)
+            try:
+                proc.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if interrupted:
+            if result is not None and "entry" in result:
+                result["stopped"] = "interrupted"
+                return result
+            raise KeyboardInterrupt
+        if result is None:
+            said = b"".join(errors).decode("utf-8", "replace").strip().splitlines()
+            last = said[-1] if said else "nothing said"
+            raise HostLost(
+                f"the connection to {self.where} ended before the experiment finished (ssh "
+                f"exit {proc.returncode}: {last}); what finished before is kept: reportgen run "
+                "CAMPAIGN --resume goes on"
+            )
+        if "error" in result and "entry" not in result and job.kind == "experiment":
+            raise RemoteError(f"{self.where}: {result['error']}")
+        return result
+
+
+def _relay(
+    stream: IO[bytes], progress: Any, deadline: float | None = None
+) -> dict[str, Any] | None:
+    """The far side's JSON lines: progress shown as it comes, the result returned (None if
+    the stream ends without one)."""
+    for raw in stream:
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue  # not ours (a login banner, say)
+        kind = event.get("event")
+        if kind == "result":
+            return dict(event)
+        if kind == "phase":
+            progress.phase(str(event.get("text", "")))
+        elif kind == "warn":
+            progress.warn(str(event.get("text", "")))
+        elif kind == "level":
+            progress.level_start(
+                str(event["label"]), int(event["repetition"]), int(event["repetitions"]),
+                event.get("requests"),
+            )  # fmt: skip
+        elif kind == "request":
+            progress.request_done(int(event.get("tokens") or 0), bool(event.get("ok")))
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+    return None
+
+
+def _drain(stream: IO[bytes], into: list[bytes]) -> None:
+    for chunk in iter(lambda: stream.read(4096), b""):
+        into.append(chunk)
+        del into[:-16]  # the last lines are what says why
+
+
+def _close(stream: IO[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        stream.close()
+
+
+def choose(campaign: Campaign) -> Local | Ssh:
+    """The campaign's executor (``host.executor``)."""
+    host = campaign.model.host
+    if host.executor == "ssh":
+        if host.ssh is None:  # the schema refuses it; said again for a model built by hand
+            raise RemoteError(f"{campaign.path}: host.executor = 'ssh' needs host.ssh")
+        return Ssh(host.ssh, campaign)
+    return Local()

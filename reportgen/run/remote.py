@@ -1,0 +1,218 @@
+"""The GPU host's side of a run over SSH (``executor.Ssh``): run here what the run there asks.
+
+`reportgen run` with ``host.executor = "ssh"`` starts ``python -m reportgen.run.remote`` on
+the GPU host over SSH and writes one job on its standard input: a line of base64 (a pickled
+``Job``; both sides run the same reportgen, which ``executor.Ssh`` checks first). Two kinds:
+
+- ``prepare``: this host's fingerprint, the campaign's preflight here (the engine's flags,
+  free ports, host.expect) and the client's ceiling (cached per host); one ``result`` line.
+- ``experiment``: one experiment run here as a local run runs it (``run_experiment``: its
+  servers, warm-ups, levels, telemetry), in a folder of its own under ``host.ssh.workdir``;
+  its progress goes back as it happens (``phase``, ``level``, ``request`` lines), then a
+  ``result`` line: the experiment's entry and its files (request and telemetry tables, server
+  logs) as a base64 tar.
+
+Standard input stays open for as long as the run there wants the experiment. When it closes
+(the SSH connection dropped, the run there was stopped or killed), this side stops as a
+Ctrl-C stops a run: the server by its process group, at once, then exits. Nothing is left
+running, and what was measured is still sent if the connection is still there to take it.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tarfile
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import IO, Any
+
+from reportgen.campaign import Campaign, Resolved
+from reportgen.results.model import Run
+
+# The folders of a run directory an experiment writes (sent back whole).
+SENT = ("requests", "telemetry", "logs")
+
+
+@dataclass
+class Job:
+    """What the run asks of this host (pickled: the same reportgen on both sides)."""
+
+    kind: str  # "prepare" | "experiment"
+    campaign: Campaign
+    workdir: str = "~/.cache/reportgen/remote"
+    run_id: str = ""
+    index: int = 0  # the experiment's place in ``run.experiments``
+    r: Resolved | None = None
+    parent: Resolved | None = None
+    run: Run | None = None  # the results so far (adaptive repetitions read its noise)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def encode(obj: Any) -> bytes:
+    return base64.b64encode(pickle.dumps(obj)) + b"\n"
+
+
+class Relay:
+    """A progress sink that writes what happens as JSON lines for the run there to show."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.lock = threading.Lock()
+
+    def send(self, **event: Any) -> None:
+        line = json.dumps(event, default=str)
+        with self.lock:
+            try:
+                self.out.write(line + "\n")
+                self.out.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass  # the run there is gone: stdin's end says so and stops this side
+
+    def campaign_start(self, total_requests: int, experiments: int, run_dir: object) -> None:
+        pass
+
+    def experiment_start(self, index: int, count: int, exp_id: str) -> None:
+        pass
+
+    def phase(self, text: str) -> None:
+        self.send(event="phase", text=text)
+
+    def warn(self, text: str) -> None:
+        self.send(event="warn", text=text)
+
+    def level_start(
+        self, label: str, repetition: int, repetitions: int, requests: int | None
+    ) -> None:
+        self.send(event="level", label=label, repetition=repetition, repetitions=repetitions,
+                  requests=requests)  # fmt: skip
+
+    def request_done(self, output_tokens: int, ok: bool) -> None:
+        self.send(event="request", tokens=output_tokens, ok=ok)
+
+    def experiment_end(self, exp_id: str, status: str, note: str, skipped: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _watch(stream: IO[bytes]) -> None:
+    """Stop this process as Ctrl-C would once its standard input ends: the run there let go."""
+    try:
+        while stream.read(65536):
+            pass
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _prepare(job: Job, relay: Relay) -> dict[str, Any]:
+    from reportgen.errors import ReportgenError
+    from reportgen.observe import fingerprint, gpu
+    from reportgen.run import calibrate
+    from reportgen.run.preflight import preflight
+
+    m = job.campaign.model
+    source, why = gpu.open_source()
+    try:
+        environment = fingerprint.collect(
+            source,
+            why,
+            repos=[Path(job.campaign.path).parent / p for p in m.host.repos],
+            env_keys=sorted(m.server.env),
+        )
+    finally:
+        if source is not None:
+            source.close()
+    try:
+        flags = preflight(job.campaign, environment, relay)  # type: ignore[arg-type]
+    except ReportgenError as exc:
+        return {"error": str(exc), "kind": type(exc).__name__}
+    relay.phase("measuring the client's ceiling here (cached per host)")
+    try:
+        ceiling: dict[str, Any] = calibrate.calibrate()
+    except ReportgenError as exc:
+        ceiling = {"error": str(exc)}
+    return {
+        "environment": environment,
+        "flags": pickle.dumps(flags).hex() if flags is not None else None,
+        "client_ceiling": ceiling,
+    }
+
+
+def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
+    from reportgen.analysis import verdict
+    from reportgen.observe import gpu
+    from reportgen.run import calibrate
+    from reportgen.run.experiment import run_experiment
+    from reportgen.run.plan import campaign_secrets
+    from reportgen.run.session import Context
+
+    assert job.r is not None and job.run is not None
+    run = job.run
+    entry = run.experiments[job.index]
+    folder = Path(job.workdir).expanduser() / f"{job.run_id}-{entry.id}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    ctx = Context(job.campaign, folder, relay, campaign_secrets(job.campaign))  # type: ignore[arg-type]
+    ctx.gpu_source, ctx.gpu_why = gpu.open_source()
+    ctx.client_ceiling = run.client_ceiling or calibrate.calibrate()
+    stopped = None
+    try:
+        run_experiment(
+            ctx, job.r, job.parent, entry, lambda: None, partial(verdict.open_levels, run, entry)
+        )
+    except KeyboardInterrupt:
+        stopped = "interrupted"  # the entry says so (run_experiment marked it)
+    finally:
+        if ctx.gpu_source is not None:
+            ctx.gpu_source.close()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name in SENT:
+            if (folder / name).exists():
+                tar.add(folder / name, arcname=name)
+    shutil.rmtree(folder, ignore_errors=True)
+    return {
+        "entry": entry.model_dump(mode="json"),
+        "files": base64.b64encode(buf.getvalue()).decode("ascii"),
+        "stopped": stopped,
+    }
+
+
+def main() -> int:
+    from reportgen.run import interrupt
+
+    interrupt.install()
+    signal.signal(signal.SIGHUP, signal.getsignal(signal.SIGTERM))
+    line = sys.stdin.buffer.readline()
+    relay = Relay(sys.stdout)
+    try:
+        job: Job = pickle.loads(base64.b64decode(line))
+    except Exception as exc:  # not a job of this reportgen's
+        relay.send(event="result", error=f"not a job this reportgen can read: {exc}")
+        return 2
+    os.environ.update(job.env)
+    threading.Thread(target=_watch, args=(sys.stdin.buffer,), daemon=True).start()
+    t0 = time.monotonic()
+    try:
+        got = _prepare(job, relay) if job.kind == "prepare" else _experiment(job, relay)
+    except KeyboardInterrupt:
+        relay.send(event="result", error="stopped: the run that asked for it let go")
+        return 130
+    relay.send(event="result", seconds=round(time.monotonic() - t0, 3), **got)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
