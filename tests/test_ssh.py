@@ -251,3 +251,14 @@ def test_a_host_that_cannot_be_reached_is_one_line_and_nothing_starts(
     assert not (tmp_path / "out" / "remote").exists() or not list(
         (tmp_path / "out" / "remote").glob("*/results.json")
     )
+
+
+def test_ssh_on_the_command_line_names_the_host(tmp_path: Path) -> None:
+    res = reportgen_main("run", "campaigns/demo.toml", "--ssh", "bad host", "--output", tmp_path)
+    assert res.returncode == 2
+    assert "--ssh = 'bad host': not a host: give HOST or USER@HOST" in res.stderr
+    res = reportgen_main(
+        "run", "campaigns/demo.toml", "--ssh", "nosuchhost.invalid", "--output", tmp_path
+    )
+    assert res.returncode != 0 and "nosuchhost.invalid: cannot connect over SSH" in res.stderr
+    assert not list(tmp_path.glob("*/*/results.json"))  # nothing started

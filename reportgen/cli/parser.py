@@ -127,6 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
         "experiments are kept, the others run (default: the latest unfinished run of this "
         "campaign under --output)",
     )
+    r.add_argument(
+        "--ssh",
+        metavar="[USER@]HOST",
+        help="run the servers and the load on this GPU host over SSH (host.executor = "
+        '"ssh"; the rest of host.ssh, such as python, from the campaign); the run directory '
+        "and the report stay here",
+    )
 
     b = sub.add_parser(
         "bench",

@@ -24,6 +24,8 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.run import plan, progress, resume, runner
 
     c = campaign.load(args.campaign)
+    if getattr(args, "ssh", None):
+        c = _over_ssh(c, args.ssh)
     said = err if args.json else out  # --json: stdout holds the JSON alone
     saved: Run | None = None
     if args.resume is not None:
@@ -85,6 +87,27 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         out.print_json(json.dumps(_summary_json(run_dir, data, paths, code), default=str))
     return code
+
+
+def _over_ssh(c: Any, destination: str) -> Any:
+    """The campaign with ``--ssh``'s host as its executor (host.ssh's other keys kept)."""
+    import dataclasses
+
+    from reportgen.campaign.schema import SshHost
+    from reportgen.errors import CampaignError, Problem
+
+    host = c.model.host
+    kept = host.ssh.model_dump() if host.ssh is not None else {}
+    try:
+        ssh = SshHost.model_validate({**kept, "host": destination})
+    except ValueError:
+        raise CampaignError(
+            [Problem(c.path, "--ssh", destination, "not a host: give HOST or USER@HOST")]
+        ) from None
+    model = c.model.model_copy(
+        update={"host": host.model_copy(update={"executor": "ssh", "ssh": ssh})}
+    )
+    return dataclasses.replace(c, model=model)
 
 
 def _exit_code(args: argparse.Namespace, data: Run, err: Console, interrupted: bool) -> int:
