@@ -2,7 +2,8 @@
 # Install the system libraries reportgen needs, where missing.
 #   scripts/bootstrap.sh          Pango (for weasyprint's PDF rendering)
 #   scripts/bootstrap.sh --test   also Chromium (headless HTML tests), poppler-utils (pdftotext)
-#                                 and OpenSSH (the SSH executor's tests run a server on 127.0.0.1)
+#                                 OpenSSH and Slurm (the SSH and Slurm executors' tests run both on
+#                                 127.0.0.1)
 # Uses apt-get (as root, or through sudo). On other systems it says what to install and stops.
 set -euo pipefail
 
@@ -24,6 +25,9 @@ if [ $want_test -eq 1 ]; then
   # the SSH executor's tests: an OpenSSH server on 127.0.0.1 (started by the tests), a client
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
   command -v ssh >/dev/null 2>&1 || missing+=(openssh-client)
+  # the Slurm executor's tests: a cluster of one machine (scripts/slurm_local.sh starts it)
+  command -v slurmctld >/dev/null 2>&1 || missing+=(slurm-wlm)
+  command -v munged >/dev/null 2>&1 || missing+=(munge)
 fi
 
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -339,6 +339,10 @@ def test_settings_a_later_reportgen_added_are_no_change_of_a_saved_campaign(
         e.pop("base_url", None)
     older.campaign["server"].pop("base_url", None), older.campaign["server"].pop("model", None)
     assert campaign_changes(older, now) == []
+    # where the servers run is no change of what they ran: a run may go on from another host
+    remote = tmp_path / "remote.toml"
+    remote.write_text(text + '\n[host]\nexecutor = "ssh"\nssh = { host = "gpu-box" }\n')
+    assert campaign_changes(older, campaign.load(remote)) == []
     turned = tmp_path / "turns.toml"
     turned.write_text(text.replace("[workload]\n", "[workload]\nturns = 3\n", 1))
     assert campaign_changes(older, campaign.load(turned)) == ["workload.turns: absent then, 3 now"]

@@ -191,13 +191,47 @@ class SshHost(_Model):
     )
 
 
+class SlurmHost(_Model):
+    """A Slurm cluster (``host.executor = "slurm"``): each experiment is one job step on a
+    node the cluster gives (``srun``), the run directory stays where ``reportgen run`` was
+    typed (a login node, say)."""
+
+    partition: str | None = Field(None, description="Partition (default: the cluster's).")
+    gpus: int | None = Field(None, ge=0, description="GPUs per job (--gres=gpu:N).")
+    time: str | None = Field(
+        None,
+        pattern=r"^(\d+-)?\d+(:\d\d){0,2}$",
+        description='Time limit per experiment, as Slurm writes it ("90", "1:30:00").',
+    )
+    options: list[str] = Field(
+        default_factory=list,
+        description='More srun options, e.g. ["--account=perf", "--exclusive"].',
+    )
+    python: str = Field(
+        "python3",
+        description="The Python on the nodes with this version of reportgen installed.",
+    )
+    dir: str | None = Field(
+        None,
+        description="The folder on the nodes that the campaign's relative paths are read "
+        "from (default: the campaign file's folder, at the same path: a shared file system).",
+    )
+    workdir: str = Field(
+        "~/.cache/reportgen/remote",
+        description="Where a node keeps an experiment's files until they are sent back.",
+    )
+
+
 class Host(_Model):
-    executor: Literal["local", "ssh"] = Field(
+    executor: Literal["local", "ssh", "slurm"] = Field(
         "local",
-        description="Where servers and load run: here (local), or on host.ssh's host over "
-        "SSH (the run directory and the report stay here).",
+        description="Where servers and load run: here (local), on host.ssh's host over SSH, "
+        "or as Slurm job steps (host.slurm); the run directory and the report stay here.",
     )
     ssh: SshHost | None = Field(None, description='The GPU host, for executor = "ssh".')
+    slurm: SlurmHost | None = Field(
+        None, description='The cluster\'s settings, for executor = "slurm".'
+    )
     expect: HostExpect = Field(default_factory=lambda: HostExpect())  # type: ignore[call-arg]
     repos: list[str] = Field(
         default_factory=list,

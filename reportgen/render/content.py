@@ -151,6 +151,7 @@ class Experiment:
     conclusion: str = ""
     # a failed experiment whose finished levels were compared: what that means
     before_failure: str = ""
+    ran_on: str = ""  # where it ran when not here: "gpu-box", "n2 (Slurm job 14)"
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,16 @@ def _conclusion(decision: model.Decision | None, e: model.Experiment) -> str:
     return (head + rest).strip()
 
 
+def _ran_on(where: dict[str, object] | None) -> str:
+    """Where an experiment ran when not here (``Experiment.ran_on``), in a phrase."""
+    if not where:
+        return ""
+    node, job = where.get("node"), where.get("slurm_job")
+    if node or job:
+        return f"{node or where.get('host')} (Slurm job {job})" if job else str(node)
+    return str(where.get("host") or "")
+
+
 def _before_failure(decision: model.Decision | None) -> str:
     levels = decision.before_failure if decision else None
     if not levels:
@@ -246,6 +256,7 @@ def section(
         hint=failure_hint(e.reason or ""),
         reason_short=_reason_short(e),
         before_failure=_before_failure(decision),
+        ran_on=_ran_on(e.ran_on),
         log_tail=e.log_tail or "",
         log_heading=e.log_heading or LOG_HEADING,
         log_print=_log_print(e.log_tail or "", e.log_heading or LOG_HEADING),

@@ -447,6 +447,8 @@ class Experiment(_Model):
     sessions: list[Session] = Field(default_factory=list)
     looks: list[Look] = Field(default_factory=list)  # adaptive repetitions, in order
     search: SearchRecord | None = None  # workload.find_max: the probes and the answer
+    # where it ran, when not here: the host's name, and a Slurm job's id and node
+    ran_on: dict[str, Any] | None = None
     control: Control | None = None
     server: Ready | None = None
     engine_info: dict[str, Any] | None = None

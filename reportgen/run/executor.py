@@ -36,7 +36,7 @@ from typing import IO, Any
 from reportgen import __version__, engines
 from reportgen import results as store
 from reportgen.campaign import Campaign, Resolved
-from reportgen.campaign.schema import SshHost
+from reportgen.campaign.schema import SlurmHost, SshHost
 from reportgen.errors import GpuError, HostLost, ReportgenError, ServerError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import fingerprint
@@ -94,20 +94,23 @@ class Ssh:
     """Servers and load on ``spec``'s host, through ``python -m reportgen.run.remote``."""
 
     name = "ssh"
+    lost = "the connection to {where}"  # what ended when no result came
 
-    def __init__(self, spec: SshHost, campaign: Campaign) -> None:
+    def __init__(self, spec: SshHost | SlurmHost, campaign: Campaign) -> None:
         self.spec = spec
         self.campaign = campaign
         self.ceiling: dict[str, Any] = {}
 
     @property
     def where(self) -> str:
+        assert isinstance(self.spec, SshHost)
         return self.spec.host + (f":{self.spec.port}" if self.spec.port else "")
 
     def ssh_argv(self, *command: str) -> list[str]:
         """``ssh`` with the campaign's options, no prompt (a key or an agent, never a
         password typed mid-run), and a keep-alive that notices a dead link in ~30 s."""
         s = self.spec
+        assert isinstance(s, SshHost)
         argv = ["ssh", "-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=10",
                 "-o", "ServerAliveCountMax=3"]  # fmt: skip
         if s.port:
@@ -129,11 +132,6 @@ class Ssh:
         round trip in ms (a second, warm connection's)."""
         argv = self._python("-c", "import reportgen; print(reportgen.__version__)")
         out = self._ask(argv)
-        times = []
-        for _ in range(2):  # a connection's round trip, with nothing to start there
-            t0 = time.monotonic()
-            self._ask(self.ssh_argv("true"))
-            times.append((time.monotonic() - t0) * 1e3)
         if out.returncode == 255:
             why = (out.stderr.strip().splitlines() or ["(nothing said)"])[-1]
             raise RemoteError(
@@ -142,12 +140,22 @@ class Ssh:
                 "a password"
             )
         version = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
-        if out.returncode != 0 or not version:
+        self._same_version(version, out.returncode)
+        times = []
+        for _ in range(2):  # a connection's round trip, with nothing to start there
+            t0 = time.monotonic()
+            self._ask(self.ssh_argv("true"))
+            times.append((time.monotonic() - t0) * 1e3)
+        return version, min(times)
+
+    def _same_version(self, version: str, code: int) -> None:
+        """Refused unless the far side's Python imports this very reportgen."""
+        if code != 0 or not version:
             raise RemoteError(
                 f"{self.where}: {self.spec.python} there cannot import reportgen; nothing was "
                 f"started. Install reportgen {__version__} there (`pip install reportgen=="
                 f"{__version__}`, or `pip install .` from this checkout) and name that Python "
-                "in host.ssh.python"
+                f"in host.{self.spec_key}.python"
             )
         if version != __version__:
             raise RemoteError(
@@ -155,7 +163,6 @@ class Ssh:
                 f"started. Install {__version__} there (the same checkout or release), so "
                 "both sides measure and record alike"
             )
-        return version, min(times)
 
     def _ask(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         try:
@@ -179,11 +186,10 @@ class Ssh:
             raise kind(f"on {self.where}: {got['error']}")
         environment = dict(got["environment"])
         environment["executor"] = {
-            "kind": "ssh",
-            "host": self.where,
+            **self.record(),
             "python": self.spec.python,
             "reportgen": version,
-            "ssh_rtt_ms": round(rtt, 1),
+            **({"ssh_rtt_ms": round(rtt, 1)} if rtt else {}),
             "from": fingerprint.host().get("hostname"),
         }
         flags = pickle.loads(bytes.fromhex(got["flags"])) if got.get("flags") else None
@@ -192,6 +198,12 @@ class Ssh:
 
     def client_ceiling(self) -> dict[str, Any]:
         return self.ceiling
+
+    spec_key = "ssh"
+
+    def record(self) -> dict[str, Any]:
+        """How the measuring host was reached, for the environment section."""
+        return {"kind": "ssh", "host": self.where}
 
     def _campaign_there(self) -> Campaign:
         """The campaign as the far side reads it: its relative paths from host.ssh.dir."""
@@ -241,8 +253,17 @@ class Ssh:
         with tarfile.open(fileobj=io.BytesIO(base64.b64decode(got["files"])), mode="r:gz") as tar:
             tar.extractall(ctx.run_dir, filter="data")
         save()
-        if got.get("stopped"):
+        if got.get("here"):  # Ctrl-C here: what was measured came back first
             raise KeyboardInterrupt
+        if got.get("stopped"):  # stopped there: a job cancelled or out of time, a shutdown
+            entry.status = "interrupted"
+            entry.reason = (
+                f"{self.lost.format(where=self.where)} was stopped there before the "
+                "experiment finished (cancelled, out of time, or its host shutting down); "
+                "what finished before is kept: reportgen run CAMPAIGN --resume goes on"
+            )
+            save()
+            raise HostLost(entry.reason)
         return {
             entry.table: store.read_requests(ctx.run_dir, entry.table),
             entry.control_table: store.read_requests(ctx.run_dir, entry.control_table),
@@ -286,16 +307,16 @@ class Ssh:
                 proc.wait()
         if interrupted:
             if result is not None and "entry" in result:
-                result["stopped"] = "interrupted"
+                result["here"] = True
                 return result
             raise KeyboardInterrupt
         if result is None:
             said = b"".join(errors).decode("utf-8", "replace").strip().splitlines()
             last = said[-1] if said else "nothing said"
             raise HostLost(
-                f"the connection to {self.where} ended before the experiment finished (ssh "
-                f"exit {proc.returncode}: {last}); what finished before is kept: reportgen run "
-                "CAMPAIGN --resume goes on"
+                f"{self.lost.format(where=self.where)} ended before the experiment finished "
+                f"({self.name} exit {proc.returncode}: {last}); what finished before is kept: "
+                "reportgen run CAMPAIGN --resume goes on"
             )
         if "error" in result and "entry" not in result and job.kind == "experiment":
             raise RemoteError(f"{self.where}: {result['error']}")
@@ -342,9 +363,81 @@ def _close(stream: IO[bytes]) -> None:
         stream.close()
 
 
+class Slurm(Ssh):
+    """Each experiment a job step of its own (``srun``) on a node the cluster gives: the
+    same far side as over SSH, reached through Slurm instead (its stdin and stdout are the
+    step's). A job cancelled (scancel) or out of time gets SIGTERM there, which stops its
+    server as a Ctrl-C would."""
+
+    name = "srun"
+    lost = "the Slurm job step ({where})"
+    spec_key = "slurm"
+    job_name = "check"
+
+    @property
+    def where(self) -> str:
+        s = self.spec
+        assert isinstance(s, SlurmHost)
+        return f"partition {s.partition}" if s.partition else "the default partition"
+
+    def srun_argv(self, name: str, *command: str) -> list[str]:
+        s = self.spec
+        assert isinstance(s, SlurmHost)
+        argv = ["srun", "--nodes=1", "--ntasks=1", f"--job-name=reportgen-{name}",
+                "--kill-on-bad-exit=1"]  # fmt: skip
+        if s.partition:
+            argv.append(f"--partition={s.partition}")
+        if s.gpus is not None:
+            argv.append(f"--gres=gpu:{s.gpus}")
+        if s.time:
+            argv.append(f"--time={s.time}")
+        return [*argv, *s.options, s.python, *command]
+
+    def _python(self, *args: str) -> list[str]:
+        return self.srun_argv(self.job_name, *args)
+
+    def check(self) -> tuple[str, float]:
+        if shutil.which("srun") is None:
+            raise RemoteError(
+                "srun is not installed here: run reportgen where Slurm's commands are"
+            )
+        out = self._ask(self._python("-c", "import reportgen; print(reportgen.__version__)"))
+        version = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+        said = out.stderr.strip().splitlines()
+        if out.returncode != 0 and said and said[-1].startswith("srun: error"):
+            raise RemoteError(
+                f"Slurm ({self.where}) did not run a job step: {said[-1]}; nothing was started"
+            )
+        self._same_version(version, out.returncode)
+        return version, 0.0
+
+    def record(self) -> dict[str, Any]:
+        s = self.spec
+        assert isinstance(s, SlurmHost)
+        return {"kind": "slurm", "partition": s.partition, "gpus": s.gpus, "time": s.time}
+
+    def run_experiment(
+        self,
+        ctx: Context,
+        run: Run,
+        r: Resolved,
+        parent: Resolved | None,
+        entry: Experiment,
+        save: Any,
+        open_levels: Callable[[], list[Point]] | None,
+    ) -> dict[str, list[RequestRecord]]:
+        self.job_name = r.id
+        try:
+            return super().run_experiment(ctx, run, r, parent, entry, save, open_levels)
+        finally:
+            self.job_name = "check"
+
+
 def choose(campaign: Campaign) -> Local | Ssh:
     """The campaign's executor (``host.executor``)."""
     host = campaign.model.host
+    if host.executor == "slurm":
+        return Slurm(host.slurm or SlurmHost.model_validate({}), campaign)
     if host.executor == "ssh":
         if host.ssh is None:  # the schema refuses it; said again for a model built by hand
             raise RemoteError(f"{campaign.path}: host.executor = 'ssh' needs host.ssh")

@@ -27,6 +27,7 @@ import os
 import pickle
 import shutil
 import signal
+import socket
 import sys
 import tarfile
 import threading
@@ -41,6 +42,8 @@ from reportgen.results.model import Run
 
 # The folders of a run directory an experiment writes (sent back whole).
 SENT = ("requests", "telemetry", "logs")
+# What a Slurm job step says of where it runs (``Experiment.ran_on``).
+SLURM = {"slurm_job": "SLURM_JOB_ID", "node": "SLURMD_NODENAME"}
 
 
 @dataclass
@@ -183,6 +186,10 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
             if (folder / name).exists():
                 tar.add(folder / name, arcname=name)
     shutil.rmtree(folder, ignore_errors=True)
+    entry.ran_on = {
+        "host": socket.gethostname(),
+        **{k: os.environ[v] for k, v in SLURM.items() if os.environ.get(v)},
+    }
     return {
         "entry": entry.model_dump(mode="json"),
         "files": base64.b64encode(buf.getvalue()).decode("ascii"),

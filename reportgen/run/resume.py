@@ -64,7 +64,9 @@ def campaign_changes(saved: Run, campaign: Campaign) -> list[str]:
     top = ({k: v for k, v in then.items() if k != "experiment"},
            {k: v for k, v in now.items() if k != "experiment"})  # fmt: skip
     known = set(flatten(top[0]))
-    found = [d for d in differences(*top) if not _new_default(d, known)]
+    found = [
+        d for d in differences(*top) if not _new_default(d, known) and not d[0].startswith(WHERE)
+    ]
     old, new = then.get("experiment") or [], now.get("experiment") or []
     for i in range(saved.finished_prefix()):
         label = (
@@ -77,6 +79,11 @@ def campaign_changes(saved: Run, campaign: Campaign) -> list[str]:
             if not _new_default(d, set(flatten(before or {}, label)))
         ]
     return [f"{key}: {_short(a)} then, {_short(b)} now" for key, a, b in found]
+
+
+# Where the servers run (here, over SSH, on Slurm) is no change of what they run: a run may
+# go on from another machine (each resumption records the host it ran on).
+WHERE = ("host.executor", "host.ssh", "host.slurm")
 
 
 def _new_default(d: tuple[str, Any, Any], known: set[str]) -> bool:

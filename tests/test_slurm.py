@@ -1,0 +1,167 @@
+"""Campaigns as Slurm job steps (``host.executor = "slurm"``), on a real Slurm cluster of one
+machine (``scripts/slurm_local.sh``: munge, slurmctld and two slurmd nodes on 127.0.0.1):
+each experiment runs where the cluster puts it and says where; a job cancelled mid-level
+leaves nothing running, the run stops as an interrupted one does, and ``--resume`` goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, free_port, reportgen_main
+
+SCRIPT = ROOT / "scripts" / "slurm_local.sh"
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """SLURM_CONF of a cluster of this test module's own, stopped after it."""
+    if shutil.which("slurmctld") is None or shutil.which("munged") is None:
+        pytest.skip("no Slurm here (scripts/bootstrap.sh --test installs slurm-wlm and munge)")
+    if os.geteuid() != 0:
+        pytest.skip("the one-machine Slurm cluster runs as root (SlurmUser=root)")
+    d = tmp_path_factory.mktemp("slurm")
+    got = subprocess.run(
+        ["bash", str(SCRIPT), "start", str(d)], capture_output=True, text=True, timeout=180
+    )
+    if got.returncode != 0:
+        subprocess.run(["bash", str(SCRIPT), "stop", str(d)], timeout=60)
+        pytest.fail(f"the Slurm cluster did not start: {got.stderr}")
+    try:
+        yield {"SLURM_CONF": str(d / "slurm.conf")}
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "stop", str(d)], timeout=60)
+
+
+def _campaign(tmp_path: Path, port: int, *, seconds: float = 0) -> Path:
+    amount = f"duration_s = {seconds}" if seconds else "requests_per_level = 12"
+    slurm = (
+        f'{{ partition = "debug", time = "10", python = "{sys.executable}", '
+        f'workdir = "{tmp_path / "node"}" }}'
+    )
+    path = tmp_path / "cluster.toml"
+    path.write_text(
+        f"""
+[campaign]
+name = "cluster"
+title = "As Slurm job steps"
+
+[host]
+executor = "slurm"
+slurm = {slurm}
+
+[server]
+engine = "sim"
+args = {{ port = {port}, ttft-ms = 10, itl-ms = 4 }}
+
+[workload]
+concurrency = [2]
+{amount}
+input_tokens = 16
+output_tokens = 8
+repetitions = 2
+warmup_requests = 1
+
+[[experiment]]
+id = "baseline"
+why = "The simulator as it starts."
+
+[[experiment]]
+id = "faster"
+why = "Half the time between tokens."
+args = {{ itl-ms = 2 }}
+workload = {{ requests_per_level = 12 }}
+"""
+    )
+    return path
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_each_experiment_is_a_job_step_and_says_where_it_ran(
+    tmp_path: Path, cache: Path, slurm: dict[str, str]
+) -> None:
+    path = _campaign(tmp_path, free_port())
+    res = reportgen_main(
+        "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf", cache=cache, env=slurm
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    (run_dir,) = (p.parent for p in (tmp_path / "out" / "cluster").glob("*/results.json"))
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["environment"]["executor"]["kind"] == "slurm"
+    assert data["environment"]["executor"]["partition"] == "debug"
+    base, faster = data["experiments"]
+    assert base["status"] == faster["status"] == "ok"
+    assert faster["decision"]["verdict"] == "adopted"
+    for e in (base, faster):
+        assert e["ran_on"]["node"] in ("n1", "n2") and e["ran_on"]["slurm_job"]
+        assert (run_dir / "requests" / f"{e['id']}.parquet").exists()
+    html = (run_dir / "report.html").read_text()
+    assert f"<dt>Ran on</dt><dd>{base['ran_on']['node']} (Slurm job " in html
+    assert reportgen_main("verify", run_dir).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_job_cancelled_mid_level_stops_its_server_and_resume_goes_on(
+    tmp_path: Path, cache: Path, slurm: dict[str, str]
+) -> None:
+    port = free_port()
+    path = _campaign(tmp_path, port, seconds=8)
+    env = {**os.environ, **slurm, "XDG_CACHE_HOME": str(cache)}
+    out = tmp_path / "out"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(out),
+         "--quiet", "--no-pdf"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not _listening(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _listening(port), "the server never started on its node"
+        time.sleep(3)
+        jobs = subprocess.run(
+            ["squeue", "-h", "-n", "reportgen-baseline", "-o", "%i"],
+            capture_output=True, text=True, env=env, check=True,
+        ).stdout.split()  # fmt: skip
+        assert jobs, "no job step for the baseline"
+        subprocess.run(["scancel", *jobs], env=env, check=True)
+        t0 = time.monotonic()
+        while _listening(port) and time.monotonic() - t0 < 20:
+            time.sleep(0.2)
+        assert not _listening(port), "the server outlived its job"
+        stdout, stderr = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1, stdout + stderr
+    assert "the Slurm job step (partition debug) was stopped there before the experiment " in (
+        stderr
+    )
+    (run_dir,) = (p.parent for p in (out / "cluster").glob("*/results.json"))
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["status"] == "incomplete"
+    base = data["experiments"][0]
+    assert base["status"] == "interrupted" and "cancelled, out of time" in base["reason"]
+    assert base["stop"]["group_gone"]  # its server was stopped there, by its process group
+    res = reportgen_main("run", path, "--resume", run_dir, "--quiet", "--no-pdf", cache=cache,
+                         env=slurm)  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    data = json.loads((run_dir / "results.json").read_text())
+    assert [e["status"] for e in data["experiments"]] == ["ok", "ok"]
