@@ -114,6 +114,7 @@ def test_each_experiment_is_a_job_step_and_says_where_it_ran(
         assert (run_dir / "requests" / f"{e['id']}.parquet").exists()
     html = (run_dir / "report.html").read_text()
     assert f"<dt>Ran on</dt><dd>{base['ran_on']['node']} (Slurm job " in html
+    assert "reached</th><td>as Slurm job steps from " in html and "(partition debug, " in html
     assert reportgen_main("verify", run_dir).returncode == 0
 
 

@@ -152,6 +152,9 @@ def test_a_campaign_runs_over_ssh_and_its_results_stay_here(
         assert (run_dir / e["log_file"]).exists()
     assert not list((tmp_path / "there").iterdir())  # nothing left behind there
     assert not _listening(port)
+    html = (run_dir / "report.html").read_text()
+    assert f"reached</th><td>over SSH: 127.0.0.1:{sshd['port']} from " in html
+    assert "<dt>Ran on</dt><dd>" in html  # the host's name
     assert reportgen_main("verify", run_dir).returncode == 0
 
 

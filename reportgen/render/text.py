@@ -566,6 +566,29 @@ HOST_FIELDS: tuple[Pair, ...] = (
 )
 
 
+def reached(ex: Mapping[str, Any]) -> str:
+    """How a run reached the host that measured (``executor.*.record``), in a phrase."""
+    here = f" from {ex['from']}" if ex.get("from") else ""
+    python = f"; Python {ex['python']}" if ex.get("python") else ""
+    if ex.get("kind") == "slurm":
+        asked = ", ".join(
+            x
+            for x in (
+                f"partition {ex['partition']}" if ex.get("partition") else "",
+                f"{ex['gpus']} GPUs" if ex.get("gpus") is not None else "",
+                f"time limit {ex['time']}" if ex.get("time") else "",
+            )
+            if x
+        )
+        return (
+            f"as Slurm job steps{here}" + (f" ({asked})" if asked else "") + python
+            + "; the host below is the node that answered the preflight, and each "
+            "experiment says the node it ran on"
+        )  # fmt: skip
+    rtt = f"; SSH round trip {ex['ssh_rtt_ms']:g} ms" if ex.get("ssh_rtt_ms") else ""
+    return f"over SSH: {ex.get('host')}{here}{rtt}{python}"
+
+
 def environment(env: Mapping[str, Any]) -> dict[str, Any]:
     """Host, software and GPUs as (label, value) rows, every value a string."""
     host = env.get("host") or {}
@@ -614,6 +637,8 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
     known = {k for k, _ in HOST_FIELDS}
     host_rows = [(label, _value(host.get(k))) for k, label in HOST_FIELDS if k in host]
     host_rows += [(str(k), _value(v)) for k, v in sorted(host.items()) if k not in known]
+    if isinstance(env.get("executor"), Mapping):
+        host_rows.insert(0, ("reached", reached(env["executor"])))
     devices = []
     for d in gpus.get("devices") or []:
         mem = d.get("memory_total_bytes")
