@@ -166,3 +166,55 @@ def test_a_job_cancelled_mid_level_stops_its_server_and_resume_goes_on(
     assert res.returncode == 0, res.stdout + res.stderr
     data = json.loads((run_dir / "results.json").read_text())
     assert [e["status"] for e in data["experiments"]] == ["ok", "ok"]
+
+
+@pytest.mark.slow
+def test_parallel_experiments_run_at_once_on_two_nodes_and_are_decided_in_order(
+    tmp_path: Path, cache: Path, slurm: dict[str, str]
+) -> None:
+    """Two children of the baseline, each a job step with a node to itself (--exclusive),
+    run at the same time on n1 and n2 (the cluster's one machine: the second finds the
+    campaign's port taken and says so); a third, based on "best", waits for both."""
+    port = free_port()
+    path = _campaign(tmp_path, port)
+    text = path.read_text().replace('time = "10"', 'time = "10", options = ["--exclusive"]')
+    text = text.replace('title = "As Slurm job steps"', 'title = "At once"\nparallel = 2')
+    text += """
+[[experiment]]
+id = "bigger-batches"
+why = "A first token sooner, on the baseline."
+args = { ttft-ms = 5 }
+workload = { requests_per_level = 12 }
+
+[[experiment]]
+id = "both"
+why = "The best so far, with a quicker first token too."
+based_on = "best"
+args = { ttft-ms = 5 }
+workload = { requests_per_level = 12 }
+"""
+    path.write_text(text)
+    assert reportgen_main("validate", path).returncode == 0
+    res = reportgen_main(
+        "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf", cache=cache, env=slurm
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    (run_dir,) = (p.parent for p in (tmp_path / "out" / "cluster").glob("*/results.json"))
+    data = json.loads((run_dir / "results.json").read_text())
+    base, faster, bigger, both = data["experiments"]
+    assert all(e["status"] == "ok" for e in data["experiments"])
+    assert {faster["ran_on"]["node"], bigger["ran_on"]["node"]} == {"n1", "n2"}
+    assert (
+        faster["started_at"] < bigger["finished_at"]
+        and bigger["started_at"] < faster["finished_at"]
+    )  # at the same time
+    assert both["started_at"] >= max(faster["finished_at"], bigger["finished_at"])
+    assert both["parent"] == data["best"] or both["parent"] in ("faster", "bigger-batches")
+    moved = [w for e in (faster, bigger) for w in e["warnings"] if w.startswith("port ")]
+    assert len(moved) == 1  # the one that found the port taken (one machine) said where it went
+    assert reportgen_main("verify", run_dir).returncode == 0
+    res = reportgen_main("validate", path.rename(tmp_path / "bad.toml"))
+    text = (tmp_path / "bad.toml").read_text().replace('executor = "slurm"', 'executor = "local"')
+    (tmp_path / "bad.toml").write_text(text)
+    res = reportgen_main("validate", tmp_path / "bad.toml")
+    assert res.returncode == 2 and "campaign.parallel = 2 runs experiments at once" in res.stderr

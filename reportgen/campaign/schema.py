@@ -143,6 +143,15 @@ class CampaignInfo(_Model):
         "(which repetitions on one server never show) and each experiment's own start weighs "
         "less on its verdict. 1 starts each experiment once, the baseline still twice.",
     )
+    parallel: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description='With host.executor = "slurm": experiments run at once, each a job '
+        "step on a node of its own, as soon as the one it builds on is decided (based_on = "
+        '"best" waits for every earlier one); verdicts are still taken in the campaign\'s '
+        "order.",
+    )
     random_weights: bool = Field(
         False,
         description="The model has random weights (a test model built locally, say): its "
@@ -868,6 +877,21 @@ class CampaignModel(_Model):
         default_factory=list, description="Checks applied to every experiment."
     )
     experiment: list[Experiment] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _parallel_where(self) -> CampaignModel:
+        if self.campaign.parallel > 1 and self.host.executor != "slurm":
+            raise ValueError(
+                f"campaign.parallel = {self.campaign.parallel} runs experiments at once on "
+                'nodes of their own: set host.executor = "slurm" (one host runs one at a '
+                "time, or their numbers would share its GPUs), or leave parallel out"
+            )
+        if self.campaign.parallel > 1 and isinstance(self.workload.repetitions, Repetitions):
+            raise ValueError(
+                "campaign.parallel: adaptive repetitions read the verdicts of the experiments "
+                "before, so they run one at a time: give workload.repetitions a number"
+            )
+        return self
 
 
 def json_schema() -> dict[str, Any]:

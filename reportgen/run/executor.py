@@ -59,6 +59,7 @@ class Local:
     """Servers and load in this process, on this host."""
 
     name = "local"
+    lock = threading.RLock()  # the results, saved from experiments at once (parallel)
 
     def prepare(self, ctx: Context) -> tuple[dict[str, Any], engines.Flags | None, dict[str, Any]]:
         m = ctx.m
@@ -95,6 +96,7 @@ class Ssh:
 
     name = "ssh"
     lost = "the connection to {where}"  # what ended when no result came
+    lock = threading.RLock()  # the results, saved from experiments at once (parallel)
 
     def __init__(self, spec: SshHost | SlurmHost, campaign: Campaign) -> None:
         self.spec = spec
@@ -122,7 +124,7 @@ class Ssh:
         argv += list(s.options)
         return [*argv, s.host, "--", *command]
 
-    def _python(self, *args: str) -> list[str]:
+    def _python(self, *args: str, name: str = "check") -> list[str]:
         return self.ssh_argv(shlex.join([self.spec.python, *args]))
 
     # -- before the first experiment ----------------------------------------------------
@@ -237,7 +239,7 @@ class Ssh:
         entry.status = "running"
         entry.started_at = utc_now()
         try:
-            got = self._call(job, ctx.progress)
+            got = self._call(job, ctx.progress, r.id)
         except KeyboardInterrupt:
             entry.status, entry.reason = "interrupted", "interrupted by the user"
             entry.finished_at = utc_now()
@@ -249,10 +251,12 @@ class Ssh:
             save()
             raise
         back = Experiment.model_validate(got["entry"])
-        entry.__dict__.update(back.__dict__)
-        with tarfile.open(fileobj=io.BytesIO(base64.b64decode(got["files"])), mode="r:gz") as tar:
-            tar.extractall(ctx.run_dir, filter="data")
-        save()
+        with self.lock:
+            entry.__dict__.update(back.__dict__)
+            data = io.BytesIO(base64.b64decode(got["files"]))
+            with tarfile.open(fileobj=data, mode="r:gz") as tar:
+                tar.extractall(ctx.run_dir, filter="data")
+            save()
         if got.get("here"):  # Ctrl-C here: what was measured came back first
             raise KeyboardInterrupt
         if got.get("stopped"):  # stopped there: a job cancelled or out of time, a shutdown
@@ -269,14 +273,14 @@ class Ssh:
             entry.control_table: store.read_requests(ctx.run_dir, entry.control_table),
         }
 
-    def _call(self, job: remote.Job, progress: Any) -> dict[str, Any]:
+    def _call(self, job: remote.Job, progress: Any, name: str = "check") -> dict[str, Any]:
         """Send ``job``, relay its progress, return its result; RemoteError when the
         connection ends without one (dropped, the host gone). Ctrl-C closes the far side's
         standard input, waits for what it measured (STOP_GRACE_S), then is raised."""
         if shutil.which("ssh") is None:
             raise RemoteError("ssh is not installed here: install OpenSSH's client")
         proc = subprocess.Popen(
-            self._python("-m", "reportgen.run.remote"),
+            self._python("-m", "reportgen.run.remote", name=name),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -372,7 +376,6 @@ class Slurm(Ssh):
     name = "srun"
     lost = "the Slurm job step ({where})"
     spec_key = "slurm"
-    job_name = "check"
 
     @property
     def where(self) -> str:
@@ -393,8 +396,8 @@ class Slurm(Ssh):
             argv.append(f"--time={s.time}")
         return [*argv, *s.options, s.python, *command]
 
-    def _python(self, *args: str) -> list[str]:
-        return self.srun_argv(self.job_name, *args)
+    def _python(self, *args: str, name: str = "check") -> list[str]:
+        return self.srun_argv(name, *args)
 
     def check(self) -> tuple[str, float]:
         if shutil.which("srun") is None:
@@ -415,22 +418,6 @@ class Slurm(Ssh):
         s = self.spec
         assert isinstance(s, SlurmHost)
         return {"kind": "slurm", "partition": s.partition, "gpus": s.gpus, "time": s.time}
-
-    def run_experiment(
-        self,
-        ctx: Context,
-        run: Run,
-        r: Resolved,
-        parent: Resolved | None,
-        entry: Experiment,
-        save: Any,
-        open_levels: Callable[[], list[Point]] | None,
-    ) -> dict[str, list[RequestRecord]]:
-        self.job_name = r.id
-        try:
-            return super().run_experiment(ctx, run, r, parent, entry, save, open_levels)
-        finally:
-            self.job_name = "check"
 
 
 def choose(campaign: Campaign) -> Local | Ssh:

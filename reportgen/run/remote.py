@@ -167,6 +167,7 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
     folder = Path(job.workdir).expanduser() / f"{job.run_id}-{entry.id}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
+    moved = _own_port(job) if os.environ.get("SLURM_JOB_ID") else None
     ctx = Context(job.campaign, folder, relay, campaign_secrets(job.campaign))  # type: ignore[arg-type]
     ctx.gpu_source, ctx.gpu_why = gpu.open_source()
     ctx.client_ceiling = run.client_ceiling or calibrate.calibrate()
@@ -186,6 +187,8 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
             if (folder / name).exists():
                 tar.add(folder / name, arcname=name)
     shutil.rmtree(folder, ignore_errors=True)
+    if moved is not None:
+        entry.warnings.append(moved)
     entry.ran_on = {
         "host": socket.gethostname(),
         **{k: os.environ[v] for k, v in SLURM.items() if os.environ.get(v)},
@@ -195,6 +198,55 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
         "files": base64.b64encode(buf.getvalue()).decode("ascii"),
         "stopped": stopped,
     }
+
+
+_CLAIMS: list[int] = []  # lock files held for as long as this process runs
+
+
+def _claim(port: int) -> bool:
+    """Whether this process now holds the host's claim on ``port`` (a lock file: two jobs
+    on one host may look at one free port at once, before either server binds it)."""
+    import fcntl
+    import tempfile
+
+    fd = os.open(
+        Path(tempfile.gettempdir()) / f"reportgen-port-{port}.lock", os.O_CREAT | os.O_RDWR
+    )
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _CLAIMS.append(fd)
+    return True
+
+
+def _own_port(job: Job) -> str | None:
+    """On a node of a cluster, shared with other jobs (or, on a cluster of one machine, with
+    other nodes): the campaign's port where it is free, else one that is, said as a warning.
+    None when the campaign's port was free."""
+    from reportgen import engines
+    from reportgen.run.server import port_is_free
+
+    assert job.r is not None
+    engine = engines.get(job.campaign.model.server.engine)
+    host = job.campaign.model.server.host
+    wanted = engine.port(job.r.args)
+    if _claim(wanted) and port_is_free(host, wanted):
+        return None
+    while True:
+        with socket.socket() as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if _claim(port):
+            break
+    for r in (job.r, job.parent):
+        if r is not None and r.base_url is None:
+            r.args["port"] = port
+    return (
+        f"port {wanted} was taken on this node ({socket.gethostname()}, another job's): "
+        f"its servers listened on {port}"
+    )
 
 
 def main() -> int:

@@ -10,6 +10,7 @@ of its log, and the campaign goes on.
 
 from __future__ import annotations
 
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from functools import partial
 from pathlib import Path
 
@@ -81,9 +82,11 @@ class Runner:
         exps = self.campaign.experiments
         self.progress.campaign_start(total_requests(self.campaign), len(exps), self.ctx.run_dir)
         try:
+            if self.m.campaign.parallel > 1:
+                self._parallel(run)
             for i, exp in enumerate(exps):
                 entry = run.experiments[i]
-                if self.resume is not None and entry.finished:
+                if entry.finished and (self.resume is not None or self.m.campaign.parallel > 1):
                     # kept from before the interruption: its parent as it was then
                     pid = entry.parent
                     self.resolved[exp.id] = resolve(
@@ -119,15 +122,84 @@ class Runner:
 
     def _one(self, run: Run, i: int, count: int, entry: Experiment, r: Resolved) -> None:
         """Run one experiment into ``entry``: its sessions, checks and verdict, saved."""
+        rows = self._start_one(run, i, count, entry, r)
+        self._end_one(run, entry, r, rows)
+
+    def _start_one(
+        self, run: Run, i: int, count: int, entry: Experiment, r: Resolved
+    ) -> dict[str, list[RequestRecord]]:
+        """Its server sessions (``executor.run_experiment``), into ``entry``."""
         self.resolved[r.id] = r
         self.progress.experiment_start(i, count, r.id)
         describe(self.campaign, r, entry)
         entry.status = "running"
         self._save()  # a crash from here on still shows which experiment was running
         parent = self.resolved.get(r.parent) if r.parent else None
-        rows = self.executor.run_experiment(
+        return self.executor.run_experiment(
             self.ctx, run, r, parent, entry, self._save, partial(verdict.open_levels, run, entry)
         )
+
+    def _parallel(self, run: Run) -> None:
+        """``campaign.parallel``: up to N experiments at once (each a job step of its own),
+        one starting as soon as what it builds on is decided: its parent, or for based_on =
+        "best" every experiment before it. Verdicts are taken in the campaign's order, as
+        they finish, so "best" and the noise model are what a run one at a time has."""
+        exps = self.campaign.experiments
+        n, most = len(exps), self.m.campaign.parallel
+        running: dict[Future[dict[str, list[RequestRecord]]], int] = {}
+        started: dict[int, Resolved] = {}
+        decided = 0  # experiments 0 .. decided-1 have their verdicts
+        with ThreadPoolExecutor(max_workers=most, thread_name_prefix="experiment") as pool:
+            try:
+                while decided < n:
+                    for i in range(decided, n):
+                        if len(running) >= most:
+                            break
+                        if i in started or not self._ready(run, i, decided):
+                            continue
+                        entry = run.experiments[i]
+                        pid = parent_id(exps[i], i, exps[0].id, run.best or exps[0].id)
+                        r = resolve(self.m, exps[i], self.resolved[pid] if pid else None)
+                        started[i] = r
+                        if self.resume is not None and entry.finished:
+                            self.resolved[r.id] = r
+                            continue
+                        job = pool.submit(self._start_one, run, i, n, entry, r)
+                        running[job] = i
+                    while decided < n and decided in started and not self._busy(running, decided):
+                        i = decided
+                        entry = run.experiments[i]
+                        done = next((f for f, k in running.items() if k == i), None)
+                        if done is not None:
+                            del running[done]
+                            self._end_one(run, entry, started[i], done.result())
+                        decided += 1
+                    if decided < n and running:
+                        wait(list(running), return_when=FIRST_COMPLETED)
+            except BaseException:
+                for job in running:
+                    job.cancel()
+                raise
+
+    def _ready(self, run: Run, i: int, decided: int) -> bool:
+        """Whether experiment ``i`` may start: what it builds on is decided."""
+        exp = self.campaign.experiments[i]
+        if i == 0:
+            return True
+        if exp.based_on == "best":
+            return decided >= i
+        parent = exp.based_on or self.campaign.experiments[0].id
+        k = next(j for j, e in enumerate(self.campaign.experiments) if e.id == parent)
+        return decided > k
+
+    @staticmethod
+    def _busy(running: dict[Future[dict[str, list[RequestRecord]]], int], i: int) -> bool:
+        return any(k == i and not f.done() for f, k in running.items())
+
+    def _end_one(
+        self, run: Run, entry: Experiment, r: Resolved, rows: dict[str, list[RequestRecord]]
+    ) -> None:
+        """Its checks and verdict, saved, and said."""
         check(self.ctx, run, entry, r, rows[entry.table])
         self._decide(run, entry, rows)
         self._save()
@@ -232,4 +304,5 @@ class Runner:
 
     def _save(self) -> None:
         if self.results is not None:
-            store.save(self.run_dir, self.results, self.ctx.secrets)
+            with self.executor.lock:  # experiments at once (campaign.parallel) save too
+                store.save(self.run_dir, self.results, self.ctx.secrets)
