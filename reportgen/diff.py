@@ -37,6 +37,7 @@ from reportgen.analysis import decide, noise
 from reportgen.analysis.differences import differences
 from reportgen.campaign.levels import rate_out as _rate_out
 from reportgen.observe import evidence
+from reportgen.observe.fingerprint import gpu_summary as gpu_summary
 from reportgen.results.model import Comparison, Experiment, Level, Point, Run
 
 # Verdicts of B against A, from the comparison's better/worse.
@@ -283,18 +284,6 @@ def _differences(
         Change(area, key, fmt_value(va), fmt_value(vb), experiments)
         for key, va, vb in differences(a, b, prefix, skip=VOLATILE)
     ]
-
-
-def gpu_summary(gpus: Mapping[str, Any]) -> str:
-    """ "8 x NVIDIA H200 (compute capability 9.0)", or why there are none."""
-    devices = [d for d in gpus.get("devices") or [] if isinstance(d, Mapping)]
-    if not devices:
-        return "no GPUs" if gpus.get("available") is not False else "no GPUs (NVML unavailable)"
-    kinds: dict[str, int] = {}
-    for d in devices:
-        name = f"{d.get('name')} (compute capability {d.get('compute_capability')})"
-        kinds[name] = kinds.get(name, 0) + 1
-    return ", ".join(f"{n} x {name}" for name, n in sorted(kinds.items()))
 
 
 def _environment(a: Run, b: Run, gate: list[Change], other: list[Change]) -> None:

@@ -210,6 +210,9 @@ workload = { requests_per_level = 12 }
     )  # at the same time
     assert both["started_at"] >= max(faster["finished_at"], bigger["finished_at"])
     assert both["parent"] == data["best"] or both["parent"] in ("faster", "bigger-batches")
+    for e in data["experiments"]:  # every node is the run's (one machine): comparable
+        (node,) = [c for c in e["checks"] if c["id"] == "node_matches"]
+        assert node["status"] == "pass", node
     moved = [w for e in (faster, bigger) for w in e["warnings"] if w.startswith("port ")]
     assert len(moved) == 1  # the one that found the port taken (one machine) said where it went
     assert reportgen_main("verify", run_dir).returncode == 0
@@ -218,3 +221,26 @@ workload = { requests_per_level = 12 }
     (tmp_path / "bad.toml").write_text(text)
     res = reportgen_main("validate", tmp_path / "bad.toml")
     assert res.returncode == 2 and "campaign.parallel = 2 runs experiments at once" in res.stderr
+
+
+def test_a_node_unlike_the_runs_fails_its_check_and_its_verdict() -> None:
+    """A node with another driver or another engine version than the one the run was
+    fingerprinted on: its numbers are not comparable, and the check says how it differs."""
+    from reportgen.analysis.checks import invalidated, node_check
+    from reportgen.results.model import Experiment
+
+    h200 = {"name": "NVIDIA H200", "compute_capability": "9.0"}
+    env = {"gpus": {"driver": "580.1", "devices": [h200]},
+           "software": {"packages": {"vllm": "0.26.0"}}}  # fmt: skip
+    node = {"gpus": "1 x NVIDIA H200 (compute capability 9.0)", "driver": "575.9",
+            "packages": {"vllm": "0.25.1"}}  # fmt: skip
+    e = Experiment(id="x", ran_on={"node": "n7", "slurm_job": "12", "fingerprint": node})
+    (check,) = node_check(e, env)
+    assert check.status == "fail" and invalidated([check])
+    assert check.evidence == (
+        "n7: driver 575.9 (the run's: 580.1); vllm 0.25.1 (the run's: 0.26.0)"
+    )
+    same = Experiment(id="y", ran_on={"node": "n1", "fingerprint": {**node, "driver": "580.1",
+                      "packages": {"vllm": "0.26.0"}}})  # fmt: skip
+    assert node_check(same, env)[0].status == "pass"
+    assert node_check(Experiment(id="z"), env) == []  # run here: nothing to compare

@@ -76,6 +76,7 @@ from reportgen.analysis.checks_server import (
     server_stable,
 )
 from reportgen.load.records import RequestRecord
+from reportgen.observe.fingerprint import node_mismatches, node_summary
 from reportgen.results.model import Check, Experiment
 
 __all__ = [
@@ -97,6 +98,7 @@ __all__ = [
 ]
 
 INVALIDATING = (
+    "node_matches",
     "request_errors",
     "output_lengths",
     "gpu_errors",
@@ -141,7 +143,37 @@ def run_checks(
     out.append(host_check(environment, host_expect))
     out += campaign_checks(entry)
     out += cuda_graphs(entry, log_patterns, graphs_off)
+    out += node_check(entry, environment)
     return out
+
+
+def node_check(entry: Experiment, environment: Mapping[str, Any] | None) -> list[Check]:
+    """An experiment run on a node of its own (``host.executor``): that node against the
+    one the run fingerprinted (GPUs, driver, the serving packages: ``reportgen diff``'s
+    comparability gate), since its numbers are compared with those of other nodes. None for
+    an experiment run where the run was (nothing to tell apart)."""
+    node = (entry.ran_on or {}).get("fingerprint")
+    if not node or not environment:
+        return []
+    where = (entry.ran_on or {}).get("node") or (entry.ran_on or {}).get("host") or "its node"
+    found = node_mismatches(node_summary(environment), node)
+    return [
+        Check(
+            id="node_matches",
+            title="Ran on a node like the run's (GPUs, driver, engine versions)",
+            status="fail" if found else "pass",
+            evidence=(
+                f"{where}: " + "; ".join(found)
+                if found
+                else f"{where}: {node.get('gpus')}, driver {node.get('driver')}, the same "
+                "packages as the node the run was fingerprinted on"
+            ),
+            hint='exclude such nodes (host.slurm.options = ["--exclude=..."], or a '
+            "--constraint), then --resume"
+            if found
+            else "",
+        )
+    ]
 
 
 def invalidated(checks: Sequence[Check], evidence: bool = False) -> list[str]:

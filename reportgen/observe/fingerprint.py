@@ -14,6 +14,7 @@ import platform
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -343,4 +344,41 @@ def host_mismatches(expect: dict[str, Any], gpu_info: dict[str, Any]) -> list[st
         names = sorted({str(d.get("name")) for d in devices})
         if devices and not all(name.lower() in n.lower() for n in names):
             out.append(f"expected GPU name containing {name!r}, found {', '.join(names)}")
+    return out
+
+
+def gpu_summary(gpus: Mapping[str, Any]) -> str:
+    """ "8 x NVIDIA H200 (compute capability 9.0)", or why there are none."""
+    devices = [d for d in gpus.get("devices") or [] if isinstance(d, Mapping)]
+    if not devices:
+        return "no GPUs" if gpus.get("available") is not False else "no GPUs (NVML unavailable)"
+    kinds: dict[str, int] = {}
+    for d in devices:
+        name = f"{d.get('name')} (compute capability {d.get('compute_capability')})"
+        kinds[name] = kinds.get(name, 0) + 1
+    return ", ".join(f"{n} x {name}" for name, n in sorted(kinds.items()))
+
+
+def node_summary(environment: Mapping[str, Any]) -> dict[str, Any]:
+    """What makes two machines' numbers comparable (``reportgen diff``'s gate, and the
+    engines' versions): its GPUs' model and count, the driver, the packages that serve."""
+    gpus = environment.get("gpus") or {}
+    software = environment.get("software") or {}
+    return {
+        "gpus": gpu_summary(gpus),
+        "driver": gpus.get("driver"),
+        "packages": dict(software.get("packages") or {}),
+    }
+
+
+def node_mismatches(reference: Mapping[str, Any], node: Mapping[str, Any]) -> list[str]:
+    """How a node (``node_summary``) differs from the run's reference one, in words."""
+    out = []
+    for key, label in (("gpus", "GPUs"), ("driver", "driver")):
+        if reference.get(key) != node.get(key):
+            out.append(f"{label} {node.get(key)} (the run's: {reference.get(key)})")
+    ref_pk, node_pk = reference.get("packages") or {}, node.get("packages") or {}
+    for name in sorted(set(ref_pk) | set(node_pk)):
+        if ref_pk.get(name) != node_pk.get(name):
+            out.append(f"{name} {node_pk.get(name)} (the run's: {ref_pk.get(name)})")
     return out

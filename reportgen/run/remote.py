@@ -155,7 +155,7 @@ def _prepare(job: Job, relay: Relay) -> dict[str, Any]:
 
 def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
     from reportgen.analysis import verdict
-    from reportgen.observe import gpu
+    from reportgen.observe import fingerprint, gpu
     from reportgen.run import calibrate
     from reportgen.run.experiment import run_experiment
     from reportgen.run.plan import campaign_secrets
@@ -179,6 +179,7 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
     except KeyboardInterrupt:
         stopped = "interrupted"  # the entry says so (run_experiment marked it)
     finally:
+        node = fingerprint.collect(ctx.gpu_source, ctx.gpu_why)
         if ctx.gpu_source is not None:
             ctx.gpu_source.close()
     buf = io.BytesIO()
@@ -192,6 +193,7 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
     entry.ran_on = {
         "host": socket.gethostname(),
         **{k: os.environ[v] for k, v in SLURM.items() if os.environ.get(v)},
+        "fingerprint": fingerprint.node_summary(node),
     }
     return {
         "entry": entry.model_dump(mode="json"),
