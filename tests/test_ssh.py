@@ -265,3 +265,30 @@ def test_ssh_on_the_command_line_names_the_host(tmp_path: Path) -> None:
     )
     assert res.returncode != 0 and "nosuchhost.invalid: cannot connect over SSH" in res.stderr
     assert not list(tmp_path.glob("*/*/results.json"))  # nothing started
+
+
+def test_where_it_runs_is_checked_before_anything_starts(tmp_path: Path) -> None:
+    base = '[campaign]\nname = "x"\ntitle = "t"\n[server]\nengine = "sim"\n' + (
+        '[[experiment]]\nid = "b"\nwhy = "w"\n'
+    )
+    cases = {
+        '[host]\nexecutor = "ssh"\n': 'host: executor = "ssh" needs host.ssh = { host = ',
+        '[host]\nexecutor = "ssh"\nssh = { host = "http://gpu:22" }\n': (
+            "host.ssh.host = 'http://gpu:22': the GPU host as ssh takes it"
+        ),
+        '[host]\nexecutor = "slurm"\nslurm = { time = "soon" }\n': (
+            "host.slurm.time = 'soon': a time limit as Slurm writes it"
+        ),
+        "[campaign]\n": "campaign.parallel = 2 runs experiments at once on nodes",
+    }
+    for extra, said in cases.items():
+        text = (
+            base + extra
+            if extra != "[campaign]\n"
+            else base.replace('title = "t"\n', 'title = "t"\nparallel = 2\n')
+        )
+        path = tmp_path / "c.toml"
+        path.write_text(text)
+        res = reportgen_main("validate", path)
+        assert res.returncode == 2 and said in res.stderr, res.stderr
+        assert len(res.stderr.strip().splitlines()) == 2  # the problem, then the count

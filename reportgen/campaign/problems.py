@@ -456,6 +456,26 @@ def _problems_from_pydantic(
             problems.append(
                 Problem(filename, key, _value_at(data, loc), f"must be one of {expected}")
             )
+        elif kind == "string_pattern_mismatch" and tuple(loc[-2:]) == ("ssh", "host"):
+            problems.append(
+                Problem(
+                    filename,
+                    key,
+                    _value_at(data, loc),
+                    "the GPU host as ssh takes it: a name or address, user@host, or a Host "
+                    "of ~/.ssh/config (its port in host.ssh.port)",
+                )
+            )
+        elif kind == "string_pattern_mismatch" and tuple(loc[-2:]) == ("slurm", "time"):
+            problems.append(
+                Problem(
+                    filename,
+                    key,
+                    _value_at(data, loc),
+                    'a time limit as Slurm writes it: minutes ("90"), "1:30:00" or '
+                    '"1-00:00:00"',
+                )
+            )
         elif kind == "string_pattern_mismatch" and loc and loc[-1] == "host":
             problems.append(
                 Problem(
