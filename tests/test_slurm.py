@@ -195,6 +195,10 @@ workload = { requests_per_level = 12 }
 """
     path.write_text(text)
     assert reportgen_main("validate", path).returncode == 0
+    plan = reportgen_main("plan", path)
+    assert "runs:   as Slurm job steps (srun: partition debug, time limit 10), up to 2 at " in (
+        plan.stdout
+    )
     res = reportgen_main(
         "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf", cache=cache, env=slurm
     )

@@ -472,8 +472,7 @@ def _problems_from_pydantic(
                     filename,
                     key,
                     _value_at(data, loc),
-                    'a time limit as Slurm writes it: minutes ("90"), "1:30:00" or '
-                    '"1-00:00:00"',
+                    'a time limit as Slurm writes it: minutes ("90"), "1:30:00" or "1-00:00:00"',
                 )
             )
         elif kind == "string_pattern_mismatch" and loc and loc[-1] == "host":

@@ -102,6 +102,9 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     out.print(f"[bold]{c.model.campaign.title}[/bold]  ({c.path}, sha256 {c.sha256[:12]})")
     if engine.simulated:
         out.print("engine: simulated (reportgen sim) - numbers will not describe real hardware")
+    where = _where(c.model.host, c.model.campaign.parallel)
+    if where:
+        out.print(f"runs:   {where}", markup=False)
     for i, r in enumerate(steps):
         out.print()
         parent = "" if r.parent is None else f"  based on {r.parent}"
@@ -311,3 +314,26 @@ def cmd_completion(args: argparse.Namespace, out: Console, err: Console) -> int:
     sim_arguments(sub.choices["sim"])
     out.file.write(shtab.complete(parser, shell=args.shell))
     return EXIT_OK
+
+
+def _where(host: Any, parallel: int) -> str:
+    """Where the servers and the load run, for the plan ("" for here)."""
+    if host.executor == "ssh" and host.ssh is not None:
+        s = host.ssh
+        at = (f"{s.user}@" if s.user else "") + s.host + (f":{s.port}" if s.port else "")
+        return (
+            f"on {at} over SSH (python {s.python} there; each experiment through python -m "
+            "reportgen.run.remote; the results come back here)"
+        )
+    if host.executor == "slurm":
+        s = host.slurm
+        asked = [
+            f"partition {s.partition}" if s and s.partition else "the default partition",
+            f"{s.gpus} GPUs" if s and s.gpus is not None else "",
+            f"time limit {s.time}" if s and s.time else "",
+        ]
+        return (
+            "as Slurm job steps (srun: " + ", ".join(a for a in asked if a) + ")"
+            + (f", up to {parallel} at once" if parallel > 1 else ", one at a time")
+        )  # fmt: skip
+    return ""
