@@ -201,6 +201,9 @@ def test_a_connection_cut_mid_level_leaves_nothing_running_there_and_resume_goes
     assert base["status"] == "interrupted"
     assert base["reason"].startswith("the connection to 127.0.0.1:")
     assert (run_dir / "report.html").exists()  # the partial report, rendered
+    t0 = time.monotonic()  # the far side cleans up once its server is stopped
+    while list((tmp_path / "there").glob("*/logs")) and time.monotonic() - t0 < 20:
+        time.sleep(0.2)
     assert not list((tmp_path / "there").glob("*/logs"))  # stopped there, its folder gone
 
     # the baseline again, then the rest

@@ -179,15 +179,21 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
     except KeyboardInterrupt:
         stopped = "interrupted"  # the entry says so (run_experiment marked it)
     finally:
-        node = fingerprint.collect(ctx.gpu_source, ctx.gpu_why)
-        if ctx.gpu_source is not None:
-            ctx.gpu_source.close()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name in SENT:
-            if (folder / name).exists():
-                tar.add(folder / name, arcname=name)
-    shutil.rmtree(folder, ignore_errors=True)
+        # its servers are stopped: a second signal (SIGHUP as the link goes, scancel's
+        # SIGKILL warning) must not cut short sending what was measured or cleaning up
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+        try:
+            node = fingerprint.collect(ctx.gpu_source, ctx.gpu_why)
+            if ctx.gpu_source is not None:
+                ctx.gpu_source.close()
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+                for name in SENT:
+                    if (folder / name).exists():
+                        tar.add(folder / name, arcname=name)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     if moved is not None:
         entry.warnings.append(moved)
     entry.ran_on = {
