@@ -10,6 +10,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -238,6 +239,8 @@ def reportgen_main(
 # hands files to its workers in the order collected: these start at once, the short ones
 # fill in around them.
 LONG_FIRST = (
+    "test_slurm.py",
+    "test_ssh.py",
     "test_demo_e2e.py",
     "test_resume.py",
     "test_transformers_serve.py",
@@ -246,6 +249,54 @@ LONG_FIRST = (
     "test_decisions_e2e.py",
     "test_render.py",
 )
+
+
+def port_open(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:``port``."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def two_experiments(path: Path, name: str, host: str, port: int, amount: str) -> Path:
+    """A campaign of the simulator run elsewhere (``host``: the [host] table's lines): a
+    baseline whose levels last ``amount`` ("duration_s = 8" or "requests_per_level = 12"),
+    and a child with half the time between tokens."""
+    path.write_text(
+        f"""
+[campaign]
+name = "{name}"
+title = "Run elsewhere"
+
+[host]
+{host}
+
+[server]
+engine = "sim"
+args = {{ port = {port}, ttft-ms = 10, itl-ms = 4 }}
+
+[workload]
+concurrency = [2]
+{amount}
+input_tokens = 16
+output_tokens = 8
+repetitions = 2
+warmup_requests = 1
+
+[[experiment]]
+id = "baseline"
+why = "The simulator as it starts."
+
+[[experiment]]
+id = "faster"
+why = "Half the time between tokens."
+args = {{ itl-ms = 2 }}
+workload = {{ requests_per_level = 12 }}
+"""
+    )
+    return path
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

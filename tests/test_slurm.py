@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, free_port, reportgen_main
+from tests.conftest import ROOT, free_port, port_open, reportgen_main, two_experiments
 
 SCRIPT = ROOT / "scripts" / "slurm_local.sh"
 
@@ -45,52 +44,10 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 def _campaign(tmp_path: Path, port: int, *, seconds: float = 0) -> Path:
     amount = f"duration_s = {seconds}" if seconds else "requests_per_level = 12"
     slurm = (
-        f'{{ partition = "debug", time = "10", python = "{sys.executable}", '
-        f'workdir = "{tmp_path / "node"}" }}'
+        f'executor = "slurm"\nslurm = {{ partition = "debug", time = "10", '
+        f'python = "{sys.executable}", workdir = "{tmp_path / "node"}" }}'
     )
-    path = tmp_path / "cluster.toml"
-    path.write_text(
-        f"""
-[campaign]
-name = "cluster"
-title = "As Slurm job steps"
-
-[host]
-executor = "slurm"
-slurm = {slurm}
-
-[server]
-engine = "sim"
-args = {{ port = {port}, ttft-ms = 10, itl-ms = 4 }}
-
-[workload]
-concurrency = [2]
-{amount}
-input_tokens = 16
-output_tokens = 8
-repetitions = 2
-warmup_requests = 1
-
-[[experiment]]
-id = "baseline"
-why = "The simulator as it starts."
-
-[[experiment]]
-id = "faster"
-why = "Half the time between tokens."
-args = {{ itl-ms = 2 }}
-workload = {{ requests_per_level = 12 }}
-"""
-    )
-    return path
-
-
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
+    return two_experiments(tmp_path / "cluster.toml", "cluster", slurm, port, amount)
 
 
 @pytest.mark.slow
@@ -133,9 +90,9 @@ def test_a_job_cancelled_mid_level_stops_its_server_and_resume_goes_on(
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
-        while not _listening(port) and time.monotonic() < deadline:
+        while not port_open(port) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _listening(port), "the server never started on its node"
+        assert port_open(port), "the server never started on its node"
         time.sleep(3)
         jobs = subprocess.run(
             ["squeue", "-h", "-n", "reportgen-baseline", "-o", "%i"],
@@ -144,9 +101,9 @@ def test_a_job_cancelled_mid_level_stops_its_server_and_resume_goes_on(
         assert jobs, "no job step for the baseline"
         subprocess.run(["scancel", *jobs], env=env, check=True)
         t0 = time.monotonic()
-        while _listening(port) and time.monotonic() - t0 < 20:
+        while port_open(port) and time.monotonic() - t0 < 20:
             time.sleep(0.2)
-        assert not _listening(port), "the server outlived its job"
+        assert not port_open(port), "the server outlived its job"
         stdout, stderr = run.communicate(timeout=120)
     finally:
         if run.poll() is None:
@@ -178,7 +135,7 @@ def test_parallel_experiments_run_at_once_on_two_nodes_and_are_decided_in_order(
     port = free_port()
     path = _campaign(tmp_path, port)
     text = path.read_text().replace('time = "10"', 'time = "10", options = ["--exclusive"]')
-    text = text.replace('title = "As Slurm job steps"', 'title = "At once"\nparallel = 2')
+    text = text.replace('title = "Run elsewhere"', 'title = "At once"\nparallel = 2')
     text += """
 [[experiment]]
 id = "bigger-batches"

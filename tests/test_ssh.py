@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import free_port, reportgen_main
+from tests.conftest import free_port, port_open, reportgen_main, two_experiments
 
 SSHD = Path("/usr/sbin/sshd")
 
@@ -77,55 +77,12 @@ def _campaign(tmp_path: Path, sshd: dict[str, Any], port: int, *, seconds: float
     last that long (time to cut the connection mid-level)."""
     amount = f"duration_s = {seconds}" if seconds else "requests_per_level = 12"
     ssh = (
-        f'{{ host = "127.0.0.1", user = "{sshd["user"]}", port = {sshd["port"]}, '
-        f'identity_file = "{sshd["key"]}", python = "{sys.executable}", '
+        f'executor = "ssh"\nssh = {{ host = "127.0.0.1", user = "{sshd["user"]}", '
+        f'port = {sshd["port"]}, identity_file = "{sshd["key"]}", python = "{sys.executable}", '
         f'workdir = "{tmp_path / "there"}", options = ["-o", "StrictHostKeyChecking=no", '
         '"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"] }'
     )
-    path = tmp_path / "remote.toml"
-    path.write_text(
-        f"""
-[campaign]
-name = "remote"
-title = "Over SSH"
-objective = {{ metric = "output_tok_s" }}
-
-[host]
-executor = "ssh"
-ssh = {ssh}
-
-[server]
-engine = "sim"
-args = {{ port = {port}, ttft-ms = 10, itl-ms = 4 }}
-
-[workload]
-concurrency = [2]
-{amount}
-input_tokens = 16
-output_tokens = 8
-repetitions = 2
-warmup_requests = 1
-
-[[experiment]]
-id = "baseline"
-why = "The simulator as it starts."
-
-[[experiment]]
-id = "faster"
-why = "Half the time between tokens."
-args = {{ itl-ms = 2 }}
-workload = {{ requests_per_level = 12 }}
-"""
-    )
-    return path
-
-
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
+    return two_experiments(tmp_path / "remote.toml", "remote", ssh, port, amount)
 
 
 @pytest.mark.slow
@@ -151,7 +108,7 @@ def test_a_campaign_runs_over_ssh_and_its_results_stay_here(
         assert (run_dir / "requests" / f"{e['id']}.parquet").exists()
         assert (run_dir / e["log_file"]).exists()
     assert not list((tmp_path / "there").iterdir())  # nothing left behind there
-    assert not _listening(port)
+    assert not port_open(port)
     html = (run_dir / "report.html").read_text()
     assert f"reached</th><td>over SSH: 127.0.0.1:{sshd['port']} from " in html
     assert "<dt>Ran on</dt><dd>" in html  # the host's name
@@ -174,18 +131,18 @@ def test_a_connection_cut_mid_level_leaves_nothing_running_there_and_resume_goes
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
-        while not _listening(port) and time.monotonic() < deadline:
+        while not port_open(port) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _listening(port), "the server there never started"
+        assert port_open(port), "the server there never started"
         time.sleep(3)  # past the warm-up, into the first level
         client = _children(run.pid, "ssh")
         assert client, "no ssh client under the run"
         for pid in client:  # the connection dies as a dropped link would end it
             os.kill(pid, signal.SIGKILL)
         t0 = time.monotonic()
-        while _listening(port) and time.monotonic() - t0 < 20:
+        while port_open(port) and time.monotonic() - t0 < 20:
             time.sleep(0.2)
-        assert not _listening(port), "the server there outlived its connection"
+        assert not port_open(port), "the server there outlived its connection"
         gone = time.monotonic() - t0
         stdout, stderr = run.communicate(timeout=120)
     finally:

@@ -168,7 +168,27 @@ class HostExpect(_Model):
     gpu_name: str | None = Field(None, description="Substring the GPU name must contain.")
 
 
-class SshHost(_Model):
+class _FarSide(_Model):
+    """What every executor that runs elsewhere needs there (``run.remote``)."""
+
+    python: str = Field(
+        "python3",
+        description="The Python there with this version of reportgen installed (a virtual "
+        "environment's bin/python, say).",
+    )
+    dir: str | None = Field(
+        None,
+        description="The folder there that the campaign's relative paths (prompts, model, "
+        "tokenizer) are read from (default: the campaign file's folder, at the same path: "
+        "the same checkout, or a shared file system).",
+    )
+    workdir: str = Field(
+        "~/.cache/reportgen/remote",
+        description="Where an experiment's files are kept there until they are sent back.",
+    )
+
+
+class SshHost(_FarSide):
     """The GPU host reached over SSH (``host.executor = "ssh"``): the servers and the load
     generator run there, the run directory stays here."""
 
@@ -179,28 +199,14 @@ class SshHost(_Model):
     )
     user: str | None = Field(None, description="Login name (default: ssh's).")
     port: int | None = Field(None, ge=1, le=65535, description="SSH port (default: ssh's).")
-    python: str = Field(
-        "python3",
-        description="The Python there with this version of reportgen installed (a virtual "
-        "environment's bin/python, say).",
-    )
     identity_file: str | None = Field(None, description="Private key (default: ssh's).")
     options: list[str] = Field(
         default_factory=list,
         description='More ssh options, e.g. ["-o", "ProxyJump=bastion"].',
     )
-    dir: str | None = Field(
-        None,
-        description="The folder there that the campaign's relative paths (prompts, model, "
-        "tokenizer) are read from (default: the campaign file's folder, at the same path).",
-    )
-    workdir: str = Field(
-        "~/.cache/reportgen/remote",
-        description="Where the host keeps an experiment's files until they are sent back.",
-    )
 
 
-class SlurmHost(_Model):
+class SlurmHost(_FarSide):
     """A Slurm cluster (``host.executor = "slurm"``): each experiment is one job step on a
     node the cluster gives (``srun``), the run directory stays where ``reportgen run`` was
     typed (a login node, say)."""
@@ -215,19 +221,6 @@ class SlurmHost(_Model):
     options: list[str] = Field(
         default_factory=list,
         description='More srun options, e.g. ["--account=perf", "--exclusive"].',
-    )
-    python: str = Field(
-        "python3",
-        description="The Python on the nodes with this version of reportgen installed.",
-    )
-    dir: str | None = Field(
-        None,
-        description="The folder on the nodes that the campaign's relative paths are read "
-        "from (default: the campaign file's folder, at the same path: a shared file system).",
-    )
-    workdir: str = Field(
-        "~/.cache/reportgen/remote",
-        description="Where a node keeps an experiment's files until they are sent back.",
     )
 
 
