@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import free_port, port_open, reportgen_main, two_experiments
+from tests.conftest import ROOT, free_port, port_open, reportgen_main, two_experiments
 
 SSHD = Path("/usr/sbin/sshd")
 
@@ -252,3 +252,35 @@ def test_where_it_runs_is_checked_before_anything_starts(tmp_path: Path) -> None
         res = reportgen_main("validate", path)
         assert res.returncode == 2 and said in res.stderr, res.stderr
         assert len(res.stderr.strip().splitlines()) == 2  # the problem, then the count
+
+
+@pytest.mark.slow
+def test_the_demo_campaign_runs_over_ssh_as_typed_with_ssh_on_the_command_line(
+    tmp_path: Path, cache: Path, sshd: dict[str, Any]
+) -> None:
+    """The demo, unchanged but for its port and how to reach the host (a key, a port: what
+    ~/.ssh/config would hold), run with `--ssh`: the same outcomes as run here."""
+    port = free_port()
+    text = (ROOT / "campaigns" / "demo.toml").read_text().replace("18427", str(port))
+    ssh = (
+        f'\n[host]\nssh = {{ host = "ignored", port = {sshd["port"]}, '
+        f'identity_file = "{sshd["key"]}", python = "{sys.executable}", '
+        f'workdir = "{tmp_path / "there"}", options = ["-o", "StrictHostKeyChecking=no", '
+        '"-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"] }\n'
+    )
+    path = tmp_path / "demo.toml"
+    path.write_text(text + ssh)
+    res = reportgen_main(
+        "run", path, "--ssh", f"{sshd['user']}@127.0.0.1", "--output", tmp_path / "out",
+        "--quiet", "--no-pdf", "--json", cache=cache,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    assert [e["outcome"] for e in got["experiments"]] == [
+        "baseline", "adopted", "rejected", "equivalent", "failed", "failed"
+    ]  # fmt: skip
+    run_dir = Path(got["run_dir"])
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["environment"]["executor"]["host"] == f"{sshd['user']}@127.0.0.1:{sshd['port']}"
+    assert (run_dir / "report.html").exists() and not port_open(port)
+    assert reportgen_main("verify", run_dir).returncode == 0
