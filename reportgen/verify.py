@@ -36,7 +36,7 @@ from reportgen.load.records import RequestRecord
 from reportgen.observe import telemetry
 from reportgen.render import chart_inputs, render_html
 from reportgen.results.embed import extract, table_hashes, without_data
-from reportgen.results.model import Comparison, Decision, Experiment, Point, Run
+from reportgen.results.model import Comparison, Decision, Experiment, Run
 
 REL_TOL = 1e-9
 
@@ -235,7 +235,7 @@ def _check_search(out: Verification, run: Run, fresh: Run) -> None:
         cap = rec.probes[0].concurrency if rec.probes else 0
         look = search.Search(search.parse(rec.slo), over=rec.over, cap=cap)
         for probe in rec.probes:
-            where = Point(probe.concurrency, probe.rate)
+            where = probe.point
             runs = [lv.summary for lv in again.levels if lv.point == where]
             got = look.record(look.at(probe), runs)
             if got.passed != probe.passed or not _close(got.values, probe.values):

@@ -170,7 +170,7 @@ workload = { requests_per_level = 12 }
         and bigger["started_at"] < faster["finished_at"]
     )  # at the same time
     assert both["started_at"] >= max(faster["finished_at"], bigger["finished_at"])
-    assert both["parent"] == data["best"] or both["parent"] in ("faster", "bigger-batches")
+    assert both["parent"] in ("faster", "bigger-batches")  # the best when it started
     for e in data["experiments"]:  # every node is the run's (one machine): comparable
         (node,) = [c for c in e["checks"] if c["id"] == "node_matches"]
         assert node["status"] == "pass", node

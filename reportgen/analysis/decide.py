@@ -478,49 +478,34 @@ def compare_experiments(
     ``paired``, repetition k of one with repetition k of the other (interleaved runs)."""
     p, c = runs_by_level(parent_levels, metric), runs_by_level(child_levels, metric)
     wanted = _common(set(p), set(c), levels)
-    if metric == "goodput_req_s":
-        none = {
-            x
-            for x in wanted
-            if all(
-                lv.summary.value(metric) == 0
-                for lv in (*parent_levels, *child_levels)
-                if lv.point == x and compared_value(lv.summary, metric) is not None
+    none = _no_goodput(metric, [*parent_levels, *child_levels], wanted)
+    pr, cr = (_by_run(parent_levels, metric), _by_run(child_levels, metric)) if paired else ({}, {})
+
+    def one(x: Point) -> Comparison:
+        if x in none:
+            return _none_met(metric, x, len(p[x]), len(c[x]))
+        if paired:
+            pairs = [(pr[k], cr[k]) for k in pr if k in cr and k[0] == x]
+            return compare_pairs(
+                pairs, margin=margin, higher_is_better=higher_is_better, metric=metric, level=x
             )
-        }
-        if none:
-            return [
-                _none_met(metric, x, len(p[x]), len(c[x]))
-                if x in none
-                else compare_experiments(
-                    parent_levels, child_levels, metric, margin=margin,
-                    higher_is_better=higher_is_better, levels=[x], paired=paired,
-                )[0]
-                for x in wanted
-            ]  # fmt: skip
-    if paired:
-        pr, cr = _by_run(parent_levels, metric), _by_run(child_levels, metric)
-        return [
-            compare_pairs(
-                [(pr[k], cr[k]) for k in pr if k in cr and k[0] == x],
-                margin=margin,
-                higher_is_better=higher_is_better,
-                metric=metric,
-                level=x,
-            )
-            for x in wanted
-        ]
-    return [
-        compare_runs(
-            p[x],
-            c[x],
-            margin=margin,
-            higher_is_better=higher_is_better,
-            metric=metric,
-            level=x,
+        return compare_runs(
+            p[x], c[x], margin=margin, higher_is_better=higher_is_better, metric=metric, level=x
         )
+
+    return [one(x) for x in wanted]
+
+
+def _no_goodput(metric: str, levels: Sequence[Level], wanted: Sequence[Point]) -> set[Point]:
+    """The levels where no run of either side had a request meeting the SLO (goodput)."""
+    if metric != "goodput_req_s":
+        return set()
+    return {
+        x
         for x in wanted
-    ]
+        if all(lv.summary.value(metric) == 0 for lv in levels
+               if lv.point == x and lv.summary.value(metric) is not None)
+    }  # fmt: skip
 
 
 def ci_label(c: Comparison) -> str:

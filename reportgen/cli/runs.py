@@ -259,7 +259,6 @@ LONE = (
 def _lone_table(out: Console, data: Run) -> None:
     """One configuration, nothing to compare: its headline numbers per level."""
     from reportgen.render.fmt import fmt_num, level_head
-    from reportgen.results.model import Point
 
     (e,) = data.experiments
     status = "" if data.status == "complete" else f" - {data.status.upper()}"
@@ -274,7 +273,7 @@ def _lone_table(out: Console, data: Run) -> None:
     for _, label in LONE:
         table.add_column(label, justify="right", no_wrap=True)
     table.add_column("errors", justify="right", no_wrap=True)
-    met = {Point(p.concurrency, p.rate): p.passed for p in e.search.probes} if e.search else {}
+    met = {p.point: p.passed for p in e.search.probes} if e.search else {}
     if e.search:
         table.add_column("SLO", no_wrap=True)
     for agg in e.by_level:

@@ -47,6 +47,8 @@ from reportgen.run.preflight import preflight
 from reportgen.run.resume import utc_now
 from reportgen.run.session import Context
 
+# What asks the far side's Python for its reportgen's version.
+ASK_VERSION = ("-c", "import reportgen; print(reportgen.__version__)")
 # How long the far side has to send what it measured once asked to stop.
 STOP_GRACE_S = 60.0
 
@@ -61,7 +63,7 @@ class Local:
     name = "local"
     lock = threading.RLock()  # the results, saved from experiments at once (parallel)
 
-    def prepare(self, ctx: Context) -> tuple[dict[str, Any], engines.Flags | None, dict[str, Any]]:
+    def prepare(self, ctx: Context) -> tuple[dict[str, Any], engines.Flags | None]:
         m = ctx.m
         environment = fingerprint.collect(
             ctx.gpu_source,
@@ -70,7 +72,7 @@ class Local:
             env_keys=sorted(m.server.env),
         )
         flags = preflight(ctx.campaign, environment, ctx.progress)
-        return environment, flags, {}
+        return environment, flags
 
     def client_ceiling(self) -> dict[str, Any]:
         try:
@@ -132,8 +134,7 @@ class Ssh:
     def check(self) -> tuple[str, float]:
         """The far side's reportgen version (refused unless it is this one) and the SSH
         round trip in ms (a second, warm connection's)."""
-        argv = self._python("-c", "import reportgen; print(reportgen.__version__)")
-        out = self._ask(argv)
+        out = self._ask(self._python(*ASK_VERSION))
         if out.returncode == 255:
             why = (out.stderr.strip().splitlines() or ["(nothing said)"])[-1]
             raise RemoteError(
@@ -141,8 +142,7 @@ class Ssh:
                 "host.ssh (host, user, port, identity_file) and that `ssh HOST` works without "
                 "a password"
             )
-        version = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
-        self._same_version(version, out.returncode)
+        version = self._same_version(out)
         times = []
         for _ in range(2):  # a connection's round trip, with nothing to start there
             t0 = time.monotonic()
@@ -150,9 +150,11 @@ class Ssh:
             times.append((time.monotonic() - t0) * 1e3)
         return version, min(times)
 
-    def _same_version(self, version: str, code: int) -> None:
-        """Refused unless the far side's Python imports this very reportgen."""
-        if code != 0 or not version:
+    def _same_version(self, out: subprocess.CompletedProcess[str]) -> str:
+        """The far side's reportgen version (``ASK_VERSION``'s answer), refused unless its
+        Python imports this very reportgen."""
+        version = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+        if out.returncode != 0 or not version:
             raise RemoteError(
                 f"{self.where}: {self.spec.python} there cannot import reportgen; nothing was "
                 f"started. Install reportgen {__version__} there (`pip install reportgen=="
@@ -165,6 +167,7 @@ class Ssh:
                 f"started. Install {__version__} there (the same checkout or release), so "
                 "both sides measure and record alike"
             )
+        return version
 
     def _ask(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         try:
@@ -176,7 +179,7 @@ class Ssh:
                 f"{self.where}: no answer over SSH within 60 s; check host.ssh"
             ) from None
 
-    def prepare(self, ctx: Context) -> tuple[dict[str, Any], engines.Flags | None, dict[str, Any]]:
+    def prepare(self, ctx: Context) -> tuple[dict[str, Any], engines.Flags | None]:
         ctx.progress.phase(f"checking reportgen on {self.where}")
         version, rtt = self.check()
         ctx.progress.phase(f"fingerprint and preflight on {self.where}")
@@ -196,7 +199,7 @@ class Ssh:
         }
         flags = pickle.loads(bytes.fromhex(got["flags"])) if got.get("flags") else None
         self.ceiling = dict(got.get("client_ceiling") or {})
-        return environment, flags, {}
+        return environment, flags
 
     def client_ceiling(self) -> dict[str, Any]:
         return self.ceiling
@@ -404,15 +407,13 @@ class Slurm(Ssh):
             raise RemoteError(
                 "srun is not installed here: run reportgen where Slurm's commands are"
             )
-        out = self._ask(self._python("-c", "import reportgen; print(reportgen.__version__)"))
-        version = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+        out = self._ask(self._python(*ASK_VERSION))
         said = out.stderr.strip().splitlines()
         if out.returncode != 0 and said and said[-1].startswith("srun: error"):
             raise RemoteError(
                 f"Slurm ({self.where}) did not run a job step: {said[-1]}; nothing was started"
             )
-        self._same_version(version, out.returncode)
-        return version, 0.0
+        return self._same_version(out), 0.0
 
     def record(self) -> dict[str, Any]:
         s = self.spec

@@ -120,36 +120,28 @@ def _watch(stream: IO[bytes]) -> None:
 
 
 def _prepare(job: Job, relay: Relay) -> dict[str, Any]:
+    """What a run here does before its first experiment (``executor.Local``), done here."""
     from reportgen.errors import ReportgenError
-    from reportgen.observe import fingerprint, gpu
-    from reportgen.run import calibrate
-    from reportgen.run.preflight import preflight
+    from reportgen.observe import gpu
+    from reportgen.run.executor import Local
+    from reportgen.run.plan import campaign_secrets
+    from reportgen.run.session import Context
 
-    m = job.campaign.model
-    source, why = gpu.open_source()
+    ctx = Context(job.campaign, Path("."), relay, campaign_secrets(job.campaign))  # type: ignore[arg-type]
+    ctx.gpu_source, ctx.gpu_why = gpu.open_source()
+    here = Local()
     try:
-        environment = fingerprint.collect(
-            source,
-            why,
-            repos=[Path(job.campaign.path).parent / p for p in m.host.repos],
-            env_keys=sorted(m.server.env),
-        )
-    finally:
-        if source is not None:
-            source.close()
-    try:
-        flags = preflight(job.campaign, environment, relay)  # type: ignore[arg-type]
+        environment, flags = here.prepare(ctx)
     except ReportgenError as exc:
         return {"error": str(exc), "kind": type(exc).__name__}
+    finally:
+        if ctx.gpu_source is not None:
+            ctx.gpu_source.close()
     relay.phase("measuring the client's ceiling here (cached per host)")
-    try:
-        ceiling: dict[str, Any] = calibrate.calibrate()
-    except ReportgenError as exc:
-        ceiling = {"error": str(exc)}
     return {
         "environment": environment,
         "flags": pickle.dumps(flags).hex() if flags is not None else None,
-        "client_ceiling": ceiling,
+        "client_ceiling": here.client_ceiling(),
     }
 
 

@@ -73,7 +73,7 @@ class Runner:
                 self.ctx.gpu_source.close()
 
     def _run_all(self) -> Run:
-        environment, self.flags, _ = self.executor.prepare(self.ctx)
+        environment, self.flags = self.executor.prepare(self.ctx)
         run = self._continue(environment) if self.resume is not None else self._start(environment)
         self.results = run
         self.progress.phase("measuring the client's ceiling (cached per host)")
