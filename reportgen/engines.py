@@ -63,6 +63,19 @@ class Engine:
     # Flag sets that turn CUDA graphs off on purpose (every flag of one set true): an
     # experiment run so is not warned that its log has no capture line.
     graphs_off: tuple[tuple[str, ...], ...] = ()
+    # How one server spans several nodes (``server.nodes``): the flags every rank gets, with
+    # {nnodes}, {rank}, {addr} (rank 0's address) and {port} (its rendezvous port) filled in,
+    # and those the ranks after 0 get besides (vLLM's --headless: no API server there).
+    # Empty: the engine cannot span nodes.
+    node_flags: tuple[str, ...] = ()
+    worker_flags: tuple[str, ...] = ()
+
+    def node_args(self, nnodes: int, rank: int, addr: str, port: int) -> list[str]:
+        """The flags that make this process rank ``rank`` of ``nnodes`` (``node_flags``)."""
+        host = f"[{addr}]" if ":" in addr else addr
+        fill = {"nnodes": nnodes, "rank": rank, "addr": addr, "port": port, "host": host}
+        argv = [f.format(**fill) for f in self.node_flags]
+        return argv + (list(self.worker_flags) if rank else [])
 
     def graphs_disabled(self, args: Mapping[str, Any]) -> str | None:
         """The flags by which ``args`` turn CUDA graphs off ("--enforce-eager"), or None."""
@@ -413,6 +426,14 @@ ENGINES: dict[str, Engine] = {
         ),
         spec_accept_log=r"accept len: ([0-9.]+)",
         fatal_patterns=(r"sim: error in generation loop",),  # --fault dead-loop
+        node_flags=(
+            "--nnodes",
+            "{nnodes}",
+            "--node-rank",
+            "{rank}",
+            "--dist-init-addr",
+            "{host}:{port}",
+        ),  # fmt: skip
     ),
     "sglang": Engine(
         name="sglang",
@@ -451,6 +472,16 @@ ENGINES: dict[str, Engine] = {
         help_flag="--help",
         # A scheduler's exception; the launcher then stops the whole server.
         fatal_patterns=(r"Scheduler hit an exception", r"Received sigquit from a child process"),
+        # SGLang's multi-node launch: every node runs launch_server with its rank; rank 0
+        # serves HTTP, the others join its torch.distributed rendezvous
+        node_flags=(
+            "--nnodes",
+            "{nnodes}",
+            "--node-rank",
+            "{rank}",
+            "--dist-init-addr",
+            "{host}:{port}",
+        ),  # fmt: skip
         graphs_off=(
             ("disable-cuda-graph",),
             ("disable-decode-cuda-graph", "disable-prefill-cuda-graph"),  # 0.5.17
@@ -488,6 +519,19 @@ ENGINES: dict[str, Engine] = {
         negate="no-",  # --enable-prefix-caching / --no-enable-prefix-caching
         help_flag="--help=all",  # plain --help lists only the groups
         fatal_patterns=(r"EngineCore encountered a fatal error", r"Engine core proc \S+ died"),
+        # vLLM's multi-node serve with its multiprocessing backend (docs: "Running vLLM with
+        # MultiProcessing"): the same serve on every node, the ranks after 0 --headless
+        node_flags=(
+            "--nnodes",
+            "{nnodes}",
+            "--node-rank",
+            "{rank}",
+            "--master-addr",
+            "{addr}",
+            "--master-port",
+            "{port}",
+        ),  # fmt: skip
+        worker_flags=("--headless",),
         graphs_off=(("enforce-eager",),),
     ),
     "transformers": Engine(

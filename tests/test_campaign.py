@@ -214,3 +214,38 @@ def test_settings_named_as_the_peers_name_them_are_pointed_to_their_key(tmp_path
                "it is workload.requests_per_level" in s for s in said), said  # fmt: skip
     assert any("random_input_len = 5: unknown key; as the benchmark tools call it: here it is "
                "workload.input_tokens" in s for s in said), said  # fmt: skip
+
+
+def test_a_server_across_nodes_is_launched_rank_by_rank_and_only_through_slurm() -> None:
+    """nodes = 2 runs the engine's command through the launcher, which adds each rank's
+    flags (SGLang's and vLLM's own); an experiment may change it, said as a change; it needs
+    Slurm and an engine whose multi-node flags reportgen knows."""
+    from reportgen import engines
+
+    text = GOOD.replace("[server]\n", '[host]\nexecutor = "slurm"\n\n[server]\nnodes = 2\n')
+    text = text.replace('id = "car"', 'id = "car"\nnodes = 1')
+    c = campaign.loads(text, "c.toml")
+    base, mtp, car = plan(c)
+    assert (base.nodes, mtp.nodes, car.nodes) == (2, 2, 1)
+    argv = command_line(c, base)
+    assert argv[1:8] == ["-m", "reportgen.run.nodes", "--engine", "sglang", "--nodes", "2", "--"]
+    assert argv[8:11] == ["python", "-m", "sglang.launch_server"]
+    assert command_line(c, car)[:3] == ["python", "-m", "sglang.launch_server"]
+    assert [(f.key, f.before, f.after) for f in car.flag_diff if f.key == "nodes"] == [
+        ("nodes", 2, 1)
+    ]
+    sglang, vllm = engines.get("sglang"), engines.get("vllm")
+    assert sglang.node_args(2, 1, "10.0.0.5", 5000) == [
+        "--nnodes", "2", "--node-rank", "1", "--dist-init-addr", "10.0.0.5:5000"
+    ]  # fmt: skip
+    assert vllm.node_args(2, 0, "10.0.0.5", 5000) == [
+        "--nnodes", "2", "--node-rank", "0", "--master-addr", "10.0.0.5", "--master-port", "5000"
+    ]  # fmt: skip
+    assert vllm.node_args(2, 1, "10.0.0.5", 5000)[-1] == "--headless"
+    local = "\n".join(problems(text.replace('executor = "slurm"', 'executor = "local"')))
+    assert (
+        'server: nodes = 2 spans a server across a Slurm job\'s nodes: set host.executor = "slurm"'
+        in local
+    )
+    generic = text.replace('engine = "sglang"', 'engine = "transformers"')
+    assert "no multi-node flags for the transformers engine" in "\n".join(problems(generic))

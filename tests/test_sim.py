@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import START_DEADLINE_S, Sim, start_sim_process, stop_sim
+from reportgen import sim as simulator
+from tests.conftest import START_DEADLINE_S, Sim, free_port, start_sim_process, stop_sim
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,43 @@ def test_health_is_503_while_loading(start_sim: Callable[..., Sim]) -> None:
     log = s.log_text()
     assert "sim: server_args=" in log and "startup_s=1.0" in log
     assert f"sim: ready on {s.url}" in log
+
+
+def test_across_two_nodes_rank_0_waits_for_rank_1_and_ends_when_it_leaves(
+    start_sim: Callable[..., Sim],
+) -> None:
+    """--nnodes 2 (SGLang's multi-node flags): rank 0 is not ready until rank 1 has joined
+    its --dist-init-addr; rank 1 serves no HTTP; rank 1 leaving ends rank 0 with an error
+    line, as a lost NCCL peer ends a real engine."""
+    addr = f"127.0.0.1:{free_port()}"
+    head = start_sim("--nnodes", "2", "--dist-init-addr", addr, wait_ready=False)
+    time.sleep(0.5)
+    assert httpx.get(head.url + "/health").status_code == 503  # rank 1 not there yet
+    port = free_port()
+    worker = subprocess.Popen(
+        [*simulator.command(port), "--nnodes", "2", "--node-rank", "1", "--dist-init-addr", addr],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + START_DEADLINE_S
+        while httpx.get(head.url + "/health").status_code != 200:
+            assert time.monotonic() < deadline, head.log_text()
+            time.sleep(0.05)
+        assert "sim: node rank 1 joined from 127.0.0.1 (2 of 2)" in head.log_text()
+        assert " across 2 nodes" in head.log_text()
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{port}/health")  # no HTTP on the ranks after 0
+    finally:
+        worker.kill()
+        worker.wait()
+    assert head.proc.wait(timeout=10) == 1
+    assert "sim: error: node rank 1 left; the server cannot generate without it" in (
+        head.log_text()
+    )
+    assert "--node-rank must be 0 to 1, got 2" in subprocess.run(
+        [sys.executable, "-m", "reportgen.sim", "--nnodes", "2", "--node-rank", "2",
+         "--dist-init-addr", addr], capture_output=True, text=True, timeout=30,
+    ).stdout  # fmt: skip
 
 
 def test_models(sim: Sim) -> None:

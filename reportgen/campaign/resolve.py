@@ -41,6 +41,7 @@ class Resolved:
     # a server already running there (``base_url``): reportgen starts nothing for it, and its
     # flags and environment are not reportgen's to know (args and env stay empty)
     base_url: str | None = None
+    nodes: int = 1  # the nodes its server spans (``server.nodes``)
 
     @property
     def one_session(self) -> str | None:
@@ -82,6 +83,10 @@ def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -
         for k in sorted(set(base_args) | set(args))
         if base_args.get(k) != args.get(k)
     ]
+    base_nodes = start_from.nodes if start_from else campaign.server.nodes
+    nodes = exp.nodes or base_nodes
+    if nodes != base_nodes:  # the launcher's flag (``run.nodes``)
+        diff.append(FlagChange("nodes", base_nodes, nodes))
     return Resolved(
         id=exp.id,
         why=exp.why,
@@ -94,6 +99,7 @@ def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -
         checks=list(campaign.check) + list(exp.checks),
         flag_diff=diff,
         base_url=base_url.rstrip("/").removesuffix("/v1") if base_url else None,
+        nodes=1 if base_url else nodes,
     )
 
 

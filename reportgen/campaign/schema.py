@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
+from reportgen import engines
 from reportgen.campaign.levels import Point
 
 METRICS = (
@@ -276,6 +277,16 @@ class Server(_Model):
         "(http://host:port): every experiment sends its load there and reportgen starts "
         "nothing, so command, args and env do not apply. An experiment's own base_url "
         "overrides it.",
+    )
+    nodes: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description='Nodes one server spans (host.executor = "slurm"): each experiment is a '
+        "job of this many nodes, rank 0 on the first serving, the others started there with "
+        "srun and the engine's own multi-node flags (SGLang's --nnodes/--node-rank/"
+        "--dist-init-addr, vLLM's --nnodes/--node-rank/--master-addr/--headless). An "
+        "experiment's own nodes overrides it.",
     )
     ready_timeout_s: float = Field(
         600, gt=0, allow_inf_nan=False, description="Deadline for the server to be ready."
@@ -853,6 +864,9 @@ class Experiment(_Model):
         "endpoint, a server started by hand): reportgen sends the load and starts nothing; "
         "the report says it cannot vouch for that server's configuration.",
     )
+    nodes: int | None = Field(
+        None, ge=1, le=64, description="Nodes its server spans (default: its parent's)."
+    )
     workload: WorkloadOverride | None = None  # type: ignore[valid-type]
     checks: list[Check] = Field(default_factory=list)
 
@@ -872,13 +886,26 @@ class CampaignModel(_Model):
     experiment: list[Experiment] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _parallel_where(self) -> CampaignModel:
+    def _where_it_runs(self) -> CampaignModel:
         if self.campaign.parallel > 1 and self.host.executor != "slurm":
             raise ValueError(
                 f"campaign.parallel = {self.campaign.parallel} runs experiments at once on "
                 'nodes of their own: set host.executor = "slurm" (one host runs one at a '
                 "time, or their numbers would share its GPUs), or leave parallel out"
             )
+        spans = [(f"experiment {e.id!r}", e.nodes) for e in self.experiment if e.nodes]
+        for where, n in [("server", self.server.nodes), *spans]:
+            if n > 1 and self.host.executor != "slurm":
+                raise ValueError(
+                    f"{where}: nodes = {n} spans a server across a Slurm job's nodes: set "
+                    'host.executor = "slurm", or leave nodes out'
+                )
+            if n > 1 and not engines.get(self.server.engine).node_flags:
+                raise ValueError(
+                    f"{where}: nodes = {n}, but reportgen knows no multi-node flags for the "
+                    f"{self.server.engine} engine: use sglang or vllm (or sim), or leave nodes "
+                    "out and pass the engine's flags in server.args"
+                )
         if self.campaign.parallel > 1 and isinstance(self.workload.repetitions, Repetitions):
             raise ValueError(
                 "campaign.parallel: adaptive repetitions read the verdicts of the experiments "

@@ -178,6 +178,10 @@ def _ran_on(where: dict[str, object] | None) -> str:
     if not where:
         return ""
     node, job = where.get("node"), where.get("slurm_job")
+    nodes = where.get("nodes")
+    if isinstance(nodes, list) and len(nodes) > 1:  # one server across a job's nodes
+        many = f"{len(nodes)} nodes, {', '.join(map(str, nodes))}, rank 0 on {nodes[0]}"
+        return f"{many} (Slurm job {job})" if job else many
     if node or job:
         return f"{node or where.get('host')} (Slurm job {job})" if job else str(node)
     return str(where.get("host") or "")

@@ -276,6 +276,10 @@ class Ssh:
             entry.control_table: store.read_requests(ctx.run_dir, entry.control_table),
         }
 
+    def _far_side(self, job: remote.Job, name: str) -> list[str]:
+        """The command that runs ``job`` there."""
+        return self._python("-m", "reportgen.run.remote", name=name)
+
     def _call(self, job: remote.Job, progress: Any, name: str = "check") -> dict[str, Any]:
         """Send ``job``, relay its progress, return its result; RemoteError when the
         connection ends without one (dropped, the host gone). Ctrl-C closes the far side's
@@ -283,7 +287,7 @@ class Ssh:
         if shutil.which("ssh") is None:
             raise RemoteError("ssh is not installed here: install OpenSSH's client")
         proc = subprocess.Popen(
-            self._python("-m", "reportgen.run.remote", name=name),
+            self._far_side(job, name),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -387,17 +391,33 @@ class Slurm(Ssh):
         return f"partition {s.partition}" if s.partition else "the default partition"
 
     def srun_argv(self, name: str, *command: str) -> list[str]:
+        """One job step on one node: a job of its own (``srun``'s)."""
+        step = ["srun", "--nodes=1", "--ntasks=1", f"--job-name=reportgen-{name}",
+                "--kill-on-bad-exit=1"]  # fmt: skip
+        return [*step, *self._asks(), self.spec.python, *command]
+
+    def _asks(self) -> list[str]:
+        """What every job asks the cluster for, per node (host.slurm)."""
         s = self.spec
         assert isinstance(s, SlurmHost)
-        argv = ["srun", "--nodes=1", "--ntasks=1", f"--job-name=reportgen-{name}",
-                "--kill-on-bad-exit=1"]  # fmt: skip
-        if s.partition:
-            argv.append(f"--partition={s.partition}")
+        argv = [f"--partition={s.partition}"] if s.partition else []
         if s.gpus is not None:
             argv.append(f"--gres=gpu:{s.gpus}")
         if s.time:
             argv.append(f"--time={s.time}")
-        return [*argv, *s.options, s.python, *command]
+        return [*argv, *s.options]
+
+    def _far_side(self, job: remote.Job, name: str) -> list[str]:
+        """A server across nodes (``server.nodes``): a job of that many nodes (``salloc``),
+        the far side in a step on its first node, which starts the other ranks as steps of
+        their own (``run.nodes``); else one step, as every other job."""
+        nodes = job.r.nodes if job.r is not None else 1
+        if nodes == 1:
+            return super()._far_side(job, name)
+        job_of = ["salloc", "--quiet", f"--nodes={nodes}", "--ntasks-per-node=1",
+                  f"--job-name=reportgen-{name}", *self._asks()]  # fmt: skip
+        step = ["srun", "--nodes=1", "--ntasks=1", "--kill-on-bad-exit=1"]
+        return [*job_of, *step, self.spec.python, "-m", "reportgen.run.remote"]
 
     def _python(self, *args: str, name: str = "check") -> list[str]:
         return self.srun_argv(name, *args)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 from typing import Literal
 
 from reportgen import engines
@@ -27,8 +28,14 @@ def new_run_id(campaign: Campaign, now: dt.datetime | None = None) -> str:
 
 
 def command_line(campaign: Campaign, r: Resolved) -> list[str]:
+    """What starts ``r``'s server: the engine's command and flags, across ``r.nodes`` nodes
+    through ``run.nodes`` (which adds each rank's flags)."""
     engine = engines.get(campaign.model.server.engine)
-    return engine.command(campaign.model.server.command) + engine.format_args(r.args)
+    argv = engine.command(campaign.model.server.command) + engine.format_args(r.args)
+    if r.nodes > 1:
+        launcher = [sys.executable, "-m", "reportgen.run.nodes", "--engine", engine.name]
+        return [*launcher, "--nodes", str(r.nodes), "--", *argv]
+    return argv
 
 
 def plan(campaign: Campaign) -> list[Resolved]:

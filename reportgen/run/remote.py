@@ -193,6 +193,10 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
         **{k: os.environ[v] for k, v in SLURM.items() if os.environ.get(v)},
         "fingerprint": fingerprint.node_summary(node),
     }
+    if job.r.nodes > 1 and os.environ.get("SLURM_JOB_NODELIST"):
+        from reportgen.run.nodes import job_nodes
+
+        entry.ran_on["nodes"] = job_nodes()[: job.r.nodes]
     return {
         "entry": entry.model_dump(mode="json"),
         "files": base64.b64encode(buf.getvalue()).decode("ascii"),

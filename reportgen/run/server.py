@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -64,6 +65,10 @@ def tail(path: Path, lines: int = 40, secrets: Sequence[str] = ()) -> str:
             return redact_text("".join(deque(fh, maxlen=lines)), secrets)
     except OSError:
         return ""
+
+
+# The line ``run.nodes`` writes when a rank of a server across nodes exits.
+NODE_ERROR = re.compile(r"^reportgen nodes: error: (.*)$", re.MULTILINE)
 
 
 @dataclass
@@ -241,7 +246,9 @@ class ServerProcess:
                     excerpt,
                     CAUSE_HEADING,
                 )
-            return ServerError(f"server exited with code {code}{at}", self.log_tail())
+            lost = NODE_ERROR.search(text)  # a server across nodes: which rank went
+            said = f": {lost.group(1)[:MESSAGE_CHARS]}" if lost else ""
+            return ServerError(f"server exited with code {code}{at}{said}", self.log_tail())
         fatal = self.fatal_line()
         if fatal is not None:
             excerpt, heading = self.fatal_excerpt(), FATAL_HEADING

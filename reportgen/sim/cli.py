@@ -193,6 +193,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "with --api-key (default: none)",
     )
     a(
+        "--nnodes",
+        metavar="N",
+        type=_number(int, 1),
+        default=1,
+        help="stand-in for a server spanning N nodes (SGLang's flags): rank 0 serves HTTP and "
+        "is ready only once every other rank has joined its --dist-init-addr; a rank that "
+        "leaves ends the server, as a lost NCCL peer does (default: %(default)s)",
+    )
+    a(
+        "--node-rank",
+        metavar="R",
+        type=i,
+        default=0,
+        help="this process's rank, 0 to N-1; the ranks after 0 serve no HTTP (default: "
+        "%(default)s)",
+    )
+    a(
+        "--dist-init-addr",
+        metavar="HOST:PORT",
+        default=None,
+        help="rank 0's rendezvous address, where it listens and the other ranks connect "
+        "(needed with --nnodes above 1)",
+    )
+    a(
         "--fault",
         choices=sorted(FAULTS),
         default=None,

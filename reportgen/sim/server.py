@@ -26,6 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
+from reportgen.sim import nodes
 from reportgen.sim.text import BadRequest, generated_tokens, request_prompt
 
 DEFAULT_MAX_TOKENS = 16
@@ -366,6 +367,12 @@ async def serve(args: argparse.Namespace) -> int:
     if args.fault == "exit-at-start":
         print("sim: fault: exiting before listening (--fault exit-at-start)", flush=True)
         return 1
+    wrong = nodes.check(args)
+    if wrong is not None:
+        print(f"sim: error: {wrong}", flush=True)
+        return 2
+    if args.node_rank > 0:
+        return await nodes.follow(args)
     sim = _Sim(args)
 
     @web.middleware
@@ -404,16 +411,26 @@ async def serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    head = nodes.Head(args, stop) if args.nnodes > 1 else None
+    if head is not None and (said := await head.start()) is not None:
+        print(said, flush=True)
+        await runner.cleanup()
+        return 1
 
     async def load() -> None:  # socket already listens; /health says 503 until "loaded"
         if args.startup_s > 0:
             await asyncio.sleep(args.startup_s)
+        if head is not None and not await head.wait_all():
+            return
         sim.ready = True
-        print(f"sim: ready on http://{args.host}:{args.port}", flush=True)
+        across = f" across {args.nnodes} nodes" if head is not None else ""
+        print(f"sim: ready on http://{args.host}:{args.port}{across}", flush=True)
 
     loader = asyncio.create_task(load())
     await stop.wait()
     loader.cancel()
+    if head is not None:
+        await head.close()
     print(f"sim: shutting down, aborting {len(sim.handlers)} in-flight requests", flush=True)
     for task in list(sim.handlers):
         task.cancel()
@@ -421,4 +438,4 @@ async def serve(args: argparse.Namespace) -> int:
     if sim.sends_log is not None:  # None first: a handler still unwinding must not write
         log, sim.sends_log = sim.sends_log, None
         log.close()
-    return 0
+    return 1 if head is not None and head.failed else 0
