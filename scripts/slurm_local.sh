@@ -3,11 +3,13 @@
 # slurmctld and two slurmd nodes (n1, n2) on 127.0.0.1, each daemon on a port of its own, all
 # state in one folder. Debian's packages: slurm-wlm and munge (scripts/bootstrap.sh --test).
 #
-#   scripts/slurm_local.sh start DIR   start it (about a minute on two cores); prints the
+#   scripts/slurm_local.sh start DIR   start it (seconds); prints the
 #                                      SLURM_CONF to export for sbatch, srun, squeue, scancel
 #   scripts/slurm_local.sh stop DIR    stop every daemon it started, by the pid files in DIR
 #
-# Runs as root (SlurmUser=root): a throwaway cluster, never a shared one.
+# Each job gets whole nodes (OverSubscribe=EXCLUSIVE), as a job asking for all of a node's GPUs
+# does, so two jobs at once run on n1 and n2. Runs as root (SlurmUser=root): a throwaway
+# cluster, never a shared one.
 set -euo pipefail
 
 cmd=${1:-}
@@ -73,7 +75,7 @@ InactiveLimit=0
 MinJobAge=60
 NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$n1 CPUs=$cpus State=UNKNOWN
 NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$n2 CPUs=$cpus State=UNKNOWN
-PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
 EOF
   export SLURM_CONF=$dir/slurm.conf
   slurmctld -f "$SLURM_CONF" -i

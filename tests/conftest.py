@@ -9,6 +9,7 @@ import fcntl
 import io
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -240,6 +241,7 @@ def reportgen_main(
 # fill in around them.
 LONG_FIRST = (
     "test_slurm.py",
+    "test_slurm_nodes.py",
     "test_ssh.py",
     "test_demo_e2e.py",
     "test_resume.py",
@@ -311,3 +313,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite tests/golden/ from the current output instead of comparing with it",
     )
+
+
+SLURM_LOCAL = ROOT / "scripts" / "slurm_local.sh"
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """SLURM_CONF of a cluster of this test module's own, stopped after it."""
+    if shutil.which("slurmctld") is None or shutil.which("munged") is None:
+        pytest.skip("no Slurm here (scripts/bootstrap.sh --test installs slurm-wlm and munge)")
+    if os.geteuid() != 0:
+        pytest.skip("the one-machine Slurm cluster runs as root (SlurmUser=root)")
+    d = tmp_path_factory.mktemp("slurm")
+    got = subprocess.run(
+        ["bash", str(SLURM_LOCAL), "start", str(d)], capture_output=True, text=True, timeout=180
+    )
+    if got.returncode != 0:
+        subprocess.run(["bash", str(SLURM_LOCAL), "stop", str(d)], timeout=60)
+        pytest.fail(f"the Slurm cluster did not start: {got.stderr}")
+    try:
+        yield {"SLURM_CONF": str(d / "slurm.conf")}
+    finally:
+        subprocess.run(["bash", str(SLURM_LOCAL), "stop", str(d)], timeout=60)
+
+
+def slurm_campaign(tmp_path: Path, port: int, *, seconds: float = 0) -> Path:
+    """``two_experiments`` as Slurm job steps in the one-machine cluster's partition."""
+    amount = f"duration_s = {seconds}" if seconds else "requests_per_level = 12"
+    slurm = (
+        f'executor = "slurm"\nslurm = {{ partition = "debug", time = "10", '
+        f'python = "{sys.executable}", workdir = "{tmp_path / "node"}" }}'
+    )
+    return two_experiments(tmp_path / "cluster.toml", "cluster", slurm, port, amount)

@@ -212,6 +212,11 @@ class SlurmHost(_FarSide):
     node the cluster gives (``srun``), the run directory stays where ``reportgen run`` was
     typed (a login node, say)."""
 
+    python: str = Field(
+        "",
+        description="The Python on the nodes with this version of reportgen installed "
+        "(default: the one running reportgen here, at the same path: a shared file system).",
+    )
     partition: str | None = Field(None, description="Partition (default: the cluster's).")
     gpus: int | None = Field(None, ge=0, description="GPUs per job (--gres=gpu:N).")
     time: str | None = Field(

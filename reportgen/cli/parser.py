@@ -134,6 +134,21 @@ def build_parser() -> argparse.ArgumentParser:
         '"ssh"; the rest of host.ssh, such as python, from the campaign); the run directory '
         "and the report stay here",
     )
+    r.add_argument(
+        "--slurm",
+        nargs="?",
+        const="",
+        metavar="PARTITION",
+        help='run each experiment as a Slurm job step (host.executor = "slurm"), in this '
+        "partition or the cluster's default; the rest of host.slurm from the campaign",
+    )
+    r.add_argument(
+        "--parallel",
+        type=int,
+        metavar="N",
+        help="with Slurm: up to N experiments at once, each on a node of its own, as soon as "
+        "the one it builds on is decided (campaign.parallel)",
+    )
 
     b = sub.add_parser(
         "bench",

@@ -123,6 +123,15 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
         else:
             cmd = " ".join(_quote(a) for a in redact_argv(plan.command_line(c, r)))
             out.print(f"  command:  {cmd}", markup=False)
+            if r.nodes > 1:
+                engine = engines.get(c.model.server.engine)
+                ranks = " ".join(engine.node_args(r.nodes, "R", "ADDR", "PORT"))
+                out.print(
+                    f"  nodes:    {r.nodes}, one Slurm job: rank 0 serves on its first node; "
+                    f"every rank R adds {ranks} (ADDR: rank 0's node), those after 0 "
+                    "started with srun on the other nodes",
+                    markup=False,
+                )
             env = redact_env(r.env)
             out.print(
                 "  env:      " + (" ".join(f"{k}={_quote(v)}" for k, v in env.items()) or "(none)"),

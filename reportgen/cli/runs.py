@@ -26,6 +26,10 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     c = campaign.load(args.campaign)
     if getattr(args, "ssh", None):
         c = _over_ssh(c, args.ssh)
+    if getattr(args, "slurm", None) is not None:
+        c = _on_slurm(c, args.slurm)
+    if getattr(args, "parallel", None) is not None:
+        c = _parallel(c, args.parallel)
     said = err if args.json else out  # --json: stdout holds the JSON alone
     saved: Run | None = None
     if args.resume is not None:
@@ -108,6 +112,50 @@ def _over_ssh(c: Any, destination: str) -> Any:
         update={"host": host.model_copy(update={"executor": "ssh", "ssh": ssh})}
     )
     return dataclasses.replace(c, model=model)
+
+
+def _on_slurm(c: Any, partition: str) -> Any:
+    """The campaign run as Slurm job steps (``--slurm [PARTITION]``; host.slurm's other
+    keys kept)."""
+    import dataclasses
+
+    from reportgen.campaign.schema import SlurmHost
+
+    host = c.model.host
+    kept = host.slurm.model_dump() if host.slurm is not None else {}
+    slurm = SlurmHost.model_validate({**kept, **({"partition": partition} if partition else {})})
+    model = c.model.model_copy(
+        update={"host": host.model_copy(update={"executor": "slurm", "slurm": slurm})}
+    )
+    return dataclasses.replace(c, model=model)
+
+
+def _parallel(c: Any, n: int) -> Any:
+    """The campaign with ``--parallel N`` as its campaign.parallel, refused where the
+    campaign file would refuse it."""
+    import dataclasses
+
+    from reportgen.campaign.schema import Repetitions
+    from reportgen.errors import CampaignError, Problem
+
+    m = c.model
+    why = None
+    if not 1 <= n <= 64:
+        why = "give a number of experiments from 1 to 64"
+    elif n > 1 and m.host.executor != "slurm":
+        why = (
+            "experiments run at once only as Slurm jobs, each on a node of its own: add "
+            '--slurm (or set host.executor = "slurm"), or leave --parallel out'
+        )
+    elif n > 1 and isinstance(m.workload.repetitions, Repetitions):
+        why = (
+            "adaptive repetitions read the verdicts of the experiments before, so they run "
+            "one at a time: give workload.repetitions a number"
+        )
+    if why is not None:
+        raise CampaignError([Problem(c.path, "--parallel", n, why)])
+    info = m.campaign.model_copy(update={"parallel": n})
+    return dataclasses.replace(c, model=m.model_copy(update={"campaign": info}))
 
 
 def _exit_code(args: argparse.Namespace, data: Run, err: Console, interrupted: bool) -> int:

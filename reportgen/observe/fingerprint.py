@@ -267,16 +267,22 @@ def _probe_torch(timeout_s: float) -> dict[str, Any]:
         return {"error": f"probing torch failed: {out.stderr.strip()[-300:]}"}
 
 
-def software(repos: list[Path] | None = None, env_keys: list[str] | None = None) -> dict[str, Any]:
-    """Versions, this checkout's and ``repos``' git state, the installed package set's hash,
-    the torch stack, and the environment variables that matter (allowlist, engine prefixes
-    and ``env_keys``), secret-looking values redacted."""
+def packages() -> dict[str, str | None]:
+    """The versions of the packages that serve and measure (``PACKAGES``), None where absent."""
     versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
+    return versions
+
+
+def software(repos: list[Path] | None = None, env_keys: list[str] | None = None) -> dict[str, Any]:
+    """Versions, this checkout's and ``repos``' git state, the installed package set's hash,
+    the torch stack, and the environment variables that matter (allowlist, engine prefixes
+    and ``env_keys``), secret-looking values redacted."""
+    versions = packages()
     dists = sorted(
         f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]
     )
@@ -357,6 +363,12 @@ def gpu_summary(gpus: Mapping[str, Any]) -> str:
         name = f"{d.get('name')} (compute capability {d.get('compute_capability')})"
         kinds[name] = kinds.get(name, 0) + 1
     return ", ".join(f"{n} x {name}" for name, n in sorted(kinds.items()))
+
+
+def this_node(source: GpuSource | None, why: str | None) -> dict[str, Any]:
+    """``node_summary`` of this host, read without the whole fingerprint (no torch probe, no
+    package set): what each experiment run elsewhere sends back of where it ran."""
+    return node_summary({"gpus": gpus(source, why), "software": {"packages": packages()}})
 
 
 def node_summary(environment: Mapping[str, Any]) -> dict[str, Any]:

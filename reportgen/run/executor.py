@@ -26,6 +26,7 @@ import pickle
 import shlex
 import shutil
 import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -106,6 +107,12 @@ class Ssh:
         self.ceiling: dict[str, Any] = {}
 
     @property
+    def python(self) -> str:
+        """The Python there (host.ssh.python; on Slurm, by default this one: a shared file
+        system's same path)."""
+        return self.spec.python or sys.executable
+
+    @property
     def where(self) -> str:
         assert isinstance(self.spec, SshHost)
         return self.spec.host + (f":{self.spec.port}" if self.spec.port else "")
@@ -127,7 +134,7 @@ class Ssh:
         return [*argv, s.host, "--", *command]
 
     def _python(self, *args: str, name: str = "check") -> list[str]:
-        return self.ssh_argv(shlex.join([self.spec.python, *args]))
+        return self.ssh_argv(shlex.join([self.python, *args]))
 
     # -- before the first experiment ----------------------------------------------------
 
@@ -156,7 +163,7 @@ class Ssh:
         version = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
         if out.returncode != 0 or not version:
             raise RemoteError(
-                f"{self.where}: {self.spec.python} there cannot import reportgen; nothing was "
+                f"{self.where}: {self.python} there cannot import reportgen; nothing was "
                 f"started. Install reportgen {__version__} there (`pip install reportgen=="
                 f"{__version__}`, or `pip install .` from this checkout) and name that Python "
                 f"in host.{self.spec_key}.python"
@@ -192,7 +199,7 @@ class Ssh:
         environment = dict(got["environment"])
         environment["executor"] = {
             **self.record(),
-            "python": self.spec.python,
+            "python": self.python,
             "reportgen": version,
             **({"ssh_rtt_ms": round(rtt, 1)} if rtt else {}),
             "from": fingerprint.host().get("hostname"),
@@ -394,7 +401,7 @@ class Slurm(Ssh):
         """One job step on one node: a job of its own (``srun``'s)."""
         step = ["srun", "--nodes=1", "--ntasks=1", f"--job-name=reportgen-{name}",
                 "--kill-on-bad-exit=1"]  # fmt: skip
-        return [*step, *self._asks(), self.spec.python, *command]
+        return [*step, *self._asks(), self.python, *command]
 
     def _asks(self) -> list[str]:
         """What every job asks the cluster for, per node (host.slurm)."""
@@ -417,7 +424,7 @@ class Slurm(Ssh):
         job_of = ["salloc", "--quiet", f"--nodes={nodes}", "--ntasks-per-node=1",
                   f"--job-name=reportgen-{name}", *self._asks()]  # fmt: skip
         step = ["srun", "--nodes=1", "--ntasks=1", "--kill-on-bad-exit=1"]
-        return [*job_of, *step, self.spec.python, "-m", "reportgen.run.remote"]
+        return [*job_of, *step, self.python, "-m", "reportgen.run.remote"]
 
     def _python(self, *args: str, name: str = "check") -> list[str]:
         return self.srun_argv(name, *args)

@@ -176,7 +176,7 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
         try:
-            node = fingerprint.collect(ctx.gpu_source, ctx.gpu_why)
+            node = fingerprint.this_node(ctx.gpu_source, ctx.gpu_why)
             if ctx.gpu_source is not None:
                 ctx.gpu_source.close()
             buf = io.BytesIO()
@@ -191,7 +191,7 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
     entry.ran_on = {
         "host": socket.gethostname(),
         **{k: os.environ[v] for k, v in SLURM.items() if os.environ.get(v)},
-        "fingerprint": fingerprint.node_summary(node),
+        "fingerprint": node,
     }
     if job.r.nodes > 1 and os.environ.get("SLURM_JOB_NODELIST"):
         from reportgen.run.nodes import job_nodes

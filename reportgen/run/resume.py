@@ -81,9 +81,9 @@ def campaign_changes(saved: Run, campaign: Campaign) -> list[str]:
     return [f"{key}: {_short(a)} then, {_short(b)} now" for key, a, b in found]
 
 
-# Where the servers run (here, over SSH, on Slurm) is no change of what they run: a run may
-# go on from another machine (each resumption records the host it ran on).
-WHERE = ("host.executor", "host.ssh", "host.slurm")
+# Where the servers run (here, over SSH, on Slurm, how many at once) is no change of what
+# they run: a run may go on from another machine (each resumption records the host it ran on).
+WHERE = ("host.executor", "host.ssh", "host.slurm", "campaign.parallel")
 
 
 def _new_default(d: tuple[str, Any, Any], known: set[str]) -> bool:
