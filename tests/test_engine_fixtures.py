@@ -47,6 +47,23 @@ def test_every_flag_of_the_h200_campaigns_is_in_the_engines_own_help(
 
 
 @pytest.mark.parametrize(
+    ("engine", "help_file"),
+    [("vllm", VLLM / "serve-help-all.txt"), ("sglang", SGLANG / "launch-server-help.txt")],
+)
+def test_the_flags_a_server_across_nodes_adds_are_in_the_engines_own_help(
+    engine: str, help_file: Path
+) -> None:
+    """server.nodes: every flag the launcher adds to each rank (``Engine.node_args``) is one
+    the engine printed in its own help on the H200 (vLLM 0.26.0's --nnodes, --node-rank,
+    --master-addr, --master-port, --headless; SGLang 0.5.17's --nnodes, --node-rank,
+    --dist-init-addr)."""
+    names = engines.Flags.parse(["help"], _read(help_file)).names
+    adds = engines.get(engine).node_args(2, 1, "10.0.0.5", 5000)
+    written = {a.lstrip("-") for a in adds if a.startswith("--")}
+    assert written and written <= names, sorted(written - names)
+
+
+@pytest.mark.parametrize(
     ("engine", "log", "expect"),
     [
         (

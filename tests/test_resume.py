@@ -29,7 +29,7 @@ def small_demo(tmp_path: Path, port: int) -> Path:
     for old, new in (
         ("port = 18427", f"port = {port}"),
         ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
-        ("requests_per_level = 32", "requests_per_level = 12"),
+        ("requests_per_level = 16", "requests_per_level = 12"),
         ("output_tokens = 24", "output_tokens = 8"),
         ("repetitions = 3", "repetitions = 2"),
         ("warmup_requests = 8", "warmup_requests = 2"),

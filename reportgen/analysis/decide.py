@@ -389,6 +389,27 @@ def _reps_needed(effect: float, sd: float, margin: float, confidence: float) -> 
     return _first(n, half < gap)
 
 
+def percentile(values: np.ndarray, q: float) -> float:
+    """``np.percentile(values, q)`` (its default, linear method) to the last bit, without its
+    per-call overhead (4,000 calls per bootstrap interval): the sorted values' two neighbours
+    of the index (n - 1) x q / 100, interpolated as numpy does."""
+    a = np.sort(values)  # NaN sorts last
+    n = a.size
+    last = float(a[n - 1])
+    if math.isnan(last):
+        return last
+    v = (n - 1) * (q / 100)
+    if v >= n - 1:
+        return last
+    if v < 0:
+        return float(a[0])
+    lo = math.floor(v)
+    below, above = float(a[lo]), float(a[lo + 1])
+    gamma = v - lo
+    diff = above - below
+    return above - diff * (1 - gamma) if gamma >= 0.5 else below + diff * gamma
+
+
 def bootstrap_ratio(
     parent_runs: Sequence[Sequence[float]],
     child_runs: Sequence[Sequence[float]],
@@ -408,7 +429,7 @@ def bootstrap_ratio(
         return None, None, None
 
     def pooled(runs: list[np.ndarray]) -> float:
-        return float(np.percentile(np.concatenate(runs), q))
+        return percentile(np.concatenate(runs), q)
 
     ratio = pooled(c) / pooled(p)
     rng = np.random.default_rng(seed)
