@@ -5,7 +5,9 @@ telemetry. Tests marked `gpu` need a real GPU and are skipped elsewhere."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import time
 from importlib import metadata
 from pathlib import Path
@@ -265,3 +267,147 @@ def test_the_report_shows_a_real_h200_fingerprint() -> None:
     assert details["pcie.max_generation"] == "5" and details["nvlink"].startswith("unavailable")
     stack = dict(env["software"])["torch stack (reportgen's Python)"]
     assert "nccl: 2.28.9" in stack and "cuda_runtime: 13.0" in stack
+
+
+# -- several GPUs: the one-GPU capture replayed as four ------------------------------------------
+
+
+def test_the_capture_replayed_as_four_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorded = capture()
+    one, four = FakeSource(H200), FakeSource(H200, gpus=4)
+    # as recorded, without replication or with as many GPUs as were recorded
+    assert one.info() == recorded["info"] == FakeSource(H200, gpus=1).info()
+    assert [r["sm_clock_mhz"] for r in one.sample()] == [recorded["samples"][0][0]["sm_clock_mhz"]]
+    info = four.info()
+    assert info["count"] == 4 and [d["index"] for d in info["devices"]] == [0, 1, 2, 3]
+    uuid, bus = recorded["info"]["devices"][0]["uuid"], "00000000:00:06.0"
+    assert [d["uuid"] for d in info["devices"]] == [uuid] + [f"{uuid}-r{k}" for k in (1, 2, 3)]
+    assert [d["pci_bus_id"] for d in info["devices"]] == [bus] + [f"{bus}-r{k}" for k in (1, 2, 3)]
+    assert all(d["name"] == "NVIDIA H200" for d in info["devices"])
+    assert all(d["nvlink"] == {"error": "Not Supported"} for d in info["devices"])
+    pairs = [t["gpus"] for t in info["topology"]]
+    assert pairs == [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]
+    for t in info["topology"]:  # nothing is known of how replayed GPUs connect: no NVLink
+        assert "replayed" in t["common_ancestor"]["error"]
+        assert all("error" in v for v in t["p2p"].values())
+    # the capture's own key does the same
+    assert FakeSource({**recorded, "replicate": 4}).info() == info
+    for position in range(3):
+        rows = four.sample()
+        assert [r["gpu"] for r in rows] == [0, 1, 2, 3] and len({r["t"] for r in rows}) == 1
+        for k, row in enumerate(rows):  # GPU k replays the capture from k quarters on
+            ahead = (position + k * len(recorded["samples"]) // 4) % len(recorded["samples"])
+            assert row["power_w"] == recorded["samples"][ahead][0]["power_w"]
+    counters = four.counters()
+    assert [c["gpu"] for c in counters] == [0, 1, 2, 3]
+    assert counters[3]["pcie_replays"] == recorded["counters_before"][0]["pcie_replays"]
+    # a campaign in another process asks for it through the environment
+    monkeypatch.setenv(gpu.CAPTURE_ENV, str(H200))
+    monkeypatch.setenv(gpu.CAPTURE_GPUS_ENV, "4")
+    source, why = gpu.open_source()
+    assert why is None and source is not None and source.info() == info
+    monkeypatch.setenv(gpu.CAPTURE_GPUS_ENV, "none")
+    source, why = gpu.open_source()
+    assert source is None and why is not None and gpu.CAPTURE_GPUS_ENV in why
+
+
+@pytest.fixture(scope="module")
+def four_gpus(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> dict[str, Any]:
+    """The small campaign, its GPU telemetry the H200 capture replayed as four GPUs."""
+    env = {gpu.CAPTURE_ENV: str(H200), gpu.CAPTURE_GPUS_ENV: "4"}
+    return run_campaign(tmp_path_factory.mktemp("four-gpus"), "", cache, env)
+
+
+def _table(page: str, marker: str) -> list[list[str]]:
+    """The body rows of the first table after ``marker`` in ``page``, as each cell's text."""
+    start = page.index(marker)
+    body = page[page.index("<tbody>", start) : page.index("</tbody>", start)]
+    return [
+        [
+            html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+            for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)
+        ]
+        for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)
+    ]
+
+
+@pytest.mark.slow
+def test_a_campaign_on_four_gpus_records_and_reports_each(four_gpus: dict[str, Any]) -> None:
+    data = four_gpus
+    gpus = data["environment"]["gpus"]
+    assert gpus["count"] == 4 and len(gpus["devices"]) == 4 and len(gpus["topology"]) == 6
+    exp = data["experiments"][0]
+    assert exp["telemetry"]["error"] is None
+    assert [c["gpu"] for c in exp["gpu_counters"]["before"]] == [0, 1, 2, 3]
+    assert exp["gpu_counters"]["new_errors"] == []
+    assert sorted(set(data["_telemetry"]["gpu"])) == [0, 1, 2, 3]
+    measured = [level for level in exp["levels"] if level["telemetry"]]
+    assert measured  # (a level shorter than the 50 ms sampling period may have no sample)
+    for level in measured:  # every sample has a row of each GPU: every window has all four
+        assert [w["gpu"] for w in level["telemetry"]] == [0, 1, 2, 3]
+        assert all(w["samples"] >= 1 and w["sm_clock_mhz"]["max"] > 0 for w in level["telemetry"])
+    page = (data["_run_dir"] / "report.html").read_text()
+    # the topology table: every pair, saying it was not measured (and no NVLink invented)
+    topology = _table(page, "<h3>GPU topology</h3>")
+    assert [row[0] for row in topology] == ["0 - 1", "0 - 2", "0 - 3", "1 - 2", "1 - 3", "2 - 3"]
+    for row in topology:
+        assert all(
+            c == "unavailable (not measured: replayed from a 1-GPU capture)" for c in row[1:]
+        )
+    for k in (1, 2, 3):
+        assert f"GPU {k}: every field NVML gave" in page and f"-r{k}</code>" in page
+    # the level table pools the four GPUs; the per-GPU table has each GPU's row per level
+    pooled = _table(page, '<table class="telemetry">')
+    assert pooled and all(row[2] == "4" for row in pooled)
+    per_gpu = _table(page, '<table class="telemetry per-gpu">')
+    assert "Per GPU: each of the 4 GPUs on its own" in page
+    by_run: dict[tuple[str, str], list[list[str]]] = {}
+    for row in per_gpu:
+        by_run.setdefault((row[0], row[1]), []).append(row)
+    assert len(by_run) == len(pooled)  # one group of rows per row of the pooled table
+    for rows in by_run.values():
+        assert [row[2] for row in rows] == ["0", "1", "2", "3"]
+        for row in rows:  # SM clock, memory clock, power, temperature, util, memory used
+            assert row[3][0].isdigit() and row[4] == "3,201" and " / " in row[5]
+            assert row[6] != "–" and row[7] != "–" and float(row[8]) > 0
+    assert len({row[5] for row in per_gpu}) > 1  # the replayed GPUs do not move in step
+
+
+@pytest.mark.slow
+def test_the_gate_on_gpu_count_tells_one_gpu_from_four(
+    four_gpus: dict[str, Any], tmp_path: Path, cache: Path
+) -> None:
+    from reportgen.observe import fingerprint
+
+    packages = {"software": {"packages": {"vllm": "0.11.0"}}}
+    one = fingerprint.node_summary({"gpus": FakeSource(H200).info(), **packages})
+    four = fingerprint.node_summary({"gpus": FakeSource(H200, gpus=4).info(), **packages})
+    assert fingerprint.node_mismatches(one, one) == []
+    assert fingerprint.node_mismatches(one, four) == [
+        "GPUs 4 x NVIDIA H200 (compute capability 9.0) "
+        "(the run's: 1 x NVIDIA H200 (compute capability 9.0))"
+    ]
+    # `reportgen diff` of the same campaign on one GPU and on four: not comparable
+    single = run_campaign(tmp_path, "", cache, {gpu.CAPTURE_ENV: str(H200)})
+    page = (single["_run_dir"] / "report.html").read_text()
+    assert "per-gpu" not in page and "Per GPU:" not in page  # one GPU: no per-GPU table
+    res = reportgen_main(
+        "diff", single["_run_dir"], four_gpus["_run_dir"], "--out", tmp_path / "diff", "--no-pdf"
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    said = " ".join(res.stdout.split())
+    assert (
+        "NOT COMPARABLE: the runs differ in GPUs GPU model and count: 1 x NVIDIA H200 "
+        "(compute capability 9.0) -> 4 x NVIDIA H200 (compute capability 9.0)"
+    ) in said
+    d = json.loads((tmp_path / "diff" / "diff.json").read_text())
+    assert d["comparable"] is False
+    assert [(c["area"], c["key"], c["a"], c["b"]) for c in d["incomparable"]] == [
+        (
+            "GPUs",
+            "GPU model and count",
+            "1 x NVIDIA H200 (compute capability 9.0)",
+            "4 x NVIDIA H200 (compute capability 9.0)",
+        )
+    ]
+    assert "NOT COMPARABLE" in (tmp_path / "diff" / "diff.html").read_text()

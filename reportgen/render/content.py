@@ -141,6 +141,8 @@ class Experiment:
     # achieved concurrency (mean requests in flight) at each objective level
     objective_achieved: list[str] = field(default_factory=list)
     telemetry_idle: str = ""  # said when the GPU was mostly idle while measured
+    # per level, repetition and GPU, where the experiment ran on more than one GPU (else empty)
+    telemetry_gpus: list[dict[str, str]] = field(default_factory=list)
     hint: str = ""  # what to change, where a failure's cause is a known one
     # the reason without the message the excerpt below starts with ("" : the reason whole)
     reason_short: str = ""

@@ -288,3 +288,52 @@ def telemetry_rows(e: Experiment) -> list[dict[str, str]]:
             }
         )
     return rows
+
+
+def telemetry_gpu_rows(e: Experiment) -> list[dict[str, str]]:
+    """One row per level, repetition and GPU, for an experiment that ran on more than one GPU
+    (empty otherwise: ``telemetry_rows`` says it all for one): each GPU's SM clock (mean of
+    its means, lowest minimum and highest maximum), memory clock, power, temperature,
+    utilisation, the most memory it had in use, its share of samples slowed and its samples,
+    over the level's measured windows."""
+    groups: dict[tuple[Point, int], dict[int, list[dict[str, Any]]]] = {}
+    for lv in e.levels:
+        for g in lv.telemetry or []:
+            if g.get("samples") and g.get("gpu") is not None:
+                key = (lv.point, lv.repetition)
+                groups.setdefault(key, {}).setdefault(int(g["gpu"]), []).append(g)
+    if not any(len(by_gpu) > 1 for by_gpu in groups.values()):
+        return []
+    rows = []
+    for (point, repetition), by_gpu in groups.items():
+        for index, windows in sorted(by_gpu.items()):
+
+            def stat(name: str, which: str, ws: list[dict[str, Any]] = windows) -> list[float]:
+                return [float(v) for w in ws if (v := (w.get(name) or {}).get(which)) is not None]
+
+            def mean(xs: list[float]) -> float | None:
+                return sum(xs) / len(xs) if xs else None
+
+            memory = stat("mem_used_bytes", "max")
+            slow = [
+                float(w["slowdown_share"]) for w in windows if w.get("slowdown_share") is not None
+            ]
+            rows.append(
+                {
+                    "concurrency": level_cell(point),
+                    "repetition": str(repetition + 1),
+                    "gpu": str(index),
+                    "sm_clock": f"{fmt_num(mean(stat('sm_clock_mhz', 'mean')))} "
+                    f"({fmt_num(min(stat('sm_clock_mhz', 'min'), default=None))}-"
+                    f"{fmt_num(max(stat('sm_clock_mhz', 'max'), default=None))})",
+                    "mem_clock": fmt_num(mean(stat("mem_clock_mhz", "mean"))),
+                    "power": f"{fmt_num(mean(stat('power_w', 'mean')))} / "
+                    f"{fmt_num(max(stat('power_w', 'max'), default=None))}",
+                    "temp": fmt_num(max(stat("temp_c", "max"), default=None)),
+                    "util": fmt_num(mean(stat("util_gpu_pct", "mean"))),
+                    "memory": f"{max(memory) / 1e9:.1f}" if memory else NONE,
+                    "slowdown": f"{max(slow):.0%}" if slow else NONE,
+                    "samples": str(sum(int(w["samples"]) for w in windows)),
+                }
+            )
+    return rows

@@ -284,6 +284,7 @@ def section(
         telemetry_windows=evidence.windows(e),
         telemetry_note=evidence.telemetry_note(e),
         telemetry_idle=evidence.telemetry_idle(e),
+        telemetry_gpus=evidence.telemetry_gpu_rows(e),
         gpu_errors=[str(x) for x in (e.gpu_counters or {}).get("new_errors") or []],
         evidence=evidence.engine_evidence(e),
         all_metrics=comparisons(metrics.get("vs_parent") or []),
