@@ -31,9 +31,11 @@ def test_the_demo_runs_as_slurm_jobs_two_at_once_on_two_nodes_and_says_where(
     path.write_text((ROOT / "campaigns" / "demo.toml").read_text().replace("18427", str(port)))
     plan = reportgen_main("plan", path)
     assert plan.returncode == 0 and "runs:" not in plan.stdout  # here, one at a time
+    there = reportgen_main("plan", path, "--slurm", "debug", "--parallel", "2")
+    assert "runs:   as Slurm job steps (srun: partition debug), up to 2 at once" in there.stdout
     alone = reportgen_main("run", path, "--parallel", "2")
     assert alone.returncode == 2, alone.stderr
-    assert "--parallel = 2: experiments run at once only as Slurm jobs, each on a node of " in (
+    assert "campaign.parallel = 2 runs experiments at once on nodes of their own: set " in (
         " ".join(alone.stderr.split())
     )
     res = reportgen_main(

@@ -29,15 +29,19 @@ def test_a_server_across_two_nodes_serves_from_rank_0_and_a_lost_node_fails_it(
     path = slurm_campaign(tmp_path, port, seconds=6)
     text = path.read_text().replace("[server]\n", "[server]\nnodes = 2\n")
     text = text.replace("workload = { requests_per_level = 12 }\n", "")
+    text = text.replace('executor = "slurm"\n', "")  # --slurm on the command line instead
     path.write_text(text.replace('title = "Run elsewhere"', 'title = "Across nodes"'))
-    plan = reportgen_main("plan", path)
+    assert "nodes = 2 spans a server across a Slurm job's nodes" in (
+        reportgen_main("plan", path).stderr
+    )
+    plan = reportgen_main("plan", path, "--slurm")
     assert plan.returncode == 0, plan.stderr
     assert "-m reportgen.run.nodes --engine sim --nodes 2 -- " in plan.stdout
     assert "nodes:    2, one Slurm job: rank 0 serves on its first node; " in plan.stdout
     env = {**os.environ, **slurm, "XDG_CACHE_HOME": str(cache)}
     out = tmp_path / "out"
     run = subprocess.Popen(
-        [sys.executable, "-m", "reportgen", "run", str(path), "--output", str(out),
+        [sys.executable, "-m", "reportgen", "run", str(path), "--slurm", "--output", str(out),
          "--quiet", "--no-pdf"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip

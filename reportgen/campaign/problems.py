@@ -42,8 +42,10 @@ class Campaign:
         return list(self.model.experiment)
 
 
-def load(path: str | Path) -> Campaign:
-    """Read and validate a campaign file; raise CampaignError listing every problem."""
+def load(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Campaign:
+    """Read and validate a campaign file; raise CampaignError listing every problem.
+    ``overrides`` (tables of keys, as TOML's) are merged over the file's before it is
+    validated: the command line's ``--slurm``, ``--parallel``."""
     p = Path(path)
     shown = str(path)
     try:
@@ -59,14 +61,27 @@ def load(path: str | Path) -> Campaign:
     except UnicodeDecodeError as exc:
         msg = f"not UTF-8 text (byte {exc.start}); save the file as UTF-8"
         raise CampaignError([Problem(shown, "", MISSING, msg)]) from None
-    return loads(text, shown)
+    return loads(text, shown, overrides)
 
 
-def loads(text: str, filename: str = "<campaign>") -> Campaign:
+def _merged(data: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(data)
+    for key, value in over.items():
+        mine = out.get(key)
+        both = isinstance(value, Mapping) and isinstance(mine, Mapping)
+        out[key] = _merged(dict(mine), value) if both else value  # type: ignore[arg-type]
+    return out
+
+
+def loads(
+    text: str, filename: str = "<campaign>", overrides: Mapping[str, Any] | None = None
+) -> Campaign:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CampaignError([Problem(filename, "", MISSING, f"invalid TOML: {exc}")]) from None
+    if overrides:
+        data = _merged(data, overrides)
     problems: list[Problem] = []
     model: CampaignModel | None = None
     try:

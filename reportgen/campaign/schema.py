@@ -895,15 +895,16 @@ class CampaignModel(_Model):
         if self.campaign.parallel > 1 and self.host.executor != "slurm":
             raise ValueError(
                 f"campaign.parallel = {self.campaign.parallel} runs experiments at once on "
-                'nodes of their own: set host.executor = "slurm" (one host runs one at a '
-                "time, or their numbers would share its GPUs), or leave parallel out"
+                'nodes of their own: set host.executor = "slurm" (or run with --slurm; one '
+                "host runs one at a time, or their numbers would share its GPUs), or leave "
+                "parallel out"
             )
         spans = [(f"experiment {e.id!r}", e.nodes) for e in self.experiment if e.nodes]
         for where, n in [("server", self.server.nodes), *spans]:
             if n > 1 and self.host.executor != "slurm":
                 raise ValueError(
                     f"{where}: nodes = {n} spans a server across a Slurm job's nodes: set "
-                    'host.executor = "slurm", or leave nodes out'
+                    'host.executor = "slurm" (or run with --slurm), or leave nodes out'
                 )
             if n > 1 and not engines.get(self.server.engine).node_flags:
                 raise ValueError(

@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pl.add_argument("campaign", type=Path).complete = FILE  # type: ignore[attr-defined]
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+    _where_arguments(pl)
 
     r = sub.add_parser(
         "run",
@@ -127,28 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         "experiments are kept, the others run (default: the latest unfinished run of this "
         "campaign under --output)",
     )
-    r.add_argument(
-        "--ssh",
-        metavar="[USER@]HOST",
-        help="run the servers and the load on this GPU host over SSH (host.executor = "
-        '"ssh"; the rest of host.ssh, such as python, from the campaign); the run directory '
-        "and the report stay here",
-    )
-    r.add_argument(
-        "--slurm",
-        nargs="?",
-        const="",
-        metavar="PARTITION",
-        help='run each experiment as a Slurm job step (host.executor = "slurm"), in this '
-        "partition or the cluster's default; the rest of host.slurm from the campaign",
-    )
-    r.add_argument(
-        "--parallel",
-        type=int,
-        metavar="N",
-        help="with Slurm: up to N experiments at once, each on a node of its own, as soon as "
-        "the one it builds on is decided (campaign.parallel)",
-    )
+    _where_arguments(r)
 
     b = sub.add_parser(
         "bench",
@@ -391,3 +371,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     co.add_argument("shell", choices=["bash", "zsh"])
     return p
+
+
+def _where_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the servers and the load run (``plan`` and ``run``): over host.* in the file."""
+    parser.add_argument(
+        "--ssh",
+        metavar="[USER@]HOST",
+        help="run the servers and the load on this GPU host over SSH (host.executor = "
+        '"ssh"; the rest of host.ssh, such as python, from the campaign); the run directory '
+        "and the report stay here",
+    )
+    parser.add_argument(
+        "--slurm",
+        nargs="?",
+        const="",
+        metavar="PARTITION",
+        help='run each experiment as a Slurm job step (host.executor = "slurm"), in this '
+        "partition or the cluster's default; the rest of host.slurm from the campaign",
+    )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        metavar="N",
+        help="with Slurm: up to N experiments at once, each on a node of its own, as soon as "
+        "the one it builds on is decided (campaign.parallel)",
+    )

@@ -67,7 +67,8 @@ def _problem(p: Problem, more: str = "") -> dict[str, Any]:
 
 
 def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from reportgen import campaign, engines
+    from reportgen import engines
+    from reportgen.cli.runs import load_for
     from reportgen.load.records import api_path
     from reportgen.redact import redact_argv, redact_env
     from reportgen.render.text import lengths_said, prompt_source
@@ -75,7 +76,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.run import plan, static
     from reportgen.run.external import url_host
 
-    c = campaign.load(args.campaign)
+    c = load_for(args)
     found = static.check(c)
     if found.errors:  # what cannot work is said before any plan is shown
         raise CampaignError(found.errors)

@@ -20,16 +20,10 @@ if TYPE_CHECKING:
 
 
 def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from reportgen import campaign, results
+    from reportgen import results
     from reportgen.run import plan, progress, resume, runner
 
-    c = campaign.load(args.campaign)
-    if getattr(args, "ssh", None):
-        c = _over_ssh(c, args.ssh)
-    if getattr(args, "slurm", None) is not None:
-        c = _on_slurm(c, args.slurm)
-    if getattr(args, "parallel", None) is not None:
-        c = _parallel(c, args.parallel)
+    c = load_for(args)
     said = err if args.json else out  # --json: stdout holds the JSON alone
     saved: Run | None = None
     if args.resume is not None:
@@ -114,48 +108,28 @@ def _over_ssh(c: Any, destination: str) -> Any:
     return dataclasses.replace(c, model=model)
 
 
-def _on_slurm(c: Any, partition: str) -> Any:
-    """The campaign run as Slurm job steps (``--slurm [PARTITION]``; host.slurm's other
-    keys kept)."""
-    import dataclasses
+def load_for(args: argparse.Namespace) -> Any:
+    """The campaign file with where the command line says to run it (``--ssh``, ``--slurm``,
+    ``--parallel``) over its host and campaign tables."""
+    from reportgen import campaign
 
-    from reportgen.campaign.schema import SlurmHost
-
-    host = c.model.host
-    kept = host.slurm.model_dump() if host.slurm is not None else {}
-    slurm = SlurmHost.model_validate({**kept, **({"partition": partition} if partition else {})})
-    model = c.model.model_copy(
-        update={"host": host.model_copy(update={"executor": "slurm", "slurm": slurm})}
-    )
-    return dataclasses.replace(c, model=model)
+    c = campaign.load(args.campaign, _overrides(args))
+    if getattr(args, "ssh", None):
+        c = _over_ssh(c, args.ssh)
+    return c
 
 
-def _parallel(c: Any, n: int) -> Any:
-    """The campaign with ``--parallel N`` as its campaign.parallel, refused where the
-    campaign file would refuse it."""
-    import dataclasses
-
-    from reportgen.campaign.schema import Repetitions
-    from reportgen.errors import CampaignError, Problem
-
-    m = c.model
-    why = None
-    if not 1 <= n <= 64:
-        why = "give a number of experiments from 1 to 64"
-    elif n > 1 and m.host.executor != "slurm":
-        why = (
-            "experiments run at once only as Slurm jobs, each on a node of its own: add "
-            '--slurm (or set host.executor = "slurm"), or leave --parallel out'
-        )
-    elif n > 1 and isinstance(m.workload.repetitions, Repetitions):
-        why = (
-            "adaptive repetitions read the verdicts of the experiments before, so they run "
-            "one at a time: give workload.repetitions a number"
-        )
-    if why is not None:
-        raise CampaignError([Problem(c.path, "--parallel", n, why)])
-    info = m.campaign.model_copy(update={"parallel": n})
-    return dataclasses.replace(c, model=m.model_copy(update={"campaign": info}))
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``--slurm [PARTITION]`` and ``--parallel N`` change of the campaign file, merged
+    over it before it is validated (so a file's server.nodes is satisfied by --slurm)."""
+    over: dict[str, Any] = {}
+    partition = getattr(args, "slurm", None)
+    if partition is not None:
+        slurm = {"partition": partition} if partition else {}
+        over["host"] = {"executor": "slurm", "slurm": slurm}
+    if getattr(args, "parallel", None) is not None:
+        over["campaign"] = {"parallel": args.parallel}
+    return over
 
 
 def _exit_code(args: argparse.Namespace, data: Run, err: Console, interrupted: bool) -> int:
