@@ -406,6 +406,11 @@ def read_flags(argv: list[str], timeout_s: float = 120.0) -> Flags:
     return flags
 
 
+# SGLang's multi-node launch (the simulator's stand-in speaks it too): every node runs the
+# server with its rank; rank 0 serves HTTP, the others join its torch.distributed rendezvous.
+SGLANG_NODE_FLAGS = ("--nnodes", "{nnodes}", "--node-rank", "{rank}", "--dist-init-addr",
+                     "{host}:{port}")  # fmt: skip
+
 ENGINES: dict[str, Engine] = {
     "sim": Engine(
         name="sim",
@@ -427,14 +432,7 @@ ENGINES: dict[str, Engine] = {
         ),
         spec_accept_log=r"accept len: ([0-9.]+)",
         fatal_patterns=(r"sim: error in generation loop",),  # --fault dead-loop
-        node_flags=(
-            "--nnodes",
-            "{nnodes}",
-            "--node-rank",
-            "{rank}",
-            "--dist-init-addr",
-            "{host}:{port}",
-        ),  # fmt: skip
+        node_flags=SGLANG_NODE_FLAGS,
     ),
     "sglang": Engine(
         name="sglang",
@@ -473,16 +471,7 @@ ENGINES: dict[str, Engine] = {
         help_flag="--help",
         # A scheduler's exception; the launcher then stops the whole server.
         fatal_patterns=(r"Scheduler hit an exception", r"Received sigquit from a child process"),
-        # SGLang's multi-node launch: every node runs launch_server with its rank; rank 0
-        # serves HTTP, the others join its torch.distributed rendezvous
-        node_flags=(
-            "--nnodes",
-            "{nnodes}",
-            "--node-rank",
-            "{rank}",
-            "--dist-init-addr",
-            "{host}:{port}",
-        ),  # fmt: skip
+        node_flags=SGLANG_NODE_FLAGS,
         graphs_off=(
             ("disable-cuda-graph",),
             ("disable-decode-cuda-graph", "disable-prefill-cuda-graph"),  # 0.5.17

@@ -21,17 +21,17 @@ free_port() {
 }
 
 stop() {
-  local f
+  local f pid pids=()
   for f in "$dir"/slurmd-n1.pid "$dir"/slurmd-n2.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
-    [ -f "$f" ] || continue
-    kill -TERM "$(cat "$f")" 2>/dev/null || true
+    pid=$(cat "$f" 2>/dev/null) || continue  # a daemon removes its own pid file as it exits
+    pids+=("$pid")
+    kill -TERM "$pid" 2>/dev/null || true
   done
-  for f in "$dir"/slurmd-n1.pid "$dir"/slurmd-n2.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
-    [ -f "$f" ] || continue
-    for _ in $(seq 1 50); do kill -0 "$(cat "$f")" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$(cat "$f")" 2>/dev/null || true
-    rm -f "$f"
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
   done
+  rm -f "$dir"/slurmd-n1.pid "$dir"/slurmd-n2.pid "$dir"/slurmctld.pid "$dir"/munged.pid
 }
 
 start() {

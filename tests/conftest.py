@@ -346,3 +346,14 @@ def slurm_campaign(tmp_path: Path, port: int, *, seconds: float = 0) -> Path:
         f'python = "{sys.executable}", workdir = "{tmp_path / "node"}" }}'
     )
     return two_experiments(tmp_path / "cluster.toml", "cluster", slurm, port, amount)
+
+
+def demo_outcomes(stdout: str) -> Path:
+    """The run directory of a ``reportgen run campaigns/demo.toml --json`` that gave the
+    demo's outcomes: the clear-cut ones as designed, the two small effects judged (on a
+    loaded CI host "equivalent" can come out "inconclusive", as it can run here)."""
+    got = json.loads(stdout)
+    said = [e["outcome"] for e in got["experiments"]]
+    assert said[:2] == ["baseline", "adopted"] and said[4:] == ["failed", "failed"], said
+    assert set(said[2:4]) <= {"rejected", "equivalent", "inconclusive"}, said
+    return Path(got["run_dir"])
