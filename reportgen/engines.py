@@ -70,13 +70,13 @@ class Engine:
     node_flags: tuple[str, ...] = ()
     worker_flags: tuple[str, ...] = ()
 
-    def node_args(self, nnodes: int, rank: int | str, addr: str, port: int | str) -> list[str]:
+    def node_args(self, nnodes: int, rank: int, addr: str, port: int | str) -> list[str]:
         """The flags that make this process rank ``rank`` of ``nnodes`` (``node_flags``);
-        ``rank`` and ``port`` may be placeholders ("R", "PORT") for a plan to show."""
+        ``port`` may be a placeholder ("PORT") for a plan to show."""
         host = f"[{addr}]" if ":" in addr else addr
         fill = {"nnodes": nnodes, "rank": rank, "addr": addr, "port": port, "host": host}
         argv = [f.format(**fill) for f in self.node_flags]
-        return argv + (list(self.worker_flags) if rank != 0 else [])
+        return argv + (list(self.worker_flags) if rank else [])
 
     def graphs_disabled(self, args: Mapping[str, Any]) -> str | None:
         """The flags by which ``args`` turn CUDA graphs off ("--enforce-eager"), or None."""

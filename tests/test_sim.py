@@ -104,7 +104,7 @@ def test_across_two_nodes_rank_0_waits_for_rank_1_and_ends_when_it_leaves(
     assert "sim: error: node rank 1 left; the server cannot generate without it" in (
         head.log_text()
     )
-    assert "--node-rank must be 0 to 1, got 2" in subprocess.run(
+    assert "--node-rank must be 0 to 1 (--nnodes 2), got 2" in subprocess.run(
         [sys.executable, "-m", "reportgen.sim", "--nnodes", "2", "--node-rank", "2",
          "--dist-init-addr", addr], capture_output=True, text=True, timeout=30,
     ).stdout  # fmt: skip

@@ -148,3 +148,28 @@ def test_a_node_unlike_the_runs_fails_its_check_and_its_verdict() -> None:
                       "packages": {"vllm": "0.26.0"}}})  # fmt: skip
     assert node_check(same, env)[0].status == "pass"
     assert node_check(Experiment(id="z"), env) == []  # run here: nothing to compare
+
+
+def test_a_job_is_as_large_as_the_largest_server_it_starts(tmp_path: Path) -> None:
+    """An experiment on one node whose parent spans two, interleaved with it (the parent's
+    server runs in the same job): a job of two nodes. Without interleaving, one node."""
+    from reportgen import campaign
+    from reportgen.run import executor, remote
+    from reportgen.run.plan import plan
+
+    path = slurm_campaign(tmp_path, free_port())
+    text = path.read_text().replace("[server]\n", "[server]\nnodes = 2\n")
+    text = text.replace("args = { itl-ms = 2 }", "args = { itl-ms = 2 }\nnodes = 1")
+    for interleave, want in ((True, "--nodes=2"), (False, None)):
+        flag = f"interleave = {'true' if interleave else 'false'}"
+        path.write_text(text.replace('title = "Run elsewhere"', f'title = "T"\n{flag}'))
+        c = campaign.load(path)
+        base, child = plan(c)
+        slurm = executor.choose(c)
+        argv = slurm._far_side(remote.Job("experiment", c, r=child, parent=base), "faster")
+        if want:
+            assert argv[0] == "salloc" and want in argv, argv
+        else:
+            assert argv[0] == "srun" and "--nodes=1" in argv, argv
+    both = reportgen_main("run", path, "--ssh", "gpu1", "--slurm")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr

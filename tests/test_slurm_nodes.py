@@ -77,6 +77,10 @@ def test_a_server_across_two_nodes_serves_from_rank_0_and_a_lost_node_fails_it(
     assert "--nnodes 2 --node-rank 1 --dist-init-addr 127.0.0.1:" in log
     assert "sim: node rank 1 joined from 127.0.0.1 (2 of 2)" in log
     assert "sim: ready on http://127.0.0.1:" in log and " across 2 nodes" in log
+    other = base["ran_on"]["nodes"][1]
+    assert f"[rank 1 on {other}] sim: node rank 1 of 2: joined rank 0 at 127.0.0.1:" in log
+    server_args = base["log_evidence"]["found"]["server_args"]
+    assert "node_rank=0" in server_args, server_args  # rank 0's, whichever printed first
     html = (run_dir / "report.html").read_text()
     first = base["ran_on"]["nodes"][0]
     assert "<dt>Ran on</dt><dd>2 nodes, n" in html and f"rank 0 on {first} (Slurm job " in html

@@ -558,7 +558,9 @@ def what_changed(parent: str, flag_diff: Sequence[FlagChange], same: bool = Fals
         return f"The same configuration as {parent}, started again: nothing changed. "
     parts = []
     for f in flag_diff:
-        if f.kind == "added":
+        if f.key == "nodes":  # reportgen's own setting (server.nodes), not the engine's flag
+            parts.append(f"nodes {f.before} -> {f.after}")
+        elif f.kind == "added":
             parts.append(f"--{f.key} {f.after} added")
         elif f.kind == "removed":
             parts.append(f"--{f.key} removed")

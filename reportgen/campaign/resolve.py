@@ -85,7 +85,7 @@ def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -
     ]
     base_nodes = start_from.nodes if start_from else campaign.server.nodes
     nodes = exp.nodes or base_nodes
-    if nodes != base_nodes:  # the launcher's flag (``run.nodes``)
+    if nodes != base_nodes and base_url is None:  # the launcher's flag (``run.nodes``)
         diff.append(FlagChange("nodes", base_nodes, nodes))
     return Resolved(
         id=exp.id,

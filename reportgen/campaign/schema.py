@@ -899,6 +899,12 @@ class CampaignModel(_Model):
                 "host runs one at a time, or their numbers would share its GPUs), or leave "
                 "parallel out"
             )
+        for e in self.experiment:
+            if e.nodes is not None and (e.base_url or self.server.base_url):
+                raise ValueError(
+                    f"experiment {e.id!r}: nodes = {e.nodes}, but its server is already "
+                    "running at base_url and reportgen starts nothing: leave nodes out"
+                )
         spans = [(f"experiment {e.id!r}", e.nodes) for e in self.experiment if e.nodes]
         for where, n in [("server", self.server.nodes), *spans]:
             if n > 1 and self.host.executor != "slurm":

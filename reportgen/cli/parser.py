@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print one JSON object: each file's errors and warnings (exit code as without)",
     )
+    _where_arguments(v)
 
     pl = sub.add_parser(
         "plan",
@@ -374,21 +375,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _where_arguments(parser: argparse.ArgumentParser) -> None:
-    """Where the servers and the load run (``plan`` and ``run``): over host.* in the file."""
-    parser.add_argument(
+    """Where the servers and the load run (``validate``, ``plan`` and ``run``): over host.*
+    and campaign.parallel in the file, before it is checked."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
         "--ssh",
         metavar="[USER@]HOST",
         help="run the servers and the load on this GPU host over SSH (host.executor = "
         '"ssh"; the rest of host.ssh, such as python, from the campaign); the run directory '
         "and the report stay here",
     )
-    parser.add_argument(
+    where.add_argument(
         "--slurm",
         nargs="?",
         const="",
         metavar="PARTITION",
-        help='run each experiment as a Slurm job step (host.executor = "slurm"), in this '
-        "partition or the cluster's default; the rest of host.slurm from the campaign",
+        help='run each experiment as a Slurm job (host.executor = "slurm"), in PARTITION '
+        "(default: host.slurm.partition, else the cluster's); the rest of host.slurm from the "
+        "campaign. Put it after the campaign file, or write --slurm=PARTITION",
     )
     parser.add_argument(
         "--parallel",

@@ -15,6 +15,7 @@ from reportgen.errors import MISSING, CampaignError, Problem
 
 def cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen import campaign
+    from reportgen.cli.runs import overrides
     from reportgen.run import static
 
     problems = []
@@ -22,7 +23,7 @@ def cmd_validate(args: argparse.Namespace, out: Console, err: Console) -> int:
     for path in args.campaigns:
         errors, warnings, experiments = [], [], None
         try:
-            c = campaign.load(path)
+            c = campaign.load(path, overrides(args, path))
         except CampaignError as exc:
             errors = list(exc.problems)
         else:
@@ -126,11 +127,14 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(f"  command:  {cmd}", markup=False)
             if r.nodes > 1:
                 engine = engines.get(c.model.server.engine)
-                ranks = " ".join(engine.node_args(r.nodes, "R", "ADDR", "PORT"))
+                ranks = " ".join(engine.node_args(r.nodes, 0, "ADDR", "PORT"))
+                ranks = ranks.replace("--node-rank 0", "--node-rank R")
+                more = " ".join(engine.worker_flags)
                 out.print(
                     f"  nodes:    {r.nodes}, one Slurm job: rank 0 serves on its first node; "
-                    f"every rank R adds {ranks} (ADDR: rank 0's node), those after 0 "
-                    "started with srun on the other nodes",
+                    f"every rank R adds {ranks} (ADDR: rank 0's node)"
+                    + (f", the ranks after 0 {more} too" if more else "")
+                    + "; those after 0 are started with srun on the other nodes",
                     markup=False,
                 )
             env = redact_env(r.env)

@@ -87,25 +87,18 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     return code
 
 
-def _over_ssh(c: Any, destination: str) -> Any:
-    """The campaign with ``--ssh``'s host as its executor (host.ssh's other keys kept)."""
-    import dataclasses
-
+def _ssh_host(path: Path, destination: str) -> str:
+    """``--ssh``'s value, refused in one line unless ssh could take it as a host."""
     from reportgen.campaign.schema import SshHost
     from reportgen.errors import CampaignError, Problem
 
-    host = c.model.host
-    kept = host.ssh.model_dump() if host.ssh is not None else {}
     try:
-        ssh = SshHost.model_validate({**kept, "host": destination})
+        SshHost.model_validate({"host": destination})
     except ValueError:
         raise CampaignError(
-            [Problem(c.path, "--ssh", destination, "not a host: give HOST or USER@HOST")]
+            [Problem(str(path), "--ssh", destination, "not a host: give HOST or USER@HOST")]
         ) from None
-    model = c.model.model_copy(
-        update={"host": host.model_copy(update={"executor": "ssh", "ssh": ssh})}
-    )
-    return dataclasses.replace(c, model=model)
+    return destination
 
 
 def load_for(args: argparse.Namespace) -> Any:
@@ -113,18 +106,20 @@ def load_for(args: argparse.Namespace) -> Any:
     ``--parallel``) over its host and campaign tables."""
     from reportgen import campaign
 
-    c = campaign.load(args.campaign, _overrides(args))
-    if getattr(args, "ssh", None):
-        c = _over_ssh(c, args.ssh)
-    return c
+    return campaign.load(args.campaign, overrides(args, args.campaign))
 
 
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """What ``--slurm [PARTITION]`` and ``--parallel N`` change of the campaign file, merged
-    over it before it is validated (so a file's server.nodes is satisfied by --slurm)."""
+def overrides(args: argparse.Namespace, path: Path) -> dict[str, Any]:
+    """What ``--ssh [USER@]HOST``, ``--slurm [PARTITION]`` and ``--parallel N`` change of the
+    campaign file at ``path``, merged over it before it is checked (so a file's server.nodes
+    is satisfied by --slurm, and parallel with --ssh is refused as in the file)."""
     over: dict[str, Any] = {}
+    destination = getattr(args, "ssh", None)
+    if destination:
+        over["host"] = {"executor": "ssh", "ssh": {"host": _ssh_host(path, destination)}}
     partition = getattr(args, "slurm", None)
     if partition is not None:
+        partition = partition.strip()
         slurm = {"partition": partition} if partition else {}
         over["host"] = {"executor": "slurm", "slurm": slurm}
     if getattr(args, "parallel", None) is not None:

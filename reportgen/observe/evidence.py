@@ -106,14 +106,23 @@ def deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any
     return {"counters": counters, "gauges": gauges}
 
 
+# How a line of a rank after 0 of a server across nodes starts in its log (``run.nodes``).
+OTHER_RANK = "[rank "
+
+
 def log_evidence(text: str, patterns: Mapping[str, str]) -> dict[str, Any]:
-    """For each named pattern (a regular expression), the first matching line (or None);
-    plus how many lines are warnings and errors, with the first few of each."""
+    """For each named pattern (a regular expression), the first matching line (or None) of
+    the server that serves (rank 0's, where it spans nodes); plus how many lines are warnings
+    and errors, with the first few of each."""
     lines = text.splitlines()
     found: dict[str, str | None] = {}
     for name, pattern in patterns.items():
         rx = re.compile(pattern)
-        found[name] = next((ln.strip()[:MAX_TEXT] for ln in lines if rx.search(ln)), None)
+        found[name] = next(
+            (ln.strip()[:MAX_TEXT] for ln in lines
+             if rx.search(ln) and not ln.startswith(OTHER_RANK)),
+            None,
+        )  # fmt: skip
     warnings = [ln.strip() for ln in lines if re.search(r"\bWARN(ING)?\b", ln)]
     errors = [ln.strip() for ln in lines if re.search(r"\b(ERROR|CRITICAL|Traceback)\b", ln)]
     return {

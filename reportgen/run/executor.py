@@ -22,9 +22,11 @@ import contextlib
 import dataclasses
 import io
 import json
+import os
 import pickle
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -291,10 +293,15 @@ class Ssh:
         """Send ``job``, relay its progress, return its result; RemoteError when the
         connection ends without one (dropped, the host gone). Ctrl-C closes the far side's
         standard input, waits for what it measured (STOP_GRACE_S), then is raised."""
-        if shutil.which("ssh") is None:
-            raise RemoteError("ssh is not installed here: install OpenSSH's client")
+        argv = self._far_side(job, name)
+        if shutil.which(argv[0]) is None:
+            raise RemoteError(
+                f"{argv[0]} is not installed here: "
+                + ("install OpenSSH's client" if argv[0] == "ssh" else "run reportgen where "
+                   "Slurm's commands are")
+            )  # fmt: skip
         proc = subprocess.Popen(
-            self._far_side(job, name),
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -320,8 +327,9 @@ class Ssh:
             _close(proc.stdin)
             try:
                 proc.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            except subprocess.TimeoutExpired:  # all it started (salloc's srun): its group
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         if interrupted:
             if result is not None and "entry" in result:
@@ -419,6 +427,8 @@ class Slurm(Ssh):
         the far side in a step on its first node, which starts the other ranks as steps of
         their own (``run.nodes``); else one step, as every other job."""
         nodes = job.r.nodes if job.r is not None else 1
+        if job.parent is not None and self.campaign.model.campaign.interleave:
+            nodes = max(nodes, job.parent.nodes)  # its parent's server runs there too
         if nodes == 1:
             return super()._far_side(job, name)
         job_of = ["salloc", "--quiet", f"--nodes={nodes}", "--ntasks-per-node=1",

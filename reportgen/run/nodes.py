@@ -7,8 +7,10 @@ the same engine command with the engine's rank flags (``Engine.node_args``: SGLa
 ``--nnodes/--node-rank/--dist-init-addr``, vLLM's ``--nnodes/--node-rank/--master-addr``,
 ``--headless`` after rank 0), rank 0 serving HTTP. Every process it starts is in its process
 group, which the session stops as it stops any server; when one rank exits, the others are
-stopped and the launcher exits with that rank's code, saying which rank on which node, so a
-lost node ends the session with its reason in the server log.
+stopped and the launcher exits with the first non-zero code among those that went, saying
+which ranks on which nodes went, so a lost node ends the session with its reason in the
+server log. The lines the ranks after 0 print go to the same log, each marked with its rank
+and node ("[rank 1 on n2] ...").
 
     python -m reportgen.run.nodes --engine sglang --nodes 2 -- python -m sglang.launch_server ...
 """
@@ -22,11 +24,21 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from typing import IO
 
 from reportgen import engines
+from reportgen.observe.evidence import OTHER_RANK
 
 GRACE_S = 20.0  # how long the other ranks have to stop once one has exited
+# Where rank 0 listens for the others (torch.distributed's usual MASTER_PORT), so that two runs
+# of one campaign start their servers with the same flags; another free port when it is taken.
+RENDEZVOUS_PORT = 29500
+
+
+class NodesError(Exception):
+    """The job's nodes cannot be read (no Slurm job here, scontrol failing)."""
 
 
 def _say(text: str) -> None:
@@ -35,41 +47,80 @@ def _say(text: str) -> None:
 
 def job_nodes() -> list[str]:
     """The job's nodes, this one first (rank 0 runs where the session runs)."""
-    listed = subprocess.run(
-        ["scontrol", "show", "hostnames", os.environ["SLURM_JOB_NODELIST"]],
-        capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
+    nodelist = os.environ.get("SLURM_JOB_NODELIST")
+    if not nodelist:
+        raise NodesError("SLURM_JOB_NODELIST is not set: not inside a Slurm job")
+    try:
+        got = subprocess.run(
+            ["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True
+        )
+    except OSError as exc:
+        raise NodesError(f"scontrol: {exc}") from None
+    if got.returncode != 0:
+        raise NodesError(f"scontrol show hostnames {nodelist}: {got.stderr.strip()[-200:]}")
+    listed = got.stdout.split()
     here = os.environ.get("SLURMD_NODENAME", "")
     return ([here] if here in listed else []) + [n for n in listed if n != here]
 
 
 def node_address(name: str) -> str:
     """The address Slurm reaches ``name`` at (NodeAddr): what the other ranks connect to."""
-    out = subprocess.run(
-        ["scontrol", "show", "node", "-o", name], capture_output=True, text=True, check=False
-    ).stdout
+    try:
+        out = subprocess.run(
+            ["scontrol", "show", "node", "-o", name], capture_output=True, text=True
+        ).stdout
+    except OSError:
+        out = ""
     for field in out.split():
         if field.startswith("NodeAddr="):
             return field.split("=", 1)[1]
     return socket.getfqdn(name)
 
 
-def free_port(addr: str) -> int:
-    with socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET) as s:
-        s.bind((addr, 0))
-        return int(s.getsockname()[1])
+def rendezvous_port(addr: str) -> int:
+    """RENDEZVOUS_PORT where it is free on ``addr`` and claimed here (two servers started at
+    once on one node must not both take it), else a free port that is."""
+    from reportgen.run.remote import claim
+    from reportgen.run.server import port_is_free
+
+    if port_is_free(addr, RENDEZVOUS_PORT) and claim(RENDEZVOUS_PORT):
+        return RENDEZVOUS_PORT
+    while True:
+        with socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET) as s:
+            s.bind((addr, 0))
+            port = int(s.getsockname()[1])
+        if claim(port):
+            return port
+
+
+def _relay(rank: int, node: str, stream: IO[bytes]) -> None:
+    """A rank's output into the server's log, each line marked with the rank and node (so
+    the log's evidence, such as the engine's resolved arguments, is rank 0's)."""
+    mark = f"{OTHER_RANK}{rank} on {node}] ".encode()
+    out = sys.stdout.buffer
+    for line in iter(stream.readline, b""):
+        out.write(mark + line)
+        out.flush()
 
 
 def launch(engine: engines.Engine, nnodes: int, argv: list[str]) -> int:
     if not os.environ.get("SLURM_JOB_ID"):
         _say(f"error: {nnodes} nodes need a Slurm job of {nnodes} nodes; none here")
         return 2
-    nodes = job_nodes()
+    try:
+        nodes = job_nodes()
+    except NodesError as exc:
+        _say(f"error: the job's nodes cannot be read: {exc}")
+        return 2
     if len(nodes) < nnodes:
         _say(f"error: the job has {len(nodes)} node(s) ({', '.join(nodes)}), {nnodes} wanted")
         return 2
     addr = node_address(nodes[0])
-    port = free_port(addr)
+    try:
+        port = rendezvous_port(addr)
+    except OSError as exc:
+        _say(f"error: no port for the other ranks to reach on {addr}: {exc}")
+        return 2
     ranks: list[tuple[int, str, subprocess.Popen[bytes]]] = []
     stopping = False
 
@@ -80,13 +131,21 @@ def launch(engine: engines.Engine, nnodes: int, argv: list[str]) -> int:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     for rank, node in enumerate(nodes[:nnodes]):
+        if stopping:
+            break
         cmd = [*argv, *engine.node_args(nnodes, rank, addr, port)]
         if rank:
             cmd = ["srun", f"--jobid={os.environ['SLURM_JOB_ID']}", "--nodes=1", "--ntasks=1",
                    f"--nodelist={node}", "--kill-on-bad-exit=1", "--quit-on-interrupt",
                    "--export=ALL", *cmd]  # fmt: skip
         _say(f"rank {rank} on {node}: {shlex.join(cmd)}")
-        ranks.append((rank, node, subprocess.Popen(cmd, stdin=subprocess.DEVNULL)))
+        piped = subprocess.PIPE if rank else None
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=piped, stderr=piped and subprocess.STDOUT
+        )
+        if proc.stdout is not None:
+            threading.Thread(target=_relay, args=(rank, node, proc.stdout), daemon=True).start()
+        ranks.append((rank, node, proc))
     code = 0
     while not stopping:
         if any(p.poll() is not None for _, _, p in ranks):

@@ -194,9 +194,12 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
         "fingerprint": node,
     }
     if job.r.nodes > 1 and os.environ.get("SLURM_JOB_NODELIST"):
-        from reportgen.run.nodes import job_nodes
+        from reportgen.run.nodes import NodesError, job_nodes
 
-        entry.ran_on["nodes"] = job_nodes()[: job.r.nodes]
+        try:
+            entry.ran_on["nodes"] = job_nodes()[: job.r.nodes]
+        except NodesError as exc:  # what was measured matters more than the names
+            entry.warnings.append(f"the job's nodes could not be named: {exc}")
     return {
         "entry": entry.model_dump(mode="json"),
         "files": base64.b64encode(buf.getvalue()).decode("ascii"),
@@ -207,7 +210,7 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
 _CLAIMS: list[int] = []  # lock files held for as long as this process runs
 
 
-def _claim(port: int) -> bool:
+def claim(port: int) -> bool:
     """Whether this process now holds the host's claim on ``port`` (a lock file: two jobs
     on one host may look at one free port at once, before either server binds it)."""
     import fcntl
@@ -236,13 +239,13 @@ def _own_port(job: Job) -> str | None:
     engine = engines.get(job.campaign.model.server.engine)
     host = job.campaign.model.server.host
     wanted = engine.port(job.r.args)
-    if _claim(wanted) and port_is_free(host, wanted):
+    if claim(wanted) and port_is_free(host, wanted):
         return None
     while True:
         with socket.socket() as s:
             s.bind((host, 0))
             port = int(s.getsockname()[1])
-        if _claim(port):
+        if claim(port):
             break
     for r in (job.r, job.parent):
         if r is not None and r.base_url is None:

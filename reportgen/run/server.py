@@ -229,25 +229,26 @@ class ServerProcess:
         code = self.exited()
         if code is not None:
             text = self.log_text()
+            # a server across nodes: which ranks went comes first, the traceback after
+            lost = NODE_ERROR.search(text)
+            went = f"{lost.group(1)[:MESSAGE_CHARS]}; " if lost else ""
             cause = engines.root_cause(text)
             if cause is not None:  # the traceback's own words, and the log from them on
                 what, offset = cause
+                said = f"{went}{what}"[: MESSAGE_CHARS + len(went)]
                 start = engines.traceback_before(text, offset)
                 distilled = engines.distill(text, start) if start is not None else None
                 if distilled is not None:
                     return ServerError(
-                        f"server exited with code {code}{at}: {what[:MESSAGE_CHARS]}",
+                        f"server exited with code {code}{at}: {said}",
                         redact_text(distilled, self.secrets),
                         DISTILLED_HEADING,
                     )
                 excerpt = "".join(text[offset:].splitlines(keepends=True)[:40])
                 return ServerError(
-                    f"server exited with code {code}{at}: {what[:MESSAGE_CHARS]}",
-                    excerpt,
-                    CAUSE_HEADING,
+                    f"server exited with code {code}{at}: {said}", excerpt, CAUSE_HEADING
                 )
-            lost = NODE_ERROR.search(text)  # a server across nodes: which rank went
-            said = f": {lost.group(1)[:MESSAGE_CHARS]}" if lost else ""
+            said = f": {went.removesuffix('; ')}" if lost else ""
             return ServerError(f"server exited with code {code}{at}{said}", self.log_tail())
         fatal = self.fatal_line()
         if fatal is not None:

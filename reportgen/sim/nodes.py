@@ -18,12 +18,18 @@ BYE = b"bye\n"  # rank 0's word to the others when it stops on purpose
 
 def check(args: argparse.Namespace) -> str | None:
     """What is wrong with the node flags, or None."""
+    if not 0 <= args.node_rank < args.nnodes:
+        return f"--node-rank must be 0 to {args.nnodes - 1} (--nnodes {args.nnodes}), got " + (
+            str(args.node_rank)
+        )
     if args.nnodes == 1:
         return None
-    if not args.dist_init_addr or ":" not in args.dist_init_addr:
-        return f"--nnodes {args.nnodes} needs --dist-init-addr HOST:PORT (rank 0's address)"
-    if not 0 <= args.node_rank < args.nnodes:
-        return f"--node-rank must be 0 to {args.nnodes - 1}, got {args.node_rank}"
+    host, _, port = str(args.dist_init_addr or "").rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return (
+            f"--nnodes {args.nnodes} needs --dist-init-addr HOST:PORT (rank 0's address and "
+            f"a TCP port), got {args.dist_init_addr!r}"
+        )
     return None
 
 
