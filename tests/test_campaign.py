@@ -249,3 +249,34 @@ def test_a_server_across_nodes_is_launched_rank_by_rank_and_only_through_slurm()
     )
     generic = text.replace('engine = "sglang"', 'engine = "transformers"')
     assert "no multi-node flags for the transformers engine" in "\n".join(problems(generic))
+
+
+def test_leaving_out_an_adopted_change_of_nodes_undoes_its_node_count() -> None:
+    """campaign.confirm: the best configuration without an adopted change that moved the
+    server from two nodes to one is the best configuration on two nodes again."""
+    from reportgen.results.model import Decision, Experiment
+    from reportgen.run import confirm
+
+    text = GOOD.replace("[server]\n", '[host]\nexecutor = "slurm"\n\n[server]\nnodes = 2\n')
+    text = text.replace('id = "car"', 'id = "car"\nnodes = 1')
+    resolved = {r.id: r for r in plan(campaign.loads(text, "c.toml"))}
+    adopted = Decision(verdict="adopted", explanation="")
+    entries = {
+        "baseline": Experiment(id="baseline"),
+        "mtp": Experiment(id="mtp", parent="baseline", decision=adopted),
+        "car": Experiment(id="car", parent="mtp", decision=adopted),
+    }
+
+    class Ran:
+        best = "car"
+        baseline = entries["baseline"]
+
+        def experiment(self, exp_id: str | None) -> Experiment | None:
+            return entries.get(exp_id or "")
+
+    runs = {e.id: r for e, r in confirm.plan(Ran(), resolved)}  # type: ignore[arg-type]
+    without = runs["without-car"]
+    assert without.nodes == 2 and runs["confirm-best"].nodes == 1
+    assert ("nodes", 1, 2) in [(f.key, f.before, f.after) for f in without.flag_diff]
+    assert without.args.get("disable-custom-all-reduce") is True  # its flag undone too
+    assert runs["without-mtp"].nodes == 1  # mtp changed flags only

@@ -85,8 +85,18 @@ def plan(run: Run, resolved: dict[str, Resolved]) -> list[tuple[Experiment, Reso
                     env[key] = before.env[key]
                 else:
                     env.pop(key, None)
+        nodes = best_r.nodes
+        if mine.nodes != before.nodes and best_r.nodes == mine.nodes:
+            changed, nodes = True, before.nodes  # server.nodes: its node count undone too
         if not changed:
             continue
+        diff = [
+            FlagChange(k, best_r.args.get(k), args.get(k))
+            for k in sorted(set(best_r.args) | set(args))
+            if best_r.args.get(k) != args.get(k)
+        ]
+        if nodes != best_r.nodes:
+            diff.append(FlagChange("nodes", best_r.nodes, nodes))
         out_r = dataclasses.replace(
             best_r,
             id=f"without-{step.id}",
@@ -97,11 +107,8 @@ def plan(run: Run, resolved: dict[str, Resolved]) -> list[tuple[Experiment, Reso
             parent=CONFIRM_ID,
             args=args,
             env=env,
-            flag_diff=[
-                FlagChange(k, best_r.args.get(k), args.get(k))
-                for k in sorted(set(best_r.args) | set(args))
-                if best_r.args.get(k) != args.get(k)
-            ],
+            nodes=nodes,
+            flag_diff=diff,
         )
         out.append((_entry(out_r, "leave-one-out", step.id), out_r))
     return out
