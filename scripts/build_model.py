@@ -31,7 +31,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# tiny: seconds on a CPU (CI); small: a 0.5 B-parameter MoE, the H200 example.
+# tiny: seconds on a CPU (CI); small: a 0.5 B-parameter MoE, the H200 example; medium: the
+# multi-GPU campaign's.
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": dict(
         vocab=1024,
@@ -56,6 +57,20 @@ PRESETS: dict[str, dict[str, int]] = {
         top_k=4,
         moe_inter=384,
         inter=2048,
+    ),  # fmt: skip
+    # 3.9 B parameters (1.2 B active): large enough that tensor parallelism shows
+    # (campaigns/vllm-tp.toml), 7.8 GB in bfloat16
+    "medium": dict(
+        vocab=8192,
+        hidden=2048,
+        layers=24,
+        heads=16,
+        kv_heads=4,
+        head_dim=128,
+        experts=32,
+        top_k=8,
+        moe_inter=768,
+        inter=4096,
     ),  # fmt: skip
 }
 

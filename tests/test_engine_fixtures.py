@@ -33,6 +33,7 @@ def _read(path: Path) -> str:
     ("engine", "help_file", "campaign_file"),
     [
         ("vllm", VLLM / "serve-help-all.txt", "vllm-h200.toml"),
+        ("vllm", VLLM / "serve-help-all.txt", "vllm-tp.toml"),
         ("sglang", SGLANG / "launch-server-help.txt", "sglang-h200.toml"),
     ],
 )
