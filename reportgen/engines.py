@@ -167,15 +167,46 @@ _EXCEPTION = re.compile(
 _WRAPPERS = re.compile(r"root cause above|initialization failed|see the log|EngineDeadError")
 
 
+# A pydantic validation error's first line names only the model ("1 validation error for
+# ParallelConfig"); what was wrong is on the indented lines after it.
+_VALIDATION = re.compile(r"^\d+ validation errors? for \w+$")
+# A logger's prefix ("(APIServer pid=1723) "), each part with the one space after it: the
+# indentation after it is the message's own.
+_PREFIX = re.compile(r"^(?:(?:\([^)]*\)|\[[^\]]*\]|ERROR|CRITICAL|[\d:.\-/]+) )*")
+
+
+def _validation_detail(after: list[str]) -> str | None:
+    """What a pydantic validation error says was wrong (its first error: the field, where it
+    names one, and the message), from the lines after its first, the logger's prefix cut."""
+    field = None
+    for raw in after[:6]:
+        line = _PREFIX.sub("", raw.rstrip("\n"))
+        if not line.strip() or line.lstrip().startswith("For further information"):
+            continue
+        if not line.startswith((" ", "\t")):
+            field = line.strip()
+            continue
+        said = line.strip().removeprefix("Value error, ").split(" [type=")[0]
+        return f"{field}: {said}" if field else said
+    return None
+
+
 def root_cause(text: str) -> tuple[str, int] | None:
     """The first exception line of a server's log that names a cause (not one that only
     points at another), trimmed of the logger's prefix, and the character offset of its line;
-    None when there is none."""
+    None when there is none. A pydantic validation error gets what it found wrong added
+    (vLLM 0.26: "... 1 validation error for ParallelConfig: World size (2) is larger than the
+    number of available GPUs (1) in this node. ...")."""
     offset = 0
-    for line in text.splitlines(keepends=True):
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
         m = _EXCEPTION.search(line.rstrip("\n"))
         if m and not _WRAPPERS.search(line):
-            return f"{m.group(1)}: {m.group(2).strip()}", offset
+            message = m.group(2).strip()
+            if _VALIDATION.match(message):
+                detail = _validation_detail(lines[i + 1 :])
+                message += f": {detail}" if detail else ""
+            return f"{m.group(1)}: {message}", offset
         offset += len(line)
     return None
 

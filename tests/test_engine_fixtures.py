@@ -182,6 +182,13 @@ def test_a_real_fatal_error_gives_its_cause_not_only_an_exit_code() -> None:
     # SGLang 0.5.17: its own check of --mem-fraction-static
     what, _ = engines.root_cause(_read(SGLANG / "fatal-mem-fraction-static-0.005.log")) or ("", 0)
     assert what.startswith("ValueError: Loaded weights leave no GPU memory for the KV cache")
+    # vLLM 0.26 asked for TP=2 on one GPU: pydantic's first line names only the model; what
+    # was wrong is the indented line after it
+    what, _ = engines.root_cause(_read(VLLM / "server-tp2-on-one-gpu.log")) or ("", 0)
+    assert what.startswith(
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig: "
+        "World size (2) is larger than the number of available GPUs (1) in this node."
+    ), what
     # a clean log and vLLM's errors at shutdown (EngineDeadError) name no cause
     assert engines.root_cause(_read(VLLM / "server-baseline.log")) is None
     assert engines.root_cause(_read(VLLM / "server-batched-tokens-512.log")) is None
