@@ -45,7 +45,7 @@ class Campaign:
 def load(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Campaign:
     """Read and validate a campaign file; raise CampaignError listing every problem.
     ``overrides`` (tables of keys, as TOML's) are merged over the file's before it is
-    validated: the command line's ``--slurm``, ``--parallel``."""
+    validated: the command line's ``--ssh``, ``--slurm``, ``--parallel`` (``cli.runs``)."""
     p = Path(path)
     shown = str(path)
     try:

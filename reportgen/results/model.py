@@ -120,12 +120,11 @@ class Probe(_Model):
     rate: Rate = None
     passed: bool
     values: dict[str, float | None] = Field(default_factory=dict)  # bound -> mean over reps
+    error_share: float = 0.0
 
     @property
     def point(self) -> Point:
         return Point(self.concurrency, self.rate)
-
-    error_share: float = 0.0
 
 
 class SearchRecord(_Model):

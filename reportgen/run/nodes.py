@@ -30,6 +30,7 @@ from typing import IO
 
 from reportgen import engines
 from reportgen.observe.evidence import OTHER_RANK
+from reportgen.run.server import claimed_port
 
 GRACE_S = 20.0  # how long the other ranks have to stop once one has exited
 # Where rank 0 listens for the others (torch.distributed's usual MASTER_PORT), so that two runs
@@ -77,22 +78,6 @@ def node_address(name: str) -> str:
     return socket.getfqdn(name)
 
 
-def rendezvous_port(addr: str) -> int:
-    """RENDEZVOUS_PORT where it is free on ``addr`` and claimed here (two servers started at
-    once on one node must not both take it), else a free port that is."""
-    from reportgen.run.remote import claim
-    from reportgen.run.server import port_is_free
-
-    if port_is_free(addr, RENDEZVOUS_PORT) and claim(RENDEZVOUS_PORT):
-        return RENDEZVOUS_PORT
-    while True:
-        with socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET) as s:
-            s.bind((addr, 0))
-            port = int(s.getsockname()[1])
-        if claim(port):
-            return port
-
-
 def _relay(rank: int, node: str, stream: IO[bytes]) -> None:
     """A rank's output into the server's log, each line marked with the rank and node (so
     the log's evidence, such as the engine's resolved arguments, is rank 0's)."""
@@ -117,7 +102,7 @@ def launch(engine: engines.Engine, nnodes: int, argv: list[str]) -> int:
         return 2
     addr = node_address(nodes[0])
     try:
-        port = rendezvous_port(addr)
+        port = claimed_port(addr, RENDEZVOUS_PORT)
     except OSError as exc:
         _say(f"error: no port for the other ranks to reach on {addr}: {exc}")
         return 2

@@ -207,46 +207,19 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
     }
 
 
-_CLAIMS: list[int] = []  # lock files held for as long as this process runs
-
-
-def claim(port: int) -> bool:
-    """Whether this process now holds the host's claim on ``port`` (a lock file: two jobs
-    on one host may look at one free port at once, before either server binds it)."""
-    import fcntl
-    import tempfile
-
-    fd = os.open(
-        Path(tempfile.gettempdir()) / f"reportgen-port-{port}.lock", os.O_CREAT | os.O_RDWR
-    )
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return False
-    _CLAIMS.append(fd)
-    return True
-
-
 def _own_port(job: Job) -> str | None:
     """On a node of a cluster, shared with other jobs (or, on a cluster of one machine, with
     other nodes): the campaign's port where it is free, else one that is, said as a warning.
     None when the campaign's port was free."""
     from reportgen import engines
-    from reportgen.run.server import port_is_free
+    from reportgen.run import server
 
     assert job.r is not None
     engine = engines.get(job.campaign.model.server.engine)
-    host = job.campaign.model.server.host
     wanted = engine.port(job.r.args)
-    if claim(wanted) and port_is_free(host, wanted):
+    port = server.claimed_port(job.campaign.model.server.host, wanted)
+    if port == wanted:
         return None
-    while True:
-        with socket.socket() as s:
-            s.bind((host, 0))
-            port = int(s.getsockname()[1])
-        if claim(port):
-            break
     for r in (job.r, job.parent):
         if r is not None and r.base_url is None:
             r.args["port"] = port

@@ -9,11 +9,13 @@ SIGKILL, and we check that the group is gone and the port is free before returni
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -56,6 +58,33 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+_CLAIMS: list[int] = []  # lock files held for as long as this process runs
+
+
+def claim(port: int) -> bool:
+    """Whether this process now holds the host's claim on ``port`` (a lock file: two jobs
+    on one host may look at one free port at once, before either server binds it)."""
+    fd = os.open(
+        Path(tempfile.gettempdir()) / f"reportgen-port-{port}.lock", os.O_CREAT | os.O_RDWR
+    )
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _CLAIMS.append(fd)
+    return True
+
+
+def claimed_port(host: str, wanted: int) -> int:
+    """``wanted`` where it is free on ``host`` and claimed here, else a free port that is."""
+    if port_is_free(host, wanted) and claim(wanted):
+        return wanted
+    while not claim(port := free_port(host)):
+        pass
+    return port
 
 
 def tail(path: Path, lines: int = 40, secrets: Sequence[str] = ()) -> str:
