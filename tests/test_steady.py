@@ -47,6 +47,15 @@ def first_starts(recs: list[RequestRecord], clients: int) -> list[float]:
     return [r.start for r in sorted(recs, key=lambda r: r.index)[:clients]]
 
 
+def surely_first_starts(recs: list[RequestRecord]) -> list[float]:
+    """The starts of requests sent before any request ended, in order: each is a client's
+    first (a closed-loop client sends its next one only when its last has ended). With
+    clients spread over one request time, the last client's first request can come after
+    the first client's second when requests run faster than the warm-up's did."""
+    first_end = min(r.end for r in recs)
+    return sorted(r.start for r in recs if r.start < first_end)
+
+
 # -- staggered starts ------------------------------------------------------------------------
 
 
@@ -59,10 +68,12 @@ def test_clients_start_one_warmup_request_time_over_c_apart(start_sim: Any, tmp_
     assert st is not None and st.measured == "warm-up" and not st.capped
     assert st.request_s == pytest.approx(0.1, rel=0.3)
     assert st.step_s == pytest.approx(st.request_s / 8)
-    first = first_starts(recs, 8)
+    first = surely_first_starts(recs)
+    assert len(first) >= 6, first  # most clients started within the first request's time
     for k, t in enumerate(first):
         assert t >= k * st.step_s, (k, first)  # client k waited its turn
-    assert first[-1] - first[0] > 0.5 * 7 * st.step_s  # spread over about one request time
+    n = len(first) - 1
+    assert first[-1] - first[0] > 0.5 * n * st.step_s  # spread over about one request time
     # recorded with the level, so a report can say how its clients started
     assert Level.model_validate(level.model_dump()).stagger == st
 
