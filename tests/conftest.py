@@ -25,6 +25,7 @@ import pytest
 
 import reportgen
 from reportgen import sim as simulator
+from reportgen import tls
 from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
 from reportgen.run.server import free_port
 
@@ -95,7 +96,7 @@ def start_sim_process(tmp_path: Path, *flags: str, wait_ready: bool = True) -> S
             stop_sim(proc)
             pytest.fail(f"sim not healthy after {START_DEADLINE_S} s:\n{sim.log_text()}")
         try:
-            status = httpx.get(sim.url + "/health", timeout=1.0).status_code
+            status = httpx.get(sim.url + "/health", timeout=1.0, verify=tls.context()).status_code
             if status == 200 or not wait_ready:
                 return sim
         except httpx.TransportError:

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from reportgen import tls
 from reportgen.redact import redact_text, redact_tree
 
 TIMEOUT_S = 5.0
@@ -39,7 +40,9 @@ def fetch_info(
 ) -> dict[str, Any]:
     """GET each path; JSON answers as data, others as (truncated) text, failures as errors."""
     out: dict[str, Any] = {}
-    with httpx.Client(base_url=base_url, timeout=TIMEOUT_S, headers=headers) as client:
+    with httpx.Client(
+        base_url=base_url, timeout=TIMEOUT_S, headers=headers, verify=tls.context()
+    ) as client:
         for path in paths:
             try:
                 resp = client.get(path)
@@ -60,7 +63,9 @@ def scrape(base_url: str, path: str, headers: dict[str, str] | None = None) -> d
     """One Prometheus scrape: ``{"series": {name{labels}: [type, value]}}`` (histogram
     buckets and created-timestamps left out), or ``{"error": why}``."""
     try:
-        resp = httpx.get(base_url.rstrip("/") + path, timeout=TIMEOUT_S, headers=headers)
+        resp = httpx.get(
+            base_url.rstrip("/") + path, timeout=TIMEOUT_S, headers=headers, verify=tls.context()
+        )
     except httpx.HTTPError as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     if resp.status_code != 200:

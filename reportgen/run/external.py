@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from reportgen import tls
 from reportgen.engines import Engine
 from reportgen.errors import ServerError
 from reportgen.run.server import ServerProcess, StopReport
@@ -124,7 +125,9 @@ def detect_engine(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> 
     base = url.rstrip("/").removesuffix("/v1")
     failures: list[httpx.HTTPError] = []
     answered = 0  # GETs answered at all, any status
-    with httpx.Client(base_url=base, headers=headers, timeout=timeout_s) as client:
+    with httpx.Client(
+        base_url=base, headers=headers, timeout=timeout_s, verify=tls.context()
+    ) as client:
 
         def ok(path: str) -> httpx.Response | None:
             """The answer to GET ``path`` when it is 200 (any failure noted)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from reportgen import tls
 from reportgen.campaign import Probe
 from reportgen.load.records import api_path
 
@@ -30,7 +31,9 @@ def ask(
     latency_s, error}`` (``error`` set and ``answer`` None when the request failed)."""
     out: list[dict[str, Any]] = []
     path = api_path(api)
-    with httpx.Client(base_url=base_url, timeout=timeout_s, headers=headers) as client:
+    with httpx.Client(
+        base_url=base_url, timeout=timeout_s, headers=headers, verify=tls.context()
+    ) as client:
         for p in probes:
             body: dict[str, Any] = {"max_tokens": p.max_tokens, "temperature": 0, "stream": False}
             if model:

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import httpx
 
-from reportgen import engines
+from reportgen import engines, tls
 from reportgen.engines import Engine
 from reportgen.errors import ServerError
 from reportgen.redact import redact_text
@@ -324,7 +324,9 @@ class ServerProcess:
         models_asked = False  # /v1/models answered (transformers serve answers 500: once)
         last_answer = ""  # the last one-token attempt's HTTP status, for the timeout message
         delay = 0.05
-        with httpx.Client(base_url=self.base_url, timeout=10.0, headers=self.headers) as client:
+        with httpx.Client(
+            base_url=self.base_url, timeout=10.0, headers=self.headers, verify=tls.context()
+        ) as client:
             while True:
                 failed = self.failure("before it was ready")
                 if failed is not None:
