@@ -9,7 +9,9 @@
 #
 # Each job gets whole nodes (OverSubscribe=EXCLUSIVE), as a job asking for all of a node's GPUs
 # does, so two jobs at once run on n1 and n2. Runs as root (SlurmUser=root): a throwaway
-# cluster, never a shared one.
+# cluster, never a shared one. KillWait is Slurm's default (30 s): a cancelled job's far side
+# gets that long after SIGTERM to stop its server and send back what it measured, which can
+# take more than a few seconds on a busy two-core host.
 set -euo pipefail
 
 cmd=${1:-}
@@ -69,7 +71,7 @@ ReturnToService=2
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-KillWait=5
+KillWait=30
 SlurmdTimeout=30
 InactiveLimit=0
 MinJobAge=60
