@@ -351,10 +351,24 @@ def slurm_campaign(tmp_path: Path, port: int, *, seconds: float = 0) -> Path:
 
 def demo_outcomes(stdout: str) -> Path:
     """The run directory of a ``reportgen run campaigns/demo.toml --json`` that gave the
-    demo's outcomes: the clear-cut ones as designed, the two small effects judged (on a
-    loaded CI host "equivalent" can come out "inconclusive", as it can run here)."""
+    demo's outcomes: the failures as designed, fast-decode-kernel measured about 1.23x the
+    baseline and adopted, the two small effects judged.
+
+    A verdict may come out "inconclusive" instead where the run's own noise says so: on a
+    loaded two-core host, one server start of a configuration can run several percent slower
+    than another (other tests busy meanwhile), and with two or three starts that spread
+    widens every interval. So the effect's size is checked on its measured ratio, and a
+    verdict, where one is reached, must be the right one (``tests/test_demo_e2e.py`` holds
+    the demo run alone to its exact outcomes)."""
     got = json.loads(stdout)
     said = [e["outcome"] for e in got["experiments"]]
-    assert said[:2] == ["baseline", "adopted"] and said[4:] == ["failed", "failed"], said
-    assert set(said[2:4]) <= {"rejected", "equivalent", "inconclusive"}, said
-    return Path(got["run_dir"])
+    assert said[0] == "baseline" and said[4:] == ["failed", "failed"], said
+    assert said[1] in ("adopted", "inconclusive"), said
+    assert said[2] in ("rejected", "equivalent", "inconclusive"), said
+    assert said[3] in ("equivalent", "inconclusive"), said
+    run_dir = Path(got["run_dir"])
+    results = json.loads((run_dir / "results.json").read_text())
+    fast = results["experiments"][1]["decision"]["vs_baseline"]
+    ratios = [c["ratio"] for c in fast if c["metric"] == "output_tok_s"]
+    assert len(ratios) == 2 and all(1.12 < r < 1.35 for r in ratios), fast  # --itl-ms 4 -> 3
+    return run_dir

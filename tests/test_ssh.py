@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
 from tests.conftest import (
     ROOT,
     demo_outcomes,
@@ -34,8 +35,11 @@ SSHD = Path("/usr/sbin/sshd")
 
 
 @pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """An OpenSSH server of this test's own on a free port of 127.0.0.1, one key allowed."""
+def sshd(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Iterator[dict[str, Any]]:
+    """An OpenSSH server of this test's own on a free port of 127.0.0.1, one key allowed.
+    Its sessions get the tests' cache (the client's ceiling, measured once for the session)
+    and no torch probe, as a GPU host's own environment would hold its cache: without them
+    each campaign's far side measured its ceiling again (about 18 s of two cores)."""
     if not SSHD.exists() or shutil.which("ssh") is None or shutil.which("ssh-keygen") is None:
         pytest.skip("no OpenSSH here (scripts/bootstrap.sh --test installs it)")
     d = tmp_path_factory.mktemp("sshd")
@@ -51,6 +55,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         "PermitRootLogin prohibit-password\n"
         f"PidFile {d / 'sshd.pid'}\n"
+        f"SetEnv XDG_CACHE_HOME={cache} {NO_TORCH_PROBE_ENV}=1\n"
     )
     try:
         Path("/run/sshd").mkdir(exist_ok=True)  # its privilege separation folder
