@@ -1,7 +1,9 @@
-"""How long a verdict's tail intervals take: ``decide.bootstrap_ratio`` with its own
-percentile (``decide.percentile``) against the same bootstrap with ``np.percentile``, on runs
-shaped like the demo's (3 runs a side, 32 requests each) and like a larger campaign's (3 runs
-of 256), and that both give the same interval to the last bit.
+"""How long a verdict's tail interval takes (``decide.bootstrap_ratio``, 2,000 resamples):
+the loop as it first was (``np.percentile`` on each resample), the loop with its own
+percentile (``bootstrap.percentile``), and the draws in bulk (``bootstrap.ratio``, what
+verdicts use), on runs shaped like the demo's (3 runs a side, 16 and 32 requests each), a
+larger campaign's (3 runs of 256) and runs of uneven length (5 of 20-120); and that all three
+give the same interval to the last bit.
 
     .venv/bin/python benchmarks/decide_speed.py [--repeat 5]
 """
@@ -11,19 +13,30 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
+from functools import partial
 from unittest import mock
 
 import numpy as np
 
-from reportgen.analysis import decide
+from reportgen.analysis import bootstrap, decide
 
 
-def _runs(rng: np.random.Generator, runs: int, requests: int, scale: float) -> list[list[float]]:
-    return [list(rng.lognormal(np.log(scale), 0.3, size=requests)) for _ in range(runs)]
+def _runs(rng: np.random.Generator, sizes: list[int], scale: float) -> list[list[float]]:
+    return [list(rng.lognormal(np.log(scale), 0.3, size=n)) for n in sizes]
 
 
 def _numpy_percentile(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q))
+
+
+def _timed(call: Callable[[], object], repeat: int) -> tuple[float, object]:
+    took, got = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        got = call()
+        took.append(time.perf_counter() - t0)
+    return statistics.median(took), got
 
 
 def main() -> None:
@@ -31,23 +44,35 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="timed calls per case (median shown)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
-    print(f"{'case':<26}{'np.percentile':>15}{'decide.percentile':>19}{'ratio':>8}  same")
-    for runs, requests in ((3, 32), (3, 256)):
-        parent, child = _runs(rng, runs, requests, 100), _runs(rng, runs, requests, 104)
-        times = {}
-        answers = {}
-        for name, pct in (("numpy", _numpy_percentile), ("own", decide.percentile)):
-            with mock.patch.object(decide, "percentile", pct):
-                took = []
-                for _ in range(args.repeat):
-                    t0 = time.perf_counter()
-                    answers[name] = decide.bootstrap_ratio(parent, child, 99)
-                    took.append(time.perf_counter() - t0)
-            times[name] = statistics.median(took)
-        ratio = times["numpy"] / times["own"]
-        same = answers["numpy"] == answers["own"]
-        print(f"{f'{runs} runs x {requests} requests':<26}{times['numpy'] * 1e3:>12.0f} ms"
-              f"{times['own'] * 1e3:>16.0f} ms{ratio:>7.1f}x  {same}")  # fmt: skip
+    cases = {
+        "3 runs x 16 requests": [16] * 3,
+        "3 runs x 32 requests": [32] * 3,
+        "3 runs x 256 requests": [256] * 3,
+        "5 runs x 20-120 requests": [20, 45, 70, 95, 120],
+    }
+    print(f"{'case':<26}{'np.percentile':>14}{'own percentile':>16}{'bulk':>9}"
+          f"{'vs first':>10}{'vs own':>8}  same")  # fmt: skip
+    for name, sizes in cases.items():
+        parent, child = _runs(rng, sizes, 100), _runs(rng, sizes, 104)
+        bulk = partial(decide.bootstrap_ratio, parent, child, 99)
+        t_first, a = _timed(partial(_looped, parent, child, _numpy_percentile), args.repeat)
+        t_own, b = _timed(partial(_looped, parent, child, bootstrap.percentile), args.repeat)
+        t_bulk, c = _timed(bulk, args.repeat)
+        same = a == b == c
+        print(f"{name:<26}{t_first * 1e3:>11.0f} ms{t_own * 1e3:>13.0f} ms{t_bulk * 1e3:>6.0f} ms"
+              f"{t_first / t_bulk:>9.1f}x{t_own / t_bulk:>7.1f}x  {same}")  # fmt: skip
+
+
+Runs = list[list[float]]
+
+
+def _looped(parent: Runs, child: Runs, pct: Callable[..., float]) -> object:
+    """The interval by the loop, with ``pct`` as each resample's percentile."""
+    with (
+        mock.patch.object(bootstrap, "_bulk_works", lambda: False),
+        mock.patch.object(bootstrap, "percentile", pct),
+    ):
+        return decide.bootstrap_ratio(parent, child, 99)
 
 
 if __name__ == "__main__":

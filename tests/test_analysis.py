@@ -217,6 +217,42 @@ def test_two_level_bootstrap_of_a_tail_ratio() -> None:
     assert same[1] is not None and same[2] is not None and same[1] <= 1.0 <= same[2]
 
 
+def test_the_bootstrap_drawn_in_bulk_is_the_loop_to_the_last_bit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Saved verdicts are recomputed by `verify`: the bulk draw must give the loop's numbers,
+    whatever the runs' shapes (one run, runs of one request, uneven lengths, ties, a NaN),
+    through rejected words (runs of 70,000 requests reject one word in 90,000) and in chunks."""
+    from reportgen.analysis import bootstrap
+
+    gen = np.random.default_rng(1)
+
+    def side() -> list[np.ndarray]:
+        runs = []
+        for _ in range(int(gen.integers(1, 5))):
+            v = gen.lognormal(3, 0.4, int(gen.choice([1, 2, 3, 16, 17, 100, 257])))
+            v[0] = v[-1] if gen.random() < 0.2 else v[0]
+            runs.append(v)
+        return runs
+
+    cases = [(side(), side(), float(gen.choice([50, 99, 100])), int(gen.integers(99)))
+             for _ in range(60)]  # fmt: skip
+    cases[0][1][0][-1] = np.nan
+    big = [gen.lognormal(0, 1, 70_000)], [gen.lognormal(0, 1, 70_000), np.array([2.0, 1.0])]
+    for parent, child, q, seed in [*cases, (*big, 99.0, 11)]:
+        resamples = 20 if len(parent[0]) > 1000 else 150
+        bulk = bootstrap._bulk(parent, child, q, resamples, seed)
+        assert bulk is not None
+        assert np.array_equal(bulk, bootstrap.looped(parent, child, q, resamples, seed),
+                              equal_nan=True)  # fmt: skip
+    assert bootstrap._rejections(*big, 20) > 10  # the big case went through rejected words
+    monkeypatch.setattr(bootstrap, "CHUNK_VALUES", 50)
+    parent, child, q, seed = cases[1]
+    chunked = bootstrap._bulk(parent, child, q, 300, seed)
+    assert np.array_equal(chunked, bootstrap.looped(parent, child, q, 300, seed), equal_nan=True)
+    assert bootstrap._bulk_works()
+
+
 def test_tail_comparisons_from_request_rows() -> None:
     from reportgen.analysis.decide import headline_comparisons, tail_comparisons
 

@@ -53,7 +53,9 @@ from typing import Any, Literal
 import numpy as np
 from scipy import special, stats
 
+from reportgen.analysis import bootstrap
 from reportgen.analysis import noise as noise_mod
+from reportgen.analysis.bootstrap import percentile
 from reportgen.analysis.noise import Noise, Run1, Side
 from reportgen.analysis.sequential import level_label
 from reportgen.analysis.summary import compared_value
@@ -389,27 +391,6 @@ def _reps_needed(effect: float, sd: float, margin: float, confidence: float) -> 
     return _first(n, half < gap)
 
 
-def percentile(values: np.ndarray, q: float) -> float:
-    """``np.percentile(values, q)`` (its default, linear method) to the last bit, without its
-    per-call overhead (4,000 calls per bootstrap interval): the sorted values' two neighbours
-    of the index (n - 1) x q / 100, interpolated as numpy does."""
-    a = np.sort(values)  # NaN sorts last
-    n = a.size
-    last = float(a[n - 1])
-    if math.isnan(last):
-        return last
-    v = (n - 1) * (q / 100)
-    if v >= n - 1:
-        return last
-    if v < 0:
-        return float(a[0])
-    lo = math.floor(v)
-    below, above = float(a[lo]), float(a[lo + 1])
-    gamma = v - lo
-    diff = above - below
-    return above - diff * (1 - gamma) if gamma >= 0.5 else below + diff * gamma
-
-
 def bootstrap_ratio(
     parent_runs: Sequence[Sequence[float]],
     child_runs: Sequence[Sequence[float]],
@@ -428,18 +409,8 @@ def bootstrap_ratio(
     if not p or not c:
         return None, None, None
 
-    def pooled(runs: list[np.ndarray]) -> float:
-        return percentile(np.concatenate(runs), q)
-
-    ratio = pooled(c) / pooled(p)
-    rng = np.random.default_rng(seed)
-
-    def resample(runs: list[np.ndarray]) -> float:
-        picked = rng.integers(0, len(runs), size=len(runs))
-        values = [runs[i][rng.integers(0, len(runs[i]), size=len(runs[i]))] for i in picked]
-        return pooled(values)
-
-    draws = np.array([resample(c) / resample(p) for _ in range(resamples)])
+    ratio = percentile(np.concatenate(c), q) / percentile(np.concatenate(p), q)
+    draws = bootstrap.ratio(p, c, q, resamples, seed)
     tail = (1 - confidence) / 2 * 100
     lo, hi = np.percentile(draws, [tail, 100 - tail])
     return ratio, float(lo), float(hi)
