@@ -20,10 +20,10 @@ if TYPE_CHECKING:
 
 
 def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    c = load_for(args)  # a mistake in the file is said before the runner's imports (1 s)
     from reportgen import results
     from reportgen.run import plan, progress, resume, runner
 
-    c = load_for(args)
     said = err if args.json else out  # --json: stdout holds the JSON alone
     saved: Run | None = None
     if args.resume is not None:
