@@ -253,6 +253,36 @@ def test_the_bootstrap_drawn_in_bulk_is_the_loop_to_the_last_bit(
     assert bootstrap._bulk_works()
 
 
+def test_a_request_word_rejected_before_a_rejected_pick_word_keeps_the_loops_numbers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A generator state whose word 5 (a request word of bound 3) and word 30 (a pick word
+    of bound 3) are both rejected: the walk takes out the pick word first, then finds the
+    request word before it, and must put the pick word back (once out of place, every later
+    resample differed)."""
+    from reportgen.analysis import bootstrap
+
+    state = {"bit_generator": "PCG64", "has_uint32": 0, "uinteger": 0,
+             "state": {"state": 214732264630023408762675574697421755898,
+                       "inc": 164019746538756301789707431398774579161}}  # fmt: skip
+    made = np.random.default_rng
+
+    def crafted(seed: int | None = None) -> np.random.Generator:
+        if seed != 99:
+            return made(seed)
+        bits = np.random.PCG64()
+        bits.state = state
+        return np.random.Generator(bits)
+
+    monkeypatch.setattr(np.random, "default_rng", crafted)
+    child = [np.array([1.0, 2.0])]
+    parent = [np.arange(1.0, 4.0), np.arange(4.0, 7.0), np.arange(7.0, 10.0)]
+    looped = bootstrap.looped(parent, child, 50, 4, 99)
+    assert list(looped) == [0.5, 1 / 3, 0.5, 0.75]
+    bulk = bootstrap._bulk(parent, child, 50, 4, 99)
+    assert bulk is not None and np.array_equal(bulk, looped)
+
+
 def test_tail_comparisons_from_request_rows() -> None:
     from reportgen.analysis.decide import headline_comparisons, tail_comparisons
 

@@ -37,6 +37,7 @@ CHUNK_VALUES = 1 << 20  # request values a side holds at once (resamples are don
 # More rejected words than this expected over the whole interval: the loop, which takes each
 # in its stride, is quicker than walking again for each (runs of thousands of requests).
 MAX_REJECTIONS = 4.0
+UNEVEN_LONGEST = 200  # requests in a run, where runs differ in length (see ``_bulk_pays``)
 
 
 def percentile(values: np.ndarray, q: float) -> float:
@@ -65,7 +66,7 @@ def ratio(
 ) -> np.ndarray:
     """The ``resamples`` resampled ratios child / parent of the pooled ``q``th percentile,
     as ``looped`` draws them (in bulk where this numpy allows)."""
-    if _bulk_works() and _rejections(parent, child, resamples) <= MAX_REJECTIONS:
+    if _bulk_works() and _bulk_pays(parent, child, resamples):
         got = _bulk(parent, child, q, resamples, seed)
         if got is not None:
             return got
@@ -89,6 +90,17 @@ def looped(
 # -- in bulk --------------------------------------------------------------------------------
 
 
+def _bulk_pays(parent: list[np.ndarray], child: list[np.ndarray], resamples: int) -> bool:
+    """Whether the bulk draw is the quicker: not with many rejected words expected, nor with
+    runs of uneven length over UNEVEN_LONGEST requests (each resample's pooled requests then
+    need a whole sort of a padded table, slower than the loop's sorts: 0.61 against 0.38 s
+    for 5 runs of 100-1,000)."""
+    if _rejections(parent, child, resamples) > MAX_REJECTIONS:
+        return False
+    even = all(len({len(r) for r in runs}) == 1 for runs in (parent, child))
+    return even or max(len(r) for runs in (parent, child) for r in runs) <= UNEVEN_LONGEST
+
+
 def _rejections(parent: list[np.ndarray], child: list[np.ndarray], resamples: int) -> float:
     """Rejected words expected over the interval: a run of n requests is picked about once a
     resample and rejects a word with probability (2^32 mod n) / 2^32."""
@@ -105,6 +117,9 @@ class _Words:
         self._bits = np.random.default_rng(seed).bit_generator
         self.w = np.empty(0, dtype=np.uint64)
         self.base = 0
+        # Pick words the walk took out, (position, word), in order: a rejected request word
+        # found later before one of them means it was taken out a word too late (``undo``).
+        self.picks_dropped: list[tuple[int, np.uint64]] = []
 
     def upto(self, end: int) -> None:
         """Read words until position ``end`` (excluded) is there (at least doubling)."""
@@ -117,8 +132,16 @@ class _Words:
             new[1::2] = raw >> np.uint64(32)
             self.w = np.concatenate([self.w, new])
 
-    def drop(self, pos: int) -> None:
+    def drop(self, pos: int, pick: bool = False) -> None:
+        if pick:
+            self.picks_dropped.append((pos, self.w[pos - self.base]))
         self.w = np.delete(self.w, pos - self.base)
+
+    def undo(self, after: int) -> None:
+        """Put back the pick words taken out after position ``after``, last first."""
+        while self.picks_dropped and self.picks_dropped[-1][0] > after:
+            pos, word = self.picks_dropped.pop()
+            self.w = np.insert(self.w, pos - self.base, word)
 
     def forget(self, pos: int) -> None:
         self.w = self.w[pos - self.base :]
@@ -163,7 +186,7 @@ def _walk(words: _Words, lengths: tuple[list[int], ...], pos: int, rows: int) ->
                 while k < runs:
                     m = int(words.w[pos - words.base]) * runs
                     if (m & 0xFFFFFFFF) < reject:
-                        words.drop(pos)
+                        words.drop(pos, pick=True)
                         words.upto(pos + most)
                         continue
                     picks[side][b, k] = m >> 32
@@ -308,6 +331,7 @@ def _bulk(
             if not bad:
                 break
             at = min(bad)
+            words.undo(after=at)  # the words after it were read one place off
             words.drop(at)
             kept = int(np.searchsorted(walk.end, at, side="right"))
             rest = _walk(words, lengths, int(walk.end[kept - 1]) if kept else pos, rows - kept)
@@ -318,6 +342,7 @@ def _bulk(
         out.append(pooled[0] / pooled[1])
         pos = int(walk.end[-1])
         words.forget(pos)
+        words.picks_dropped.clear()
         done += rows
     return np.concatenate(out)
 
