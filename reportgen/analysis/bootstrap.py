@@ -24,6 +24,7 @@ differ (a numpy that draws otherwise), the loop is used.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -93,8 +94,8 @@ def looped(
 def _bulk_pays(parent: list[np.ndarray], child: list[np.ndarray], resamples: int) -> bool:
     """Whether the bulk draw is the quicker: not with many rejected words expected, nor with
     runs of uneven length over UNEVEN_LONGEST requests (each resample's pooled requests then
-    need a whole sort of a padded table, slower than the loop's sorts: 0.61 against 0.38 s
-    for 5 runs of 100-1,000)."""
+    need a whole sort of a padded table, slower than the loop's sorts: 0.71 against 0.40 s
+    for 5 runs of 100-1,000, benchmarks/README.md)."""
     if _rejections(parent, child, resamples) > MAX_REJECTIONS:
         return False
     even = all(len({len(r) for r in runs}) == 1 for runs in (parent, child))
@@ -117,8 +118,9 @@ class _Words:
         self._bits = np.random.default_rng(seed).bit_generator
         self.w = np.empty(0, dtype=np.uint64)
         self.base = 0
-        # Pick words the walk took out, (position, word), in order: a rejected request word
-        # found later before one of them means it was taken out a word too late (``undo``).
+        # Pick words the walk took out, (position, word), in order: when a rejected request
+        # word is found before one of them, the words after it were read one place off and
+        # the pick word must go back (``undo``) before the walk goes again.
         self.picks_dropped: list[tuple[int, np.uint64]] = []
 
     def upto(self, end: int) -> None:
@@ -146,6 +148,13 @@ class _Words:
     def forget(self, pos: int) -> None:
         self.w = self.w[pos - self.base :]
         self.base = pos
+
+
+def _lemire(w: np.ndarray, bound: np.ndarray | np.uint64) -> tuple[np.ndarray, np.ndarray]:
+    """Words mapped to numbers below ``bound`` as numpy's ``integers`` maps them, and which
+    words it rejects (m's low 32 bits below 2^32 mod bound)."""
+    m = w * bound
+    return (m >> np.uint64(32)).astype(np.int64), (m & LOW) < (TWO32 % bound)
 
 
 @dataclass
@@ -216,10 +225,10 @@ def _walk_even(words: _Words, lengths: tuple[list[int], ...], pos: int, rows: in
         runs, n = len(lens), lens[0]
         if pick_words:
             where = start[:, None] + at + np.arange(runs)
-            m = words.w[where - words.base] * np.uint64(runs)
-            if ((m & LOW) < np.uint64((1 << 32) % runs)).any():
+            picked, rejected = _lemire(words.w[where - words.base], np.uint64(runs))
+            if rejected.any():
                 return None
-            picks.append((m >> np.uint64(32)).astype(np.int64))
+            picks.append(picked)
         else:
             picks.append(np.zeros((rows, 1), dtype=np.int64))
         at += pick_words
@@ -259,11 +268,10 @@ def _draws(words: _Words, seg: _Side) -> tuple[np.ndarray, int | None]:
     wordy = start >= 0
     pos = np.where(wordy, start + within, words.base)
     words.upto(int(pos.max()) + 1)
-    bound = np.repeat(n, n).astype(np.uint64)
-    m = words.w[pos - words.base] * bound
-    rejected = wordy & ((m & LOW) < (TWO32 % bound))
+    numbers, rejected = _lemire(words.w[pos - words.base], np.repeat(n, n).astype(np.uint64))
+    rejected &= wordy
     at = int(pos[rejected].min()) if rejected.any() else None
-    return np.where(wordy, (m >> np.uint64(32)).astype(np.int64), 0), at
+    return np.where(wordy, numbers, 0), at
 
 
 def _percentiles(
@@ -356,23 +364,15 @@ def _join(a: _Walk, b: _Walk) -> _Walk:
     )
 
 
-_CHECKED: list[bool] = []
-
-
+@functools.cache
 def _bulk_works() -> bool:
     """Whether the bulk draw gives the loop's numbers here (checked once per process on runs
     of one, two and odd lengths, ties and a NaN)."""
-    if not _CHECKED:
-        gen = np.random.default_rng(12345)
-        parent = [gen.lognormal(0, 0.5, 7), np.array([3.0]), gen.lognormal(0, 0.5, 2)]
-        child = [np.array([1.0, 1.0, 2.0, np.nan]), gen.lognormal(0, 0.5, 33)]
-        ok = True
-        for p, c, q, seed in ((parent, child, 99, 3), (child, parent, 50, 4)):
-            bulk = _bulk(p, c, q, 60, seed)
-            ok = (
-                ok
-                and bulk is not None
-                and np.array_equal(bulk, looped(p, c, q, 60, seed), equal_nan=True)
-            )
-        _CHECKED.append(ok)
-    return _CHECKED[0]
+    gen = np.random.default_rng(12345)
+    parent = [gen.lognormal(0, 0.5, 7), np.array([3.0]), gen.lognormal(0, 0.5, 2)]
+    child = [np.array([1.0, 1.0, 2.0, np.nan]), gen.lognormal(0, 0.5, 33)]
+    for p, c, q, seed in ((parent, child, 99, 3), (child, parent, 50, 4)):
+        bulk = _bulk(p, c, q, 60, seed)
+        if bulk is None or not np.array_equal(bulk, looped(p, c, q, 60, seed), equal_nan=True):
+            return False
+    return True

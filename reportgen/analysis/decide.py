@@ -55,7 +55,6 @@ from scipy import special, stats
 
 from reportgen.analysis import bootstrap
 from reportgen.analysis import noise as noise_mod
-from reportgen.analysis.bootstrap import percentile
 from reportgen.analysis.noise import Noise, Run1, Side
 from reportgen.analysis.sequential import level_label
 from reportgen.analysis.summary import compared_value
@@ -409,7 +408,7 @@ def bootstrap_ratio(
     if not p or not c:
         return None, None, None
 
-    ratio = percentile(np.concatenate(c), q) / percentile(np.concatenate(p), q)
+    ratio = bootstrap.percentile(np.concatenate(c), q) / bootstrap.percentile(np.concatenate(p), q)
     draws = bootstrap.ratio(p, c, q, resamples, seed)
     tail = (1 - confidence) / 2 * 100
     lo, hi = np.percentile(draws, [tail, 100 - tail])
