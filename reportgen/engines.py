@@ -69,6 +69,10 @@ class Engine:
     # Empty: the engine cannot span nodes.
     node_flags: tuple[str, ...] = ()
     worker_flags: tuple[str, ...] = ()
+    # Log lines that say the engine left its steady state while serving (a kernel compiled at
+    # run time, a recompilation, a graph captured, requests preempted), by kind: one inside a
+    # level's window has that level measured again (``observe.events``).
+    event_patterns: tuple[tuple[str, str], ...] = ()
 
     def node_args(self, nnodes: int, rank: int, addr: str, port: int | str) -> list[str]:
         """The flags that make this process rank ``rank`` of ``nnodes`` (``node_flags``);
@@ -464,6 +468,7 @@ ENGINES: dict[str, Engine] = {
         spec_accept_log=r"accept len: ([0-9.]+)",
         fatal_patterns=(r"sim: error in generation loop",),  # --fault dead-loop
         node_flags=SGLANG_NODE_FLAGS,
+        event_patterns=(("jit", r"JIT compilation during inference"),),  # --compile-ms
     ),
     "sglang": Engine(
         name="sglang",
@@ -503,6 +508,12 @@ ENGINES: dict[str, Engine] = {
         # A scheduler's exception; the launcher then stops the whole server.
         fatal_patterns=(r"Scheduler hit an exception", r"Received sigquit from a child process"),
         node_flags=SGLANG_NODE_FLAGS,
+        event_patterns=(
+            # the scheduler ran out of KV cache and sent requests back to the queue
+            ("preemption", r"Decode out of memory happened|KV cache pool is full\. Retract"),
+            ("recompile", r"[Rr]ecompiling function|recompile_limit"),
+            ("graph_capture", r"Capture (?:target )?(?:decode |prefill |verify )?cuda graph begin"),
+        ),
         graphs_off=(
             ("disable-cuda-graph",),
             ("disable-decode-cuda-graph", "disable-prefill-cuda-graph"),  # 0.5.17
@@ -533,6 +544,7 @@ ENGINES: dict[str, Engine] = {
             ("spec_drafts", "vllm:spec_decode_num_drafts_total"),
             ("spec_draft_tokens", "vllm:spec_decode_num_draft_tokens_total"),
             ("spec_accepted", "vllm:spec_decode_num_accepted_tokens_total"),
+            ("preemptions", "vllm:num_preemptions_total"),  # an engine event when it grows
         ),
         # 0.26: "SpecDecoding metrics: Mean acceptance length: 3.66, Accepted throughput: ..."
         spec_accept_log=r"Mean acceptance length: ([0-9.]+)",
@@ -554,6 +566,13 @@ ENGINES: dict[str, Engine] = {
         ),  # fmt: skip
         worker_flags=("--headless",),
         graphs_off=(("enforce-eager",),),
+        event_patterns=(
+            # 0.26 (its JIT monitor): "Triton kernel JIT compilation during inference:
+            # fused_moe_kernel. This causes a latency spike; consider extending warmup ..."
+            ("jit", r"JIT compilation during inference"),
+            ("recompile", r"[Rr]ecompiling function|recompile_limit"),
+            ("graph_capture", r"Capturing CUDA graphs"),
+        ),
     ),
     "transformers": Engine(
         name="transformers",

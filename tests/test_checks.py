@@ -78,9 +78,61 @@ def test_a_clean_experiment_passes_everything() -> None:
         "clock_stability": "pass", "gpu_errors": "pass", "gpus_free_at_start": "pass",
         "host_matches": "skip", "steady_state": "skip", "token_agreement": "skip",
         "prefix_cache": "skip", "server_stable": "pass", "outputs_sane": "skip",
-        "percentile_samples": "pass",
+        "percentile_samples": "pass", "achieved_load": "skip", "warmed_up": "skip",
+        "engine_events": "pass",
     }  # fmt: skip
     assert got["request_errors"]["evidence"] == "0 of 200 requests failed (0.0%)"
+
+
+def test_a_level_below_its_nominal_load_is_flagged() -> None:
+    # 16 clients averaging 12.1 in flight; 8 req/s offered, 7.9 achieved (within 90%)
+    low = level(16) | {"stagger": {"step_s": 0.01}}
+    low["summary"] |= {"achieved_concurrency": 12.1}
+    fine = level(4) | {"stagger": {"step_s": 0.01}}
+    fine["summary"] |= {"achieved_concurrency": 3.9}
+    rated = level(0) | {"rate": 8.0}
+    rated["summary"] |= {"req_s": 7.9, "achieved_concurrency": 3.0}
+    got = by_id(run_checks(entry([low, fine, rated]), ENV))["achieved_load"]
+    assert got["status"] == "warn"
+    assert got["evidence"] == (
+        "1 of 3 level run(s) below 90%: C=16 repetition 1: 12.1 of 16 in flight"
+    )
+    slow = level(0) | {"rate": 8.0}
+    slow["summary"] |= {"req_s": 6.0}
+    got = by_id(run_checks(entry([slow]), ENV))["achieved_load"]
+    assert got["status"] == "warn" and "6.00 of 8 req/s offered" in got["evidence"]
+
+
+def test_an_engine_event_left_in_a_window_warns_and_one_measured_again_passes() -> None:
+    jit = {
+        "kind": "jit",
+        "line": "WARNING Triton kernel JIT compilation during inference",
+        "at_s": 2.5,
+    }
+    redone = level(8) | {"remeasured": [jit]}
+    got = by_id(run_checks(entry([level(1), redone]), ENV))["engine_events"]
+    assert got["status"] == "pass"
+    assert (
+        got["evidence"] == "2 level run(s) free of engine events; 1 measured again after one (jit)"
+    )
+    left = level(8) | {"events": [jit], "repetition": 1}
+    got = by_id(run_checks(entry([level(1), left]), ENV))["engine_events"]
+    assert got["status"] == "warn"
+    assert "C=8 repetition 2, 2.5 s in: WARNING Triton kernel JIT" in got["evidence"]
+
+
+def test_a_level_warm_up_that_never_became_steady_warns() -> None:
+    settled = [
+        {"concurrency": 1, "reason": "steady", "duration_s": 3.0},
+        {"concurrency": 64, "reason": "max_s", "duration_s": 120.0, "spread": 0.081},
+    ]
+    sessions = [{"index": 0, "config": "e", "log_file": "logs/e.server.log", "settled": settled}]
+    got = by_id(run_checks(entry([level(1), level(64)], sessions=sessions), ENV))["warmed_up"]
+    assert got["status"] == "warn"
+    assert got["evidence"] == (
+        "1 of 2 level warm-up(s) never steady: C=64: max_s, 120 s, last windows 8.1% apart"
+    )
+    assert "warmup.max_s" in got["hint"]
 
 
 def test_errors_short_outputs_and_gpu_errors_invalidate() -> None:
@@ -207,7 +259,7 @@ def test_steady_state_compares_early_and_late_requests_of_a_level() -> None:
     got = by_id(run_checks(entry([level(1)]), ENV, rows=rows))["steady_state"]
     assert got["status"] == "warn"
     assert got["evidence"].startswith("C=1 repetition 1: later requests decoded at x0.33")
-    assert "warmup_requests" in got["hint"]
+    assert "warmup.max_s" in got["hint"]
     steady = back_to_back([0.020, 0.021, 0.019] * 4)
     assert by_id(run_checks(entry([level(1)]), ENV, rows=steady))["steady_state"]["status"] == (
         "pass"

@@ -59,8 +59,141 @@ def measurement_checks(entry: Experiment, cv_bound: float = CV_BOUND) -> list[Ch
         _repetition_spread(entry.by_level, cv_bound),
         _client_headroom(entry.by_level),
         percentile_samples(entry.levels),
+        achieved_load(entry),
+        warmed_up(entry),
+        engine_events(entry.levels),
         *_telemetry_checks(entry),
     ]
+
+
+ACHIEVED_SHARE = 0.9  # a level whose achieved load is below this share of its nominal one
+
+
+def achieved_load(entry: Experiment) -> Check:
+    """Each level ran at the load it is named by: a closed loop's mean requests in flight at
+    least ACHIEVED_SHARE x C, an open loop's requests per second at least that share of the
+    offered rate (``under_load`` says it per level)."""
+    title = "Levels ran at their nominal load"
+    wl = entry.workload or {}
+    short = [(lv, under) for lv in entry.levels if (under := under_load(lv, wl))]
+    judged = sum(under_load(lv, wl, judged=True) is not None for lv in entry.levels)
+    if not judged:
+        return Check(id="achieved_load", title=title, status="skip", evidence="no level to judge")
+    if not short:
+        return Check(
+            id="achieved_load",
+            title=title,
+            status="pass",
+            evidence=f"{judged} level run(s) at {ACHIEVED_SHARE:.0%} or more of their "
+            "concurrency or offered rate",
+        )
+    where = "; ".join(
+        f"{lv.point.label} repetition {lv.repetition + 1}: {u}" for lv, u in short[:4]
+    )
+    return Check(
+        id="achieved_load",
+        title=title,
+        status="warn",
+        evidence=f"{len(short)} of {judged} level run(s) below {ACHIEVED_SHARE:.0%}: {where}",
+        hint="longer levels (duration_s, or more requests_per_level: each client then sends "
+        "many), so ramp-up and drain weigh less; an open loop the server cannot keep up with "
+        "is past its capacity",
+    )
+
+
+def under_load(level: Level, workload: Mapping[str, Any], judged: bool = False) -> str | None:
+    """How far a level run fell short of its nominal load ("12.1 of 16 in flight", "8.2 of
+    10 req/s offered"), or None where it did not; ``judged``: "" for a level that could be
+    judged and was not short, None for one that cannot be (no duration, an infinite rate)."""
+    s = level.summary
+    rate = level.rate if level.rate is not None else workload.get("request_rate")
+    if isinstance(rate, list):
+        rate = None
+    if rate is None:
+        achieved, nominal = s.achieved_concurrency, float(level.concurrency)
+        said = "{:.1f} of {:g} in flight"
+    else:
+        achieved, nominal = s.req_s, float(rate)
+        said = "{:.2f} of {:g} req/s offered"
+    if (
+        achieved is None
+        or not math.isfinite(achieved)
+        or not math.isfinite(nominal)
+        or nominal <= 0
+    ):
+        return None
+    if achieved >= ACHIEVED_SHARE * nominal:
+        return "" if judged else None
+    return said.format(achieved, nominal)
+
+
+def warmed_up(entry: Experiment) -> Check:
+    """Every level's own warm-up ended steady (``workload.warmup``), not at its time cap."""
+    title = "Each level warmed up until steady"
+    settled = [x for s in entry.sessions for x in s.settled]
+    if not settled:
+        return Check(
+            id="warmed_up",
+            title=title,
+            status="skip",
+            evidence="no level warm-up (workload.warmup.steady = false)",
+        )
+    longest = max(x.duration_s for x in settled)
+    unsteady = [x for x in settled if x.reason not in ("steady", "one pass")]
+    if not unsteady:
+        return Check(
+            id="warmed_up",
+            title=title,
+            status="pass",
+            evidence=f"{len(settled)} level warm-up(s) steady, the longest {longest:.1f} s",
+        )
+    where = "; ".join(
+        f"{x.point.label}: {x.reason}, {x.duration_s:.0f} s"
+        + (f", last windows {x.spread:.1%} apart" if x.spread is not None else "")
+        for x in unsteady[:4]
+    )
+    return Check(
+        id="warmed_up",
+        title=title,
+        status="warn",
+        evidence=f"{len(unsteady)} of {len(settled)} level warm-up(s) never steady: {where}",
+        hint="raise workload.warmup.max_s, or widen workload.warmup.tolerance where the "
+        "server is steady but noisy",
+    )
+
+
+def engine_events(levels: Sequence[Level]) -> Check:
+    """No engine event (a kernel compiled at run time, a recompilation, a graph capture, a
+    preemption) inside a measurement window; one that held one was measured again."""
+    title = "No engine event inside a measurement window"
+    again = [lv for lv in levels if lv.remeasured]
+    left = [lv for lv in levels if lv.events]
+    redone = (
+        f"; {len(again)} measured again after one ("
+        + ", ".join(sorted({e.kind for lv in again for e in lv.remeasured}))
+        + ")"
+        if again
+        else ""
+    )
+    if not left:
+        return Check(
+            id="engine_events",
+            title=title,
+            status="pass",
+            evidence=f"{len(levels)} level run(s) free of engine events{redone}",
+        )
+    first = left[0]
+    event = first.events[0]
+    at = f", {event.at_s:.1f} s in" if event.at_s is not None else ""
+    return Check(
+        id="engine_events",
+        title=title,
+        status="warn",
+        evidence=f"{len(left)} level run(s) still held one after measuring again: "
+        f"{first.point.label} repetition {first.repetition + 1}{at}: {event.line[:160]}" + redone,
+        hint="a longer workload.warmup (max_s), or, for a preemption, a load the KV cache "
+        "holds: the engine was not in its steady state while measured",
+    )
 
 
 def _request_errors(levels: Sequence[Level]) -> Check:
@@ -344,7 +477,8 @@ def steady_state(rows: Sequence[RequestRecord]) -> Check:
         status="warn",
         evidence=f"{where}: later requests decoded at x{ratio:.2f} the time per token of "
         "earlier ones (Mann-Whitney p < 0.05)",
-        hint="raise workload.warmup_requests (the server was still warming up)"
+        hint="raise workload.warmup.max_s or narrow workload.warmup.tolerance (the server "
+        "was still warming up)"
         if ratio < 1
         else "the server slowed during the level: look for throttling, memory growth or "
         "another load",

@@ -365,6 +365,15 @@ def meaning(entry: Experiment, verdict: str) -> str:
             " Measured again, it differs from its first run: the first run's numbers were "
             "lucky or the host drifted, so read its gain with care.",
         )
+    if entry.role == "bracket":
+        return {
+            "equivalent": " The host did not drift measurably over the campaign.",
+            "inconclusive": " Whether the host drifted over the campaign cannot be told.",
+        }.get(
+            verdict,
+            " The same configuration measured differently at the end: the host or the engine "
+            "drifted over the campaign, so read the experiments' differences with care.",
+        )
     if entry.role != "leave-one-out" or not entry.leaves_out:
         return ""
     x = entry.leaves_out

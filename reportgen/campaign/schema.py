@@ -41,6 +41,7 @@ METRICS = (
 """Metrics a campaign can name. Throughputs: higher is better; latencies: lower is better."""
 
 DEFAULT_REQUESTS_PER_LEVEL = 64
+COMPILING_ENGINES = ("vllm", "sglang")  # prime and bracket by default (see CampaignInfo)
 DEFAULT_MARGIN = 0.03  # relative changes smaller than this are "equivalent"
 ENGINES = ("sim", "sglang", "vllm", "transformers", "generic")
 
@@ -152,6 +153,21 @@ class CampaignInfo(_Model):
         "step on a node of its own, as soon as the one it builds on is decided (based_on = "
         '"best" waits for every earlier one); verdicts are still taken in the campaign\'s '
         "order.",
+    )
+    prime: bool | None = Field(
+        None,
+        description="Start the baseline's configuration once before the baseline and warm "
+        "every level up on it, then stop it and discard what it measured: the engine's "
+        "compile caches (kernels built per batch shape, on first use, kept on disk) are then "
+        "filled before anything is measured, so the first configuration on a fresh machine "
+        "is not the only one that pays for them. Default: on for vLLM and SGLang.",
+    )
+    bracket: bool | None = Field(
+        None,
+        description="End the campaign by measuring the baseline's configuration again "
+        "(experiment baseline-end, compared with the baseline): how far the host drifted "
+        "over the campaign, said in the report, and one more start of the baseline for the "
+        "noise model. Default: on for vLLM and SGLang.",
     )
     random_weights: bool = Field(
         False,
@@ -380,6 +396,41 @@ class PromptSource(_Model):
         return self
 
 
+class SteadyWarmup(_Model):
+    """Before a level's first repetition on a server: the level's own load (its concurrency,
+    or its rate) until the server is steady there, in consecutive windows of output tokens by
+    their arrival time; the warm-up's requests are discarded."""
+
+    steady: bool = Field(
+        True,
+        description="Warm every level up at its own load until the last `windows` windows "
+        "agree on output tok/s and time per output token within `tolerance`, or `max_s` has "
+        "passed; false: only the campaign's first warm-up (warmup_requests), as before.",
+    )
+    tolerance: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        description="Largest (max - min) / mean of the last windows' output tok/s and of "
+        "their time per output token for the level to count as steady.",
+    )
+    windows: int = Field(3, ge=2, le=20, description="Consecutive windows that must agree.")
+    window_s: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="Length of a window in seconds (default: the warm median request time, "
+        "at least 0.25 s, so batches that finish together in waves do not set the count).",
+    )
+    max_s: float = Field(
+        120.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Most seconds a level warms up; a level still not steady then is "
+        "measured and marked so.",
+    )
+
+
 class Slo(_Model):
     """Service-level objectives: a request counts toward goodput when it meets every one set."""
 
@@ -544,7 +595,16 @@ class Workload(_Model):
         "at levels where the objective's verdict is still open, one more at a time on a fresh "
         "server, up to max (each look at Pocock's level, so the error rate holds).",
     )
-    warmup_requests: int = Field(4, ge=0)
+    warmup_requests: int = Field(
+        4,
+        ge=0,
+        description="Requests of the first warm-up of every server (prompt lengths are "
+        "corrected from it), and the fewest each level's steady warm-up sends.",
+    )
+    warmup: SteadyWarmup = Field(
+        default_factory=lambda: SteadyWarmup(),  # type: ignore[call-arg]
+        description="Each level's own warm-up, until steady (see SteadyWarmup).",
+    )
     trim: bool | None = Field(
         None,
         description="Throughput from the steady state only: from when the most requests are "
@@ -889,6 +949,19 @@ class CampaignModel(_Model):
         default_factory=list, description="Checks applied to every experiment."
     )
     experiment: list[Experiment] = Field(min_length=1)
+
+    @property
+    def primes(self) -> bool:
+        """Whether the baseline's configuration is started once first (``campaign.prime``;
+        by default for the engines that compile kernels at first use and cache them)."""
+        given = self.campaign.prime
+        return given if given is not None else self.server.engine in COMPILING_ENGINES
+
+    @property
+    def brackets(self) -> bool:
+        """Whether the baseline is measured again at the end (``campaign.bracket``)."""
+        given = self.campaign.bracket
+        return given if given is not None else self.server.engine in COMPILING_ENGINES
 
     @model_validator(mode="after")
     def _where_it_runs(self) -> CampaignModel:

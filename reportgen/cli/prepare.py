@@ -215,7 +215,15 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             parent_r,
             interleave=c.model.campaign.interleave,
             starts=c.model.campaign.starts,
+            prime=c.model.primes,
         )
+        if launches and launches[0][2] == "prime":
+            out.print(
+                "  priming:  its configuration started once first, every level warmed up "
+                "until steady and nothing measured (fills the engine's compile caches)",
+                markup=False,
+            )
+            launches = launches[1:]
         if len(launches) > 1:
             order = " ".join("P" if role == "control" else "E" for _, _, role in launches)
             if "P" in order:

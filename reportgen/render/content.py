@@ -154,6 +154,10 @@ class Experiment:
     # a failed experiment whose finished levels were compared: what that means
     before_failure: str = ""
     ran_on: str = ""  # where it ran when not here: "gpu-box", "n2 (Slurm job 14)"
+    # each level's own warm-up per server start: how long, how many requests, why it ended
+    warmups: list[str] = field(default_factory=list)
+    # engine events inside measurement windows, at their time on the level's timeline
+    events: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 
 from reportgen.analysis import sequential
+from reportgen.analysis.checks_levels import ACHIEVED_SHARE
 from reportgen.campaign import is_throughput
 from reportgen.engines import DISTILLED_HEADING, gist
 from reportgen.render import evidence
@@ -73,14 +74,59 @@ def runs_by_level(e: model.Experiment | None) -> dict[Point, list[model.Summary]
     return out
 
 
-def achieved(runs: Sequence[model.Summary]) -> str:
-    """The mean achieved concurrency of a level's runs (requests in flight, time-weighted)."""
+def achieved(runs: Sequence[model.Summary], nominal: int | None = None) -> str:
+    """The mean achieved concurrency of a level's runs (requests in flight, time-weighted);
+    marked "(low)" below ACHIEVED_SHARE of a closed loop's ``nominal`` C."""
     values = [
         float(s.achieved_concurrency)
         for s in runs
         if s.achieved_concurrency is not None and math.isfinite(s.achieved_concurrency)
     ]
-    return fmt_num(sum(values) / len(values)) if values else NONE
+    if not values:
+        return NONE
+    mean = sum(values) / len(values)
+    low = nominal is not None and nominal > 0 and mean < ACHIEVED_SHARE * nominal
+    return fmt_num(mean) + (" (low)" if low else "")
+
+
+SETTLE_ENDS = {
+    "steady": "steady",
+    "max_s": "not steady by its time limit",
+    "errors": "ended on errors",
+    "one pass": "one pass (all at once)",
+}
+
+
+def warmups(e: model.Experiment) -> list[str]:
+    """Each level's own warm-up on each server start, in a line per start."""
+    out = []
+    for s in e.sessions:
+        if not s.settled:
+            continue
+        who = {"prime": "priming start (nothing measured)", "control": f"{s.config} (interleaved)"}
+        parts = [
+            f"{x.point.label} {x.duration_s:.1f} s, {x.requests} requests, "
+            + SETTLE_ENDS.get(x.reason, x.reason)
+            + (f" (last windows within {x.spread:.1%})" if x.spread is not None else "")
+            for x in s.settled
+        ]
+        head = who.get(s.role, f"server start {s.index + 1}")
+        out.append(f"{head}: " + "; ".join(parts))
+    return out
+
+
+def events(e: model.Experiment) -> list[str]:
+    """Engine events inside measurement windows: those measured again, and those left."""
+    out = []
+    for lv in e.all_levels():
+        where = f"{lv.point.label} repetition {lv.repetition + 1}"
+        for ev in lv.remeasured[:3]:
+            at = f" at {ev.at_s:.1f} s" if ev.at_s is not None else ""
+            out.append(f"{where}: {ev.kind}{at} ({ev.line[:140]}); measured again")
+        for ev in lv.events[:3]:
+            at = f" at {ev.at_s:.1f} s" if ev.at_s is not None else ""
+            out.append(f"{where}: {ev.kind}{at} ({ev.line[:140]}); still in the window")
+    return out
 
 
 def _reason_short(e: model.Experiment) -> str:
@@ -261,6 +307,8 @@ def section(
         reason_short=_reason_short(e),
         before_failure=_before_failure(decision),
         ran_on=_ran_on(e.ran_on),
+        warmups=warmups(e),
+        events=events(e),
         log_tail=e.log_tail or "",
         log_heading=e.log_heading or LOG_HEADING,
         log_print=_log_print(e.log_tail or "", e.log_heading or LOG_HEADING),
@@ -360,7 +408,7 @@ def _level_row(
         ratio=ratio,
         cells=[cell(level, key) for key in LEVEL_COLUMNS],
         errors=f"{level.errors}/{level.requests}",
-        achieved=achieved(runs or []),
+        achieved=achieved(runs or [], c.concurrency if c.rate is None else None),
         samples=samples(runs or []),
     )
 

@@ -194,6 +194,24 @@ def prompt_source(src: Mapping[str, Any]) -> str:
     return ""
 
 
+def _level_warmup(wl: Mapping[str, Any]) -> str:
+    """How each level was warmed up before it was measured (``workload.warmup``)."""
+    w = wl.get("warmup") or {}
+    if not w or w.get("steady") is False:
+        return ""
+    width = f"{w['window_s']:g}-s" if w.get("window_s") else "one-request-time (at least 0.25 s)"
+    return (
+        " Then, before each level's first repetition on each server, the level's own load "
+        f"(its concurrency, or its rate) ran until its last {w.get('windows', 3)} "
+        f"{width} windows agreed within {w.get('tolerance', 0.05):.0%} on output tok/s "
+        "(tokens counted by their arrival time) and on time per output token, or for at most "
+        f"{w.get('max_s', 120):g} s; its requests are discarded too, and the staggered start "
+        "of that level's clients is timed from its warm request times. A level run whose "
+        "window held an engine event (a kernel compiled at run time, a recompilation, a graph "
+        "captured, a preemption: the server's log and metrics say so) was measured once more."
+    )
+
+
 def _stagger(wl: Mapping[str, Any], exps: Sequence[Experiment]) -> str:
     """How the closed loop's clients started, from what the levels recorded."""
     if wl.get("stagger") is False:
@@ -451,7 +469,7 @@ def methods(
         f"{loop} {amount}; {wl.get('api', 'chat')} API; {sizes}; {prompts_text}; drawn from "
         f"seed {wl.get('seed', 0)}, the same for every experiment.",
         f"Warm-up: {wl.get('warmup_requests', 0)} requests after the server is ready and "
-        f"before the first level; they are excluded from every number.",
+        f"before the first level; they are excluded from every number." + _level_warmup(wl),
         (
             f"Repetitions: each level is run {low} time(s); a repetition's summary is one "
             if low == high
@@ -480,6 +498,23 @@ def methods(
             "next), so the run measures how much two starts of one configuration differ "
             "(memory placement, clocks, compiled-kernel caches), which repetitions on one "
             "server never show, and no verdict rests on one start."
+        )
+    if any(s.role == "prime" for e in exps for s in e.sessions):
+        load.append(
+            "Priming: the baseline's configuration was started once before the baseline and "
+            "every level warmed up on it until steady, then stopped, and nothing it measured "
+            "is used: engines compile kernels per batch shape at first use and keep them on "
+            "disk, so without it the first configuration measured on a fresh machine pays "
+            "for compilations every later one is spared."
+        )
+    bracket = next((e for e in exps if e.role == "bracket"), None)
+    if bracket is not None:
+        load.append(
+            f"Bracketing: the baseline's configuration was measured again after every "
+            f"experiment ({bracket.id}) and compared with the baseline's first measurement: "
+            "what differs between the two is the host's or the engine's drift over the "
+            "campaign (said with the decisions), and it is one more start of the baseline for "
+            "the noise model."
         )
     if wl.get("stream") is False:
         load.append(

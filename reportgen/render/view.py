@@ -484,7 +484,9 @@ def _confirmation(run: Run) -> str:
             continue
         first = next(iter(d.vs_parent), None)
         ratio = f" ({fmt_ratio(first.ratio)} at {first.point.label})" if first else ""
-        if e.role == "confirm":
+        if e.role == "bracket":
+            parts.append(f"the baseline measured again at the end: {d.verdict}{ratio} (drift)")
+        elif e.role == "confirm":
             parts.append(f"run again, the best configuration measured {d.verdict}{ratio}")
         elif d.verdict == "rejected":
             parts.append(f"{e.leaves_out} still pays (without it: worse{ratio})")

@@ -171,6 +171,37 @@ class Stagger(_Model):
     capped: bool = False  # shortened to spread the starts over at most a quarter of the level
 
 
+class EngineEvent(_Model):
+    """Something the engine did inside a measurement window that is not its steady state: a
+    kernel compiled at run time, a recompilation, a graph captured, requests preempted. Found
+    in the server's log (``line``) or its metrics (``line`` names the counter)."""
+
+    kind: str  # the engine adapter's name for it: "jit", "recompile", "graph_capture", ...
+    line: str  # the log line (or "vllm:num_preemptions_total +3")
+    at_s: float | None = None  # seconds after the level's start, where the line is timed
+
+
+class Settle(_Model):
+    """A level's own warm-up on one server (``workload.warmup``): its load until consecutive
+    windows of output tokens (by arrival time) agreed, or its time ran out."""
+
+    concurrency: int
+    rate: Rate = None
+    reason: Literal["steady", "max_s", "errors", "one pass"]  # why it ended
+    duration_s: float = 0.0
+    requests: int = 0  # finished (ok or not) before it ended; those in flight were abandoned
+    errors: int = 0
+    window_s: float = 0.0
+    windows_tok_s: list[float] = Field(default_factory=list)  # output tok/s per window
+    windows_tpot_ms: list[float] = Field(default_factory=list)  # time per output token
+    spread: float | None = None  # (max - min) / mean over the last windows (the larger of both)
+    request_s: float | None = None  # the warm median request time (staggers the level)
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+
 class Level(_Model):
     """One level (a concurrency, or a request rate) x repetition."""
 
@@ -185,6 +216,10 @@ class Level(_Model):
     engine_metrics: dict[str, Any] | None = None  # Prometheus deltas over the level
     aborted: str | None = None  # why it was cut short (its server died), or FAILED_DURING
     stagger: Stagger | None = None  # closed loop: how its clients started (None: open loop)
+    log_span: list[int] | None = None  # the server log's byte offsets at its start and end
+    events: list[EngineEvent] = Field(default_factory=list)  # inside its window
+    # The events of a first attempt at this repetition, measured again because of them.
+    remeasured: list[EngineEvent] = Field(default_factory=list)
 
     @property
     def point(self) -> Point:
@@ -370,12 +405,15 @@ class Session(_Model):
     parent's ("control")."""
 
     index: int
-    role: Literal["experiment", "control"] = "experiment"
+    # "prime": the baseline's configuration started once before it (``campaign.prime``),
+    # its levels warmed up and nothing measured
+    role: Literal["experiment", "control", "prime"] = "experiment"
     config: str
     repetitions: list[int] = Field(default_factory=list)
     log_file: str
     ready_s: float | None = None
     warmup: Warmup | None = None
+    settled: list[Settle] = Field(default_factory=list)  # each level's own warm-up
     stop: Stop | None = None
     error: str | None = None
     log_tail: str | None = None
@@ -430,7 +468,7 @@ class Experiment(_Model):
     based_on: str | None = None
     # "experiment" (the campaign file's), or the end of a campaign with ``confirm``: "confirm"
     # (the best configuration run again) and "leave-one-out" (it without ``leaves_out``'s change)
-    role: Literal["experiment", "confirm", "leave-one-out"] = "experiment"
+    role: Literal["experiment", "confirm", "leave-one-out", "bracket"] = "experiment"
     leaves_out: str | None = None
     status: Status = "pending"
     reason: str | None = None

@@ -27,6 +27,31 @@ from reportgen.campaign.resolve import FlagChange
 from reportgen.results.model import Experiment, Run
 
 CONFIRM_ID = "confirm-best"
+BRACKET_ID = "baseline-end"
+
+
+def bracket(run: Run, resolved: dict[str, Resolved]) -> tuple[Experiment, Resolved] | None:
+    """The baseline's configuration measured again after every experiment (role
+    "bracket"), compared with the baseline's first measurement: an A/A comparison over the
+    campaign's length, whose ratio is the host's drift, and one more start of the baseline's
+    configuration for the noise model. None where the baseline did not run."""
+    base = run.baseline
+    if base is None or not base.ok or base.id not in resolved:
+        return None
+    base_r = resolved[base.id]
+    if base_r.base_url is not None:
+        return None  # a server reportgen did not start: nothing to start again
+    r = dataclasses.replace(
+        base_r,
+        id=BRACKET_ID,
+        why=f"The baseline ({base.id}) measured again after every experiment: how far the "
+        "host drifted over the campaign, and one more start of its configuration.",
+        expect=f"Equivalent to {base.id}: a difference is drift of the host or the engine.",
+        based_on=base.id,
+        parent=base.id,
+        flag_diff=[],
+    )
+    return _entry(r, "bracket", None), r
 
 
 def adopted_path(run: Run) -> list[Experiment]:

@@ -16,12 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reportgen.analysis import steady
 from reportgen.analysis.summary import applied_slo, summarize
 from reportgen.campaign import Workload
 from reportgen.load import loadgen, prompts, trace
 from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
 from reportgen.load.tokens import Tokenizer
-from reportgen.results.model import ClientLoad, Level, Point, Stagger, Warmup, Window
+from reportgen.results.model import (
+    ClientLoad,
+    Level,
+    Point,
+    Settle,
+    Stagger,
+    Warmup,
+    Window,
+)
 
 PROMPT_POOL = 4096  # prompts generated per level in duration mode (reused cyclically)
 CLIENT_LIMIT = 0.8  # a level above this share of the client's ceiling is client-limited
@@ -69,6 +78,7 @@ class Driver:
         # measured: the warm-up, else (no warm-up) the level run just before.
         self.request_s: float | None = None
         self.request_measured = ""
+        self.request_warm = False  # measured in a warm-up (a level's own, or the first)
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -200,11 +210,80 @@ class Driver:
         )
         self._correct_length(warm)
         self._measured(warm, "warm-up")
+        self.request_warm = self.request_s is not None
         return Warmup(
             requests=len(warm.records),
             errors=sum(x.status != "ok" for x in warm.records),
             duration_s=warm.duration_s,
             words_per_token=self.words_per_token,
+        )
+
+    def settle(self, point: Point, stop_when: Callable[[], str | None] | None = None) -> Settle:
+        """A level's own warm-up (``workload.warmup``): its load, closed loop or at its rate,
+        until ``steady.Watch`` finds consecutive windows that agree, ``max_s`` passes, or only
+        errors come back; requests still in flight then are abandoned, and none is kept.
+        Later levels are staggered by its warm request time. A rate of inf (every request at
+        once) has no steady state to wait for: one pass of the level's own size."""
+        wl, policy = self.wl, self.wl.warmup
+        concurrency, rate = point.concurrency, wl.rate_at(point)
+        seed = wl.seed * 1_000_003 + concurrency * 1_009 - 17  # never a level's own prompts
+        watch = steady.Watch(
+            tolerance=policy.tolerance,
+            windows=policy.windows,
+            window_s=policy.window_s,
+            min_requests=wl.warmup_requests,
+        )
+
+        def stop() -> str | None:
+            return (stop_when() if stop_when is not None else None) or watch.check()
+
+        one_pass = rate is not None and math.isinf(rate)
+        stagger = self.stagger(point)
+        sent = self.batch(None, policy.max_s, seed, timed=True)
+        passes = max(concurrency, wl.warmup_requests, wl.requests_per_level or 0, 1)
+        lv = loadgen.run_load(
+            self.base_url,
+            self.spec,
+            sent.prompts,
+            concurrency,
+            requests=passes if one_pass else None,
+            duration_s=None if one_pass or sent.schedule is not None else policy.max_s,
+            schedule=sent.schedule,
+            rate=rate,
+            arrival=wl.arrival,
+            seed=seed,
+            timeout_s=wl.request_timeout_s,
+            workers=wl.workers,
+            on_request=None if one_pass else watch.add,
+            stop_when=stop_when if one_pass else stop,
+            stagger_s=stagger.step_s if stagger else 0.0,
+            outputs=sent.outputs,
+            turns=wl.turns,
+            think_s=wl.think_s,
+        )
+        if one_pass:
+            for rec in lv.records:
+                watch.add(rec)
+        reason: str = "one pass" if one_pass else (lv.aborted or "max_s")
+        if reason not in ("steady", "errors", "one pass"):
+            reason = "max_s" if lv.aborted is None else str(lv.aborted)
+        got = watch.result
+        request_s = watch.request_s()
+        if request_s:
+            self.request_s, self.request_measured = request_s, f"{point.label} warm-up"
+            self.request_warm = True
+        return Settle(
+            concurrency=concurrency,
+            rate=point.rate,
+            reason=reason if reason in ("steady", "errors", "one pass", "max_s") else "max_s",  # type: ignore[arg-type]
+            duration_s=lv.duration_s,
+            requests=len(lv.records),
+            errors=sum(r.status != "ok" for r in lv.records),
+            window_s=got.window_s if got else 0.0,
+            windows_tok_s=got.tok_s if got else [],
+            windows_tpot_ms=got.tpot_ms if got else [],
+            spread=got.spread if got else None,
+            request_s=request_s,
         )
 
     def level(
@@ -233,7 +312,7 @@ class Driver:
             replay=True,
             rate=wl.rate_at(point),
         )
-        if self.request_measured != "warm-up":
+        if not self.request_warm:
             self._measured(lv, f"{point.label} repetition {repetition + 1}")
         recs = lv.records
         for rec in recs:

@@ -43,14 +43,21 @@ def run_experiment(
     launches = [
         Launch(r, cfg, reps, role, i)
         for i, (cfg, reps, role) in enumerate(
-            server_sessions(r, parent, interleave=interleave, starts=ctx.m.campaign.starts)
+            server_sessions(
+                r,
+                parent,
+                interleave=interleave,
+                starts=ctx.m.campaign.starts,
+                prime=ctx.m.primes and entry.role == "experiment",
+            )
         )
     ]
     entry.sessions = []
     entry.looks = []
     if any(x.role == "control" for x in launches):
         entry.control = Control(of=str(r.parent))
-    rows: dict[str, list[RequestRecord]] = {"experiment": [], "control": []}
+    # (a priming start's warm-up requests are not kept: nothing it measured is used)
+    rows: dict[str, list[RequestRecord]] = {"experiment": [], "control": [], "prime": []}
     logs: list[tuple[str, str]] = []  # per server: (while serving, once asked to stop)
     tele = _telemetry_start(ctx, entry)
 

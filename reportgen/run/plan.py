@@ -17,7 +17,9 @@ from reportgen.redact import known_secrets, redact_argv, redact_env, redact_flag
 from reportgen.results.model import Experiment, FlagChange
 from reportgen.run.external import API_KEY_ENV
 
-Role = Literal["experiment", "control"]  # whose configuration a server session runs
+# whose configuration a server session runs, and what for ("prime": the baseline's, warmed
+# up before it and measured not at all)
+Role = Literal["experiment", "control", "prime"]
 Launch = tuple[Resolved, list[int], Role]  # (configuration, repetitions, role)
 
 
@@ -76,6 +78,24 @@ def describe(campaign: Campaign, r: Resolved, entry: Experiment) -> None:
 
 
 def server_sessions(
+    r: Resolved,
+    parent: Resolved | None,
+    *,
+    interleave: bool,
+    starts: int = 1,
+    prime: bool = False,
+) -> list[Launch]:
+    """``sessions``, led for the baseline (no parent) by a priming start of its own
+    configuration where ``prime`` (``CampaignModel.primes``): every level warmed up until
+    steady, nothing measured, so the engine's compile caches are full before the baseline is
+    measured."""
+    out = sessions(r, parent, interleave=interleave, starts=starts)
+    if prime and parent is None and r.base_url is None:
+        return [(r, [], "prime"), *out]
+    return out
+
+
+def sessions(
     r: Resolved, parent: Resolved | None, *, interleave: bool, starts: int = 1
 ) -> list[Launch]:
     """Server launches for one experiment: (configuration, repetitions, role). One for all

@@ -96,6 +96,8 @@ class Runner:
                 pid = parent_id(exp, i, exps[0].id, run.best or exps[0].id)
                 r = resolve(self.m, exp, self.resolved[pid] if pid else None)
                 self._one(run, i, len(exps), entry, r)
+            if self.m.brackets:
+                self._bracket(run)
             if self.m.campaign.confirm:
                 self._confirm(run)
             interrupt.check()
@@ -217,6 +219,23 @@ class Runner:
         sent = sum(lv.summary.requests for lv in entry.all_levels())
         skipped = max(0, planned_requests(self.campaign, r) - sent)
         self.progress.experiment_end(r.id, shown, note, skipped)
+
+    def _bracket(self, run: Run) -> None:
+        """``campaign.bracket``: the baseline's configuration measured again at the end
+        (``confirm.bracket``); kept where a resumed run finished it."""
+        step = confirm.bracket(run, self.resolved)
+        if step is None:
+            return
+        fresh, r = step
+        done = run.experiment(r.id)
+        if done is not None and done.finished:
+            self.resolved[r.id] = r
+            return
+        if done is not None:
+            run.experiments.remove(done)
+        run.experiments.append(fresh)
+        total = len(self.campaign.experiments) + 1
+        self._one(run, len(run.experiments) - 1, total, fresh, r)
 
     def _confirm(self, run: Run) -> None:
         """``campaign.confirm``: the best configuration again, then without each change

@@ -235,6 +235,11 @@ class ServerProcess:
 
         return text(before), text(after)
 
+    def log_slice(self, start: int, end: int) -> str:
+        """What the server wrote between two ``log_bytes`` readings, secrets redacted."""
+        data = self._read_log(start, max(0, end - start))
+        return redact_text(data.decode("utf-8", errors="replace"), self.secrets)
+
     def _read_log(self, offset: int, size: int) -> bytes:
         """``size`` bytes of the log from ``offset``, as written so far (b'' if unreadable)."""
         if self._log is not None:

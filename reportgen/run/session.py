@@ -22,7 +22,7 @@ from reportgen.load import tokens
 from reportgen.load.loadgen import RequestSpec
 from reportgen.load.records import RequestRecord
 from reportgen.load.tokens import Tokenizer
-from reportgen.observe import evidence
+from reportgen.observe import events, evidence
 from reportgen.observe.gpu import GpuSource
 from reportgen.results.model import (
     FAILED_DURING,
@@ -151,6 +151,8 @@ class ServerSession:
 
     @property
     def levels(self) -> list[Level]:
+        if self.launch.role == "prime":
+            return []  # it measures nothing
         if self.launch.role == "experiment":
             return self.entry.levels
         assert self.entry.control is not None
@@ -174,7 +176,13 @@ class ServerSession:
         ctx, launch, entry, srv = self.ctx, self.launch, self.entry, self.srv
         wl = launch.experiment.workload  # the experiment's, also for its parent's control runs
         experiment = launch.role == "experiment"
-        what = "" if experiment else f" ({launch.config.id}, interleaved)"
+        what = (
+            ""
+            if experiment
+            else " (priming: nothing measured)"
+            if launch.role == "prime"
+            else f" ({launch.config.id}, interleaved)"
+        )
         ctx.progress.phase(
             f"waiting for {srv.base_url}{what}" if self.external else f"starting server{what}"
         )
@@ -212,20 +220,37 @@ class ServerSession:
             self._search(drv, wl.find_max)
             return
         for point in launch.levels or wl.points:
+            if launch.repetitions or launch.role == "prime":
+                self._settle(drv, point)
             for rep in launch.repetitions:
                 self._level(drv, point, rep)
+
+    def _settle(self, drv: Driver, point: Point) -> None:
+        """The level's own warm-up until steady (``workload.warmup``), recorded."""
+        wl = self.launch.experiment.workload
+        if not wl.warmup.steady:
+            return
+        what = " (priming)" if self.launch.role == "prime" else ""
+        self.ctx.progress.phase(f"warming {point.label} up until steady{what}")
+        settled = drv.settle(point, stop_when=self._dead)
+        self.record.settled.append(settled)
+        self._check_alive(f"during {point.label}'s warm-up")
+        interrupt.check()
 
     def _level(self, drv: Driver, point: Point, rep: int) -> Level:
         """One level run: its records kept, the engine's counters around it; raises the
         server's failure when it died (the level marked cut short)."""
         wl = self.launch.experiment.workload
         most = repetitions_range(wl.repetitions)[1]
-        self.ctx.progress.level_start(point.label, rep, most, wl.requests_per_level)
-        before = self._scrape()
-        level, recs = drv.level(point, rep, stop_when=self._dead)
-        level.session = self.launch.index
-        if before is not None:
-            level.engine_metrics = evidence.deltas(before, self._scrape() or {})
+        level, recs = self._measured(drv, point, rep, most)
+        if level.events and not level.aborted:  # measured once more, past what the engine did
+            self.ctx.progress.phase(
+                f"{point.label} repetition {rep + 1}: {level.events[0].kind} inside the window, "
+                "measuring it again"
+            )
+            first = level.events
+            level, recs = self._measured(drv, point, rep, most)
+            level.remeasured = first
         self.levels.append(level)
         self.rows.extend(recs)
         failed = self.srv.failure(f"during {point.label} repetition {rep + 1}")
@@ -234,6 +259,26 @@ class ServerSession:
             raise failed
         interrupt.check()
         return level
+
+    def _measured(
+        self, drv: Driver, point: Point, rep: int, most: int
+    ) -> tuple[Level, list[RequestRecord]]:
+        """One attempt at a level run: its records, the engine's counters around it, and the
+        engine events its window holds (its part of the server's log, its preemptions)."""
+        wl = self.launch.experiment.workload
+        self.ctx.progress.level_start(point.label, rep, most, wl.requests_per_level)
+        before = self._scrape()
+        log_start = self.srv.log_bytes()
+        level, recs = drv.level(point, rep, stop_when=self._dead)
+        log_end = self.srv.log_bytes()
+        level.session = self.launch.index
+        if before is not None:
+            level.engine_metrics = evidence.deltas(before, self._scrape() or {})
+        level.log_span = [log_start, log_end]
+        level.events = events.in_log(
+            self.engine, self.srv.log_slice(log_start, log_end), level.started_at_unix
+        ) + events.in_metrics(self.engine, level.engine_metrics)
+        return level, recs
 
     def _search(self, drv: Driver, find: FindMax) -> None:
         """``workload.find_max``: probe levels, doubling then bisecting, until the highest

@@ -186,6 +186,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "first N requests after start take 3x their delays (default: %(default)s)",
     )
     a(
+        "--compile-ms",
+        metavar="MS",
+        type=f,
+        default=0.0,
+        help="stand-in for kernels compiled per batch shape on first use (vLLM's Triton JIT): "
+        "the first time the running requests reach a new power-of-two batch size, every "
+        "stream stalls this long and the log says 'JIT compilation during inference' "
+        "(default: %(default)s, off)",
+    )
+    a(
+        "--compile-cache",
+        metavar="DIR",
+        default=None,
+        help="with --compile-ms: keep compiled batch shapes in DIR across starts, as engines "
+        "keep their compile caches on disk; a later start loads them (a twentieth of the "
+        "compile time each, before it is ready) instead of compiling while serving "
+        "(default: none, every start compiles)",
+    )
+    a(
         "--api-key",
         metavar="KEY",
         default=None,

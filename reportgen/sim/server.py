@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import datetime as dt
 import hashlib
 import json
 import math
@@ -22,6 +24,7 @@ import traceback
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -72,6 +75,10 @@ class _Sim:
         self.itl_factor = (1 + 0.1 * k) / self.accept_len if k else 1.0
         self.cached_blocks: set[str] = set()  # chained hashes of the prompts' 16-word blocks
         self.started = 0  # requests accepted since start (for --cold-requests)
+        # --compile-ms: batch shapes compiled so far (from --compile-cache at start), and the
+        # loop time until which a compilation holds every stream
+        self.compiled: set[int] = set()
+        self.stall_until = 0.0
         self.streamed = 0  # streamed requests received (for --fault-after)
         self.dead = False  # --fault dead-loop: the generation loop has died
         self.handlers: set[asyncio.Task[Any]] = set()
@@ -97,6 +104,39 @@ class _Sim:
         if self.sigma > 0:
             d *= self.noise.lognormvariate(-(self.sigma**2) / 2, self.sigma)
         return d
+
+    def load_compiled(self) -> float:
+        """The batch shapes --compile-cache holds (seconds it takes to load them)."""
+        cache = self.args.compile_cache
+        if not self.args.compile_ms or not cache:
+            return 0.0
+        folder = Path(cache)
+        folder.mkdir(parents=True, exist_ok=True)
+        for f in folder.glob("shape-*"):
+            with contextlib.suppress(ValueError):
+                self.compiled.add(int(f.name.split("-", 1)[1]))
+        return len(self.compiled) * float(self.args.compile_ms) / 1000 / 20
+
+    def compile_gate(self, now: float) -> float:
+        """When the next step may run: after a compilation for the batch shape the running
+        requests make now, if it was never compiled (--compile-ms)."""
+        if not self.args.compile_ms or self.active < 1:
+            return self.stall_until
+        shape = 1 << (self.active - 1).bit_length()  # 1, 2, 4, 8, ...
+        if shape not in self.compiled:
+            self.compiled.add(shape)
+            self.stall_until = max(self.stall_until, now) + self.args.compile_ms / 1000
+            stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+            print(
+                f"[{stamp}] sim: WARNING Triton kernel JIT compilation during inference: "
+                f"batch shape {shape}. This causes a latency spike; consider extending warmup "
+                "to cover this shape/config.",
+                flush=True,
+            )
+            if self.args.compile_cache:
+                with contextlib.suppress(OSError):
+                    (Path(self.args.compile_cache) / f"shape-{shape}").touch()
+        return self.stall_until
 
     def text(self, prompt: str, n: int) -> tuple[list[str], str]:
         """The answer's tokens and finish reason. A prompt with a line "Repeat after me: X"
@@ -161,6 +201,7 @@ class _Sim:
             deadline = loop.time()
             a = self.args
             for k in range(0, len(tokens), chunk):
+                deadline = max(deadline, self.compile_gate(loop.time()))
                 if k == 0:
                     deadline += self.delay_s(a.ttft_ms, a.ttft_growth, cold=cold)
                 else:  # the load (active count) is sampled as each chunk is scheduled
@@ -418,8 +459,9 @@ async def serve(args: argparse.Namespace) -> int:
         return 1
 
     async def load() -> None:  # socket already listens; /health says 503 until "loaded"
-        if args.startup_s > 0:
-            await asyncio.sleep(args.startup_s)
+        startup = args.startup_s + sim.load_compiled()
+        if startup > 0:
+            await asyncio.sleep(startup)
         if head is not None and not await head.wait_all():
             return
         sim.ready = True

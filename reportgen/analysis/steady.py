@@ -1,0 +1,162 @@
+"""Whether a level's own warm-up has reached the server's steady state at that load.
+
+An engine is not steady when it first meets a load: kernels are compiled per batch shape on
+first use, allocators grow, schedulers fill. So before a level is measured, the same load runs
+until the server delivers the same in consecutive windows:
+
+- a window is ``window_s`` seconds of the warm-up's clock, from the end of its first request
+  (by then a staggered closed loop has all its clients in flight); its **output tok/s** counts
+  output tokens by the arrival time of the chunk that carried them (not whole requests by
+  their end: at high concurrency requests end in waves, and counting them in short windows
+  measures the waves), and its **time per output token** is the gaps between a request's
+  chunks arriving in it, summed, over the tokens those chunks carried (ms per token as each
+  stream sees it);
+- a window counts once it is closed: it ended at least one and a half median request times
+  ago, so requests still in flight then have (nearly always) finished and been counted;
+- the level is **steady** when the last ``windows`` closed windows agree on both numbers:
+  (max - min) / mean within ``tolerance``, and at least ``min_requests`` requests finished.
+
+``Watch`` follows a warm-up as its requests finish (``add``) and says when to stop
+(``check``); ``windows`` is the pure computation, for tests and for the record.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from reportgen.analysis.summary import chunk_tokens
+from reportgen.load.records import RequestRecord
+
+MIN_WINDOW_S = 0.25  # a window is at least this long, whatever the request time
+LAG_REQUESTS = 1.5  # a window is closed this many median request times after it ended
+MIN_LAG_S = 0.2
+ERRORS_ALONE = 8  # this many finished requests, none ok: the warm-up cannot become steady
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Closed windows of a warm-up: their length, output tok/s and time per output token
+    (ms), and the spread of the last ones (None until there are enough)."""
+
+    window_s: float
+    tok_s: list[float]
+    tpot_ms: list[float]
+    spread: float | None
+
+
+def spread(values: Sequence[float]) -> float:
+    """(max - min) / mean: how far apart a few windows are, relative to their level."""
+    mean = float(np.mean(values))
+    return (max(values) - min(values)) / mean if mean > 0 else math.inf
+
+
+def windows(
+    records: Sequence[RequestRecord],
+    now_s: float,
+    *,
+    window_s: float | None = None,
+    last: int = 3,
+) -> Windows:
+    """The closed windows of a warm-up whose successful ``records`` finished by ``now_s``
+    (seconds on their clock); ``window_s`` None: the median request time, at least
+    MIN_WINDOW_S."""
+    ok = [r for r in records if r.status == "ok" and r.chunk_times]
+    if not ok:
+        return Windows(window_s or MIN_WINDOW_S, [], [], None)
+    durations = np.array([r.end - r.start for r in ok])
+    median = float(np.median(durations))
+    width = window_s if window_s is not None else max(MIN_WINDOW_S, median)
+    anchor = min(r.end for r in ok)
+    closed_by = now_s - max(MIN_LAG_S, LAG_REQUESTS * median)
+    count = int(max(0.0, closed_by - anchor) // width)
+    if count == 0:
+        return Windows(width, [], [], None)
+    times = np.concatenate([np.asarray(r.chunk_times, dtype=float) for r in ok])
+    tokens = np.concatenate([chunk_tokens(r) for r in ok])
+    # a chunk's gap from the request's previous chunk (the first chunk of each has none)
+    gaps = np.concatenate(
+        [np.diff(np.asarray(r.chunk_times, dtype=float), prepend=np.nan) for r in ok]
+    )
+    index = np.floor((times - anchor) / width)
+    inside = (index >= 0) & (index < count)
+    slot = index[inside].astype(int)
+    tok = np.bincount(slot, weights=tokens[inside], minlength=count)
+    later = inside & ~np.isnan(gaps)
+    gap_sum = np.bincount(index[later].astype(int), weights=gaps[later], minlength=count)
+    gap_tok = np.bincount(index[later].astype(int), weights=tokens[later], minlength=count)
+    tok_s = [float(x) / width for x in tok]
+    tpot = [
+        float(g / n * 1e3) if n > 0 else math.nan for g, n in zip(gap_sum, gap_tok, strict=True)
+    ]
+    tail_tok, tail_tpot = tok_s[-last:], tpot[-last:]
+    wide = None
+    if len(tail_tok) >= last and not any(math.isnan(x) for x in tail_tpot):
+        wide = max(spread(tail_tok), spread(tail_tpot))
+    return Windows(width, tok_s, tpot, wide)
+
+
+class Watch:
+    """Follows a running warm-up: ``add`` each finished request (the load generator's
+    ``on_request``), ``check`` (its ``stop_when``) says "steady" once it is, or "errors" when
+    only failures come back. The records' clock starts at the level's t0, which the caller
+    does not see: it is bounded from each arrival (t0 <= the time of ``add`` - the record's
+    end), so "now" on that clock is never overestimated."""
+
+    def __init__(
+        self,
+        *,
+        tolerance: float,
+        windows: int,
+        window_s: float | None = None,
+        min_requests: int = 0,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.tolerance = tolerance
+        self.last = windows
+        self.window_s = window_s
+        self.min_requests = min_requests
+        self.clock = clock
+        self.records: list[RequestRecord] = []
+        self.t0: float | None = None
+        self.result: Windows | None = None
+
+    def add(self, record: RequestRecord) -> None:
+        self.records.append(record)
+        bound = self.clock() - record.end
+        self.t0 = bound if self.t0 is None else min(self.t0, bound)
+
+    def now_s(self) -> float:
+        return 0.0 if self.t0 is None else self.clock() - self.t0
+
+    def check(self) -> str | None:
+        done = self.records
+        if len(done) >= ERRORS_ALONE and not any(r.status == "ok" for r in done):
+            return "errors"
+        if len(done) < self.min_requests:
+            return None
+        got = windows(done, self.now_s(), window_s=self.window_s, last=self.last)
+        self.result = got
+        if got.spread is not None and got.spread <= self.tolerance:
+            return "steady"
+        return None
+
+    def request_s(self) -> float | None:
+        """The median time of the requests that ended in the last windows (the warm ones),
+        else of all that succeeded."""
+        ok = [r for r in self.records if r.status == "ok"]
+        if not ok:
+            return None
+        got = self.result
+        if got is not None and got.tok_s:
+            anchor = (
+                min(r.end for r in ok if r.chunk_times) if any(r.chunk_times for r in ok) else 0.0
+            )
+            lo = anchor + (len(got.tok_s) - self.last) * got.window_s
+            warm = [r for r in ok if r.end >= lo]
+            ok = warm or ok
+        return float(np.median([r.end - r.start for r in ok]))

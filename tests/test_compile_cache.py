@@ -1,0 +1,148 @@
+"""Steady state on an engine that compiles kernels per batch shape and caches them on disk
+(the simulator's --compile-ms and --compile-cache, as vLLM's Triton JIT does): with each
+level warmed up at its own load, a priming start and the baseline measured again at the end,
+identical configurations measure the same and a real change is decided at two repetitions;
+without them, the compilations land inside the measured windows, where the server's log
+shows them and the level is measured again."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reportgen.observe.gpu import CAPTURE_ENV
+from tests.conftest import free_port, reportgen_main
+
+pytestmark = pytest.mark.slow
+
+CAMPAIGN = """
+[campaign]
+name = "jit"
+title = "an engine that compiles per batch shape"
+objective = {{ metric = "output_tok_s", concurrency = [1, 8] }}
+margin = 0.05
+prime = {prime}
+bracket = {bracket}
+
+[server]
+engine = "sim"
+ready_timeout_s = 30
+
+[server.args]
+port = {port}
+ttft-ms = 15
+itl-ms = 4
+itl-growth = 0.02
+jitter = 0.01
+seed = 3
+compile-ms = 400
+compile-cache = "{cache}"
+
+[workload]
+concurrency = [1, 8]
+duration_s = 1.5
+input_tokens = 8
+output_tokens = 24
+repetitions = 2
+warmup_requests = 2
+warmup = {{ steady = {steady} }}
+
+[[experiment]]
+id = "baseline"
+why = "the reference"
+{more}
+"""
+
+MORE = """
+[[experiment]]
+id = "baseline-again"
+based_on = "baseline"
+why = "the same configuration started again: an A/A comparison"
+
+[[experiment]]
+id = "faster-decode"
+based_on = "baseline"
+why = "a quarter less time per output token"
+args = { itl-ms = 3 }
+"""
+
+
+def run(tmp_path: Path, cache: Path, **given: Any) -> dict[str, Any]:
+    fill = {"prime": "true", "bracket": "true", "steady": "true", "more": MORE} | given
+    path = tmp_path / "c.toml"
+    path.write_text(CAMPAIGN.format(port=free_port(), cache=tmp_path / "kernels", **fill))
+    res = reportgen_main(
+        "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf",
+        cache=cache, env={CAPTURE_ENV: None},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next(p for p in (tmp_path / "out").glob("*/*") if p.is_dir())
+    return dict(json.loads((run_dir / "results.json").read_text()), run_dir=run_dir)
+
+
+def ratios(exp: dict[str, Any]) -> dict[int, float]:
+    return {c["concurrency"]: c["ratio"] for c in exp["decision"]["vs_parent"]}
+
+
+def test_identical_configurations_agree_and_a_real_change_is_adopted(
+    tmp_path: Path, cache: Path
+) -> None:
+    got = run(tmp_path, cache)
+    exps = {e["id"]: e for e in got["experiments"]}
+    base = exps["baseline"]
+    # the priming start compiled every batch shape (its log says so) and measured nothing
+    prime = base["sessions"][0]
+    assert prime["role"] == "prime" and prime["repetitions"] == []
+    assert [s["concurrency"] for s in prime["settled"]] == [1, 8]
+    prime_log = (got["run_dir"] / prime["log_file"]).read_text()
+    assert "JIT compilation during inference" in prime_log
+    # each measured level warmed up at its own load until steady, and no window held a
+    # compilation: the cache filled by the priming start served every later start
+    for e in exps.values():
+        for s in e["sessions"]:
+            assert [x["reason"] for x in s["settled"]] == ["steady", "steady"], s
+        for lv in e["levels"]:
+            assert lv["events"] == [] and lv["remeasured"] == [], lv
+            assert lv["stagger"]["measured"].endswith("warm-up")
+    # the A/A copy within 2% at every level, neither adopted nor rejected
+    again = exps["baseline-again"]
+    assert all(abs(r - 1) < 0.02 for r in ratios(again).values()), ratios(again)
+    assert again["decision"]["verdict"] in ("equivalent", "inconclusive")
+    # a 25% change adopted at two repetitions
+    faster = exps["faster-decode"]
+    assert faster["decision"]["verdict"] == "adopted", faster["decision"]["explanation"]
+    assert all(1.15 < r < 1.4 for r in ratios(faster).values()), ratios(faster)
+    # the baseline measured again at the end: no drift on this host
+    end = exps["baseline-end"]
+    assert end["role"] == "bracket" and end["parent"] == "baseline"
+    assert all(abs(r - 1) < 0.03 for r in ratios(end).values()), ratios(end)
+    assert end["decision"]["verdict"] in ("equivalent", "inconclusive")
+    report = (got["run_dir"] / "report.html").read_text()
+    assert "Priming:" in report and "Bracketing:" in report
+    assert "priming start (nothing measured)" in report
+
+
+def test_a_compilation_inside_a_window_is_found_and_measured_again(
+    tmp_path: Path, cache: Path
+) -> None:
+    # no priming, no level warm-up: the first level runs at each concurrency compile there
+    got = run(tmp_path, cache, prime="false", bracket="false", steady="false", more="")
+    (base,) = got["experiments"]
+    redone = [lv for lv in base["levels"] if lv["remeasured"]]
+    assert redone, [lv["events"] for lv in base["levels"]]
+    event = redone[0]["remeasured"][0]
+    assert event["kind"] == "jit" and "batch shape" in event["line"]
+    assert event["at_s"] is not None and -1 < event["at_s"] < 3
+    # measured again, the window is clean: the shape was compiled by then
+    assert all(lv["events"] == [] for lv in base["levels"])
+    checks = {c["id"]: c for c in base["checks"]}
+    assert checks["engine_events"]["status"] == "pass"
+    assert "measured again after one (jit)" in checks["engine_events"]["evidence"]
+    assert checks["warmed_up"]["status"] == "skip"
+    report = (got["run_dir"] / "report.html").read_text()
+    assert "measured again" in report and "JIT compilation during inference" in report
+    assert not math.isnan(redone[0]["summary"]["output_tok_s"])
