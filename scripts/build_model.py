@@ -9,6 +9,8 @@ every answer runs to ``max_tokens``.
     python scripts/build_model.py --preset tiny  --out output/models/tiny-moe
     python scripts/build_model.py --preset small --out output/models/small-moe
     python scripts/build_model.py --preset small --eos in-vocab --out output/models/small-moe-eos
+    python scripts/build_model.py --preset dense8b --eos in-vocab --config-only \
+        --out output/models/dense8b          # for --load-format dummy: no weights at all
 
 ``--eos in-vocab`` makes the tokenizer's own ``<|endoftext|>`` the end-of-sequence id instead,
 for engines that index their vocabulary with it: vLLM 0.26.0 with an out-of-vocabulary id and a
@@ -17,7 +19,12 @@ triggered``); SGLang 0.5.17 needs it too. Answers still run to ``max_tokens``: t
 tokens' output rows are all zeros, so a greedy pick never lands on it, and reportgen asks those
 engines for ``ignore_eos``.
 
-Needs torch, transformers and tokenizers. The same preset and seed give the same weights and
+``--preset dense8b`` is shaped like Llama-3.1-8B (32 layers, hidden 4096, 32 heads, 8 KV heads,
+MLP 14336; 16 GB in bfloat16), so a GPU, not the server's CPU, sets its pace. With
+``--config-only`` only its config and tokenizer are written: vLLM and SGLang draw its weights at
+load with ``--load-format dummy``, and no checkpoint is needed.
+
+Needs transformers and tokenizers (and torch, unless ``--config-only``). The same preset and seed give the same weights and
 the same tokenizer (trained on this project's own README and sources).
 """
 
@@ -60,6 +67,20 @@ PRESETS: dict[str, dict[str, int]] = {
     ),  # fmt: skip
     # 3.9 B parameters (1.2 B active): large enough that tensor parallelism shows
     # (campaigns/vllm-tp.toml), 7.8 GB in bfloat16
+    # Llama-3.1-8B's shape (dense: no experts) with this tokenizer's vocabulary; 7.5 B
+    # parameters, for --load-format dummy (--config-only)
+    "dense8b": dict(
+        vocab=8192,
+        hidden=4096,
+        layers=32,
+        heads=32,
+        kv_heads=8,
+        head_dim=128,
+        experts=0,
+        top_k=0,
+        moe_inter=0,
+        inter=14336,
+    ),  # fmt: skip
     "medium": dict(
         vocab=8192,
         hidden=2048,
@@ -94,10 +115,11 @@ def _silent(tokenizer: Any, token_id: int) -> bool:
     return not text or "\ufffd" in text
 
 
-def build(out: Path, preset: str, seed: int, eos: str = "outside") -> dict[str, object]:
-    import torch
+def build(
+    out: Path, preset: str, seed: int, eos: str = "outside", config_only: bool = False
+) -> dict[str, object]:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen3MoeConfig, Qwen3MoeForCausalLM
+    from transformers import PreTrainedTokenizerFast
 
     p = PRESETS[preset]
     tok = Tokenizer(models.BPE())
@@ -121,6 +143,11 @@ def build(out: Path, preset: str, seed: int, eos: str = "outside") -> dict[str, 
     # Outside the vocabulary (the default): the model can never end an answer early. In it:
     # the tokenizer's own end-of-text token, which engines that index with it need.
     eos_id = vocab if eos == "outside" else fast.eos_token_id
+    if config_only or not p["experts"]:
+        return _config_only(out, preset, seed, eos, eos_id, fast, p)
+    import torch
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
     config = Qwen3MoeConfig(
         vocab_size=vocab,
         hidden_size=p["hidden"],
@@ -163,6 +190,53 @@ def build(out: Path, preset: str, seed: int, eos: str = "outside") -> dict[str, 
     return about
 
 
+def _config_only(
+    out: Path, preset: str, seed: int, eos: str, eos_id: int, fast: Any, p: dict[str, int]
+) -> dict[str, object]:
+    """The model's config, generation config and tokenizer, no weights (``--load-format
+    dummy``): a dense preset as Llama, a MoE one as Qwen3-MoE."""
+    from transformers import GenerationConfig, LlamaConfig, Qwen3MoeConfig
+
+    shape = dict(
+        vocab_size=len(fast),
+        hidden_size=p["hidden"],
+        intermediate_size=p["inter"],
+        num_hidden_layers=p["layers"],
+        num_attention_heads=p["heads"],
+        num_key_value_heads=p["kv_heads"],
+        head_dim=p["head_dim"],
+        max_position_embeddings=32768,
+        eos_token_id=eos_id,
+        bos_token_id=None,
+        pad_token_id=fast.pad_token_id,
+        tie_word_embeddings=False,
+        dtype="bfloat16",
+    )
+    if p["experts"]:
+        config: Any = Qwen3MoeConfig(
+            **shape,
+            moe_intermediate_size=p["moe_inter"],
+            num_experts=p["experts"],
+            num_experts_per_tok=p["top_k"],
+        )
+    else:
+        config = LlamaConfig(**shape, rope_theta=500000.0)
+    out.mkdir(parents=True, exist_ok=True)
+    config.save_pretrained(out)
+    GenerationConfig(eos_token_id=eos_id, pad_token_id=fast.pad_token_id, do_sample=False).save_pretrained(out)
+    fast.save_pretrained(out)
+    h, L, v, f = p["hidden"], p["layers"], len(fast), p["inter"]
+    kv = p["kv_heads"] * p["head_dim"]
+    params = 2 * v * h + L * (h * p["heads"] * p["head_dim"] * 2 + 2 * h * kv + 3 * h * f + 2 * h) + h
+    about = {"preset": preset, "seed": seed, "parameters": params, "vocab": v, "weights": "none "
+             "(config only: --load-format dummy)", **p}  # fmt: skip
+    if eos != "outside":
+        about["eos"] = eos
+        about["eos_token_id"] = eos_id
+    (out / "reportgen-model.json").write_text(json.dumps(about, indent=2) + "\n")
+    return about
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
@@ -175,9 +249,15 @@ def main(argv: list[str] | None = None) -> int:
         help="end-of-sequence id: outside the vocabulary (default; transformers serve) or the "
         "tokenizer's own <|endoftext|> (vLLM, SGLang)",
     )
+    ap.add_argument(
+        "--config-only",
+        action="store_true",
+        help="write the config and tokenizer, no weights (engines load it with --load-format "
+        "dummy); dense presets always are",
+    )
     args = ap.parse_args(argv)
     try:
-        about = build(args.out, args.preset, args.seed, args.eos)
+        about = build(args.out, args.preset, args.seed, args.eos, args.config_only)
     except ImportError as exc:
         print(f"build_model: {exc.name} is missing; pip install torch transformers tokenizers",
               file=sys.stderr)  # fmt: skip

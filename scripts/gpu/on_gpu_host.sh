@@ -12,8 +12,10 @@
 #   stage FILE...            copy bundle parts and their SHA256SUMS into BUNDLES/<engine>-<version>/
 #   unpack ENGINE            check every part and the whole against SHA256SUMS, unpack into
 #                            SITES/<engine>-<version>, import the engine
-#   model                    build the test model (random weights, in-vocabulary EOS) once,
-#                            into MODELS/small-moe-eos, linked as output/models/small-moe-eos
+#   model                    build the test models (in-vocabulary EOS) once: the 0.5 B MoE with
+#                            random weights into MODELS/small-moe-eos and the 8B-shaped dense
+#                            one (config only, for --load-format dummy) into MODELS/dense8b,
+#                            linked as output/models/small-moe-eos and output/models/dense8b
 #   help ENGINE FILE         the engine's own help, every flag (what reportgen checks flags with)
 #   flags ENGINE CAMPAIGN [JSON]
 #                            every experiment's flags parsed by the engine's own argument parser
@@ -106,14 +108,19 @@ unpack() {
   python3 -c "import $mod, torch, transformers; print('on_gpu_host: import ok:', '$mod', $mod.__version__, 'torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'transformers', transformers.__version__)"
 }
 
-model() {
-  local out=$MODELS/small-moe-eos
+model() {  # both test models: the 0.5 B MoE (random weights) and the 8B-shaped dense one
+  local out=$MODELS/small-moe-eos dense=$MODELS/dense8b
   if [ ! -f "$out/config.json" ]; then
     python3 "$RG_SRC/scripts/build_model.py" --preset small --eos in-vocab --out "$out"
   fi
+  # config and tokenizer only: the engines draw its weights at load (--load-format dummy)
+  if [ ! -f "$dense/config.json" ]; then
+    python3 "$RG_SRC/scripts/build_model.py" --preset dense8b --eos in-vocab --config-only --out "$dense"
+  fi
   mkdir -p "$root/output/models"
   ln -sfn "$out" "$root/output/models/small-moe-eos"
-  say "model: $root/output/models/small-moe-eos -> $out"
+  ln -sfn "$dense" "$root/output/models/dense8b"
+  say "models: output/models/small-moe-eos -> $out, output/models/dense8b -> $dense"
 }
 
 help_text() {
