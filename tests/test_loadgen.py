@@ -183,6 +183,23 @@ def test_closed_loop_clients_start_staggered(start_sim: Any, transport: str, wor
     assert s.requests == 8 and s.achieved_concurrency <= 4
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_drained_level_ends_when_its_requests_in_flight_do(start_sim: Any, workers: int) -> None:
+    # ~100 ms requests, a 30 s level drained once 1 s has passed: no client sends again, the
+    # requests in flight finish (none abandoned), and the level ends about a request later
+    sim = start_sim("--ttft-ms", "50", "--itl-ms", "10", "--ttft-growth", "0", "--itl-growth", "0")
+    spec = RequestSpec(api="chat", model=None, output_tokens=6)
+    began = time.monotonic()
+    lv = run_load(sim.url, spec, ["p"], 4, duration_s=30.0, workers=workers,
+                  drain_when=lambda: time.monotonic() - began > 1.0)  # fmt: skip
+    assert lv.aborted is None
+    assert 1.0 < lv.duration_s < 3.0, lv.duration_s
+    assert all(r.status == "ok" for r in lv.records), [r.error for r in lv.records]
+    assert len(lv.records) >= 4 * 8  # four clients went on until the drain
+    last_start = max(r.start for r in lv.records)
+    assert lv.duration_s - last_start < 0.5  # the last request sent was the last to end
+
+
 def test_without_a_stagger_every_client_starts_at_t0(sim: Sim) -> None:
     lv = run_load(sim.url, CHAT, ["p"], 4, requests=4)
     assert lv.stagger_s == 0.0

@@ -255,7 +255,10 @@ def test_a_duration_run_says_it_was_trimmed_and_how_clients_started(
     assert run.experiments[0].workload["trim"] is True  # saved as it applied
     c4 = next(lv for lv in run.experiments[0].levels if lv.concurrency == 4)
     assert c4.summary.window_s is not None and c4.stagger is not None
-    assert c4.stagger.measured == "warm-up" and c4.stagger.step_s > 0
+    # staggered by the level's own warm-up's request time (warm, at its concurrency)
+    assert c4.stagger.measured == "C=4 warm-up" and c4.stagger.step_s > 0
+    (settled,) = [x for x in run.experiments[0].sessions[0].settled if x.concurrency == 4]
+    assert c4.stagger.request_s == settled.request_s
     page = (run_dir / "report.html").read_text()
     text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
     lo, hi = c4.summary.window_s

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from reportgen.analysis.summary import chunk_tokens
 from reportgen.load.records import RequestRecord
@@ -98,6 +99,27 @@ def windows(
     if len(tail_tok) >= last and not any(math.isnan(x) for x in tail_tpot):
         wide = max(spread(tail_tok), spread(tail_tpot))
     return Windows(width, tok_s, tpot, wide)
+
+
+MIN_WINDOWS = 4  # a level's interval needs this many closed windows
+
+
+def interval_width(records: Sequence[RequestRecord], now_s: float) -> float | None:
+    """How well a running level knows its output tok/s: the width of the 95% interval of its
+    closed windows' mean (t over the windows, as batch means), relative to that mean; None
+    with fewer than MIN_WINDOWS. Windows at least a request time long are nearly independent
+    (each holds other requests' tokens), so the interval is about right, and a little narrow
+    where the server runs in waves."""
+    tok = windows(records, now_s, last=2).tok_s
+    k = len(tok)
+    if k < MIN_WINDOWS:
+        return None
+    x = np.asarray(tok)
+    mean = float(x.mean())
+    if mean <= 0:
+        return None
+    half = float(stats.t.ppf(0.975, k - 1)) * float(x.std(ddof=1)) / math.sqrt(k)
+    return 2 * half / mean
 
 
 class Watch:

@@ -552,6 +552,15 @@ class Workload(_Model):
     )
     requests_per_level: int | None = Field(None, ge=1)
     duration_s: float | None = Field(None, gt=0, allow_inf_nan=False)
+    max_duration_s: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="Closed-loop duration levels run past duration_s, up to this long, until "
+        "their output tok/s is known within the campaign's margin (the 95% interval of its "
+        "windows' mean narrower than the margin); then their clients stop and the requests "
+        "in flight finish. Default: 3 x duration_s; equal to duration_s: exactly duration_s.",
+    )
     input_tokens: int = Field(128, ge=1)
     output_tokens: int = Field(128, ge=1)
     range_ratio: float = Field(

@@ -289,6 +289,7 @@ def _lone_table(out: Console, data: Run) -> None:
     table.add_column(level_head(lv.point for lv in e.levels), justify="right", no_wrap=True)
     for _, label in LONE:
         table.add_column(label, justify="right", no_wrap=True)
+    table.add_column("in flight", justify="right", no_wrap=True)
     table.add_column("errors", justify="right", no_wrap=True)
     met = {p.point: p.passed for p in e.search.probes} if e.search else {}
     if e.search:
@@ -299,12 +300,27 @@ def _lone_table(out: Console, data: Run) -> None:
         sent = sum(lv.summary.requests for lv in e.levels if lv.point == agg.point)
         ok = sum(lv.summary.ok for lv in e.levels if lv.point == agg.point)
         slo = ["met" if met.get(agg.point) else "missed"] if e.search else []
-        table.add_row(str(agg.point), *cells, f"{sent - ok}/{sent}", *slo)
+        table.add_row(str(agg.point), *cells, _in_flight(e, agg.point), f"{sent - ok}/{sent}", *slo)
     out.print(table)
     if e.search:
         from reportgen.render.text import search_said
 
         out.print(search_said(e.search), markup=False, highlight=False)
+
+
+def _in_flight(e: Any, point: Any) -> str:
+    """A level's mean requests in flight, marked "(low)" under 0.9 x a closed loop's C; an
+    open loop's shortfall against its offered rate where it fell short."""
+    from reportgen.analysis.checks_levels import under_load
+    from reportgen.render.experiment import achieved
+
+    runs = [lv for lv in e.levels if lv.point == point]
+    wl = e.workload or {}
+    closed = point.rate is None and not wl.get("request_rate")
+    short = next((u for lv in runs if (u := under_load(lv, wl))), "")
+    if closed:
+        return achieved([lv.summary for lv in runs], point.concurrency)
+    return achieved([lv.summary for lv in runs]) + (f" (low: {short})" if short else "")
 
 
 def _reps_said(e: Any) -> str:

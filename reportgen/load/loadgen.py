@@ -155,6 +155,7 @@ def run_load(
     schedule: list[float] | None = None,
     turns: int = 1,
     think_s: float = 0.0,
+    drain_when: Callable[[], bool] | None = None,
 ) -> LevelRun:
     """Run one level and return every request's record, sorted by index.
 
@@ -173,7 +174,8 @@ def run_load(
     A failed request is a record with ``status="error"``; this raises ``LoadError`` only when
     the level itself cannot run (a worker process that dies). ``stop_when`` is asked every
     STOP_POLL_S in this thread: a reason (the server died) cuts the level short, requests in
-    flight abandoned; ``LevelRun.aborted`` says why.
+    flight abandoned; ``LevelRun.aborted`` says why. ``drain_when`` (a closed loop's, asked as
+    often) ends it gracefully once true: no client sends again, the requests in flight finish.
 
     ``client_cpu_s`` counts this thread (including ``on_request``) and, with workers, each
     worker process from the start signal on (not its ~0.5 s of interpreter start-up). Worker
@@ -250,10 +252,12 @@ def run_load(
         )
         for sh in shares
     ]
+    if arrivals is not None:
+        drain_when = None  # an open loop's arrivals are its own
     if n == 1:
-        lv = _in_this_thread(shares[0], concurrency, on_request, stop_when)
+        lv = _in_this_thread(shares[0], concurrency, on_request, stop_when, drain_when)
     else:
-        lv = _in_processes(shares, concurrency, on_request, stop_when)
+        lv = _in_processes(shares, concurrency, on_request, stop_when, drain_when)
     lv.stagger_s = stagger_s
     return lv
 
@@ -271,6 +275,7 @@ def _in_this_thread(
     concurrency: int,
     on_request: Callable[[RequestRecord], None] | None,
     stop_when: Callable[[], str | None] | None = None,
+    drain_when: Callable[[], bool] | None = None,
 ) -> LevelRun:
     worker.raise_fd_limit(share.clients or len(share.arrivals or ()))
     records: list[RequestRecord] = []
@@ -289,13 +294,21 @@ def _in_this_thread(
 
     aborted: list[str] = []
 
+    take = worker.local_take()
+
     async def guarded() -> tuple[float, list[float], float]:
-        share_run = asyncio.ensure_future(worker.run_share(share, start, worker.local_take(), emit))
-        while stop_when is not None:
+        share_run = asyncio.ensure_future(worker.run_share(share, start, take, emit))
+        draining = drain_when
+        while stop_when is not None or draining is not None:
             done, _ = await asyncio.wait({share_run}, timeout=STOP_POLL_S)
             if done:
                 break
-            why = stop_when()
+            if draining is not None and draining():
+                take.drain()
+                draining = None
+                if stop_when is None:
+                    break
+            why = stop_when() if stop_when is not None else None
             if why is not None:
                 aborted.append(why)
                 share_run.cancel()
@@ -330,6 +343,7 @@ def _in_processes(
     concurrency: int,
     on_request: Callable[[RequestRecord], None] | None,
     stop_when: Callable[[], str | None] | None = None,
+    drain_when: Callable[[], bool] | None = None,
 ) -> LevelRun:
     ctx = mp.get_context("spawn")  # a fresh interpreter: never fork a process with threads
     closed = shares[0].arrivals is None
@@ -362,7 +376,18 @@ def _in_processes(
                 conn.send(("go", t0))
             except OSError:
                 raise LoadError(f"load worker {proc.name} exited before the level began") from None
-        end, worker_cpu, lags, aborted = _collect(procs, records, on_request, stop_when)
+        drain = None
+        if drain_when is not None and counter is not None:
+            shared = counter
+
+            def drain() -> bool:
+                if not drain_when():
+                    return False
+                with shared.get_lock():
+                    shared.value = max(int(shared.value), worker.DRAINED)
+                return True
+
+        end, worker_cpu, lags, aborted = _collect(procs, records, on_request, stop_when, drain)
         if aborted is not None:
             end = time.perf_counter() - t0
         cpu = time.thread_time() - cpu0 + worker_cpu
@@ -415,18 +440,24 @@ def _collect(
     records: list[RequestRecord],
     on_request: Callable[[RequestRecord], None] | None,
     stop_when: Callable[[], str | None] | None = None,
+    drain: Callable[[], bool] | None = None,
 ) -> tuple[float, float, list[float], str | None]:
     """Receive records until every worker is done, or ``stop_when`` gives a reason (then
-    every worker is told to stop, its requests in flight abandoned); returns the latest end,
-    the workers' CPU seconds, their loop lag samples and that reason."""
+    every worker is told to stop, its requests in flight abandoned); ``drain`` (asked as
+    often, until it says it drained the loop) ends the level gracefully. Returns the latest
+    end, the workers' CPU seconds, their loop lag samples and that reason."""
     live = dict(procs)
     end = cpu = 0.0
     lags: list[float] = []
     asked = time.monotonic()
     while live:
         why = None
-        if stop_when is not None and time.monotonic() - asked >= STOP_POLL_S:
-            why, asked = stop_when(), time.monotonic()
+        if time.monotonic() - asked >= STOP_POLL_S:
+            if drain is not None and drain():
+                drain = None
+            if stop_when is not None:
+                why = stop_when()
+            asked = time.monotonic()
         if why is not None:
             for live_conn in live:  # a worker cancels its share when the parent writes
                 with contextlib.suppress(OSError):

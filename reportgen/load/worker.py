@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import itertools
 import queue
 import resource
 import signal
@@ -67,6 +66,9 @@ class Share:
 
 
 Take = Callable[[], int]  # the next request index (shared between workers in a closed loop)
+# A closed loop's counter set to this or beyond: its clients send nothing more and the level
+# ends once the requests in flight have (``run_load``'s drain_when: a graceful early end)
+DRAINED = 1 << 62
 # Called once the connections are open, with the seconds that took; returns t0.
 Start = Callable[[float], Awaitable[float]]
 
@@ -145,7 +147,7 @@ async def _closed(
             if stop_at is not None and time.perf_counter() >= stop_at:
                 return
             i = take()
-            if limit is not None and i >= limit:
+            if i >= DRAINED or (limit is not None and i >= limit):
                 return
             out = outputs[i % len(outputs)] if outputs else None
             emit(
@@ -161,6 +163,8 @@ async def _closed(
             await asyncio.sleep(max(0.0, t0 + offset - time.perf_counter()))
         while True:
             c = take()  # a conversation
+            if c >= DRAINED:
+                return
             history: list[tuple[str, str]] = []
             for t in range(turns):
                 i = c * turns + t
@@ -225,9 +229,23 @@ async def _open(
         await asyncio.gather(*tasks)
 
 
-def local_take() -> Take:
-    """Indices 0, 1, 2, ... for a level run by one event loop."""
-    return itertools.count().__next__
+class LocalTake:
+    """Indices 0, 1, 2, ... for a level run by one event loop; ``drain`` ends them."""
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    def __call__(self) -> int:
+        i = self.next
+        self.next += 1
+        return i
+
+    def drain(self) -> None:
+        self.next = max(self.next, DRAINED)
+
+
+def local_take() -> LocalTake:
+    return LocalTake()
 
 
 def raise_fd_limit(connections: int) -> None:

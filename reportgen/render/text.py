@@ -230,8 +230,13 @@ def _stagger(wl: Mapping[str, Any], exps: Sequence[Experiment]) -> str:
     text = (
         "Clients start staggered, so that they do not run in lockstep waves: client k (from 0) "
         "sends its first request k × T / C after the level's start, T being the median request "
-        "time measured at the server's warm-up (without a warm-up, in the level run before), "
-        "which spreads the first requests over about one request time as in the steady state"
+        + (
+            "time of the level's own warm-up once it was steady (warm, at that concurrency), "
+            if any(x.measured.endswith(" warm-up") for x in staggers)
+            else "time measured at the server's warm-up (without a warm-up, in the level run "
+            "before), "
+        )
+        + "which spreads the first requests over about one request time as in the steady state"
     )
     measured = [x for x in staggers if x.request_s]
     if measured:
@@ -523,6 +528,17 @@ def methods(
             "not applied."
         )
     load.append(_trim(wl))
+    if wl.get("duration_s") and not wl.get("request_rate"):
+        least = float(wl["duration_s"])
+        most = float(wl.get("max_duration_s") or 3 * least) if "max_duration_s" in wl else least
+        if most > least:
+            load.append(
+                f"Duration levels ran at least {least:g} s and on, up to {most:g} s, until "
+                "their output tok/s was known within the margin: the 95% interval of the mean "
+                "of their windows (one request time long, tokens counted by arrival) narrower "
+                "than the margin; then their clients stopped and the requests in flight "
+                "finished."
+            )
     slo = {k: v for k, v in (wl.get("slo") or {}).items() if v is not None}
     if slo:
         load.append(

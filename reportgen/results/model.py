@@ -217,6 +217,9 @@ class Level(_Model):
     aborted: str | None = None  # why it was cut short (its server died), or FAILED_DURING
     stagger: Stagger | None = None  # closed loop: how its clients started (None: open loop)
     log_span: list[int] | None = None  # the server log's byte offsets at its start and end
+    # A duration level run until known (``workload.max_duration_s``): its interval's relative
+    # width when its clients stopped, and the width it had to reach (the campaign's margin)
+    known: list[float] | None = None
     events: list[EngineEvent] = Field(default_factory=list)  # inside its window
     # The events of a first attempt at this repetition, measured again because of them.
     remeasured: list[EngineEvent] = Field(default_factory=list)

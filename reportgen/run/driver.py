@@ -19,6 +19,7 @@ from typing import Any
 from reportgen.analysis import steady
 from reportgen.analysis.summary import applied_slo, summarize
 from reportgen.campaign import Workload
+from reportgen.campaign.schema import DEFAULT_MARGIN
 from reportgen.load import loadgen, prompts, trace
 from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
 from reportgen.load.tokens import Tokenizer
@@ -62,8 +63,10 @@ class Driver:
         tokenizer: Tokenizer | None,
         ceiling: dict[str, Any] | None,
         on_request: Callable[[RequestRecord], None],
+        margin: float = DEFAULT_MARGIN,
     ) -> None:
         self.wl = workload
+        self.margin = margin  # a duration level runs on until known within it
         self.base_url = base_url
         self.spec = spec
         self.campaign_dir = campaign_dir
@@ -178,8 +181,13 @@ class Driver:
         stagger_s: float = 0.0,
         replay: bool = False,
         rate: float | None = None,
+        until_known: Until | None = None,
     ) -> LevelRun:
         sent = self.batch(requests, duration_s, seed, timed=replay)
+        on_request = self.on_request if progress else None
+        if until_known is not None and sent.schedule is None and rate is None:
+            duration_s = until_known.most_s
+            on_request = until_known.wrap(on_request)
         return loadgen.run_load(
             self.base_url,
             self.spec,
@@ -193,12 +201,13 @@ class Driver:
             seed=seed,
             timeout_s=self.wl.request_timeout_s,
             workers=self.wl.workers,
-            on_request=self.on_request if progress else None,
+            on_request=on_request,
             stop_when=stop_when,
             stagger_s=stagger_s,
             outputs=sent.outputs,
             turns=self.wl.turns if replay else 1,
             think_s=self.wl.think_s,
+            drain_when=until_known.known if until_known is not None else None,
         )
 
     def warmup(self) -> Warmup:
@@ -301,6 +310,11 @@ class Driver:
         if point.rate is not None:  # a rate level: its own prompts too (inf: one seed more)
             seed += 7_919 * (1_000_000 if math.isinf(point.rate) else round(point.rate * 1_000))
         stagger = self.stagger(point)
+        until = None
+        if wl.duration_s is not None:
+            most = wl.max_duration_s if wl.max_duration_s is not None else 3 * wl.duration_s
+            if most > wl.duration_s:
+                until = Until(wl.duration_s, most, self.margin)
         lv = self._run(
             concurrency,
             wl.requests_per_level,
@@ -311,6 +325,7 @@ class Driver:
             stagger_s=stagger.step_s if stagger else 0.0,
             replay=True,
             rate=wl.rate_at(point),
+            until_known=until,
         )
         if not self.request_warm:
             self._measured(lv, f"{point.label} repetition {repetition + 1}")
@@ -333,6 +348,7 @@ class Driver:
             summary=summary,
             aborted=lv.aborted,
             stagger=stagger,
+            known=None if until is None or until.width is None else [until.width, self.margin],
         )
         return level, recs
 
@@ -392,6 +408,35 @@ class Driver:
             out.load = load
             out.limited = bool(load is not None and load > CLIENT_LIMIT)
         return out
+
+
+class Until:
+    """A closed-loop duration level run until known: past ``least_s``, its clients stop once
+    its output tok/s interval (``steady.interval_width``) is narrower than ``margin``; at
+    ``most_s`` they stop whatever it is. Follows the level's records as they finish (``wrap``
+    its ``on_request``), timed as ``steady.Watch`` times a warm-up."""
+
+    def __init__(self, least_s: float, most_s: float, margin: float) -> None:
+        self.least_s, self.most_s, self.margin = least_s, most_s, margin
+        self.watch = steady.Watch(tolerance=1.0, windows=2)
+        self.width: float | None = None
+
+    def wrap(
+        self, on_request: Callable[[RequestRecord], None] | None
+    ) -> Callable[[RequestRecord], None]:
+        def both(rec: RequestRecord) -> None:
+            self.watch.add(rec)
+            if on_request is not None:
+                on_request(rec)
+
+        return both
+
+    def known(self) -> bool:
+        now = self.watch.now_s()
+        if now < self.least_s:
+            return False
+        self.width = steady.interval_width(self.watch.records, now)
+        return self.width is not None and self.width < self.margin
 
 
 def keep_text_chars(tokenizer: Tokenizer | None) -> int:

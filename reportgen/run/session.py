@@ -363,6 +363,7 @@ class ServerSession:
             tokenizer=tokenizer,
             ceiling=ctx.client_ceiling,
             on_request=done,
+            margin=ctx.m.campaign.margin,
         )
 
     def _info_paths(self) -> tuple[str, ...]:
