@@ -262,7 +262,11 @@ def _check_page(
     telemetry, latencies = chart_inputs(run_dir, run)
     again = render_html(run, telemetry, claimed, latencies)
     current = version == store.SCHEMA_VERSION
-    same = again == page if current else without_data(again) == without_data(page)
+    # the data block compared as data: a large one is gzipped, whose bytes may differ between
+    # zlib builds while what it holds does not
+    same = without_data(again) == without_data(page) and (
+        not current or again == page or extract(again) == extract(page)
+    )
     done = (
         "rendering the embedded results again gives the same HTML, byte for byte"
         if current

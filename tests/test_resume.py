@@ -221,9 +221,9 @@ def test_a_save_that_fails_midway_keeps_what_was_saved(tmp_path: Path, cache: Pa
     campaign = small_demo(tmp_path, port)
     out = tmp_path / "out"
 
-    def limit() -> None:  # in the child: writes past 40 kB fail with EFBIG
+    def limit() -> None:  # in the child: writes past 80 kB fail with EFBIG
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, 40_000))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (80_000, 80_000))
 
     res = reportgen_alone(str(campaign), "--output", str(out), cache=cache, preexec_fn=limit)
     assert res.returncode == 2, res.stdout + res.stderr

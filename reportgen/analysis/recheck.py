@@ -23,6 +23,7 @@ from reportgen.campaign import Workload
 from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence
 from reportgen.redact import redact_text
+from reportgen.results import store
 from reportgen.results.model import Run
 
 
@@ -75,9 +76,8 @@ def recheck(
     for entry in run.experiments:
         if not entry.checks and entry.status != "ok":
             continue
-        log = run_dir / entry.log_file if entry.log_file else None
-        if log is not None and log.is_file() and entry.log_evidence is not None:
-            text = log.read_text(encoding="utf-8", errors="replace")
+        text = store.read_log(run_dir, entry.log_file) if entry.log_file else None
+        if text is not None and entry.log_evidence is not None:
             ours = dict(patterns)
             for i, chk in enumerate(entry.campaign_checks or []):
                 wanted = chk.get("log_contains") or chk.get("log_absent")

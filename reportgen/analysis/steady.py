@@ -36,17 +36,19 @@ from reportgen.load.records import RequestRecord
 MIN_WINDOW_S = 0.25  # a window is at least this long, whatever the request time
 LAG_REQUESTS = 1.5  # a window is closed this many median request times after it ended
 MIN_LAG_S = 0.2
+ARRIVALS_PER_WINDOW = 4  # an open loop's window is at least this many mean arrival gaps
 ERRORS_ALONE = 8  # this many finished requests, none ok: the warm-up cannot become steady
 
 
 @dataclass(frozen=True)
 class Windows:
     """Closed windows of a warm-up: their length, output tok/s and time per output token
-    (ms), and the spread of the last ones (None until there are enough)."""
+    (ms; None in a window whose chunks had no gap: responses not streamed), and the spread
+    of the last ones (None until there are enough)."""
 
     window_s: float
     tok_s: list[float]
-    tpot_ms: list[float]
+    tpot_ms: list[float | None]
     spread: float | None
 
 
@@ -62,16 +64,23 @@ def windows(
     *,
     window_s: float | None = None,
     last: int = 3,
+    open_loop: bool = False,
 ) -> Windows:
     """The closed windows of a warm-up whose successful ``records`` finished by ``now_s``
     (seconds on their clock); ``window_s`` None: the median request time, at least
-    MIN_WINDOW_S."""
+    MIN_WINDOW_S. The spread is of both numbers; of time per output token alone for an
+    ``open_loop`` (its throughput is its arrivals'), of tok/s alone where no window has a
+    time per token (responses not streamed)."""
     ok = [r for r in records if r.status == "ok" and r.chunk_times]
     if not ok:
         return Windows(window_s or MIN_WINDOW_S, [], [], None)
     durations = np.array([r.end - r.start for r in ok])
     median = float(np.median(durations))
     width = window_s if window_s is not None else max(MIN_WINDOW_S, median)
+    if window_s is None and open_loop and len(ok) > 1:
+        # an open loop's windows hold a few arrivals each, however slow its rate
+        starts = sorted(r.start for r in ok)
+        width = max(width, ARRIVALS_PER_WINDOW * (starts[-1] - starts[0]) / (len(starts) - 1))
     anchor = min(r.end for r in ok)
     closed_by = now_s - max(MIN_LAG_S, LAG_REQUESTS * median)
     count = int(max(0.0, closed_by - anchor) // width)
@@ -91,14 +100,26 @@ def windows(
     gap_sum = np.bincount(index[later].astype(int), weights=gaps[later], minlength=count)
     gap_tok = np.bincount(index[later].astype(int), weights=tokens[later], minlength=count)
     tok_s = [float(x) / width for x in tok]
-    tpot = [
-        float(g / n * 1e3) if n > 0 else math.nan for g, n in zip(gap_sum, gap_tok, strict=True)
+    tpot: list[float | None] = [
+        float(g / n * 1e3) if n > 0 else None for g, n in zip(gap_sum, gap_tok, strict=True)
     ]
-    tail_tok, tail_tpot = tok_s[-last:], tpot[-last:]
-    wide = None
-    if len(tail_tok) >= last and not any(math.isnan(x) for x in tail_tpot):
-        wide = max(spread(tail_tok), spread(tail_tpot))
-    return Windows(width, tok_s, tpot, wide)
+    return Windows(width, tok_s, tpot, _spread_of(tok_s[-last:], tpot, last, open_loop))
+
+
+def _spread_of(
+    tail_tok: list[float], tpot: list[float | None], last: int, open_loop: bool
+) -> float | None:
+    """The last windows' spread (``windows``), or None while it cannot be judged yet."""
+    if len(tail_tok) < last:
+        return None
+    tail_tpot = tpot[-last:]
+    timed = [x for x in tail_tpot if x is not None]
+    parts = [] if open_loop else [spread(tail_tok)]
+    if len(timed) == len(tail_tpot):
+        parts.append(spread(timed))
+    elif open_loop or any(x is not None for x in tpot):
+        return None  # a window without a time per token among the last: not yet
+    return max(parts) if parts else None
 
 
 MIN_WINDOWS = 4  # a level's interval needs this many closed windows
@@ -136,12 +157,14 @@ class Watch:
         windows: int,
         window_s: float | None = None,
         min_requests: int = 0,
+        open_loop: bool = False,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.tolerance = tolerance
         self.last = windows
         self.window_s = window_s
         self.min_requests = min_requests
+        self.open_loop = open_loop
         self.clock = clock
         self.records: list[RequestRecord] = []
         self.t0: float | None = None
@@ -161,7 +184,9 @@ class Watch:
             return "errors"
         if len(done) < self.min_requests:
             return None
-        got = windows(done, self.now_s(), window_s=self.window_s, last=self.last)
+        got = windows(
+            done, self.now_s(), window_s=self.window_s, last=self.last, open_loop=self.open_loop
+        )
         self.result = got
         if got.spread is not None and got.spread <= self.tolerance:
             return "steady"

@@ -242,6 +242,12 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
                 f"{len(c.model.probe)} golden prompt(s)",
                 markup=False,
             )
+    if c.model.brackets:
+        out.print(
+            f"\nthen (campaign.bracket): baseline-end, {steps[0].id}'s configuration measured "
+            "again after every experiment and compared with it (the campaign's drift)",
+            markup=False,
+        )
     if c.model.campaign.confirm:
         out.print(
             "\nthen (campaign.confirm): confirm-best, the best configuration run again, and "

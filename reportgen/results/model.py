@@ -193,7 +193,8 @@ class Settle(_Model):
     errors: int = 0
     window_s: float = 0.0
     windows_tok_s: list[float] = Field(default_factory=list)  # output tok/s per window
-    windows_tpot_ms: list[float] = Field(default_factory=list)  # time per output token
+    # time per output token (None: a window whose responses were not streamed)
+    windows_tpot_ms: list[float | None] = Field(default_factory=list)
     spread: float | None = None  # (max - min) / mean over the last windows (the larger of both)
     request_s: float | None = None  # the warm median request time (staggers the level)
 

@@ -241,6 +241,7 @@ class Driver:
             windows=policy.windows,
             window_s=policy.window_s,
             min_requests=wl.warmup_requests,
+            open_loop=rate is not None or self.wl.prompts.source == "trace",
         )
 
         def stop() -> str | None:

@@ -98,7 +98,11 @@ def _new_default(d: tuple[str, Any, Any], known: set[str]) -> bool:
     # workload override on a finished experiment) is a change, whatever its values
     table = key.rsplit(".", 1)[0] + "."
     if not any(k.startswith(table) for k in known):
-        return False
+        # ... but a table a later reportgen added inside one the saved run had (its
+        # workload's warm-up policy, say) is new the same way, key by key
+        outer = table[:-1].rsplit(".", 1)[0] + "."
+        if not (outer.endswith("workload.") and any(k.startswith(outer) for k in known)):
+            return False
     # "experiment 2 (fast).workload.prompts.time_scale" -> "workload.prompts.time_scale"
     name = key.split(").", 1)[1] if key.startswith("experiment ") and ")." in key else key
     defaults = _defaults()
