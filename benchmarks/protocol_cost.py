@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         total = sum(p[k] for k in keys)
         print(f"{name[:27]:<28}" + "".join(f"{p[k]:>15.1f}s" for k in keys) + f"{total:>15.1f}s")
     print()
-    for name, run, p in rows:
+    for name, _, p in rows:
         if not p["_settles"]:
             print(f"{name}: no level warm-ups (a run before the protocol)")
             continue
@@ -101,9 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         longest = p["_longest"] * n
         fixed = FIXED_S * n
         total = sum(p[k] for k in keys)
+        warm = p["level warm-ups"]
         print(
-            f"{name}: the protocol's warm-ups, priming and bracket took {mine:.0f} s of {total:.0f} s "
-            f"({mine / total:.0%}); its {int(p['_settles'])} level warm-ups {p['level warm-ups'] + 0:.0f} s "
+            f"{name}: the protocol's warm-ups, priming and bracket took {mine:.0f} s of "
+            f"{total:.0f} s ({mine / total:.0%}); its {int(p['_settles'])} level warm-ups "
+            f"{warm:.0f} s "
             f"(longest {p['_longest']:.1f} s). Fixed at the longest: {longest:.0f} s "
             f"(protocol x{p['level warm-ups'] / longest:.2f} of it); fixed at {FIXED_S:g} s: "
             f"{fixed:.0f} s (x{p['level warm-ups'] / fixed:.2f}); first warm-up only: "

@@ -150,6 +150,7 @@ requests_per_level = 24
 input_tokens = 8
 output_tokens = 8
 warmup_requests = 2
+warmup = { steady = false }  # as before the steady warm-up: the cold part is measured
 
 [[check]]
 metric = "ttft_ms"
@@ -178,7 +179,7 @@ def test_a_cold_server_warns_and_an_invalidating_campaign_check_fails_the_verdic
     # the readiness probe and 2 warm-up requests were not enough: 11 of 24 measured are cold
     assert checks["steady_state"]["status"] == "warn", checks["steady_state"]
     assert "later requests decoded at x0.3" in checks["steady_state"]["evidence"]
-    assert "warmup_requests" in checks["steady_state"]["hint"]
+    assert "workload.warmup.steady" in checks["steady_state"]["hint"]
     assert checks["campaign_0"]["title"] == "an impossible TTFT bound"
     assert checks["campaign_0"]["status"] == "fail" and not checks["campaign_0"]["invalidates"]
     assert checks["campaign_1"]["status"] == "fail" and checks["campaign_1"]["invalidates"]

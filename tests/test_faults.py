@@ -66,6 +66,7 @@ input_tokens = 16
 output_tokens = 8
 warmup_requests = 1
 request_timeout_s = 2
+warmup = {{ steady = false }}  # the faults come after a fixed number of requests
 
 [[experiment]]
 id = "baseline"
@@ -180,6 +181,7 @@ input_tokens = 16
 output_tokens = 8
 warmup_requests = 1
 request_timeout_s = 5
+warmup = {{ steady = false }}  # the fault comes a fixed number of requests in
 
 [[experiment]]
 id = "baseline"
@@ -197,6 +199,12 @@ id = "dead-loop"
 why = "--fault dead-loop, the load in two processes"
 args = {{ fault = "dead-loop" }}
 workload = {{ workers = 2 }}
+
+[[experiment]]
+id = "crash-warming"
+why = "--fault exit while C=2 warms up until steady"
+args = {{ fault = "exit" }}
+workload = {{ workers = 1, warmup = {{ steady = true, max_s = 60 }} }}
 """
 
 
@@ -212,7 +220,7 @@ def test_a_level_is_cut_short_when_its_server_dies(tmp_path: Path, cache: Path) 
     res = run(path, tmp_path / "out", cache)
     took = time.monotonic() - began
     assert res.returncode == 0, res.stdout + res.stderr
-    assert took < 60, took  # less than one of the two 60-second levels it planned
+    assert took < 60, took  # less than one of the 60-second levels (or warm-ups) it planned
     (run_dir,) = (tmp_path / "out" / "cut").iterdir()
     exps = {e["id"]: e for e in json.loads((run_dir / "results.json").read_text())["experiments"]}
     assert exps["baseline"]["status"] == "ok"
@@ -226,6 +234,10 @@ def test_a_level_is_cut_short_when_its_server_dies(tmp_path: Path, cache: Path) 
         assert level["aborted"].startswith(why), level["aborted"]
         assert level["window"]["duration_s"] < 10  # of the 60 planned
         assert 1 <= level["summary"]["ok"] <= 5  # the 5 served after the warm-up, or fewer
+    # dying while the level warms up: nothing measured, the experiment failed there, at once
+    warming = exps["crash-warming"]
+    assert warming["status"] == "failed" and warming["levels"] == []
+    assert warming["reason"].startswith("server exited with code 3 during C=2's warm-up")
     html = (run_dir / "report.html").read_text()
     assert "C=2 repetition 1: cut short after " in html and "(server exited with code 3)" in html
     assert port_is_free("127.0.0.1", port) and sims_alive(port) == []

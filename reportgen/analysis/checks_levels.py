@@ -477,8 +477,8 @@ def steady_state(rows: Sequence[RequestRecord]) -> Check:
         status="warn",
         evidence=f"{where}: later requests decoded at x{ratio:.2f} the time per token of "
         "earlier ones (Mann-Whitney p < 0.05)",
-        hint="raise workload.warmup.max_s or narrow workload.warmup.tolerance (the server "
-        "was still warming up)"
+        hint="the server was still warming up: keep workload.warmup.steady on (the "
+        "default), and raise workload.warmup.max_s or narrow workload.warmup.tolerance"
         if ratio < 1
         else "the server slowed during the level: look for throttling, memory growth or "
         "another load",

@@ -37,7 +37,7 @@ MIN_WINDOW_S = 0.25  # a window is at least this long, whatever the request time
 LAG_REQUESTS = 1.5  # a window is closed this many median request times after it ended
 MIN_LAG_S = 0.2
 ARRIVALS_PER_WINDOW = 4  # an open loop's window is at least this many mean arrival gaps
-ERRORS_ALONE = 8  # this many finished requests, none ok: the warm-up cannot become steady
+ERRORS_ALONE = 8  # the last this many finished requests, none ok: it cannot become steady
 
 
 @dataclass(frozen=True)
@@ -146,9 +146,9 @@ def interval_width(records: Sequence[RequestRecord], now_s: float) -> float | No
 class Watch:
     """Follows a running warm-up: ``add`` each finished request (the load generator's
     ``on_request``), ``check`` (its ``stop_when``) says "steady" once it is, or "errors" when
-    only failures come back. The records' clock starts at the level's t0, which the caller
-    does not see: it is bounded from each arrival (t0 <= the time of ``add`` - the record's
-    end), so "now" on that clock is never overestimated."""
+    only failures come back (the last ``ERRORS_ALONE`` to finish). The records' clock starts
+    at the level's t0, which the caller does not see: it is bounded from each arrival (t0 <=
+    the time of ``add`` - the record's end), so "now" on that clock is never overestimated."""
 
     def __init__(
         self,
@@ -180,7 +180,8 @@ class Watch:
 
     def check(self) -> str | None:
         done = self.records
-        if len(done) >= ERRORS_ALONE and not any(r.status == "ok" for r in done):
+        # a server that answered at first and then fails (or hangs) every request ends it too
+        if len(done) >= ERRORS_ALONE and not any(r.status == "ok" for r in done[-ERRORS_ALONE:]):
             return "errors"
         if len(done) < self.min_requests:
             return None

@@ -41,17 +41,21 @@ def bracket(run: Run, resolved: dict[str, Resolved]) -> tuple[Experiment, Resolv
     base_r = resolved[base.id]
     if base_r.base_url is not None:
         return None  # a server reportgen did not start: nothing to start again
-    r = dataclasses.replace(
+    r = again(
         base_r,
-        id=BRACKET_ID,
-        why=f"The baseline ({base.id}) measured again after every experiment: how far the "
-        "host drifted over the campaign, and one more start of its configuration.",
-        expect=f"Equivalent to {base.id}: a difference is drift of the host or the engine.",
-        based_on=base.id,
-        parent=base.id,
-        flag_diff=[],
+        BRACKET_ID,
+        f"The baseline ({base.id}) measured again after every experiment: how far the host "
+        "drifted over the campaign, and one more start of its configuration.",
+        f"Equivalent to {base.id}: a difference is drift of the host or the engine.",
     )
     return _entry(r, "bracket", None), r
+
+
+def again(of: Resolved, new_id: str, why: str, expect: str) -> Resolved:
+    """``of``'s configuration as a new experiment compared with it (no flag changed)."""
+    return dataclasses.replace(
+        of, id=new_id, why=why, expect=expect, based_on=of.id, parent=of.id, flag_diff=[]
+    )
 
 
 def adopted_path(run: Run) -> list[Experiment]:
@@ -73,15 +77,12 @@ def plan(run: Run, resolved: dict[str, Resolved]) -> list[tuple[Experiment, Reso
         return []
     best_r = resolved[best.id]
     out: list[tuple[Experiment, Resolved]] = []
-    confirm_r = dataclasses.replace(
+    confirm_r = again(
         best_r,
-        id=CONFIRM_ID,
-        why=f"The best configuration ({best.id}) run again at the end: does its gain hold when "
+        CONFIRM_ID,
+        f"The best configuration ({best.id}) run again at the end: does its gain hold when "
         "measured again, next to the leave-one-out runs?",
-        expect=f"Equivalent to {best.id}'s first run.",
-        based_on=best.id,
-        parent=best.id,
-        flag_diff=[],
+        f"Equivalent to {best.id}'s first run.",
     )
     out.append((_entry(confirm_r, "confirm", None), confirm_r))
     for step in adopted_path(run):

@@ -77,6 +77,12 @@ def exit_code() -> int:
     return 128 + signal.Signals[_received].value
 
 
+def pending() -> bool:
+    """Whether a stop signal came (a running level asks, so that it ends at once even where
+    the signal's exception was dropped)."""
+    return _received is not None
+
+
 def received() -> str:
     """How the stop came, in words: "Ctrl-C", "SIGTERM" (or "Ctrl-C or SIGTERM" unknown)."""
     return {"SIGINT": "Ctrl-C", None: "Ctrl-C or SIGTERM"}.get(_received, _received or "")

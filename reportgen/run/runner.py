@@ -222,27 +222,21 @@ class Runner:
 
     def _bracket(self, run: Run) -> None:
         """``campaign.bracket``: the baseline's configuration measured again at the end
-        (``confirm.bracket``); kept where a resumed run finished it."""
+        (``confirm.bracket``)."""
         step = confirm.bracket(run, self.resolved)
-        if step is None:
-            return
-        fresh, r = step
-        done = run.experiment(r.id)
-        if done is not None and done.finished:
-            self.resolved[r.id] = r
-            return
-        if done is not None:
-            run.experiments.remove(done)
-        run.experiments.append(fresh)
-        total = len(self.campaign.experiments) + 1
-        self._one(run, len(run.experiments) - 1, total, fresh, r)
+        self._at_end(run, [step] if step is not None else [])
 
     def _confirm(self, run: Run) -> None:
         """``campaign.confirm``: the best configuration again, then without each change
-        adopted on its way (``confirm``); kept where a resumed run finished them."""
-        steps = confirm.plan(run, self.resolved)
-        total = len(self.campaign.experiments) + len(steps)
-        for k, (fresh, r) in enumerate(steps):
+        adopted on its way (``confirm``)."""
+        self._at_end(run, confirm.plan(run, self.resolved))
+
+    def _at_end(self, run: Run, steps: list[tuple[Experiment, Resolved]]) -> None:
+        """Experiments a run adds after the campaign's own, in order; kept where a resumed
+        run finished them, run again where it did not."""
+        ids = {r.id for _, r in steps}
+        total = sum(e.id not in ids for e in run.experiments) + len(steps)
+        for fresh, r in steps:
             done = run.experiment(r.id)
             if done is not None and done.finished:
                 self.resolved[r.id] = r
@@ -250,7 +244,7 @@ class Runner:
             if done is not None:
                 run.experiments.remove(done)
             run.experiments.append(fresh)
-            self._one(run, len(self.campaign.experiments) + k, total, fresh, r)
+            self._one(run, len(run.experiments) - 1, total, fresh, r)
 
     def _start(self, environment: dict[str, object]) -> Run:
         try:

@@ -384,7 +384,10 @@ class ServerSession:
         return got
 
     def _dead(self) -> str | None:
-        """Why the server can no longer serve (it exited, or logged a fatal line), or None."""
+        """Why the server can no longer serve (it exited, or logged a fatal line), or why
+        the run is stopping (a stop signal came), or None."""
+        if interrupt.pending():
+            return f"stopped by {interrupt.received()}"
         failed = self.srv.failure()
         return None if failed is None else str(failed)
 
