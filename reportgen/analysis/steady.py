@@ -14,7 +14,10 @@ until the server delivers the same in consecutive windows:
 - a window counts once it is closed: it ended at least one and a half median request times
   ago, so requests still in flight then have (nearly always) finished and been counted;
 - the level is **steady** when the last ``windows`` closed windows agree on both numbers:
-  (max - min) / mean within ``tolerance``, and at least ``min_requests`` requests finished.
+  (max - min) / mean within ``tolerance``, and at least ``min_requests`` requests finished;
+  where fewer than ``MIN_ENDS`` requests end in a window (a low concurrency), its token
+  count swings with where the first-token gaps fall, and time per output token alone is
+  judged.
 
 ``Watch`` follows a warm-up as its requests finish (``add``) and says when to stop
 (``check``); ``windows`` is the pure computation, for tests and for the record.
@@ -37,6 +40,7 @@ MIN_WINDOW_S = 0.25  # a window is at least this long, whatever the request time
 LAG_REQUESTS = 1.5  # a window is closed this many median request times after it ended
 MIN_LAG_S = 0.2
 ARRIVALS_PER_WINDOW = 4  # an open loop's window is at least this many mean arrival gaps
+MIN_ENDS = 16  # a window's output tok/s is judged only when at least this many requests end in it
 ERRORS_ALONE = 8  # the last this many finished requests, none ok: it cannot become steady
 
 
@@ -103,13 +107,23 @@ def windows(
     tpot: list[float | None] = [
         float(g / n * 1e3) if n > 0 else None for g, n in zip(gap_sum, gap_tok, strict=True)
     ]
-    return Windows(width, tok_s, tpot, _spread_of(tok_s[-last:], tpot, last, open_loop))
+    ends = np.floor((np.array([r.end for r in ok]) - anchor) / width)
+    ended = np.bincount(ends[(ends >= 0) & (ends < count)].astype(int), minlength=count)
+    # Few requests ending in a window (a low concurrency): its token count swings with where
+    # the requests' first-token gaps fall, not with the server's speed, so the window is
+    # judged on its time per output token alone (where the responses were streamed).
+    counted = bool(ended[-last:].min() >= MIN_ENDS) if count >= last else True
+    spread_now = _spread_of(tok_s[-last:], tpot, last, open_loop or not counted)
+    if spread_now is None and not counted and not open_loop:
+        spread_now = _spread_of(tok_s[-last:], tpot, last, False)  # nothing streamed
+    return Windows(width, tok_s, tpot, spread_now)
 
 
 def _spread_of(
     tail_tok: list[float], tpot: list[float | None], last: int, open_loop: bool
 ) -> float | None:
-    """The last windows' spread (``windows``), or None while it cannot be judged yet."""
+    """The last windows' spread (``windows``), or None while it cannot be judged yet;
+    ``open_loop`` (or a window too short to count): time per output token alone."""
     if len(tail_tok) < last:
         return None
     tail_tpot = tpot[-last:]
