@@ -112,26 +112,25 @@ def windows(
     # Few requests ending in a window (a low concurrency): its token count swings with where
     # the requests' first-token gaps fall, not with the server's speed, so the window is
     # judged on its time per output token alone (where the responses were streamed).
-    counted = bool(ended[-last:].min() >= MIN_ENDS) if count >= last else True
-    spread_now = _spread_of(tok_s[-last:], tpot, last, open_loop or not counted)
-    if spread_now is None and not counted and not open_loop:
-        spread_now = _spread_of(tok_s[-last:], tpot, last, False)  # nothing streamed
-    return Windows(width, tok_s, tpot, spread_now)
+    # An open loop's throughput is its arrivals'; nothing streamed leaves throughput alone.
+    counted = bool(ended[-last:].min() >= MIN_ENDS) or all(x is None for x in tpot)
+    judge_tok = not open_loop and counted
+    return Windows(width, tok_s, tpot, _spread_of(tok_s[-last:], tpot, last, judge_tok))
 
 
 def _spread_of(
-    tail_tok: list[float], tpot: list[float | None], last: int, open_loop: bool
+    tail_tok: list[float], tpot: list[float | None], last: int, judge_tok: bool
 ) -> float | None:
-    """The last windows' spread (``windows``), or None while it cannot be judged yet;
-    ``open_loop`` (or a window too short to count): time per output token alone."""
+    """The last windows' spread (``windows``), or None while it cannot be judged yet; of
+    time per output token, and of output tok/s where ``judge_tok``."""
     if len(tail_tok) < last:
         return None
     tail_tpot = tpot[-last:]
     timed = [x for x in tail_tpot if x is not None]
-    parts = [] if open_loop else [spread(tail_tok)]
+    parts = [spread(tail_tok)] if judge_tok else []
     if len(timed) == len(tail_tpot):
         parts.append(spread(timed))
-    elif open_loop or any(x is not None for x in tpot):
+    elif not judge_tok or any(x is not None for x in tpot):
         return None  # a window without a time per token among the last: not yet
     return max(parts) if parts else None
 

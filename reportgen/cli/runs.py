@@ -301,31 +301,24 @@ def _lone_table(out: Console, data: Run) -> None:
         ok = sum(lv.summary.ok for lv in e.levels if lv.point == agg.point)
         slo = ["met" if met.get(agg.point) else "missed"] if e.search else []
         table.add_row(str(agg.point), *cells, _in_flight(e, agg.point), f"{sent - ok}/{sent}", *slo)
-    print_table(out, table)
+    _print_table(out, table)
     if e.search:
         from reportgen.render.text import search_said
 
         out.print(search_said(e.search), markup=False, highlight=False)
 
 
-def print_table(out: Console, table: Table) -> None:
+def _print_table(out: Console, table: Table) -> None:
     """A table in full where the output is a file or a pipe (a log keeps every digit); fitted
     to the width of a terminal, as rich does, where it is one."""
     if out.is_terminal:
         out.print(table)
         return
     from rich.measure import Measurement
+    from rich.segment import Segments
 
     wide = Measurement.get(out, out.options.update_width(1_000), table).maximum
-    if wide <= out.width:
-        out.print(table)
-        return
-    fitted = out._width  # None: rich's own guess (80 columns, or $COLUMNS)
-    out.width = wide
-    try:
-        out.print(table)
-    finally:
-        out._width = fitted
+    out.print(Segments(out.render(table, out.options.update_width(max(out.width, wide)))))
 
 
 def _in_flight(e: Any, point: Any) -> str:
@@ -390,7 +383,7 @@ def _summary_table(out: Console, data: Run) -> None:
         if e.id == data.best:
             verdict += " (best)"
         table.add_row(e.id, verdict, *cells)
-    print_table(out, table)
+    _print_table(out, table)
 
 
 def cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
