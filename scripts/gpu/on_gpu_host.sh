@@ -34,6 +34,15 @@
 #                            against it (and, with BENCH_THEN, a second `reportgen bench` with
 #                            those options), then the server stopped by its process group
 #   pack RUN_DIR FILE        the run directory as one tar.xz (to bring back)
+#   detach ENGINE CAMPAIGN [reportgen run options]
+#                            `all`, in a process session of its own that outlives the command
+#                            which started it, from a copy of the checkout in RG_COPY (default
+#                            /tmp/rg: a later transfer of the checkout does not touch it); its
+#                            output in RUNS/detached.log, its exit status in RUNS/detached.rc
+#   poll SECONDS DEST        waits for a detached run, at most SECONDS, copying its newest
+#                            results.json and the log's tail into DEST every 15 s (so what was
+#                            measured comes back even from a command cut short), and at the end
+#                            the packed run and its exit status
 #
 # Environment: BUNDLES (default /tmp/bundles), SITES (/tmp/sites), MODELS (/tmp/models), RUNS
 # (/tmp/runs), RG_SRC (the reportgen to run, default: this checkout; a known-good copy of the
@@ -42,10 +51,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-BUNDLES=${BUNDLES:-/tmp/bundles}
-SITES=${SITES:-/tmp/sites}
-MODELS=${MODELS:-/tmp/models}
-RUNS=${RUNS:-/tmp/runs}
+export BUNDLES=${BUNDLES:-/tmp/bundles}
+export SITES=${SITES:-/tmp/sites}
+export MODELS=${MODELS:-/tmp/models}
+export RUNS=${RUNS:-/tmp/runs}
 RG_SRC=${RG_SRC:-$root}
 DEPS=${DEPS:-}
 EXPERIMENT_S=${EXPERIMENT_S:-170}
@@ -245,6 +254,38 @@ pack() {
   say "packed $dir into $file ($(du -h "$file" | cut -f1))"
 }
 
+detach() {
+  local copy=${RG_COPY:-/tmp/rg}
+  mkdir -p "$RUNS"; rm -f "$RUNS/detached.rc"
+  rm -rf "$copy"; mkdir -p "$copy"
+  (cd "$root" && tar -cf - --exclude=./output --exclude=./.whl --exclude=./.venv .) | tar -xf - -C "$copy"
+  mkdir -p "$copy/output"
+  [ "$RG_SRC" = "$root" ] && RG_SRC=$copy
+  # setsid: its own session, so the end of the command that started it does not end it
+  RG_SRC=$RG_SRC setsid nohup bash -c '"$0" all "$@"; echo $? > "$RUNS/detached.rc"' \
+    "$copy/scripts/gpu/on_gpu_host.sh" "$@" > "$RUNS/detached.log" 2>&1 < /dev/null &
+  say "detached: $* (pid $!, from $copy; output in $RUNS/detached.log)"
+}
+
+poll() {
+  local seconds=$1 dest=$2 end=$((SECONDS + $1)) last
+  mkdir -p "$dest"
+  while :; do
+    last=$(ls -t "$RUNS"/*/results.json 2>/dev/null | head -1 || true)
+    [ -n "$last" ] && cp "$last" "$dest/results.json"
+    [ -f "$RUNS/detached.log" ] && tail -c 200000 "$RUNS/detached.log" > "$dest/detached.log"
+    if [ -f "$RUNS/detached.rc" ]; then
+      cp "$RUNS/detached.rc" "$dest/"
+      cp "$RUNS"/*-run.tar.xz "$dest/" 2>/dev/null || true
+      say "poll: the detached run has ended (exit $(cat "$RUNS/detached.rc"))"
+      return 0
+    fi
+    [ "$SECONDS" -ge "$end" ] && break
+    sleep $(( end - SECONDS < 15 ? (end - SECONDS > 0 ? end - SECONDS : 1) : 15 ))
+  done
+  say "poll: still running after $seconds s"
+}
+
 cmd=${1:-}; shift || true
 case "$cmd" in
   stage) stage "$@" ;;
@@ -255,6 +296,8 @@ case "$cmd" in
   run) run "$@" ;;
   bench) bench "$@" ;;
   pack) pack "$1" "$2" ;;
+  detach) detach "$@" ;;
+  poll) poll "$1" "$2" ;;
   all)
     engine=$1 campaign=$2; shift 2
     unpack "$engine"; model
