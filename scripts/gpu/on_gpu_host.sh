@@ -271,7 +271,8 @@ poll() {
   local seconds=$1 dest=$2 end=$((SECONDS + $1)) last
   mkdir -p "$dest"
   while :; do
-    last=$(ls -t "$RUNS"/*/results.json 2>/dev/null | head -1 || true)
+    # a run directory is RUNS/CAMPAIGN/RUN_ID
+    last=$(ls -t "$RUNS"/*/*/results.json 2>/dev/null | head -1 || true)
     [ -n "$last" ] && cp "$last" "$dest/results.json"
     [ -f "$RUNS/detached.log" ] && tail -c 200000 "$RUNS/detached.log" > "$dest/detached.log"
     if [ -f "$RUNS/detached.rc" ]; then
