@@ -8,12 +8,14 @@ from reportgen.results.model import Point
 from tests.conftest import ROOT
 
 EXAMPLES = ROOT / "docs" / "examples"
+# vLLM 0.26 on the 0.5 B MoE, eight experiments, measured before the steady-state protocol
+MOE_RUN = ROOT / "tests" / "fixtures" / "runs" / "vllm-h200-moe"
 
 LEVELS = [Point(1), Point(16), Point(64)]
 
 
 def test_the_best_configuration_its_command_and_its_cost_per_level() -> None:
-    b = brief.build(results.load(EXAMPLES / "vllm-h200"))
+    b = brief.build(results.load(MOE_RUN))
     assert b.best == "ngram-spec"
     assert "--speculative-config" in b.command and "vllm.entrypoints.cli.main serve" in b.command
     assert b.columns == [
@@ -46,7 +48,7 @@ def test_the_best_configuration_its_command_and_its_cost_per_level() -> None:
 
 
 def test_expectations_are_read_for_their_direction_and_judged_against_the_verdicts() -> None:
-    got = {x.id: x for x in brief.build(results.load(EXAMPLES / "vllm-h200")).expectations}
+    got = {x.id: x for x in brief.build(results.load(MOE_RUN)).expectations}
     assert (got["eager"].reading, got["eager"].judged) == ("worse at C=1,16,64", "met")
     assert got["graph-sizes-small"].reading == "equivalent at C=1,16; worse at C=64"
     assert got["graph-sizes-small"].judged == "partly met"  # worse at 64; 1 and 16 undecided

@@ -266,9 +266,13 @@ def test_graphs_the_engine_turned_off_itself_are_named_with_its_reason() -> None
     [
         (SGLANG / "check-flags-qwen397b.json", "campaigns/qwen397b.toml", "sglang"),
         (SGLANG / "check-flags-sglang-h200.json", "campaigns/sglang-h200.toml", "sglang"),
-        # the campaign as the committed run ran it (campaigns/vllm-h200.toml has moved on to
-        # the 8B-shaped model: its flags are in vLLM's help, above, not parsed there yet)
-        (VLLM / "check-flags-vllm-h200.json", "docs/examples/vllm-h200/campaign.toml", "vllm"),
+        (VLLM / "check-flags-vllm-h200.json", "campaigns/vllm-h200.toml", "vllm"),
+        # the 0.5 B MoE campaign as its run (measured before the steady-state protocol) ran it
+        (
+            VLLM / "check-flags-vllm-h200-moe.json",
+            "tests/fixtures/runs/vllm-h200-moe/campaign.toml",
+            "vllm",
+        ),
     ],
 )
 def test_campaign_flags_as_the_engines_own_parser_accepted_them(

@@ -90,7 +90,7 @@ def test_recheck_takes_the_checks_again_from_the_saved_logs_and_tables(tmp_path:
     """A run's checks as an older reportgen took them (eager warned of no capture line; no
     speculative-decoding agreement check): ``render --recheck`` takes them again with this
     reportgen's adapters, records what they were, and the report still verifies."""
-    vllm = ROOT / "docs" / "examples" / "vllm-h200"
+    vllm = ROOT / "tests" / "fixtures" / "runs" / "vllm-h200-moe"
     run_dir = Path(shutil.copytree(vllm, tmp_path / "v", ignore=shutil.ignore_patterns("*.pdf")))
     data = json.loads((run_dir / "results.json").read_text())
     keep = ("baseline", "eager", "ngram-spec")  # fewer to render and verify
