@@ -312,7 +312,8 @@ def test_settings_a_later_reportgen_added_are_no_change_of_a_saved_campaign(
 
     root = Path(__file__).resolve().parents[1]
     saved = results.load(root / "docs" / "examples" / "sglang-h200")
-    now = campaign.load(root / "campaigns" / "sglang-h200.toml")
+    # the campaign file as the committed run ran it (campaigns/sglang-h200.toml has moved on)
+    now = campaign.load(root / "docs" / "examples" / "sglang-h200" / "campaign.toml")
     # the committed run was resumed from the file as it is (trim = false, starts = 1)
     assert campaign_changes(saved, now) == []
     # as a reportgen saved it before campaign.starts, campaign.confirm, workload.stagger existed
@@ -322,7 +323,7 @@ def test_settings_a_later_reportgen_added_are_no_change_of_a_saved_campaign(
     assert campaign_changes(older, now) == []
     # a default that changed what a finished experiment measured is still named: the file
     # without its trim = false trims duration levels, which the run did not
-    text = (root / "campaigns" / "sglang-h200.toml").read_text()
+    text = (root / "docs" / "examples" / "sglang-h200" / "campaign.toml").read_text()
     untrimmed = tmp_path / "sglang-h200.toml"
     untrimmed.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("trim =")))
     changes = campaign_changes(older, campaign.load(untrimmed))

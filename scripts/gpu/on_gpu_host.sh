@@ -30,7 +30,8 @@
 #                            server's raw /metrics (first and last) and info answers there
 #                            (and vLLM runs with VLLM_SERVER_DEV_MODE=1, for its /server_info).
 #   bench ENGINE [OPTIONS]   the engine started by hand (setsid, port BENCH_PORT or 8000) with the
-#                            test model, then `reportgen bench http://127.0.0.1:PORT OPTIONS`
+#                            test model (BENCH_MODEL, default output/models/small-moe-eos; more
+#                            server flags in BENCH_ARGS, e.g. "--load-format dummy"), then `reportgen bench http://127.0.0.1:PORT OPTIONS`
 #                            against it (and, with BENCH_THEN, a second `reportgen bench` with
 #                            those options), then the server stopped by its process group
 #   pack RUN_DIR FILE        the run directory as one tar.xz (to bring back)
@@ -213,14 +214,16 @@ bench() {  # ENGINE [reportgen bench options]: the engine started by hand, then 
   engine_env "$engine"
   cd "$root"
   mkdir -p "$RUNS"
-  local log=$RUNS/$engine-bench-server.log model=output/models/small-moe-eos port=${BENCH_PORT:-8000}
+  local log=$RUNS/$engine-bench-server.log model=${BENCH_MODEL:-output/models/small-moe-eos}
+  local port=${BENCH_PORT:-8000} extra=()
+  [ -n "${BENCH_ARGS:-}" ] && read -r -a extra <<< "$BENCH_ARGS"
   if [ "$engine" = vllm ]; then
     setsid python3 -m vllm.entrypoints.cli.main serve "$model" --port "$port" \
-      --gpu-memory-utilization 0.85 --max-model-len 4096 > "$log" 2>&1 &
+      --gpu-memory-utilization 0.85 --max-model-len 4096 "${extra[@]}" > "$log" 2>&1 &
   else
     setsid python3 -m sglang.launch_server --model-path "$model" --port "$port" \
       --attention-backend triton --sampling-backend pytorch --enable-metrics \
-      --mem-fraction-static 0.8 > "$log" 2>&1 &
+      --mem-fraction-static 0.8 "${extra[@]}" > "$log" 2>&1 &
   fi
   local server=$!  # setsid: its own process group, stopped as one below
   local t0=$SECONDS
