@@ -88,7 +88,10 @@ SERVERS = 2  # as campaign.starts: servers each experiment's repetitions are spl
 @dataclass(frozen=True)
 class Truth:
     noise: float  # within a session, relative sd
-    starts: float  # between server starts, relative sd
+    starts: float  # between server starts, relative sd (at C=64 where ``start_levels`` is set)
+    # the spread between starts at each level as a share of ``starts`` (None: the same at
+    # every level); one draw per start either way, so a slow start is slow at every level
+    start_levels: tuple[float, ...] | None = None
 
 
 def _sigma(cv: float) -> float:
@@ -103,13 +106,15 @@ class Campaign:
         self.rng = rng
 
     def start(self) -> float:
-        """A server start's own speed (log), shared by its levels."""
-        s = _sigma(self.truth.starts)
-        return float(self.rng.normal(-(s**2) / 2, s)) if s else 0.0
+        """A server start's own draw (standard normal), shared by its levels."""
+        return float(self.rng.normal()) if self.truth.starts else 0.0
 
     def value(self, ratio: float, level: int, start: float) -> float:
         s = _sigma(self.truth.noise * (2 if level == 64 else 1))
-        return 100 * ratio * math.exp(start + self.rng.normal(-(s**2) / 2, s))
+        share = self.truth.start_levels[LEVELS.index(level)] if self.truth.start_levels else 1.0
+        b = _sigma(self.truth.starts * share)
+        speed = b * start - b**2 / 2
+        return 100 * ratio * math.exp(speed + self.rng.normal(-(s**2) / 2, s))
 
 
 def _level(c: int, rep: int, session: int, value: float) -> Level:
@@ -238,6 +243,86 @@ def cell(method: str, truth: Truth, reps: int, trials: int, seed: int) -> dict[s
         "alarm_decision": (decided[1.0]["adopted"] + decided[1.0]["rejected"]) / trials,
         "reps": sum(spent.values()) / (trials * len(RATIOS) * len(LEVELS)),
     }
+
+
+METHODS = {  # --start-levels: label -> (noise.PER_LEVEL, noise.START_DOF)
+    "pooled levels": (False, "old"),
+    "per level": (True, "old"),
+    "per level, start dof": (True, "strict"),
+}
+
+
+def level_cell(truth: Truth, reps: int, trials: int, seed: int, method: str) -> dict[str, object]:
+    """``--start-levels``: the pooled method with the spread between starts per level
+    (``noise.PER_LEVEL``) or pooled over levels (as before), and the start term's degrees of
+    freedom its own (``noise.START_DOF``) or Satterthwaite's; each level's calls apart."""
+    saved = noise_mod.PER_LEVEL, noise_mod.START_DOF
+    noise_mod.PER_LEVEL, noise_mod.START_DOF = METHODS[method]
+    try:
+        rng = np.random.default_rng(seed)
+        calls = {(r, c): {"better": 0, "worse": 0} for r in RATIOS for c in LEVELS}
+        decided = {"adopted": 0, "rejected": 0}
+        for _ in range(trials):
+            for ratio, levels, dec, _used in simulate("pooled", truth, reps, rng):
+                for x in levels:
+                    if x.verdict in calls[(ratio, x.concurrency)]:
+                        calls[(ratio, x.concurrency)][x.verdict] += 1
+                if ratio == 1.0 and dec in decided:
+                    decided[dec] += 1
+    finally:
+        noise_mod.PER_LEVEL, noise_mod.START_DOF = saved
+    return {
+        "alarm": {c: sum(calls[(1.0, c)].values()) / trials for c in LEVELS},
+        "called": {
+            (r, c): calls[(r, c)]["better" if r > 1 else "worse"] / trials
+            for r in (0.90, 1.10)
+            for c in LEVELS
+        },
+        "alarm_decision": (decided["adopted"] + decided["rejected"]) / trials,
+    }
+
+
+START_LEVELS = (None, (0.15, 0.3, 1.0))  # the same at every level; as the H200 showed (C=1 : 64)
+
+
+def start_levels_main(args: argparse.Namespace) -> int:
+    global SERVERS
+    print(
+        f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; pooled method, the spread "
+        "between starts pooled over levels (before) or per level, moderated (now); 'shares': "
+        "the start spread at C=1, 16, 64 as shares of 'starts' (-: the same at each); "
+        "'servers': starts per experiment (the baseline always at least 2); false alarm: an "
+        "identical configuration called better or worse at that level / adopted or rejected; "
+        "called: a 10% loss (0.90) or gain (1.10) called so at that level"
+    )
+    print(
+        "| noise | starts | shares | servers | n | method | false alarm C=1 | C=16 | C=64 "
+        "| (decision) | called 0.90 C=1 | C=16 | C=64 | 1.10 C=1 | C=16 | C=64 |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for servers in args.servers:
+        SERVERS = servers
+        for reps in args.reps:
+            for noise in args.within:
+                for shares in START_LEVELS:
+                    truth = Truth(noise, 0.03, shares)
+                    for method in args.methods:
+                        got = level_cell(truth, reps, args.trials, args.seed, method)
+                        alarm, called = got["alarm"], got["called"]
+                        assert isinstance(alarm, dict) and isinstance(called, dict)
+                        label = "-" if shares is None else ":".join(f"{x:g}" for x in shares)
+                        print(
+                            f"| {noise:.0%} | 3% | {label} | {servers} | {reps} "
+                            f"| {method} | "
+                            + " | ".join(f"{alarm[c]:.1%}" for c in LEVELS)
+                            + f" | {got['alarm_decision']:.1%} | "
+                            + " | ".join(
+                                f"{called[(r, c)]:.0%}" for r in (0.90, 1.10) for c in LEVELS
+                            )
+                            + " |",
+                            flush=True,
+                        )
+    return 0
 
 
 # --goodput: the objective goodput_req_s, a count of requests that met every SLO over the
@@ -450,7 +535,25 @@ def main() -> int:
     parser.add_argument(
         "--together", action="store_true", help="--goodput: a parent's children in one campaign"
     )
+    parser.add_argument(
+        "--start-levels",
+        action="store_true",
+        help="the spread between starts per level against pooled over levels",
+    )
+    parser.add_argument(
+        "--servers", type=int, nargs="+", default=[2, 1], help="--start-levels: starts (2 1)"
+    )
+    parser.add_argument(
+        "--methods", nargs="+", choices=list(METHODS), default=list(METHODS), help="--start-levels"
+    )
+    parser.add_argument(
+        "--within", type=float, nargs="+", default=[0.01, 0.02], help="--start-levels: noise"
+    )
     args = parser.parse_args()
+    if args.start_levels:
+        args.trials = args.trials or 400
+        args.reps = args.reps or [2, 3, 5]
+        return start_levels_main(args)
     if args.goodput:
         args.trials = args.trials or 200
         args.reps = args.reps or [2, 3]

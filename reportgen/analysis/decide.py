@@ -135,7 +135,7 @@ def compare_sides(
             _compare_level(
                 p,
                 c,
-                noise,
+                noise.at(level),
                 margin=margin,
                 higher_is_better=higher_is_better,
                 metric=metric,

@@ -15,10 +15,14 @@ noise model pools it:
   freedom.
 - **between server starts**: a configuration started more than once (the baseline, started
   twice by default; fresh servers; interleaved runs of a parent; two experiments with the same
-  configuration) gives the variance of its sessions' means, S_m^2, pooled over levels; h is the
-  mean of 1/n_j over those sessions (n_j repetitions each). The spread between starts is
-  s_b^2 = max(0, S_m^2 - h s^2), with one degree of freedom per extra start (not per level
-  too: a start that runs slow is slow at every level).
+  configuration) gives the variance of its sessions' means, S_m^2, pooled over configurations
+  and levels; h is the mean of 1/n_j over those sessions (n_j repetitions each). The spread
+  between starts is s_b^2 = max(0, S_m^2 - h s^2), with one degree of freedom per extra
+  start (not per level too: a start that runs slow is slow at every level, so its levels
+  are not independent draws of it). Starts can differ more at some levels than others (on
+  an H200 at its power limit, 2.9% between starts at C=64 and 0.4% at C=1 for one vLLM
+  configuration); ``PER_LEVEL`` (off by default, under study) gives each level its own
+  S_m^2, moderated towards the levels' common value the same empirical Bayes way.
   Repetitions on one server never average it away: two configurations that each ran on one
   server differ by it whatever their repetitions, so identical configurations started
   separately are not called different.
@@ -37,8 +41,8 @@ twice a session's at one repetition, and their own spread is moderated with it t
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import optimize, special
@@ -47,6 +51,16 @@ from reportgen.analysis.summary import compared_value
 from reportgen.results.model import Experiment, Level, Point
 
 SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
+
+# Methods under study, off by default (benchmarks/verdicts.py --start-levels runs them side by
+# side with the default on the same simulated campaigns):
+# - PER_LEVEL: the spread between starts estimated per level, moderated towards the levels'
+#   common value, instead of pooled over levels;
+# - START_DOF = "strict": a comparison's variance W S_m^2 + (1/n sum - W h) s^2, whose start
+#   term keeps the starts' degrees of freedom (see Noise.variance), instead of "old": the start
+#   spread less h s^2, then Satterthwaite over it and the within part.
+PER_LEVEL = False
+START_DOF = "old"
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,16 @@ class Noise:
     session_dof: int
     session_h: float  # the mean of 1/n_j over those sessions (n_j: repetitions on each)
     between_cells: int  # configurations x levels with two or more server starts
+    # per level: (S_m^2 moderated towards the levels' common value, h) where started twice
+    levels: Mapping[Point, tuple[float, float]] = field(default_factory=dict)
+
+    def at(self, level: Point) -> Noise:
+        """The model as it applies at ``level``: the spread between starts measured there
+        (moderated), or the levels' pooled one where that level never ran on two starts."""
+        if level not in self.levels:
+            return self
+        var, h = self.levels[level]
+        return replace(self, session_var=var, session_h=h, levels={})
 
     @property
     def within_sd(self) -> float | None:
@@ -109,13 +133,39 @@ class Noise:
         self, within: float, within_dof: float, inverse_n: float, start_weight: float
     ) -> tuple[float, float | None]:
         """The variance of a sum of side means, and its degrees of freedom: ``inverse_n`` is
-        the sum of the sides' 1/n, ``start_weight`` of their sum((n_j / n)^2):
-        inverse_n x s^2 + start_weight x s_b^2, Satterthwaite over both terms."""
+        the sum of the sides' 1/n, ``start_weight`` W of their sum((n_j / n)^2):
+        inverse_n x s^2 + W x s_b^2.
+
+        By default (``START_DOF = "old"``) s_b^2 = max(0, S_m^2 - h s^2), and Satterthwaite
+        weighs both terms. A start spread that happens to come out small then borrows the
+        within part's many degrees of freedom: with two starts of the baseline, one of the
+        other side, starts 4% apart and repetitions 1%, 10% of identical levels are called
+        different at a nominal 1.7%. ``"strict"`` estimates it as W x S_m^2 + (inverse_n -
+        W h) x s^2 instead: the session means' variance carries the starts' spread with the
+        starts' degrees of freedom, whatever part of it the within-session noise explains;
+        where the second coefficient is negative, the estimate never falls below the within
+        part alone and then keeps the starts' degrees of freedom."""
         a = within * inverse_n
-        b = (self.between_var or 0.0) * start_weight
-        if a + b <= 0:
-            return 0.0, None
-        return a + b, satterthwaite([(a, within_dof), (b, self.session_dof)])
+        if START_DOF != "strict":
+            b = (self.between_var or 0.0) * start_weight
+            if a + b <= 0:
+                return 0.0, None
+            return a + b, satterthwaite([(a, within_dof), (b, self.session_dof)])
+        if self.session_var is None or start_weight <= 0 or self.session_dof <= 0:
+            if a <= 0:
+                return 0.0, None
+            return a, within_dof if within_dof > 0 else None
+        m = self.session_var * start_weight
+        c = (inverse_n - start_weight * self.session_h) * within
+        total = m + c
+        if total <= a:  # the starts measured no spread beyond the within-session noise
+            return (a, float(self.session_dof)) if a > 0 else (0.0, None)
+        if c >= 0:
+            return total, satterthwaite([(m, self.session_dof), (c, within_dof)])
+        denom = m * m / self.session_dof + (c * c / within_dof if within_dof > 0 else 0.0)
+        # a difference of estimates: Satterthwaite's formula, between one degree of freedom
+        # and the starts' own
+        return total, min(max(total * total / denom, 1.0), float(self.session_dof))
 
 
 def config_key(e: Experiment) -> str:
@@ -176,19 +226,53 @@ def within_cells(runs: Sequence[Run1]) -> list[np.ndarray]:
     return [np.asarray(v) for v in groups.values() if len(v) >= 2]
 
 
-def session_means(runs: Sequence[Run1]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per configuration and level started on two or more servers: each server's mean log
-    value and its number of repetitions."""
+def session_means(runs: Sequence[Run1]) -> list[tuple[Point, np.ndarray, np.ndarray]]:
+    """Per configuration and level started on two or more servers: the level, each server's
+    mean log value and its number of repetitions."""
     groups: dict[tuple[str, Point], dict[SessionKey, list[float]]] = {}
     for r in runs:
         groups.setdefault((r.config, r.level), {}).setdefault(r.session, []).append(r.log)
     out = []
-    for sessions in groups.values():
+    for (_, level), sessions in groups.items():
         if len(sessions) >= 2:
             means = np.asarray([np.mean(v) for v in sessions.values()])
             counts = np.asarray([len(v) for v in sessions.values()], dtype=float)
-            out.append((means, counts))
+            out.append((level, means, counts))
     return out
+
+
+def _between(
+    groups: Sequence[tuple[Point, np.ndarray, np.ndarray]], restarts: int
+) -> tuple[float | None, float, dict[Point, tuple[float, float]]]:
+    """The variance of session means pooled over every group, its h, and per level (where
+    ``PER_LEVEL``) the level's own, moderated towards the levels' common prior."""
+    if not groups:
+        return None, 0.0, {}
+    by_level: dict[Point, list[float]] = {}  # [sum of squares, dof, sum of dof x mean(1/n)]
+    for level, means, counts in groups:
+        acc = by_level.setdefault(level, [0.0, 0.0, 0.0])
+        acc[0] += (means.size - 1) * float(means.var(ddof=1))
+        acc[1] += means.size - 1
+        acc[2] += (means.size - 1) * float(np.mean(1 / counts))
+    ss = sum(a[0] for a in by_level.values())
+    dof = sum(a[1] for a in by_level.values())
+    pooled, h = ss / dof, sum(a[2] for a in by_level.values()) / dof
+    if not PER_LEVEL or len(by_level) < 2:
+        return pooled, h, {}
+    points = list(by_level)
+    own = np.asarray([by_level[p][0] / by_level[p][1] for p in points])
+    dofs = np.asarray([by_level[p][1] for p in points])
+    prior, d0 = _prior(own, dofs)
+    # a start slow at one level is slow at the others: the levels together know no more
+    # about the prior than the starts they share
+    d0 = min(d0, float(restarts))
+    if prior is None:
+        return pooled, h, {}
+    levels = {
+        p: ((d0 * prior + dofs[i] * own[i]) / (d0 + dofs[i]), by_level[p][2] / by_level[p][1])
+        for i, p in enumerate(points)
+    }
+    return pooled, h, levels
 
 
 def estimate(runs: Sequence[Run1], metric: str = "") -> Noise:
@@ -198,15 +282,8 @@ def estimate(runs: Sequence[Run1], metric: str = "") -> Noise:
     dofs = np.asarray([c.size - 1 for c in cells], dtype=float)
     within_var, d0 = _prior(variances, dofs)
     between = session_means(runs)
-    session_var: float | None = None
-    h = 0.0
-    if between:
-        num = weight = 0.0
-        for means, counts in between:
-            num += (means.size - 1) * float(means.var(ddof=1))
-            h += (means.size - 1) * float(np.mean(1 / counts))
-            weight += means.size - 1
-        session_var, h = num / weight, h / weight
+    restarts = _restarts(runs)
+    session_var, h, levels = _between(between, restarts)
     return Noise(
         metric=metric,
         within_var=within_var,
@@ -214,9 +291,10 @@ def estimate(runs: Sequence[Run1], metric: str = "") -> Noise:
         within_cells=len(cells),
         within_total_dof=float(dofs.sum()),
         session_var=session_var,
-        session_dof=_restarts(runs),
+        session_dof=restarts,
         session_h=h,
         between_cells=len(between),
+        levels=levels,
     )
 
 
