@@ -249,6 +249,7 @@ METHODS = {  # --start-levels: label -> (noise.PER_LEVEL, noise.START_DOF)
     "pooled levels": (False, "old"),
     "per level": (True, "old"),
     "per level, start dof": (True, "strict"),
+    "per level, start dof on one start": (True, "one start"),
 }
 
 

@@ -58,7 +58,8 @@ SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
 #   common value, instead of pooled over levels;
 # - START_DOF = "strict": a comparison's variance W S_m^2 + (1/n sum - W h) s^2, whose start
 #   term keeps the starts' degrees of freedom (see Noise.variance), instead of "old": the start
-#   spread less h s^2, then Satterthwaite over it and the within part.
+#   spread less h s^2, then Satterthwaite over it and the within part; "one start": strict
+#   only where a side of the comparison ran on one server start.
 PER_LEVEL = False
 START_DOF = "old"
 
@@ -130,7 +131,12 @@ class Noise:
         return (d0 * self.within_var + ss) / (d0 + dof), d0 + dof
 
     def variance(
-        self, within: float, within_dof: float, inverse_n: float, start_weight: float
+        self,
+        within: float,
+        within_dof: float,
+        inverse_n: float,
+        start_weight: float,
+        one_start: bool = False,
     ) -> tuple[float, float | None]:
         """The variance of a sum of side means, and its degrees of freedom: ``inverse_n`` is
         the sum of the sides' 1/n, ``start_weight`` W of their sum((n_j / n)^2):
@@ -146,7 +152,7 @@ class Noise:
         where the second coefficient is negative, the estimate never falls below the within
         part alone and then keeps the starts' degrees of freedom."""
         a = within * inverse_n
-        if START_DOF != "strict":
+        if START_DOF == "old" or (START_DOF == "one start" and not one_start):
             b = (self.between_var or 0.0) * start_weight
             if a + b <= 0:
                 return 0.0, None
@@ -406,6 +412,7 @@ def unpaired(parent: Side, child: Side, noise: Noise) -> Estimate:
         d_w,
         1 / parent.n + 1 / child.n,
         parent.start_weight() + child.start_weight(),
+        one_start=len(set(parent.sessions)) == 1 or len(set(child.sessions)) == 1,
     )
     if var <= 0 or dof is None:
         return Estimate(diff, 0.0, None, s2 or 0.0, d_w)
