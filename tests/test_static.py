@@ -263,3 +263,34 @@ def test_settings_for_several_sessions_that_a_running_server_cannot_honour(
         "experiment 'baseline': runs in one server session (its server is already running at "
         "base_url): campaign.interleave does not apply to it" in res.stderr
     )
+
+
+def test_one_server_start_per_experiment_is_a_warning_naming_what_it_costs(tmp_path: Path) -> None:
+    """`campaign.starts = 1`: each experiment's repetitions on one server start, whose own
+    speed its verdicts cannot tell from the change (benchmarks/verdicts.py --start-levels:
+    an identical configuration adopted or rejected in 6-13% of campaigns). A warning, not
+    an error; none with two starts (the default), a fresh server per repetition, or one
+    repetition."""
+    path = campaign(tmp_path, workload="repetitions = 3")
+    text = path.read_text().replace("[server]", "starts = 1\n\n[server]", 1)
+    text += (
+        '\n[[experiment]]\nid = "faster"\nbased_on = "baseline"\nwhy = "A change."\n'
+        "args = { itl-ms = 1 }\n"
+    )
+    path.write_text(text)
+    res = reportgen_main("validate", path)
+    assert res.returncode == 0, res.stderr
+    assert (
+        f"warning: {path}: campaign.starts = 1: 1 experiment(s) (faster) run on one server "
+        "start each, so their verdicts cannot tell a change from that start's own speed"
+    ) in res.stderr
+    assert "6-13%" in res.stderr and "Leave campaign.starts at 2" in res.stderr
+    for fix in (
+        ("starts = 1\n", ""),
+        ("repetitions = 3", "repetitions = 3\nfresh_server = true"),
+        ("repetitions = 3", "repetitions = 1"),
+    ):
+        path.write_text(text.replace(*fix, 1))
+        res = reportgen_main("validate", path)
+        assert res.returncode == 0, res.stderr
+        assert "campaign.starts" not in res.stderr, fix

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen import engines
-from reportgen.campaign import Campaign, Resolved
+from reportgen.campaign import Campaign, Resolved, repetitions_range
 from reportgen.errors import MISSING, LoadError, Problem
 from reportgen.load import prompts, trace
 from reportgen.run import external
@@ -133,6 +133,7 @@ def check(campaign: Campaign) -> Findings:
         found.advice += _sim_flags(campaign, started)
     found.advice += _undecidable(campaign, steps)
     found.advice += _one_session(campaign, steps)
+    found.advice += _one_start(campaign, steps)
     for r in steps:
         model = next((r.args[k] for k in ("model", "model-path") if k in r.args), None)
         if isinstance(model, str) and _looks_local(model) and ("model", model) not in seen:
@@ -238,6 +239,37 @@ def _one_session(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]
                 )
             )
     return out
+
+
+def _one_start(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
+    """``campaign.starts = 1`` where experiments are compared: each of them runs on one
+    server start, whose own speed its verdicts cannot tell from the change."""
+    info = campaign.model.campaign
+    if info.starts != 1 or info.interleave:
+        return []
+    alone = [
+        r.id
+        for r in steps[1:]
+        if not r.workload.fresh_server
+        and not r.one_session  # said by _one_session where asked
+        and repetitions_range(r.workload.repetitions)[0] >= 2
+    ]
+    if not alone:
+        return []
+    names = ", ".join(alone[:3]) + (", ..." if len(alone) > 3 else "")
+    return [
+        Problem(
+            campaign.path,
+            "campaign.starts",
+            info.starts,
+            f"{len(alone)} experiment(s) ({names}) run on one server start each, so their "
+            "verdicts cannot tell a change from that start's own speed: in simulated "
+            "campaigns with starts 3% apart an identical configuration was adopted or "
+            "rejected in 6-13% of them at three repetitions (benchmarks/verdicts.py "
+            "--start-levels). Leave campaign.starts at 2 (the default), or set "
+            "workload.fresh_server = true",
+        )
+    ]
 
 
 def _sim_flags(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
