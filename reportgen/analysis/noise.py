@@ -15,14 +15,10 @@ noise model pools it:
   freedom.
 - **between server starts**: a configuration started more than once (the baseline, started
   twice by default; fresh servers; interleaved runs of a parent; two experiments with the same
-  configuration) gives the variance of its sessions' means, S_m^2, pooled over configurations
-  and levels; h is the mean of 1/n_j over those sessions (n_j repetitions each). The spread
-  between starts is s_b^2 = max(0, S_m^2 - h s^2), with one degree of freedom per extra
-  start (not per level too: a start that runs slow is slow at every level, so its levels
-  are not independent draws of it). Starts can differ more at some levels than others (on
-  an H200 at its power limit, 2.9% between starts at C=64 and 0.4% at C=1 for one vLLM
-  configuration); ``PER_LEVEL`` (off by default, under study) gives each level its own
-  S_m^2, moderated towards the levels' common value the same empirical Bayes way.
+  configuration) gives the variance of its sessions' means, S_m^2, pooled over levels; h is the
+  mean of 1/n_j over those sessions (n_j repetitions each). The spread between starts is
+  s_b^2 = max(0, S_m^2 - h s^2), with one degree of freedom per extra start (not per level
+  too: a start that runs slow is slow at every level).
   Repetitions on one server never average it away: two configurations that each ran on one
   server differ by it whatever their repetitions, so identical configurations started
   separately are not called different.
@@ -55,7 +51,9 @@ SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
 # Methods under study, off by default (benchmarks/verdicts.py --start-levels runs them side by
 # side with the default on the same simulated campaigns):
 # - PER_LEVEL: the spread between starts estimated per level, moderated towards the levels'
-#   common value, instead of pooled over levels;
+#   common value the same empirical Bayes way, instead of pooled over levels (starts can
+#   differ more at some levels: on an H200 at its power limit, 2.9% between starts at C=64
+#   and 0.4% at C=1 for one vLLM configuration);
 # - START_DOF = "strict": a comparison's variance W S_m^2 + (1/n sum - W h) s^2, whose start
 #   term keeps the starts' degrees of freedom (see Noise.variance), instead of "old": the start
 #   spread less h s^2, then Satterthwaite over it and the within part; "one start": strict
