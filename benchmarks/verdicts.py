@@ -245,11 +245,12 @@ def cell(method: str, truth: Truth, reps: int, trials: int, seed: int) -> dict[s
     }
 
 
-METHODS = {  # --start-levels: label -> (noise.PER_LEVEL, noise.START_DOF)
-    "pooled levels": (False, "old"),
-    "per level": (True, "old"),
-    "per level, start dof": (True, "strict"),
-    "per level, start dof on one start": (True, "one start"),
+METHODS = {  # --start-levels: label -> (noise.PER_LEVEL, noise.START_DOF, noise.FLOOR_MIX)
+    "pooled levels": (False, "old", False),
+    "per level": (True, "old", False),
+    "per level, start dof": (True, "strict", False),
+    "per level, start dof on one start": (True, "one start", False),
+    "per level, start dof on one start, floor mixed": (True, "one start", True),
 }
 
 
@@ -257,8 +258,8 @@ def level_cell(truth: Truth, reps: int, trials: int, seed: int, method: str) -> 
     """``--start-levels``: the pooled method with the spread between starts per level
     (``noise.PER_LEVEL``) or pooled over levels (as before), and the start term's degrees of
     freedom its own (``noise.START_DOF``) or Satterthwaite's; each level's calls apart."""
-    saved = noise_mod.PER_LEVEL, noise_mod.START_DOF
-    noise_mod.PER_LEVEL, noise_mod.START_DOF = METHODS[method]
+    saved = noise_mod.PER_LEVEL, noise_mod.START_DOF, noise_mod.FLOOR_MIX
+    noise_mod.PER_LEVEL, noise_mod.START_DOF, noise_mod.FLOOR_MIX = METHODS[method]
     try:
         rng = np.random.default_rng(seed)
         calls = {(r, c): {"better": 0, "worse": 0} for r in RATIOS for c in LEVELS}
@@ -271,7 +272,7 @@ def level_cell(truth: Truth, reps: int, trials: int, seed: int, method: str) -> 
                 if ratio == 1.0 and dec in decided:
                     decided[dec] += 1
     finally:
-        noise_mod.PER_LEVEL, noise_mod.START_DOF = saved
+        noise_mod.PER_LEVEL, noise_mod.START_DOF, noise_mod.FLOOR_MIX = saved
     return {
         "alarm": {c: sum(calls[(1.0, c)].values()) / trials for c in LEVELS},
         "called": {

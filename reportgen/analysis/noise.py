@@ -60,6 +60,8 @@ SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
 #   only where a side of the comparison ran on one server start.
 PER_LEVEL = False
 START_DOF = "old"
+FLOOR_MIX = False  # with "strict": where the starts show no spread beyond the within noise,
+# Satterthwaite over the within part and W S_m^2 instead of the starts' degrees of freedom
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,11 @@ class Noise:
         c = (inverse_n - start_weight * self.session_h) * within
         total = m + c
         if total <= a:  # the starts measured no spread beyond the within-session noise
-            return (a, float(self.session_dof)) if a > 0 else (0.0, None)
+            if a <= 0:
+                return 0.0, None
+            if FLOOR_MIX:  # the within part's and the session means' degrees of freedom mixed
+                return a, satterthwaite([(a, within_dof), (m, self.session_dof)])
+            return a, float(self.session_dof)
         if c >= 0:
             return total, satterthwaite([(m, self.session_dof), (c, within_dof)])
         denom = m * m / self.session_dof + (c * c / within_dof if within_dof > 0 else 0.0)
