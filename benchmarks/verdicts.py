@@ -551,7 +551,14 @@ def main() -> int:
     parser.add_argument(
         "--within", type=float, nargs="+", default=[0.01, 0.02], help="--start-levels: noise"
     )
+    parser.add_argument(
+        "--noise-method",
+        choices=list(METHODS),
+        help="the grid (and --goodput) with one of --start-levels' methods instead of today's",
+    )
     args = parser.parse_args()
+    if args.noise_method:
+        noise_mod.PER_LEVEL, noise_mod.START_DOF, noise_mod.FLOOR_MIX = METHODS[args.noise_method]
     if args.start_levels:
         args.trials = args.trials or 400
         args.reps = args.reps or [2, 3, 5]
