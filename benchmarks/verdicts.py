@@ -156,6 +156,9 @@ def _throughput(source: Campaign, x: float, c: int, rep: int, session: int, star
     return _level(c, rep, session, source.value(x, c, start))
 
 
+NOISE_METHOD = noise_mod.METHODS[0]  # the noise model of "pooled" and "adaptive" (--noise-method)
+
+
 def simulate(
     method: str,
     truth: Truth,
@@ -166,10 +169,12 @@ def simulate(
     base: float = 1.0,
     draw: Draw = _throughput,
     metric: str = "output_tok_s",
+    noise_method: str | None = None,
 ) -> list[tuple[float, list[Comparison], str, int]]:
     """One campaign by ``method``: per experiment (its true value, ``children[k]``: a ratio
     to the baseline's ``base``, or a goodput mode's SLO attainment; its levels' comparisons
-    with the baseline; its decision; repetitions spent). ``draw`` gives one level run."""
+    with the baseline; its decision; repetitions spent). ``draw`` gives one level run;
+    ``noise_method``: which of ``noise.METHODS`` (default: ``NOISE_METHOD``)."""
     source = Campaign(truth, rng)
     pooled = method != "today"
     base_e = _experiment("baseline", 0, base)
@@ -207,7 +212,8 @@ def simulate(
                         e.levels.append(draw(source, ratio, c, done[c], session, speed))
                         done[c] += 1
                 session += 1
-            found = verdict.Comparer(run, e, pooled=pooled).objective(
+            how = (noise_method or NOISE_METHOD) if pooled else None
+            found = verdict.Comparer(run, e, how).objective(
                 verdict.Side("baseline", True, base_e.levels, "baseline")
             )
             want = [
@@ -245,34 +251,21 @@ def cell(method: str, truth: Truth, reps: int, trials: int, seed: int) -> dict[s
     }
 
 
-METHODS = {  # --start-levels: label -> (noise.PER_LEVEL, noise.START_DOF, noise.FLOOR_MIX)
-    "pooled levels": (False, "old", False),
-    "per level": (True, "old", False),
-    "per level, start dof": (True, "strict", False),
-    "per level, start dof on one start": (True, "one start", False),
-    "per level, start dof on one start, floor mixed": (True, "one start", True),
-}
-
-
 def level_cell(truth: Truth, reps: int, trials: int, seed: int, method: str) -> dict[str, object]:
-    """``--start-levels``: the pooled method with the spread between starts per level
-    (``noise.PER_LEVEL``) or pooled over levels (as before), and the start term's degrees of
-    freedom its own (``noise.START_DOF``) or Satterthwaite's; each level's calls apart."""
-    saved = noise_mod.PER_LEVEL, noise_mod.START_DOF, noise_mod.FLOOR_MIX
-    noise_mod.PER_LEVEL, noise_mod.START_DOF, noise_mod.FLOOR_MIX = METHODS[method]
-    try:
-        rng = np.random.default_rng(seed)
-        calls = {(r, c): {"better": 0, "worse": 0} for r in RATIOS for c in LEVELS}
-        decided = {"adopted": 0, "rejected": 0}
-        for _ in range(trials):
-            for ratio, levels, dec, _used in simulate("pooled", truth, reps, rng):
-                for x in levels:
-                    if x.verdict in calls[(ratio, x.concurrency)]:
-                        calls[(ratio, x.concurrency)][x.verdict] += 1
-                if ratio == 1.0 and dec in decided:
-                    decided[dec] += 1
-    finally:
-        noise_mod.PER_LEVEL, noise_mod.START_DOF, noise_mod.FLOOR_MIX = saved
+    """``--start-levels``: the run's noise model by one of ``noise.METHODS`` ("levels": the
+    spread between starts per level, the starts' own degrees of freedom where a side ran on
+    one start; "pooled": pooled over levels, Satterthwaite everywhere); each level's calls
+    apart."""
+    rng = np.random.default_rng(seed)
+    calls = {(r, c): {"better": 0, "worse": 0} for r in RATIOS for c in LEVELS}
+    decided = {"adopted": 0, "rejected": 0}
+    for _ in range(trials):
+        for ratio, levels, dec, _used in simulate("pooled", truth, reps, rng, noise_method=method):
+            for x in levels:
+                if x.verdict in calls[(ratio, x.concurrency)]:
+                    calls[(ratio, x.concurrency)][x.verdict] += 1
+            if ratio == 1.0 and dec in decided:
+                decided[dec] += 1
     return {
         "alarm": {c: sum(calls[(1.0, c)].values()) / trials for c in LEVELS},
         "called": {
@@ -546,19 +539,24 @@ def main() -> int:
         "--servers", type=int, nargs="+", default=[2, 1], help="--start-levels: starts (2 1)"
     )
     parser.add_argument(
-        "--methods", nargs="+", choices=list(METHODS), default=list(METHODS), help="--start-levels"
+        "--methods",
+        nargs="+",
+        choices=noise_mod.METHODS,
+        default=list(noise_mod.METHODS),
+        help="--start-levels",
     )
     parser.add_argument(
         "--within", type=float, nargs="+", default=[0.01, 0.02], help="--start-levels: noise"
     )
     parser.add_argument(
         "--noise-method",
-        choices=list(METHODS),
-        help="the grid (and --goodput) with one of --start-levels' methods instead of today's",
+        choices=noise_mod.METHODS,
+        help=f"the grid (and --goodput) with this noise method (default {noise_mod.METHODS[0]})",
     )
     args = parser.parse_args()
     if args.noise_method:
-        noise_mod.PER_LEVEL, noise_mod.START_DOF, noise_mod.FLOOR_MIX = METHODS[args.noise_method]
+        global NOISE_METHOD
+        NOISE_METHOD = args.noise_method
     if args.start_levels:
         args.trials = args.trials or 400
         args.reps = args.reps or [2, 3, 5]

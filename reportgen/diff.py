@@ -15,8 +15,8 @@ terminal table) is in ``render.diffpage`` and the CLI.
   sides, every headline metric at every common level is compared B / A with the campaign's
   statistics (``analysis.decide.compare_sides``: each repetition's summary is one
   observation; the interval from both runs' noise model, each run's own spread within a server
-  and between its starts pooled, never the difference between the runs; the margin for
-  equivalence): improved, regressed, equivalent or inconclusive.
+  and between its starts (per level) pooled, never the difference between the runs; the
+  margin for equivalence): improved, regressed, equivalent or inconclusive.
 - **Decisions**: verdicts that changed (adopted in A, rejected in B), experiments that failed
   only in B (new failures) or only in A, checks that fail only in B (newly failed) or only in
   A (newly passing); experiments present on one side only.

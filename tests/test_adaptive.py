@@ -84,7 +84,7 @@ def test_adaptive_rounds_run_only_open_levels_on_fresh_servers_and_verify(
         counts = {c: sum(lv["concurrency"] == c for lv in e["levels"]) for c in (1, 4)}
         assert all(2 <= n <= 4 for n in counts.values())
         assert len(e["sessions"]) == 2 + (len(looks) - 1)
-        assert e["decision"]["method"] == "pooled"
+        assert e["decision"]["method"] == "levels"
 
     # twice as fast is told apart at the first look, at the per-look level
     faster = exps["faster"]["decision"]

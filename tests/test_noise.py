@@ -81,30 +81,46 @@ def _decide(run: Run) -> list[Decision]:
 
 def test_seven_fold_with_every_run_on_its_side_is_faster_with_an_interval_excluding_1() -> None:
     # vLLM on the H200 at C=1: its defaults (CUDA graphs) 619 and 634 output tok/s, eager mode
-    # 60 and 88. Welch on two runs a side said 8.63x (95% CI 0.75-99.46). The baseline now
-    # runs its two repetitions on two server starts.
+    # 60 and 88. Welch on two runs a side said 8.63x (95% CI 0.75-99.46). Each side now runs
+    # its two repetitions on two server starts (campaign.starts = 2, the default).
+    graphs = _exp("graphs", {c: [[619 * c**0.5], [634 * c**0.5]] for c in LEVELS})
+    eager = _exp("eager", {c: [[60 * c**0.5], [88 * c**0.5]] for c in LEVELS})
+    (d,) = _decide(_run(graphs, eager))
+    assert d.method == verdict.CURRENT == "levels" and d.verdict == "rejected"
+    for c in d.vs_parent:
+        assert c.verdict == "worse" and c.ci_high is not None and c.ci_high < 0.6
+        assert 1 / 11 < c.ratio < 1 / 7  # geometric means: sqrt(60 x 88) / sqrt(619 x 634)
+        assert c.ci_low is not None and c.ci_low > 1 / 50  # not 1/99
+
+
+def test_a_side_on_one_server_start_is_undecided_and_says_to_start_it_twice() -> None:
+    # The same numbers with eager's two repetitions on one server: its one start cannot be told
+    # from the change, and the one pair of graphs' starts measures the spread between starts
+    # with one degree of freedom. The pooled method (before 2026-12) decided it on the within
+    # part's degrees of freedom; the levels method says what would decide it.
     graphs = _exp("graphs", {c: [[619 * c**0.5], [634 * c**0.5]] for c in LEVELS})
     eager = _exp("eager", {c: [[60 * c**0.5, 88 * c**0.5]] for c in LEVELS})
-    (d,) = _decide(_run(graphs, eager))
-    assert d.method == "pooled" and d.verdict == "rejected"
-    for c in d.vs_parent:
-        assert c.verdict == "worse" and c.ci_high is not None and c.ci_high < 1
-        assert 1 / 11 < c.ratio < 1 / 7  # geometric means: sqrt(60 x 88) / sqrt(619 x 634)
-        assert c.ci_low is not None and c.ci_low > 1 / 30  # not 1/99
+    run = _run(graphs, eager)
+    (d,) = _decide(run)
+    assert d.verdict == "inconclusive"
+    assert all(c.limit == "one start" and c.reps_needed is None for c in d.vs_parent)
+    assert "ran on one server start" in d.explanation
+    assert "campaign.starts = 2" in d.explanation
+    old = verdict.decide_experiment(run, eager, {}, "pooled")
+    assert old.method == "pooled" and old.verdict == "rejected"
 
 
 def test_a_25_percent_loss_at_three_repetitions_is_slower() -> None:
     rng = np.random.default_rng(7)
 
-    def runs(scale: float, servers: int) -> dict[int, list[list[float]]]:
-        sizes = [2, 1] if servers == 2 else [3]
+    def runs(scale: float) -> dict[int, list[list[float]]]:
         return {
-            c: [list(100 * c * scale * np.exp(rng.normal(0, 0.02, k))) for k in sizes]
+            c: [list(100 * c * scale * np.exp(rng.normal(0, 0.02, k))) for k in (2, 1)]
             for c in LEVELS
         }
 
-    base = _exp("base", runs(1.0, 2))
-    worse = _exp("worse", runs(0.75, 1))
+    base = _exp("base", runs(1.0))
+    worse = _exp("worse", runs(0.75))
     (d,) = _decide(_run(base, worse))
     assert d.verdict == "rejected"
     assert all(c.verdict == "worse" for c in d.vs_parent)
@@ -141,8 +157,8 @@ def test_the_spread_between_starts_is_measured_and_named_when_it_decides_nothing
 
 
 def test_repetitions_to_decide_are_more_than_were_run() -> None:
-    base = _exp("base", {c: [[100, 108], [96]] for c in LEVELS})
-    child = _exp("child", {c: [[108, 116, 100]] for c in LEVELS})  # about 6.5% faster
+    base = _exp("base", {c: [[100, 108], [104]] for c in LEVELS})
+    child = _exp("child", {c: [[107, 115], [111]] for c in LEVELS})  # about 6.5% faster
     (d,) = _decide(_run(base, child))
     assert d.verdict == "inconclusive" and "repetitions a side would decide" in d.explanation
     for c in d.vs_parent:

@@ -9,12 +9,16 @@ compared, not left out.
 
 How the interval's noise is estimated (``Comparison.method``):
 
-- ``pooled`` (``compare_sides``, what campaigns use): the run's own noise model
+- ``levels`` (``compare_sides``, what campaigns use): the run's own noise model
   (``analysis.noise``): the spread of repetitions within a server session, pooled over every
   level and experiment decided so far with Smyth's moderated variance, plus the spread between
-  server starts; t on Welch-Satterthwaite degrees of freedom. Interleaved runs are compared
-  pair by pair, their spread moderated the same way. With adaptive repetitions the interval
-  is at the Pocock level of its looks (``analysis.sequential``).
+  server starts at the level; t on Welch-Satterthwaite degrees of freedom, or the starts' own
+  where a side ran on one start. Interleaved runs are compared pair by pair, their spread
+  moderated the same way. With adaptive repetitions the interval is at the Pocock level of
+  its looks (``analysis.sequential``).
+- ``pooled``: the same with the spread between starts pooled over levels and
+  Welch-Satterthwaite everywhere: how runs were decided before 2026-12; ``verify`` recomputes
+  such runs this way.
 - ``welch`` (``compare_runs``, ``compare_pairs``): each comparison's own two sides only
   (Welch's t on log values; a one-sample t on paired log ratios). How results were decided
   before the noise model; ``verify`` recomputes such runs this way.
@@ -196,7 +200,7 @@ def _compare_level(
     )
     limit = needed[0][1] if needed and out.verdict == "inconclusive" else None
     return out.model_copy(
-        update={"method": "pooled", "dof": est.dof, "confidence": confidence, "limit": limit}
+        update={"method": noise.method, "dof": est.dof, "confidence": confidence, "limit": limit}
     )
 
 
@@ -211,7 +215,10 @@ def _more_repetitions(
     fresh_rounds: bool = False,
 ) -> tuple[int | None, str | None]:
     """Repetitions per side that would decide, with the noise measured (more than now), or
-    (None, "starts") when the spread between server starts alone forbids it."""
+    (None, "starts") when the spread between server starts alone forbids it, or (None,
+    ``ONE_START``) where a side ran on one start that more repetitions would not add to (the
+    "levels" method: its start term keeps the starts' degrees of freedom, which repetitions on
+    one server never raise)."""
     edge = math.log1p(margin)
     effect = abs(est.diff)
     gap = effect if effect > edge else edge - effect
@@ -230,6 +237,10 @@ def _more_repetitions(
     fixed_q = special.stdtrit(noise.session_dof, q) if noise.session_dof else stats.norm.ppf(q)
     if fixed > 0 and float(fixed_q) * math.sqrt(fixed) >= gap:
         return None, "starts"
+    if noise.method != "pooled" and (
+        len(set(sp.sessions)) == 1 or (len(set(sc.sessions)) == 1 and not fresh_rounds)
+    ):
+        return None, ONE_START
     k = np.arange(max(sp.n, sc.n) + 1, MAX_REPS, dtype=float)
     a = est.within * 2 / k
     b = between * (_weight(sp, k) + _weight(sc, k, fresh_rounds))
@@ -241,6 +252,7 @@ def _more_repetitions(
 
 
 MAX_REPS = 200  # beyond this, "about how many" is no longer an answer
+ONE_START = "one start"  # ``Comparison.limit``: a side ran on one server start
 
 
 def _first(k: np.ndarray, ok: np.ndarray) -> int | None:
@@ -518,6 +530,8 @@ def _fmt(c: Comparison) -> str:
             " (two server starts differ by more than this: more repetitions on one server "
             "cannot decide)"
         )
+    elif c.verdict == "inconclusive" and c.limit == ONE_START:
+        more = " (a side ran on one server start: more starts would decide, not repetitions)"
     return f"{c.point.label}: x{c.ratio:.2f}{ci}, {c.verdict}{more}"
 
 
@@ -622,6 +636,7 @@ def decide(
         )
         return "inconclusive", f"{head} The noise is too large to tell.{more}"
     starts = [c for c in comparisons if c.limit == "starts"]
+    one_start = [c for c in comparisons if c.limit == ONE_START]
     needed = [c.reps_needed for c in comparisons if c.reps_needed]
     if missing:
         more = (
@@ -634,6 +649,14 @@ def decide(
             f" Two server starts of one configuration differ by more than this{spread}, and "
             "repetitions on one server cannot average that away: start a fresh server for "
             "each repetition (workload.fresh_server = true) or set campaign.interleave = true."
+        )
+    elif one_start:
+        more = (
+            f" {exp_id} or {parent_id} ran on one server start, and one start's own speed "
+            "cannot be told apart from the change it carries (starts of one configuration "
+            "differ, and one pair of starts measures by how much only roughly): run every "
+            "experiment on two starts (campaign.starts = 2, the default) or start a fresh server "
+            "for each repetition (workload.fresh_server = true)."
         )
     elif needed:
         more = f" About {max(needed)} repetitions a side would decide."

@@ -15,19 +15,27 @@ noise model pools it:
   freedom.
 - **between server starts**: a configuration started more than once (the baseline, started
   twice by default; fresh servers; interleaved runs of a parent; two experiments with the same
-  configuration) gives the variance of its sessions' means, S_m^2, pooled over levels; h is the
-  mean of 1/n_j over those sessions (n_j repetitions each). The spread between starts is
-  s_b^2 = max(0, S_m^2 - h s^2), with one degree of freedom per extra start (not per level
-  too: a start that runs slow is slow at every level).
-  Repetitions on one server never average it away: two configurations that each ran on one
-  server differ by it whatever their repetitions, so identical configurations started
-  separately are not called different.
+  configuration) gives, at each level, the variance of its sessions' means, S_m^2; h is the
+  mean of 1/n_j over those sessions (n_j repetitions each). Starts can differ more at one
+  level than at another (on an H200 at its power limit, 2.9% at C=64 and 0.4% at C=1), so
+  each level keeps its own S_m^2, moderated towards the levels' common value the same
+  empirical Bayes way. Its degrees of freedom are one per extra start, not per level too: a
+  start that runs slow is slow at every level. The spread between starts is
+  s_b^2 = S_m^2 - h s^2. Repetitions on one server never average it away: two
+  configurations that each ran on one server differ by it whatever their repetitions, so
+  identical configurations started separately are not called different.
 
 A mean over n repetitions from sessions of n_j repetitions each has variance
 s^2 / n + s_b^2 x w, w = sum((n_j / n)^2) (1 for one server, 1/n for one per repetition); the
-difference of two sides adds theirs, and its degrees of freedom come from Welch-Satterthwaite
-over the two terms. The interval is t with those degrees of freedom on the
-difference of mean logs, so ratios are of geometric means.
+difference of two sides adds theirs. Where both sides ran on two or more starts, s_b^2 is
+taken as max(0, S_m^2 - h s^2) and the degrees of freedom come from Welch-Satterthwaite over
+the two terms. Where a side ran on one start, the variance is estimated as
+W S_m^2 + (sum 1/n - W h) s^2 (W the sides' w together), which keeps the starts' own degrees
+of freedom: a start spread that happens to come out small would otherwise borrow the
+within-session part's many degrees of freedom, and identical configurations run on one start
+each were called different in 6-13% of simulated campaigns at a nominal 5%. The interval is t
+with those degrees of freedom on the difference of mean logs, so ratios are of geometric
+means.
 
 Interleaved comparisons (``campaign.interleave``) difference each repetition with its
 neighbour in time, each on its own server; the model predicts those differences' variance,
@@ -48,20 +56,11 @@ from reportgen.results.model import Experiment, Level, Point
 
 SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
 
-# Methods under study, off by default (benchmarks/verdicts.py --start-levels runs them side by
-# side with the default on the same simulated campaigns):
-# - PER_LEVEL: the spread between starts estimated per level, moderated towards the levels'
-#   common value the same empirical Bayes way, instead of pooled over levels (starts can
-#   differ more at some levels: on an H200 at its power limit, 2.9% between starts at C=64
-#   and 0.4% at C=1 for one vLLM configuration);
-# - START_DOF = "strict": a comparison's variance W S_m^2 + (1/n sum - W h) s^2, whose start
-#   term keeps the starts' degrees of freedom (see Noise.variance), instead of "old": the start
-#   spread less h s^2, then Satterthwaite over it and the within part; "one start": strict
-#   only where a side of the comparison ran on one server start.
-PER_LEVEL = False
-START_DOF = "old"
-FLOOR_MIX = False  # with "strict": where the starts show no spread beyond the within noise,
-# Satterthwaite over the within part and W S_m^2 instead of the starts' degrees of freedom
+METHODS = ("levels", "pooled")  # newest first: how a run's noise model is estimated and used
+# (``Decision.method``): "levels", the spread between starts per level and a start term with
+# the starts' own degrees of freedom where a side ran on one start; "pooled", that spread
+# pooled over levels and Satterthwaite over both terms everywhere (runs decided before
+# 2026-12; kept so ``verify`` takes their decisions again as they were taken)
 
 
 @dataclass(frozen=True)
@@ -91,6 +90,7 @@ class Noise:
     between_cells: int  # configurations x levels with two or more server starts
     # per level: (S_m^2 moderated towards the levels' common value, h) where started twice
     levels: Mapping[Point, tuple[float, float]] = field(default_factory=dict)
+    method: str = METHODS[0]  # which of METHODS estimated it, and how ``variance`` uses it
 
     def at(self, level: Point) -> Noise:
         """The model as it applies at ``level``: the spread between starts measured there
@@ -142,17 +142,19 @@ class Noise:
         the sum of the sides' 1/n, ``start_weight`` W of their sum((n_j / n)^2):
         inverse_n x s^2 + W x s_b^2.
 
-        By default (``START_DOF = "old"``) s_b^2 = max(0, S_m^2 - h s^2), and Satterthwaite
-        weighs both terms. A start spread that happens to come out small then borrows the
-        within part's many degrees of freedom: with two starts of the baseline, one of the
-        other side, starts 4% apart and repetitions 1%, 10% of identical levels are called
-        different at a nominal 1.7%. ``"strict"`` estimates it as W x S_m^2 + (inverse_n -
-        W h) x s^2 instead: the session means' variance carries the starts' spread with the
-        starts' degrees of freedom, whatever part of it the within-session noise explains;
-        where the second coefficient is negative, the estimate never falls below the within
-        part alone and then keeps the starts' degrees of freedom."""
+        Where both sides ran on two or more starts (``one_start`` false), or by the "pooled"
+        method everywhere, s_b^2 = max(0, S_m^2 - h s^2) and Satterthwaite weighs both terms.
+        A start spread that happens to come out small then borrows the within part's many
+        degrees of freedom, which misleads where a side ran on one start: with two starts of
+        the baseline, one of the other side, starts 4% apart and repetitions 1%, 10% of
+        identical levels were called different at a nominal 1.7%. There, the "levels" method
+        estimates it as W x S_m^2 + (inverse_n - W h) x s^2: the session means' variance
+        carries the starts' spread with the starts' degrees of freedom, whatever part of it
+        the within-session noise explains; where the second coefficient is negative, the
+        estimate never falls below the within part alone and then keeps the starts' degrees
+        of freedom."""
         a = within * inverse_n
-        if START_DOF == "old" or (START_DOF == "one start" and not one_start):
+        if self.method == "pooled" or not one_start:
             b = (self.between_var or 0.0) * start_weight
             if a + b <= 0:
                 return 0.0, None
@@ -167,8 +169,6 @@ class Noise:
         if total <= a:  # the starts measured no spread beyond the within-session noise
             if a <= 0:
                 return 0.0, None
-            if FLOOR_MIX:  # the within part's and the session means' degrees of freedom mixed
-                return a, satterthwaite([(a, within_dof), (m, self.session_dof)])
             return a, float(self.session_dof)
         if c >= 0:
             return total, satterthwaite([(m, self.session_dof), (c, within_dof)])
@@ -252,10 +252,10 @@ def session_means(runs: Sequence[Run1]) -> list[tuple[Point, np.ndarray, np.ndar
 
 
 def _between(
-    groups: Sequence[tuple[Point, np.ndarray, np.ndarray]], restarts: int
+    groups: Sequence[tuple[Point, np.ndarray, np.ndarray]], restarts: int, per_level: bool
 ) -> tuple[float | None, float, dict[Point, tuple[float, float]]]:
     """The variance of session means pooled over every group, its h, and per level (where
-    ``PER_LEVEL``) the level's own, moderated towards the levels' common prior."""
+    ``per_level``) the level's own, moderated towards the levels' common prior."""
     if not groups:
         return None, 0.0, {}
     by_level: dict[Point, list[float]] = {}  # [sum of squares, dof, sum of dof x mean(1/n)]
@@ -267,7 +267,7 @@ def _between(
     ss = sum(a[0] for a in by_level.values())
     dof = sum(a[1] for a in by_level.values())
     pooled, h = ss / dof, sum(a[2] for a in by_level.values()) / dof
-    if not PER_LEVEL or len(by_level) < 2:
+    if not per_level or len(by_level) < 2:
         return pooled, h, {}
     points = list(by_level)
     own = np.asarray([by_level[p][0] / by_level[p][1] for p in points])
@@ -285,15 +285,18 @@ def _between(
     return pooled, h, levels
 
 
-def estimate(runs: Sequence[Run1], metric: str = "") -> Noise:
-    """The noise model of these level runs (see the module's description)."""
+def estimate(runs: Sequence[Run1], metric: str = "", method: str = METHODS[0]) -> Noise:
+    """The noise model of these level runs (see the module's description), by ``method``
+    (one of ``METHODS``)."""
+    if method not in METHODS:
+        raise ValueError(f"no noise method {method!r}: one of {', '.join(METHODS)}")
     cells = within_cells(runs)
     variances = np.asarray([c.var(ddof=1) for c in cells])
     dofs = np.asarray([c.size - 1 for c in cells], dtype=float)
     within_var, d0 = _prior(variances, dofs)
     between = session_means(runs)
     restarts = _restarts(runs)
-    session_var, h, levels = _between(between, restarts)
+    session_var, h, levels = _between(between, restarts, per_level=method == "levels")
     return Noise(
         metric=metric,
         within_var=within_var,
@@ -305,6 +308,7 @@ def estimate(runs: Sequence[Run1], metric: str = "") -> Noise:
         session_h=h,
         between_cells=len(between),
         levels=levels,
+        method=method,
     )
 
 

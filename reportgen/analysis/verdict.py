@@ -14,8 +14,9 @@ recomputed from the raw tables, so the two can never disagree on how a verdict i
 
 The run-level comparisons use the run's noise model (``analysis.noise``) as it stood when the
 experiment was decided: from the experiments up to it, never later ones, so ``verify`` gets
-the same answer from the finished run. A decision without a ``method`` was taken by an earlier
-reportgen from each comparison's own runs (Welch), and is recomputed that way.
+the same answer from the finished run, by the method the run recorded (``Decision.method``):
+one of ``noise.METHODS``, or, without one, each comparison's own runs (Welch), as an earlier
+reportgen took it.
 
 The best configuration is the adopted one with the highest objective score against the
 baseline: the geometric mean of its ratios at the objective's levels (inverted when lower is
@@ -25,8 +26,9 @@ better).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from reportgen.analysis import decide, sequential
 from reportgen.analysis import noise as noise_mod
@@ -66,7 +68,14 @@ def sides(run: Run, entry: Experiment) -> tuple[Side | None, Side | None]:
 
 
 FALSE_ALARM = 0.05  # the chance an experiment no different from its parent is adopted or rejected
-CURRENT = "pooled"  # how decisions are taken now (``Decision.method``; None: "welch")
+CURRENT = noise_mod.METHODS[0]  # how decisions are taken now (``Decision.method``; None: "welch")
+
+
+def oldest(methods: Iterable[str | None]) -> str:
+    """The oldest of decisions' methods ("welch" for a decision without one)."""
+    order = [*noise_mod.METHODS, "welch"]
+    said = [m or "welch" for m in methods]
+    return max(said, key=lambda m: order.index(m) if m in order else len(order), default=CURRENT)
 
 
 def decide_experiment(
@@ -79,8 +88,9 @@ def decide_experiment(
 ) -> Decision:
     """The decision on ``entry`` (an experiment of ``run`` whose checks are done), from its
     levels, its parent's and the baseline's, and the request rows of their tables. ``method``:
-    "pooled" (the run's noise model, from the experiments up to ``entry``), or "welch" (each
-    comparison's own runs; how decisions were taken before, kept to verify such runs).
+    one of ``noise.METHODS`` (the run's noise model, from the experiments up to ``entry``), or
+    None or "welch" (each comparison's own runs; how decisions were taken before, kept to
+    verify such runs).
     ``before_failure``: a failed experiment's finished levels are compared (False: as
     reportgen did before, kept to verify such runs)."""
     broken = invalidated(entry.checks, evidence=True)
@@ -97,7 +107,7 @@ def decide_experiment(
         return Decision(
             verdict="baseline", explanation="The reference every other experiment is compared with."
         )
-    compare = Comparer(run, entry, pooled=method == CURRENT)
+    compare = Comparer(run, entry, method)
     parent_side, base_side = sides(run, entry)
     parent_id = entry.parent or (parent_side.id if parent_side else "")
     vs_parent = compare.objective(parent_side)
@@ -146,7 +156,7 @@ def decide_experiment(
         vs_parent=vs_parent,
         vs_baseline=vs_base,
         paired=paired,
-        method=CURRENT if compare.pooled else None,
+        method=compare.method,
         noise=None if noise is None else noise_summary(noise),
         metrics=every_metric(
             compare, entry, rows, [("vs_parent", parent_side), ("vs_baseline", base_side)]
@@ -170,7 +180,7 @@ def _failed(
         **rows,
         entry.table: [r for r in rows.get(entry.table, ()) if decide.point_of(r) in keep],
     }
-    compare = Comparer(run, done, pooled=method == CURRENT)
+    compare = Comparer(run, done, method)
     parent_side, base_side = sides(run, done)
     noise = compare.noise(run.metric) if compare.pooled else None
     said = ", ".join(c.label for c in keep)
@@ -181,7 +191,7 @@ def _failed(
         vs_parent=compare.objective(parent_side),
         vs_baseline=compare.objective(base_side),
         paired=bool(parent_side and parent_side.paired),
-        method=CURRENT if compare.pooled else None,
+        method=compare.method,
         noise=None if noise is None else noise_summary(noise),
         metrics=every_metric(
             compare, done, rows, [("vs_parent", parent_side), ("vs_baseline", base_side)]
@@ -195,17 +205,19 @@ def open_levels(run: Run, entry: Experiment) -> list[Point]:
     be told from its parent, and more repetitions could tell: inconclusive, with a ratio,
     and not held back by the spread between server starts alone."""
     parent_side, _ = sides(run, entry)
-    found = Comparer(run, entry, pooled=True).objective(parent_side)
+    found = Comparer(run, entry, CURRENT).objective(parent_side)
     return [
         c.point
         for c in found
-        if c.verdict == "inconclusive" and c.ratio is not None and c.limit != "starts"
+        if c.verdict == "inconclusive"
+        and c.ratio is not None
+        and c.limit not in ("starts", decide.ONE_START)
     ]
 
 
-def noise_summary(noise: Noise) -> dict[str, float | int | None]:
+def noise_summary(noise: Noise) -> dict[str, Any]:
     """What a decision records of the noise model it used."""
-    return {
+    out: dict[str, Any] = {
         "within_sd": noise.within_sd,
         "within_dof": noise.within_dof,
         "within_cells": noise.within_cells,
@@ -214,6 +226,11 @@ def noise_summary(noise: Noise) -> dict[str, float | int | None]:
         "between_dof": noise.between_dof,
         "between_cells": noise.between_cells,
     }
+    if noise.levels:  # the spread between starts at each level ("levels")
+        out["between_sd_by_level"] = {
+            p.label: noise.at(p).between_sd for p in sorted(noise.levels, key=lambda p: p.order)
+        }
+    return out
 
 
 class Comparer:
@@ -221,10 +238,11 @@ class Comparer:
     model from the experiments up to it (one per metric, estimated once), or each
     comparison's own runs."""
 
-    def __init__(self, run: Run, entry: Experiment, *, pooled: bool) -> None:
+    def __init__(self, run: Run, entry: Experiment, method: str | None) -> None:
         self.run = run
         self.entry = entry
-        self.pooled = pooled
+        self.method = method if method in noise_mod.METHODS else None
+        self.pooled = self.method is not None
         index = next(i for i, e in enumerate(run.experiments) if e.id == entry.id)
         self.known = run.experiments[: index + 1]  # what the run knew when deciding it
         reps = (entry.workload or {}).get("repetitions", 1)
@@ -238,7 +256,7 @@ class Comparer:
     def noise(self, metric: str) -> Noise:
         if metric not in self._noise:
             runs = noise_mod.level_runs(self.known, metric, current=self.entry.id)
-            self._noise[metric] = noise_mod.estimate(runs, metric)
+            self._noise[metric] = noise_mod.estimate(runs, metric, self.method or CURRENT)
         return self._noise[metric]
 
     def objective(self, side: Side | None) -> list[Comparison]:

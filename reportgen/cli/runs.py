@@ -429,7 +429,7 @@ def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:
         "at": utc_now(),
         "reportgen_version": __version__,
         "method": verdict.CURRENT,
-        "method_before": "welch" if "welch" in methods else verdict.CURRENT,
+        "method_before": verdict.oldest(methods),
         "verdicts_before": before,
         "best_before": best,
     }

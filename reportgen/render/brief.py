@@ -445,6 +445,7 @@ def _next_steps(
     out = []
     open_: list[tuple[str, Point, int]] = []
     starts = []
+    one_start = []
     for e in run.experiments:
         if e.decision is None or e.role != "experiment" or e.decision.verdict == "failed":
             continue  # more repetitions of a failed configuration decide nothing
@@ -453,6 +454,8 @@ def _next_steps(
                 open_.append((e.id, c.point, int(c.reps_needed)))
             if getattr(c, "limit", None) == "starts":
                 starts.append(e.id)
+            if getattr(c, "limit", None) == "one start":
+                one_start.append(e.id)
     decidable = sorted(
         ((n, eid, lvl) for eid, lvl, n in open_ if n <= 12), key=lambda x: (x[0], x[1], x[2].order)
     )
@@ -474,6 +477,13 @@ def _next_steps(
             + ", ".join(sorted(set(starts)))
             + ": more server starts (campaign.starts) or interleaved runs (campaign.interleave) "
             "help, more repetitions on one server do not."
+        )
+    if one_start:
+        out.append(
+            "Undecided because a side ran on one server start: "
+            + ", ".join(sorted(set(one_start)))
+            + ". One start's own speed cannot be told apart from a change: campaign.starts = 2 "
+            "(the default) measures each experiment on two."
         )
     if best is not None:
         worse = [

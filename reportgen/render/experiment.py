@@ -360,6 +360,12 @@ def section(
     )
 
 
+LIMITS = {  # ``Comparison.limit``: what would decide, where repetitions would not
+    "starts": "more starts",
+    "one start": "a second start",
+}
+
+
 def comparisons(items: Sequence[model.Comparison]) -> list[Comparison]:
     return [
         Comparison(
@@ -369,7 +375,7 @@ def comparisons(items: Sequence[model.Comparison]) -> list[Comparison]:
             verdict=c.verdict,
             n=f"{c.n_parent} vs {c.n_child}",
             detectable=f"±{(c.mde - 1) * 100:.1f}%" if c.mde else "–",
-            decide_with=str(c.reps_needed) if c.reps_needed else "",
+            decide_with=str(c.reps_needed) if c.reps_needed else LIMITS.get(c.limit or "", ""),
             metric=c.metric,
         )
         for c in items

@@ -309,7 +309,14 @@ def noise_line(decisions: Sequence[Any]) -> str:
             f"{groups}; they agree enough to weigh as {last.get('within_dof', 0):.0f} degrees "
             "of freedom beside each comparison's own)"
         )
-    if between is not None:
+    by_level = last.get("between_sd_by_level") or {}
+    if by_level:
+        said = ", ".join(f"{v:.1%} at {k}" for k, v in by_level.items() if v is not None)
+        parts.append(
+            f"server starts of one configuration by {said} beyond that "
+            f"(moderated towards each other; {last.get('between_dof', 0)} degree(s) of freedom)"
+        )
+    elif between is not None:
         parts.append(
             f"server starts of one configuration by {between:.1%} beyond that "
             f"({last.get('between_dof', 0)} degree(s) of freedom)"
@@ -319,11 +326,21 @@ def noise_line(decisions: Sequence[Any]) -> str:
             "the spread between server starts was not measured (no configuration was started "
             "twice), so verdicts assume it is nothing"
         )
-    return "Measured in this run, for the objective: " + "; ".join(parts) + "."
+    said = "Measured in this run, for the objective: " + "; ".join(parts) + "."
+    methods = {d.method for d in decisions if d is not None and d.noise}
+    if "pooled" in methods:
+        said += (
+            " These verdicts were taken by the earlier method: the spread between starts pooled"
+            " over levels, and Welch-Satterthwaite degrees of freedom even where a side ran on"
+            " one start (`reportgen render --redecide` takes them again as described above)."
+        )
+    return said
 
 
 METHOD_NAMES = {
-    "pooled": "with the run's noise model",
+    "levels": "with the run's noise model (the spread between starts per level)",
+    "pooled": "with the run's noise model (the spread between starts pooled over levels, "
+    "as reportgen took decisions before 2026-12)",
     "welch": "by each comparison's own repetitions (Welch)",
 }
 
@@ -356,9 +373,10 @@ def redecided(
             else ""
         )
     )
+    by = METHOD_NAMES.get(str(last.get("method")), "")
     return (
         f" The decisions were taken again on {str(last.get('at', ''))[:10]} by reportgen "
-        f"{last.get('reportgen_version', '?')} {METHOD_NAMES['pooled']}, {how}; "
+        f"{last.get('reportgen_version', '?')} {by}, {how}; "
         f"{first_said}."
     )
 

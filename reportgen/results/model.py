@@ -331,15 +331,17 @@ class Comparison(_Model):
     mde: float | None = None  # smallest detectable ratio (> 1) at 80% power
     reps_needed: int | None = None  # inconclusive: repetitions per side that would decide
     paired: bool = False  # interleaved repetitions compared pair by pair
-    # how (``analysis.decide``): "pooled" (the run's noise model), "welch" (each side's own
-    # spread: how runs were decided before the noise model), "bootstrap" (p99 from the
-    # requests); None: "welch"
+    # how (``analysis.decide``): "levels" or "pooled" (the run's noise model, by that method of
+    # ``analysis.noise``), "welch" (each side's own spread: how runs were decided before the
+    # noise model), "bootstrap" (p99 from the requests); None: "welch"
     method: str | None = None
     dof: float | None = None  # the interval's degrees of freedom
     confidence: float | None = (
         None  # the interval's level (below 0.95 never; above when sequential)
     )
-    limit: str | None = None  # "starts": more repetitions on one server cannot decide
+    # "starts": more repetitions on one server cannot decide; "one start": a side ran on one
+    # server start, and only more starts could
+    limit: str | None = None
 
     @property
     def point(self) -> Point:
@@ -360,7 +362,9 @@ class Decision(_Model):
     vs_parent: list[Comparison] = Field(default_factory=list)
     vs_baseline: list[Comparison] = Field(default_factory=list)
     paired: bool | None = None  # compared with interleaved runs of the parent
-    method: str | None = None  # "pooled"; None: "welch" (decided before the noise model)
+    # one of ``analysis.noise.METHODS`` ("levels", "pooled"); None: "welch" (decided before
+    # the noise model)
+    method: str | None = None
     noise: dict[str, Any] | None = None  # the objective's noise model then (``analysis.noise``)
     # Every headline metric, by side ("vs_parent", "vs_baseline"): not only the objective.
     metrics: dict[str, list[Comparison]] | None = None

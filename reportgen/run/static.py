@@ -263,11 +263,12 @@ def _one_start(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
             "campaign.starts",
             info.starts,
             f"{len(alone)} experiment(s) ({names}) run on one server start each, so their "
-            "verdicts cannot tell a change from that start's own speed: in simulated "
-            "campaigns with starts 3% apart an identical configuration was adopted or "
-            "rejected in 6-13% of them at three repetitions (benchmarks/verdicts.py "
-            "--start-levels). Leave campaign.starts at 2 (the default), or set "
-            "workload.fresh_server = true",
+            "verdicts cannot tell a change from that start's own speed: they rest on the few "
+            "degrees of freedom the spread between starts has, and most stay inconclusive "
+            "(taken as reportgen took them before 2026-12, an identical configuration was "
+            "adopted or rejected in 6-13% of simulated campaigns with starts 3% apart: "
+            "benchmarks/verdicts.py --start-levels). Leave campaign.starts at 2 (the "
+            "default), or set workload.fresh_server = true",
         )
     ]
 
