@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -170,11 +171,13 @@ def simulate(
     draw: Draw = _throughput,
     metric: str = "output_tok_s",
     noise_method: str | None = None,
+    scope: str = "experiment",
 ) -> list[tuple[float, list[Comparison], str, int]]:
     """One campaign by ``method``: per experiment (its true value, ``children[k]``: a ratio
     to the baseline's ``base``, or a goodput mode's SLO attainment; its levels' comparisons
     with the baseline; its decision; repetitions spent). ``draw`` gives one level run;
-    ``noise_method``: which of ``noise.METHODS`` (default: ``NOISE_METHOD``)."""
+    ``noise_method``: which of ``noise.METHODS`` (default: ``NOISE_METHOD``); ``scope``:
+    ``campaign.alpha_scope``, over ``children``."""
     source = Campaign(truth, rng)
     pooled = method != "today"
     base_e = _experiment("baseline", 0, base)
@@ -188,6 +191,8 @@ def simulate(
                 base_e.levels.append(draw(source, base, c, int(rep), i, speed))
     base_e.decision = Decision(verdict="baseline", explanation="")
     run = _run([base_e], metric)
+    info = {**run.campaign["campaign"], "alpha_scope": scope}
+    run.campaign = {"campaign": info, "experiment": [{}] * (len(children) + 1)}
     out: list[tuple[float, list[Comparison], str, int]] = []
     for k, ratio in enumerate(children, start=1):
         e = _experiment(f"x{k}", k, ratio)
@@ -317,6 +322,89 @@ def start_levels_main(args: argparse.Namespace) -> int:
                             + " |",
                             flush=True,
                         )
+    return 0
+
+
+def equivalence_main(args: argparse.Namespace) -> int:
+    """``--equivalence``: how often a level of a small true change is called equivalent
+    (within the 3% margin), inconclusive or different, by the "levels" method (the two
+    one-sided tests at 5%: the 90% interval inside the margin) and the "pooled" one (the whole
+    98.3% interval inside), on the same campaigns."""
+    children = (1.00, 0.99, 0.97, 0.95)
+    print(
+        f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; true ratios "
+        + ", ".join(f"{r:.2f}" for r in children)
+        + "; each cell: the share of levels (C=1, 16, 64) called equivalent / inconclusive / "
+        "better or worse; 'bound': the median largest change left possible ('levels' only)"
+    )
+    print(
+        "| noise | starts | n | method | "
+        + " | ".join(f"{r:.2f} eq / inc / diff" for r in children)
+        + " | bound 1.00 |"
+    )
+    print("|---|---|---|---|" + "---|" * (len(children) + 1))
+    for reps in args.reps:
+        for noise, starts in itertools.product(args.within, (0.0, 0.01, 0.03)):
+            truth = Truth(noise, starts)
+            for method in args.methods:
+                rng = np.random.default_rng(args.seed)
+                said = {r: {"equivalent": 0, "inconclusive": 0, "diff": 0} for r in children}
+                bounds: list[float] = []
+                for _ in range(args.trials):
+                    for ratio, levels, _d, _u in simulate(
+                        "pooled", truth, reps, rng, children, noise_method=method
+                    ):
+                        for x in levels:
+                            key = x.verdict if x.verdict in said[ratio] else "diff"
+                            said[ratio][key] += 1
+                            if ratio == 1.0 and x.bound is not None:
+                                bounds.append(x.bound)
+                n = args.trials * len(LEVELS)
+                cells = [
+                    "{:.0%} / {:.0%} / {:.0%}".format(
+                        said[r]["equivalent"] / n, said[r]["inconclusive"] / n, said[r]["diff"] / n
+                    )
+                    for r in children
+                ]
+                bound = f"{float(np.median(bounds)):.1%}" if bounds else "-"
+                head = f"| {noise:.0%} | {starts:.0%} | {reps} | {method} | "
+                print(head + " | ".join(cells) + f" | {bound} |", flush=True)
+    return 0
+
+
+def campaign_wide_main(args: argparse.Namespace) -> int:
+    """``--campaign-wide``: campaigns of eight experiments, seven changing nothing and one a
+    real 10% gain, decided with ``campaign.alpha_scope`` "experiment" and "campaign": how
+    often a campaign holds a wrong call (one of the seven adopted or rejected), and how often
+    the gain is adopted."""
+    children = (1.0,) * 7 + (1.10,)
+    print(
+        f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; eight experiments a campaign: "
+        "seven identical to the baseline, one 10% faster; 'wrong': campaigns where one of the "
+        "seven was adopted or rejected (Monte-Carlo error in brackets); 'adopted': campaigns "
+        "where the 10% gain was"
+    )
+    print("| noise | starts | n | scope | wrong (campaign) | wrong (experiment) | adopted 1.10 |")
+    print("|---|---|---|---|---|---|---|")
+    for reps in args.reps:
+        for noise in args.within:
+            truth = Truth(noise, 0.03)
+            for scope in ("experiment", "campaign"):
+                rng = np.random.default_rng(args.seed)
+                wrong = wrong_each = adopted = 0
+                for _ in range(args.trials):
+                    got = simulate("pooled", truth, reps, rng, children, scope=scope)
+                    calls = [d in ("adopted", "rejected") for r, _, d, _ in got if r == 1.0]
+                    wrong += any(calls)
+                    wrong_each += sum(calls)
+                    adopted += any(d == "adopted" for r, _, d, _ in got if r != 1.0)
+                p = wrong / args.trials
+                err = math.sqrt(p * (1 - p) / args.trials)
+                print(
+                    f"| {noise:.0%} | 3% | {reps} | {scope} | {p:.1%} (±{err:.1%}) | "
+                    f"{wrong_each / (7 * args.trials):.1%} | {adopted / args.trials:.0%} |",
+                    flush=True,
+                )
     return 0
 
 
@@ -536,6 +624,17 @@ def main() -> int:
         help="the spread between starts per level against pooled over levels",
     )
     parser.add_argument(
+        "--equivalence",
+        action="store_true",
+        help="small true changes: equivalent, inconclusive or different, levels against pooled",
+    )
+    parser.add_argument(
+        "--campaign-wide",
+        action="store_true",
+        help="campaigns of eight experiments: wrong calls per campaign, alpha_scope "
+        "experiment against campaign",
+    )
+    parser.add_argument(
         "--servers", type=int, nargs="+", default=[2, 1], help="--start-levels: starts (2 1)"
     )
     parser.add_argument(
@@ -557,6 +656,14 @@ def main() -> int:
     if args.noise_method:
         global NOISE_METHOD
         NOISE_METHOD = args.noise_method
+    if args.equivalence:
+        args.trials = args.trials or 200
+        args.reps = args.reps or [2, 3, 5]
+        return equivalence_main(args)
+    if args.campaign_wide:
+        args.trials = args.trials or 200
+        args.reps = args.reps or [2, 3]
+        return campaign_wide_main(args)
     if args.start_levels:
         args.trials = args.trials or 400
         args.reps = args.reps or [2, 3, 5]

@@ -301,6 +301,7 @@ def _decisions(run: Run, fresh: Run, rows_of: Rows, legacy: bool) -> tuple[list[
             again,
             rows_of,
             method=stored.method,
+            alpha=stored.alpha,
             # a failed experiment decided before its finished levels were compared
             before_failure=stored.verdict != "failed" or stored.before_failure is not None,
         )

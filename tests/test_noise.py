@@ -190,3 +190,65 @@ def test_pocock_boundary_matches_its_published_value_and_a_fixed_count_is_95() -
     assert sequential.pocock_confidence((1, 2, 3, 4, 5)) == pytest.approx(1 - 0.0158, abs=0.0015)
     assert sequential.confidence_for(3) == 0.95
     assert sequential.confidence_for({"min": 2, "max": 8}) > 0.98
+
+
+def test_a_campaign_wide_false_alarm_rate_decides_each_experiment_at_its_share() -> None:
+    """`campaign.alpha_scope = "campaign"`: each of the campaign's k compared experiments is
+    decided at alpha / k (Bonferroni), recorded in its decision, said in the methods; a change
+    the per-experiment rate adopts can then stay open."""
+    rng = np.random.default_rng(3)
+
+    def runs(scale: float) -> dict[int, list[list[float]]]:
+        return {
+            c: [list(100 * c * scale * np.exp(rng.normal(0, 0.01, 2))) for _ in range(2)]
+            for c in LEVELS
+        }
+
+    base, child = _exp("base", runs(1.0)), _exp("child", runs(1.06))
+    run = _run(base, child)
+    (each,) = _decide(run)
+    assert each.alpha == 0.05
+    assert all(c.confidence == pytest.approx(1 - 0.05 / 3) for c in each.vs_parent)
+    info = run.campaign["campaign"]
+    run.campaign = {
+        "campaign": {**info, "alpha": 0.05, "alpha_scope": "campaign"},
+        "experiment": [{"id": f"e{i}"} for i in range(9)],  # a baseline and eight changes
+    }
+    (whole,) = _decide(run)
+    assert whole.alpha == pytest.approx(0.05 / 8)
+    assert all(c.confidence == pytest.approx(1 - 0.05 / 8 / 3) for c in whole.vs_parent)
+    widths = [(c.ci_high or 0) / (c.ci_low or 1) for c in each.vs_parent]
+    assert all(
+        (c.ci_high or 0) / (c.ci_low or 1) > w for c, w in zip(whole.vs_parent, widths, strict=True)
+    )
+    # `verify` takes it again at the rate it recorded, whatever the campaign says now
+    run.campaign = {"campaign": info}
+    again = verdict.decide_experiment(run, child, {}, alpha=whole.alpha)
+    assert again.vs_parent == whole.vs_parent
+
+
+def test_equivalence_is_shown_by_two_one_sided_tests_and_says_the_largest_change_left() -> None:
+    """A 1% change measured with 1% noise, two starts a side, margin 3%: its 98.3% interval
+    reaches past the margin, so the pooled method (which wanted the whole interval inside)
+    left it inconclusive; the two one-sided tests at 5% each (the 90% interval) show it
+    equivalent at every level, and each comparison says how large a change is left possible."""
+    rng = np.random.default_rng(1)
+
+    def runs(scale: float) -> dict[int, list[list[float]]]:
+        return {
+            c: [list(100 * c * scale * np.exp(rng.normal(0, 0.01, 2))) for _ in range(2)]
+            for c in LEVELS
+        }
+
+    base, child = _exp("base", runs(1.0)), _exp("child", runs(1.01))
+    run = _run(base, child)
+    (d,) = _decide(run)
+    assert d.verdict == "equivalent", d.explanation
+    for c in d.vs_parent:
+        assert c.bound is not None and abs(c.ratio - 1) < c.bound <= 0.03
+        assert c.ci_low is not None and c.ci_high is not None
+        # the interval shown is the 98.3% one: wider than what decided equivalence
+        assert max(1 / c.ci_low, c.ci_high) - 1 > c.bound
+        assert f"no change beyond {c.bound:.1%}" in d.explanation
+    old = verdict.decide_experiment(run, child, {}, "pooled")
+    assert old.verdict == "inconclusive" and all(c.bound is None for c in old.vs_parent)

@@ -25,7 +25,12 @@ How the interval's noise is estimated (``Comparison.method``):
 
 Verdicts against the campaign's margin m:
 
-- ``equivalent``: the whole interval lies inside [1/(1+m), 1+m];
+- ``equivalent``: the change is shown to lie within the margin by the two one-sided tests
+  (Schuirmann 1987) at the campaign's alpha each: the interval at 1 - 2 alpha (90%) lies inside
+  [1/(1+m), 1+m]. An experiment is equivalent only where every level is, which holds alpha
+  without sharing it over levels. Each such comparison says the largest change its interval
+  leaves possible ("no change beyond 2.1%"), inconclusive ones too. (Runs decided by the pooled
+  method: the whole interval shown lies inside the margin.);
 - ``better`` / ``worse``: the interval excludes 1 and the estimate is beyond the margin, in the
   good / bad direction for the metric;
 - ``inconclusive``: anything else (too few repetitions or too much noise to tell).
@@ -120,11 +125,15 @@ def compare_sides(
     paired: bool = False,
     confidence: float = 0.95,
     fresh_rounds: bool = False,
+    equivalence: float | None = None,
 ) -> list[Comparison]:
     """Child / parent at each common (or the given) level, with the run's noise model; with
     ``paired``, repetition k of one with repetition k of the other (interleaved runs).
     ``fresh_rounds``: more repetitions of the child would each start a fresh server
-    (adaptive repetitions), so its own start's spread averages down with them."""
+    (adaptive repetitions), so its own start's spread averages down with them.
+    ``equivalence``: the two one-sided tests' interval (0.90 for 5%), which decides
+    "equivalent" and gives ``Comparison.bound`` (None: the interval at ``confidence``, as
+    runs decided by the "pooled" method did)."""
     levels_p = {r.level for r in parent}
     levels_c = {r.level for r in child}
     wanted = _common(levels_p, levels_c, levels)
@@ -147,6 +156,7 @@ def compare_sides(
                 paired=paired,
                 confidence=confidence,
                 fresh_rounds=fresh_rounds,
+                equivalence=equivalence,
             )
         )
     return out
@@ -164,6 +174,7 @@ def _compare_level(
     paired: bool,
     confidence: float,
     fresh_rounds: bool = False,
+    equivalence: float | None = None,
 ) -> Comparison:
     if paired:
         mine = {r.repetition: r.log for r in c}
@@ -197,6 +208,7 @@ def _compare_level(
         level=level,
         confidence=confidence,
         paired=paired,
+        equivalence=equivalence,
     )
     limit = needed[0][1] if needed and out.verdict == "inconclusive" else None
     return out.model_copy(
@@ -290,22 +302,32 @@ def _judge(
     level: Point,
     confidence: float,
     paired: bool = False,
+    equivalence: float | None = None,
 ) -> Comparison:
     """A comparison from the mean log ratio ``diff`` and its standard error (None: too few
     runs for one): the interval, the smallest detectable change, the verdict, and for an
-    inconclusive one the repetitions that would decide it (``reps``)."""
+    inconclusive one the repetitions that would decide it (``reps``). With ``equivalence``
+    (the two one-sided tests' interval, 0.90 for 5%), "equivalent" is decided on that
+    interval, and ``bound`` is the largest change it leaves possible."""
     ratio = math.exp(diff)
-    lo = hi = mde = None
+    lo = hi = mde = bound = None
     needed: int | None = None
     if se is not None and (se == 0 or dof is None):
         lo = hi = ratio
         mde = 1.0
+        bound = abs(ratio - 1) if equivalence is not None else None
     elif se is not None and dof is not None:
         t = float(stats.t.ppf(0.5 + confidence / 2, dof))
         lo, hi = math.exp(diff - t * se), math.exp(diff + t * se)
         mde = math.exp((t + float(stats.t.ppf(POWER, dof))) * se)
+        if equivalence is not None:
+            t_eq = float(stats.t.ppf(0.5 + equivalence / 2, dof))
+            bound = math.expm1(abs(diff) + t_eq * se)
         needed = reps()
-    verdict = _verdict(ratio, lo, hi, margin, higher_is_better)
+    if bound is not None and lo is not None and hi is not None:
+        verdict = _verdict(ratio, lo, hi, margin, higher_is_better, equivalent=bound <= margin)
+    else:
+        verdict = _verdict(ratio, lo, hi, margin, higher_is_better)
     return Comparison(
         metric=metric,
         concurrency=level.concurrency,
@@ -319,6 +341,7 @@ def _judge(
         mde=mde,
         reps_needed=needed if verdict == "inconclusive" else None,
         paired=paired,
+        bound=bound,
     )
 
 
@@ -428,12 +451,21 @@ def bootstrap_ratio(
 
 
 def _verdict(
-    ratio: float, lo: float | None, hi: float | None, margin: float, higher_is_better: bool
+    ratio: float,
+    lo: float | None,
+    hi: float | None,
+    margin: float,
+    higher_is_better: bool,
+    equivalent: bool | None = None,
 ) -> Verdict:
+    """better, worse, equivalent or inconclusive; ``equivalent``: decided apart (the two
+    one-sided tests), else the whole interval within the margin."""
     if lo is None or hi is None:
         return "inconclusive"
     upper, lower = 1 + margin, 1 / (1 + margin)
-    if lower <= lo and hi <= upper:
+    if equivalent is None:
+        equivalent = lower <= lo and hi <= upper
+    if equivalent and not (lo > 1 and ratio > upper) and not (hi < 1 and ratio < lower):
         return "equivalent"
     if lo > 1 and ratio > upper:
         return "better" if higher_is_better else "worse"
@@ -532,6 +564,8 @@ def _fmt(c: Comparison) -> str:
         )
     elif c.verdict == "inconclusive" and c.limit == ONE_START:
         more = " (a side ran on one server start: more starts would decide, not repetitions)"
+    if c.bound is not None and c.verdict in ("equivalent", "inconclusive"):
+        more = f" (no change beyond {c.bound:.1%}{'; ' + more[2:-1] if more else ''})"
     return f"{c.point.label}: x{c.ratio:.2f}{ci}, {c.verdict}{more}"
 
 
@@ -662,6 +696,12 @@ def decide(
         more = f" About {max(needed)} repetitions a side would decide."
     else:
         more = " More repetitions would narrow the interval."
+    bounds = [c.bound for c in comparisons if c.bound is not None]
+    if bounds and len(bounds) == len(comparisons) and max(bounds) < 1:
+        more = (
+            f" No change larger than {max(bounds):.1%} is shown (two one-sided tests, 90%), "
+            f"but that is more than the {margin:.0%} margin." + more
+        )
     return "inconclusive", f"{head} The data cannot tell yet.{more}"
 
 

@@ -68,6 +68,17 @@ def sides(run: Run, entry: Experiment) -> tuple[Side | None, Side | None]:
 
 
 FALSE_ALARM = 0.05  # the chance an experiment no different from its parent is adopted or rejected
+
+
+def experiment_alpha(run: Run) -> float:
+    """The false-alarm rate each experiment is decided at: ``campaign.alpha`` (5%), divided
+    by the campaign's compared experiments where ``alpha_scope = "campaign"``."""
+    alpha = float(run.info.get("alpha") or FALSE_ALARM)
+    if run.info.get("alpha_scope") == "campaign":
+        alpha /= max(1, len(run.campaign.get("experiment") or []) - 1)
+    return alpha
+
+
 CURRENT = noise_mod.METHODS[0]  # how decisions are taken now (``Decision.method``; None: "welch")
 
 
@@ -85,6 +96,7 @@ def decide_experiment(
     method: str | None = CURRENT,
     *,
     before_failure: bool = True,
+    alpha: float | None = None,
 ) -> Decision:
     """The decision on ``entry`` (an experiment of ``run`` whose checks are done), from its
     levels, its parent's and the baseline's, and the request rows of their tables. ``method``:
@@ -92,7 +104,8 @@ def decide_experiment(
     None or "welch" (each comparison's own runs; how decisions were taken before, kept to
     verify such runs).
     ``before_failure``: a failed experiment's finished levels are compared (False: as
-    reportgen did before, kept to verify such runs)."""
+    reportgen did before, kept to verify such runs). ``alpha``: the false-alarm rate it is
+    decided at (default ``experiment_alpha``; ``verify`` gives the one recorded)."""
     broken = invalidated(entry.checks, evidence=True)
     if entry.ok and broken:
         return Decision(
@@ -102,12 +115,12 @@ def decide_experiment(
             + ". See the assumptions checked.",
         )
     if not entry.ok:
-        return _failed(run, entry, rows, method, before_failure)
+        return _failed(run, entry, rows, method, before_failure, alpha)
     if run.baseline is None or entry.id == run.baseline.id:
         return Decision(
             verdict="baseline", explanation="The reference every other experiment is compared with."
         )
-    compare = Comparer(run, entry, method)
+    compare = Comparer(run, entry, method, alpha)
     parent_side, base_side = sides(run, entry)
     parent_id = entry.parent or (parent_side.id if parent_side else "")
     vs_parent = compare.objective(parent_side)
@@ -157,6 +170,7 @@ def decide_experiment(
         vs_baseline=vs_base,
         paired=paired,
         method=compare.method,
+        alpha=compare.alpha if compare.pooled else None,
         noise=None if noise is None else noise_summary(noise),
         metrics=every_metric(
             compare, entry, rows, [("vs_parent", parent_side), ("vs_baseline", base_side)]
@@ -165,7 +179,12 @@ def decide_experiment(
 
 
 def _failed(
-    run: Run, entry: Experiment, rows: Rows, method: str | None, before_failure: bool
+    run: Run,
+    entry: Experiment,
+    rows: Rows,
+    method: str | None,
+    before_failure: bool,
+    alpha: float | None = None,
 ) -> Decision:
     """A failed experiment's decision: failed, with the levels it finished before its server
     failed compared as a successful experiment's are (its verdict cannot rest on them: the
@@ -180,7 +199,7 @@ def _failed(
         **rows,
         entry.table: [r for r in rows.get(entry.table, ()) if decide.point_of(r) in keep],
     }
-    compare = Comparer(run, done, method)
+    compare = Comparer(run, done, method, alpha)
     parent_side, base_side = sides(run, done)
     noise = compare.noise(run.metric) if compare.pooled else None
     said = ", ".join(c.label for c in keep)
@@ -192,6 +211,7 @@ def _failed(
         vs_baseline=compare.objective(base_side),
         paired=bool(parent_side and parent_side.paired),
         method=compare.method,
+        alpha=compare.alpha if compare.pooled else None,
         noise=None if noise is None else noise_summary(noise),
         metrics=every_metric(
             compare, done, rows, [("vs_parent", parent_side), ("vs_baseline", base_side)]
@@ -238,7 +258,9 @@ class Comparer:
     model from the experiments up to it (one per metric, estimated once), or each
     comparison's own runs."""
 
-    def __init__(self, run: Run, entry: Experiment, method: str | None) -> None:
+    def __init__(
+        self, run: Run, entry: Experiment, method: str | None, alpha: float | None = None
+    ) -> None:
         self.run = run
         self.entry = entry
         self.method = method if method in noise_mod.METHODS else None
@@ -248,7 +270,15 @@ class Comparer:
         reps = (entry.workload or {}).get("repetitions", 1)
         # one verdict over several objective levels: their intervals share its 5% (Bonferroni)
         levels = run.objective_count({lv.point for lv in entry.levels})
-        self.confidence = sequential.confidence_for(reps, 1 - FALSE_ALARM / max(1, levels))
+        self.alpha = alpha if alpha is not None else experiment_alpha(run)
+        self.confidence = sequential.confidence_for(reps, 1 - self.alpha / max(1, levels))
+        # "equivalent" by the two one-sided tests at alpha each, per level: an experiment
+        # equivalent only where every level is (an intersection-union test) needs no share
+        self.equivalence = (
+            sequential.confidence_for(reps, 1 - 2 * self.alpha)
+            if self.method not in (None, "pooled")
+            else None
+        )
         low, high = sequential.bounds(reps)
         self.fresh_rounds = high > low  # adaptive: each repetition added starts a server
         self._noise: dict[str, Noise] = {}
@@ -296,6 +326,7 @@ class Comparer:
             paired=side.paired,
             confidence=self.confidence,
             fresh_rounds=self.fresh_rounds,
+            equivalence=self.equivalence,
         )
 
 

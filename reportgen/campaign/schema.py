@@ -117,6 +117,22 @@ class CampaignInfo(_Model):
         lt=1,
         description="Relative changes smaller than this count as equivalent.",
     )
+    alpha: float = Field(
+        0.05,
+        gt=0,
+        le=0.2,
+        description="The chance that a change no different from its parent is adopted or "
+        "rejected anyway (shared by the objective's levels): for each experiment, or for the "
+        "whole campaign (alpha_scope).",
+    )
+    alpha_scope: Literal["experiment", "campaign"] = Field(
+        "experiment",
+        description='"experiment": alpha holds for each experiment (a campaign of eight '
+        'changes that do nothing holds a wrong call more often); "campaign": for the '
+        "campaign as a whole, each of its k compared experiments decided at alpha / k "
+        "(Bonferroni: a campaign decides as it goes, so Holm's step-down, which needs every "
+        "result at once, cannot be used); fewer wrong calls, less power.",
+    )
     cv_bound: float = Field(
         0.05,
         gt=0,

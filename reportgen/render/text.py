@@ -337,6 +337,31 @@ def noise_line(decisions: Sequence[Any]) -> str:
     return said
 
 
+def error_rate(alpha: float, scope: str, experiments: int, levels: int) -> str:
+    """Which false-alarm rate the verdicts hold, in a sentence: ``alpha`` for each
+    experiment or for the campaign (over its ``experiments`` compared), shared by the
+    objective's ``levels``."""
+    each = alpha / max(1, experiments) if scope == "campaign" else alpha
+    shared = f", shared by the objective's {levels} levels" if levels > 1 else ""
+    if scope == "campaign":
+        return (
+            f"False alarms are held for the campaign as a whole (campaign.alpha_scope = "
+            f'"campaign"): a campaign whose {experiments} compared experiments all change '
+            f"nothing holds a wrong call (one adopted or rejected) with probability at most "
+            f"{alpha:.0%}, each experiment decided at {each:.2%} (Bonferroni){shared}."
+        )
+    return (
+        f"False alarms are held for each experiment: one no different from its parent is "
+        f"adopted or rejected with probability at most {alpha:.0%}{shared}. Over a campaign "
+        f"of {experiments} such experiments the chance of some wrong call is higher, up to "
+        f"{min(1.0, alpha * experiments):.0%}; "
+        'campaign.alpha_scope = "campaign" holds it for the whole campaign instead.'
+        if experiments > 1
+        else f"False alarms are held for each experiment: one no different from its parent is "
+        f"adopted or rejected with probability at most {alpha:.0%}{shared}."
+    )
+
+
 METHOD_NAMES = {
     "levels": "with the run's noise model (the spread between starts per level)",
     "pooled": "with the run's noise model (the spread between starts pooled over levels, "
@@ -390,6 +415,7 @@ def methods(
     starts: int = 1,
     measured: str = "",
     ci_level: str = "95%",
+    error: str = "",
 ) -> dict[str, Any]:
     """Metric definitions, load settings, statistics and the assumption checks, for the
     methods section; ``wl``: the campaign's workload, ``exps``: the experiments, whose own
@@ -586,6 +612,7 @@ def methods(
         "noise": noise_doc.bullets,
         "noise_notes": noise_doc.paragraphs[2:],
         "measured": measured,
+        "error_rate": error,
         "ci_level": ci_level,
         "sequential": seq_doc.paragraphs[1:2] if high > low else [],
         "checks_intro": checks_doc.paragraphs[1:],

@@ -108,6 +108,7 @@ def build(run: Run) -> Report:
                 run.best,
             ),
             ci_level=_ci_level(run),
+            error=_error_rate(run),
         ),
         campaign_file={
             "path": path,
@@ -499,6 +500,21 @@ def _confirmation(run: Run) -> str:
         else:
             parts.append(f"whether {e.leaves_out} still pays cannot be told{ratio}")
     return (" Confirmation: " + "; ".join(parts) + ".") if parts else ""
+
+
+def _error_rate(run: Run) -> str:
+    """The false-alarm rate the run's verdicts hold (``text.error_rate``)."""
+    compared = [e for e in run.experiments if e.role == "experiment"][1:]
+    if not compared:
+        return ""
+    info = run.info
+    levels = run.objective_count({lv.point for e in compared for lv in e.levels})
+    return text.error_rate(
+        float(info.get("alpha") or 0.05),
+        str(info.get("alpha_scope") or "experiment"),
+        max(1, len(run.campaign.get("experiment") or []) - 1),
+        levels,
+    )
 
 
 def _ci_level(run: Run) -> str:

@@ -342,6 +342,9 @@ class Comparison(_Model):
     # "starts": more repetitions on one server cannot decide; "one start": a side ran on one
     # server start, and only more starts could
     limit: str | None = None
+    # the largest relative change (either way) that the two one-sided tests' 90% interval
+    # leaves possible: equivalent when within the margin ("levels" decisions; None before)
+    bound: float | None = None
 
     @property
     def point(self) -> Point:
@@ -366,6 +369,9 @@ class Decision(_Model):
     # the noise model)
     method: str | None = None
     noise: dict[str, Any] | None = None  # the objective's noise model then (``analysis.noise``)
+    # the false-alarm rate it was decided at (``campaign.alpha``, over the campaign's
+    # experiments with ``alpha_scope = "campaign"``); None: 5% (decided before it was recorded)
+    alpha: float | None = None
     # Every headline metric, by side ("vs_parent", "vs_baseline"): not only the objective.
     metrics: dict[str, list[Comparison]] | None = None
     # A failed experiment: the levels it finished before it failed, compared as above (the
