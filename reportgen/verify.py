@@ -296,7 +296,7 @@ def _decisions(run: Run, fresh: Run, rows_of: Rows, legacy: bool) -> tuple[list[
         stored = e.decision
         if stored is None:
             continue  # not decided yet: pending, running or interrupted
-        got = verdict.decide_experiment(
+        again.decision = verdict.decide_experiment(
             fresh,
             again,
             rows_of,
@@ -305,11 +305,15 @@ def _decisions(run: Run, fresh: Run, rows_of: Rows, legacy: bool) -> tuple[list[
             # a failed experiment decided before its finished levels were compared
             before_failure=stored.verdict != "failed" or stored.before_failure is not None,
         )
+        fresh.best = verdict.best_after(fresh, again)
+    verdict.drift_check(fresh)  # adoptions the bracket's drift could explain, withdrawn
+    for e, again in zip(run.experiments, fresh.experiments, strict=True):
+        stored, got = e.decision, again.decision
+        if stored is None or got is None:
+            continue
         problems += _compare_decisions(run.metric, e, stored, got, legacy)
         compared += len(got.vs_parent) + len(got.vs_baseline)
         compared += sum(len(v) for v in (got.metrics or {}).values()) if stored.metrics else 0
-        again.decision = got
-        fresh.best = verdict.best_after(fresh, again)
     if fresh.best != run.best:
         problems.append(f"best: {run.best!r} in the report, {fresh.best!r} from the decisions")
     return problems, compared

@@ -252,3 +252,49 @@ def test_equivalence_is_shown_by_two_one_sided_tests_and_says_the_largest_change
         assert f"no change beyond {c.bound:.1%}" in d.explanation
     old = verdict.decide_experiment(run, child, {}, "pooled")
     assert old.verdict == "inconclusive" and all(c.bound is None for c in old.vs_parent)
+
+
+def _timed(e: Experiment, start: int) -> Experiment:
+    e.started_at = f"2026-12-03T10:{start:02d}:00Z"
+    e.finished_at = f"2026-12-03T10:{start + 10:02d}:00Z"
+    return e
+
+
+@pytest.mark.parametrize(("end_speed", "withdrawn"), [(1.09, True), (1.0, False)])
+def test_an_adoption_the_campaigns_drift_could_explain_is_withdrawn(
+    end_speed: float, withdrawn: bool
+) -> None:
+    """A change measured 4% faster than its baseline, which ran ten minutes before it; the
+    baseline's configuration measured again at the end (the bracket) reads 9% faster than at
+    the start: half that drift fell between the two, enough to explain the gain, so the
+    adoption is withdrawn, said why, and the best is the baseline again; without drift it
+    stands, with what was checked recorded. `verify`'s path (decide, then check) agrees."""
+    rng = np.random.default_rng(5)
+
+    def runs(scale: float) -> dict[int, list[list[float]]]:
+        return {
+            c: [list(100 * c * scale * np.exp(rng.normal(0, 0.005, 2))) for _ in range(2)]
+            for c in LEVELS
+        }
+
+    base = _timed(_exp("base", runs(1.0)), 0)
+    child = _timed(_exp("child", runs(1.045)), 10)
+    end = _timed(_exp("base-end", runs(end_speed), command="base"), 20)
+    end.role, end.parent = "bracket", "base"
+    run = _run(base, child)
+    run.experiments.append(end)
+    child.decision = verdict.decide_experiment(run, child, {})
+    run.best = verdict.best_after(run, child)
+    assert child.decision.verdict == "adopted" and run.best == "child"
+    end.decision = verdict.decide_experiment(run, end, {})
+    said = verdict.drift_check(run)
+    d = child.decision
+    assert d.drift is not None and d.drift["share"] == pytest.approx(0.5)
+    assert d.drift["withdrawn"] is withdrawn
+    if withdrawn:
+        assert said == ["child"] and d.verdict == "inconclusive" and run.best == "base"
+        assert "Adopted when decided, then withdrawn: base-end measured" in d.explanation
+        assert all(x["ci_low"] < 1 for x in d.drift["levels"])
+    else:
+        assert said == [] and d.verdict == "adopted" and run.best == "child"
+    assert verdict.drift_check(run) == []  # taken once: nothing more withdrawn

@@ -450,6 +450,13 @@ def bootstrap_ratio(
     return ratio, float(lo), float(hi)
 
 
+def judge_interval(
+    ratio: float, lo: float, hi: float, margin: float, higher_is_better: bool
+) -> Verdict:
+    """better, worse, equivalent or inconclusive from a ratio and its interval alone."""
+    return _verdict(ratio, lo, hi, margin, higher_is_better)
+
+
 def _verdict(
     ratio: float,
     lo: float | None,

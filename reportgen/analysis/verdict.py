@@ -28,7 +28,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+
+from scipy import stats
 
 from reportgen.analysis import decide, sequential
 from reportgen.analysis import noise as noise_mod
@@ -371,7 +374,100 @@ def redecide(run: Run, rows_of: Callable[[str], Sequence[RequestRecord]]) -> dic
                 tables[side.table] = rows_of(side.table)
         e.decision = decide_experiment(run, e, tables)
         run.best = best_after(run, e)
+    drift_check(run)
     return before
+
+
+def _middle(e: Experiment) -> float | None:
+    """The middle of an experiment's time on the host (seconds since the epoch)."""
+    if not e.started_at or not e.finished_at:
+        return None
+    a = datetime.fromisoformat(e.started_at).timestamp()
+    return (a + datetime.fromisoformat(e.finished_at).timestamp()) / 2
+
+
+def _log_se(c: Comparison) -> float | None:
+    """The standard error of a comparison's log ratio, from its interval, level and degrees
+    of freedom."""
+    if not (c.ratio and c.ci_low and c.ci_high and c.dof and c.confidence):
+        return None
+    t = float(stats.t.ppf(0.5 + c.confidence / 2, c.dof))
+    return math.log(c.ci_high / c.ci_low) / (2 * t)
+
+
+def drift_check(run: Run) -> list[str]:
+    """After the bracket (the baseline's configuration measured again at the end) is
+    decided: every adoption taken again with the drift it measured taken out, in proportion
+    to the time between the adopted experiment and its parent (the drift taken as steady
+    over the campaign), with both intervals' uncertainty. An adoption whose gain no level
+    still shows is withdrawn (inconclusive, said why) and the best chosen again. Returns the
+    ids withdrawn. Interleaved comparisons are left as they are: their drift cancels."""
+    end = next((e for e in run.experiments if e.role == "bracket" and e.decision), None)
+    base = run.baseline
+    if end is None or base is None or end.decision is None:
+        return []
+    if end.decision.method in (None, "pooled"):
+        return []  # decided before the check existed
+    drift = {c.point: c for c in end.decision.vs_parent if _log_se(c)}
+    t0, t1 = _middle(base), _middle(end)
+    if not drift or t0 is None or t1 is None or t1 <= t0:
+        return []
+    withdrawn = []
+    for e in run.experiments:
+        d = e.decision
+        if e.role != "experiment" or d is None or d.verdict != "adopted" or d.paired:
+            continue
+        parent = run.experiment(e.parent)
+        tp, tc = (_middle(parent) if parent else None), _middle(e)
+        if tp is None or tc is None:
+            continue
+        share = min(1.0, max(0.0, (tc - tp) / (t1 - t0)))
+        levels, still = [], False
+        for c in d.vs_parent:
+            at = drift.get(c.point)
+            se_c, se_d = _log_se(c), (_log_se(at) if at else None)
+            if c.verdict != "better" or at is None or se_c is None or se_d is None:
+                continue
+            assert c.ratio and at.ratio and c.dof and at.dof and c.confidence
+            diff = math.log(c.ratio) - share * math.log(at.ratio)
+            a, b = se_c**2, (share * se_d) ** 2
+            dof = noise_mod.satterthwaite([(a, c.dof), (b, at.dof)]) or c.dof
+            t = float(stats.t.ppf(0.5 + c.confidence / 2, dof))
+            se = math.sqrt(a + b)
+            lo, hi = math.exp(diff - t * se), math.exp(diff + t * se)
+            shown = decide.judge_interval(math.exp(diff), lo, hi, run.margin, run.higher_is_better)
+            still = still or shown == "better"
+            levels.append(
+                {"level": c.point.label, "ratio": math.exp(diff), "ci_low": lo, "ci_high": hi}
+            )
+        if not levels:
+            continue
+        record: dict[str, Any] = {"bracket": end.id, "share": share, "levels": levels}
+        if still:
+            e.decision = d.model_copy(update={"drift": {**record, "withdrawn": False}})
+            continue
+        said = "; ".join(
+            f"{x['level']}: x{x['ratio']:.2f} ({x['ci_low']:.2f}-{x['ci_high']:.2f})"
+            for x in levels
+        )
+        why = (
+            f" Adopted when decided, then withdrawn: {end.id} measured the baseline's "
+            f"configuration again at the end, and with the drift it saw taken out ({share:.0%} "
+            f"of it fell between {e.parent} and {e.id}) the gain no longer shows ({said})."
+        )
+        e.decision = d.model_copy(
+            update={
+                "verdict": "inconclusive",
+                "explanation": d.explanation + why,
+                "drift": {**record, "withdrawn": True},
+            }
+        )
+        withdrawn.append(e.id)
+    if withdrawn:
+        run.best = None
+        for e in run.experiments:
+            run.best = best_after(run, e)
+    return withdrawn
 
 
 def score(run: Run, entry: Experiment) -> float:

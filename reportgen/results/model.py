@@ -372,6 +372,10 @@ class Decision(_Model):
     # the false-alarm rate it was decided at (``campaign.alpha``, over the campaign's
     # experiments with ``alpha_scope = "campaign"``); None: 5% (decided before it was recorded)
     alpha: float | None = None
+    # an adoption taken again after the campaign against the drift its bracket measured
+    # (``verdict.drift_check``): per level, the gain with that drift taken out, and whether
+    # it was withdrawn for it; None: not checked
+    drift: dict[str, Any] | None = None
     # Every headline metric, by side ("vs_parent", "vs_baseline"): not only the objective.
     metrics: dict[str, list[Comparison]] | None = None
     # A failed experiment: the levels it finished before it failed, compared as above (the

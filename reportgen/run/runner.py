@@ -225,6 +225,12 @@ class Runner:
         (``confirm.bracket``)."""
         step = confirm.bracket(run, self.resolved)
         self._at_end(run, [step] if step is not None else [])
+        for eid in verdict.drift_check(run):
+            self.progress.warn(
+                f"{eid}: adoption withdrawn: the drift the baseline's last measurement saw "
+                "could explain its gain"
+            )
+        self._save()
 
     def _confirm(self, run: Run) -> None:
         """``campaign.confirm``: the best configuration again, then without each change
