@@ -349,6 +349,21 @@ def slurm_campaign(tmp_path: Path, port: int, *, seconds: float = 0) -> Path:
     return two_experiments(tmp_path / "cluster.toml", "cluster", slurm, port, amount)
 
 
+def lighter_demo(port: int) -> str:
+    """campaigns/demo.toml at ``port``, its levels C=1 and 4 (the objective's) and two
+    repetitions: the same experiments and outcomes in about half the time, for tests of how
+    a campaign runs (over SSH, as Slurm jobs) rather than of what the demo measures."""
+    text = (ROOT / "campaigns" / "demo.toml").read_text()
+    for old, new in (
+        ("port = 18427", f"port = {port}"),
+        ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
+        ("repetitions = 3", "repetitions = 2"),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
 def demo_outcomes(stdout: str) -> Path:
     """The run directory of a ``reportgen run campaigns/demo.toml --json`` that gave the
     demo's outcomes: the failures as designed, fast-decode-kernel measured about 1.23x the

@@ -14,21 +14,29 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, demo_outcomes, free_port, port_open, reportgen_main, slurm_campaign
+from tests.conftest import (
+    demo_outcomes,
+    free_port,
+    lighter_demo,
+    port_open,
+    reportgen_main,
+    slurm_campaign,
+)
 
 
 @pytest.mark.slow
 def test_the_demo_runs_as_slurm_jobs_two_at_once_on_two_nodes_and_says_where(
     tmp_path: Path, cache: Path, slurm: dict[str, str]
 ) -> None:
-    """The demo, unchanged but for its port, run with `--slurm debug --parallel 2`: each
+    """The demo (its objective's two levels, two repetitions: ``lighter_demo``), run with
+    `--slurm debug --parallel 2`: each
     experiment a job on a node the cluster gives (each job takes a whole node, as one asking
     for all of a node's GPUs does); typo-in-flag, built on the baseline, runs beside
     fast-decode-kernel on the other node; those built on "best" wait for every earlier one;
     the outcomes are the demo's as run here, and the report says which node ran what."""
     port = free_port()
     path = tmp_path / "demo.toml"
-    path.write_text((ROOT / "campaigns" / "demo.toml").read_text().replace("18427", str(port)))
+    path.write_text(lighter_demo(port))
     plan = reportgen_main("plan", path)
     assert plan.returncode == 0 and "runs:" not in plan.stdout  # here, one at a time
     there = reportgen_main("plan", path, "--slurm", "debug", "--parallel", "2")

@@ -23,9 +23,9 @@ import pytest
 
 from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
 from tests.conftest import (
-    ROOT,
     demo_outcomes,
     free_port,
+    lighter_demo,
     port_open,
     reportgen_main,
     two_experiments,
@@ -270,10 +270,11 @@ def test_where_it_runs_is_checked_before_anything_starts(tmp_path: Path) -> None
 def test_the_demo_campaign_runs_over_ssh_as_typed_with_ssh_on_the_command_line(
     tmp_path: Path, cache: Path, sshd: dict[str, Any]
 ) -> None:
-    """The demo, unchanged but for its port and how to reach the host (a key, a port: what
-    ~/.ssh/config would hold), run with `--ssh`: the same outcomes as run here."""
+    """The demo (its objective's two levels, two repetitions: ``lighter_demo``), changed but
+    for how to reach the host (a key, a port: what ~/.ssh/config would hold), run with
+    `--ssh`: the same outcomes as run here."""
     port = free_port()
-    text = (ROOT / "campaigns" / "demo.toml").read_text().replace("18427", str(port))
+    text = lighter_demo(port)
     ssh = (
         f'\n[host]\nssh = {{ host = "ignored", port = {sshd["port"]}, '
         f'identity_file = "{sshd["key"]}", python = "{sys.executable}", '
