@@ -63,7 +63,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's reportgen
 
-from reportgen.analysis import decide, verdict  # noqa: E402
+from reportgen.analysis import decide, selection, verdict  # noqa: E402
 from reportgen.analysis import noise as noise_mod  # noqa: E402
 from reportgen.results.model import (  # noqa: E402
     CampaignFile,
@@ -372,6 +372,66 @@ def equivalence_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def winners_curse_main(args: argparse.Namespace) -> int:
+    """``--winners-curse``: campaigns of eight changes whose true effects are drawn from
+    N(0, 3%) (log scale), each compared with the baseline; the best adopted one's gain as
+    reported (its own measurement, which chose it) and shrunk (``analysis.selection``),
+    against its true gain."""
+    print(
+        f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; eight changes a campaign, true "
+        "effects N(0, 3%); of the campaigns with a best: its gain over the baseline as "
+        "reported, shrunk, and true (means, points of percent; Monte-Carlo error in "
+        "brackets); 'below margin': adoptions whose true gain is under the margin"
+    )
+    print(
+        "| noise | starts | n | campaigns with a best | reported | shrunk | true "
+        "| reported - true | shrunk - true | below margin |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for reps in args.reps:
+        for noise in args.within:
+            truth = Truth(noise, 0.03)
+            rng = np.random.default_rng(args.seed)
+            rows: list[tuple[float, float, float]] = []
+            adopted = below = 0
+            for _ in range(args.trials):
+                children = tuple(float(x) for x in np.exp(rng.normal(0, 0.03, 8)))
+                got = simulate("pooled", truth, reps, rng, children)
+                scores, best = [], None
+                for k, (ratio, found, dec, _u) in enumerate(got):
+                    logs = [math.log(c.ratio) for c in found if c.ratio]
+                    ses = [selection.log_se(c) for c in found]
+                    if not logs or any(x is None for x in ses):
+                        continue
+                    one = selection.Score(f"x{k}", float(np.mean(logs)), float(np.mean(ses)))
+                    scores.append(one)
+                    if dec == "adopted":
+                        adopted += 1
+                        below += ratio < 1 + MARGIN
+                        if best is None or one.score > best[0].score:
+                            best = (one, ratio)
+                if best is None:
+                    continue
+                shrunk = selection.shrink(best[0], scores)
+                if shrunk is None:
+                    continue
+                rows.append((best[0].score, shrunk.score, math.log(best[1])))
+            a = np.asarray(rows)
+            pct = np.expm1(a) * 100
+            bias_r, bias_s = pct[:, 0] - pct[:, 2], pct[:, 1] - pct[:, 2]
+
+            def m(x: np.ndarray) -> str:
+                return f"{x.mean():+.1f} (±{x.std(ddof=1) / math.sqrt(len(x)):.1f})"
+
+            print(
+                f"| {noise:.0%} | 3% | {reps} | {len(rows) / args.trials:.0%} | "
+                f"{pct[:, 0].mean():+.1f}% | {pct[:, 1].mean():+.1f}% | {pct[:, 2].mean():+.1f}% "
+                f"| {m(bias_r)} | {m(bias_s)} | {below / max(1, adopted):.0%} |",
+                flush=True,
+            )
+    return 0
+
+
 def campaign_wide_main(args: argparse.Namespace) -> int:
     """``--campaign-wide``: campaigns of eight experiments, seven changing nothing and one a
     real 10% gain, decided with ``campaign.alpha_scope`` "experiment" and "campaign": how
@@ -629,6 +689,11 @@ def main() -> int:
         help="small true changes: equivalent, inconclusive or different, levels against pooled",
     )
     parser.add_argument(
+        "--winners-curse",
+        action="store_true",
+        help="the best's gain as reported and shrunk against its true gain",
+    )
+    parser.add_argument(
         "--campaign-wide",
         action="store_true",
         help="campaigns of eight experiments: wrong calls per campaign, alpha_scope "
@@ -660,6 +725,10 @@ def main() -> int:
         args.trials = args.trials or 200
         args.reps = args.reps or [2, 3, 5]
         return equivalence_main(args)
+    if args.winners_curse:
+        args.trials = args.trials or 200
+        args.reps = args.reps or [3]
+        return winners_curse_main(args)
     if args.campaign_wide:
         args.trials = args.trials or 200
         args.reps = args.reps or [2, 3]

@@ -33,7 +33,7 @@ from typing import Any
 
 from scipy import stats
 
-from reportgen.analysis import decide, sequential
+from reportgen.analysis import decide, selection, sequential
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.noise import Noise
@@ -386,15 +386,6 @@ def _middle(e: Experiment) -> float | None:
     return (a + datetime.fromisoformat(e.finished_at).timestamp()) / 2
 
 
-def _log_se(c: Comparison) -> float | None:
-    """The standard error of a comparison's log ratio, from its interval, level and degrees
-    of freedom."""
-    if not (c.ratio and c.ci_low and c.ci_high and c.dof and c.confidence):
-        return None
-    t = float(stats.t.ppf(0.5 + c.confidence / 2, c.dof))
-    return math.log(c.ci_high / c.ci_low) / (2 * t)
-
-
 def drift_check(run: Run) -> list[str]:
     """After the bracket (the baseline's configuration measured again at the end) is
     decided: every adoption taken again with the drift it measured taken out, in proportion
@@ -408,7 +399,7 @@ def drift_check(run: Run) -> list[str]:
         return []
     if end.decision.method in (None, "pooled"):
         return []  # decided before the check existed
-    drift = {c.point: c for c in end.decision.vs_parent if _log_se(c)}
+    drift = {c.point: c for c in end.decision.vs_parent if selection.log_se(c)}
     t0, t1 = _middle(base), _middle(end)
     if not drift or t0 is None or t1 is None or t1 <= t0:
         return []
@@ -425,7 +416,7 @@ def drift_check(run: Run) -> list[str]:
         levels, still = [], False
         for c in d.vs_parent:
             at = drift.get(c.point)
-            se_c, se_d = _log_se(c), (_log_se(at) if at else None)
+            se_c, se_d = selection.log_se(c), (selection.log_se(at) if at else None)
             if c.verdict != "better" or at is None or se_c is None or se_d is None:
                 continue
             assert c.ratio and at.ratio and c.dof and at.dof and c.confidence

@@ -10,12 +10,14 @@ renderer's clock, so the same results always give the same report.
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportgen import engines
+from reportgen.analysis import selection
 from reportgen.analysis.decide import ci_label
 from reportgen.analysis.sequential import level_label
 from reportgen.analysis.summary import THROUGHPUTS
@@ -469,10 +471,33 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
     joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     if decided:
         verb = "delivers" if objective.metric in THROUGHPUTS else "has"
-        return f"{best} {verb} {joined}."
+        return f"{best} {verb} {joined}.{_chosen(run)}"
     return (
         f"{best} is the best configuration adopted; against the baseline it measured {joined}: "
-        "only a level marked better is beyond the margin at that confidence."
+        f"only a level marked better is beyond the margin at that confidence.{_chosen(run)}"
+    )
+
+
+def _chosen(run: Run) -> str:
+    """What choosing the best among several does to its gain, in a sentence: measured again
+    where ``campaign.confirm`` ran (``_confirmation`` says how), else shrunk for the choice
+    (``analysis.selection``), else nothing."""
+    if any(e.role == "confirm" and e.decision for e in run.experiments):
+        return ""
+    found = selection.best_shrunk(run)
+    if found is None:
+        return ""
+    best, shrunk = found
+    sign = 1 if run.higher_is_better else -1
+    said, was = math.exp(sign * shrunk.score), math.exp(sign * best.score)
+    if f"{said:.2f}" == f"{was:.2f}":
+        return ""  # the campaign's changes spread so widely that choosing cost nothing
+    return (
+        f" Chosen as the best of {shrunk.experiments} compared experiments, its gain is likely "
+        f"overstated (the winner's curse): shrunk for that choice, x{said:.2f} rather than "
+        f"x{was:.2f} over the objective's levels (empirical Bayes, the campaign's changes "
+        f"spreading by about {math.expm1(shrunk.tau):.1%}); campaign.confirm = true measures it "
+        "again."
     )
 
 
