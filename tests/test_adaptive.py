@@ -227,3 +227,73 @@ def test_interleaved_rounds_bring_the_parents_run_and_a_decided_level_stays_deci
         (3, [4]),
         (4, [4]),  # at max: recorded, no more rounds
     ]
+
+
+DRIFTING = """
+[campaign]
+name = "drifting"
+title = "a host that speeds up over the campaign"
+objective = {{ metric = "output_tok_s", concurrency = [1, 4] }}
+margin = 0.03
+bracket = true
+starts = 4
+
+[server]
+engine = "sim"
+
+[server.args]
+port = {port}
+itl-ms = 4.0
+ttft-ms = 8.0
+jitter = 0.005
+drift = -0.015
+starts-file = "{starts}"
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 16
+input_tokens = 8
+output_tokens = 16
+warmup_requests = 2
+repetitions = 4
+warmup = {{ steady = false }}
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+
+[[experiment]]
+id = "renamed"
+why = "the same engine under another served name: no change in speed"
+args = {{ model = "same-model" }}
+"""
+
+
+@pytest.mark.slow
+def test_a_gain_that_is_only_the_hosts_drift_is_withdrawn_after_the_bracket(
+    tmp_path: Path, cache: Path
+) -> None:
+    """The simulator runs 1.5% faster at each start (`--drift -0.015`, counted in a file the
+    campaign's servers share), each experiment on four starts: "renamed", the baseline's speed
+    under another name, measures about 6% faster than the baseline started before it and is
+    adopted; the baseline measured again at the end (`campaign.bracket`) reads 12% faster,
+    the drift check takes the gain again with that drift taken out, withdraws the adoption,
+    says why, and the baseline is the best again; `verify` agrees."""
+    path = tmp_path / "c.toml"
+    path.write_text(DRIFTING.format(port=free_port(), starts=tmp_path / "starts"))
+    out = tmp_path / "out"
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next((out / "drifting").iterdir())
+    data = json.loads((run_dir / "results.json").read_text())
+    exps = {e["id"]: e for e in data["experiments"]}
+    assert list(exps) == ["baseline", "renamed", "baseline-end"]
+    assert len((tmp_path / "starts").read_text().split()) == 12  # four starts each
+    end = exps["baseline-end"]["decision"]
+    assert all(c["ratio"] > 1.05 for c in end["vs_parent"]), end  # the drift
+    d = exps["renamed"]["decision"]
+    assert d["verdict"] == "inconclusive" and d["drift"]["withdrawn"] is True
+    assert "Adopted when decided, then withdrawn: baseline-end measured" in d["explanation"]
+    assert all(c["verdict"] == "better" for c in d["vs_parent"])  # as it was first decided
+    assert data["best"] == "baseline"
+    assert reportgen_main("verify", run_dir).returncode == 0

@@ -130,6 +130,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seed for noise and generated text (default: %(default)s)",
     )
     a(
+        "--start-spread",
+        metavar="FRAC",
+        type=f,
+        default=0.0,
+        help="relative standard deviation of a speed drawn once per start and applied to every "
+        "delay: two starts of one configuration differ by it, as real servers do "
+        "(default: %(default)s)",
+    )
+    a(
+        "--drift",
+        metavar="FRAC",
+        type=float,
+        default=0.0,
+        help="each start's delays this fraction longer than the previous start's (negative: "
+        "shorter), counted in --starts-file: a host that drifts over a campaign "
+        "(default: %(default)s)",
+    )
+    a(
+        "--starts-file",
+        metavar="PATH",
+        default=None,
+        help="a file this simulator counts its starts in (created if absent), shared by every "
+        "configuration of a campaign: --drift's count, and --start-spread's seed with --seed",
+    )
+    a(
         "--startup-s",
         metavar="S",
         type=f,

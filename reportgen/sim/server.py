@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import contextlib
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import math
@@ -54,6 +55,27 @@ def _error(message: str, status: int = 400) -> web.Response:
     )
 
 
+def start_speed(args: argparse.Namespace) -> float:
+    """This start's factor on every delay: (1 + --drift) to the power of the starts counted
+    before it in --starts-file, times a lognormal draw of mean 1 and relative sd
+    --start-spread (seeded by --seed and that count with a file, else by nothing)."""
+    count = 0
+    path = getattr(args, "starts_file", None)
+    if path:
+        with open(path, "a+") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            count = len(f.read().split())
+            f.write(f"{os.getpid()}\n")
+    speed = (1 + float(getattr(args, "drift", 0.0) or 0.0)) ** count
+    spread = float(getattr(args, "start_spread", 0.0) or 0.0)
+    if spread > 0:
+        sigma = math.sqrt(math.log1p(spread**2))
+        rng = random.Random(f"{args.seed}:{count}") if path else random.Random()
+        speed *= rng.lognormvariate(-(sigma**2) / 2, sigma)
+    return speed
+
+
 class _Sim:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -83,6 +105,7 @@ class _Sim:
         self.dead = False  # --fault dead-loop: the generation loop has died
         self.handlers: set[asyncio.Task[Any]] = set()
         self.noise = random.Random(args.seed)
+        self.speed = start_speed(args)  # --start-spread and --drift: this start's own
         # Lognormal with mean 1 and relative sd `jitter`: sigma^2 = ln(1 + jitter^2).
         self.sigma = math.sqrt(math.log1p(args.jitter**2))
         self.slots = (
@@ -100,7 +123,7 @@ class _Sim:
         """Delay in seconds for `tokens` tokens, given the load at this moment."""
         if base_ms == 0:
             return 0.0
-        d = base_ms / 1000 * tokens * (1 + growth * max(self.active - 1, 0)) * cold
+        d = base_ms / 1000 * tokens * (1 + growth * max(self.active - 1, 0)) * cold * self.speed
         if self.sigma > 0:
             d *= self.noise.lognormvariate(-(self.sigma**2) / 2, self.sigma)
         return d
