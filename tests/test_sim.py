@@ -385,3 +385,26 @@ def test_cold_requests_are_slow(start_sim: Callable[..., Sim], tmp_path: Path) -
     # 5 gaps of 20 ms: 0.1 s warm, 0.3 s for the first two, the client seeing the same
     assert min(spans[2:]) >= 0.099 and min(spans[:2]) > 2 * max(spans[2:]), spans
     assert min(times[:2]) > max(times[2:]) and min(times[:2]) >= min(spans[:2]), times
+
+
+def test_each_start_draws_its_own_speed_and_drifts_from_the_last(tmp_path: Path) -> None:
+    """--start-spread: a speed of mean 1 per start, the same for the same --seed and start
+    count (counted in --starts-file), another for the next start; --drift multiplies the
+    delays by (1 + drift) per start counted before."""
+    import argparse
+    import statistics
+
+    from reportgen.sim.server import start_speed
+
+    def speeds(path: Path, n: int, **flags: float) -> list[float]:
+        given = {"start_spread": 0.0, "drift": 0.0, **flags}
+        args = argparse.Namespace(seed=3, starts_file=str(path), **given)
+        return [start_speed(args) for _ in range(n)]
+
+    spread = speeds(tmp_path / "a", 400, start_spread=0.03)
+    assert speeds(tmp_path / "b", 400, start_spread=0.03) == spread  # seeded by the count
+    assert len(set(spread)) == 400
+    assert statistics.fmean(spread) == pytest.approx(1, abs=0.006)
+    assert statistics.stdev(spread) == pytest.approx(0.03, rel=0.15)
+    assert speeds(tmp_path / "c", 3, drift=-0.1) == pytest.approx([1, 0.9, 0.81])
+    assert len((tmp_path / "c").read_text().split()) == 3
