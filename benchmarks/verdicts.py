@@ -222,11 +222,7 @@ def simulate(
                 verdict.Side("baseline", True, base_e.levels, "baseline")
             )
             want = [
-                x.concurrency
-                for x in found
-                if x.verdict == "inconclusive"
-                and done[x.concurrency] < high
-                and x.limit != "starts"
+                x.concurrency for x in found if done[x.concurrency] < high and verdict.still_open(x)
             ]
         verdict_, _ = decide.decide(e.id, "baseline", found, metric, MARGIN)
         e.decision = Decision(verdict=verdict_, explanation="")

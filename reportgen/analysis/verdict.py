@@ -225,17 +225,21 @@ def _failed(
 
 def open_levels(run: Run, entry: Experiment) -> list[Point]:
     """The objective's levels where ``entry`` (still running, its levels so far) cannot yet
-    be told from its parent, and more repetitions could tell: inconclusive, with a ratio,
-    and not held back by the spread between server starts alone."""
+    be told from its parent, and more repetitions could tell (``still_open``)."""
     parent_side, _ = sides(run, entry)
     found = Comparer(run, entry, CURRENT).objective(parent_side)
-    return [
-        c.point
-        for c in found
-        if c.verdict == "inconclusive"
-        and c.ratio is not None
-        and c.limit not in ("starts", decide.ONE_START)
-    ]
+    return [c.point for c in found if still_open(c)]
+
+
+def still_open(c: Comparison) -> bool:
+    """Whether one more repetition of a comparison's level could tell: inconclusive, with a
+    ratio, and not held back by the spread between server starts alone or by a side on one
+    start. (A futility stop, "not while the repetitions that would decide it are beyond the
+    maximum", was measured in benchmarks/verdicts.py and cost too much power: with the
+    parent's repetitions fixed, that count is pessimistic early.)"""
+    if c.verdict != "inconclusive" or c.ratio is None:
+        return False
+    return c.limit not in ("starts", decide.ONE_START)
 
 
 def noise_summary(noise: Noise) -> dict[str, Any]:
