@@ -237,7 +237,7 @@ def _check_search(out: Verification, run: Run, fresh: Run) -> None:
         for probe in rec.probes:
             where = probe.point
             runs = [lv.summary for lv in again.levels if lv.point == where]
-            got = look.record(look.at(probe), runs)
+            got = look.record(look.at(probe), runs, repeated=probe.repeated)
             if got.passed != probe.passed or not _close(got.values, probe.values):
                 problems.append(f"{e.id} {where.label}: passed {got.passed}, {got.values}")
         for name in ("best", "lowest_failure"):

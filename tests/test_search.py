@@ -64,6 +64,37 @@ def test_a_level_with_failed_requests_does_not_pass() -> None:
     assert not look.record(2, [_run(10.0, errors=5)]).passed  # 5% of requests failed
 
 
+def test_a_probe_within_noise_of_a_bound_is_said_so_and_its_repetition_replaces_it() -> None:
+    """Each bound's mean comes with the 95% t interval of its repetitions: a probe whose
+    interval holds the bound's value is near (pass or fail within noise); measured again, the
+    probe on all its repetitions replaces the first, and the search's answer says it."""
+    look = Search(parse("ttft_ms.p99<100"))
+    clear = look.record(4, [_run(60), _run(62), _run(61)])
+    assert clear.passed and not clear.near
+    assert clear.intervals["ttft_ms.p99<100"] == pytest.approx([58.5, 63.5], abs=0.1)
+    near = look.record(8, [_run(88), _run(112), _run(95)])
+    assert near.passed and near.near  # a mean of 98.3: passes on it, within noise
+    lo, hi = near.intervals["ttft_ms.p99<100"]
+    assert lo < 100 < hi
+    again = look.record(8, [_run(v) for v in (88, 112, 95, 104, 108, 101)], repeated=True)
+    assert [look.at(p) for p in look.done] == [4, 8]  # replaced, not added
+    assert again.repeated and not again.passed and again.near
+    assert (look.best, look.lowest_failure) == (4, 8)
+    record = SearchRecord(
+        slo="ttft_ms.p99<100",
+        bounds=["ttft_ms.p99<100"],
+        probes=look.done,
+        best=4,
+        lowest_failure=8,
+        converged=False,
+    )
+    said = search_said(record)
+    assert "C=8 failed within noise (ttft_ms.p99<100: 95% interval " in said
+    assert "over its repetitions on one server, after its repetitions ran again)" in said
+    # one repetition: no interval, never near
+    assert not Search(parse("ttft_ms.p99<100")).record(2, [_run(100)]).near
+
+
 def test_what_the_search_found_in_words() -> None:
     probes = [
         Probe(concurrency=c, passed=c < 10, values={"ttft_ms.p99<100": 10.0 * c})

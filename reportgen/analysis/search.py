@@ -5,6 +5,12 @@ Bounds are written as ``metric.stat<value`` joined by commas, ``ttft_ms.p99<500,
 (a throughput without a stat: ``output_tok_s>1000``). A level passes when every bound holds
 for the mean over its repetitions and at most ``MAX_ERROR_SHARE`` of its requests failed.
 
+Each bound's mean comes with a 95% t interval over the repetitions (on one server: the spread
+between server starts is not in it). A probe whose interval holds a bound's value is *near*:
+its pass or fail could go either way, and the search runs its repetitions once more
+(``find_max.repeat_near``) before it decides on the mean of them all; one still near after
+that is said to be so with the answer.
+
 The search doubles the concurrency (or, ``over = "request_rate"``, the rate of an open loop)
 from ``start`` while levels pass, up to ``max``; after the first failure it bisects between the
 highest pass and the lowest failure, until they are within ``tolerance`` of each other (or
@@ -17,8 +23,12 @@ the probes, which the report lists.
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from scipy import stats
 
 from reportgen.campaign.bounds import Bound, parse
 from reportgen.results.model import Point, Probe, Summary
@@ -26,6 +36,15 @@ from reportgen.results.model import Point, Probe, Summary
 __all__ = ["MAX_ERROR_SHARE", "Bound", "Probe", "Search", "parse"]
 
 MAX_ERROR_SHARE = 0.01
+
+
+def interval(seen: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """The t interval of the mean of ``seen`` (None with fewer than two values)."""
+    if len(seen) < 2:
+        return None
+    mean, sd = statistics.fmean(seen), statistics.stdev(seen)
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(seen) - 1)) * sd / math.sqrt(len(seen))
+    return mean - half, mean + half
 
 
 @dataclass
@@ -85,14 +104,24 @@ class Search:
     def _close(self, low: float, high: float) -> bool:
         return high - low <= (max(1, self.tolerance * low) if self.whole else self.tolerance * low)
 
-    def record(self, x: float, runs: Sequence[Summary]) -> Probe:
+    def record(self, x: float, runs: Sequence[Summary], *, repeated: bool = False) -> Probe:
+        """A probe at ``x`` from its repetitions' summaries; ``repeated``: it ran its
+        repetitions once more because it was near a bound (the probe it replaces is
+        dropped)."""
+        if repeated and self.done and self.at(self.done[-1]) == x:
+            self.done.pop()
         values: dict[str, float | None] = {}
-        passed = bool(runs)
+        intervals: dict[str, list[float]] = {}
+        passed, near = bool(runs), False
         for b in self.bounds:
             seen = [v for s in runs if (v := s.value(b.metric, b.stat or "p50")) is not None]
             mean = sum(seen) / len(seen) if seen else None
             values[str(b)] = mean
             passed = passed and mean is not None and b.holds(mean)
+            ci = interval(seen)
+            if ci is not None:
+                intervals[str(b)] = [ci[0], ci[1]]
+                near = near or b.holds(ci[0]) != b.holds(ci[1])
         sent = sum(s.requests for s in runs)
         errors = sum(s.requests - s.ok for s in runs)
         share = errors / sent if sent else 1.0
@@ -103,6 +132,9 @@ class Search:
             passed=passed and share <= MAX_ERROR_SHARE,
             values=values,
             error_share=share,
+            intervals=intervals,
+            near=near,
+            repeated=repeated,
         )
         self.done.append(probe)
         return probe

@@ -487,6 +487,12 @@ class FindMax(_Model):
         description="Stop bisecting when the highest pass and the lowest failure are this "
         "close (relative), or adjacent.",
     )
+    repeat_near: bool = Field(
+        True,
+        description="Run a probe's repetitions once more when a bound's value lies inside the "
+        "95% interval of its mean over them (pass or fail within noise), and decide on the mean "
+        "of all of them.",
+    )
 
     @field_validator("slo")
     @classmethod

@@ -780,6 +780,15 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _holds_differ(bound: str, ci: Sequence[float]) -> bool:
+    """Whether a bound (as written, ``ttft_ms.p99<500``) holds at one end of an interval and
+    not at the other."""
+    from reportgen.campaign.bounds import parse
+
+    (b,) = parse(bound)
+    return b.holds(ci[0]) != b.holds(ci[1])
+
+
 def search_said(record: Any) -> str:
     """A search's answer in a sentence (``workload.find_max``): the highest concurrency, or
     request rate, meeting the bounds."""
@@ -806,6 +815,20 @@ def search_said(record: Any) -> str:
         head = f"No {what} probed met {bounds}" + (f" ({at(low)} and above fail)" if low else "")
     else:
         head = f"The highest {what} meeting {bounds} is {at(record.best)}" + why
+    near = [p for p in record.probes if getattr(p, "near", False)]
+    note = ""
+    if near:
+        said = []
+        for p in near[:2]:
+            bound, (lo, hi) = next(
+                (k, v) for k, v in p.intervals.items() if v and _holds_differ(k, v)
+            )
+            again = ", after its repetitions ran again" if p.repeated else ""
+            said.append(
+                f"{at(where(p))} {'passed' if p.passed else 'failed'} within noise ({bound}: 95% "
+                f"interval {lo:.4g}-{hi:.4g} over its repetitions on one server{again})"
+            )
+        note = "; " + "; ".join(said)
     if record.converged:
         tail = f", found in {n} probes."
     elif low is None:
@@ -817,4 +840,4 @@ def search_said(record: Any) -> str:
             f"; the {n} probes allowed ran out with the answer between {at(record.best)} and "
             f"{at(low)}."
         )
-    return head + tail
+    return head + note + tail

@@ -121,6 +121,10 @@ class Probe(_Model):
     passed: bool
     values: dict[str, float | None] = Field(default_factory=dict)  # bound -> mean over reps
     error_share: float = 0.0
+    # bound -> the 95% t interval of that mean over the repetitions (two or more)
+    intervals: dict[str, list[float]] = Field(default_factory=dict)
+    near: bool = False  # a bound's value inside its interval: pass or fail within noise
+    repeated: bool = False  # its repetitions ran once more, because it was near
 
     @property
     def point(self) -> Point:

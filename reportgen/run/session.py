@@ -307,8 +307,14 @@ class ServerSession:
         while (x := look.next()) is not None:
             point = look.point(x)
             self.ctx.progress.phase(f"find-max: probing {point.label}")
-            reps = self.launch.repetitions
-            look.record(x, [self._level(drv, point, rep).summary for rep in reps])
+            reps = list(self.launch.repetitions)
+            runs = [self._level(drv, point, rep).summary for rep in reps]
+            probe = look.record(x, runs)
+            if probe.near and find.repeat_near:
+                self.ctx.progress.phase(f"find-max: {point.label} is near a bound, again")
+                more = [max(reps) + 1 + i for i in range(len(reps))]
+                runs += [self._level(drv, point, rep).summary for rep in more]
+                look.record(x, runs, repeated=True)
             record.best, record.lowest_failure = look.best, look.lowest_failure
             record.converged = look.converged
 
