@@ -339,3 +339,36 @@ def test_the_best_chosen_among_several_says_its_gain_shrunk_for_that_choice() ->
     again.decision = verdict.decide_experiment(run, again, {})
     summary = view.build(run).summary
     assert "Chosen as the best" not in summary and "run again, the best configuration" in summary
+
+
+def test_p99_is_compared_run_by_run_with_the_start_aware_model_or_not_at_all() -> None:
+    """Each run's TTFT p99 is one observation of the same model as its median (its spread
+    between server starts included), not a bootstrap of the pooled requests that ignores
+    the starts; and where a side has fewer than 20 requests above p99 there is no interval
+    (a p99 of 40 requests is its largest value or so)."""
+    from reportgen.results.model import Dist
+
+    rng = np.random.default_rng(4)
+
+    def exp(exp_id: str, p99: float, requests: int) -> Experiment:
+        e = _exp(exp_id, {c: [[100.0], [100.0]] for c in LEVELS})
+        for lv in e.levels:
+            v = p99 * math.exp(rng.normal(0, 0.02))
+            lv.summary = Summary(
+                requests=requests, ok=requests, output_tok_s=100.0, ttft_ms=Dist(p50=v / 3, p99=v)
+            )
+        return e
+
+    for requests, decided in ((1000, True), (20, False)):
+        base, slower = exp("base", 100, requests), exp("slower", 140, requests)
+        (d,) = _decide(_run(base, slower))
+        tails = [c for c in (d.metrics or {})["vs_parent"] if c.metric == "ttft_ms_p99"]
+        assert [c.concurrency for c in tails] == list(LEVELS)
+        for c in tails:
+            assert c.ratio == pytest.approx(1.4, rel=0.06)
+            if decided:  # 2 x 1,000 requests a side: 20 above p99
+                assert c.method == "levels" and c.dof is not None and c.verdict == "worse"
+                assert c.ci_low is not None and c.ci_low > 1.05
+            else:
+                assert c.ci_low is None and c.verdict == "inconclusive"
+                assert c.limit == "too few above"

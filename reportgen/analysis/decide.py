@@ -47,10 +47,11 @@ With each comparison come two numbers that say what the noise allowed:
   "starts"``, when the spread between server starts alone is too large for repetitions on one
   server to decide: then only fresh servers (``workload.fresh_server``) or interleaving help.
 
-Tail latencies (p99) compare the pooled requests of each side with a two-level bootstrap
-(``bootstrap_ratio``): resample the runs, then the requests within each run, and take the
-2.5th and 97.5th percentiles of the ratio, so run-to-run noise counts as well as request
-noise.
+Tail latencies (p99) are compared as the medians are, each run's p99 one observation of the
+run's noise model (server starts included), with no interval where a side has fewer than
+``TAIL_MIN`` (20) requests above p99. Runs decided by the pooled method compared the pooled
+requests of each side with a two-level bootstrap (``bootstrap_ratio``): resample the runs,
+then the requests within each run, and take the 2.5th and 97.5th percentiles of the ratio.
 """
 
 from __future__ import annotations
@@ -569,6 +570,8 @@ def _fmt(c: Comparison) -> str:
             " (two server starts differ by more than this: more repetitions on one server "
             "cannot decide)"
         )
+    elif c.limit == TOO_FEW:
+        more = f" (fewer than {TAIL_MIN} requests above it a side: no interval)"
     elif c.verdict == "inconclusive" and c.limit == ONE_START:
         more = " (a side ran on one server start: more starts would decide, not repetitions)"
     if c.bound is not None and c.verdict in ("equivalent", "inconclusive"):
@@ -722,6 +725,25 @@ HEADLINE = (
     ("e2e_ms", False),
 )
 TAILS = ("ttft_ms", "e2e_ms")
+TAIL_MIN = 20  # requests above a percentile, a side, for an interval on it
+TOO_FEW = "too few above"  # ``Comparison.limit``: fewer than TAIL_MIN above it
+
+
+def too_few_above(c: Comparison, above: float) -> Comparison:
+    """A tail comparison without its interval: a side has fewer than ``TAIL_MIN`` requests
+    above the percentile (``above``), too few for its spread to say anything."""
+    return c.model_copy(
+        update={
+            "ci_low": None,
+            "ci_high": None,
+            "verdict": "inconclusive",
+            "mde": None,
+            "reps_needed": None,
+            "bound": None,
+            "dof": None,
+            "limit": TOO_FEW,
+        }
+    )
 
 
 def headline_comparisons(

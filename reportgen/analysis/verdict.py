@@ -290,11 +290,12 @@ class Comparer:
         self.fresh_rounds = high > low  # adaptive: each repetition added starts a server
         self._noise: dict[str, Noise] = {}
 
-    def noise(self, metric: str) -> Noise:
-        if metric not in self._noise:
-            runs = noise_mod.level_runs(self.known, metric, current=self.entry.id)
-            self._noise[metric] = noise_mod.estimate(runs, metric, self.method or CURRENT)
-        return self._noise[metric]
+    def noise(self, metric: str, stat: str = "p50") -> Noise:
+        key = metric if stat == "p50" else f"{metric}.{stat}"
+        if key not in self._noise:
+            runs = noise_mod.level_runs(self.known, metric, stat, current=self.entry.id)
+            self._noise[key] = noise_mod.estimate(runs, metric, self.method or CURRENT)
+        return self._noise[key]
 
     def objective(self, side: Side | None) -> list[Comparison]:
         if side is None or not side.ok:
@@ -309,7 +310,10 @@ class Comparer:
         metric: str,
         higher_is_better: bool,
         levels: Sequence[Point] | None = None,
+        stat: str = "p50",
     ) -> list[Comparison]:
+        """``side`` against the experiment on ``metric`` (latencies at ``stat``) at every
+        common level, by the method asked for."""
         run, entry = self.run, self.entry
         if not self.pooled:
             return decide.compare_experiments(
@@ -323,12 +327,12 @@ class Comparer:
             )
         owner, role = (entry.id, "control") if side.paired else (side.id, "experiment")
         return decide.compare_sides(
-            noise_mod.own_runs(side.levels, owner, role, metric),
-            noise_mod.own_runs(entry.levels, entry.id, "experiment", metric),
-            self.noise(metric),
+            noise_mod.own_runs(side.levels, owner, role, metric, stat),
+            noise_mod.own_runs(entry.levels, entry.id, "experiment", metric, stat),
+            self.noise(metric, stat),
             margin=run.margin,
             higher_is_better=higher_is_better,
-            metric=metric,
+            metric=metric if stat == "p50" else f"{metric}_{stat}",
             levels=levels,
             paired=side.paired,
             confidence=self.confidence,
@@ -341,7 +345,9 @@ def every_metric(
     compare: Comparer, entry: Experiment, rows: Rows, against: Sequence[tuple[str, Side | None]]
 ) -> dict[str, list[Comparison]]:
     """Every headline metric against each side, at every common level: run-level
-    comparisons for throughputs and medians, the two-level bootstrap for p99."""
+    comparisons for throughputs and medians; for p99 too by the "levels" method (each run's
+    p99 an observation of the same start-aware model, none with fewer than
+    ``decide.TAIL_MIN`` requests above it a side), the two-level bootstrap before it."""
     out: dict[str, list[Comparison]] = {}
     done: dict[tuple[str, bool], list[Comparison]] = {}  # the parent is often the baseline
     mine = rows.get(entry.table, ())
@@ -356,10 +362,31 @@ def every_metric(
                 for metric, higher in decide.HEADLINE
                 for c in compare.compare(side, metric, higher)
             ]
-            found += decide.tail_comparisons(rows.get(side.table, ()), mine, margin=margin)
+            if compare.method in (None, "pooled"):
+                found += decide.tail_comparisons(rows.get(side.table, ()), mine, margin=margin)
+            else:
+                found += _tails(compare, side, entry)
             done[key] = found
         out[name] = done[key]
     return out
+
+
+def _tails(compare: Comparer, side: Side, entry: Experiment, q: float = 99) -> list[Comparison]:
+    """p``q`` of TTFT and end-to-end latency, each run's an observation of the noise model;
+    without an interval where a side has fewer than ``decide.TAIL_MIN`` requests above it."""
+    stat = f"p{q:g}"
+    out = []
+    for metric in decide.TAILS:
+        for c in compare.compare(side, metric, False, stat=stat):
+            above = min(_above(side.levels, c.point, q), _above(entry.levels, c.point, q))
+            out.append(c if above >= decide.TAIL_MIN else decide.too_few_above(c, above))
+    return out
+
+
+def _above(levels: Sequence[Level], point: Point, q: float) -> float:
+    """Requests above the ``q``th percentile at ``point``, over the usable runs."""
+    ok = sum(lv.summary.ok for lv in levels if lv.point == point and not lv.aborted)
+    return ok * (1 - q / 100)
 
 
 def redecide(run: Run, rows_of: Callable[[str], Sequence[RequestRecord]]) -> dict[str, str]:
