@@ -107,9 +107,11 @@ def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
     assert {m for m, _ in every} == {
         "output_tok_s", "req_s", "ttft_ms", "itl_ms", "e2e_ms", "ttft_ms_p99", "e2e_ms_p99"
     }  # fmt: skip
-    # "worse": beyond the 5% margin with its whole interval above 1 (the ratio itself, 1.35
-    # by design, is diluted toward 1 when other tests share the cores: 1.09 seen once)
-    assert every[("e2e_ms_p99", 16)]["verdict"] == "worse"
+    # its ratio above 1 (1.35 by design, diluted toward 1 when other tests share the cores:
+    # 1.09 seen once); no interval: 3 x 16 requests a side hold under one above p99
+    tail = every[("e2e_ms_p99", 16)]
+    assert tail["ratio"] > 1.03 and tail["ci_low"] is None
+    assert (tail["verdict"], tail["limit"]) == ("inconclusive", "too few above")
     # assumption checks on every experiment that measured; none invalidates the demo
     base_checks = {c["id"]: c for c in exps["baseline"]["checks"]}
     assert base_checks["request_errors"]["status"] == "pass"

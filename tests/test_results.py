@@ -182,7 +182,10 @@ def test_tail_comparisons_read_the_rows_of_each_side() -> None:
         ]
 
     run = _run(base, child)
-    d = verdict.decide_experiment(run, child, {"base": rows(0.1), "child": rows(0.3)})
+    # the pooled method's two-level bootstrap reads the request rows (the levels method reads
+    # each run's p99 from its summary: tests/test_noise.py)
+    rows_of = {"base": rows(0.1), "child": rows(0.3)}
+    d = verdict.decide_experiment(run, child, rows_of, "pooled")
     tails = {c.metric: c for c in (d.metrics or {})["vs_baseline"] if c.metric.endswith("p99")}
     assert tails["ttft_ms_p99"].ratio == pytest.approx(3.0)
     assert tails["ttft_ms_p99"].verdict == "worse"
