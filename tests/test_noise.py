@@ -71,6 +71,16 @@ def _run(*experiments: Experiment) -> Run:
     )
 
 
+def _two_starts(
+    rng: np.random.Generator, scale: float, noise: float
+) -> dict[int, list[list[float]]]:
+    """Values at every level on two server starts of two repetitions each, ``noise`` apart."""
+    return {
+        c: [list(100 * c * scale * np.exp(rng.normal(0, noise, 2))) for _ in range(2)]
+        for c in LEVELS
+    }
+
+
 def _decide(run: Run) -> list[Decision]:
     out = []
     for e in run.experiments[1:]:
@@ -199,10 +209,7 @@ def test_a_campaign_wide_false_alarm_rate_decides_each_experiment_at_its_share()
     rng = np.random.default_rng(3)
 
     def runs(scale: float) -> dict[int, list[list[float]]]:
-        return {
-            c: [list(100 * c * scale * np.exp(rng.normal(0, 0.01, 2))) for _ in range(2)]
-            for c in LEVELS
-        }
+        return _two_starts(rng, scale, 0.01)
 
     base, child = _exp("base", runs(1.0)), _exp("child", runs(1.06))
     run = _run(base, child)
@@ -235,10 +242,7 @@ def test_equivalence_is_shown_by_two_one_sided_tests_and_says_the_largest_change
     rng = np.random.default_rng(1)
 
     def runs(scale: float) -> dict[int, list[list[float]]]:
-        return {
-            c: [list(100 * c * scale * np.exp(rng.normal(0, 0.01, 2))) for _ in range(2)]
-            for c in LEVELS
-        }
+        return _two_starts(rng, scale, 0.01)
 
     base, child = _exp("base", runs(1.0)), _exp("child", runs(1.01))
     run = _run(base, child)
@@ -272,10 +276,7 @@ def test_an_adoption_the_campaigns_drift_could_explain_is_withdrawn(
     rng = np.random.default_rng(5)
 
     def runs(scale: float) -> dict[int, list[list[float]]]:
-        return {
-            c: [list(100 * c * scale * np.exp(rng.normal(0, 0.005, 2))) for _ in range(2)]
-            for c in LEVELS
-        }
+        return _two_starts(rng, scale, 0.005)
 
     base = _timed(_exp("base", runs(1.0)), 0)
     child = _timed(_exp("child", runs(1.045)), 10)
@@ -312,10 +313,7 @@ def test_the_best_chosen_among_several_says_its_gain_shrunk_for_that_choice() ->
     rng = np.random.default_rng(2)
 
     def runs(scale: float) -> dict[int, list[list[float]]]:
-        return {
-            c: [list(100 * c * scale * np.exp(rng.normal(0, 0.025, 2))) for _ in range(2)]
-            for c in LEVELS
-        }
+        return _two_starts(rng, scale, 0.025)
 
     base = _exp("base", runs(1.0))
     kids = [_exp(f"x{i}", runs(r)) for i, r in enumerate((1.0, 1.01, 0.99, 1.08))]

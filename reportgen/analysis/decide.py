@@ -473,7 +473,7 @@ def _verdict(
     upper, lower = 1 + margin, 1 / (1 + margin)
     if equivalent is None:
         equivalent = lower <= lo and hi <= upper
-    if equivalent and not (lo > 1 and ratio > upper) and not (hi < 1 and ratio < lower):
+    if equivalent:  # never beside "better" or "worse": either puts the ratio past the margin
         return "equivalent"
     if lo > 1 and ratio > upper:
         return "better" if higher_is_better else "worse"
@@ -729,9 +729,9 @@ TAIL_MIN = 20  # requests above a percentile, a side, for an interval on it
 TOO_FEW = "too few above"  # ``Comparison.limit``: fewer than TAIL_MIN above it
 
 
-def too_few_above(c: Comparison, above: float) -> Comparison:
+def too_few_above(c: Comparison) -> Comparison:
     """A tail comparison without its interval: a side has fewer than ``TAIL_MIN`` requests
-    above the percentile (``above``), too few for its spread to say anything."""
+    above the percentile, too few for its spread to say anything."""
     return c.model_copy(
         update={
             "ci_low": None,

@@ -379,7 +379,7 @@ def _tails(compare: Comparer, side: Side, entry: Experiment, q: float = 99) -> l
     for metric in decide.TAILS:
         for c in compare.compare(side, metric, False, stat=stat):
             above = min(_above(side.levels, c.point, q), _above(entry.levels, c.point, q))
-            out.append(c if above >= decide.TAIL_MIN else decide.too_few_above(c, above))
+            out.append(c if above >= decide.TAIL_MIN else decide.too_few_above(c))
     return out
 
 

@@ -444,18 +444,16 @@ def _next_steps(
 ) -> list[str]:
     out = []
     open_: list[tuple[str, Point, int]] = []
-    starts = []
-    one_start = []
+    held: dict[str, list[str]] = {"starts": [], "one start": []}  # Comparison.limit -> ids
     for e in run.experiments:
         if e.decision is None or e.role != "experiment" or e.decision.verdict == "failed":
             continue  # more repetitions of a failed configuration decide nothing
         for c in e.decision.vs_parent:
             if c.verdict == "inconclusive" and c.reps_needed:
                 open_.append((e.id, c.point, int(c.reps_needed)))
-            if getattr(c, "limit", None) == "starts":
-                starts.append(e.id)
-            if getattr(c, "limit", None) == "one start":
-                one_start.append(e.id)
+            limit = getattr(c, "limit", None)
+            if limit in held:
+                held[str(limit)].append(e.id)
     decidable = sorted(
         ((n, eid, lvl) for eid, lvl, n in open_ if n <= 12), key=lambda x: (x[0], x[1], x[2].order)
     )
@@ -471,20 +469,22 @@ def _next_steps(
             f"Open verdicts within reach: {said} would decide; with workload.repetitions = "
             "{ min = 3, max = 12 } a run adds repetitions only where a verdict is open."
         )
-    if starts:
-        out.append(
-            "The spread between server starts decides nothing for "
-            + ", ".join(sorted(set(starts)))
-            + ": more server starts (campaign.starts) or interleaved runs (campaign.interleave) "
-            "help, more repetitions on one server do not."
-        )
-    if one_start:
-        out.append(
-            "Undecided because a side ran on one server start: "
-            + ", ".join(sorted(set(one_start)))
-            + ". One start's own speed cannot be told apart from a change: campaign.starts = 2 "
-            "(the default) measures each experiment on two."
-        )
+    for limit, head, tail in (
+        (
+            "starts",
+            "The spread between server starts decides nothing for ",
+            ": more server starts (campaign.starts) or interleaved runs (campaign.interleave) "
+            "help, more repetitions on one server do not.",
+        ),
+        (
+            "one start",
+            "Undecided because a side ran on one server start: ",
+            ". One start's own speed cannot be told apart from a change: campaign.starts = 2 "
+            "(the default) measures each experiment on two.",
+        ),
+    ):
+        if held[limit]:
+            out.append(head + ", ".join(sorted(set(held[limit]))) + tail)
     if best is not None:
         worse = [
             f"{columns[j]} at {lvl.label} ({cell.baseline} → {cell.best})"
