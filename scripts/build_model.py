@@ -194,7 +194,8 @@ def _config_only(
     out: Path, preset: str, seed: int, eos: str, eos_id: int, fast: Any, p: dict[str, int]
 ) -> dict[str, object]:
     """The model's config, generation config and tokenizer, no weights (``--load-format
-    dummy``): a dense preset as Llama, a MoE one as Qwen3-MoE."""
+    dummy``): a dense preset as Llama, a MoE one as Qwen3-MoE. A config saved without a model
+    names no architecture; SGLang 0.5.17 then fails to start (vLLM guesses one from its type)."""
     from transformers import GenerationConfig, LlamaConfig, Qwen3MoeConfig
 
     shape = dict(
@@ -218,9 +219,10 @@ def _config_only(
             moe_intermediate_size=p["moe_inter"],
             num_experts=p["experts"],
             num_experts_per_tok=p["top_k"],
+            architectures=["Qwen3MoeForCausalLM"],
         )
     else:
-        config = LlamaConfig(**shape, rope_theta=500000.0)
+        config = LlamaConfig(**shape, rope_theta=500000.0, architectures=["LlamaForCausalLM"])
     out.mkdir(parents=True, exist_ok=True)
     config.save_pretrained(out)
     GenerationConfig(eos_token_id=eos_id, pad_token_id=fast.pad_token_id, do_sample=False).save_pretrained(out)

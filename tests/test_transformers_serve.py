@@ -160,3 +160,19 @@ def test_a_misspelt_flag_stops_the_campaign_before_anything_starts(
     assert "did you mean --continuous-batching?" in err and "nothing was started" in err
     assert not list((tmp_path / "out").rglob("results.json"))
     assert port_is_free("127.0.0.1", port)
+
+
+@pytest.mark.parametrize("preset, arch", [("dense8b", "LlamaForCausalLM"), ("small", "Qwen3MoeForCausalLM")])
+def test_a_config_only_model_names_its_architecture(tmp_path: Path, preset: str, arch: str) -> None:
+    # SGLang 0.5.17 reads config.json's `architectures` before anything else and fails with a
+    # TypeError where it is missing (a config saved without a model has none); vLLM guesses
+    out = tmp_path / preset
+    res = subprocess.run(
+        [sys.executable, "scripts/build_model.py", "--preset", preset, "--eos", "in-vocab",
+         "--config-only", "--out", str(out)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    config = json.loads((out / "config.json").read_text())
+    assert config["architectures"] == [arch]
+    assert not list(out.glob("*.safetensors"))  # no weights: --load-format dummy draws them

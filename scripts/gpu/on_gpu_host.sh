@@ -12,7 +12,7 @@
 #   stage FILE...            copy bundle parts and their SHA256SUMS into BUNDLES/<engine>-<version>/
 #   unpack ENGINE            check every part and the whole against SHA256SUMS, unpack into
 #                            SITES/<engine>-<version>, import the engine
-#   model                    build the test models (in-vocabulary EOS) once: the 0.5 B MoE with
+#   model [CAMPAIGN]         build the test models (in-vocabulary EOS) once: the 0.5 B MoE with
 #                            random weights into MODELS/small-moe-eos and the 8B-shaped dense
 #                            one (config only, for --load-format dummy) into MODELS/dense8b,
 #                            linked as output/models/small-moe-eos and output/models/dense8b
@@ -43,7 +43,8 @@
 #   poll SECONDS DEST        waits for a detached run, at most SECONDS, copying its newest
 #                            results.json and the log's tail into DEST every 15 s (so what was
 #                            measured comes back even from a command cut short), and at the end
-#                            the packed run and its exit status
+#                            the packed run and its exit status (or, still running, the run
+#                            directory so far as partial-run.tar.xz)
 #
 # Environment: BUNDLES (default /tmp/bundles), SITES (/tmp/sites), MODELS (/tmp/models), RUNS
 # (/tmp/runs), RG_SRC (the reportgen to run, default: this checkout; a known-good copy of the
@@ -118,9 +119,10 @@ unpack() {
   python3 -c "import $mod, torch, transformers; print('on_gpu_host: import ok:', '$mod', $mod.__version__, 'torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'transformers', transformers.__version__)"
 }
 
-model() {  # both test models: the 0.5 B MoE (random weights) and the 8B-shaped dense one
+model() {  # the test models: the 0.5 B MoE (random weights) and the 8B-shaped dense one; with a
+  # campaign file, only those it names (the MoE's weights take half a minute to draw)
   local out=$MODELS/small-moe-eos dense=$MODELS/dense8b
-  if [ ! -f "$out/config.json" ]; then
+  if [ ! -f "$out/config.json" ] && { [ -z "${1:-}" ] || grep -q small-moe-eos "$1"; }; then
     python3 "$RG_SRC/scripts/build_model.py" --preset small --eos in-vocab --out "$out"
   fi
   # config and tokenizer only: the engines draw its weights at load (--load-format dummy)
@@ -287,6 +289,9 @@ poll() {
     [ "$SECONDS" -ge "$end" ] && break
     sleep $(( end - SECONDS < 15 ? (end - SECONDS > 0 ? end - SECONDS : 1) : 15 ))
   done
+  # what was measured so far, raw tables included, so a machine that goes back (or a device
+  # budget that ends) before the run does still leaves a run directory that renders and verifies
+  [ -n "$last" ] && pack "$(dirname "$last")" "$dest/partial-run.tar.xz"
   say "poll: still running after $seconds s"
 }
 
@@ -294,7 +299,7 @@ cmd=${1:-}; shift || true
 case "$cmd" in
   stage) stage "$@" ;;
   unpack) unpack "$1" ;;
-  model) model ;;
+  model) model "${1:-}" ;;
   help) help_text "$1" "$2" ;;
   flags) flags "$@" ;;
   run) run "$@" ;;
@@ -304,7 +309,7 @@ case "$cmd" in
   poll) poll "$1" "$2" ;;
   all)
     engine=$1 campaign=$2; shift 2
-    unpack "$engine"; model
+    unpack "$engine"; model "$campaign"
     help_text "$engine" "$RUNS/$(name_of "$engine")-help.txt"
     run "$engine" "$campaign" "$@"
     pack "$(cat "$RUNS/last-$engine")" "$RUNS/$(name_of "$engine")-run.tar.xz"
