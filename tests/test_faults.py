@@ -241,3 +241,24 @@ def test_a_level_is_cut_short_when_its_server_dies(tmp_path: Path, cache: Path) 
     html = (run_dir / "report.html").read_text()
     assert "C=2 repetition 1: cut short after " in html and "(server exited with code 3)" in html
     assert port_is_free("127.0.0.1", port) and sims_alive(port) == []
+
+
+def test_a_failed_baseline_fails_the_run(tmp_path: Path, cache: Path) -> None:
+    # failures are results, but with no baseline nothing was compared: a script (or CI) that
+    # runs a campaign must not read "every server failed to start" as success
+    port = free_port()
+    text = campaign(port).split("\n[[experiment]]")[0]
+    for exp_id in ("baseline", "other"):
+        text += f'\n[[experiment]]\nid = "{exp_id}"\nwhy = "Fails."\n'
+        text += 'args = { fault = "exit-at-start" }\n'
+    path = tmp_path / "faults.toml"
+    path.write_text(text)
+    res = run(path, tmp_path / "out", cache)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Traceback" not in res.stdout + res.stderr
+    err = " ".join(res.stderr.split())
+    assert "2 experiment(s) failed: baseline, other" in err
+    assert "the baseline (baseline) failed, so no experiment could be compared with it" in err
+    (run_dir,) = (tmp_path / "out" / "faults").iterdir()
+    assert (run_dir / "report.html").exists()  # the report of what happened is still written
+    assert port_is_free("127.0.0.1", port)

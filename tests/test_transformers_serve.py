@@ -162,7 +162,9 @@ def test_a_misspelt_flag_stops_the_campaign_before_anything_starts(
     assert port_is_free("127.0.0.1", port)
 
 
-@pytest.mark.parametrize("preset, arch", [("dense8b", "LlamaForCausalLM"), ("small", "Qwen3MoeForCausalLM")])
+@pytest.mark.parametrize(
+    "preset, arch", [("dense8b", "LlamaForCausalLM"), ("small", "Qwen3MoeForCausalLM")]
+)
 def test_a_config_only_model_names_its_architecture(tmp_path: Path, preset: str, arch: str) -> None:
     # SGLang 0.5.17 reads config.json's `architectures` before anything else and fails with a
     # TypeError where it is missing (a config saved without a model has none); vLLM guesses

@@ -147,6 +147,15 @@ def _exit_code(args: argparse.Namespace, data: Run, err: Console, interrupted: b
             markup=False,
         )
     failed += untrusted
+    baseline = data.baseline
+    if baseline is not None and baseline.status == "failed":
+        # failures are results, but not the reference's: with no baseline nothing was compared
+        err.print(
+            f"the baseline ({baseline.id}) failed, so no experiment could be compared with it: "
+            "fix what its reason in the report says, then `reportgen run CAMPAIGN --resume`",
+            markup=False,
+        )
+        return EXIT_FAILED
     return EXIT_FAILED if failed and args.strict else EXIT_OK
 
 
