@@ -172,12 +172,17 @@ def simulate(
     metric: str = "output_tok_s",
     noise_method: str | None = None,
     scope: str = "experiment",
+    grow_parent: bool = False,
+    futility: bool = False,
 ) -> list[tuple[float, list[Comparison], str, int]]:
     """One campaign by ``method``: per experiment (its true value, ``children[k]``: a ratio
     to the baseline's ``base``, or a goodput mode's SLO attainment; its levels' comparisons
     with the baseline; its decision; repetitions spent). ``draw`` gives one level run;
     ``noise_method``: which of ``noise.METHODS`` (default: ``NOISE_METHOD``); ``scope``:
-    ``campaign.alpha_scope``, over ``children``."""
+    ``campaign.alpha_scope``, over ``children``. Adaptive only: ``grow_parent``, each round
+    after the first also runs the parent once more (on a fresh start, its open levels), and the
+    child is compared with all of the parent's runs; ``futility``, a level whose
+    ``reps_needed`` is beyond the maximum (or unknown) gets no more rounds."""
     source = Campaign(truth, rng)
     pooled = method != "today"
     base_e = _experiment("baseline", 0, base)
@@ -201,6 +206,8 @@ def simulate(
         e.sessions = [Session(index=0, config=e.id, log_file="")]
         run.experiments.append(e)
         done = {c: 0 for c in LEVELS}
+        parent_levels = list(base_e.levels)  # the parent's runs this child is compared with
+        grown = {c: reps for c in LEVELS}
         want = list(LEVELS)
         session = 0
         while want:
@@ -216,18 +223,39 @@ def simulate(
                     for _ in range(count):
                         e.levels.append(draw(source, ratio, c, done[c], session, speed))
                         done[c] += 1
+                if session and grow_parent:  # the parent beside it, on a start of its own
+                    speed = source.start()
+                    for c in want:
+                        parent_levels.append(draw(source, base, c, grown[c], 100 + session, speed))
+                        grown[c] += 1
                 session += 1
             how = (noise_method or NOISE_METHOD) if pooled else None
             found = verdict.Comparer(run, e, how).objective(
-                verdict.Side("baseline", True, base_e.levels, "baseline")
+                verdict.Side("baseline", True, parent_levels, "baseline")
             )
             want = [
-                x.concurrency for x in found if done[x.concurrency] < high and verdict.still_open(x)
+                x.concurrency
+                for x in found
+                if done[x.concurrency] < high
+                and verdict.still_open(x)
+                and not (futility and _futile(x, high))
             ]
         verdict_, _ = decide.decide(e.id, "baseline", found, metric, MARGIN)
         e.decision = Decision(verdict=verdict_, explanation="")
-        out.append((ratio, found, verdict_, sum(done.values())))
+        spent = sum(done.values()) + sum(grown.values()) - reps * len(LEVELS)
+        out.append((ratio, found, verdict_, spent))
     return out
+
+
+FUTILITY_DOF = 0.0  # --futility-dof: no futility stop while a comparison's dof is below
+
+
+def _futile(c: Comparison, high: int) -> bool:
+    """The futility stop: the repetitions that would decide ``c`` are beyond ``high`` (or
+    none would), once its interval has ``FUTILITY_DOF`` degrees of freedom."""
+    if (c.dof or 0.0) < FUTILITY_DOF:
+        return False
+    return c.reps_needed is None or c.reps_needed > high
 
 
 def cell(method: str, truth: Truth, reps: int, trials: int, seed: int) -> dict[str, object]:
@@ -493,6 +521,59 @@ def tail_coverage_main(args: argparse.Namespace) -> int:
                     f"{float(np.median(widths[how])):.2f}" if widths[how] else "-",
                 ]
             print(f"| {starts:.0%} | {runs_a_side} | " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
+ADAPTIVE = {  # --adaptive: (grow_parent, futility)
+    "parent fixed": (False, False),
+    "parent fixed, futility": (False, True),
+    "parent grown": (True, False),
+    "parent grown, futility": (True, True),
+}
+
+
+def adaptive_main(args: argparse.Namespace) -> int:
+    """Adaptive repetitions (``min`` = n, ``max`` = 8) with the parent fixed or grown beside
+    the child, with and without a futility stop, on the same campaigns."""
+    print(
+        f"adaptive repetitions from n to {MAX_REPS}; margin {MARGIN:.0%}; {args.trials} "
+        "campaigns a cell; 'reps': repetitions per level and experiment, the parent's extra "
+        "ones included; Monte-Carlo error of a 5% rate: "
+        f"+-{math.sqrt(0.05 * 0.95 / args.trials):.1%}"
+    )
+    print(
+        "| noise | starts | n | parent | called 0.75 | 0.90 | 1.10 | 1.25 "
+        "| false alarm (level) | (decision) | reps |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for reps in args.reps:
+        for noise, starts in itertools.product(args.within, args.start_spread):
+            truth = Truth(noise, starts)
+            for name, (grow, futile) in ADAPTIVE.items():
+                if args.only and name not in args.only:
+                    continue
+                rng = np.random.default_rng(args.seed)
+                calls = {r: 0 for r in RATIOS}
+                alarms = decisions = used = 0
+                for _ in range(args.trials):
+                    for ratio, levels, dec, spent in simulate(
+                        "adaptive", truth, reps, rng, grow_parent=grow, futility=futile
+                    ):
+                        right = "better" if ratio > 1 else "worse"
+                        if ratio == 1.0:
+                            alarms += sum(x.verdict in ("better", "worse") for x in levels)
+                            decisions += dec in ("adopted", "rejected")
+                        else:
+                            calls[ratio] += sum(x.verdict == right for x in levels)
+                        used += spent
+                n_levels = args.trials * len(LEVELS)
+                print(
+                    f"| {noise:.0%} | {starts:.0%} | {reps} | {name} | "
+                    + " | ".join(f"{calls[r] / n_levels:.0%}" for r in RATIOS if r != 1)
+                    + f" | {alarms / n_levels:.1%} | {decisions / args.trials:.1%} "
+                    f"| {used / (args.trials * len(RATIOS) * len(LEVELS)):.1f} |",
+                    flush=True,
+                )
     return 0
 
 
@@ -769,6 +850,30 @@ def main() -> int:
         "experiment against campaign",
     )
     parser.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="adaptive repetitions: the parent fixed or grown, with and without a futility stop",
+    )
+    parser.add_argument(
+        "--futility-dof",
+        type=float,
+        default=0.0,
+        help="--adaptive: no futility stop while a comparison's degrees of freedom are below",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=list(ADAPTIVE),
+        help="--adaptive: only these variants",
+    )
+    parser.add_argument(
+        "--start-spread",
+        type=float,
+        nargs="+",
+        default=[0.03],
+        help="--adaptive: between starts (0.03)",
+    )
+    parser.add_argument(
         "--servers", type=int, nargs="+", default=[2, 1], help="--start-levels: starts (2 1)"
     )
     parser.add_argument(
@@ -801,6 +906,14 @@ def main() -> int:
     if args.tail_coverage:
         args.trials = args.trials or 300
         return tail_coverage_main(args)
+    if args.adaptive:
+        global FUTILITY_DOF
+        FUTILITY_DOF = args.futility_dof
+        args.trials = args.trials or 200
+        args.reps = args.reps or [2]
+        if args.within == [0.01, 0.02]:  # --start-levels' default; here the grid's 5%
+            args.within = [0.05]
+        return adaptive_main(args)
     if args.campaign_wide:
         args.trials = args.trials or 200
         args.reps = args.reps or [2, 3]
