@@ -22,8 +22,10 @@ Three methods, on the same campaigns:
   two server starts (``campaign.starts = 2``, the default), the spread pooled over the run;
 - ``adaptive``: pooled, with ``repetitions = { min = n, max = 8 }``: the levels still open get
   one more repetition each, on a fresh server (one start per round, so the spread between
-  starts averages down too, and is measured on the experiment itself), and are looked at
-  again, at Pocock's level.
+  starts averages down too, and is measured on the experiment itself), the parent once more
+  beside it (grown), and are looked at again, at Pocock's level, as the runner does; a level
+  whose repetitions that would decide it are beyond the maximum stops (futility).
+  ``--adaptive`` compares that with the parent fixed and without the futility stop.
 
 A row prints, per true ratio, how often a level was called "better" or "worse" (the right
 call for 1.10 and 1.25 is better, for 0.90 and 0.75 worse; for 1.00 either is a false alarm),
@@ -172,8 +174,8 @@ def simulate(
     metric: str = "output_tok_s",
     noise_method: str | None = None,
     scope: str = "experiment",
-    grow_parent: bool = False,
-    futility: bool = False,
+    grow_parent: bool = True,
+    futility: bool = True,
 ) -> list[tuple[float, list[Comparison], str, int]]:
     """One campaign by ``method``: per experiment (its true value, ``children[k]``: a ratio
     to the baseline's ``base``, or a goodput mode's SLO attainment; its levels' comparisons
@@ -247,7 +249,7 @@ def simulate(
     return out
 
 
-FUTILITY_DOF = 0.0  # --futility-dof: no futility stop while a comparison's dof is below
+FUTILITY_DOF = float(verdict.FUTILITY_DOF)  # --futility-dof: none while a comparison's dof is below
 
 
 def _futile(c: Comparison, high: int) -> bool:
@@ -857,8 +859,9 @@ def main() -> int:
     parser.add_argument(
         "--futility-dof",
         type=float,
-        default=0.0,
-        help="--adaptive: no futility stop while a comparison's degrees of freedom are below",
+        default=float(verdict.FUTILITY_DOF),
+        help="--adaptive: no futility stop while a comparison's degrees of freedom are below "
+        f"({verdict.FUTILITY_DOF}, as the runner)",
     )
     parser.add_argument(
         "--only",

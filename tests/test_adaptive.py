@@ -83,7 +83,21 @@ def test_adaptive_rounds_run_only_open_levels_on_fresh_servers_and_verify(
             assert set(later["open"]) <= set(look["open"])  # a decided level stays decided
         counts = {c: sum(lv["concurrency"] == c for lv in e["levels"]) for c in (1, 4)}
         assert all(2 <= n <= 4 for n in counts.values())
-        assert len(e["sessions"]) == 2 + (len(looks) - 1)
+        # each round on a fresh server, the parent's beside it on one of its own: the parent
+        # grows with the child, so both sides' counts rise (compared together, unpaired)
+        roles = [s["role"] for s in e["sessions"]]
+        assert roles.count("experiment") == 2 + (len(looks) - 1)
+        assert roles.count("control") == len(looks) - 1
+        if len(looks) > 1:
+            control = e["control"]
+            assert control["grown"] is True and control["of"] == "baseline"
+            for look in looks[:-1]:
+                ran = {lv["concurrency"] for lv in control["levels"]
+                       if lv["repetition"] == look["repetitions"]}  # fmt: skip
+                assert ran == set(look["open"])
+            grown = [c for c in e["decision"]["vs_parent"] if c["concurrency"] in looks[0]["open"]]
+            assert all(c["n_parent"] == c["n_child"] > 2 for c in grown)
+            assert not any(c["paired"] for c in grown)
         assert e["decision"]["method"] == "levels"
 
     # twice as fast is told apart at the first look, at the per-look level
@@ -214,7 +228,7 @@ def test_interleaved_rounds_bring_the_parents_run_and_a_decided_level_stays_deci
     answers = iter(
         [[Point(1), Point(4)], [Point(4)], [Point(1), Point(4)]]
     )  # C=1 decided at the second look, then open again
-    rounds = list(_rounds(child, base, entry, 4, lambda: next(answers), interleave=True))
+    rounds = list(_rounds(child, base, entry, 4, lambda: next(answers)))
     assert [(x.role, x.repetitions, [p.concurrency for p in x.levels or []]) for x in rounds] == [
         ("control", [2], [1, 4]),  # repetition 2 (an even one): the parent first
         ("experiment", [2], [1, 4]),
@@ -297,3 +311,26 @@ def test_a_gain_that_is_only_the_hosts_drift_is_withdrawn_after_the_bracket(
     assert all(c["verdict"] == "better" for c in d["vs_parent"])  # as it was first decided
     assert data["best"] == "baseline"
     assert reportgen_main("verify", run_dir).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "needed, dof, still",
+    [
+        (5, 12.0, True),  # more repetitions, within the maximum, would decide it
+        (40, 12.0, False),  # futile: beyond the maximum of 8, the noise known well enough
+        (None, 12.0, False),  # no count of repetitions would
+        (40, 4.0, True),  # the count is pessimistic on a noise estimate this young
+    ],
+)
+def test_a_level_no_repetition_within_the_maximum_would_decide_gets_no_more(
+    needed: int | None, dof: float, still: bool
+) -> None:
+    from reportgen.analysis.verdict import still_open
+    from reportgen.results.model import Comparison
+
+    c = Comparison(
+        metric="output_tok_s", concurrency=4, ratio=0.99, ci_low=0.9, ci_high=1.1,
+        n_parent=3, n_child=3, verdict="inconclusive", reps_needed=needed, dof=dof,
+    )  # fmt: skip
+    assert still_open(c, 8) is still
+    assert still_open(c) is True  # without a maximum: no futility stop (as the benchmark's)

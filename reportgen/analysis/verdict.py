@@ -53,19 +53,23 @@ class Side:
     levels: Sequence[Level]
     table: str
     paired: bool = False
+    # the parent grown beside the experiment's adaptive rounds (``Control.grown``): runs of
+    # the experiment's control table, added to ``levels``
+    grown: Sequence[Level] = ()
 
 
 def sides(run: Run, entry: Experiment) -> tuple[Side | None, Side | None]:
-    """The parent's side (its interleaved runs where they succeeded, else its own) and the
-    baseline's; None where there is none."""
+    """The parent's side (its interleaved runs where they succeeded, else its own, with the
+    runs it grew beside the experiment) and the baseline's; None where there is none."""
     base, parent = run.baseline, run.experiment(entry.parent)
     control = entry.control
-    paired = bool(control and control.levels) and not (control and control.error)
+    usable = bool(control and control.levels) and not (control and control.error)
     parent_side: Side | None = None
-    if paired and control is not None:
+    if usable and control is not None and not control.grown:
         parent_side = Side(control.of, True, control.levels, entry.control_table, paired=True)
     elif parent is not None:
-        parent_side = Side(parent.id, parent.ok, parent.levels, parent.table)
+        grown = control.levels if usable and control is not None else ()
+        parent_side = Side(parent.id, parent.ok, parent.levels, parent.table, grown=grown)
     base_side = None if base is None else Side(base.id, base.ok, base.levels, base.table)
     return parent_side, base_side
 
@@ -228,18 +232,26 @@ def open_levels(run: Run, entry: Experiment) -> list[Point]:
     be told from its parent, and more repetitions could tell (``still_open``)."""
     parent_side, _ = sides(run, entry)
     found = Comparer(run, entry, CURRENT).objective(parent_side)
-    return [c.point for c in found if still_open(c)]
+    _, high = sequential.bounds((entry.workload or {}).get("repetitions", 1))
+    return [c.point for c in found if still_open(c, high)]
 
 
-def still_open(c: Comparison) -> bool:
+FUTILITY_DOF = 8  # no futility stop before a comparison's interval has this many dof
+
+
+def still_open(c: Comparison, high: int | None = None) -> bool:
     """Whether one more repetition of a comparison's level could tell: inconclusive, with a
     ratio, and not held back by the spread between server starts alone or by a side on one
-    start. (A futility stop, "not while the repetitions that would decide it are beyond the
-    maximum", was measured in benchmarks/verdicts.py and cost too much power: with the
-    parent's repetitions fixed, that count is pessimistic early.)"""
+    start. With ``high`` (the most repetitions a side), a futility stop: not where the
+    repetitions a side that would decide it are beyond ``high`` (or none would), once its
+    interval has ``FUTILITY_DOF`` degrees of freedom (before that the count is pessimistic:
+    benchmarks/verdicts.py --adaptive measured it, with the parent grown beside the child)."""
     if c.verdict != "inconclusive" or c.ratio is None:
         return False
-    return c.limit not in ("starts", decide.ONE_START)
+    if c.limit in ("starts", decide.ONE_START):
+        return False
+    futile = c.reps_needed is None or c.reps_needed > high if high is not None else False
+    return not (futile and (c.dof or 0.0) >= FUTILITY_DOF)
 
 
 def noise_summary(noise: Noise) -> dict[str, Any]:
@@ -301,7 +313,8 @@ class Comparer:
         if side is None or not side.ok:
             return []
         run = self.run
-        levels = run.objective_points({lv.point for lv in (*side.levels, *self.entry.levels)})
+        points = {lv.point for lv in (*side.levels, *side.grown, *self.entry.levels)}
+        levels = run.objective_points(points)
         return self.compare(side, run.metric, run.higher_is_better, levels=levels)
 
     def compare(
@@ -317,7 +330,7 @@ class Comparer:
         run, entry = self.run, self.entry
         if not self.pooled:
             return decide.compare_experiments(
-                side.levels,
+                [*side.levels, *side.grown],
                 entry.levels,
                 metric,
                 margin=run.margin,
@@ -326,8 +339,9 @@ class Comparer:
                 paired=side.paired,
             )
         owner, role = (entry.id, "control") if side.paired else (side.id, "experiment")
+        grown = noise_mod.own_runs(side.grown, entry.id, "control", metric, stat)
         return decide.compare_sides(
-            noise_mod.own_runs(side.levels, owner, role, metric, stat),
+            noise_mod.own_runs(side.levels, owner, role, metric, stat) + grown,
             noise_mod.own_runs(entry.levels, entry.id, "experiment", metric, stat),
             self.noise(metric, stat),
             margin=run.margin,
@@ -349,13 +363,13 @@ def every_metric(
     p99 an observation of the same start-aware model, none with fewer than
     ``decide.TAIL_MIN`` requests above it a side), the two-level bootstrap before it."""
     out: dict[str, list[Comparison]] = {}
-    done: dict[tuple[str, bool], list[Comparison]] = {}  # the parent is often the baseline
+    done: dict[tuple[str, bool, bool], list[Comparison]] = {}  # the parent: often the baseline
     mine = rows.get(entry.table, ())
     margin = compare.run.margin
     for name, side in against:
         if side is None or not side.ok:
             continue
-        key = (side.table, side.paired)
+        key = (side.table, side.paired, bool(side.grown))
         if key not in done:
             found = [
                 c
@@ -378,7 +392,8 @@ def _tails(compare: Comparer, side: Side, entry: Experiment, q: float = 99) -> l
     out = []
     for metric in decide.TAILS:
         for c in compare.compare(side, metric, False, stat=stat):
-            above = min(_above(side.levels, c.point, q), _above(entry.levels, c.point, q))
+            theirs = _above([*side.levels, *side.grown], c.point, q)
+            above = min(theirs, _above(entry.levels, c.point, q))
             out.append(c if above >= decide.TAIL_MIN else decide.too_few_above(c))
     return out
 

@@ -103,7 +103,8 @@ def warmups(e: model.Experiment) -> list[str]:
     for s in e.sessions:
         if not s.settled:
             continue
-        who = {"prime": "priming start (nothing measured)", "control": f"{s.config} (interleaved)"}
+        beside = "grown beside it" if e.control is not None and e.control.grown else "interleaved"
+        who = {"prime": "priming start (nothing measured)", "control": f"{s.config} ({beside})"}
         parts = [
             f"{x.point.label} {x.duration_s:.1f} s, {x.requests} requests, "
             + SETTLE_ENDS.get(x.reason, x.reason)
@@ -347,7 +348,7 @@ def section(
             for c in e.checks
         ],
         paired=bool(decision and decision.paired),
-        servers=_servers(e.sessions),
+        servers=_servers(e.sessions, grown=e.control is not None and e.control.grown),
         repetitions=adaptive_note(e),
         spec=evidence.spec_rows(e, counters or {}),
         spec_log=evidence.spec_log(e),
@@ -446,14 +447,20 @@ def _baseline_table(
     ]
 
 
-def _servers(sessions: Sequence[model.Session]) -> str:
-    """How the experiment's servers were launched, in a phrase ("" for one launch)."""
+def _servers(sessions: Sequence[model.Session], grown: bool = False) -> str:
+    """How the experiment's servers were launched, in a phrase ("" for one launch);
+    ``grown``: its parent's ran beside its adaptive rounds (``Control.grown``)."""
     if len(sessions) <= 1:
         return ""
     mine = [x for x in sessions if x.role == "experiment"]
     control = [x for x in sessions if x.role == "control"]
     text = f"{len(mine)} launches of this configuration, one per repetition"
-    if control:
+    if control and grown:
+        text += (
+            f", and {len(control)} more of its parent's beside its added repetitions (compared "
+            "with the parent's own runs and these together)"
+        )
+    elif control:
         order = " ".join("P" if x.role == "control" else "E" for x in sessions)
         text += (
             f", interleaved with {len(control)} of its parent's ({order}; P: parent, "

@@ -443,11 +443,14 @@ class Session(_Model):
 
 
 class Control(_Model):
-    """The parent's configuration run alternately with the experiment (``interleave``)."""
+    """The parent's configuration run alternately with the experiment (``interleave``), or,
+    ``grown``, once more beside each round of adaptive repetitions: then its runs are added
+    to the parent's own and compared with unpaired, not pair by pair."""
 
     of: str
     levels: list[Level] = Field(default_factory=list)
     error: str | None = None
+    grown: bool = False
     by_level: list[Aggregate] = Field(default_factory=list)
 
 

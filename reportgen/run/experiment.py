@@ -21,7 +21,7 @@ from reportgen.observe import evidence, telemetry
 from reportgen.observe.telemetry import Telemetry
 from reportgen.results.model import Control, Experiment, Look, Point, Run, TelemetryInfo
 from reportgen.run import external
-from reportgen.run.plan import interleaved, server_sessions
+from reportgen.run.plan import Role, interleaved, server_sessions
 from reportgen.run.resume import utc_now
 from reportgen.run.session import Context, Launch, ServerSession
 
@@ -70,13 +70,14 @@ def run_experiment(
         except ReportgenError as exc:
             if one.role != "control" or control is None:
                 raise
-            control.error = f"{one.config.id} (interleaved run): {exc}"
+            how = "the parent grown" if control.grown else "interleaved run"
+            control.error = f"{one.config.id} ({how}): {exc}"
 
     try:
         for one in launches:
             launch(one)
         if open_levels is not None:
-            for one in _rounds(r, parent, entry, len(launches), open_levels, interleave):
+            for one in _rounds(r, parent, entry, len(launches), open_levels):
                 launch(one)
         entry.status = "ok"
     except ReportgenError as exc:
@@ -115,12 +116,13 @@ def _rounds(
     entry: Experiment,
     index: int,
     open_levels: Callable[[], list[Point]],
-    interleave: bool,
 ) -> Iterator[Launch]:
     """Adaptive repetitions: after ``min``, while some objective level is undecided and
-    below ``max``, one more repetition of just those levels on a fresh server (with its
-    parent's beside it when interleaved). A level once decided stays so; each look is
-    recorded in ``entry.looks``."""
+    below ``max``, one more repetition of just those levels on a fresh server, with its
+    parent's beside it on a fresh server too (interleaved: pair by pair; otherwise the
+    parent grows, ``Control.grown``: its runs join the parent's own, so that both sides'
+    counts grow and the repetitions that would decide are known). A level once decided stays
+    so; each look is recorded in ``entry.looks``."""
     low, high = repetitions_range(r.workload.repetitions)
     if high <= low or parent is None:
         return  # a fixed count, or the baseline: nothing to tell it from
@@ -131,10 +133,11 @@ def _rounds(
         entry.looks.append(Look(repetitions=done, open=still))
         if not still or done == high:
             return
-        if interleave and parent is not None and not r.one_session:  # (as server_sessions)
+        pairs: list[tuple[Resolved, list[int], Role]] = [(r, [done], "experiment")]
+        if not r.one_session:  # (as server_sessions): one server, nothing to grow beside it
             pairs = interleaved(r, parent, done)
-        else:
-            pairs = [(r, [done], "experiment")]
+            if entry.control is None:
+                entry.control = Control(of=parent.id, grown=True)
         for cfg, reps, role in pairs:
             yield Launch(r, cfg, reps, role, index, levels=list(still))
             index += 1
