@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportgen.analysis import checks, decide, noise, sequential, summary
+from reportgen.analysis.verdict import FUTILITY_DOF
 from reportgen.render.fmt import field_rows
 from reportgen.results.model import Experiment, rate_text
 
@@ -524,8 +525,17 @@ def methods(
             if low == high
             else f"Repetitions: adaptive, {low} to {high}: each level is run {low} times, then "
             "the objective's levels whose verdict is still open get one more repetition at a "
-            "time, each round on a fresh server, until decided or at "
-            f"{high}; a repetition's summary is one "
+            + (
+                "time, each round on a fresh server with the parent's configuration run again "
+                "beside it on a fresh server of its own (the parent grows with the experiment: "
+                "its added runs join its own in the comparison), until decided, at "
+                f"{high}, or once no count within {high} would decide (a futility stop, from "
+                f"{FUTILITY_DOF} degrees of freedom of a level's interval); a repetition's "
+                "summary is one "
+                if any(e.control is not None and e.control.grown for e in exps)
+                else "time, each round on a fresh server, until decided or at "
+                f"{high}; a repetition's summary is one "
+            )
         )
         + "observation. Tables show the mean across repetitions and ± its sample standard "
         "deviation; chart error bars are the same standard deviation; ratios are of "
