@@ -98,6 +98,8 @@ def test_adaptive_rounds_run_only_open_levels_on_fresh_servers_and_verify(
             grown = [c for c in e["decision"]["vs_parent"] if c["concurrency"] in looks[0]["open"]]
             assert all(c["n_parent"] == c["n_child"] > 2 for c in grown)
             assert not any(c["paired"] for c in grown)
+            # the parent is the baseline: compared with it, the same runs
+            assert e["decision"]["vs_baseline"] == e["decision"]["vs_parent"]
         assert e["decision"]["method"] == "levels"
 
     # twice as fast is told apart at the first look, at the per-look level

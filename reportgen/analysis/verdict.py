@@ -71,6 +71,8 @@ def sides(run: Run, entry: Experiment) -> tuple[Side | None, Side | None]:
         grown = control.levels if usable and control is not None else ()
         parent_side = Side(parent.id, parent.ok, parent.levels, parent.table, grown=grown)
     base_side = None if base is None else Side(base.id, base.ok, base.levels, base.table)
+    if base_side and parent_side and parent_side.grown and parent_side.id == base_side.id:
+        base_side = parent_side  # the parent is the baseline, grown: the same runs
     return parent_side, base_side
 
 
