@@ -569,6 +569,7 @@ def adaptive_note(e: model.Experiment) -> str:
     for lv in e.levels:
         got[lv.point] = got.get(lv.point, 0) + 1
         seconds.setdefault(lv.point, []).append(lv.summary.duration_s)
+    final = {c.point: c.verdict for c in (e.decision.vs_parent if e.decision else [])}
     parts = []
     for c in sorted_points(got):
         opened = [look.repetitions for look in e.looks if c in look.open]
@@ -576,20 +577,29 @@ def adaptive_note(e: model.Experiment) -> str:
             why = f"no more needed after {low}"
         elif got[c] >= high and c in e.looks[-1].open:
             why = f"still open at the maximum ({high})"
+        elif final.get(c) == "inconclusive":  # the futility stop (``verdict.still_open``)
+            why = (
+                f"open after {', '.join(map(str, opened))}, stopped at {got[c]}: no count "
+                f"within {high} would decide it"
+            )
         else:
             why = f"open after {', '.join(map(str, opened))}, decided at {got[c]}"
         parts.append(f"{c.label}: {got[c]} ({why})")
-    saved_runs = sum(max(0, high - n) for n in got.values())
+    grown = e.control is not None and e.control.grown
+    per_round = 2 if grown else 1  # the parent's start beside each round, when grown
+    saved_runs = sum(max(0, high - n) for n in got.values()) * per_round
     level_s = sum(max(0, high - got[c]) * (sum(v) / len(v)) for c, v in seconds.items() if v)
+    level_s *= per_round
     rounds = max(0, len(e.looks) - 1)
-    starts = [x.ready_s or 0.0 for x in e.sessions if x.role == "experiment"]
-    start_s = (high - low - rounds) * (sum(starts) / len(starts) if starts else 0.0)
+    starts = [x.ready_s or 0.0 for x in e.sessions if x.role in ("experiment", "control")]
+    start_s = (high - low - rounds) * per_round * (sum(starts) / len(starts) if starts else 0.0)
     total = level_s + start_s
     minutes = f"{total / 60:.1f} GPU minutes" if total >= 60 else f"{total:.0f} GPU seconds"
     return (
         f"{low} to {high}, adaptive: "
         + "; ".join(parts)
         + f". Against {high} everywhere this saved {saved_runs} level run(s) and "
-        f"{high - low - rounds} server start(s), about {minutes} at this "
-        "experiment's pace (levels, then starts to ready)."
+        f"{(high - low - rounds) * per_round} server start(s)"
+        + (", its parent's beside it counted" if grown else "")
+        + f", about {minutes} at this experiment's pace (levels, then starts to ready)."
     )
