@@ -113,6 +113,24 @@ args = { port = [1, { x = 1 }] }
     assert "experiment[0] (id='a').args.port" in joined and "flag value must be" in joined
 
 
+def test_a_table_given_as_a_plain_value_is_one_located_problem() -> None:
+    # `campaign = false`, and a stray top-level key named like a type: it once lost its whole
+    # location to the filter of union members' names and raised IndexError (found by
+    # tests/test_campaign_fuzz)
+    text = """
+campaign = false
+int = false
+[workload]
+concurrency = [1]
+[[experiment]]
+id = "a"
+why = "x"
+"""
+    found = problems(text)
+    assert any("campaign = False: input should be a valid dictionary" in p for p in found)
+    assert any("int = False: unknown key" in p for p in found)
+
+
 def test_cross_key_rules() -> None:
     text = GOOD.replace('id = "car"', 'id = "mtp"').replace(
         'unset = ["disable-custom-all-reduce"]', 'unset = ["disable-custom-allreduce"]'

@@ -434,6 +434,7 @@ def _problems_from_pydantic(
     seen: set[str] = set()
     for err in exc.errors():
         loc = [p for p in err["loc"] if not (isinstance(p, str) and _UNION_NOISE.match(p))]
+        loc = loc or list(err["loc"])  # a key of the file named like a type ("int")
         kind = err["type"]
         arg_at = _arg_value_loc(loc)
         if arg_at is not None:
