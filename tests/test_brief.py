@@ -10,6 +10,7 @@ from tests.conftest import ROOT
 EXAMPLES = ROOT / "docs" / "examples"
 # vLLM 0.26 on the 0.5 B MoE, eight experiments, measured before the steady-state protocol
 MOE_RUN = ROOT / "tests" / "fixtures" / "runs" / "vllm-h200-moe"
+SGLANG_MOE_RUN = ROOT / "tests" / "fixtures" / "runs" / "sglang-h200-moe"
 
 LEVELS = [Point(1), Point(16), Point(64)]
 
@@ -102,7 +103,7 @@ def test_expectations_are_read_for_their_direction_and_judged_against_the_verdic
         ("objective", "better", [Point(1)]),
     ]
     # a failure expected that did not come is not met
-    sglang = {x.id: x for x in brief.build(results.load(EXAMPLES / "sglang-h200")).expectations}
+    sglang = {x.id: x for x in brief.build(results.load(SGLANG_MOE_RUN)).expectations}
     assert (sglang["memory-too-small"].reading, sglang["memory-too-small"].judged) == (
         "fails",
         "not met",

@@ -269,7 +269,7 @@ def test_graphs_the_engine_turned_off_itself_are_named_with_its_reason() -> None
         # moved on to the 8B-shaped model: its flags are in SGLang's help, above)
         (
             SGLANG / "check-flags-sglang-h200.json",
-            "docs/examples/sglang-h200/campaign.toml",
+            "tests/fixtures/runs/sglang-h200-moe/campaign.toml",
             "sglang",
         ),
         (VLLM / "check-flags-vllm-h200.json", "campaigns/vllm-h200.toml", "vllm"),

@@ -20,6 +20,8 @@ from reportgen.run.server import REAPER_GRACE_S, port_is_free
 from tests.conftest import Ran, free_port, reportgen_main
 
 ROOT = Path(__file__).resolve().parent.parent
+# SGLang 0.5.17 on the 0.5 B MoE, measured before the steady-state protocol, resumed twice
+SGLANG_MOE_RUN = ROOT / "tests" / "fixtures" / "runs" / "sglang-h200-moe"
 pytestmark = pytest.mark.slow
 
 
@@ -310,10 +312,10 @@ def test_settings_a_later_reportgen_added_are_no_change_of_a_saved_campaign(
     from reportgen import campaign, results
     from reportgen.run.resume import campaign_changes
 
-    root = Path(__file__).resolve().parents[1]
-    saved = results.load(root / "docs" / "examples" / "sglang-h200")
-    # the campaign file as the committed run ran it (campaigns/sglang-h200.toml has moved on)
-    now = campaign.load(root / "docs" / "examples" / "sglang-h200" / "campaign.toml")
+    saved = results.load(SGLANG_MOE_RUN)
+    # the campaign file as the committed run ran it (campaigns/sglang-h200.toml has moved on: the
+    # 8B-shaped model's run is docs/examples/sglang-h200)
+    now = campaign.load(SGLANG_MOE_RUN / "campaign.toml")
     # the committed run was resumed from the file as it is (trim = false, starts = 1)
     assert campaign_changes(saved, now) == []
     # as a reportgen saved it before campaign.starts, campaign.confirm, workload.stagger existed
@@ -323,7 +325,7 @@ def test_settings_a_later_reportgen_added_are_no_change_of_a_saved_campaign(
     assert campaign_changes(older, now) == []
     # a default that changed what a finished experiment measured is still named: the file
     # without its trim = false trims duration levels, which the run did not
-    text = (root / "docs" / "examples" / "sglang-h200" / "campaign.toml").read_text()
+    text = (SGLANG_MOE_RUN / "campaign.toml").read_text()
     untrimmed = tmp_path / "sglang-h200.toml"
     untrimmed.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("trim =")))
     changes = campaign_changes(older, campaign.load(untrimmed))
@@ -361,8 +363,7 @@ def test_a_resumption_on_other_gpus_is_said_in_the_title_block() -> None:
     from reportgen import results
     from reportgen.render import view
 
-    root = Path(__file__).resolve().parents[1]
-    run = results.load(root / "docs" / "examples" / "sglang-h200")
+    run = results.load(SGLANG_MOE_RUN)
     # its last resumption really ran on another H200 than its first session
     last = run.resumed[-1].gpu_uuids
     assert (
