@@ -95,6 +95,9 @@ class Truth:
     # the spread between starts at each level as a share of ``starts`` (None: the same at
     # every level); one draw per start either way, so a slow start is slow at every level
     start_levels: tuple[float, ...] | None = None
+    # ``--noisy-config``: the identical configuration's (true ratio 1.00) starts spread this
+    # many times the others'
+    noisy: float = 1.0
 
 
 def _sigma(cv: float) -> float:
@@ -212,25 +215,27 @@ def simulate(
         grown = {c: reps for c in LEVELS}
         want = list(LEVELS)
         session = 0
+        later = False  # a round after the first: the parent grows beside it
         while want:
             # the first round on SERVERS servers, then one more for each round added
             first = [
                 len(x) for x in np.array_split(np.arange(reps), SERVERS if pooled else 1) if len(x)
             ]
             for count in first if session == 0 else [1]:
-                speed = source.start()
+                speed = source.start() * (truth.noisy if ratio == 1.0 else 1.0)
                 if session:
                     e.sessions.append(Session(index=session, config=e.id, log_file=""))
                 for c in want:
                     for _ in range(count):
                         e.levels.append(draw(source, ratio, c, done[c], session, speed))
                         done[c] += 1
-                if session and grow_parent:  # the parent beside it, on a start of its own
+                if later and grow_parent:  # the parent beside it, on a start of its own
                     speed = source.start()
                     for c in want:
                         parent_levels.append(draw(source, base, c, grown[c], 100 + session, speed))
                         grown[c] += 1
                 session += 1
+            later = True
             how = (noise_method or NOISE_METHOD) if pooled else None
             found = verdict.Comparer(run, e, how).objective(
                 verdict.Side("baseline", True, parent_levels, "baseline")
@@ -579,6 +584,62 @@ def adaptive_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def noisy_config_main(args: argparse.Namespace) -> int:
+    """``--noisy-config``: the identical configuration's server starts spread ``--noisy``
+    times the other configurations' (which set the pool): how often it is adopted or
+    rejected, and what the other experiments' calls cost, by the "levels" method (the pool
+    for every side) and "configs" (each side's starts checked against the pool)."""
+    print(
+        f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; true ratios "
+        + ", ".join(f"{r:.2f}" for r in RATIOS)
+        + "; the 1.00 configuration's starts spread 'x' times the others' (sd); 'false "
+        "alarm': it was adopted or rejected (Monte-Carlo error of a 5% rate: "
+        f"+-{math.sqrt(0.05 * 0.95 / args.trials):.1%}); 'called': a level of another "
+        "experiment called right; 'wider starts': levels of the 1.00 / other experiments "
+        "left inconclusive because a side's starts spread more than the pool's"
+    )
+    print(
+        "| noise | starts | x | n | starts a side | repetitions | method | false alarm "
+        "(decision) | (level) | called 0.75 | 0.90 | 1.10 | 1.25 | wider starts 1.00 | others "
+        "| reps |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    global SERVERS
+    for servers, reps in itertools.product(args.servers, args.reps):
+        SERVERS = servers
+        for noise, starts, x in itertools.product(args.within, args.start_spread, args.noisy):
+            truth = Truth(noise, starts, noisy=x)
+            for mode, method in itertools.product(args.modes, args.methods):
+                rng = np.random.default_rng(args.seed)
+                calls = {r: 0 for r in RATIOS}
+                wider = {True: 0, False: 0}
+                used = 0
+                alarms = decisions = 0
+                for _ in range(args.trials):
+                    for ratio, levels, dec, spent in simulate(
+                        mode, truth, reps, rng, noise_method=method
+                    ):
+                        used += spent
+                        wider[ratio == 1.0] += sum(c.limit == decide.WIDER_STARTS for c in levels)
+                        if ratio == 1.0:
+                            alarms += sum(c.verdict in ("better", "worse") for c in levels)
+                            decisions += dec in ("adopted", "rejected")
+                        else:
+                            right = "better" if ratio > 1 else "worse"
+                            calls[ratio] += sum(c.verdict == right for c in levels)
+                n = args.trials * len(LEVELS)
+                print(
+                    f"| {noise:.0%} | {starts:.0%} | {x:g} | {reps} | {servers} | {mode} "
+                    f"| {method} "
+                    f"| {decisions / args.trials:.1%} | {alarms / n:.1%} | "
+                    + " | ".join(f"{calls[r] / n:.0%}" for r in RATIOS if r != 1)
+                    + f" | {wider[True] / n:.0%} | {wider[False] / (n * 4):.0%} "
+                    f"| {used / (args.trials * len(RATIOS) * len(LEVELS)):.1f} |",
+                    flush=True,
+                )
+    return 0
+
+
 def campaign_wide_main(args: argparse.Namespace) -> int:
     """``--campaign-wide``: campaigns of eight experiments, seven changing nothing and one a
     real 10% gain, decided with ``campaign.alpha_scope`` "experiment" and "campaign": how
@@ -880,6 +941,25 @@ def main() -> int:
         "--servers", type=int, nargs="+", default=[2, 1], help="--start-levels: starts (2 1)"
     )
     parser.add_argument(
+        "--noisy-config",
+        action="store_true",
+        help="one configuration's starts spread more than the others': levels against configs",
+    )
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        choices=("pooled", "adaptive"),
+        default=["pooled"],
+        help="--noisy-config: fixed repetitions (pooled) or adaptive ones",
+    )
+    parser.add_argument(
+        "--noisy",
+        type=float,
+        nargs="+",
+        default=[1.0, 3.0],
+        help="--noisy-config: its starts' spread, times the others' (1 3)",
+    )
+    parser.add_argument(
         "--methods",
         nargs="+",
         choices=noise_mod.METHODS,
@@ -917,6 +997,14 @@ def main() -> int:
         if args.within == [0.01, 0.02]:  # --start-levels' default; here the grid's 5%
             args.within = [0.05]
         return adaptive_main(args)
+    if args.noisy_config:
+        args.trials = args.trials or 400
+        args.reps = args.reps or [3]
+        if args.methods == list(noise_mod.METHODS):
+            args.methods = ["levels", "configs"]
+        if args.servers == [2, 1]:  # --start-levels' default; here campaign.starts' 2
+            args.servers = [2]
+        return noisy_config_main(args)
     if args.campaign_wide:
         args.trials = args.trials or 200
         args.reps = args.reps or [2, 3]
