@@ -212,16 +212,9 @@ def _compare_level(
         equivalence=equivalence,
     )
     limit = needed[0][1] if needed and out.verdict == "inconclusive" else None
-    update: dict[str, Any] = {
-        "method": noise.method,
-        "dof": est.dof,
-        "confidence": confidence,
-        "limit": limit,
-    }
-    if est.wider is not None and out.verdict == "inconclusive":
-        # a side's own starts' spread: only more of its starts narrow it
-        update.update(limit=WIDER_STARTS, reps_needed=None)
-    return out.model_copy(update=update)
+    return out.model_copy(
+        update={"method": noise.method, "dof": est.dof, "confidence": confidence, "limit": limit}
+    )
 
 
 def _more_repetitions(
@@ -273,7 +266,6 @@ def _more_repetitions(
 
 MAX_REPS = 200  # beyond this, "about how many" is no longer an answer
 ONE_START = "one start"  # ``Comparison.limit``: a side ran on one server start
-WIDER_STARTS = "wider starts"  # ``Comparison.limit``: a side's starts spread more than the pool's
 
 
 def _first(k: np.ndarray, ok: np.ndarray) -> int | None:

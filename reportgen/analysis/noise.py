@@ -49,25 +49,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 from reportgen.analysis.summary import compared_value
 from reportgen.results.model import Experiment, Level, Point
 
 SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
 
-METHODS = ("levels", "pooled", "configs")  # newest first (but "configs", a study of
-# benchmarks/verdicts.py --noisy-config, not how runs are decided): how a run's noise model is
-# estimated and used (``Decision.method``): "configs", as "levels", and each side whose
-# configuration ran on two or more starts checked against the pool (``start_check``): one whose
-# starts spread more than the pool's brings its own spread, with its own degrees of freedom;
-# "levels", the spread between starts per level and a start term with the starts' own degrees
-# of freedom where a side ran on one start; "pooled", that spread pooled over levels and
-# Satterthwaite over both terms everywhere (runs decided before 2026-12; kept so ``verify``
-# takes their decisions again as they were taken)
-
-START_CHECK = 0.05  # a side's starts are checked against the pool's spread at this level
-# (one-sided F test); see ``start_check``
+METHODS = ("levels", "pooled")  # newest first: how a run's noise model is estimated and used
+# (``Decision.method``): "levels", the spread between starts per level and a start term with
+# the starts' own degrees of freedom where a side ran on one start; "pooled", that spread
+# pooled over levels and Satterthwaite over both terms everywhere (runs decided before
+# 2026-12; kept so ``verify`` takes their decisions again as they were taken)
 
 
 @dataclass(frozen=True)
@@ -98,29 +91,14 @@ class Noise:
     # per level: (S_m^2 moderated towards the levels' common value, h) where started twice
     levels: Mapping[Point, tuple[float, float]] = field(default_factory=dict)
     method: str = METHODS[0]  # which of METHODS estimated it, and how ``variance`` uses it
-    # the session means' sum of squares and degrees of freedom, not moderated: over every
-    # level, or at one (``at``); what ``start_check`` checks a side against
-    session_ss: float = 0.0
-    session_ss_dof: float = 0.0
-    level_ss: Mapping[Point, tuple[float, float]] = field(default_factory=dict)
 
     def at(self, level: Point) -> Noise:
         """The model as it applies at ``level``: the spread between starts measured there
         (moderated), or the levels' pooled one where that level never ran on two starts."""
         if level not in self.levels:
-            ss, dof = self.level_ss.get(level, (self.session_ss, self.session_ss_dof))
-            return replace(self, session_ss=ss, session_ss_dof=dof, level_ss={})
+            return self
         var, h = self.levels[level]
-        ss, dof = self.level_ss.get(level, (0.0, 0.0))
-        return replace(
-            self,
-            session_var=var,
-            session_h=h,
-            levels={},
-            session_ss=ss,
-            session_ss_dof=dof,
-            level_ss={},
-        )
+        return replace(self, session_var=var, session_h=h, levels={})
 
     @property
     def within_sd(self) -> float | None:
@@ -159,13 +137,10 @@ class Noise:
         inverse_n: float,
         start_weight: float,
         one_start: bool = False,
-        own: Sequence[tuple[float, Starts]] = (),
     ) -> tuple[float, float | None]:
         """The variance of a sum of side means, and its degrees of freedom: ``inverse_n`` is
         the sum of the sides' 1/n, ``start_weight`` W of their sum((n_j / n)^2):
-        inverse_n x s^2 + W x s_b^2. ``own``: (weight, its starts) of each side whose starts
-        spread more than the pool's (``start_check``): its weight's part of the start term
-        is its own spread, with its own degrees of freedom.
+        inverse_n x s^2 + W x s_b^2.
 
         Where both sides ran on two or more starts (``one_start`` false), or by the "pooled"
         method everywhere, s_b^2 = max(0, S_m^2 - h s^2) and Satterthwaite weighs both terms.
@@ -179,85 +154,28 @@ class Noise:
         estimate never falls below the within part alone and then keeps the starts' degrees
         of freedom."""
         a = within * inverse_n
-        pool_w = start_weight - sum(w for w, _ in own)
         if self.method == "pooled" or not one_start:
-            b = (self.between_var or 0.0) * pool_w
-            parts = [(a, within_dof), (b, float(self.session_dof))]
-            parts += [(max(0.0, st.var - st.h * within) * w, float(st.dof)) for w, st in own]
-            total = sum(v for v, _ in parts)
-            if total <= 0:
+            b = (self.between_var or 0.0) * start_weight
+            if a + b <= 0:
                 return 0.0, None
-            return total, satterthwaite(parts)
+            return a + b, satterthwaite([(a, within_dof), (b, self.session_dof)])
         if self.session_var is None or start_weight <= 0 or self.session_dof <= 0:
             if a <= 0:
                 return 0.0, None
             return a, within_dof if within_dof > 0 else None
-        starts = [(self.session_var * pool_w, float(self.session_dof))]
-        starts += [(st.var * w, float(st.dof)) for w, st in own]
-        m = sum(v for v, _ in starts)
-        m_dof = float(self.session_dof) if not own else satterthwaite(starts) or 1.0
-        c = (inverse_n - pool_w * self.session_h - sum(w * st.h for w, st in own)) * within
+        m = self.session_var * start_weight
+        c = (inverse_n - start_weight * self.session_h) * within
         total = m + c
         if total <= a:  # the starts measured no spread beyond the within-session noise
             if a <= 0:
                 return 0.0, None
-            return a, m_dof
+            return a, float(self.session_dof)
         if c >= 0:
-            return total, satterthwaite([*starts, (c, within_dof)])
-        denom = sum(v * v / d for v, d in starts if v > 0) + (
-            c * c / within_dof if within_dof > 0 else 0.0
-        )
+            return total, satterthwaite([(m, self.session_dof), (c, within_dof)])
+        denom = m * m / self.session_dof + (c * c / within_dof if within_dof > 0 else 0.0)
         # a difference of estimates: Satterthwaite's formula, between one degree of freedom
         # and the starts' own
-        return total, min(max(total * total / denom, 1.0), m_dof)
-
-
-@dataclass(frozen=True)
-class Starts:
-    """One side's own server starts at a level, checked against the pool's spread."""
-
-    var: float  # S_m^2: the variance of its sessions' mean logs
-    h: float  # the mean of 1/n_j over them
-    dof: int  # its starts less one
-    ratio: float  # var over the other configurations' pooled S_m^2 at this level (inf: none)
-    p: float  # the one-sided F test of that ratio
-
-    @property
-    def wider(self) -> bool:
-        """Its starts spread more than the pool's, beyond chance at ``START_CHECK``."""
-        return self.p < START_CHECK
-
-
-def start_check(side: Side, noise: Noise) -> Starts | None:
-    """A side that ran on two or more starts, its own spread between them against the other
-    configurations' pooled spread at this level (``noise``, at the level): one-sided F test
-    of the ratio of variances. None where it cannot be checked: one start, the "pooled" or
-    "levels" method, or no other configuration started twice.
-
-    The pool is what every configuration's starts say together, and one configuration whose
-    starts vary three times more than the others' would borrow it: its comparisons then
-    called identical configurations different in 12.5-13.9% of simulated campaigns
-    (benchmarks/verdicts.py --noisy-config). A side whose starts spread more than the pool's
-    at ``START_CHECK`` brings its own spread, with its own degrees of freedom."""
-    if noise.method != "configs" or noise.session_var is None:
-        return None
-    groups: dict[SessionKey, list[float]] = {}
-    for v, k in zip(side.logs, side.sessions, strict=True):
-        groups.setdefault(k, []).append(v)
-    dof = len(groups) - 1
-    others = noise.session_ss_dof - dof
-    if dof < 1 or others < 1:
-        return None
-    means = np.asarray([np.mean(g) for g in groups.values()])
-    own = float(means.var(ddof=1))
-    h = float(np.mean([1 / len(g) for g in groups.values()]))
-    rest = (noise.session_ss - own * dof) / others
-    if rest <= 0:
-        ratio, p = (math.inf, 0.0) if own > 0 else (1.0, 1.0)
-    else:
-        ratio = own / rest
-        p = float(stats.f.sf(ratio, dof, others))
-    return Starts(own, h, dof, ratio, p)
+        return total, min(max(total * total / denom, 1.0), float(self.session_dof))
 
 
 def config_key(e: Experiment) -> str:
@@ -333,18 +251,6 @@ def session_means(runs: Sequence[Run1]) -> list[tuple[Point, np.ndarray, np.ndar
     return out
 
 
-def session_ss(
-    groups: Sequence[tuple[Point, np.ndarray, np.ndarray]],
-) -> dict[Point, tuple[float, float]]:
-    """Per level: the session means' sum of squares about each configuration's mean, and its
-    degrees of freedom."""
-    out: dict[Point, tuple[float, float]] = {}
-    for level, means, _ in groups:
-        ss, dof = out.get(level, (0.0, 0.0))
-        out[level] = (ss + (means.size - 1) * float(means.var(ddof=1)), dof + means.size - 1)
-    return out
-
-
 def _between(
     groups: Sequence[tuple[Point, np.ndarray, np.ndarray]], restarts: int, per_level: bool
 ) -> tuple[float | None, float, dict[Point, tuple[float, float]]]:
@@ -390,12 +296,8 @@ def estimate(runs: Sequence[Run1], metric: str = "", method: str = METHODS[0]) -
     within_var, d0 = _prior(variances, dofs)
     between = session_means(runs)
     restarts = _restarts(runs)
-    session_var, h, levels = _between(between, restarts, per_level=method != "pooled")
-    by_level = session_ss(between) if method == "configs" else {}
+    session_var, h, levels = _between(between, restarts, per_level=method == "levels")
     return Noise(
-        session_ss=sum(ss for ss, _ in by_level.values()),
-        session_ss_dof=sum(d for _, d in by_level.values()),
-        level_ss=by_level,
         metric=metric,
         within_var=within_var,
         within_dof=d0,
@@ -503,9 +405,6 @@ class Estimate:
     dof: float | None
     within: float = 0.0  # the within-session variance used (s^2)
     within_dof: float = 0.0
-    # where a side's starts spread more than the pool's (``start_check``): the larger ratio
-    # of its spread to the pool's, and the comparison used its own
-    wider: float | None = None
 
 
 def unpaired(parent: Side, child: Side, noise: Noise) -> Estimate:
@@ -516,20 +415,16 @@ def unpaired(parent: Side, child: Side, noise: Noise) -> Estimate:
     s2, d_w = noise.moderated(ss_p + ss_c, d_p + d_c)
     if s2 is None and noise.session_var is None:
         return Estimate(diff, None, None)
-    checked = [(x.start_weight(), start_check(x, noise)) for x in (parent, child)]
-    own = [(w, st) for w, st in checked if st is not None and st.wider]
     var, dof = noise.variance(
         s2 or 0.0,
         d_w,
         1 / parent.n + 1 / child.n,
         parent.start_weight() + child.start_weight(),
         one_start=len(set(parent.sessions)) == 1 or len(set(child.sessions)) == 1,
-        own=own,
     )
-    wider = max((st.ratio for _, st in own), default=None)
     if var <= 0 or dof is None:
-        return Estimate(diff, 0.0, None, s2 or 0.0, d_w, wider)
-    return Estimate(diff, math.sqrt(var), dof, s2 or 0.0, d_w, wider)
+        return Estimate(diff, 0.0, None, s2 or 0.0, d_w)
+    return Estimate(diff, math.sqrt(var), dof, s2 or 0.0, d_w)
 
 
 def paired(diffs: Sequence[float], noise: Noise) -> Estimate:
