@@ -444,3 +444,44 @@ def test_a_server_that_lives_on_with_a_dead_generation_loop_is_not_stable() -> N
     assert check.evidence.startswith("the process stayed up but stopped generating: server "
                                      "reported a fatal error during C=64 repetition 1")  # fmt: skip
     assert server_stable(run.baseline).status == "pass"
+
+
+def _started(eid: str, per_start: list[list[float]]) -> Experiment:
+    """An experiment whose output tok/s at C=64 ran on one server start per inner list."""
+    from reportgen.results.model import Level, Summary
+
+    levels = [
+        Level(
+            concurrency=64,
+            repetition=rep,
+            session=s,
+            summary=Summary(requests=100, ok=100, output_tok_s=v),
+        )
+        for s, values in enumerate(per_start)
+        for rep, v in enumerate(values)
+    ]
+    return Experiment(id=eid, status="ok", levels=levels)
+
+
+def test_a_configuration_whose_starts_spread_more_than_the_others_is_warned() -> None:
+    """starts_agree: the spread between an experiment's server starts against the other
+    configurations' at each level (the pool its verdicts borrow); none with one start or
+    nothing to compare with."""
+    steady = [
+        _started(f"c{k}", [[1000 + k, 1001 + k], [1004 + k, 1003 + k]]) for k in range(6)
+    ]  # starts within about 0.3% of each other
+    noisy = _started("noisy", [[1000, 1002], [1150, 1148]])  # 15% apart
+    like = _started("like", [[1000, 1001], [1003, 1004]])
+    got = checks.starts_agree(noisy, [*steady, noisy], "output_tok_s")
+    (check,) = got
+    assert check.status == "warn" and check.evidence.startswith("C=64: sd 10.")
+    assert "between the other configurations' (6 degrees of freedom)" in check.evidence
+    assert "campaign.starts" in check.hint
+    (fine,) = checks.starts_agree(like, [*steady, like], "output_tok_s")
+    assert fine.status == "pass" and not fine.hint
+    # one start, or no other configuration started twice: nothing to say
+    assert checks.starts_agree(_started("one", [[1000, 1001, 1002]]), steady, "output_tok_s") == []
+    assert checks.starts_agree(noisy, [noisy], "output_tok_s") == []
+    # run_checks asks it with the experiments known so far
+    ids = [c.id for c in checks.run_checks(noisy, known=[*steady, noisy])]
+    assert "starts_agree" in ids

@@ -50,9 +50,13 @@ experiment's verdict "failed", whatever its numbers say.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scipy import stats
+
+from reportgen.analysis import noise
 from reportgen.analysis.checks_levels import (
     CLOCK_CV_BOUND,
     CV_BOUND,
@@ -121,6 +125,8 @@ def run_checks(
     baseline: Experiment | None = None,
     random_weights: bool = False,
     graphs_off: str | None = None,
+    known: Sequence[Experiment] = (),
+    metric: str = "output_tok_s",
 ) -> list[Check]:
     """Every check for one experiment (see the module docstring). ``log_patterns``: the
     engine's pattern names, so a check of a line the engine never prints is skipped;
@@ -128,7 +134,9 @@ def run_checks(
     names by role (``engines.Engine.counters``); ``prefix_expect``: the expected range of the
     prefix-cache hit rate (None: no expectation); ``baseline``: the baseline experiment, for
     comparing golden answers (None for the baseline itself); ``random_weights``: the model's
-    text is meaningless by construction, so golden answers are not judged."""
+    text is meaningless by construction, so golden answers are not judged; ``known``: the
+    run's experiments up to this one, whose starts ``starts_agree`` compares its own with, on
+    the objective's ``metric``."""
     out = measurement_checks(entry, cv_bound)
     if entry.levels:
         out.append(steady_state(rows or []))
@@ -138,6 +146,7 @@ def run_checks(
             entry.levels, counters or {}, (entry.log_evidence or {}).get("spec_accept_length")
         )
     out.append(server_stable(entry))
+    out += starts_agree(entry, known, metric)
     out += probe_checks(entry, baseline, random_weights=random_weights)
     out += gpu_state_checks(entry, environment)
     out.append(host_check(environment, host_expect))
@@ -174,6 +183,72 @@ def node_check(entry: Experiment, environment: Mapping[str, Any] | None) -> list
             else "",
         )
     ]
+
+
+STARTS_P = 0.05  # starts_agree: warn where the F test's p is below
+
+
+def starts_agree(entry: Experiment, known: Sequence[Experiment], metric: str) -> list[Check]:
+    """``starts_agree``: where ``entry``'s configuration ran on two or more server starts, at
+    each level the spread of its starts' means against the other configurations' pooled so far
+    (on the objective's ``metric``; a one-sided F test at ``STARTS_P``). Its verdicts take the
+    spread between starts from that pool, so a configuration whose starts spread more than the
+    others' is judged by too small a spread (warn, with both spreads and the level). None where
+    it ran on one start at every level, or no other configuration ran on two. (Not in the
+    module's list, which every report prints as its glossary: a report rendered before it was
+    added must render again byte for byte.)"""
+    before = [e for e in known if e.id != entry.id]
+    runs = noise.level_runs([*before, entry], metric, current=entry.id)
+    mine = noise.config_key(entry)
+    groups = [
+        (config, level, means)
+        for config, level, means, _ in noise.session_means_by_config(runs)
+        if means.size >= 2
+    ]
+    found: list[str] = []
+    warned: list[str] = []
+    for config, level, means in groups:
+        if config != mine:
+            continue
+        others = [m for c, lv, m in groups if c != mine and lv == level]
+        dof_others = sum(m.size - 1 for m in others)
+        if dof_others < 1:
+            continue
+        own = float(means.var(ddof=1))
+        pooled = sum(float(m.var(ddof=1)) * (m.size - 1) for m in others) / dof_others
+        dof = means.size - 1
+        p = float(stats.f.sf(own / pooled, dof, dof_others)) if pooled > 0 else 0.0
+        p = p if own > 0 else 1.0
+        said = (
+            f"{level.label}: sd {_sd(own)} between its {means.size} starts' means, "
+            f"{_sd(pooled)} between the other configurations' ({dof_others} degree"
+            f"{'s' * (dof_others != 1)} of freedom), F test p = {p:.2g}"
+        )
+        found.append(said)
+        if p < STARTS_P:
+            warned.append(said)
+    if not found:
+        return []
+    return [
+        Check(
+            id="starts_agree",
+            title="Server starts agree with the other configurations'",
+            status="warn" if warned else "pass",
+            evidence="; ".join(warned or found),
+            hint="its verdicts take the spread between starts from every configuration "
+            "together, so they are surer than its own starts allow (an identical "
+            "configuration whose starts spread three times the others' is adopted or rejected "
+            "in 9-14% of simulated campaigns, benchmarks/verdicts.py --noisy-config): run it "
+            "on more starts (campaign.starts) before acting on its verdict"
+            if warned
+            else "",
+        )
+    ]
+
+
+def _sd(var: float) -> str:
+    """A variance of log values as the relative spread it is (sd, in percent)."""
+    return f"{math.expm1(math.sqrt(max(var, 0.0))):.1%}"
 
 
 def invalidated(checks: Sequence[Check], evidence: bool = False) -> list[str]:

@@ -239,15 +239,22 @@ def within_cells(runs: Sequence[Run1]) -> list[np.ndarray]:
 def session_means(runs: Sequence[Run1]) -> list[tuple[Point, np.ndarray, np.ndarray]]:
     """Per configuration and level started on two or more servers: the level, each server's
     mean log value and its number of repetitions."""
+    return [(level, means, counts) for _, level, means, counts in session_means_by_config(runs)]
+
+
+def session_means_by_config(
+    runs: Sequence[Run1],
+) -> list[tuple[str, Point, np.ndarray, np.ndarray]]:
+    """``session_means`` with each group's configuration first."""
     groups: dict[tuple[str, Point], dict[SessionKey, list[float]]] = {}
     for r in runs:
         groups.setdefault((r.config, r.level), {}).setdefault(r.session, []).append(r.log)
     out = []
-    for (_, level), sessions in groups.items():
+    for (config, level), sessions in groups.items():
         if len(sessions) >= 2:
             means = np.asarray([np.mean(v) for v in sessions.values()])
             counts = np.asarray([len(v) for v in sessions.values()], dtype=float)
-            out.append((level, means, counts))
+            out.append((config, level, means, counts))
     return out
 
 

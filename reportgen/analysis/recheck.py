@@ -105,6 +105,8 @@ def recheck(
             baseline=None if baseline is None or baseline.id == entry.id else baseline,
             random_weights=bool(info.get("random_weights", False)),
             graphs_off=engine.graphs_disabled(entry.args),
+            known=run.experiments[: run.experiments.index(entry) + 1],
+            metric=run.metric,
         )
         after = {c.id: c.status for c in entry.checks}
         diff = {k: before.get(k, "absent") for k in after if before.get(k) != after[k]}
