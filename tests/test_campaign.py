@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -298,3 +299,25 @@ def test_leaving_out_an_adopted_change_of_nodes_undoes_its_node_count() -> None:
     assert ("nodes", 1, 2) in [(f.key, f.before, f.after) for f in without.flag_diff]
     assert without.args.get("disable-custom-all-reduce") is True  # its flag undone too
     assert runs["without-mtp"].nodes == 1  # mtp changed flags only
+
+
+def test_every_engine_but_the_simulator_is_bracketed_by_default() -> None:
+    """campaign.bracket: the baseline measured again at the end (the campaign's drift) unless
+    the engine is the simulator or the campaign says otherwise; priming stays with the
+    engines that compile kernels at first use."""
+
+    def model(engine: str, extra: str = "") -> Any:
+        text = GOOD.replace('engine = "sglang"', f'engine = "{engine}"')
+        text = text.replace("[campaign]\n", f"[campaign]\n{extra}")
+        return campaign.loads(text, "c.toml").model
+
+    assert [model(e).brackets for e in ("sglang", "vllm", "transformers", "generic")] == [True] * 4
+    assert [model(e).primes for e in ("sglang", "vllm", "transformers", "generic")] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert not model("sim").brackets and not model("sim").primes
+    assert not model("generic", "bracket = false\n").brackets
+    assert model("sim", "bracket = true\n").brackets

@@ -41,7 +41,8 @@ METRICS = (
 """Metrics a campaign can name. Throughputs: higher is better; latencies: lower is better."""
 
 DEFAULT_REQUESTS_PER_LEVEL = 64
-COMPILING_ENGINES = ("vllm", "sglang")  # prime and bracket by default (see CampaignInfo)
+COMPILING_ENGINES = ("vllm", "sglang")  # primed by default (see CampaignInfo)
+SIMULATED_ENGINES = ("sim",)  # every other engine is bracketed by default (see CampaignInfo)
 DEFAULT_MARGIN = 0.03  # relative changes smaller than this are "equivalent"
 ENGINES = ("sim", "sglang", "vllm", "transformers", "generic")
 
@@ -182,8 +183,10 @@ class CampaignInfo(_Model):
         None,
         description="End the campaign by measuring the baseline's configuration again "
         "(experiment baseline-end, compared with the baseline): how far the host drifted "
-        "over the campaign, said in the report, and one more start of the baseline for the "
-        "noise model. Default: on for vLLM and SGLang.",
+        "over the campaign, said in the report (an adoption the drift could explain is "
+        "withdrawn), and one more start of the baseline for the noise model. Default: on for "
+        "every engine but the simulator; off where reportgen did not start the server "
+        "(server.base_url).",
     )
     random_weights: bool = Field(
         False,
@@ -992,7 +995,7 @@ class CampaignModel(_Model):
     def brackets(self) -> bool:
         """Whether the baseline is measured again at the end (``campaign.bracket``)."""
         given = self.campaign.bracket
-        return given if given is not None else self.server.engine in COMPILING_ENGINES
+        return given if given is not None else self.server.engine not in SIMULATED_ENGINES
 
     @model_validator(mode="after")
     def _where_it_runs(self) -> CampaignModel:

@@ -242,7 +242,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
                 f"{len(c.model.probe)} golden prompt(s)",
                 markup=False,
             )
-    if c.model.brackets:
+    if c.model.brackets and steps and steps[0].base_url is None:
         out.print(
             f"\nthen (campaign.bracket): baseline-end, {steps[0].id}'s configuration measured "
             "again after every experiment and compared with it (the campaign's drift)",
