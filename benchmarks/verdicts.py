@@ -938,6 +938,13 @@ def main() -> int:
         "--servers", type=int, nargs="+", default=[2, 1], help="--start-levels: starts (2 1)"
     )
     parser.add_argument(
+        "--grid",
+        nargs="+",
+        choices=("today", "pooled", "adaptive"),
+        default=["today", "pooled", "adaptive"],
+        help="the grid: only these methods' rows",
+    )
+    parser.add_argument(
         "--noisy-config",
         action="store_true",
         help="one configuration's starts spread more than the others': levels against configs",
@@ -1032,7 +1039,7 @@ def main() -> int:
         for noise in NOISE:
             for starts in STARTS:
                 truth = Truth(noise, starts)
-                for method in ("today", "pooled", "adaptive"):
+                for method in args.grid:
                     got = cell(method, truth, reps, args.trials, args.seed)
                     right = got["right"]
                     assert isinstance(right, dict)
