@@ -56,12 +56,11 @@ from reportgen.results.model import Experiment, Level, Point
 
 SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
 
-METHODS = ("levels", "pooled", "combined")  # newest first (but "combined", a study): how a
-# run's noise model is estimated and used (``Decision.method``): "levels", the spread between
-# starts per level and a start term with the starts' own degrees of freedom where a side ran on
-# one start; "pooled", that spread pooled over levels and Satterthwaite over both terms
-# everywhere (runs decided before 2026-12; kept so ``verify`` takes their decisions again as
-# they were taken); "combined", as "levels", with the one-start estimate everywhere
+METHODS = ("levels", "pooled")  # newest first: how a run's noise model is estimated and used
+# (``Decision.method``): "levels", the spread between starts per level and a start term with
+# the starts' own degrees of freedom where a side ran on one start; "pooled", that spread
+# pooled over levels and Satterthwaite over both terms everywhere (runs decided before
+# 2026-12; kept so ``verify`` takes their decisions again as they were taken)
 
 
 @dataclass(frozen=True)
@@ -155,7 +154,7 @@ class Noise:
         estimate never falls below the within part alone and then keeps the starts' degrees
         of freedom."""
         a = within * inverse_n
-        if self.method == "pooled" or (not one_start and self.method != "combined"):
+        if self.method == "pooled" or not one_start:
             b = (self.between_var or 0.0) * start_weight
             if a + b <= 0:
                 return 0.0, None
@@ -304,7 +303,7 @@ def estimate(runs: Sequence[Run1], metric: str = "", method: str = METHODS[0]) -
     within_var, d0 = _prior(variances, dofs)
     between = session_means(runs)
     restarts = _restarts(runs)
-    session_var, h, levels = _between(between, restarts, per_level=method != "pooled")
+    session_var, h, levels = _between(between, restarts, per_level=method == "levels")
     return Noise(
         metric=metric,
         within_var=within_var,
