@@ -1,0 +1,30 @@
+"""benchmarks/verdicts.py simulates campaigns as the runner runs them: the numbers in the
+README are only as good as that likeness."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import verdicts  # noqa: E402
+
+
+def test_the_simulated_parent_grows_only_beside_adaptive_rounds() -> None:
+    """At a fixed count the child is compared with the parent's own repetitions; in adaptive
+    rounds the parent grows beside the child, one repetition each round (the runner's
+    ``Control.grown``), never beside the first round's second start."""
+    truth = verdicts.Truth(noise=0.05, starts=0.03)
+    rng = np.random.default_rng(1)
+    for ratio, levels, _, _ in verdicts.simulate("pooled", truth, 3, rng, (1.0, 1.25)):
+        assert [(c.n_parent, c.n_child) for c in levels] == [(3, 3)] * 3, ratio
+    grew = False
+    for _ in range(5):
+        for _, levels, _, _ in verdicts.simulate("adaptive", truth, 2, rng, (1.0,)):
+            for c in levels:
+                assert c.n_parent == c.n_child  # two each, then one more each a round
+                grew |= c.n_child > 2
+    assert grew  # some level was open after the first round, and the parent grew with it
