@@ -60,6 +60,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -539,6 +540,27 @@ ADAPTIVE = {  # --adaptive: (grow_parent, futility)
 }
 
 
+def _tally(
+    method: str, truth: Truth, reps: int, args: argparse.Namespace, **kw: Any
+) -> tuple[dict[float, int], int, int, int]:
+    """``args.trials`` campaigns by ``method`` (``simulate``'s keywords in ``kw``): per true
+    ratio, the levels called right; the identical configuration's levels called better or
+    worse, and its decisions adopted or rejected; the repetitions spent."""
+    rng = np.random.default_rng(args.seed)
+    calls = {r: 0 for r in RATIOS}
+    alarms = decisions = used = 0
+    for _ in range(args.trials):
+        for ratio, levels, dec, spent in simulate(method, truth, reps, rng, **kw):
+            used += spent
+            if ratio == 1.0:
+                alarms += sum(x.verdict in ("better", "worse") for x in levels)
+                decisions += dec in ("adopted", "rejected")
+            else:
+                right = "better" if ratio > 1 else "worse"
+                calls[ratio] += sum(x.verdict == right for x in levels)
+    return calls, alarms, decisions, used
+
+
 def adaptive_main(args: argparse.Namespace) -> int:
     """Adaptive repetitions (``min`` = n, ``max`` = 8) with the parent fixed or grown beside
     the child, with and without a futility stop, on the same campaigns."""
@@ -559,20 +581,9 @@ def adaptive_main(args: argparse.Namespace) -> int:
             for name, (grow, futile) in ADAPTIVE.items():
                 if args.only and name not in args.only:
                     continue
-                rng = np.random.default_rng(args.seed)
-                calls = {r: 0 for r in RATIOS}
-                alarms = decisions = used = 0
-                for _ in range(args.trials):
-                    for ratio, levels, dec, spent in simulate(
-                        "adaptive", truth, reps, rng, grow_parent=grow, futility=futile
-                    ):
-                        right = "better" if ratio > 1 else "worse"
-                        if ratio == 1.0:
-                            alarms += sum(x.verdict in ("better", "worse") for x in levels)
-                            decisions += dec in ("adopted", "rejected")
-                        else:
-                            calls[ratio] += sum(x.verdict == right for x in levels)
-                        used += spent
+                calls, alarms, decisions, used = _tally(
+                    "adaptive", truth, reps, args, grow_parent=grow, futility=futile
+                )
                 n_levels = args.trials * len(LEVELS)
                 print(
                     f"| {noise:.0%} | {starts:.0%} | {reps} | {name} | "
@@ -610,21 +621,9 @@ def noisy_config_main(args: argparse.Namespace) -> int:
         for noise, starts, x in itertools.product(args.within, args.start_spread, args.noisy):
             truth = Truth(noise, starts, noisy=x)
             for mode, method in itertools.product(args.modes, args.methods):
-                rng = np.random.default_rng(args.seed)
-                calls = {r: 0 for r in RATIOS}
-                used = 0
-                alarms = decisions = 0
-                for _ in range(args.trials):
-                    for ratio, levels, dec, spent in simulate(
-                        mode, truth, reps, rng, noise_method=method
-                    ):
-                        used += spent
-                        if ratio == 1.0:
-                            alarms += sum(c.verdict in ("better", "worse") for c in levels)
-                            decisions += dec in ("adopted", "rejected")
-                        else:
-                            right = "better" if ratio > 1 else "worse"
-                            calls[ratio] += sum(c.verdict == right for c in levels)
+                calls, alarms, decisions, used = _tally(
+                    mode, truth, reps, args, noise_method=method
+                )
                 n = args.trials * len(LEVELS)
                 print(
                     f"| {noise:.0%} | {starts:.0%} | {x:g} | {reps} | {servers} | {mode} "

@@ -201,9 +201,7 @@ def starts_agree(entry: Experiment, known: Sequence[Experiment], metric: str) ->
     runs = noise.level_runs([*before, entry], metric, current=entry.id)
     mine = noise.config_key(entry)
     groups = [
-        (config, level, means)
-        for config, level, means, _ in noise.session_means_by_config(runs)
-        if means.size >= 2
+        (config, level, means) for config, level, means, _ in noise.session_means_by_config(runs)
     ]
     found: list[str] = []
     warned: list[str] = []
@@ -217,8 +215,10 @@ def starts_agree(entry: Experiment, known: Sequence[Experiment], metric: str) ->
         own = float(means.var(ddof=1))
         pooled = sum(float(m.var(ddof=1)) * (m.size - 1) for m in others) / dof_others
         dof = means.size - 1
-        p = float(stats.f.sf(own / pooled, dof, dof_others)) if pooled > 0 else 0.0
-        p = p if own > 0 else 1.0
+        if own <= 0:
+            p = 1.0
+        else:
+            p = float(stats.f.sf(own / pooled, dof, dof_others)) if pooled > 0 else 0.0
         said = (
             f"{level.label}: sd {_sd(own)} between its {means.size} starts' means, "
             f"{_sd(pooled)} between the other configurations' ({dof_others} degree"

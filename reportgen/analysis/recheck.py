@@ -105,7 +105,7 @@ def recheck(
             baseline=None if baseline is None or baseline.id == entry.id else baseline,
             random_weights=bool(info.get("random_weights", False)),
             graphs_off=engine.graphs_disabled(entry.args),
-            known=run.experiments[: run.experiments.index(entry) + 1],
+            known=run.known_at(entry.id),
             metric=run.metric,
         )
         after = {c.id: c.status for c in entry.checks}

@@ -286,8 +286,7 @@ class Comparer:
         self.entry = entry
         self.method = method if method in noise_mod.METHODS else None
         self.pooled = self.method is not None
-        index = next(i for i, e in enumerate(run.experiments) if e.id == entry.id)
-        self.known = run.experiments[: index + 1]  # what the run knew when deciding it
+        self.known = run.known_at(entry.id)  # what the run knew when deciding it
         reps = (entry.workload or {}).get("repetitions", 1)
         # one verdict over several objective levels: their intervals share its 5% (Bonferroni)
         levels = run.objective_count({lv.point for lv in entry.levels})

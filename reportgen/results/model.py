@@ -706,6 +706,12 @@ class Run(_Model):
     def experiment(self, exp_id: str | None) -> Experiment | None:
         return next((e for e in self.experiments if e.id == exp_id), None)
 
+    def known_at(self, exp_id: str) -> list[Experiment]:
+        """The experiments up to ``exp_id``, itself included: what the run knew when it
+        decided and checked it (all of them where it is not one of the run's)."""
+        ids = [e.id for e in self.experiments]
+        return self.experiments[: ids.index(exp_id) + 1] if exp_id in ids else self.experiments
+
     def outcome(self, e: Experiment) -> str:
         """What became of ``e``, in the word every table says it with: its verdict where it
         was decided; "interrupted" or "failed" where it stopped so; "not started" where this

@@ -181,15 +181,9 @@ def check(
         baseline=None if baseline is None or baseline.id == entry.id else baseline,
         random_weights=m.campaign.random_weights,
         graphs_off=ctx.engine.graphs_disabled(r.args),
-        known=_until(run, entry),
+        known=run.known_at(entry.id),
         metric=run.metric,
     )
-
-
-def _until(run: Run, entry: Experiment) -> list[Experiment]:
-    """The run's experiments up to ``entry`` (what its checks may compare it with)."""
-    ids = [e.id for e in run.experiments]
-    return run.experiments[: ids.index(entry.id) + 1] if entry.id in ids else [entry]
 
 
 def _telemetry_start(ctx: Context, entry: Experiment) -> Telemetry | None:
