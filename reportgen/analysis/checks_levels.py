@@ -164,7 +164,8 @@ def warmed_up(entry: Experiment) -> Check:
 
 def engine_events(levels: Sequence[Level]) -> Check:
     """No engine event (a kernel compiled at run time, a recompilation, a graph capture, a
-    preemption) inside a measurement window; one that held one was measured again."""
+    preemption, a slump of the server's output with its load held) inside a measurement
+    window; one that held one was measured again."""
     title = "No engine event inside a measurement window"
     again = [lv for lv in levels if lv.remeasured]
     left = [lv for lv in levels if lv.events]
@@ -191,7 +192,10 @@ def engine_events(levels: Sequence[Level]) -> Check:
         status="warn",
         evidence=f"{len(left)} level run(s) still held one after measuring again: "
         f"{first.point.label} repetition {first.repetition + 1}{at}: {event.line[:160]}" + redone,
-        hint="a longer workload.warmup (max_s), or, for a preemption, a load the KV cache "
+        hint="a host with nothing else on its CPUs, and more repetitions: the server slowed "
+        "with its load held and no engine event to say why"
+        if event.kind == "slump"
+        else "a longer workload.warmup (max_s), or, for a preemption, a load the KV cache "
         "holds: the engine was not in its steady state while measured",
     )
 

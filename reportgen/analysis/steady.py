@@ -35,6 +35,7 @@ from scipy import stats
 
 from reportgen.analysis.summary import chunk_tokens
 from reportgen.load.records import RequestRecord
+from reportgen.results.model import EngineEvent
 
 MIN_WINDOW_S = 0.25  # a window is at least this long, whatever the request time
 LAG_REQUESTS = 1.5  # a window is closed this many median request times after it ended
@@ -221,3 +222,61 @@ class Watch:
             warm = [r for r in ok if r.end >= lo]
             ok = warm or ok
         return float(np.median([r.end - r.start for r in ok]))
+
+
+# A slump: the server delivering far less for seconds inside a measured window while the load
+# stays on it (a stall on the host side, a collection, a neighbour): not its steady state, and
+# the server's log says nothing of it, so the window's own token arrivals are read.
+SLUMP_BLOCK_S = 1.0  # the window is read in blocks this long
+SLUMP_BLOCKS = 6  # a window shorter than this many blocks is not judged
+SLUMP_DROP = 0.25  # a block under (1 - this) x the window's median block is slow
+SLUMP_S = 2.0  # ... and slow blocks in a row this long make a slump
+SLUMP_HELD = 0.9  # ... while at least this share of the level's C was in flight
+
+
+def slump(
+    records: Sequence[RequestRecord], window_s: Sequence[float] | None, concurrency: int
+) -> EngineEvent | None:
+    """The longest slump inside a closed loop's measured window (``window_s``: its start and
+    end on the records' clock), as an event timed from the level's start; None where the
+    window held none or is too short to tell. Output tokens are counted by the arrival of
+    the chunks that carried them, per block of SLUMP_BLOCK_S; a slump is SLUMP_S or more of
+    consecutive blocks under (1 - SLUMP_DROP) x the median block, with the load held (at
+    least SLUMP_HELD x C requests in flight at each block's middle), so that a level whose
+    clients stopped sending (its end, a client limit) is not taken for a slow server."""
+    if not window_s or concurrency < 1:
+        return None
+    start, end = float(window_s[0]), float(window_s[1])
+    count = int((end - start) // SLUMP_BLOCK_S)
+    ok = [r for r in records if r.status == "ok" and r.chunk_times]
+    if count < SLUMP_BLOCKS or not ok:
+        return None
+    times = np.concatenate([np.asarray(r.chunk_times, dtype=float) for r in ok])
+    tokens = np.concatenate([chunk_tokens(r) for r in ok])
+    index = np.floor((times - start) / SLUMP_BLOCK_S)
+    inside = (index >= 0) & (index < count)
+    tok = np.bincount(index[inside].astype(int), weights=tokens[inside], minlength=count)
+    tok_s = tok.astype(float) / SLUMP_BLOCK_S
+    median = float(np.median(tok_s))
+    if median <= 0:
+        return None
+    begun = np.array([r.start for r in records])
+    ended = np.array([r.end for r in records])
+    middles = start + (np.arange(count) + 0.5) * SLUMP_BLOCK_S
+    held = np.array([int(((begun <= t) & (ended > t)).sum()) for t in middles])
+    slow = (tok_s < (1 - SLUMP_DROP) * median) & (held >= SLUMP_HELD * concurrency)
+    best, first, run = 0, 0, 0
+    for i, s in enumerate(slow):
+        run = run + 1 if s else 0
+        if run > best:
+            best, first = run, i - run + 1
+    if best * SLUMP_BLOCK_S < SLUMP_S:
+        return None
+    low = float(tok_s[first : first + best].mean()) / median
+    at = start + first * SLUMP_BLOCK_S
+    line = (
+        f"output {low:.2f}x the window's median ({median:,.0f} tok/s) for {best * SLUMP_BLOCK_S:g} "
+        f"s from {at:.1f} s, with at least {int(held[first : first + best].min())} of "
+        f"{concurrency} requests in flight"
+    )
+    return EngineEvent(kind="slump", line=line, at_s=at)

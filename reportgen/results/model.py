@@ -178,9 +178,11 @@ class Stagger(_Model):
 class EngineEvent(_Model):
     """Something the engine did inside a measurement window that is not its steady state: a
     kernel compiled at run time, a recompilation, a graph captured, requests preempted. Found
-    in the server's log (``line``) or its metrics (``line`` names the counter)."""
+    in the server's log (``line``) or its metrics (``line`` names the counter), or, a slump (the
+    server's output far below the window's median for seconds with its load held), in the
+    window's own token arrivals (``analysis.steady.slump``; ``line`` says it)."""
 
-    kind: str  # the engine adapter's name for it: "jit", "recompile", "graph_capture", ...
+    kind: str  # the engine adapter's name for it: "jit", "recompile", "graph_capture", "slump"...
     line: str  # the log line (or "vllm:num_preemptions_total +3")
     at_s: float | None = None  # seconds after the level's start, where the line is timed
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import engines
-from reportgen.analysis import search
+from reportgen.analysis import search, steady
 from reportgen.campaign import Campaign, CampaignModel, Resolved, repetitions_range
 from reportgen.campaign.schema import FindMax
 from reportgen.engines import gist
@@ -278,6 +278,9 @@ class ServerSession:
         level.events = events.in_log(
             self.engine, self.srv.log_slice(log_start, log_end), level.started_at_unix
         ) + events.in_metrics(self.engine, level.engine_metrics)
+        if point.rate is None:  # a closed loop's load is held: a slump is the server's
+            found = steady.slump(recs, level.summary.window_s, point.concurrency)
+            level.events += [found] if found is not None else []
         return level, recs
 
     def _search(self, drv: Driver, find: FindMax) -> None:

@@ -230,6 +230,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: none, every start compiles)",
     )
     a(
+        "--slump-after",
+        metavar="N",
+        type=i,
+        default=0,
+        help="stand-in for a server whose host side stalls (a busy CPU, a garbage collection): "
+        "once N requests have been accepted since start, every delay is --slump-factor times "
+        "longer for --slump-s seconds, and the log says nothing (default: %(default)s, off)",
+    )
+    a(
+        "--slump-s",
+        metavar="S",
+        type=f,
+        default=3.0,
+        help="how long a --slump-after stall lasts (default: %(default)s)",
+    )
+    a(
+        "--slump-factor",
+        metavar="X",
+        type=f,
+        default=3.0,
+        help="how much slower every delay is during a --slump-after stall (default: %(default)s)",
+    )
+    a(
         "--api-key",
         metavar="KEY",
         default=None,

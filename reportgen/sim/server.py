@@ -101,6 +101,7 @@ class _Sim:
         # loop time until which a compilation holds every stream
         self.compiled: set[int] = set()
         self.stall_until = 0.0
+        self.slump: tuple[float, float] | None = None  # --slump-after: from, until (monotonic)
         self.streamed = 0  # streamed requests received (for --fault-after)
         self.dead = False  # --fault dead-loop: the generation loop has died
         self.handlers: set[asyncio.Task[Any]] = set()
@@ -124,6 +125,8 @@ class _Sim:
         if base_ms == 0:
             return 0.0
         d = base_ms / 1000 * tokens * (1 + growth * max(self.active - 1, 0)) * cold * self.speed
+        if self.slump is not None and self.slump[0] <= time.monotonic() < self.slump[1]:
+            d *= self.args.slump_factor
         if self.sigma > 0:
             d *= self.noise.lognormvariate(-(self.sigma**2) / 2, self.sigma)
         return d
@@ -218,6 +221,9 @@ class _Sim:
             await self.slots.acquire()  # queue wait happens before the TTFT clock starts
         self.active += 1
         self.started += 1
+        if self.args.slump_after and self.started == self.args.slump_after:
+            now = time.monotonic()
+            self.slump = (now, now + self.args.slump_s)
         cold = 3.0 if self.started <= self.args.cold_requests else 1.0
         try:
             loop = asyncio.get_running_loop()
