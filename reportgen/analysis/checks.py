@@ -54,8 +54,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scipy import stats
-
 from reportgen.analysis import noise
 from reportgen.analysis.checks_levels import (
     CLOCK_CV_BOUND,
@@ -199,33 +197,16 @@ def starts_agree(entry: Experiment, known: Sequence[Experiment], metric: str) ->
     added must render again byte for byte.)"""
     before = [e for e in known if e.id != entry.id]
     runs = noise.level_runs([*before, entry], metric, current=entry.id)
-    mine = noise.config_key(entry)
-    groups = [
-        (config, level, means) for config, level, means, _ in noise.session_means_by_config(runs)
-    ]
     found: list[str] = []
     warned: list[str] = []
-    for config, level, means in groups:
-        if config != mine:
-            continue
-        others = [m for c, lv, m in groups if c != mine and lv == level]
-        dof_others = sum(m.size - 1 for m in others)
-        if dof_others < 1:
-            continue
-        own = float(means.var(ddof=1))
-        pooled = sum(float(m.var(ddof=1)) * (m.size - 1) for m in others) / dof_others
-        dof = means.size - 1
-        if own <= 0:
-            p = 1.0
-        else:
-            p = float(stats.f.sf(own / pooled, dof, dof_others)) if pooled > 0 else 0.0
+    for x in noise.start_spreads(runs, noise.config_key(entry)):
         said = (
-            f"{level.label}: sd {_sd(own)} between its {means.size} starts' means, "
-            f"{_sd(pooled)} between the other configurations' ({dof_others} degree"
-            f"{'s' * (dof_others != 1)} of freedom), F test p = {p:.2g}"
+            f"{x.level.label}: sd {_sd(x.own)} between its {x.starts} starts' means, "
+            f"{_sd(x.pooled)} between the other configurations' ({x.dof_others} degree"
+            f"{'s' * (x.dof_others != 1)} of freedom), F test p = {x.p:.2g}"
         )
         found.append(said)
-        if p < STARTS_P:
+        if x.p < STARTS_P:
             warned.append(said)
     if not found:
         return []

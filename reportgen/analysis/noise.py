@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize, special, stats
 
 from reportgen.analysis.summary import compared_value
 from reportgen.results.model import Experiment, Level, Point
@@ -468,3 +468,38 @@ def satterthwaite(parts: Sequence[tuple[float, float]]) -> float | None:
                 return None
             denom += v * v / d
     return total * total / denom if denom > 0 else None
+
+
+@dataclass(frozen=True)
+class StartSpread:
+    """One configuration's spread between its server starts at one level, against the other
+    configurations' pooled there (variances of the starts' mean log values)."""
+
+    level: Point
+    starts: int
+    own: float
+    pooled: float
+    dof_others: int
+    p: float  # one-sided F test: its own spread no wider than the pool's
+
+
+def start_spreads(runs: Sequence[Run1], config: str) -> list[StartSpread]:
+    """Per level where ``config`` ran on two or more starts and the other configurations
+    together give the pool a degree of freedom: its starts' spread against theirs."""
+    groups = session_means_by_config(runs)
+    out = []
+    for mine, level, means, _ in groups:
+        if mine != config:
+            continue
+        others = [m for c, lv, m, _ in groups if c != config and lv == level]
+        dof_others = sum(m.size - 1 for m in others)
+        if dof_others < 1:
+            continue
+        own = float(means.var(ddof=1))
+        pooled = sum(float(m.var(ddof=1)) * (m.size - 1) for m in others) / dof_others
+        if own <= 0:
+            p = 1.0
+        else:
+            p = float(stats.f.sf(own / pooled, means.size - 1, dof_others)) if pooled > 0 else 0.0
+        out.append(StartSpread(level, int(means.size), own, pooled, dof_others, p))
+    return out
