@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
 import itertools
 import math
 import sys
@@ -166,6 +167,13 @@ def _throughput(source: Campaign, x: float, c: int, rep: int, session: int, star
 NOISE_METHOD = noise_mod.METHODS[0]  # the noise model of "pooled" and "adaptive" (--noise-method)
 
 
+def _timed(e: Experiment, hour: int) -> None:
+    """An experiment's time on the host: the ``hour``-th hour of the campaign."""
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(hours=hour)
+    e.started_at = start.isoformat()
+    e.finished_at = (start + dt.timedelta(minutes=50)).isoformat()
+
+
 def simulate(
     method: str,
     truth: Truth,
@@ -180,6 +188,8 @@ def simulate(
     scope: str = "experiment",
     grow_parent: bool = True,
     futility: bool = True,
+    bracket: float | None = None,
+    keep: list[Run] | None = None,
 ) -> list[tuple[float, list[Comparison], str, int]]:
     """One campaign by ``method``: per experiment (its true value, ``children[k]``: a ratio
     to the baseline's ``base``, or a goodput mode's SLO attainment; its levels' comparisons
@@ -188,7 +198,11 @@ def simulate(
     ``campaign.alpha_scope``, over ``children``. Adaptive only: ``grow_parent``, each round
     after the first also runs the parent once more (on a fresh start, its open levels), and the
     child is compared with all of the parent's runs; ``futility``, a level whose
-    ``reps_needed`` is beyond the maximum (or unknown) gets no more rounds."""
+    ``reps_needed`` is beyond the maximum (or unknown) gets no more rounds. ``bracket``: the
+    baseline's configuration measured again after the children, at this true ratio (a host
+    that drifted), as ``campaign.bracket`` does (its entry last in the result); each
+    experiment is timed an hour after the one before it, for ``verdict.drift_check``;
+    ``keep`` gets the run."""
     source = Campaign(truth, rng)
     pooled = method != "today"
     base_e = _experiment("baseline", 0, base)
@@ -205,8 +219,15 @@ def simulate(
     info = {**run.campaign["campaign"], "alpha_scope": scope}
     run.campaign = {"campaign": info, "experiment": [{}] * (len(children) + 1)}
     out: list[tuple[float, list[Comparison], str, int]] = []
-    for k, ratio in enumerate(children, start=1):
+    _timed(base_e, 0)
+    if keep is not None:
+        keep.append(run)
+    last = [*children, bracket] if bracket is not None else list(children)
+    for k, ratio in enumerate(last, start=1):
         e = _experiment(f"x{k}", k, ratio)
+        _timed(e, k)
+        if bracket is not None and k == len(last):
+            e.id, e.role = "baseline-end", "bracket"
         high = MAX_REPS if method == "adaptive" else reps
         e.workload = {"repetitions": {"min": reps, "max": high} if high > reps else reps}
         e.sessions = [Session(index=0, config=e.id, log_file="")]
@@ -249,7 +270,7 @@ def simulate(
                 and not (futility and _futile(x, high))
             ]
         verdict_, _ = decide.decide(e.id, "baseline", found, metric, MARGIN)
-        e.decision = Decision(verdict=verdict_, explanation="")
+        e.decision = Decision(verdict=verdict_, explanation="", vs_parent=found, method=how)
         spent = sum(done.values()) + sum(grown.values()) - reps * len(LEVELS)
         out.append((ratio, found, verdict_, spent))
     return out
@@ -636,6 +657,71 @@ def noisy_config_main(args: argparse.Namespace) -> int:
     return 0
 
 
+REAL_AT = 3  # --drift --effect: the experiment (from 0) that carries the real change
+
+
+def drift_main(args: argparse.Namespace) -> int:
+    """``--drift``: campaigns of eight experiments identical to the baseline, each measured an
+    hour after the one before, on a host whose speed changes by ``--rates`` per experiment
+    (steadily in time), then the baseline's configuration again at the end (the bracket):
+    how often one of the eight is adopted or rejected as decided, and after
+    ``verdict.drift_check`` took the drift the bracket measured out of every adoption and
+    rejection. ``--effect R``: the fourth carries a real change of R (the others' rates are
+    then of the seven), and how often it is called right is counted too."""
+    k = 8
+    print(
+        f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; {k} experiments identical to "
+        "the baseline, one an hour, on a host whose speed changes by 'drift' per experiment; "
+        "the baseline measured again at the end; 'adopted', 'rejected': of the experiments "
+        "(Monte-Carlo error of a 5% rate: "
+        f"+-{math.sqrt(0.05 * 0.95 / (args.trials * k)):.1%}); 'at the last': the eighth "
+        "alone; 'campaigns': those holding a wrong call"
+    )
+    effect = f" | x{args.effect:g} at the {REAL_AT + 1}th, called" if args.effect else ""
+    print(
+        "| noise | starts | n | drift | check | adopted | rejected | at the last | campaigns"
+        + effect
+        + " |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if args.effect else ""))
+    for reps, noise, rate in itertools.product(args.reps, args.within, args.rates):
+        truth = Truth(noise, args.start_spread[0])
+        children = [(1 + rate) ** i for i in range(1, k + 1)]
+        real = REAL_AT if args.effect else None  # the one experiment with a real effect
+        if real is not None:
+            children[real] *= args.effect
+        right = "adopted" if args.effect and args.effect > 1 else "rejected"
+        tally = {when: [0, 0, 0, 0, 0] for when in ("as decided", "drift check")}
+        rng = np.random.default_rng(args.seed)
+        for _ in range(args.trials):
+            kept: list[Run] = []
+            got = simulate(
+                "pooled", truth, reps, rng, children, bracket=(1 + rate) ** (k + 1), keep=kept
+            )
+            before = [d for _, _, d, _ in got[:k]]
+            verdict.drift_check(kept[0])
+            after = [e.decision.verdict for e in kept[0].experiments[1 : k + 1] if e.decision]
+            for when, said in (("as decided", before), ("drift check", after)):
+                t = tally[when]
+                if real is not None:
+                    t[4] += said[real] == right
+                    said = said[:real] + said[real + 1 :]
+                t[0] += said.count("adopted")
+                t[1] += said.count("rejected")
+                t[2] += said[-1] in ("adopted", "rejected")
+                t[3] += any(d in ("adopted", "rejected") for d in said)
+        for when, (adopted, rejected, last, wrong, called) in tally.items():
+            n = args.trials * (k - (real is not None))
+            print(
+                f"| {noise:.0%} | {args.start_spread[0]:.0%} | {reps} | {rate:+.1%} | {when} "
+                f"| {adopted / n:.1%} | {rejected / n:.1%} | {last / args.trials:.1%} "
+                f"| {wrong / args.trials:.1%} |"
+                + (f" {called / args.trials:.0%} |" if real is not None else ""),
+                flush=True,
+            )
+    return 0
+
+
 def campaign_wide_main(args: argparse.Namespace) -> int:
     """``--campaign-wide``: campaigns of eight experiments, seven changing nothing and one a
     real 10% gain, decided with ``campaign.alpha_scope`` "experiment" and "campaign": how
@@ -944,6 +1030,23 @@ def main() -> int:
         help="the grid: only these methods' rows",
     )
     parser.add_argument(
+        "--drift",
+        action="store_true",
+        help="a host that drifts over the campaign, the bracket's drift check off and on",
+    )
+    parser.add_argument(
+        "--rates",
+        type=float,
+        nargs="+",
+        default=[0.0, 0.005, -0.005, 0.01],
+        help="--drift: the host's change of speed per experiment (0 0.005 -0.005 0.01)",
+    )
+    parser.add_argument(
+        "--effect",
+        type=float,
+        help="--drift: the fourth experiment's true ratio to the baseline (none: all identical)",
+    )
+    parser.add_argument(
         "--noisy-config",
         action="store_true",
         help="one configuration's starts spread more than the others': levels against configs",
@@ -1000,6 +1103,12 @@ def main() -> int:
         if args.within == [0.01, 0.02]:  # --start-levels' default; here the grid's 5%
             args.within = [0.05]
         return adaptive_main(args)
+    if args.drift:
+        args.trials = args.trials or 200
+        args.reps = args.reps or [3]
+        args.within = args.within or [0.02]
+        args.start_spread = args.start_spread or [0.03]
+        return drift_main(args)
     if args.noisy_config:
         args.trials = args.trials or 400
         args.reps = args.reps or [3]

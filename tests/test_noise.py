@@ -301,6 +301,41 @@ def test_an_adoption_the_campaigns_drift_could_explain_is_withdrawn(
     assert verdict.drift_check(run) == []  # taken once: nothing more withdrawn
 
 
+@pytest.mark.parametrize(("end_speed", "withdrawn"), [(0.91, True), (1.0, False)])
+def test_a_rejection_the_campaigns_drift_could_explain_is_withdrawn(
+    end_speed: float, withdrawn: bool
+) -> None:
+    """The mirror image: a host that slowed down. A change measured 4% slower than its
+    baseline ten minutes before it, and the bracket 9% slower than the start: half that drift
+    fell between the two, enough to explain the loss, so the rejection is withdrawn and said
+    why; without drift it stands (benchmarks/verdicts.py --drift: a host slowing by 0.5% an
+    experiment had identical configurations rejected in 7.6% of experiments, 0.6% after)."""
+    rng = np.random.default_rng(5)
+
+    def runs(scale: float) -> dict[int, list[list[float]]]:
+        return _two_starts(rng, scale, 0.005)
+
+    base = _timed(_exp("base", runs(1.0)), 0)
+    child = _timed(_exp("child", runs(1 / 1.045)), 10)
+    end = _timed(_exp("base-end", runs(end_speed), command="base"), 20)
+    end.role, end.parent = "bracket", "base"
+    run = _run(base, child)
+    run.experiments.append(end)
+    child.decision = verdict.decide_experiment(run, child, {})
+    assert child.decision.verdict == "rejected", child.decision.explanation
+    end.decision = verdict.decide_experiment(run, end, {})
+    said = verdict.drift_check(run)
+    d = child.decision
+    assert d.drift is not None and d.drift["withdrawn"] is withdrawn
+    if withdrawn:
+        assert said == ["child"] and d.verdict == "inconclusive" and run.best == "base"
+        assert "Rejected when decided, then withdrawn: base-end measured" in d.explanation
+        assert "the loss no longer shows" in d.explanation
+        assert all(x["ci_high"] > 1 for x in d.drift["levels"])
+    else:
+        assert said == [] and d.verdict == "rejected"
+
+
 def test_the_best_chosen_among_several_says_its_gain_shrunk_for_that_choice() -> None:
     """Four changes, one of them 8% faster and three doing nothing: the best's gain as
     measured is the highest of four noisy estimates; the report's summary also gives it

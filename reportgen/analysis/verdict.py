@@ -435,10 +435,11 @@ def _middle(e: Experiment) -> float | None:
 
 def drift_check(run: Run) -> list[str]:
     """After the bracket (the baseline's configuration measured again at the end) is
-    decided: every adoption taken again with the drift it measured taken out, in proportion
-    to the time between the adopted experiment and its parent (the drift taken as steady
-    over the campaign), with both intervals' uncertainty. An adoption whose gain no level
-    still shows is withdrawn (inconclusive, said why) and the best chosen again. Returns the
+    decided: every adoption and rejection taken again with the drift it measured taken out,
+    in proportion to the time between the experiment and its parent (the drift taken as
+    steady over the campaign), with both intervals' uncertainty. One whose gain (or loss) no
+    level still shows is withdrawn (inconclusive, said why) and the best chosen again: a host
+    that sped up makes later experiments look better, one that slowed down, worse. Returns the
     ids withdrawn. Interleaved comparisons are left as they are: their drift cancels."""
     end = next((e for e in run.experiments if e.role == "bracket" and e.decision), None)
     base = run.baseline
@@ -453,8 +454,11 @@ def drift_check(run: Run) -> list[str]:
     withdrawn = []
     for e in run.experiments:
         d = e.decision
-        if e.role != "experiment" or d is None or d.verdict != "adopted" or d.paired:
+        if e.role != "experiment" or d is None or d.paired:
             continue
+        if d.verdict not in ("adopted", "rejected"):
+            continue
+        shows = "better" if d.verdict == "adopted" else "worse"
         parent = run.experiment(e.parent)
         tp, tc = (_middle(parent) if parent else None), _middle(e)
         if tp is None or tc is None:
@@ -464,7 +468,7 @@ def drift_check(run: Run) -> list[str]:
         for c in d.vs_parent:
             at = drift.get(c.point)
             se_c, se_d = selection.log_se(c), (selection.log_se(at) if at else None)
-            if c.verdict != "better" or at is None or se_c is None or se_d is None:
+            if c.verdict != shows or at is None or se_c is None or se_d is None:
                 continue
             assert c.ratio and at.ratio and c.dof and at.dof and c.confidence
             diff = math.log(c.ratio) - share * math.log(at.ratio)
@@ -474,7 +478,7 @@ def drift_check(run: Run) -> list[str]:
             se = math.sqrt(a + b)
             lo, hi = math.exp(diff - t * se), math.exp(diff + t * se)
             shown = decide.judge_interval(math.exp(diff), lo, hi, run.margin, run.higher_is_better)
-            still = still or shown == "better"
+            still = still or shown == shows
             levels.append(
                 {"level": c.point.label, "ratio": math.exp(diff), "ci_low": lo, "ci_high": hi}
             )
@@ -489,9 +493,10 @@ def drift_check(run: Run) -> list[str]:
             for x in levels
         )
         why = (
-            f" Adopted when decided, then withdrawn: {end.id} measured the baseline's "
-            f"configuration again at the end, and with the drift it saw taken out ({share:.0%} "
-            f"of it fell between {e.parent} and {e.id}) the gain no longer shows ({said})."
+            f" {d.verdict.capitalize()} when decided, then withdrawn: {end.id} measured the "
+            f"baseline's configuration again at the end, and with the drift it saw taken out "
+            f"({share:.0%} of it fell between {e.parent} and {e.id}) the "
+            f"{'gain' if shows == 'better' else 'loss'} no longer shows ({said})."
         )
         e.decision = d.model_copy(
             update={
@@ -501,7 +506,7 @@ def drift_check(run: Run) -> list[str]:
             }
         )
         withdrawn.append(e.id)
-    if withdrawn:
+    if withdrawn:  # a withdrawn rejection changes no best, but choosing again costs nothing
         run.best = None
         for e in run.experiments:
             run.best = best_after(run, e)
