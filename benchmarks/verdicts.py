@@ -724,9 +724,11 @@ def drift_main(args: argparse.Namespace) -> int:
 
 def campaign_wide_main(args: argparse.Namespace) -> int:
     """``--campaign-wide``: campaigns of eight experiments, seven changing nothing and one a
-    real 10% gain, decided with ``campaign.alpha_scope`` "experiment" and "campaign": how
-    often a campaign holds a wrong call (one of the seven adopted or rejected), and how often
-    the gain is adopted."""
+    real 10% gain, decided with ``campaign.alpha_scope`` "experiment" and "campaign", without
+    the bracket and with it (``--bracket``: the baseline's configuration measured again at
+    the end on a host that does not drift, then ``verdict.drift_check``, as a campaign of a
+    real engine ends by default): how often a campaign holds a wrong call (one of the seven
+    adopted or rejected), and how often the gain is adopted."""
     children = (1.0,) * 7 + (1.10,)
     print(
         f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; eight experiments a campaign: "
@@ -734,24 +736,39 @@ def campaign_wide_main(args: argparse.Namespace) -> int:
         "seven was adopted or rejected (Monte-Carlo error in brackets); 'adopted': campaigns "
         "where the 10% gain was"
     )
-    print("| noise | starts | n | scope | wrong (campaign) | wrong (experiment) | adopted 1.10 |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| noise | starts | n | scope | bracket | wrong (campaign) | wrong (experiment) "
+        "| adopted 1.10 |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for reps in args.reps:
         for noise in args.within:
             truth = Truth(noise, 0.03)
-            for scope in ("experiment", "campaign"):
+            for scope, bracket in itertools.product(("experiment", "campaign"), args.bracket):
                 rng = np.random.default_rng(args.seed)
                 wrong = wrong_each = adopted = 0
                 for _ in range(args.trials):
-                    got = simulate("pooled", truth, reps, rng, children, scope=scope)
-                    calls = [d in ("adopted", "rejected") for r, _, d, _ in got if r == 1.0]
+                    kept: list[Run] = []
+                    got = simulate(
+                        "pooled", truth, reps, rng, children, scope=scope,
+                        bracket=1.0 if bracket == "on" else None, keep=kept,
+                    )  # fmt: skip
+                    said = [(r, d) for r, _, d, _ in got[: len(children)]]
+                    if bracket == "on":  # then the drift check, as a campaign ends
+                        verdict.drift_check(kept[0])
+                        exps = kept[0].experiments[1 : len(children) + 1]
+                        said = [
+                            (r, e.decision.verdict if e.decision else "")
+                            for r, e in zip(children, exps, strict=True)
+                        ]
+                    calls = [d in ("adopted", "rejected") for r, d in said if r == 1.0]
                     wrong += any(calls)
                     wrong_each += sum(calls)
-                    adopted += any(d == "adopted" for r, _, d, _ in got if r != 1.0)
+                    adopted += any(d == "adopted" for r, d in said if r != 1.0)
                 p = wrong / args.trials
                 err = math.sqrt(p * (1 - p) / args.trials)
                 print(
-                    f"| {noise:.0%} | 3% | {reps} | {scope} | {p:.1%} (±{err:.1%}) | "
+                    f"| {noise:.0%} | 3% | {reps} | {scope} | {bracket} | {p:.1%} (±{err:.1%}) | "
                     f"{wrong_each / (7 * args.trials):.1%} | {adopted / args.trials:.0%} |",
                     flush=True,
                 )
@@ -1040,6 +1057,14 @@ def main() -> int:
         nargs="+",
         default=[0.0, 0.005, -0.005, 0.01],
         help="--drift: the host's change of speed per experiment (0 0.005 -0.005 0.01)",
+    )
+    parser.add_argument(
+        "--bracket",
+        nargs="+",
+        choices=("off", "on"),
+        default=["off", "on"],
+        help="--campaign-wide: without the bracket, and with it and its drift check (a host "
+        "that does not drift)",
     )
     parser.add_argument(
         "--effect",
