@@ -141,6 +141,26 @@ def test_plan_prints_commands_and_redacts_secrets(tmp_path: Path) -> None:
     assert res.stdout.count("workload: chat, C=1,4,16") == 6
 
 
+def test_plan_says_what_one_repetition_per_start_would_buy(tmp_path: Path) -> None:
+    """Three repetitions an experiment on the default two starts: `plan` says what one
+    repetition per start did in simulated campaigns, and where to read it; set to three
+    starts, or with interleaved runs, it says nothing."""
+    text = (ROOT / "campaigns" / "demo.toml").read_text()
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    res = reportgen("plan", str(path))
+    assert res.returncode == 0, res.stderr
+    said = [x for x in res.stdout.splitlines() if x.startswith("allocation:")]
+    assert len(said) == 1, res.stdout
+    assert "3 repetitions an experiment on 2 server starts" in said[0]
+    assert "campaign.starts = 3" in said[0] and "51-58%" in said[0]
+    for setting in ("starts = 3", "interleave = true"):
+        path.write_text(text.replace("[campaign]\n", f"[campaign]\n{setting}\n", 1))
+        res = reportgen("plan", str(path))
+        assert res.returncode == 0, res.stderr
+        assert "allocation:" not in res.stdout, setting
+
+
 def test_render_of_a_missing_run_is_a_clear_error(tmp_path: Path) -> None:
     res = reportgen("render", str(tmp_path))
     assert res.returncode == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -255,7 +256,33 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             "running)",
             markup=False,
         )
+    said = _allocation(c.model.campaign.starts, c.model.campaign.interleave, steps)
+    if said:
+        out.print("\n" + said, markup=False)
     return EXIT_OK
+
+
+def _allocation(starts: int, interleave: bool, steps: Sequence[Any]) -> str:
+    """Where experiments put several repetitions on each server start: what one repetition
+    per start did in simulated campaigns (benchmarks/README.md, "the allocation"); nothing
+    where reportgen starts no server, each repetition has its own or runs interleave."""
+    from reportgen.campaign import repetitions_range
+
+    started = [r for r in steps if r.base_url is None and not r.workload.fresh_server]
+    if interleave or len(started) < 2:
+        return ""
+    reps = min(8, max(repetitions_range(r.workload.repetitions)[0] for r in started))
+    if starts >= reps:
+        return ""
+    return (
+        f"allocation: up to {reps} repetitions an experiment on {starts} server starts "
+        f"(campaign.starts = {starts}). Where server starts differ more than repetitions on "
+        f"one server do, one repetition per start (campaign.starts = {reps}) decides more, "
+        "for one more start an experiment: in simulated campaigns of three repetitions, 2% "
+        "noise and starts 3% apart, a 10% change was called in 51-58% of them against "
+        "38-39%, identical configurations adopted or rejected in 2.5% against 5.5% "
+        "(benchmarks/README.md, the allocation)"
+    )
 
 
 def _flag_change(kind: str, key: str, before: Any, after: Any) -> str:
