@@ -99,10 +99,13 @@ def test_closed_loop_level_records_every_chunk(sim: Sim, api: str) -> None:
     assert 1.5 < s.achieved_concurrency <= 4.01
     assert 15 < s.ttft_ms.p50 < 200
     # 2 ms between tokens as the server paces them. Chunks that arrive while the client is
-    # busy share one kernel timestamp (a gap of 0: the median can be 0 on a loaded machine),
-    # so the pace shows in the mean gap and in the time per output token.
-    assert 1.5 < s.itl_ms.mean < 20 and 0 <= s.itl_ms.p50 < 20
-    assert 1.5 < s.tpot_ms.p50 < 20
+    # busy share one kernel timestamp, and a first chunk read late makes the rest a burst, so
+    # on a loaded machine the gaps can average under 2 ms (1.31 ms seen in CI): the pace is
+    # checked where a busy client cannot shorten it, each request's whole time, never under
+    # the server's 20 ms to the first token and 9 x 2 ms after it.
+    assert all(r.end - r.start > 0.038 - 1e-3 for r in lv.records)
+    assert 0 <= s.itl_ms.p50 < 20 and 0 < s.itl_ms.mean < 20
+    assert 0 < s.tpot_ms.p50 < 20
 
 
 def test_prompts_by_index_and_text_kept(sim: Sim) -> None:
