@@ -660,6 +660,13 @@ def noisy_config_main(args: argparse.Namespace) -> int:
 REAL_AT = 3  # --drift --effect: the experiment (from 0) that carries the real change
 
 
+def after_drift_check(run: Run, n: int) -> list[str]:
+    """A simulated campaign with its bracket (``simulate(bracket=...)``) ended as a real one
+    ends, by ``verdict.drift_check``: its first ``n`` experiments' verdicts then."""
+    verdict.drift_check(run)
+    return [e.decision.verdict if e.decision else "" for e in run.experiments[1 : n + 1]]
+
+
 def drift_main(args: argparse.Namespace) -> int:
     """``--drift``: campaigns of eight experiments identical to the baseline, each measured an
     hour after the one before, on a host whose speed changes by ``--rates`` per experiment
@@ -699,8 +706,7 @@ def drift_main(args: argparse.Namespace) -> int:
                 "pooled", truth, reps, rng, children, bracket=(1 + rate) ** (k + 1), keep=kept
             )
             before = [d for _, _, d, _ in got[:k]]
-            verdict.drift_check(kept[0])
-            after = [e.decision.verdict for e in kept[0].experiments[1 : k + 1] if e.decision]
+            after = after_drift_check(kept[0], k)
             for when, said in (("as decided", before), ("drift check", after)):
                 t = tally[when]
                 if real is not None:
@@ -754,13 +760,9 @@ def campaign_wide_main(args: argparse.Namespace) -> int:
                         bracket=1.0 if bracket == "on" else None, keep=kept,
                     )  # fmt: skip
                     said = [(r, d) for r, _, d, _ in got[: len(children)]]
-                    if bracket == "on":  # then the drift check, as a campaign ends
-                        verdict.drift_check(kept[0])
-                        exps = kept[0].experiments[1 : len(children) + 1]
-                        said = [
-                            (r, e.decision.verdict if e.decision else "")
-                            for r, e in zip(children, exps, strict=True)
-                        ]
+                    if bracket == "on":
+                        after = after_drift_check(kept[0], len(children))
+                        said = list(zip(children, after, strict=True))
                     calls = [d in ("adopted", "rejected") for r, d in said if r == 1.0]
                     wrong += any(calls)
                     wrong_each += sum(calls)

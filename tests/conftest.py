@@ -254,6 +254,26 @@ LONG_FIRST = (
 )
 
 
+def run_campaign(
+    tmp_path: Path, text: str, cache: Path, env: Mapping[str, str | None] | None = None
+) -> tuple[dict[str, Any], Path]:
+    """`reportgen run` of a campaign file's ``text`` (its "PORT" a free port) in this process,
+    quiet and without a PDF, into ``tmp_path``/out (no GPU capture unless ``env`` names one):
+    the run's results and its directory."""
+    from reportgen.observe.gpu import CAPTURE_ENV
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "c.toml"
+    path.write_text(text.replace("PORT", str(free_port())))
+    res = reportgen_main(
+        "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf",
+        cache=cache, env={CAPTURE_ENV: None, **(env or {})},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next(p for p in (tmp_path / "out").glob("*/*") if p.is_dir())
+    return json.loads((run_dir / "results.json").read_text()), run_dir
+
+
 def port_open(port: int) -> bool:
     """Whether something listens on 127.0.0.1:``port``."""
     try:

@@ -7,15 +7,13 @@ shows them and the level is measured again."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reportgen.observe.gpu import CAPTURE_ENV
-from tests.conftest import free_port, reportgen_main
+from tests.conftest import run_campaign
 
 pytestmark = pytest.mark.slow
 
@@ -73,15 +71,9 @@ args = { itl-ms = 3 }
 
 def run(tmp_path: Path, cache: Path, **given: Any) -> dict[str, Any]:
     fill = {"prime": "true", "bracket": "true", "steady": "true", "more": MORE} | given
-    path = tmp_path / "c.toml"
-    path.write_text(CAMPAIGN.format(port=free_port(), cache=tmp_path / "kernels", **fill))
-    res = reportgen_main(
-        "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf",
-        cache=cache, env={CAPTURE_ENV: None},
-    )  # fmt: skip
-    assert res.returncode == 0, res.stdout + res.stderr
-    run_dir = next(p for p in (tmp_path / "out").glob("*/*") if p.is_dir())
-    return dict(json.loads((run_dir / "results.json").read_text()), run_dir=run_dir)
+    text = CAMPAIGN.format(port="PORT", cache=tmp_path / "kernels", **fill)
+    got, run_dir = run_campaign(tmp_path, text, cache)
+    return dict(got, run_dir=run_dir)
 
 
 def ratios(exp: dict[str, Any]) -> dict[int, float]:

@@ -13,26 +13,10 @@ import pytest
 
 from reportgen import results
 from reportgen.observe.gpu import CAPTURE_ENV
-from tests.conftest import ROOT, Ran, free_port, reportgen_main
+from tests.conftest import ROOT, Ran, reportgen_main, run_campaign
 
 GPU_CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
 pytestmark = pytest.mark.slow
-
-
-def run(
-    tmp_path: Path, text: str, cache: Path, env: dict[str, str | None] | None = None
-) -> tuple[dict[str, Any], Path]:
-    """`reportgen run` of ``text`` in this process (no GPU capture unless ``env`` names one)."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "c.toml"
-    path.write_text(text.replace("PORT", str(free_port())))
-    res = reportgen_main(
-        "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf",
-        cache=cache, env={CAPTURE_ENV: None, **(env or {})},
-    )  # fmt: skip
-    assert res.returncode == 0, res.stdout + res.stderr
-    run_dir = next(p for p in (tmp_path / "out").glob("*/*") if p.is_dir())
-    return json.loads((run_dir / "results.json").read_text()), run_dir
 
 
 INTERLEAVED = """
@@ -82,7 +66,7 @@ def interleaved(
     """INTERLEAVED run once for the module (read, never changed, by the tests), its GPU
     telemetry replayed from the H200 capture so that verify recomputes its windows too."""
     folder = tmp_path_factory.mktemp("interleaved")
-    return run(folder, INTERLEAVED, cache, {CAPTURE_ENV: str(GPU_CAPTURE)})
+    return run_campaign(folder, INTERLEAVED, cache, {CAPTURE_ENV: str(GPU_CAPTURE)})
 
 
 @pytest.mark.timing  # its verdict: 2 pairs of repetitions, timed
@@ -173,7 +157,7 @@ description = "the engine confirms the feature is on"
 def test_a_cold_server_warns_and_an_invalidating_campaign_check_fails_the_verdict(
     tmp_path: Path, cache: Path
 ) -> None:
-    data, run_dir = run(tmp_path, WARMING, cache)
+    data, run_dir = run_campaign(tmp_path, WARMING, cache)
     (base,) = data["experiments"]
     checks = {c["id"]: c for c in base["checks"]}
     # the readiness probe and 2 warm-up requests were not enough: 11 of 24 measured are cold
@@ -299,7 +283,7 @@ args = { spec-draft-tokens = 4, spec-accept-rate = 0.5 }
 
 @pytest.mark.timing  # twice the output tok/s
 def test_speculative_decoding_acceptance_is_reported(tmp_path: Path, cache: Path) -> None:
-    data, run_dir = run(tmp_path, SPECULATIVE, cache)
+    data, run_dir = run_campaign(tmp_path, SPECULATIVE, cache)
     base, mtp = data["experiments"]
     assert mtp["log_evidence"]["spec_accept_length"]["mean"] == 3.0  # 24 tokens in 8 steps
     counters = mtp["levels"][0]["engine_metrics"]["counters"]

@@ -5,7 +5,6 @@ token arrivals show it; the level is measured again, as after an engine event.""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +12,7 @@ import pytest
 
 from reportgen.analysis import steady
 from reportgen.load.records import RequestRecord
-from reportgen.observe.gpu import CAPTURE_ENV
-from tests.conftest import free_port, reportgen_main
+from tests.conftest import run_campaign
 
 
 def closed_loop(
@@ -76,14 +74,14 @@ CAMPAIGN = """
 [campaign]
 name = "slump"
 title = "a server whose host side stalls once"
-objective = {{ metric = "output_tok_s", concurrency = [8] }}
+objective = { metric = "output_tok_s", concurrency = [8] }
 
 [server]
 engine = "sim"
 ready_timeout_s = 30
 
 [server.args]
-port = {port}
+port = PORT
 ttft-ms = 15
 itl-ms = 4
 jitter = 0.01
@@ -99,7 +97,7 @@ input_tokens = 8
 output_tokens = 24
 repetitions = 1
 warmup_requests = 2
-warmup = {{ steady = false }}
+warmup = { steady = false }
 
 [[experiment]]
 id = "baseline"
@@ -109,15 +107,8 @@ why = "the reference"
 
 @pytest.mark.slow
 def test_a_window_that_held_a_slump_is_measured_again(tmp_path: Path, cache: Path) -> None:
-    path = tmp_path / "c.toml"
-    path.write_text(CAMPAIGN.format(port=free_port()))
-    res = reportgen_main(
-        "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf",
-        cache=cache, env={CAPTURE_ENV: None},
-    )  # fmt: skip
-    assert res.returncode == 0, res.stdout + res.stderr
-    run_dir = next(p for p in (tmp_path / "out").glob("*/*") if p.is_dir())
-    (base,) = json.loads((run_dir / "results.json").read_text())["experiments"]
+    got, run_dir = run_campaign(tmp_path, CAMPAIGN, cache)
+    (base,) = got["experiments"]
     (level,) = base["levels"]
     # the stall (200 requests in, 3 s at a third of the speed) fell in the first window:
     # found there with the load held, and the level measured again past it
