@@ -21,6 +21,7 @@ Each step says what it compared and what differed. Numbers agree when within a r
 
 from __future__ import annotations
 
+import lzma
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from reportgen.errors import ResultsError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import telemetry
 from reportgen.render import chart_inputs, render_html
+from reportgen.results import rundir
 from reportgen.results.embed import extract, table_hashes, without_data
 from reportgen.results.model import Comparison, Decision, Experiment, Run
 
@@ -90,8 +92,8 @@ def _diff_keys(
 def verify(report: Path, run_dir: Path | None = None) -> Verification:
     """Check a report against the raw tables of its run (see the module docstring)."""
     try:
-        page = report.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        page = rundir.read_bytes(report).decode("utf-8")
+    except (OSError, EOFError, lzma.LZMAError, UnicodeDecodeError) as exc:
         raise ResultsError(
             f"{report}: cannot read it as a report ({exc}); give a report.html that "
             "`reportgen render` wrote, or its run directory"
@@ -119,7 +121,7 @@ def verify(report: Path, run_dir: Path | None = None) -> Verification:
     problems, compared = _decisions(run, fresh, rows_of, legacy)
     out.add("decisions", problems, f"{compared} comparison(s) and their verdicts recomputed")
     _check_page(out, page, run, run_dir, claimed, raw.get("schema_version"))
-    path = run_dir / store.RESULTS
+    path = store.RunDir(run_dir).results
     if path.exists():
         same = _close(store.load(path).dump(), run.dump())
         out.add(

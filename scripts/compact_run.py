@@ -7,10 +7,14 @@
 - every Parquet table (requests/, telemetry/) is rewritten as ``results.store.write_parquet``
   writes new ones, at zstd level 19 (the same rows, to the last bit; about a third of the
   snappy files runs wrote before);
-- every server log (logs/*.log) over 64 KiB is gzipped beside itself (``NAME.log.gz``; the
-  reports link the name, ``reportgen render --recheck`` reads either);
-- ``--drop-html``: the HTML report is removed (it embeds results.json again; ``reportgen
-  render RUN_DIR`` makes it anew, the PDF and Markdown stay).
+- results.json, report.html and every server log (logs/*.log) over 64 KiB are compressed
+  with xz under their name plus ``.xz`` (``results.json.xz``: about a twentieth of its size,
+  the page a quarter; logs gzipped by earlier compactions are converted). Every command reads
+  each form (``results.RunDir``), and ``reportgen render`` writes the results and page again
+  in the form it finds, so a compacted example rendered again stays compacted; the reports
+  link a log by its name. The PDF and Markdown stay as they are, for readers on the web;
+- ``--drop-html``: the HTML report is removed instead (``reportgen render RUN_DIR`` makes it
+  anew; ``reportgen verify`` needs it).
 
 The tables' sha256 change, so the report must be rendered again (it records them): run
 ``reportgen render RUN_DIR`` after this, which ``reportgen verify`` then checks.
@@ -19,13 +23,12 @@ The tables' sha256 change, so the report must be rendered again (it records them
 from __future__ import annotations
 
 import argparse
-import gzip
 import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from reportgen.results import store
+from reportgen.results import rundir, store
 
 LOG_BYTES = 64 * 1024
 
@@ -40,16 +43,23 @@ def compact(run_dir: Path, drop_html: bool) -> tuple[int, int]:
             tmp.unlink()
             raise SystemExit(f"compact_run: {path}: the rewritten table differs; left as it was")
         tmp.replace(path)
-    for log in sorted(run_dir.glob("logs/*.log")):
-        if log.stat().st_size > LOG_BYTES:
-            data = log.read_bytes()
-            packed = log.with_name(log.name + ".gz")
-            packed.write_bytes(gzip.compress(data, 9, mtime=0))
-            if gzip.decompress(packed.read_bytes()) != data:
-                raise SystemExit(f"compact_run: {log}: its gzip copy differs; left as it was")
-            log.unlink()
     if drop_html:
-        (run_dir / "report.html").unlink(missing_ok=True)
+        (run_dir / rundir.HTML).unlink(missing_ok=True)
+    where = rundir.RunDir(run_dir)
+    logs = [p.relative_to(run_dir) for p in sorted(run_dir.glob("logs/*.log*"))]
+    names = [str(p.with_suffix("")) if p.suffix == ".gz" else str(p) for p in logs]
+    for name in [rundir.RESULTS, rundir.HTML, *names]:
+        kept = where.stored(name)
+        if not kept.is_file() or kept.suffix == rundir.PACKED:
+            continue
+        if kept.name == Path(name).name and kept.stat().st_size <= LOG_BYTES and "/" in name:
+            continue  # a small log stays as it is
+        data = rundir.read_bytes(kept)
+        packed = run_dir / (name + rundir.PACKED)
+        packed.write_bytes(rundir.pack(data))
+        if rundir.read_bytes(packed) != data:
+            raise SystemExit(f"compact_run: {kept}: its compressed copy differs; left as it was")
+        kept.unlink()
     after = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
     return before, after
 
@@ -60,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--drop-html", action="store_true")
     args = ap.parse_args(argv)
     for run in args.runs:
-        if not (run / "results.json").is_file():
+        if not store.RunDir(run).results.is_file():
             print(f"compact_run: {run}: no results.json: not a run directory", file=sys.stderr)
             return 2
         before, after = compact(run, args.drop_html)

@@ -274,6 +274,22 @@ def run_campaign(
     return json.loads((run_dir / "results.json").read_text()), run_dir
 
 
+def plain_copy(run_dir: Path, dest: Path, *, pdf: bool = False) -> Path:
+    """A copy of a committed run directory with its results and page unpacked (the examples
+    keep them compressed, ``scripts/compact_run.py``), for tests that read or edit them as
+    files; without the PDF unless asked."""
+    from reportgen.results import RunDir
+
+    ignore = None if pdf else shutil.ignore_patterns("*.pdf")
+    copy = RunDir(Path(shutil.copytree(run_dir, dest, ignore=ignore)))
+    for name in ("results.json", "report.html"):
+        kept = copy.stored(name)
+        if kept.is_file() and kept.name != name:
+            (copy.path / name).write_bytes(copy.read_bytes(name))
+            kept.unlink()
+    return copy.path
+
+
 def port_open(port: int) -> bool:
     """Whether something listens on 127.0.0.1:``port``."""
     try:

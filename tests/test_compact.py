@@ -1,6 +1,6 @@
 """Compact run directories, nothing lost: request tables written zstd with their times
-byte-stream-split, committed examples' logs gzipped and read back, a large report's results
-embedded gzipped and verified."""
+byte-stream-split, committed examples' results, page and logs compressed and read back, a
+large report's results embedded gzipped and verified."""
 
 from __future__ import annotations
 
@@ -51,7 +51,9 @@ def test_request_tables_are_compact_and_read_back_to_the_last_bit(tmp_path: Path
 def test_a_compacted_example_keeps_its_rows_and_logs_and_still_verifies(tmp_path: Path) -> None:
     run = Path(shutil.copytree(ROOT / "docs" / "examples" / "bench-vllm-h200", tmp_path / "b"))
     log = run / "logs" / "big.server.log"
-    log.write_text("Decode batch, #running-req: 4\n" * 4000)  # 120 kB: gzipped
+    log.write_text("Decode batch, #running-req: 4\n" * 4000)  # 120 kB: compressed
+    old = run / "logs" / "old.server.log.gz"  # as an earlier compaction left one: converted
+    old.write_bytes(gzip.compress(b"INFO started\n" * 9000))
     for p in run.glob("*/*.parquet"):  # as runs wrote their tables before: snappy
         pq.write_table(pq.read_table(p), p)
     assert reportgen_main("render", run, "--no-pdf").returncode == 0
@@ -64,13 +66,29 @@ def test_a_compacted_example_keeps_its_rows_and_logs_and_still_verifies(tmp_path
     assert "compact_run:" in done.stdout and " MB" in done.stdout
     for p in run.glob("requests/*.parquet"):
         assert pq.read_table(p).equals(before[p.name])
-    assert not log.exists() and (run / "logs" / "big.server.log.gz").is_file()
+    assert not log.exists() and (run / "logs" / "big.server.log.xz").is_file()
     assert store.read_log(run, "logs/big.server.log") == "Decode batch, #running-req: 4\n" * 4000
     assert store.read_log(run, "logs/none.server.log") is None
+    assert (
+        not old.exists() and store.read_log(run, "logs/old.server.log") == "INFO started\n" * 9000
+    )
+    assert (run / "logs" / "old.server.log.xz").is_file()
+    # results and page compressed: every command reads them, render and save keep the form
+    for name in ("results.json", "report.html"):
+        assert not (run / name).exists() and (run / f"{name}.xz").is_file()
+    assert (run / "results.json.xz").stat().st_size < 0.2 * len(
+        json.dumps(store.load(run).dump(), indent=1)
+    )
+    assert store.save(run, store.load(run)) == run / "results.json.xz"
+    assert not (run / "results.json").exists()
     # the tables' hashes changed: the report says so until rendered again, then verifies
     assert reportgen_main("verify", run).returncode == 1
     assert reportgen_main("render", run, "--no-pdf").returncode == 0
-    assert reportgen_main("verify", run).returncode == 0
+    assert not (run / "report.html").exists()
+    res = reportgen_main("verify", run)
+    assert res.returncode == 0 and "report.html.xz: matches its raw data" in res.stdout
+    assert reportgen_main("diff", run, ROOT / "docs" / "examples" / "bench-vllm-h200", "--out",
+                          tmp_path / "d", "--no-pdf").returncode == 0  # fmt: skip
 
 
 def test_large_results_are_embedded_gzipped_and_read_back() -> None:

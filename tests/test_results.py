@@ -32,7 +32,7 @@ H200 = FIXTURES / "h200-schema-1"  # the H200 run's results as the first reportg
 
 @pytest.mark.parametrize("run_dir", [SAMPLE, H200], ids=["sample", "h200"])
 def test_schema_1_files_load_through_the_migration(run_dir: Path) -> None:
-    raw = json.loads((run_dir / "results.json").read_text())
+    raw = json.loads(results.RunDir(run_dir).read_bytes("results.json"))
     assert raw["schema_version"] == 1
     run = results.load(run_dir)
     assert run.schema_version == SCHEMA_VERSION == 2

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
+from reportgen.results import RunDir
 from reportgen.run.server import REAPER_GRACE_S, port_is_free
 from tests.conftest import Ran, free_port, reportgen_main
 
@@ -401,7 +402,7 @@ def test_sigkill_leaves_no_server_and_resume_stops_one_left_running(
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.05)
         (run_dir,) = (out / "demo").iterdir()
-        ((record_path, record),) = reaper.leftovers(run_dir)
+        ((record_path, record),) = reaper.leftovers(RunDir(run_dir).server_records())
         assert record.port == port and record.running()
         proc.kill()  # SIGKILL: nothing of reportgen runs after this
         proc.wait()
@@ -443,7 +444,9 @@ def test_sigkill_leaves_no_server_and_resume_stops_one_left_running(
         f"stopped the server the earlier run left running: process group {stray.pid} on port {port}"
     ) in res.stdout
     assert json.loads((run_dir / "results.json").read_text())["status"] == "complete"
-    assert reaper.leftovers(run_dir) == []  # every record of a running server removed
+    assert (
+        reaper.leftovers(RunDir(run_dir).server_records()) == []
+    )  # every record of a running server removed
     assert port_is_free("127.0.0.1", port)
 
 

@@ -4,9 +4,9 @@ again from it, so that page and results agree but the numbers do not say what th
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from reportgen import results as store
 from reportgen.analysis.summary import by_level, summarize
 from reportgen.results.embed import DATA_ID
 from reportgen.results.model import ClientLoad, Level
-from tests.conftest import ROOT, Ran, free_port, reportgen_main
+from tests.conftest import ROOT, Ran, free_port, plain_copy, reportgen_main
 from tests.test_campaign_fuzz import toml_document
 from tests.test_cli_fuzz import DEMO
 
@@ -29,7 +29,7 @@ SCHEMA_1 = ROOT / "tests" / "fixtures" / "h200-schema-1"
 @pytest.fixture
 def copy(tmp_path: Path) -> Path:
     """The H200 run directory, copied (without its PDF)."""
-    return Path(shutil.copytree(H200, tmp_path / "h200", ignore=shutil.ignore_patterns("*.pdf")))
+    return plain_copy(H200, tmp_path / "h200")
 
 
 def edit_and_render(run_dir: Path, change: Callable[[dict[str, Any]], None]) -> Ran:
@@ -50,7 +50,9 @@ def test_the_committed_report_and_one_of_the_previous_schema_verify(copy: Path) 
     # as the first reportgen wrote it: its results as schema 1 (decided each comparison by
     # its own runs, a failed experiment's finished levels not compared), rendered by this
     # reportgen, the page's data embedded as schema 1
-    shutil.copy(SCHEMA_1 / "results.json", copy / "results.json")
+    (copy / "results.json").write_bytes(
+        gzip.decompress((SCHEMA_1 / "results.json.gz").read_bytes())
+    )
     rendered = reportgen_main("render", copy, "--no-pdf")
     assert rendered.returncode == 0, rendered.stderr
     page = (copy / "report.html").read_text()
@@ -91,7 +93,7 @@ def test_recheck_takes_the_checks_again_from_the_saved_logs_and_tables(tmp_path:
     speculative-decoding agreement check): ``render --recheck`` takes them again with this
     reportgen's adapters, records what they were, and the report still verifies."""
     vllm = ROOT / "tests" / "fixtures" / "runs" / "vllm-h200-moe"
-    run_dir = Path(shutil.copytree(vllm, tmp_path / "v", ignore=shutil.ignore_patterns("*.pdf")))
+    run_dir = plain_copy(vllm, tmp_path / "v")
     data = json.loads((run_dir / "results.json").read_text())
     keep = ("baseline", "eager", "ngram-spec")  # fewer to render and verify
     data["experiments"] = [e for e in data["experiments"] if e["id"] in keep]

@@ -63,7 +63,7 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         lost = True
         err.print(f"error: {exc}; rendering a partial report", markup=False)
     if data is None:  # interrupted: what was saved, if the run got as far
-        if not (run_dir / results.RESULTS).exists():
+        if not results.RunDir(run_dir).results.exists():
             return interrupt.exit_code()
         data = results.load(run_dir)
     if not args.json:
@@ -221,10 +221,11 @@ def _summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dic
 def _stop_leftovers(run_dir: Path) -> list[str]:
     """Servers the earlier run of ``run_dir`` started and never stopped (it was killed, and
     their watchdog could not stop them either): each stopped by its process group, said."""
+    from reportgen.results import RunDir
     from reportgen.run import reaper
 
     said = []
-    for path, record in reaper.leftovers(run_dir):
+    for path, record in reaper.leftovers(RunDir(run_dir).server_records()):
         if record.running():
             gone = reaper.stop_group(record.pgid, 5.0)
             said.append(
@@ -454,12 +455,11 @@ def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:
 
 def cmd_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen import results, verify
-    from reportgen.render import HTML_NAME
 
     given = args.report
     if given.name == results.RESULTS and given.is_file():  # the run's results: its report
         given = given.parent
-    report = given / HTML_NAME if given.is_dir() else given
+    report = results.RunDir(given).html if given.is_dir() else given
     if not report.is_file():
         raise ResultsError(f"{report}: no such report; give report.html or its run directory")
     found = verify.verify(report, args.run_dir)

@@ -19,13 +19,15 @@ from reportgen.errors import RenderError
 from reportgen.render import charts, exports, html, view
 from reportgen.render import pdf as printer  # `render` has a parameter named pdf
 from reportgen.render.content import Report
+from reportgen.results import rundir
 from reportgen.results.embed import embed, table_hashes
 from reportgen.results.model import Point, Run, sorted_points
+from reportgen.results.rundir import RunDir
 
-HTML_NAME = "report.html"
-PDF_NAME = "report.pdf"
-MARKDOWN_NAME = "report.md"
-TABLES_DIR = "tables"
+HTML_NAME = rundir.HTML
+PDF_NAME = rundir.PDF
+MARKDOWN_NAME = rundir.MARKDOWN
+TABLES_DIR = rundir.TABLES
 
 __all__ = ["HTML_NAME", "PDF_NAME", "Rendered", "render", "render_html"]
 
@@ -136,15 +138,16 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
             page = _print_page(report, todo)
             printed = printer.html_to_pdf(page, run_dir, lambda: drawing.result()[1])
         embedded = Markup(embed(run.dump(), table_hashes(run_dir)))
-        md_path = _write(run_dir / MARKDOWN_NAME, exports.markdown(report, pdf=pdf).encode("utf-8"))
+        where = RunDir(run_dir)
+        md_path = _write(where.markdown, exports.markdown(report, pdf=pdf).encode("utf-8"))
         csvs = tuple(
-            _write(run_dir / TABLES_DIR / name, body.encode("utf-8"))
+            _write(where.csv(name), body.encode("utf-8"))
             for name, body in exports.tables(run).items()
         )
         svgs, _ = drawing.result()
-    text = html.render_page(report, svgs, embedded)
-    html_path = _write(run_dir / HTML_NAME, text.encode("utf-8"))
-    pdf_path = _write(run_dir / PDF_NAME, printed.data) if printed is not None else None
+    screen = html.render_page(report, svgs, embedded).encode("utf-8")
+    html_path = _write(*where.target(HTML_NAME, screen))  # compressed in a compacted directory
+    pdf_path = _write(where.pdf, printed.data) if printed is not None else None
     return Rendered(html=html_path, pdf=pdf_path, markdown=md_path, tables=csvs)
 
 
@@ -155,11 +158,12 @@ def chart_inputs(run_dir: Path, run: Run) -> tuple[dict[str, charts.Lazy], dict[
     import pyarrow.parquet as pq
 
     telemetry, latencies = {}, {}
+    where = RunDir(run_dir)
     for e in run.experiments:
-        path = run_dir / "telemetry" / f"{e.table}.parquet"
+        path = where.telemetry(e.table)
         if path.exists() and pq.read_metadata(path).num_rows:
             telemetry[e.id] = charts.Lazy(_telemetry_of, (run_dir, e.table))
-        if e.levels and (run_dir / "requests" / f"{e.table}.parquet").exists():
+        if e.levels and where.requests(e.table).exists():
             latencies[e.id] = charts.Lazy(_latencies_of, (run_dir, e.table))
     return telemetry, latencies
 
@@ -173,7 +177,7 @@ def _latencies_of(run_dir: Path, exp_id: str) -> dict[Point, dict[str, list[floa
     every chunk's time)."""
     from reportgen.results.store import read_table
 
-    path = run_dir / "requests" / f"{exp_id}.parquet"
+    path = RunDir(run_dir).requests(exp_id)
     columns = ["concurrency", "status", "start", "first_token", "end"]
     try:
         rated = "rate" in pq.read_schema(path).names

@@ -1,6 +1,7 @@
 """The results stage: what a run saved, the contract every later stage reads.
 
 - ``model``: the typed results (``Run`` down to ``Level``, ``Check``, ``Decision``).
+- ``rundir``: a run directory's layout (``RunDir``: where each file is, plain or gzipped).
 - ``store``: a run directory on disk (results.json, the request and telemetry tables).
 - ``migrate``: older results files brought to this schema. ``embed``: the results a report
   carries, and the hashes of the tables beside it.
@@ -11,9 +12,9 @@ default, which way a metric improves), ``reportgen.load.records`` (the request r
 """
 
 from reportgen.results.model import SCHEMA_VERSION, Run
+from reportgen.results.rundir import RESULTS, RunDir
 from reportgen.results.store import (
     REQUEST_COLUMNS,
-    RESULTS,
     TELEMETRY_COLUMNS,
     atomic_write_bytes,
     load,
@@ -34,6 +35,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TELEMETRY_COLUMNS",
     "Run",
+    "RunDir",
     "atomic_write_bytes",
     "load",
     "load_requests",

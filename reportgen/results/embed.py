@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from reportgen.errors import ResultsError
+from reportgen.results.rundir import TABLE_FOLDERS, RunDir
 
 DATA_ID = "reportgen-data"
 EMBED_FORMAT = 1
@@ -24,7 +25,6 @@ EMBED_FORMAT = 1
 # ({"format": 1, "gzip": "..."}): a campaign's results are megabytes of JSON that compress
 # about tenfold, and only ``reportgen verify`` reads them.
 PACK_OVER = 256 * 1024
-TABLE_DIRS = ("requests", "telemetry")
 _DATA_RX = re.compile(
     r'<script type="application/json" id="' + DATA_ID + r'">(.*?)</script>', re.DOTALL
 )
@@ -33,8 +33,8 @@ _DATA_RX = re.compile(
 def table_hashes(run_dir: Path) -> dict[str, str]:
     """sha256 of every raw table in a run directory, by relative path."""
     out = {}
-    for folder in TABLE_DIRS:
-        for path in sorted((run_dir / folder).glob("*.parquet")):
+    for folder in TABLE_FOLDERS:
+        for path in RunDir(run_dir).tables(folder):
             out[f"{folder}/{path.name}"] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
 

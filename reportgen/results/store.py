@@ -1,12 +1,6 @@
-"""A run directory on disk: results.json (``model.Run``) and the tables beside it.
-
-Layout of a run directory::
-
-    campaign.toml              the campaign file as given (its sha256 is in results.json)
-    results.json               ``model.Run``, rewritten atomically after every experiment
-    requests/<table>.parquet   one row per request (``RequestRecord``), every chunk's arrival
-    telemetry/<table>.parquet  GPU samples (``observe.gpu.TELEMETRY_FIELDS``)
-    logs/<experiment>.server.log    the server's output
+"""A run directory on disk: results.json (``model.Run``) and the tables beside it, where
+``rundir.RunDir`` says they are: the request tables (``RequestRecord`` rows), the telemetry
+(``observe.gpu.TELEMETRY_FIELDS``), the server logs.
 
 ``render`` and ``diff`` read only these files. Older results files are read through
 ``migrate``; a newer one is refused, saying which reportgen wrote it.
@@ -15,8 +9,8 @@ Layout of a run directory::
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
+import lzma
 import math
 import os
 import tempfile
@@ -35,8 +29,8 @@ from reportgen.observe.gpu import TELEMETRY_FIELDS
 from reportgen.redact import redact_text
 from reportgen.results.migrate import migrate
 from reportgen.results.model import CONTROL_SUFFIX, SCHEMA_VERSION, Run
+from reportgen.results.rundir import REQUESTS, RESULTS, RunDir, read_bytes
 
-RESULTS = "results.json"
 TELEMETRY_COLUMNS = ("t", "gpu", *TELEMETRY_FIELDS)
 # the level's identity first, then the rest of the record as the load generator fills it
 _LEVEL = ("concurrency", "rate", "repetition")
@@ -89,14 +83,14 @@ def save(run_dir: Path, run: Run, secrets: Sequence[str] = ()) -> Path:
     statistic with too little data, say) is written as null: JSON has no NaN, and the results
     already paid for must not be lost over one. Every ``secrets`` value is replaced by ***,
     wherever it is (the last line of defence: flags and environments are redacted before)."""
-    path = run_dir / RESULTS
     results = _hidden(run.dump(), list(secrets)) if secrets else run.dump()
     try:
         text = json.dumps(results, indent=1, allow_nan=False, default=_jsonable)
     except ValueError:
         text = json.dumps(_finite(results), indent=1, allow_nan=False, default=_jsonable)
+    path, data = RunDir(run_dir).target(RESULTS, text.encode("utf-8") + b"\n")
     try:
-        atomic_write_bytes(path, text.encode("utf-8") + b"\n")
+        atomic_write_bytes(path, data)
     except OSError as exc:
         raise _cannot_save(path, exc) from None
     return path
@@ -143,8 +137,10 @@ def _jsonable(value: Any) -> Any:
 
 
 def results_path(target: str | Path) -> Path:
+    """The results file of a run directory (results.json, or results.json.gz in a compacted
+    one), or ``target`` itself when it names a file."""
     p = Path(target)
-    return p / RESULTS if p.is_dir() else p
+    return RunDir(p).results if p.is_dir() else p
 
 
 def load(target: str | Path) -> Run:
@@ -161,13 +157,13 @@ def load(target: str | Path) -> Run:
             "its results.json)"
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_bytes(path).decode("utf-8"))
     except FileNotFoundError:
         raise ResultsError(
             f"{path}: no results file here; give a run directory such as "
             "output/<campaign>/<run-id>/"
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, lzma.LZMAError, UnicodeDecodeError) as exc:  # a damaged .xz, .gz
         raise ResultsError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}: not valid JSON ({exc}); the file is damaged") from None
@@ -216,7 +212,7 @@ def save_requests(run_dir: Path, table: str, records: Sequence[RequestRecord]) -
         pa.array([getattr(r, name) for r in records], _ARROW_TYPES[name])
         for name in REQUEST_COLUMNS[1:]
     ]
-    return _save_arrow(run_dir / "requests" / f"{table}.parquet", pa.table(columns, REQUEST_SCHEMA))
+    return _save_arrow(RunDir(run_dir).requests(table), pa.table(columns, REQUEST_SCHEMA))
 
 
 def read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
@@ -234,7 +230,7 @@ def read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
 def read_requests(run_dir: Path, table: str) -> list[RequestRecord]:
     """One request table's rows as records (empty when it was never saved). Tables written
     before a field existed give its default."""
-    path = run_dir / "requests" / f"{table}.parquet"
+    path = RunDir(run_dir).requests(table)
     if not path.exists():
         return []
     frame = read_table(path)
@@ -247,7 +243,7 @@ def save_telemetry(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) -
     """Write one experiment's GPU telemetry rows (``reportgen.observe.gpu``'s fields, ``t`` on the
     records' perf_counter clock) atomically as a Parquet table."""
     frame = pd.DataFrame(rows, columns=list(TELEMETRY_COLUMNS))
-    return _save_table(run_dir / "telemetry" / f"{experiment}.parquet", frame)
+    return _save_table(RunDir(run_dir).telemetry(experiment), frame)
 
 
 def load_telemetry(
@@ -255,7 +251,7 @@ def load_telemetry(
 ) -> pd.DataFrame:
     """One experiment's telemetry rows, all columns or the ones named (empty table when none
     were saved)."""
-    path = run_dir / "telemetry" / f"{experiment}.parquet"
+    path = RunDir(run_dir).telemetry(experiment)
     if not path.exists():
         return pd.DataFrame(columns=list(columns or TELEMETRY_COLUMNS))
     return read_table(path, columns).to_pandas()
@@ -296,13 +292,7 @@ def read_log(run_dir: Path, name: str) -> str | None:
     """A server log saved in the run directory (``logs/<id>.server.log``), or its compressed
     copy (``.gz``, as scripts/compact_run.py leaves committed examples); None when neither
     is there."""
-    path = run_dir / name
-    if path.is_file():
-        return path.read_text(encoding="utf-8", errors="replace")
-    packed = path.with_name(path.name + ".gz")
-    if packed.is_file():
-        return gzip.decompress(packed.read_bytes()).decode("utf-8", errors="replace")
-    return None
+    return RunDir(run_dir).read_text(name)
 
 
 def _save_arrow(path: Path, table: pa.Table) -> Path:
@@ -336,8 +326,8 @@ def telemetry_records(run_dir: Path, experiment: str) -> list[dict[str, Any]]:
 
 def load_requests(run_dir: Path, experiment: str | None = None) -> pd.DataFrame:
     """Request records of one experiment, or of all (empty table when none were saved)."""
-    folder = run_dir / "requests"
-    files = [folder / f"{experiment}.parquet"] if experiment else sorted(folder.glob("*.parquet"))
+    where = RunDir(run_dir)
+    files = [where.requests(experiment)] if experiment else where.tables(REQUESTS)
     frames = [read_table(f).to_pandas() for f in files if f.exists()]
     if not frames:
         return pd.DataFrame(columns=list(REQUEST_COLUMNS))

@@ -15,6 +15,7 @@ from reportgen import engines
 from reportgen.campaign import Campaign, Resolved, parent_id, repetitions_range, resolve
 from reportgen.redact import known_secrets, redact_argv, redact_env, redact_flag
 from reportgen.results.model import Experiment, FlagChange
+from reportgen.results.rundir import RunDir
 from reportgen.run.external import API_KEY_ENV
 
 # whose configuration a server session runs, and what for ("prime": the baseline's, warmed
@@ -74,7 +75,7 @@ def describe(campaign: Campaign, r: Resolved, entry: Experiment) -> None:
         for c in r.flag_diff
     ]
     entry.workload = r.workload.model_dump(mode="json")
-    entry.log_file = f"logs/{r.id}.server.log"
+    entry.log_file = RunDir.log_name(r.id)
 
 
 def server_sessions(

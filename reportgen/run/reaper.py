@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -137,11 +138,11 @@ def start_time(pid: int) -> int | None:
         return None
 
 
-def leftovers(run_dir: Path) -> list[tuple[Path, ServerRecord]]:
-    """The records of servers an earlier reportgen run of ``run_dir`` left (each removed
-    when its server stops)."""
+def leftovers(paths: Iterable[Path]) -> list[tuple[Path, ServerRecord]]:
+    """The records of servers an earlier reportgen run left, read from their files
+    (``RunDir.server_records()``; each is removed when its server stops)."""
     out = []
-    for path in sorted((run_dir / "logs").glob("*.server.json")):
+    for path in paths:
         record = ServerRecord.load(path)
         if record is not None:
             out.append((path, record))

@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from reportgen.campaign import Campaign, Resolved
+from reportgen.results import rundir
 from reportgen.results.model import Run
 
-# The folders of a run directory an experiment writes (sent back whole).
-SENT = ("requests", "telemetry", "logs")
+SENT = rundir.SENT  # the folders of a run directory an experiment writes (sent back whole)
 # What a Slurm job step says of where it runs (``Experiment.ran_on``).
 SLURM = {"slurm_job": "SLURM_JOB_ID", "node": "SLURMD_NODENAME"}
 

@@ -21,6 +21,7 @@ from reportgen.campaign import Campaign
 from reportgen.errors import ResultsError
 from reportgen.redact import REDACTED
 from reportgen.results.model import CampaignFile, Experiment, Resumption, Run
+from reportgen.results.rundir import RunDir
 from reportgen.run.plan import campaign_secrets
 
 
@@ -146,8 +147,8 @@ def continue_run(
     entries = run.experiments
     for entry in entries[n:]:  # started again from nothing, or no longer in the file
         for table in (entry.table, entry.control_table):  # what a try saved
-            for folder in ("requests", "telemetry"):
-                (run_dir / folder / f"{table}.parquet").unlink(missing_ok=True)
+            RunDir(run_dir).requests(table).unlink(missing_ok=True)
+            RunDir(run_dir).telemetry(table).unlink(missing_ok=True)
     run.experiments = entries[:n] + pending[n:]
     changed: dict[str, Any] = {}
     if run.campaign_file.sha256 != campaign.sha256:  # only what is still to run

@@ -35,6 +35,7 @@ from reportgen.results.model import (
     Session,
     Stop,
 )
+from reportgen.results.rundir import RunDir
 from reportgen.run import external, interrupt, probes
 from reportgen.run.driver import Driver, keep_text_chars
 from reportgen.run.external import ExternalServer
@@ -111,16 +112,16 @@ class ServerSession:
         first = not any(s.role == launch.role for s in entry.sessions)
         self.first = first
         name = (
-            f"{launch.experiment.id}.server.log"
+            RunDir.log_name(launch.experiment.id)
             if first and launch.role == "experiment"
-            else f"{launch.experiment.id}.{launch.index + 1}-{launch.role}.server.log"
+            else RunDir.log_name(launch.experiment.id, launch.index, launch.role)
         )
         self.record = Session(
             index=launch.index,
             role=launch.role,
             config=launch.config.id,
             repetitions=list(launch.repetitions),
-            log_file=f"logs/{name}",
+            log_file=name,
         )
         entry.sessions.append(self.record)
         engine = ctx.engine
@@ -131,7 +132,7 @@ class ServerSession:
         if cfg.base_url is not None:
             self.srv = ExternalServer(
                 cfg.base_url,
-                log_path=ctx.run_dir / "logs" / name,
+                log_path=ctx.run_dir / name,
                 engine=engine,
                 headers=external.auth_headers(),
                 secrets=ctx.secrets,
@@ -140,7 +141,7 @@ class ServerSession:
         self.srv = ServerProcess(
             command_line(ctx.campaign, cfg),
             env=cfg.env,
-            log_path=ctx.run_dir / "logs" / name,
+            log_path=ctx.run_dir / name,
             host=ctx.m.server.host,
             port=engine.port(cfg.args),
             engine=engine,
