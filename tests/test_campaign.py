@@ -145,6 +145,16 @@ def test_cross_key_rules() -> None:
     assert "campaign.objective.concurrency = 32: no experiment runs at concurrency 32" in found
 
 
+def test_an_objective_of_no_levels_is_refused_not_judged_two_ways() -> None:
+    """``objective.concurrency = []`` judged no level in the verdicts and every level in the
+    results' own rule; it is refused, saying what to write instead."""
+    for key in ("concurrency = []", "request_rate = []"):
+        text = GOOD.replace("concurrency = [1] }", f"{key} }}")
+        (found,) = problems(text)
+        assert found.startswith(f"c.toml: campaign.objective.{key.split()[0]} = []: an empty ")
+        assert "leave the key out to judge every level" in found
+
+
 def test_invalid_toml_and_missing_file_are_one_line_problems(tmp_path: Path) -> None:
     found = problems("[campaign\nname=1")
     assert len(found) == 1 and found[0].startswith("c.toml: invalid TOML:")

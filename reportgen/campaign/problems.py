@@ -467,6 +467,16 @@ def _problems_from_pydantic(
             problems.append(Problem(filename, key, _value_at(data, loc), f"unknown key{hint}"))
         elif kind == "missing":
             problems.append(Problem(filename, key, MISSING, "required key is missing"))
+        elif kind == "too_short" and tuple(loc[:2]) == ("campaign", "objective"):
+            problems.append(
+                Problem(
+                    filename,
+                    key,
+                    _value_at(data, loc),
+                    "an empty list judges no level, so every verdict would be inconclusive: "
+                    "name the levels that decide, or leave the key out to judge every level",
+                )
+            )
         elif kind == "literal_error":
             expected = err.get("ctx", {}).get("expected", "")
             problems.append(

@@ -81,10 +81,13 @@ class Objective(_Model):
 
     metric: Literal[METRICS] = Field("output_tok_s", description="Metric that decides adoption.")  # type: ignore[valid-type]
     concurrency: list[Annotated[int, Field(ge=1)]] | None = Field(
-        None, description="Levels at which the metric is judged (all common levels if omitted)."
+        None,
+        min_length=1,  # [] would judge no level (every verdict inconclusive): refused
+        description="Levels at which the metric is judged (all common levels if omitted).",
     )
     request_rate: list[Annotated[float, Field(gt=0, allow_inf_nan=True)]] | None = Field(
         None,
+        min_length=1,
         description="Where the workload's request_rate is a list: the rates at which the "
         "metric is judged (all common rates if omitted).",
     )

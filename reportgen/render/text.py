@@ -19,8 +19,12 @@ from typing import Any
 
 from reportgen.analysis import checks, decide, noise, sequential, summary
 from reportgen.analysis.verdict import FUTILITY_DOF
+from reportgen.campaign.schema import Workload
 from reportgen.render.fmt import field_rows
 from reportgen.results.model import Experiment, rate_text
+
+# the schema's own default, for results that left the key out (render had 0, the schema 4)
+WARMUP_REQUESTS = Workload.model_fields["warmup_requests"].default
 
 Pair = tuple[str, str]
 
@@ -89,8 +93,8 @@ def workload(wl: Mapping[str, Any]) -> str:
     return (
         f"{wl.get('api', 'chat')} API, {levels}, {amount} per level × "
         f"{_reps(wl.get('repetitions', 1))} repetition(s), {inputs}"
-        f"{wl.get('output_tokens', '?')} output tokens, {wl.get('warmup_requests', 0)} "
-        f"warm-up requests, seed {wl.get('seed', 0)}"
+        f"{wl.get('output_tokens', '?')} output tokens, "
+        f"{wl.get('warmup_requests', WARMUP_REQUESTS)} warm-up requests, seed {wl.get('seed', 0)}"
         + (", throughputs trimmed to the steady state" if summary.trims(wl) else "")
         + prompt_source(wl.get("prompts") or {})
         + lengths_said(wl)
@@ -518,8 +522,9 @@ def methods(
     load = [
         f"{loop} {amount}; {wl.get('api', 'chat')} API; {sizes}; {prompts_text}; drawn from "
         f"seed {wl.get('seed', 0)}, the same for every experiment.",
-        f"Warm-up: {wl.get('warmup_requests', 0)} requests after the server is ready and "
-        f"before the first level; they are excluded from every number." + _level_warmup(wl),
+        f"Warm-up: {wl.get('warmup_requests', WARMUP_REQUESTS)} requests after the server is "
+        "ready and before the first level; they are excluded from every number."
+        + _level_warmup(wl),
         (
             f"Repetitions: each level is run {low} time(s); a repetition's summary is one "
             if low == high
