@@ -323,6 +323,7 @@ input_tokens = 16
 output_tokens = 8
 repetitions = 2
 warmup_requests = 1
+warmup = {FAST_WARMUP}
 
 [[experiment]]
 id = "baseline"
@@ -385,6 +386,12 @@ def slurm_campaign(tmp_path: Path, port: int, *, seconds: float = 0) -> Path:
     return two_experiments(tmp_path / "cluster.toml", "cluster", slurm, port, amount)
 
 
+# A level's warm-up in windows of 0.1 s (0.25 s at least by default): the simulator is steady
+# from its first request, so its levels settle in about 0.6 s instead of 1.5 s. For tests of
+# how a campaign runs; tests of the warm-up itself keep the default.
+FAST_WARMUP = "{ max_s = 10, window_s = 0.1 }"
+
+
 def lighter_demo(port: int) -> str:
     """campaigns/demo.toml at ``port``, its levels C=1 and 4 (the objective's) and two
     repetitions: the same experiments and outcomes in about half the time, for tests of how
@@ -394,10 +401,30 @@ def lighter_demo(port: int) -> str:
         ("port = 18427", f"port = {port}"),
         ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
         ("repetitions = 3", "repetitions = 2"),
+        ("warmup = { max_s = 10 }", f"warmup = {FAST_WARMUP}"),
     ):
         assert old in text, old
         text = text.replace(old, new)
     return text
+
+
+def small_demo(tmp_path: Path, port: int) -> Path:
+    """The demo campaign, smaller: two levels, two repetitions of 12 requests of 8 tokens."""
+    text = (ROOT / "campaigns" / "demo.toml").read_text()
+    for old, new in (
+        ("port = 18427", f"port = {port}"),
+        ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
+        ("requests_per_level = 16", "requests_per_level = 12"),
+        ("output_tokens = 24", "output_tokens = 8"),
+        ("repetitions = 3", "repetitions = 2"),
+        ("warmup_requests = 8", "warmup_requests = 2"),
+        ("warmup = { max_s = 10 }", f"warmup = {FAST_WARMUP}"),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "demo.toml"
+    path.write_text(text.replace("#:schema ./campaign.schema.json\n", ""))
+    return path
 
 
 def demo_outcomes(stdout: str) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Ran, free_port, reportgen_main
+from tests.conftest import Ran, free_port, reportgen_main, small_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = [
@@ -227,8 +227,6 @@ def test_files_of_the_wrong_kind_and_bad_flags_get_one_line_not_a_traceback(
 def test_run_json_prints_the_outcome_for_scripts(tmp_path: Path, cache: Path) -> None:
     """`run --json`: stdout is one JSON object (the run's outcome, as the summary table and
     the report say it), the progress and report paths on stderr."""
-    from tests.test_resume import small_demo
-
     campaign = small_demo(tmp_path, free_port())
     text = campaign.read_text()
     third = text.index(
@@ -296,8 +294,6 @@ def test_a_damaged_raw_table_is_one_line(tmp_path: Path) -> None:
 
 def test_a_closed_stdout_does_not_stop_a_run(tmp_path: Path) -> None:
     """`reportgen run ... | head -1`: the run goes on, saves and renders, and exits 0."""
-    from tests.test_resume import small_demo
-
     campaign = small_demo(tmp_path, free_port())
     text = campaign.read_text()
     campaign.write_text(text[: text.index("[[experiment]]", text.index("[[experiment]]") + 1)])

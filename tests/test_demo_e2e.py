@@ -19,8 +19,7 @@ from reportgen import results
 from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
 from reportgen.render.fmt import fmt_num
 from reportgen.run.server import port_is_free
-from tests.conftest import Ran, free_port, reportgen_main
-from tests.test_resume import small_demo
+from tests.conftest import Ran, free_port, reportgen_main, small_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "campaigns" / "demo.toml"

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, free_port
-from tests.test_resume import small_demo
+from tests.conftest import ROOT, free_port, small_demo
 
 
 def test_every_package_under_reportgen_is_in_the_wheel_list() -> None:

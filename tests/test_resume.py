@@ -18,30 +18,12 @@ import pytest
 from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
 from reportgen.results import RunDir
 from reportgen.run.server import REAPER_GRACE_S, port_is_free
-from tests.conftest import Ran, free_port, reportgen_main
+from tests.conftest import Ran, free_port, reportgen_main, small_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 # SGLang 0.5.17 on the 0.5 B MoE, measured before the steady-state protocol, resumed twice
 SGLANG_MOE_RUN = ROOT / "tests" / "fixtures" / "runs" / "sglang-h200-moe"
 pytestmark = pytest.mark.slow
-
-
-def small_demo(tmp_path: Path, port: int) -> Path:
-    """The demo campaign, smaller: two levels, two repetitions of 12 requests of 8 tokens."""
-    text = (ROOT / "campaigns" / "demo.toml").read_text()
-    for old, new in (
-        ("port = 18427", f"port = {port}"),
-        ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
-        ("requests_per_level = 16", "requests_per_level = 12"),
-        ("output_tokens = 24", "output_tokens = 8"),
-        ("repetitions = 3", "repetitions = 2"),
-        ("warmup_requests = 8", "warmup_requests = 2"),
-    ):
-        assert old in text, old
-        text = text.replace(old, new)
-    path = tmp_path / "demo.toml"
-    path.write_text(text.replace("#:schema ./campaign.schema.json\n", ""))
-    return path
 
 
 ADDED = """

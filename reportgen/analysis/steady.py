@@ -157,6 +157,27 @@ def interval_width(records: Sequence[RequestRecord], now_s: float) -> float | No
     return 2 * half / mean
 
 
+CHECK_SHARE = 0.05  # a running check takes at most this share of the load generator's thread
+
+
+class Paced:
+    """Paces a check whose cost grows with the records it reads (every window again): once
+    run, it is due again only after 1 / CHECK_SHARE times what it took, so a long warm-up at
+    a high load never spends more than that share of the client's time on it, and a short
+    one is checked as often as the load generator asks (every ``loadgen.STOP_POLL_S``)."""
+
+    def __init__(self) -> None:
+        self.next = 0.0
+
+    def due(self) -> bool:
+        return time.perf_counter() >= self.next
+
+    def ran(self, since: float) -> None:
+        """The check began at ``since`` (``time.perf_counter()``) and has just ended."""
+        now = time.perf_counter()
+        self.next = now + (now - since) / CHECK_SHARE
+
+
 class Watch:
     """Follows a running warm-up: ``add`` each finished request (the load generator's
     ``on_request``), ``check`` (its ``stop_when``) says "steady" once it is, or "errors" when
@@ -183,6 +204,7 @@ class Watch:
         self.records: list[RequestRecord] = []
         self.t0: float | None = None
         self.result: Windows | None = None
+        self.pace = Paced()
 
     def add(self, record: RequestRecord) -> None:
         self.records.append(record)
@@ -197,11 +219,13 @@ class Watch:
         # a server that answered at first and then fails (or hangs) every request ends it too
         if len(done) >= ERRORS_ALONE and not any(r.status == "ok" for r in done[-ERRORS_ALONE:]):
             return "errors"
-        if len(done) < self.min_requests:
+        if len(done) < self.min_requests or not self.pace.due():
             return None
+        began = time.perf_counter()
         got = windows(
             done, self.now_s(), window_s=self.window_s, last=self.last, open_loop=self.open_loop
         )
+        self.pace.ran(began)
         self.result = got
         if got.spread is not None and got.spread <= self.tolerance:
             return "steady"

@@ -51,7 +51,10 @@ START_MARGIN_S = 0.05  # workers get "go" this long before t0, so all start toge
 READY_TIMEOUT_S = 60.0  # a worker imports its modules and pre-opens (<= 30 s)
 STOP_TIMEOUT_S = 5.0  # terminated workers get this long before SIGKILL
 LOCAL_START_MARGIN_S = 0.01  # in this thread: from pre-opened connections to t0
-STOP_POLL_S = 0.5  # how often a level asks its ``stop_when`` (whether its server died)
+# How often a level asks its ``stop_when`` (whether its server died; a warm-up's, whether it
+# is steady) and ``drain_when``: a warm-up ends within this of being steady (0.5 s before
+# made every level's warm-up a whole number of half seconds, 1.5 s for a steady simulator).
+STOP_POLL_S = 0.1
 PREOPEN_UNCAPPED = 64  # an open loop with no in-flight cap pre-opens at most this many
 # Auto mode (see auto_workers)
 CHUNKS_PER_WORKER = 8_000  # chunks/s one event loop is given: ~25% of a core (~30 us each)

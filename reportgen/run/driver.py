@@ -11,6 +11,7 @@ warm-up, so that they do not run in lockstep waves).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -434,9 +435,11 @@ class Until:
 
     def known(self) -> bool:
         now = self.watch.now_s()
-        if now < self.least_s:
+        if now < self.least_s or not self.watch.pace.due():
             return False
+        began = time.perf_counter()
         self.width = steady.interval_width(self.watch.records, now)
+        self.watch.pace.ran(began)
         return self.width is not None and self.width < self.margin
 
 
