@@ -208,3 +208,31 @@ def test_golden_answers_of_any_shape_are_recorded_as_text() -> None:
     assert _text(" Paris.") == " Paris."
     assert _text([{"type": "text", "text": " Par"}, {"type": "text", "text": "is."}]) == " Paris."
     assert _text(None) == "" and _text(42) == "42"
+
+
+def test_the_objective_is_read_by_the_campaign_schemas_own_rules() -> None:
+    """Which levels decide, which way is better, the metric's default: ``Run`` reads its
+    stored objective through the schema's ``Objective``, so the two cannot disagree (they did
+    on an empty list of levels); an objective the schema cannot read is refused on load."""
+    from reportgen.campaign.schema import Objective
+    from reportgen.results.model import Point
+
+    raw = json.loads(results.RunDir(SAMPLE).read_bytes("results.json"))
+    points = [Point(1, None), Point(4, None), Point(16, None), Point(4, 2.0), Point(4, 8.0)]
+    for objective in (
+        {"metric": "ttft_ms", "concurrency": [4, 1]},
+        {"request_rate": [8.0]},
+        {"metric": "output_tok_s", "direction": "lower"},
+        {},
+    ):
+        raw["campaign"]["campaign"]["objective"] = objective
+        run = results.parse(json.loads(json.dumps(raw)))
+        schema = Objective.model_validate(objective)
+        assert [run.decides(p) for p in points] == [schema.decides(p) for p in points]
+        assert run.metric == schema.metric and run.higher_is_better == (schema.better() == "higher")
+    raw["campaign"]["campaign"]["objective"] = {"concurrency": []}  # written before it was refused
+    assert all(results.parse(raw).decides(p) for p in points)
+    raw["campaign"]["campaign"]["objective"] = {"metric": "tok_per_watt"}
+    with pytest.raises(ResultsError) as info:
+        results.parse(raw, "r.json")
+    assert str(info.value).startswith("r.json: campaign.campaign.objective.metric: Input should")

@@ -19,10 +19,19 @@ and saving a results file never loses anything. Per-request rows are not here: t
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    model_validator,
+)
 
 # the campaign's defaults, re-exported for readers of results
 from reportgen.campaign.levels import Point as Point
@@ -31,6 +40,7 @@ from reportgen.campaign.levels import point_of as point_of
 from reportgen.campaign.levels import rate_text as rate_text
 from reportgen.campaign.levels import sorted_points as sorted_points
 from reportgen.campaign.schema import DEFAULT_MARGIN as DEFAULT_MARGIN
+from reportgen.campaign.schema import Objective
 from reportgen.campaign.schema import higher_is_better as higher_is_better
 
 SCHEMA_VERSION = 2
@@ -638,6 +648,18 @@ class Run(_Model):
     # method, and what they had been (experiment id -> verdict)
     redecided: list[dict[str, Any]] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _readable_objective(self) -> Run:
+        """The objective is read by the schema's rules (``goal``): one it cannot read is a
+        problem of the file, said when it is read, not when a verdict is drawn."""
+        try:
+            _ = self.goal
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ValueError(f"campaign.campaign.objective.{where}: {first['msg']}") from None
+        return self
+
     # -- what the campaign said, with its defaults ------------------------------------------
 
     @property
@@ -650,25 +672,24 @@ class Run(_Model):
         return dict(self.info.get("objective") or {})
 
     @property
+    def goal(self) -> Objective:
+        """``campaign.objective`` as the campaign schema reads it: its rules (which levels
+        decide, which way is better, the metric's default) have that one implementation."""
+        return _objective(json.dumps(self.objective, sort_keys=True))
+
+    @property
     def metric(self) -> str:
-        return str(self.objective.get("metric") or DEFAULT_METRIC)
+        return str(self.goal.metric)
 
     @property
     def objective_levels(self) -> list[int] | None:
         """``campaign.objective.concurrency``: the concurrencies whose levels decide (a rate
         level counts by its cap); None: all."""
-        levels = self.objective.get("concurrency")
-        return [int(c) for c in levels] if levels else None
+        return self.goal.concurrency
 
     def decides(self, point: Point) -> bool:
-        """Whether a level counts toward the objective: a concurrency level where it is one
-        of ``objective.concurrency``, a rate level where its rate is one of
-        ``objective.request_rate`` (either left out: every level)."""
-        if point.rate is None:
-            levels = self.objective_levels
-            return levels is None or point.concurrency in levels
-        rates = self.objective.get("request_rate")
-        return not rates or point.rate in [float(r) for r in rates]
+        """Whether a level counts toward the objective (``Objective.decides``)."""
+        return self.goal.decides(point)
 
     def objective_points(self, points: Any) -> list[Point]:
         """Of these levels, the ones that decide (``decides``): in the order
@@ -684,12 +705,12 @@ class Run(_Model):
         the objective's list where it names them, else its own levels."""
         mine = set(points)
         if any(p.rate is not None for p in mine):
-            return len(self.objective.get("request_rate") or mine)
+            return len(self.goal.request_rate or mine)
         return len(self.objective_levels or mine)
 
     @property
     def higher_is_better(self) -> bool:
-        return higher_is_better(self.metric, self.objective.get("direction"))
+        return self.goal.better() == "higher"
 
     @property
     def margin(self) -> float:
@@ -737,6 +758,15 @@ class Run(_Model):
     def dump(self) -> dict[str, Any]:
         """As results.json holds it (JSON types; numpy scalars in evidence as numbers)."""
         return self.model_dump(mode="json", fallback=_plain)
+
+
+@functools.lru_cache(maxsize=64)
+def _objective(text: str) -> Objective:
+    """A stored objective (JSON text: the cache's key) as the schema's ``Objective``. An
+    empty list of levels, written before the schema refused one, reads as none given: every
+    level decides, as these results' own rule said then."""
+    raw = {k: v for k, v in json.loads(text).items() if v != []}
+    return Objective.model_validate(raw)
 
 
 def _plain(value: Any) -> Any:

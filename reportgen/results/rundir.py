@@ -39,16 +39,15 @@ PACKED = ".xz"  # what compaction writes: a third smaller than gzip -9 on result
 _READ = {".xz": lzma.decompress, ".gz": gzip.decompress}  # what reading unpacks
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RunDir:
     """A run directory: where each of its files is, and reading or writing one whole
     whichever form (plain or compressed) the directory keeps it in."""
 
     path: Path
 
-    @classmethod
-    def of(cls, path: str | Path) -> RunDir:
-        return cls(Path(path))
+    def __init__(self, path: str | Path) -> None:
+        object.__setattr__(self, "path", Path(path))
 
     # the raw tables and logs
     def requests(self, table: str) -> Path:

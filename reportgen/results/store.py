@@ -196,6 +196,12 @@ def _invalid(where: str, exc: ValidationError) -> ResultsError:
     """The first problem pydantic found, in one line naming its key."""
     first = exc.errors()[0]
     key = ".".join(str(x) for x in first["loc"])
+    if not key:  # a rule over the whole file (``Run``'s own validators): its message alone
+        said = str(first["msg"]).removeprefix("Value error, ")
+        return ResultsError(
+            f"{where}: {said}; the file is damaged or was edited by hand: render it from an "
+            "intact copy"
+        )
     return ResultsError(
         f"{where}: {key}: {first['msg']} (got {first.get('input')!r:.60}); the file is "
         "damaged or was edited by hand: render it from an intact copy"

@@ -7,6 +7,7 @@ the session's record), so an error or a Ctrl-C halfway keeps what was measured u
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,8 @@ from reportgen.run.external import ExternalServer
 from reportgen.run.plan import Role, command_line
 from reportgen.run.progress import ProgressSink
 from reportgen.run.server import ServerProcess
+
+EXIT_GRACE_S = 2.0  # after a level whose connections failed: how long its server gets to exit
 
 
 @dataclass
@@ -254,7 +257,7 @@ class ServerSession:
             level.remeasured = first
         self.levels.append(level)
         self.rows.extend(recs)
-        failed = self.srv.failure(f"during {point.label} repetition {rep + 1}")
+        failed = self._failure_after(recs, f"during {point.label} repetition {rep + 1}")
         if failed is not None:  # its numbers are not the configuration's
             level.aborted = level.aborted or f"{FAILED_DURING}: {gist(str(failed))}"
             raise failed
@@ -400,6 +403,20 @@ class ServerSession:
             return f"stopped by {interrupt.received()}"
         failed = self.srv.failure()
         return None if failed is None else str(failed)
+
+    def _failure_after(self, recs: list[RequestRecord], when: str) -> ServerError | None:
+        """The server's failure after a level (``failure``), waiting up to EXIT_GRACE_S for
+        one where requests failed without an HTTP answer: a server that exits mid-level cuts
+        its connections before its exit can be seen, and on a busy host the next level would
+        otherwise start and be blamed for it."""
+        failed = self.srv.failure(when)
+        if failed is not None or all(r.status == "ok" or r.http_status for r in recs):
+            return failed
+        deadline = time.monotonic() + EXIT_GRACE_S
+        while failed is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            failed = self.srv.failure(when)
+        return failed
 
     def _check_alive(self, when: str) -> None:
         """Raise ServerError if the server exited, or logged a line its engine calls fatal."""
