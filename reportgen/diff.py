@@ -468,8 +468,8 @@ def _failing(exp: Experiment) -> set[str]:
 
 
 def _same_runs(a: Sequence[Level], b: Sequence[Level], metric: str, level: Point) -> bool:
-    runs_a = decide.runs_by_level(a, metric).get(level)
-    return bool(runs_a) and runs_a == decide.runs_by_level(b, metric).get(level)
+    runs_a = decide.values_by_level(a, metric).get(level)
+    return bool(runs_a) and runs_a == decide.values_by_level(b, metric).get(level)
 
 
 def parse_threshold(text: str) -> float:

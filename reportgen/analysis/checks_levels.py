@@ -27,6 +27,7 @@ from reportgen.results.model import (
     Experiment,
     Level,
     Point,
+    by_point,
     point_of,
     sorted_points,
 )
@@ -307,11 +308,8 @@ def _client_headroom(by_level: Sequence[Aggregate]) -> Check:
 def _counts(levels: Sequence[Level]) -> dict[Point, list[int]]:
     """Successful requests of each level run, by level (runs with none left out: they have
     no percentiles at all, and ``request_errors`` says why)."""
-    out: dict[Point, list[int]] = {}
-    for lv in levels:
-        if lv.summary.ok > 0:
-            out.setdefault(lv.point, []).append(lv.summary.ok)
-    return out
+    ok = by_point(lv for lv in levels if lv.summary.ok > 0)
+    return {p: [lv.summary.ok for lv in runs] for p, runs in ok.items()}
 
 
 def _range(counts: Sequence[int]) -> str:

@@ -489,7 +489,7 @@ def _common(a: set[Point], b: set[Point], wanted: Sequence[Point] | None) -> lis
     return sorted_points(a & b)
 
 
-def runs_by_level(levels: Sequence[Level], metric: str) -> dict[Point, list[float]]:
+def values_by_level(levels: Sequence[Level], metric: str) -> dict[Point, list[float]]:
     """Per level, the metric's value in each repetition (p50 for latencies)."""
     out: dict[Point, list[float]] = {}
     for (c, _), v in _by_run(levels, metric).items():
@@ -519,7 +519,7 @@ def compare_experiments(
 ) -> list[Comparison]:
     """Compare two experiments' level runs at their common (or the given) levels; with
     ``paired``, repetition k of one with repetition k of the other (interleaved runs)."""
-    p, c = runs_by_level(parent_levels, metric), runs_by_level(child_levels, metric)
+    p, c = values_by_level(parent_levels, metric), values_by_level(child_levels, metric)
     wanted = _common(set(p), set(c), levels)
     none = _no_goodput(metric, [*parent_levels, *child_levels], wanted)
     pr, cr = (_by_run(parent_levels, metric), _by_run(child_levels, metric)) if paired else ({}, {})

@@ -40,7 +40,16 @@ import numpy as np
 
 from reportgen.campaign import resolve_trim
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Aggregate, ClientLoad, Dist, Level, Point, Stat, Summary
+from reportgen.results.model import (
+    Aggregate,
+    ClientLoad,
+    Dist,
+    Level,
+    Point,
+    Stat,
+    Summary,
+    by_point,
+)
 
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft_ms", "itl_ms", "itl_token_ms", "tpot_ms", "e2e_ms")
@@ -290,7 +299,4 @@ def aggregate(point: Point | int, runs: Sequence[Summary]) -> Aggregate:
 def by_level(levels: Sequence[Level]) -> list[Aggregate]:
     """Each level's aggregate across its repetitions (``aggregate`` of the level runs'
     summaries), in the order the levels first ran."""
-    groups: dict[Point, list[Summary]] = {}
-    for lv in levels:
-        groups.setdefault(lv.point, []).append(lv.summary)
-    return [aggregate(c, s) for c, s in groups.items()]
+    return [aggregate(p, [lv.summary for lv in runs]) for p, runs in by_point(levels).items()]

@@ -357,7 +357,7 @@ def _summary_table(out: Console, data: Run) -> None:
         _lone_table(out, data)
         return
     from reportgen.campaign import is_throughput
-    from reportgen.render.experiment import achieved, runs_by_level
+    from reportgen.render.experiment import achieved, summaries_by_level
     from reportgen.render.fmt import fmt_num
     from reportgen.results.model import sorted_points
 
@@ -378,7 +378,7 @@ def _summary_table(out: Console, data: Run) -> None:
         table.add_column(c.label, justify="right", no_wrap=True)
     for e in data.experiments:
         cells = []
-        runs = runs_by_level(e)
+        runs = summaries_by_level(e)
         for c in levels:
             level = e.aggregate(c)
             stat = level.stat(key) if level else None

@@ -555,9 +555,9 @@ def build(run: Run) -> Brief:
     cells = _cells(run, best, base, key, metric)
     # (they import this module)
     from reportgen.render.evidence import kv_cache
-    from reportgen.render.experiment import request_tokens, runs_by_level, samples
+    from reportgen.render.experiment import request_tokens, samples, summaries_by_level
 
-    runs = runs_by_level(best)
+    runs = summaries_by_level(best)
     parent = best.parent or base.id
     line = (
         f"{best.id} is the best configuration: adopted against {parent}"

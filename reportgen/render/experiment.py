@@ -66,12 +66,10 @@ def by_level(e: model.Experiment | None) -> dict[Point, Aggregate]:
     return {a.point: a for a in e.by_level} if e is not None else {}
 
 
-def runs_by_level(e: model.Experiment | None) -> dict[Point, list[model.Summary]]:
+def summaries_by_level(e: model.Experiment | None) -> dict[Point, list[model.Summary]]:
     """An experiment's level runs' summaries by level, in the order they ran."""
-    out: dict[Point, list[model.Summary]] = {}
-    for lv in e.levels if e is not None else []:
-        out.setdefault(lv.point, []).append(lv.summary)
-    return out
+    runs = model.by_point(e.levels if e is not None else [])
+    return {p: [lv.summary for lv in group] for p, group in runs.items()}
 
 
 def achieved(runs: Sequence[model.Summary], nominal: int | None = None) -> str:
@@ -271,7 +269,7 @@ def section(
     decision = e.decision
     is_baseline = e is baseline
     mine, base = by_level(e), by_level(baseline)
-    my_runs, base_runs = runs_by_level(e), runs_by_level(baseline)
+    my_runs, base_runs = summaries_by_level(e), summaries_by_level(baseline)
     rows: list[LevelRow] = []
     for c in sorted_points(mine):
         rows.append(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import (
@@ -248,6 +249,15 @@ class Level(_Model):
     @property
     def key(self) -> tuple[Point, int]:
         return (self.point, self.repetition)
+
+
+def by_point(levels: Iterable[Level]) -> dict[Point, list[Level]]:
+    """Level runs grouped by their level (concurrency and rate): the levels in the order they
+    first ran, each one's runs in the order they ran. The one grouping every stage uses."""
+    out: dict[Point, list[Level]] = {}
+    for lv in levels:
+        out.setdefault(lv.point, []).append(lv)
+    return out
 
 
 class Stat(_Model):
