@@ -10,7 +10,7 @@ import pytest
 
 from reportgen.analysis.search import Bound, Search, parse
 from reportgen.render.text import search_said
-from reportgen.results.model import Dist, Probe, SearchRecord, Summary
+from reportgen.results.model import Dist, SearchProbe, SearchRecord, Summary
 from tests.conftest import Sim, reportgen_main
 
 
@@ -97,7 +97,7 @@ def test_a_probe_within_noise_of_a_bound_is_said_so_and_its_repetition_replaces_
 
 def test_what_the_search_found_in_words() -> None:
     probes = [
-        Probe(concurrency=c, passed=c < 10, values={"ttft_ms.p99<100": 10.0 * c})
+        SearchProbe(concurrency=c, passed=c < 10, values={"ttft_ms.p99<100": 10.0 * c})
         for c in (1, 2, 4, 8, 16, 12, 10, 9)
     ]
     record = SearchRecord(slo="ttft_ms.p99<100", bounds=["ttft_ms.p99<100"], probes=probes,

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from scipy import stats
 
 from reportgen.campaign.bounds import Bound, parse
-from reportgen.results.model import Point, Probe, Summary
+from reportgen.results.model import Point, SearchProbe, Summary
 
-__all__ = ["MAX_ERROR_SHARE", "Bound", "Probe", "Search", "parse"]
+__all__ = ["MAX_ERROR_SHARE", "Bound", "SearchProbe", "Search", "parse"]
 
 MAX_ERROR_SHARE = 0.01
 
@@ -58,7 +58,7 @@ class Search:
     most: float = 1024
     probes: int = 8
     tolerance: float = 0.1
-    done: list[Probe] = field(default_factory=list)
+    done: list[SearchProbe] = field(default_factory=list)
     over: str = "concurrency"
     cap: int = 0
 
@@ -73,7 +73,7 @@ class Search:
         sixteenth of the first rate (no server worth a search fails at that)."""
         return 1 if self.whole else self.start / 16
 
-    def at(self, p: Probe) -> float:
+    def at(self, p: SearchProbe) -> float:
         """Where a probe sat: its concurrency, or its rate."""
         return float(p.concurrency) if self.whole or p.rate is None else p.rate
 
@@ -104,7 +104,7 @@ class Search:
     def _close(self, low: float, high: float) -> bool:
         return high - low <= (max(1, self.tolerance * low) if self.whole else self.tolerance * low)
 
-    def record(self, x: float, runs: Sequence[Summary], *, repeated: bool = False) -> Probe:
+    def record(self, x: float, runs: Sequence[Summary], *, repeated: bool = False) -> SearchProbe:
         """A probe at ``x`` from its repetitions' summaries; ``repeated``: it ran its
         repetitions once more because it was near a bound (the probe it replaces is
         dropped)."""
@@ -126,7 +126,7 @@ class Search:
         errors = sum(s.requests - s.ok for s in runs)
         share = errors / sent if sent else 1.0
         where = self.point(x)
-        probe = Probe(
+        probe = SearchProbe(
             concurrency=where.concurrency,
             rate=where.rate,
             passed=passed and share <= MAX_ERROR_SHARE,

@@ -20,7 +20,7 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ValidationError
 
-from reportgen.campaign.schema import CampaignModel, Experiment
+from reportgen.campaign.schema import CampaignModel, ExperimentSpec
 from reportgen.errors import MISSING, CampaignError, Problem
 
 
@@ -38,7 +38,7 @@ class Campaign:
         return self.model.campaign.name
 
     @property
-    def experiments(self) -> list[Experiment]:
+    def experiments(self) -> list[ExperimentSpec]:
         return list(self.model.experiment)
 
 

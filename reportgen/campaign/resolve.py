@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from reportgen.campaign.schema import CampaignModel, Check, Experiment, Workload
+from reportgen.campaign.schema import CampaignModel, Check, ExperimentSpec, Workload
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class Resolved:
         return None
 
 
-def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -> Resolved:
+def resolve(campaign: CampaignModel, exp: ExperimentSpec, parent: Resolved | None) -> Resolved:
     """Build an experiment's configuration from its parent's (or the server defaults)."""
     base_url = exp.base_url or campaign.server.base_url
     # a parent already running elsewhere has no flags to build on: the server's defaults
@@ -103,7 +103,7 @@ def resolve(campaign: CampaignModel, exp: Experiment, parent: Resolved | None) -
     )
 
 
-def parent_id(exp: Experiment, index: int, baseline_id: str, best_id: str) -> str | None:
+def parent_id(exp: ExperimentSpec, index: int, baseline_id: str, best_id: str) -> str | None:
     """The id an experiment builds on: None for the baseline; ``best`` resolved to best_id."""
     if index == 0:
         return None

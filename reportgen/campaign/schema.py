@@ -929,7 +929,7 @@ class Check(_Model):
         return self
 
 
-class Probe(_Model):
+class GoldenPrompt(_Model):
     """A golden prompt sent at temperature 0 to every configuration once it is ready, before
     warm-up; its answer must match ``expect`` and must not be degenerate (loops, garbage)."""
 
@@ -950,7 +950,7 @@ class Probe(_Model):
         return value
 
 
-class Experiment(_Model):
+class ExperimentSpec(_Model):
     id: str = Field(pattern=_ID)
     why: str = Field(min_length=1, description="Why this change is tried.")
     expect: str = Field("", description="What you expect to see.")
@@ -979,13 +979,13 @@ class CampaignModel(_Model):
     server: Server = Field(default_factory=lambda: Server())  # type: ignore[call-arg]
     workload: Workload = Field(default_factory=lambda: Workload())  # type: ignore[call-arg]
     reference: list[Reference] = Field(default_factory=list)
-    probe: list[Probe] = Field(
+    probe: list[GoldenPrompt] = Field(
         default_factory=list, description="Golden prompts checked on every configuration."
     )
     check: list[Check] = Field(
         default_factory=list, description="Checks applied to every experiment."
     )
-    experiment: list[Experiment] = Field(min_length=1)
+    experiment: list[ExperimentSpec] = Field(min_length=1)
 
     @property
     def primes(self) -> bool:

@@ -87,7 +87,7 @@ class LevelRow:
 
 
 @dataclass(frozen=True)
-class Experiment:
+class ExperimentView:
     index: int
     anchor: str
     id: str
@@ -211,8 +211,8 @@ class Report:
     level_head: str  # the level columns' heading: "C", or "level" where rates are levels
     objective_at: str  # the objective's levels: "C=1, 8", "R=1/s, R=2/s"
     summary: str
-    experiments: list[Experiment]
-    measured: list[Experiment]
+    experiments: list[ExperimentView]
+    measured: list[ExperimentView]
     assumptions: Assumptions
     series: list[Series]
     references: list[Reference]

@@ -18,7 +18,14 @@ from reportgen.campaign import is_throughput
 from reportgen.engines import DISTILLED_HEADING, gist
 from reportgen.render import evidence
 from reportgen.render.brief import failure_hint
-from reportgen.render.content import Cell, Comparison, Experiment, FlagChange, LevelRow, Objective
+from reportgen.render.content import (
+    Cell,
+    Comparison,
+    ExperimentView,
+    FlagChange,
+    LevelRow,
+    Objective,
+)
 from reportgen.render.fmt import (
     NONE,
     fmt_arg,
@@ -262,7 +269,7 @@ def section(
     objective: Objective,
     outcome: str,
     counters: Mapping[str, str] | None = None,
-) -> Experiment:
+) -> ExperimentView:
     """The ``i``-th (0-based) experiment's section; ``outcome``: what became of it
     (``Run.outcome``); ``counters``: the engine's metric names by role, for speculative
     decoding."""
@@ -284,7 +291,7 @@ def section(
     metrics = (decision.metrics if decision else None) or {}
     baseline_metrics, baseline_table = _baseline_table(metrics.get("vs_baseline") or [])
     ratio_at = {c.point: c.ratio for c in vs_baseline}
-    return Experiment(
+    return ExperimentView(
         index=i + 1,
         anchor=f"exp-{i + 1}",  # not the id: ids are user text and need not be valid anchors
         id=e.id,

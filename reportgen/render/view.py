@@ -24,7 +24,7 @@ from reportgen.analysis.summary import THROUGHPUTS
 from reportgen.render import brief, evidence, text
 from reportgen.render.content import (
     Assumptions,
-    Experiment,
+    ExperimentView,
     Header,
     Objective,
     Reference,
@@ -264,7 +264,7 @@ def _objective_levels(run: Run) -> list[Point]:
     return [Point(int(c)) for c in caps]
 
 
-def _assumptions(views: Sequence[Experiment]) -> Assumptions:
+def _assumptions(views: Sequence[ExperimentView]) -> Assumptions:
     titles: dict[str, str] = {}  # check id -> title, in the order first seen
     for v in views:
         for c in v.checks:

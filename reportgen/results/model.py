@@ -123,7 +123,7 @@ class Summary(_Model):
         return None if got is None else float(got)
 
 
-class Probe(_Model):
+class SearchProbe(_Model):
     """One level a search ran (``analysis.search``): its concurrency, or its rate when the
     search is over request rates."""
 
@@ -147,7 +147,7 @@ class SearchRecord(_Model):
 
     slo: str
     bounds: list[str] = Field(default_factory=list)
-    probes: list[Probe] = Field(default_factory=list)
+    probes: list[SearchProbe] = Field(default_factory=list)
     # the highest concurrency (or rate, searching rates) that passed below every failure
     best: float | None = None
     lowest_failure: float | None = None

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from reportgen import tls
-from reportgen.campaign import Probe
+from reportgen.campaign import GoldenPrompt
 from reportgen.load.records import api_path
 
 
@@ -22,7 +22,7 @@ def ask(
     base_url: str,
     api: str,
     model: str | None,
-    probes: Sequence[Probe],
+    probes: Sequence[GoldenPrompt],
     *,
     timeout_s: float = 120.0,
     headers: dict[str, str] | None = None,
