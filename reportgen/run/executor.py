@@ -1,13 +1,13 @@
 """Where a campaign's servers and load run (``host.executor``): here, or on a GPU host over SSH.
 
-The runner asks its executor for two things: ``prepare`` (the measuring host's fingerprint,
-the campaign's preflight there, the client's ceiling there) and ``run_experiment`` (one
-experiment's server sessions, into its results entry and the run directory). ``Local`` does
-both in this process, as reportgen always did. ``Ssh`` runs them on the GPU host through
-``python -m reportgen.run.remote`` over one SSH connection each, so the load generator runs next
-to the server, as the peers advise, and the run directory, the report and ``--resume`` stay
-here. Telemetry and the fingerprint are the GPU host's; the environment records how it was
-reached (``executor``: the host, the SSH round trip).
+The runner asks its executor (the ``local.Executor`` protocol) for two things: ``prepare``
+(the measuring host's fingerprint, the campaign's preflight there, the client's ceiling there)
+and ``run_experiment`` (one experiment's server sessions, into its results entry and the run
+directory). ``local.Local`` does both in this process, as reportgen always did. ``Ssh`` runs
+them on the GPU host through ``python -m reportgen.run.remote`` over one SSH connection each,
+so the load generator runs next to the server, as the peers advise, and the run directory,
+the report and ``--resume`` stay here. Telemetry and the fingerprint are the GPU host's; the
+environment records how it was reached (``executor``: the host, the SSH round trip).
 
 Faults: a connection that drops mid-experiment (or a host that reboots) ends the experiment
 as failed with the reason, what finished before is kept and ``--resume`` goes on; the GPU
@@ -44,9 +44,8 @@ from reportgen.errors import GpuError, HostLost, ReportgenError, ServerError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import fingerprint
 from reportgen.results.model import Experiment, Point, Run
-from reportgen.run import calibrate, remote
-from reportgen.run.experiment import run_experiment
-from reportgen.run.preflight import preflight
+from reportgen.run import remote
+from reportgen.run.local import Executor, Local
 from reportgen.run.resume import utc_now
 from reportgen.run.session import Context
 
@@ -58,42 +57,6 @@ STOP_GRACE_S = 60.0
 
 class RemoteError(ReportgenError):
     """The GPU host could not be reached, or runs another reportgen."""
-
-
-class Local:
-    """Servers and load in this process, on this host."""
-
-    name = "local"
-    lock = threading.RLock()  # the results, saved from experiments at once (parallel)
-
-    def prepare(self, ctx: Context) -> tuple[dict[str, Any], engines.Flags | None]:
-        m = ctx.m
-        environment = fingerprint.collect(
-            ctx.gpu_source,
-            ctx.gpu_why,
-            repos=[ctx.campaign_dir / p for p in m.host.repos],
-            env_keys=sorted(m.server.env),
-        )
-        flags = preflight(ctx.campaign, environment, ctx.progress)
-        return environment, flags
-
-    def client_ceiling(self) -> dict[str, Any]:
-        try:
-            return calibrate.calibrate()
-        except ReportgenError as exc:  # best-effort: the campaign is worth more than the flag
-            return {"error": str(exc)}
-
-    def run_experiment(
-        self,
-        ctx: Context,
-        run: Run,
-        r: Resolved,
-        parent: Resolved | None,
-        entry: Experiment,
-        save: Any,
-        open_levels: Callable[[], list[Point]] | None,
-    ) -> dict[str, list[RequestRecord]]:
-        return run_experiment(ctx, r, parent, entry, save, open_levels)
 
 
 class Ssh:
@@ -458,7 +421,7 @@ class Slurm(Ssh):
         return {"kind": "slurm", "partition": s.partition, "gpus": s.gpus, "time": s.time}
 
 
-def choose(campaign: Campaign) -> Local | Ssh:
+def choose(campaign: Campaign) -> Executor:
     """The campaign's executor (``host.executor``)."""
     host = campaign.model.host
     if host.executor == "slurm":

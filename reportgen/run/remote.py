@@ -120,10 +120,10 @@ def _watch(stream: IO[bytes]) -> None:
 
 
 def _prepare(job: Job, relay: Relay) -> dict[str, Any]:
-    """What a run here does before its first experiment (``executor.Local``), done here."""
+    """What a run here does before its first experiment (``local.Local``), done here."""
     from reportgen.errors import ReportgenError
     from reportgen.observe import gpu
-    from reportgen.run.executor import Local
+    from reportgen.run.local import Local
     from reportgen.run.plan import campaign_secrets
     from reportgen.run.session import Context
 
