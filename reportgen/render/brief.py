@@ -19,9 +19,12 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from reportgen.engines import gist
+from reportgen.render.content import Brief, BriefCell, Expectation
+from reportgen.render.evidence import failure_hint, kv_cache
+from reportgen.render.experiment import request_tokens, samples, summaries_by_level
 from reportgen.results.model import Comparison, Experiment, Point, Run, sorted_points
 
 # (aggregate key, comparison metric or None, label, lower is better)
@@ -31,44 +34,6 @@ LATENCIES = (
     ("itl_ms_p50", "itl_ms", "ITL p50", True),
     ("itl_ms_p99", None, "ITL p99", True),
 )
-
-
-@dataclass(frozen=True)
-class BriefCell:
-    baseline: str
-    best: str
-    ratio: str  # "×1.63"
-    words: str  # "better", "no clear change", "within the margin", "no interval"
-    css: str  # verdict class for colour: better | worse | inconclusive | equivalent | none
-    ci: str = ""  # "98.3% CI 1.23–2.16"
-
-
-@dataclass(frozen=True)
-class Expectation:
-    id: str
-    expected: str
-    reading: str  # what the text was read to say: "slower at C=64"
-    outcome: str  # what was measured there
-    judged: str  # met | not met | partly met | not shown | not judged
-
-
-@dataclass(frozen=True)
-class Brief:
-    best: str  # "" when no experiment was adopted
-    best_line: str  # one sentence: which, adopted against what
-    command: str
-    columns: list[str]
-    levels: list[tuple[Point, list[BriefCell]]]
-    failed: list[tuple[str, str]]
-    # a run that stopped early: what it did not finish (interrupted, not started), and why
-    unfinished: list[tuple[str, str]] = field(default_factory=list)
-    # per level in ``levels``: successful requests per run behind the best's percentiles
-    # ("28-33"): a p99 of fewer than 100 is about the maximum
-    samples: list[str] = field(default_factory=list)
-    expectations: list[Expectation] = field(default_factory=list)
-    next_steps: list[str] = field(default_factory=list)
-    kv_cache: str = ""  # the best configuration's KV cache, as its engine's log said
-    base_url: str = ""  # the configuration shown was already running there (no command)
 
 
 def _fmt(value: float | None, unit: str = "") -> str:
@@ -510,20 +475,6 @@ def _next_steps(
     return out
 
 
-def failure_hint(reason: str) -> str:
-    """What to change where the failure's cause is a known one."""
-    low = reason.lower()
-    if "out of memory" in low or "no available memory" in low or "no gpu memory" in low:
-        return (
-            "out of GPU memory: lower the KV cache's share (gpu-memory-utilization, "
-            "mem-fraction-static) or the batch limits (max-num-seqs, max-running-requests), "
-            "or raise the share where the weights did not fit"
-        )
-    if "unrecognized arguments" in low or "invalid choice" in low or "not a flag" in low:
-        return "the engine rejected a flag: check it with reportgen validate"
-    return ""
-
-
 def build(run: Run) -> Brief:
     metric = str(run.objective.get("metric") or "output_tok_s")
     key = metric if metric.endswith("_s") else f"{metric}_p50"
@@ -554,9 +505,6 @@ def build(run: Run) -> Brief:
         )
     cells = _cells(run, best, base, key, metric)
     # (they import this module)
-    from reportgen.render.evidence import kv_cache
-    from reportgen.render.experiment import request_tokens, samples, summaries_by_level
-
     runs = summaries_by_level(best)
     parent = best.parent or base.id
     line = (

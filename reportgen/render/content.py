@@ -10,8 +10,45 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reportgen.render.brief import Brief
 from reportgen.results.model import Point
+
+
+@dataclass(frozen=True)
+class BriefCell:
+    baseline: str
+    best: str
+    ratio: str  # "×1.63"
+    words: str  # "better", "no clear change", "within the margin", "no interval"
+    css: str  # verdict class for colour: better | worse | inconclusive | equivalent | none
+    ci: str = ""  # "98.3% CI 1.23–2.16"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    id: str
+    expected: str
+    reading: str  # what the text was read to say: "slower at C=64"
+    outcome: str  # what was measured there
+    judged: str  # met | not met | partly met | not shown | not judged
+
+
+@dataclass(frozen=True)
+class Brief:
+    best: str  # "" when no experiment was adopted
+    best_line: str  # one sentence: which, adopted against what
+    command: str
+    columns: list[str]
+    levels: list[tuple[Point, list[BriefCell]]]
+    failed: list[tuple[str, str]]
+    # a run that stopped early: what it did not finish (interrupted, not started), and why
+    unfinished: list[tuple[str, str]] = field(default_factory=list)
+    # per level in ``levels``: successful requests per run behind the best's percentiles
+    # ("28-33"): a p99 of fewer than 100 is about the maximum
+    samples: list[str] = field(default_factory=list)
+    expectations: list[Expectation] = field(default_factory=list)
+    next_steps: list[str] = field(default_factory=list)
+    kv_cache: str = ""  # the best configuration's KV cache, as its engine's log said
+    base_url: str = ""  # the configuration shown was already running there (no command)
 
 
 @dataclass(frozen=True)

@@ -337,3 +337,17 @@ def telemetry_gpu_rows(e: Experiment) -> list[dict[str, str]]:
                 }
             )
     return rows
+
+
+def failure_hint(reason: str) -> str:
+    """What to change where the failure's cause is a known one."""
+    low = reason.lower()
+    if "out of memory" in low or "no available memory" in low or "no gpu memory" in low:
+        return (
+            "out of GPU memory: lower the KV cache's share (gpu-memory-utilization, "
+            "mem-fraction-static) or the batch limits (max-num-seqs, max-running-requests), "
+            "or raise the share where the weights did not fit"
+        )
+    if "unrecognized arguments" in low or "invalid choice" in low or "not a flag" in low:
+        return "the engine rejected a flag: check it with reportgen validate"
+    return ""

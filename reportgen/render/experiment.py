@@ -17,7 +17,6 @@ from reportgen.analysis.checks_levels import ACHIEVED_SHARE
 from reportgen.campaign import is_throughput
 from reportgen.engines import DISTILLED_HEADING, gist
 from reportgen.render import evidence
-from reportgen.render.brief import failure_hint
 from reportgen.render.content import (
     Cell,
     Comparison,
@@ -26,6 +25,7 @@ from reportgen.render.content import (
     LevelRow,
     Objective,
 )
+from reportgen.render.evidence import failure_hint
 from reportgen.render.fmt import (
     NONE,
     fmt_arg,
