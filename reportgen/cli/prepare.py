@@ -73,7 +73,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.cli.runs import load_for
     from reportgen.load.records import api_path
     from reportgen.redact import redact_argv, redact_env
-    from reportgen.render.text import lengths_said, prompt_source
+    from reportgen.render.workload import lengths_said, prompt_source
     from reportgen.results.model import rate_text
     from reportgen.run import plan, static
     from reportgen.run.external import url_host

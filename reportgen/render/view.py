@@ -21,7 +21,7 @@ from reportgen.analysis import selection
 from reportgen.analysis.decide import ci_label
 from reportgen.analysis.sequential import level_label
 from reportgen.analysis.summary import THROUGHPUTS
-from reportgen.render import brief, evidence, text
+from reportgen.render import brief, evidence, methods, text
 from reportgen.render.content import (
     Assumptions,
     ExperimentView,
@@ -96,7 +96,7 @@ def build(run: Run) -> Report:
         ],
         references=_references(run.campaign.get("reference") or [], run, len(gpus)),
         environment=text.environment(run.environment),
-        methods=text.methods(
+        methods=methods.methods(
             run.default_workload,
             exps,
             run.margin,
