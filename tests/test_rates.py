@@ -15,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from reportgen.analysis.search import Search, parse
-from reportgen.campaign.schema import Workload
+from reportgen.campaign.workload import Workload
 from reportgen.render.text import search_said
 from reportgen.results.model import Dist, Experiment, Look, Point, SearchRecord, Summary
 from tests.conftest import Sim, free_port, reportgen_main

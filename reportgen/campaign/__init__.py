@@ -1,41 +1,40 @@
 """The campaign stage: a TOML file in, a frozen ``Campaign`` out, every problem at once.
 
-- ``schema``: the file's tables and keys (pydantic models), the margin's default and which
-  way each metric improves.
+- ``schema``: the file's tables and keys (pydantic models): the campaign, its objective,
+  server, checks and experiments; ``workload`` (the [workload] table), ``prompts`` (where
+  prompts come from), ``host`` (where it runs) and ``base`` (the metrics, the engines, the
+  margin's default and which way each metric improves) hold the rest of it.
 - ``problems``: loading, with every problem reported at once, located and explained.
 - ``resolve``: experiments to configurations (parents, flags, environment, workload).
 
 Imports only ``reportgen.errors``: every later stage reads a ``Campaign``.
 """
 
-from reportgen.campaign.problems import Campaign, load, loads
-from reportgen.campaign.resolve import FlagChange, Resolved, parent_id, resolve
-from reportgen.campaign.schema import (
+from reportgen.campaign.base import (
     DEFAULT_MARGIN,
     DEFAULT_REQUESTS_PER_LEVEL,
     ENGINES,
     METRICS,
+    higher_is_better,
+    is_throughput,
+)
+from reportgen.campaign.host import Host, HostExpect
+from reportgen.campaign.problems import Campaign, load, loads
+from reportgen.campaign.prompts import PromptSource
+from reportgen.campaign.resolve import FlagChange, Resolved, parent_id, resolve
+from reportgen.campaign.schema import (
     STATS,
     CampaignModel,
     Check,
     ExperimentSpec,
     GoldenPrompt,
-    Host,
-    HostExpect,
     Objective,
-    PromptSource,
     Reference,
-    Repetitions,
     Server,
-    Slo,
-    Workload,
     WorkloadOverride,
-    higher_is_better,
-    is_throughput,
     json_schema,
-    repetitions_range,
-    resolve_trim,
 )
+from reportgen.campaign.workload import Repetitions, Slo, Workload, repetitions_range, resolve_trim
 from reportgen.errors import CampaignError
 
 __all__ = [

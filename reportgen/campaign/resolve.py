@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from reportgen.campaign.schema import CampaignModel, Check, ExperimentSpec, Workload
+from reportgen.campaign.schema import CampaignModel, Check, ExperimentSpec
+from reportgen.campaign.workload import Workload
 
 
 @dataclass(frozen=True)

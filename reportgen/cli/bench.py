@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from reportgen.campaign.schema import BASE_URL
+from reportgen.campaign.base import BASE_URL
 from reportgen.errors import CampaignError, Problem
 
 # --dataset NAME[:PATH]: the campaign's prompt sources

@@ -89,7 +89,7 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def _ssh_host(path: Path, destination: str) -> str:
     """``--ssh``'s value, refused in one line unless ssh could take it as a host."""
-    from reportgen.campaign.schema import SshHost
+    from reportgen.campaign.host import SshHost
     from reportgen.errors import CampaignError, Problem
 
     try:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportgen.analysis import sequential, summary
-from reportgen.campaign.schema import Workload
+from reportgen.campaign.workload import Workload
 from reportgen.results.model import Experiment, rate_text
 
 # the schema's own default, for results that left the key out (render had 0, the schema 4)

@@ -34,15 +34,16 @@ from pydantic import (
     model_validator,
 )
 
+from reportgen.campaign.base import DEFAULT_MARGIN as DEFAULT_MARGIN
+from reportgen.campaign.base import higher_is_better as higher_is_better
+
 # the campaign's defaults, re-exported for readers of results
 from reportgen.campaign.levels import Point as Point
 from reportgen.campaign.levels import PointField, Rate
 from reportgen.campaign.levels import point_of as point_of
 from reportgen.campaign.levels import rate_text as rate_text
 from reportgen.campaign.levels import sorted_points as sorted_points
-from reportgen.campaign.schema import DEFAULT_MARGIN as DEFAULT_MARGIN
 from reportgen.campaign.schema import Objective
-from reportgen.campaign.schema import higher_is_better as higher_is_better
 
 SCHEMA_VERSION = 2
 CONTROL_SUFFIX = "~control"  # "~" is not allowed in experiment ids: no clash with one

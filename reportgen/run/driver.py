@@ -20,7 +20,7 @@ from typing import Any
 from reportgen.analysis import steady
 from reportgen.analysis.summary import applied_slo, summarize
 from reportgen.campaign import Workload
-from reportgen.campaign.schema import DEFAULT_MARGIN
+from reportgen.campaign.base import DEFAULT_MARGIN
 from reportgen.load import loadgen, prompts, trace
 from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
 from reportgen.load.tokens import Tokenizer

@@ -39,7 +39,7 @@ from typing import IO, Any
 from reportgen import __version__, engines
 from reportgen import results as store
 from reportgen.campaign import Campaign, Resolved
-from reportgen.campaign.schema import SlurmHost, SshHost
+from reportgen.campaign.host import SlurmHost, SshHost
 from reportgen.errors import GpuError, HostLost, ReportgenError, ServerError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import fingerprint

@@ -113,7 +113,8 @@ def _new_default(d: tuple[str, Any, Any], known: set[str]) -> bool:
 @functools.cache
 def _defaults() -> dict[str, Any]:
     """Every [workload] and [server] setting's default, by dotted key (built once)."""
-    from reportgen.campaign.schema import Server, Workload
+    from reportgen.campaign.schema import Server
+    from reportgen.campaign.workload import Workload
 
     return {
         **flatten(Workload().model_dump(mode="json"), "workload"),  # type: ignore[call-arg]

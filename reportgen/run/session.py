@@ -16,7 +16,7 @@ from typing import Any
 from reportgen import engines
 from reportgen.analysis import search, steady
 from reportgen.campaign import Campaign, CampaignModel, Resolved, repetitions_range
-from reportgen.campaign.schema import FindMax
+from reportgen.campaign.workload import FindMax
 from reportgen.engines import gist
 from reportgen.errors import ReportgenError, ServerError
 from reportgen.load import tokens
