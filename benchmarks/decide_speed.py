@@ -1,4 +1,4 @@
-"""How long a verdict's tail interval takes (``decide.bootstrap_ratio``, 2,000 resamples):
+"""How long a verdict's tail interval takes (``tails.bootstrap_ratio``, 2,000 resamples):
 the loop as it first was (``np.percentile`` on each resample), the loop with its own
 percentile (``bootstrap.percentile``), and the draws in bulk (``bootstrap.ratio``, what
 verdicts use), on runs shaped like the demo's (3 runs a side, 16 and 32 requests each), a
@@ -19,7 +19,7 @@ from unittest import mock
 
 import numpy as np
 
-from reportgen.analysis import bootstrap, decide
+from reportgen.analysis import bootstrap, tails
 
 
 def _runs(rng: np.random.Generator, sizes: list[int], scale: float) -> list[list[float]]:
@@ -54,7 +54,7 @@ def main() -> None:
           f"{'vs first':>10}{'vs own':>8}  same")  # fmt: skip
     for name, sizes in cases.items():
         parent, child = _runs(rng, sizes, 100), _runs(rng, sizes, 104)
-        bulk = partial(decide.bootstrap_ratio, parent, child, 99)
+        bulk = partial(tails.bootstrap_ratio, parent, child, 99)
         t_first, a = _timed(partial(_looped, parent, child, _numpy_percentile), args.repeat)
         t_own, b = _timed(partial(_looped, parent, child, bootstrap.percentile), args.repeat)
         t_bulk, c = _timed(bulk, args.repeat)
@@ -72,7 +72,7 @@ def _looped(parent: Runs, child: Runs, pct: Callable[..., float]) -> object:
         mock.patch.object(bootstrap, "_bulk_works", lambda: False),
         mock.patch.object(bootstrap, "percentile", pct),
     ):
-        return decide.bootstrap_ratio(parent, child, 99)
+        return tails.bootstrap_ratio(parent, child, 99)
 
 
 if __name__ == "__main__":

@@ -614,7 +614,7 @@ def gpu_source(gpus: int) -> gpu.FakeSource:
 
 def light(recs: Sequence[RequestRecord]) -> list[RequestRecord]:
     """The records without their chunk lists: what the checks (``steady_state``) and the p99
-    comparisons (``decide.request_latencies``) read of them, kept for every experiment so that
+    comparisons (``tails.request_latencies``) read of them, kept for every experiment so that
     later ones compare with it without reading its table back (the runner reads it back)."""
     return [
         RequestRecord(

@@ -7,7 +7,7 @@
 Each trial is one campaign: a baseline and five experiments with a known true ratio of the
 objective (output tok/s) to the baseline's at every level, 0.75, 0.90, 1.00, 1.10 and 1.25,
 each decided against the baseline at C=1, 16 and 64 by the runner's own code
-(``analysis.verdict.Comparer`` and ``analysis.decide.decide``). A level run's value is
+(``analysis.verdict.Comparer`` and ``analysis.adopt.decide``). A level run's value is
 log-normal around 100 x the true ratio with two kinds of noise, as on a GPU:
 
 - within a server session, ``noise`` (the relative spread of repetitions on one server;
@@ -67,7 +67,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's reportgen
 
-from reportgen.analysis import decide, selection, verdict  # noqa: E402
+from reportgen.analysis import adopt, decide, selection, tails, verdict  # noqa: E402
 from reportgen.analysis import noise as noise_mod  # noqa: E402
 from reportgen.results.model import (  # noqa: E402
     CampaignFile,
@@ -269,7 +269,7 @@ def simulate(
                 and verdict.still_open(x)
                 and not (futility and _futile(x, high))
             ]
-        verdict_, _ = decide.decide(e.id, "baseline", found, metric, MARGIN)
+        verdict_, _ = adopt.decide(e.id, "baseline", found, metric, MARGIN)
         e.decision = Decision(verdict=verdict_, explanation="", vs_parent=found, method=how)
         spent = sum(done.values()) + sum(grown.values()) - reps * len(LEVELS)
         out.append((ratio, found, verdict_, spent))
@@ -526,9 +526,7 @@ def tail_coverage_main(args: argparse.Namespace) -> int:
                         e.levels.append(lv)
                     sides.append(runs)
                     experiments.append(e)
-                _, lo, hi = decide.bootstrap_ratio(
-                    sides[0], sides[1], 99, resamples=400, seed=trial
-                )
+                _, lo, hi = tails.bootstrap_ratio(sides[0], sides[1], 99, resamples=400, seed=trial)
                 if lo is not None and hi is not None:
                     held["bootstrap"] += lo <= 1 <= hi
                     widths["bootstrap"].append(hi / lo)

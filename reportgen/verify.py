@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import results as store
-from reportgen.analysis import decide, search, verdict
+from reportgen.analysis import adopt, search, verdict
 from reportgen.analysis.decide import point_of
 from reportgen.analysis.summary import applied_slo, by_level, summarize, trims
 from reportgen.errors import ResultsError
@@ -348,8 +348,8 @@ def _compare_decisions(
 def _older_words(e: Experiment, stored: Decision, got: Decision) -> str:
     """``got``'s explanation in the words reportgen used when ``stored`` was taken, where
     only the words changed since (an experiment with no objective level in common)."""
-    now = decide.NO_COMMON_LEVEL.format(exp=e.id, parent=e.parent or "")
-    before = decide.NO_COMMON_LEVEL_BEFORE.format(exp=e.id, parent=e.parent or "")
+    now = adopt.NO_COMMON_LEVEL.format(exp=e.id, parent=e.parent or "")
+    before = adopt.NO_COMMON_LEVEL_BEFORE.format(exp=e.id, parent=e.parent or "")
     older = got.explanation.replace(now, before)
     return older if stored.explanation == older else got.explanation
 

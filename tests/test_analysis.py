@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 
 from reportgen import results
-from reportgen.analysis.decide import compare_runs, decide, tail_comparisons
+from reportgen.analysis.adopt import decide
+from reportgen.analysis.decide import compare_runs
 from reportgen.analysis.summary import aggregate, summarize
+from reportgen.analysis.tails import tail_comparisons
 from reportgen.load.records import RequestRecord
 from reportgen.results.model import Level, Point, Summary
 
@@ -203,7 +205,7 @@ def test_smallest_detectable_effect_and_repetitions_needed_by_hand() -> None:
 
 
 def test_two_level_bootstrap_of_a_tail_ratio() -> None:
-    from reportgen.analysis.decide import bootstrap_ratio
+    from reportgen.analysis.tails import bootstrap_ratio
 
     # every request of the child twice the parent's: ratio 2, no uncertainty at all
     assert bootstrap_ratio([[10, 10, 10], [10, 10]], [[20, 20], [20, 20, 20]]) == (2.0, 2.0, 2.0)
@@ -284,7 +286,7 @@ def test_a_request_word_rejected_before_a_rejected_pick_word_keeps_the_loops_num
 
 
 def test_tail_comparisons_from_request_rows() -> None:
-    from reportgen.analysis.decide import headline_comparisons, tail_comparisons
+    from reportgen.analysis.decide import HEADLINE, compare_experiments
 
     def rows(ttft_s: float, reps: int = 2) -> list[RequestRecord]:
         return [
@@ -300,7 +302,11 @@ def test_tail_comparisons_from_request_rows() -> None:
     assert ttft.ratio == pytest.approx(2.0) and ttft.verdict == "worse"  # p99 100 -> 200 ms
     assert e2e.ratio == pytest.approx(1.2 / 1.1) and (ttft.n_parent, ttft.n_child) == (2, 2)
     reps = [level(4, k, output_tok_s=100.0, ttft_ms={"p50": 10.0}) for k in (0, 1)]
-    heads = headline_comparisons(reps, reps, margin=0.05)
+    heads = [
+        c
+        for metric, higher in HEADLINE
+        for c in compare_experiments(reps, reps, metric, margin=0.05, higher_is_better=higher)
+    ]
     assert {c.metric for c in heads} == {"output_tok_s", "ttft_ms"}
     assert all(c.verdict == "equivalent" and c.ratio == 1.0 for c in heads)
 

@@ -8,7 +8,7 @@ recomputed from the raw tables, so the two can never disagree on how a verdict i
   its numbers failed (``checks.invalidated``);
 - ``baseline``: the first experiment, the reference of every other;
 - otherwise the objective against the parent (its interleaved runs where there are some,
-  compared pair by pair), ``decide.decide``: adopted, rejected, equivalent or inconclusive;
+  compared pair by pair), ``adopt.decide``: adopted, rejected, equivalent or inconclusive;
   and every headline metric against the parent and the baseline (``decide``'s run-level
   comparisons for throughputs and medians, the two-level bootstrap for p99).
 
@@ -33,7 +33,7 @@ from typing import Any
 
 from scipy import stats
 
-from reportgen.analysis import decide, selection, sequential
+from reportgen.analysis import adopt, decide, selection, sequential, tails
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.noise import Noise
@@ -140,7 +140,7 @@ def decide_experiment(
         verdict: decide.ObjectiveVerdict = "inconclusive"
         why = f"its parent {parent_id} failed, so there is nothing to compare with."
     else:
-        verdict, why = decide.decide(
+        verdict, why = adopt.decide(
             entry.id,
             parent_id,
             vs_parent,
@@ -157,9 +157,9 @@ def decide_experiment(
         )
         parent_url = parent.base_url if parent is not None else None
         change = (
-            decide.what_changed_unknown(entry.id, entry.base_url, parent_id, parent_url)
+            adopt.what_changed_unknown(entry.id, entry.base_url, parent_id, parent_url)
             if entry.base_url or parent_url
-            else decide.what_changed(parent_id, entry.flag_diff, same)
+            else adopt.what_changed(parent_id, entry.flag_diff, same)
         )
         why = change + why + meaning(entry, verdict)
         if paired:
@@ -362,7 +362,7 @@ def every_metric(
     """Every headline metric against each side, at every common level: run-level
     comparisons for throughputs and medians; for p99 too by the "levels" method (each run's
     p99 an observation of the same start-aware model, none with fewer than
-    ``decide.TAIL_MIN`` requests above it a side), the two-level bootstrap before it."""
+    ``tails.TAIL_MIN`` requests above it a side), the two-level bootstrap before it."""
     out: dict[str, list[Comparison]] = {}
     done: dict[tuple[str, bool, bool], list[Comparison]] = {}  # the parent: often the baseline
     mine = rows.get(entry.table, ())
@@ -378,7 +378,7 @@ def every_metric(
                 for c in compare.compare(side, metric, higher)
             ]
             if compare.method in (None, "pooled"):
-                found += decide.tail_comparisons(rows.get(side.table, ()), mine, margin=margin)
+                found += tails.tail_comparisons(rows.get(side.table, ()), mine, margin=margin)
             else:
                 found += _tails(compare, side, entry)
             done[key] = found
@@ -388,14 +388,14 @@ def every_metric(
 
 def _tails(compare: Comparer, side: Side, entry: Experiment, q: float = 99) -> list[Comparison]:
     """p``q`` of TTFT and end-to-end latency, each run's an observation of the noise model;
-    without an interval where a side has fewer than ``decide.TAIL_MIN`` requests above it."""
+    without an interval where a side has fewer than ``tails.TAIL_MIN`` requests above it."""
     stat = f"p{q:g}"
     out = []
-    for metric in decide.TAILS:
+    for metric in tails.TAILS:
         for c in compare.compare(side, metric, False, stat=stat):
             theirs = _above([*side.levels, *side.grown], c.point, q)
             above = min(theirs, _above(entry.levels, c.point, q))
-            out.append(c if above >= decide.TAIL_MIN else decide.too_few_above(c))
+            out.append(c if above >= tails.TAIL_MIN else tails.too_few_above(c))
     return out
 
 

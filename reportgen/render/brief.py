@@ -291,7 +291,7 @@ def _reading(
             if metric in ("ttft_ms", "e2e_ms", "itl_ms") and re.search(
                 r"\bp99\b|tail", piece, re.I
             ):
-                metric += "_p99"  # compared from the requests (decide.tail_comparisons)
+                metric += "_p99"  # compared from the requests (tails.tail_comparisons)
             direction = _direction(piece, metric, higher_is_better)
             if direction is None:
                 continue

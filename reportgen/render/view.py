@@ -18,7 +18,7 @@ from typing import Any
 
 from reportgen import engines
 from reportgen.analysis import selection
-from reportgen.analysis.decide import ci_label
+from reportgen.analysis.adopt import ci_label
 from reportgen.analysis.sequential import level_label
 from reportgen.analysis.summary import THROUGHPUTS
 from reportgen.render import brief, evidence, methods, text
