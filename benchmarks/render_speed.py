@@ -78,19 +78,16 @@ from reportgen.campaign import loads as load_campaign  # noqa: E402
 from reportgen.load import loadgen  # noqa: E402
 from reportgen.load.records import RequestRecord  # noqa: E402
 from reportgen.observe import evidence, fingerprint, gpu, telemetry  # noqa: E402
+from reportgen.results.levels import ClientLoad, Level, Summary, Window  # noqa: E402
 from reportgen.results.model import (  # noqa: E402
-    ClientLoad,
     EngineRecord,
-    Level,
     ProbeAnswer,
     Ready,
     Run,
     Session,
     Stop,
-    Summary,
     TelemetryInfo,
     Warmup,
-    Window,
 )
 from reportgen.run.experiment import check  # noqa: E402
 from reportgen.run.plan import describe, pending  # noqa: E402

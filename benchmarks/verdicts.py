@@ -69,17 +69,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 from reportgen.analysis import adopt, decide, selection, tails, verdict  # noqa: E402
 from reportgen.analysis import noise as noise_mod  # noqa: E402
-from reportgen.results.model import (  # noqa: E402
-    CampaignFile,
-    Comparison,
-    Decision,
-    EngineRecord,
-    Experiment,
-    Level,
-    Run,
-    Session,
-    Summary,
-)
+from reportgen.results.levels import Level, Summary
+from reportgen.results.model import CampaignFile, EngineRecord, Experiment, Run, Session
+from reportgen.results.verdicts import Comparison, Decision
 
 RATIOS = (0.75, 0.90, 1.00, 1.10, 1.25)
 LEVELS = (1, 16, 64)
@@ -491,7 +483,7 @@ def tail_coverage_main(args: argparse.Namespace) -> int:
     requests' two-level bootstrap (before) against each run's p99 as an observation of the
     start-aware noise model (the "levels" method); each side's runs over two starts, 1,000
     requests a run with a lognormal spread of 30%, run-to-run noise 2%."""
-    from reportgen.results.model import Dist
+    from reportgen.results.levels import Dist
 
     print(
         f"{args.trials} pairs a cell; identical configurations, each side's runs on two server "

@@ -38,7 +38,9 @@ from reportgen.analysis.differences import differences
 from reportgen.campaign.levels import rate_out as _rate_out
 from reportgen.observe import evidence
 from reportgen.observe.fingerprint import gpu_summary as gpu_summary
-from reportgen.results.model import Comparison, Experiment, Level, Point, Run
+from reportgen.results.levels import Level
+from reportgen.results.model import Experiment, Point, Run
+from reportgen.results.verdicts import Comparison
 
 # Verdicts of B against A, from the comparison's better/worse.
 VERDICT = {

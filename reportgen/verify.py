@@ -38,7 +38,8 @@ from reportgen.observe import telemetry
 from reportgen.render import chart_inputs, render_html
 from reportgen.results import rundir
 from reportgen.results.embed import extract, table_hashes, without_data
-from reportgen.results.model import Comparison, Decision, Experiment, Run
+from reportgen.results.model import Experiment, Run
+from reportgen.results.verdicts import Comparison, Decision
 
 REL_TOL = 1e-9
 

@@ -331,7 +331,7 @@ def test_a_level_no_repetition_within_the_maximum_would_decide_gets_no_more(
     needed: int | None, dof: float, still: bool
 ) -> None:
     from reportgen.analysis.verdict import still_open
-    from reportgen.results.model import Comparison
+    from reportgen.results.verdicts import Comparison
 
     c = Comparison(
         metric="output_tok_s", concurrency=4, ratio=0.99, ci_low=0.9, ci_high=1.1,

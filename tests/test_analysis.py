@@ -16,7 +16,8 @@ from reportgen.analysis.decide import compare_runs
 from reportgen.analysis.summary import aggregate, summarize
 from reportgen.analysis.tails import tail_comparisons
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Level, Point, Summary
+from reportgen.results.levels import Level, Summary
+from reportgen.results.model import Point
 
 
 def rec(

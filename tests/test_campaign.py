@@ -283,7 +283,8 @@ def test_a_server_across_nodes_is_launched_rank_by_rank_and_only_through_slurm()
 def test_leaving_out_an_adopted_change_of_nodes_undoes_its_node_count() -> None:
     """campaign.confirm: the best configuration without an adopted change that moved the
     server from two nodes to one is the best configuration on two nodes again."""
-    from reportgen.results.model import Decision, Experiment
+    from reportgen.results.model import Experiment
+    from reportgen.results.verdicts import Decision
     from reportgen.run import confirm
 
     text = GOOD.replace("[server]\n", '[host]\nexecutor = "slurm"\n\n[server]\nnodes = 2\n')

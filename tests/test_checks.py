@@ -8,7 +8,8 @@ from typing import Any
 
 from reportgen.analysis import checks
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Check, Experiment
+from reportgen.results.model import Experiment
+from reportgen.results.verdicts import Check
 
 
 def run_checks(
@@ -448,7 +449,7 @@ def test_a_server_that_lives_on_with_a_dead_generation_loop_is_not_stable() -> N
 
 def _started(eid: str, per_start: list[list[float]]) -> Experiment:
     """An experiment whose output tok/s at C=64 ran on one server start per inner list."""
-    from reportgen.results.model import Level, Summary
+    from reportgen.results.levels import Level, Summary
 
     levels = [
         Level(

@@ -13,7 +13,8 @@ from pypdf import PdfReader
 
 from reportgen import diff, results
 from reportgen.render import diffpage
-from reportgen.results.model import Check, Run
+from reportgen.results.model import Run
+from reportgen.results.verdicts import Check
 from tests.conftest import Ran, free_port, reportgen_main
 
 CAMPAIGN = """

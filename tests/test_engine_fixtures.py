@@ -17,7 +17,8 @@ from reportgen import campaign, engines
 from reportgen.analysis.checks_levels import spec_agreement, spec_length
 from reportgen.analysis.checks_server import cuda_graphs
 from reportgen.observe import evidence
-from reportgen.results.model import Experiment, Level
+from reportgen.results.levels import Level
+from reportgen.results.model import Experiment
 from reportgen.run import plan
 
 ROOT = Path(__file__).resolve().parents[1]

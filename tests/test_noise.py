@@ -13,16 +13,9 @@ import numpy as np
 import pytest
 
 from reportgen.analysis import noise, sequential, verdict
-from reportgen.results.model import (
-    CampaignFile,
-    Decision,
-    EngineRecord,
-    Experiment,
-    Level,
-    Run,
-    Session,
-    Summary,
-)
+from reportgen.results.levels import Level, Summary
+from reportgen.results.model import CampaignFile, EngineRecord, Experiment, Run, Session
+from reportgen.results.verdicts import Decision
 
 LEVELS = (1, 16, 64)
 
@@ -379,7 +372,7 @@ def test_p99_is_compared_run_by_run_with_the_start_aware_model_or_not_at_all() -
     between server starts included), not a bootstrap of the pooled requests that ignores
     the starts; and where a side has fewer than 20 requests above p99 there is no interval
     (a p99 of 40 requests is its largest value or so)."""
-    from reportgen.results.model import Dist
+    from reportgen.results.levels import Dist
 
     rng = np.random.default_rng(4)
 

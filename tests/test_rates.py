@@ -17,7 +17,8 @@ from pydantic import ValidationError
 from reportgen.analysis.search import Search, parse
 from reportgen.campaign.workload import Workload
 from reportgen.render.text import search_said
-from reportgen.results.model import Dist, Experiment, Look, Point, SearchRecord, Summary
+from reportgen.results.levels import Dist, SearchRecord, Summary
+from reportgen.results.model import Experiment, Look, Point
 from tests.conftest import Sim, free_port, reportgen_main
 
 

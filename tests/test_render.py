@@ -37,7 +37,8 @@ from reportgen.render import (
     view,
 )
 from reportgen.results.embed import extract, table_hashes
-from reportgen.results.model import Check, FlagChange, Run
+from reportgen.results.model import FlagChange, Run
+from reportgen.results.verdicts import Check
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sample-run"
 IDS = ("baseline", "fast-decode-kernel", "bigger-batches", "prefill-chunk", "typo-in-flag")

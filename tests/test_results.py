@@ -14,16 +14,9 @@ from reportgen import results
 from reportgen.analysis import verdict
 from reportgen.errors import ResultsError
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import (
-    SCHEMA_VERSION,
-    Check,
-    Control,
-    Experiment,
-    FlagChange,
-    Level,
-    Run,
-    Summary,
-)
+from reportgen.results.levels import Level, Summary
+from reportgen.results.model import SCHEMA_VERSION, Control, Experiment, FlagChange, Run
+from reportgen.results.verdicts import Check
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE = FIXTURES / "sample-run"

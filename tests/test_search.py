@@ -10,7 +10,7 @@ import pytest
 
 from reportgen.analysis.search import Bound, Search, parse
 from reportgen.render.text import search_said
-from reportgen.results.model import Dist, SearchProbe, SearchRecord, Summary
+from reportgen.results.levels import Dist, SearchProbe, SearchRecord, Summary
 from tests.conftest import Sim, reportgen_main
 
 

@@ -16,7 +16,8 @@ from reportgen.analysis import checks, summary
 from reportgen.campaign import Workload, loads, resolve
 from reportgen.load.loadgen import RequestRecord, RequestSpec
 from reportgen.observe.gpu import CAPTURE_ENV
-from reportgen.results.model import Experiment, Level, Point
+from reportgen.results.levels import Level
+from reportgen.results.model import Experiment, Point
 from reportgen.run.driver import STAGGER_SHARE, Driver
 from tests.conftest import Sim, free_port, reportgen_main
 

@@ -17,7 +17,7 @@ import pytest
 from reportgen import results as store
 from reportgen.analysis.summary import by_level, summarize
 from reportgen.results.embed import DATA_ID
-from reportgen.results.model import ClientLoad, Level
+from reportgen.results.levels import ClientLoad, Level
 from tests.conftest import ROOT, Ran, free_port, plain_copy, reportgen_main
 from tests.test_campaign_fuzz import toml_document
 from tests.test_cli_fuzz import DEMO

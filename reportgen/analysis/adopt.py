@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from reportgen.analysis.decide import NONE_MET, ONE_START, ObjectiveVerdict
 from reportgen.analysis.sequential import level_label
 from reportgen.analysis.tails import TAIL_MIN, TOO_FEW
-from reportgen.results.model import Comparison, FlagChange
+from reportgen.results.model import FlagChange
+from reportgen.results.verdicts import Comparison
 
 
 def ci_label(c: Comparison) -> str:

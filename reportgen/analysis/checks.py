@@ -79,7 +79,8 @@ from reportgen.analysis.checks_server import (
 )
 from reportgen.load.records import RequestRecord
 from reportgen.observe.fingerprint import node_mismatches, node_summary
-from reportgen.results.model import Check, Experiment
+from reportgen.results.model import Experiment
+from reportgen.results.verdicts import Check
 
 __all__ = [
     "CLOCK_CV_BOUND",

@@ -20,17 +20,9 @@ from scipy import stats
 
 from reportgen.analysis.summary import steady_window
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import (
-    Aggregate,
-    Check,
-    CheckStatus,
-    Experiment,
-    Level,
-    Point,
-    by_point,
-    point_of,
-    sorted_points,
-)
+from reportgen.results.levels import Aggregate, Level, by_point
+from reportgen.results.model import Experiment, Point, point_of, sorted_points
+from reportgen.results.verdicts import Check, CheckStatus
 
 Status = CheckStatus
 

@@ -19,7 +19,8 @@ from reportgen.analysis import text as text_mod
 from reportgen.analysis.checks_levels import Status
 from reportgen.campaign import is_throughput
 from reportgen.engines import gist
-from reportgen.results.model import Check, Experiment, Point, sorted_points
+from reportgen.results.model import Experiment, Point, sorted_points
+from reportgen.results.verdicts import Check
 
 GPU_MEMORY_BUSY = 0.05  # share of a GPU's memory in use at start that means "not free"
 

@@ -66,8 +66,10 @@ from scipy import special, stats
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.noise import Noise, Run1, Side
 from reportgen.analysis.summary import compared_value
-from reportgen.results.model import Comparison, Level, Point, Verdict, sorted_points
+from reportgen.results.levels import Level
+from reportgen.results.model import Point, sorted_points
 from reportgen.results.model import point_of as point_of
+from reportgen.results.verdicts import Comparison, Verdict
 
 NO_LEVEL = Point(0)  # a comparison not of one level (tests, simulations)
 ObjectiveVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive"]

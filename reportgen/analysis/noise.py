@@ -52,7 +52,8 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from reportgen.analysis.summary import compared_value
-from reportgen.results.model import Experiment, Level, Point
+from reportgen.results.levels import Level
+from reportgen.results.model import Experiment, Point
 
 SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
 

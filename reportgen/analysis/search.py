@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from scipy import stats
 
 from reportgen.campaign.bounds import Bound, parse
-from reportgen.results.model import Point, SearchProbe, Summary
+from reportgen.results.levels import SearchProbe, Summary
+from reportgen.results.model import Point
 
 __all__ = ["MAX_ERROR_SHARE", "Bound", "SearchProbe", "Search", "parse"]
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from reportgen.results.model import Comparison, Run
+from reportgen.results.model import Run
+from reportgen.results.verdicts import Comparison
 
 MIN_EXPERIMENTS = 3  # fewer, and tau^2 is not estimated
 

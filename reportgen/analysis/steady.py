@@ -35,7 +35,7 @@ from scipy import stats
 
 from reportgen.analysis.summary import chunk_tokens
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import EngineEvent
+from reportgen.results.levels import EngineEvent
 
 MIN_WINDOW_S = 0.25  # a window is at least this long, whatever the request time
 LAG_REQUESTS = 1.5  # a window is closed this many median request times after it ended

@@ -40,16 +40,8 @@ import numpy as np
 
 from reportgen.campaign import resolve_trim
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import (
-    Aggregate,
-    ClientLoad,
-    Dist,
-    Level,
-    Point,
-    Stat,
-    Summary,
-    by_point,
-)
+from reportgen.results.levels import Aggregate, ClientLoad, Dist, Level, Stat, Summary, by_point
+from reportgen.results.model import Point
 
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft_ms", "itl_ms", "itl_token_ms", "tpot_ms", "e2e_ms")

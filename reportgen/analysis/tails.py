@@ -13,7 +13,8 @@ import numpy as np
 from reportgen.analysis import bootstrap
 from reportgen.analysis.decide import judge_interval
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Comparison, Point, Verdict, point_of, sorted_points
+from reportgen.results.model import Point, point_of, sorted_points
+from reportgen.results.verdicts import Comparison, Verdict
 
 TAILS = ("ttft_ms", "e2e_ms")
 TAIL_MIN = 20  # requests above a percentile, a side, for an interval on it

@@ -38,7 +38,9 @@ from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.noise import Noise
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Comparison, Decision, Experiment, Level, Point, Run
+from reportgen.results.levels import Level
+from reportgen.results.model import Experiment, Point, Run
+from reportgen.results.verdicts import Comparison, Decision
 
 Rows = Mapping[str, Sequence[RequestRecord]]  # a request table's name -> its rows
 

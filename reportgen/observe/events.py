@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reportgen.engines import Engine
-from reportgen.results.model import EngineEvent
+from reportgen.results.levels import EngineEvent
 
 MOST = 20  # events kept per window (a storm of recompilations is one finding)
 LINE_CHARS = 300

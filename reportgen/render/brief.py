@@ -25,7 +25,8 @@ from reportgen.engines import gist
 from reportgen.render.content import Brief, BriefCell, Expectation
 from reportgen.render.evidence import failure_hint, kv_cache
 from reportgen.render.experiment import request_tokens, samples, summaries_by_level
-from reportgen.results.model import Comparison, Experiment, Point, Run, sorted_points
+from reportgen.results.model import Experiment, Point, Run, sorted_points
+from reportgen.results.verdicts import Comparison
 
 # (aggregate key, comparison metric or None, label, lower is better)
 LATENCIES = (

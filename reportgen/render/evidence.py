@@ -16,7 +16,8 @@ from typing import Any
 
 from reportgen.analysis.checks_levels import spec_length
 from reportgen.render.fmt import NONE, fmt_num, level_cell
-from reportgen.results.model import Experiment, Level, Point
+from reportgen.results.levels import Level
+from reportgen.results.model import Experiment, Point
 
 MAX_COUNTERS = 12  # engine counters shown per level; the rest are in results.json
 

@@ -38,8 +38,11 @@ from reportgen.render.fmt import (
     level_cell,
 )
 from reportgen.render.text import search_said
+from reportgen.results import levels as results_levels
 from reportgen.results import model
-from reportgen.results.model import Aggregate, Point, sorted_points
+from reportgen.results import verdicts as results_verdicts
+from reportgen.results.levels import Aggregate
+from reportgen.results.model import Point, sorted_points
 
 # Columns of the per-experiment table by level, after output tok/s, in the template's order.
 LEVEL_COLUMNS = (
@@ -73,13 +76,13 @@ def by_level(e: model.Experiment | None) -> dict[Point, Aggregate]:
     return {a.point: a for a in e.by_level} if e is not None else {}
 
 
-def summaries_by_level(e: model.Experiment | None) -> dict[Point, list[model.Summary]]:
+def summaries_by_level(e: model.Experiment | None) -> dict[Point, list[results_levels.Summary]]:
     """An experiment's level runs' summaries by level, in the order they ran."""
-    runs = model.by_point(e.levels if e is not None else [])
+    runs = results_levels.by_point(e.levels if e is not None else [])
     return {p: [lv.summary for lv in group] for p, group in runs.items()}
 
 
-def achieved(runs: Sequence[model.Summary], nominal: int | None = None) -> str:
+def achieved(runs: Sequence[results_levels.Summary], nominal: int | None = None) -> str:
     """The mean achieved concurrency of a level's runs (requests in flight, time-weighted);
     marked "(low)" below ACHIEVED_SHARE of a closed loop's ``nominal`` C."""
     values = [
@@ -209,7 +212,7 @@ def _ran(start: str | None, end: str | None) -> str:
     return f"{begun} to {ended} ({fmt_duration(start, end)})"
 
 
-def _conclusion(decision: model.Decision | None, e: model.Experiment) -> str:
+def _conclusion(decision: results_verdicts.Decision | None, e: model.Experiment) -> str:
     """The decision's explanation without what the tables beside it show (the flag changes,
     the ratio and interval at each level): its conclusion, for print. "" where it has no
     per-level part to leave out."""
@@ -239,7 +242,7 @@ def _ran_on(where: dict[str, object] | None) -> str:
     return str(where.get("host") or "")
 
 
-def _before_failure(decision: model.Decision | None) -> str:
+def _before_failure(decision: results_verdicts.Decision | None) -> str:
     levels = decision.before_failure if decision else None
     if not levels:
         return ""
@@ -251,7 +254,7 @@ def _before_failure(decision: model.Decision | None) -> str:
     )
 
 
-def samples(runs: Sequence[model.Summary]) -> str:
+def samples(runs: Sequence[results_levels.Summary]) -> str:
     """Successful requests per run, the values each run's TTFT and E2E percentiles come
     from: one number when every run had as many, else the range."""
     counts = [s.ok for s in runs]
@@ -372,7 +375,7 @@ LIMITS = {  # ``Comparison.limit``: what would decide, where repetitions would n
 }
 
 
-def comparisons(items: Sequence[model.Comparison]) -> list[Comparison]:
+def comparisons(items: Sequence[results_verdicts.Comparison]) -> list[Comparison]:
     return [
         Comparison(
             concurrency=level_cell(c.point),
@@ -406,8 +409,8 @@ def _level_row(
     label: str,
     is_baseline: bool,
     base: Aggregate | None,
-    runs: Sequence[model.Summary] | None = None,
-    base_runs: Sequence[model.Summary] | None = None,
+    runs: Sequence[results_levels.Summary] | None = None,
+    base_runs: Sequence[results_levels.Summary] | None = None,
 ) -> LevelRow:
     # the ratio of geometric means, the same number as every comparison's
     mine, theirs = _geomean(runs or []), _geomean(base_runs or [])
@@ -425,14 +428,14 @@ def _level_row(
     )
 
 
-def _geomean(runs: Sequence[model.Summary]) -> float | None:
+def _geomean(runs: Sequence[results_levels.Summary]) -> float | None:
     """The geometric mean of the runs' output tok/s (positive ones), None without any."""
     logs = [math.log(v) for s in runs if (v := s.output_tok_s) is not None and v > 0]
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
 def _baseline_table(
-    items: Sequence[model.Comparison],
+    items: Sequence[results_verdicts.Comparison],
 ) -> tuple[list[str], list[tuple[str, list[tuple[str, str, str]]]]]:
     """Every headline metric's comparison with the baseline, as a level-by-metric table:
     the metrics' labels, then per level its cells (ratio, interval, verdict)."""
@@ -491,7 +494,7 @@ def _cut_short(e: model.Experiment) -> list[str]:
         where = f"{lv.point.label} repetition {lv.repetition + 1}"
         if not lv.aborted:
             continue
-        if lv.aborted.startswith(model.FAILED_DURING):
+        if lv.aborted.startswith(results_verdicts.FAILED_DURING):
             out.append(f"{where}: {lv.aborted}; its numbers are not the configuration's.")
             continue
         out.append(
@@ -501,7 +504,7 @@ def _cut_short(e: model.Experiment) -> list[str]:
     return out
 
 
-def _trim_notes(runs: Mapping[Point, Sequence[model.Summary]]) -> list[str]:
+def _trim_notes(runs: Mapping[Point, Sequence[results_levels.Summary]]) -> list[str]:
     """Where throughputs were trimmed to the steady state: the window, per level (the runs'
     mean start and end, seconds from the level's start, against its whole length)."""
     notes: list[str] = []

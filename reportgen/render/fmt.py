@@ -13,7 +13,7 @@ from reportgen.analysis.differences import flatten
 from reportgen.results.model import Point
 
 if TYPE_CHECKING:
-    from reportgen.results.model import Stat
+    from reportgen.results.levels import Stat
 
 NONE = "–"  # an en dash: a value that was not measured, rather than a zero
 

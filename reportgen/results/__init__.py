@@ -1,6 +1,8 @@
 """The results stage: what a run saved, the contract every later stage reads.
 
-- ``model``: the typed results (``Run`` down to ``Level``, ``Check``, ``Decision``).
+- ``model``: the typed results (``Run``, its experiments and sessions), ``levels`` (what a
+  level measured: ``Level``, ``Summary``, ``Aggregate``), ``verdicts`` (``Check``,
+  ``Comparison``, ``Decision``), ``base`` (their base model: unknown keys kept).
 - ``rundir``: a run directory's layout (``RunDir``: where each file is, plain or gzipped).
 - ``store``: a run directory on disk (results.json, the request and telemetry tables).
 - ``migrate``: older results files brought to this schema. ``embed``: the results a report

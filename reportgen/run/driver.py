@@ -24,15 +24,8 @@ from reportgen.campaign.base import DEFAULT_MARGIN
 from reportgen.load import loadgen, prompts, trace
 from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
 from reportgen.load.tokens import Tokenizer
-from reportgen.results.model import (
-    ClientLoad,
-    Level,
-    Point,
-    Settle,
-    Stagger,
-    Warmup,
-    Window,
-)
+from reportgen.results.levels import ClientLoad, Level, Settle, Stagger, Window
+from reportgen.results.model import Point, Warmup
 
 PROMPT_POOL = 4096  # prompts generated per level in duration mode (reused cyclically)
 CLIENT_LIMIT = 0.8  # a level above this share of the client's ceiling is client-limited

@@ -25,18 +25,10 @@ from reportgen.load.records import RequestRecord
 from reportgen.load.tokens import Tokenizer
 from reportgen.observe import events, evidence
 from reportgen.observe.gpu import GpuSource
-from reportgen.results.model import (
-    FAILED_DURING,
-    Experiment,
-    Level,
-    Point,
-    ProbeAnswer,
-    Ready,
-    SearchRecord,
-    Session,
-    Stop,
-)
+from reportgen.results.levels import Level, SearchRecord
+from reportgen.results.model import Experiment, Point, ProbeAnswer, Ready, Session, Stop
 from reportgen.results.rundir import RunDir
+from reportgen.results.verdicts import FAILED_DURING
 from reportgen.run import external, interrupt, probes
 from reportgen.run.driver import Driver, keep_text_chars
 from reportgen.run.external import ExternalServer

@@ -1,0 +1,274 @@
+"""What a level measured: one level run (``Level``: its window, ``Summary``, telemetry,
+engine counters, events, how it warmed up and how its clients started), a search's probes,
+and a level's aggregate across its repetitions (``Aggregate``, a ``Stat`` per metric)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import (
+    Field,
+    field_serializer,
+)
+
+from reportgen.campaign.levels import Point, Rate
+from reportgen.results.base import _Model
+
+
+class Dist(_Model):
+    """A latency's distribution over a level's requests (ms); None where none was measured."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+
+class ClientLoad(_Model):
+    """The client's own load during a level: its CPU, and the share of its measured ceiling."""
+
+    workers: int = 1
+    cpu_s: float = 0.0
+    cpu_util: float | None = None
+    loop_lag_ms: dict[str, float] = Field(default_factory=dict)  # p50, p99, max
+    preopen_s: float = 0.0  # connections opened before t0, outside the level
+    ceiling_chunk_s: float | None = None
+    load: float | None = None
+    limited: bool | None = None
+
+
+class Summary(_Model):
+    """One level run's numbers (definitions in ``reportgen.analysis.summary``)."""
+
+    requests: int = 0
+    ok: int = 0
+    errors: int = 0
+    error_kinds: dict[str, int] = Field(default_factory=dict)
+    short_outputs: int = 0
+    silent_outputs: int = 0
+    duration_s: float = 0.0
+    window_s: list[float] | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    chunks: int = 0
+    output_tokens_source: list[str] = Field(default_factory=list)
+    output_tok_s: float | None = None
+    total_tok_s: float | None = None
+    req_s: float | None = None
+    goodput_req_s: float | None = None
+    slo_attainment: float | None = None
+    chunk_s: float | None = None
+    achieved_concurrency: float | None = None
+    ttft_ms: Dist = Field(default_factory=Dist)
+    itl_ms: Dist = Field(default_factory=Dist)
+    itl_token_ms: Dist = Field(default_factory=Dist)
+    tpot_ms: Dist = Field(default_factory=Dist)
+    e2e_ms: Dist = Field(default_factory=Dist)
+    client: ClientLoad | None = None
+
+    def value(self, metric: str, stat: str = "p50") -> float | None:
+        """One number: a throughput as it is, a latency at ``stat`` (p50 by default)."""
+        got = getattr(self, metric, None)
+        if isinstance(got, Dist):
+            got = getattr(got, stat, None)
+        return None if got is None else float(got)
+
+
+class SearchProbe(_Model):
+    """One level a search ran (``analysis.search``): its concurrency, or its rate when the
+    search is over request rates."""
+
+    concurrency: int
+    rate: Rate = None
+    passed: bool
+    values: dict[str, float | None] = Field(default_factory=dict)  # bound -> mean over reps
+    error_share: float = 0.0
+    # bound -> the 95% t interval of that mean over the repetitions (two or more)
+    intervals: dict[str, list[float]] = Field(default_factory=dict)
+    near: bool = False  # a bound's value inside its interval: pass or fail within noise
+    repeated: bool = False  # its repetitions ran once more, because it was near
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+
+class SearchRecord(_Model):
+    """``workload.find_max``: the bounds, every probe in order, the answer."""
+
+    slo: str
+    bounds: list[str] = Field(default_factory=list)
+    probes: list[SearchProbe] = Field(default_factory=list)
+    # the highest concurrency (or rate, searching rates) that passed below every failure
+    best: float | None = None
+    lowest_failure: float | None = None
+    converged: bool = False
+    start: float = 1
+    max: float = 1024
+    probes_allowed: int = 8
+    over: Literal["concurrency", "request_rate"] = "concurrency"
+
+    @field_serializer("best", "lowest_failure", "start", "max")
+    def _whole(self, value: float | None) -> float | int | None:
+        # a concurrency stays a whole number, as results.json had it
+        return int(value) if value is not None and float(value).is_integer() else value
+
+
+class Window(_Model):
+    """A level's measured window on the records' clock (``time.perf_counter``), to cut
+    telemetry and align other clocks."""
+
+    t0_monotonic: float
+    duration_s: float
+
+    @property
+    def end(self) -> float:
+        return self.t0_monotonic + self.duration_s
+
+
+class Stagger(_Model):
+    """How a closed-loop level's clients started: client k (0-based) sent its first request
+    k x ``step_s`` seconds after the level's start (0: all at once), ``step_s`` being one
+    request time (``request_s``, the median measured in ``measured``) over the clients."""
+
+    step_s: float = 0.0
+    request_s: float | None = None  # the median request time the step came from (s)
+    measured: str = ""  # where: "warm-up", "C=4 repetition 1"; "" when nothing was
+    capped: bool = False  # shortened to spread the starts over at most a quarter of the level
+
+
+class EngineEvent(_Model):
+    """Something the engine did inside a measurement window that is not its steady state: a
+    kernel compiled at run time, a recompilation, a graph captured, requests preempted. Found
+    in the server's log (``line``) or its metrics (``line`` names the counter), or, a slump (the
+    server's output far below the window's median for seconds with its load held), in the
+    window's own token arrivals (``analysis.steady.slump``; ``line`` says it)."""
+
+    kind: str  # the engine adapter's name for it: "jit", "recompile", "graph_capture", "slump"...
+    line: str  # the log line (or "vllm:num_preemptions_total +3")
+    at_s: float | None = None  # seconds after the level's start, where the line is timed
+
+
+class Settle(_Model):
+    """A level's own warm-up on one server (``workload.warmup``): its load until consecutive
+    windows of output tokens (by arrival time) agreed, or its time ran out."""
+
+    concurrency: int
+    rate: Rate = None
+    reason: Literal["steady", "max_s", "errors", "one pass"]  # why it ended
+    duration_s: float = 0.0
+    requests: int = 0  # finished (ok or not) before it ended; those in flight were abandoned
+    errors: int = 0
+    window_s: float = 0.0
+    windows_tok_s: list[float] = Field(default_factory=list)  # output tok/s per window
+    # time per output token (None: a window whose responses were not streamed)
+    windows_tpot_ms: list[float | None] = Field(default_factory=list)
+    spread: float | None = None  # (max - min) / mean over the last windows (the larger of both)
+    request_s: float | None = None  # the warm median request time (staggers the level)
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+
+class Level(_Model):
+    """One level (a concurrency, or a request rate) x repetition."""
+
+    concurrency: int
+    rate: Rate = None  # the level's request rate where rates are the levels (``Point``)
+    repetition: int = 0
+    session: int = 0  # the index of the server session that ran it
+    started_at_unix: float | None = None
+    window: Window | None = None
+    summary: Summary = Field(default_factory=Summary)
+    telemetry: list[dict[str, Any]] | None = None  # per GPU (``observe.telemetry.window``)
+    engine_metrics: dict[str, Any] | None = None  # Prometheus deltas over the level
+    aborted: str | None = None  # why it was cut short (its server died), or FAILED_DURING
+    stagger: Stagger | None = None  # closed loop: how its clients started (None: open loop)
+    log_span: list[int] | None = None  # the server log's byte offsets at its start and end
+    # A duration level run until known (``workload.max_duration_s``): its interval's relative
+    # width when its clients stopped, and the width it had to reach (the campaign's margin)
+    known: list[float] | None = None
+    events: list[EngineEvent] = Field(default_factory=list)  # inside its window
+    # The events of a first attempt at this repetition, measured again because of them.
+    remeasured: list[EngineEvent] = Field(default_factory=list)
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+    @property
+    def key(self) -> tuple[Point, int]:
+        return (self.point, self.repetition)
+
+
+def by_point(levels: Iterable[Level]) -> dict[Point, list[Level]]:
+    """Level runs grouped by their level (concurrency and rate): the levels in the order they
+    first ran, each one's runs in the order they ran. The one grouping every stage uses."""
+    out: dict[Point, list[Level]] = {}
+    for lv in levels:
+        out.setdefault(lv.point, []).append(lv)
+    return out
+
+
+class Stat(_Model):
+    """One number across a level's repetitions: their mean, sample sd and count."""
+
+    mean: float | None = None
+    sd: float | None = None
+    n: int = 0
+
+
+class Aggregate(_Model):
+    """One level across its repetitions (``analysis.summary.aggregate``)."""
+
+    concurrency: int
+    rate: Rate = None
+    repetitions: int = 0
+    output_tok_s: Stat = Field(default_factory=Stat)
+    total_tok_s: Stat = Field(default_factory=Stat)
+    req_s: Stat = Field(default_factory=Stat)
+    goodput_req_s: Stat = Field(default_factory=Stat)
+    ttft_ms_p50: Stat = Field(default_factory=Stat)
+    ttft_ms_p90: Stat = Field(default_factory=Stat)
+    ttft_ms_p99: Stat = Field(default_factory=Stat)
+    itl_ms_p50: Stat = Field(default_factory=Stat)
+    itl_ms_p90: Stat = Field(default_factory=Stat)
+    itl_ms_p99: Stat = Field(default_factory=Stat)
+    itl_token_ms_p50: Stat = Field(default_factory=Stat)
+    itl_token_ms_p90: Stat = Field(default_factory=Stat)
+    itl_token_ms_p99: Stat = Field(default_factory=Stat)
+    tpot_ms_p50: Stat = Field(default_factory=Stat)
+    tpot_ms_p90: Stat = Field(default_factory=Stat)
+    tpot_ms_p99: Stat = Field(default_factory=Stat)
+    e2e_ms_p50: Stat = Field(default_factory=Stat)
+    e2e_ms_p90: Stat = Field(default_factory=Stat)
+    e2e_ms_p99: Stat = Field(default_factory=Stat)
+    errors: int = 0
+    requests: int = 0
+    short_outputs: int = 0
+    silent_outputs: int = 0
+    client_load_max: float | None = None
+    client_limited: int = 0
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+    def stat(self, name: str) -> Stat:
+        """The Stat of a metric by its key (``output_tok_s``, ``ttft_ms_p99``...)."""
+        got = getattr(self, name, None)
+        return got if isinstance(got, Stat) else Stat()
+
+    def mean(self, name: str) -> float | None:
+        return self.stat(name).mean
+
+    @property
+    def all_failed(self) -> bool:
+        """No request succeeded: its throughput is zero and its latencies unknown, not a
+        measurement of the configuration."""
+        return bool(self.requests) and self.errors == self.requests
+
+
+# -- one experiment --------------------------------------------------------------------------

@@ -1,0 +1,100 @@
+"""What was concluded: each assumption checked (``Check``), each comparison with its parent
+or the baseline (``Comparison``), and the experiment's verdict (``Decision``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import (
+    ConfigDict,
+    Field,
+)
+
+from reportgen.campaign.levels import Point, PointField, Rate
+from reportgen.results.base import _Model
+
+CheckStatus = Literal["pass", "warn", "fail", "skip"]
+
+
+class Check(_Model):
+    """One assumption checked about an experiment's measurement."""
+
+    id: str
+    title: str
+    status: CheckStatus
+    evidence: str
+    hint: str = ""
+    invalidates: bool | None = None  # a campaign's own check: does its failure void the verdict
+
+
+Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
+
+
+class Comparison(_Model):
+    """Child / parent of one metric at one level, with its interval and verdict
+    (``analysis.decide``)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    metric: str
+    concurrency: int
+    rate: Rate = None
+    ratio: float | None  # child / parent of the means (geometric)
+    ci_low: float | None
+    ci_high: float | None
+    n_parent: int
+    n_child: int
+    verdict: Verdict
+    mde: float | None = None  # smallest detectable ratio (> 1) at 80% power
+    reps_needed: int | None = None  # inconclusive: repetitions per side that would decide
+    paired: bool = False  # interleaved repetitions compared pair by pair
+    # how (``analysis.decide``): "levels" or "pooled" (the run's noise model, by that method of
+    # ``analysis.noise``), "welch" (each side's own spread: how runs were decided before the
+    # noise model), "bootstrap" (p99 from the requests); None: "welch"
+    method: str | None = None
+    dof: float | None = None  # the interval's degrees of freedom
+    confidence: float | None = (
+        None  # the interval's level (below 0.95 never; above when sequential)
+    )
+    # "starts": more repetitions on one server cannot decide; "one start": a side ran on one
+    # server start, and only more starts could
+    limit: str | None = None
+    # the largest relative change (either way) that the two one-sided tests' 90% interval
+    # leaves possible: equivalent when within the margin ("levels" decisions; None before)
+    bound: float | None = None
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+
+# ``Level.aborted`` of a level that ran to its end while its server failed (found after it)
+FAILED_DURING = "ran to its end, but the server failed during it"
+
+DecisionVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive", "failed", "baseline"]
+
+
+class Decision(_Model):
+    """What the campaign concluded about one experiment against its parent."""
+
+    verdict: DecisionVerdict
+    explanation: str
+    vs_parent: list[Comparison] = Field(default_factory=list)
+    vs_baseline: list[Comparison] = Field(default_factory=list)
+    paired: bool | None = None  # compared with interleaved runs of the parent
+    # one of ``analysis.noise.METHODS`` ("levels", "pooled"); None: "welch" (decided before
+    # the noise model)
+    method: str | None = None
+    noise: dict[str, Any] | None = None  # the objective's noise model then (``analysis.noise``)
+    # the false-alarm rate it was decided at (``campaign.alpha``, over the campaign's
+    # experiments with ``alpha_scope = "campaign"``); None: 5% (decided before it was recorded)
+    alpha: float | None = None
+    # an adoption taken again after the campaign against the drift its bracket measured
+    # (``verdict.drift_check``): per level, the gain with that drift taken out, and whether
+    # it was withdrawn for it; None: not checked
+    drift: dict[str, Any] | None = None
+    # Every headline metric, by side ("vs_parent", "vs_baseline"): not only the objective.
+    metrics: dict[str, list[Comparison]] | None = None
+    # A failed experiment: the levels it finished before it failed, compared as above (the
+    # verdict stays "failed"); None: not compared (as reportgen did before).
+    before_failure: list[PointField] | None = None
