@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reportgen import campaign, engines
-from reportgen.analysis.checks_levels import spec_agreement, spec_length
+from reportgen.analysis.checks_engine import spec_agreement, spec_length
 from reportgen.analysis.checks_server import cuda_graphs
 from reportgen.observe import evidence
 from reportgen.results.levels import Level
@@ -219,7 +219,7 @@ def test_errors_vllm_prints_once_asked_to_stop_are_counted_apart(tmp_path: Path)
 
 
 def test_prefix_cache_hits_of_shared_prefix_prompts_are_read_from_both_engines() -> None:
-    from reportgen.analysis.checks_levels import prefix_cache
+    from reportgen.analysis.checks_engine import prefix_cache
 
     # Prompts of 256 tokens, 192 of them one of 8 shared prefixes: about three quarters of
     # the prompt tokens from the cache, by vLLM's hits/queries and SGLang's cached/prompt.

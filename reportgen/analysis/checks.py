@@ -55,18 +55,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportgen.analysis import noise
+from reportgen.analysis.checks_engine import (
+    DEFAULT_PREFIX_HIT,
+    TOKEN_BOUND,
+    prefix_cache,
+    spec_agreement,
+    token_agreement,
+)
 from reportgen.analysis.checks_levels import (
     CLOCK_CV_BOUND,
     CV_BOUND,
-    DEFAULT_PREFIX_HIT,
     PERCENTILE_SAMPLES,
     STEADY_BOUND,
-    TOKEN_BOUND,
     measurement_checks,
-    prefix_cache,
-    spec_agreement,
     steady_state,
-    token_agreement,
 )
 from reportgen.analysis.checks_server import (
     GPU_MEMORY_BUSY,

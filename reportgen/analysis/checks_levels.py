@@ -3,8 +3,8 @@
 From the levels' summaries, their aggregates across repetitions, their GPU telemetry windows
 and engine counters, and the request records: ``request_errors``, ``output_lengths``,
 ``repetition_spread``, ``client_headroom``, ``percentile_samples``, ``telemetry``,
-``gpu_throttling``, ``clock_stability``, ``steady_state``, ``token_agreement`` and
-``prefix_cache``.
+``gpu_throttling``, ``clock_stability`` and ``steady_state``; those that read the engine's
+counters are in ``checks_engine``.
 
 Imports ``analysis.summary`` and the results model; nothing of the other checks.
 """
@@ -29,8 +29,6 @@ Status = CheckStatus
 CV_BOUND = 0.05
 CLOCK_CV_BOUND = 0.05
 STEADY_BOUND = 0.10  # early vs late median TPOT
-TOKEN_BOUND = 0.02  # engine vs client output tokens
-DEFAULT_PREFIX_HIT = (0.0, 0.10)
 # Samples a percentile needs to have one above it, 1 / (1 - p): with fewer, the p-th
 # percentile (linear interpolation) lies between the largest values, about the maximum.
 PERCENTILE_SAMPLES = {"p90": 10, "p99": 100}
@@ -485,156 +483,3 @@ def _tpot(r: RequestRecord) -> float | None:
     if n < 2 or first is None or first != first:  # None, or NaN read back from a table
         return None
     return (r.end - first) / (n - 1)
-
-
-def _counter(level: Level, name: str | None) -> float | None:
-    """Sum over a counter's series (every label set) of a level's change, or None."""
-    if not name:
-        return None
-    counters = (level.engine_metrics or {}).get("counters")
-    if not isinstance(counters, Mapping):
-        return None
-    values = [float(v) for k, v in counters.items() if str(k).split("{")[0] == name]
-    # deltas leave out counters that did not move: a scrape that worked means zero
-    return sum(values) if values else 0.0
-
-
-def token_agreement(levels: Sequence[Level], counters: Mapping[str, str]) -> Check:
-    title = "Engine and client count the same output tokens"
-    name = counters.get("generation_tokens")
-    worst: tuple[float, str] | None = None
-    judged = 0
-    for lv in levels:
-        if "counters" not in (lv.engine_metrics or {}) or lv.summary.errors:
-            continue
-        server = _counter(lv, name)
-        client = float(lv.summary.output_tokens)
-        if server is None or client <= 0:
-            continue
-        judged += 1
-        gap = abs(server / client - 1)
-        where = (
-            f"{lv.point.label} repetition {lv.repetition + 1}: engine {server:.0f}, "
-            f"client {client:.0f}"
-        )
-        if worst is None or gap > worst[0]:
-            worst = (gap, where)
-    if not name:
-        return Check(
-            id="token_agreement",
-            title=title,
-            status="skip",
-            evidence="the engine exports no token counter",
-        )
-    if worst is None:
-        return Check(
-            id="token_agreement",
-            title=title,
-            status="skip",
-            evidence="no level with the engine's counters and no errors",
-        )
-    ok = worst[0] <= TOKEN_BOUND
-    return Check(
-        id="token_agreement",
-        title=title,
-        status="pass" if ok else "warn",
-        evidence=f"{judged} level run(s), largest difference {worst[0]:.1%} ({worst[1]})",
-        hint=""
-        if ok
-        else "the client's token counts (usage, tokenizer or chunks) differ from the engine's: "
-        "set workload.tokenizer, or check that the engine reports usage",
-    )
-
-
-def prefix_cache(
-    levels: Sequence[Level],
-    counters: Mapping[str, str],
-    expect: tuple[float, float] | None,
-) -> Check:
-    title = "Prefix-cache hit rate as expected"
-    hits_name = counters.get("prefix_hits")
-    queries_name = counters.get("prefix_queries") or counters.get("prompt_tokens")
-    hits = queries = 0.0
-    for lv in levels:
-        h, q = _counter(lv, hits_name), _counter(lv, queries_name)
-        if h is not None and q is not None:
-            hits, queries = hits + h, queries + q
-    if not hits_name or queries <= 0:
-        read = hits_name and any(_counter(lv, hits_name) is not None for lv in levels)
-        return Check(
-            id="prefix_cache",
-            title=title,
-            status="skip",
-            evidence="the engine looked up no prompt tokens in a prefix cache (prefix caching off)"
-            if read
-            else "the engine exports no prefix-cache counters",
-        )
-    rate = hits / queries
-    said = f"{rate:.1%} of {queries:.0f} prompt tokens served from the prefix cache"
-    if expect is None:
-        return Check(
-            id="prefix_cache",
-            title=title,
-            status="pass",
-            evidence=said + " (no expectation: the prompts share text on purpose)",
-        )
-    lo, hi = expect
-    ok = lo <= rate <= hi
-    return Check(
-        id="prefix_cache",
-        title=title,
-        status="pass" if ok else "warn",
-        evidence=f"{said}; expected {lo:.0%} to {hi:.0%}",
-        hint=""
-        if ok
-        else "prompts repeat across requests (cached prefill flatters TTFT and throughput): "
-        "use more varied prompts, or set workload.prefix_cache_hit_rate if this is intended"
-        if rate > hi
-        else "the cache did not hit as the workload intends: is prefix caching enabled?",
-    )
-
-
-SPEC_AGREE = 0.2  # the log's mean acceptance length within this of the counters'
-
-
-def spec_length(level: Level, counters: Mapping[str, str]) -> tuple[float | None, float | None]:
-    """One level run's speculative decoding from the engine's counters: (mean accepted
-    length, acceptance rate), 1 + accepted / draft rounds and accepted / proposed, or the
-    engine's acceptance-length gauge; None where it exported neither."""
-    drafts = _counter(level, counters.get("spec_drafts"))
-    proposed = _counter(level, counters.get("spec_draft_tokens"))
-    accepted = _counter(level, counters.get("spec_accepted"))
-    gauge_name = counters.get("spec_accept_length")
-    gauges = (level.engine_metrics or {}).get("gauges") or {}
-    gauge = next((float(v) for k, v in gauges.items() if str(k).split("{")[0] == gauge_name), None)
-    length = 1 + accepted / drafts if drafts and accepted is not None else gauge
-    rate = accepted / proposed if proposed and accepted is not None else None
-    return length, rate
-
-
-def spec_agreement(
-    levels: Sequence[Level], counters: Mapping[str, str], log: Mapping[str, Any] | None
-) -> list[Check]:
-    """The server log's own acceptance length (vLLM's "Mean acceptance length", SGLang's
-    "accept len") against the one its counters give over the levels; nothing when either is
-    missing (no speculative decoding)."""
-    lengths = [x for x in (spec_length(lv, counters)[0] for lv in levels) if x is not None]
-    if not lengths or not log or not log.get("count"):
-        return []
-    from_counters = sum(lengths) / len(lengths)
-    from_log = float(log["mean"])
-    off = abs(from_log / from_counters - 1) if from_counters else math.inf
-    return [
-        Check(
-            id="spec_agreement",
-            title="The log's acceptance length agrees with the counters'",
-            status="pass" if off <= SPEC_AGREE else "warn",
-            evidence=f"log: mean {from_log:.2f} over {log['count']} line(s); counters: mean "
-            f"{from_counters:.2f} over {len(lengths)} level run(s) ({off:.0%} apart; bound "
-            f"{SPEC_AGREE:.0%})",
-            hint=""
-            if off <= SPEC_AGREE
-            else "the log's lines also cover the warm-up and the time between levels; a gap "
-            "this large says one of the two is not what it seems",
-        )
-    ]

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reportgen.analysis.checks_levels import spec_length
+from reportgen.analysis.checks_engine import spec_length
 from reportgen.render.fmt import NONE, fmt_num, level_cell
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point
