@@ -77,7 +77,7 @@ from reportgen.campaign import Resolved, parent_id, resolve  # noqa: E402
 from reportgen.campaign import loads as load_campaign  # noqa: E402
 from reportgen.load import loadgen  # noqa: E402
 from reportgen.load.records import RequestRecord  # noqa: E402
-from reportgen.observe import evidence, fingerprint, gpu, telemetry  # noqa: E402
+from reportgen.observe import evidence, fingerprint, sources, telemetry  # noqa: E402
 from reportgen.results.levels import ClientLoad, Level, Summary, Window  # noqa: E402
 from reportgen.results.model import (  # noqa: E402
     EngineRecord,
@@ -591,7 +591,7 @@ def iso(offset_s: float) -> str:
     return (CAMPAIGN_START + dt.timedelta(seconds=offset_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def gpu_source(gpus: int) -> gpu.FakeSource:
+def gpu_source(gpus: int) -> sources.FakeSource:
     """The H200 capture as ``gpus`` GPUs: its info and error counters, one per GPU."""
     cap = json.loads(CAPTURE.read_text())
     dev = cap["info"]["devices"][0]
@@ -606,7 +606,7 @@ def gpu_source(gpus: int) -> gpu.FakeSource:
     ]
     cap["info"]["count"] = gpus
     cap["counters_before"] = [{**cap["counters_before"][0], "gpu": g} for g in range(gpus)]
-    return gpu.FakeSource(cap)
+    return sources.FakeSource(cap)
 
 
 def light(recs: Sequence[RequestRecord]) -> list[RequestRecord]:

@@ -28,7 +28,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 from lgbench import procs  # noqa: E402
 
 from reportgen.load.loadgen import RequestSpec, run_load  # noqa: E402
-from reportgen.observe import gpu  # noqa: E402
+from reportgen.observe import sources  # noqa: E402
 from reportgen.observe.telemetry import Telemetry  # noqa: E402
 from reportgen.run.server import free_port  # noqa: E402
 
@@ -37,13 +37,13 @@ CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
 
 
 def source(gpus: int) -> tuple[Any, str]:
-    real, why = gpu.open_source()
+    real, why = sources.open_source()
     if real is not None:
         return real, "NVML"
     cap = json.loads(CAPTURE.read_text())
     if gpus > 1:  # the same GPU, N times
         cap["samples"] = [[{**r, "gpu": g} for g in range(gpus) for r in s] for s in cap["samples"]]
-    return gpu.FakeSource(cap), f"H200 capture replayed as {gpus} GPU(s) ({why})"
+    return sources.FakeSource(cap), f"H200 capture replayed as {gpus} GPU(s) ({why})"
 
 
 def main() -> int:

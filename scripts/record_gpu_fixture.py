@@ -2,11 +2,11 @@
 
     PYTHONPATH=. python3 scripts/record_gpu_fixture.py OUT.json [--idle 2 --busy 4 --hz 20]
 
-Writes what ``reportgen.observe.gpu.FakeSource`` replays: NVML's view of every GPU (``info``), the
-error counters before and after, and telemetry at ``--hz``: ``--idle`` seconds at rest, then
-``--busy`` seconds while torch (when installed) multiplies bf16 matrices on GPU 0, then
-``--idle`` seconds cooling down. Also the host's fingerprint and what a sample costs. Needs
-only the standard library, nvidia-ml-py and (for the busy phase) torch.
+Writes what ``reportgen.observe.sources.FakeSource`` replays: NVML's view of every GPU
+(``info``), the error counters before and after, and telemetry at ``--hz``: ``--idle``
+seconds at rest, then ``--busy`` seconds while torch (when installed) multiplies bf16
+matrices on GPU 0, then ``--idle`` seconds cooling down. Also the host's fingerprint and what
+a sample costs. Needs only the standard library, nvidia-ml-py and (for the busy phase) torch.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reportgen import gpu  # noqa: E402
+from reportgen.observe import gpu, nvml  # noqa: E402
 
 
 def busy_gpu(stop: threading.Event, ready: threading.Event, note: dict[str, object]) -> None:
@@ -61,7 +61,7 @@ def main() -> int:
     parser.add_argument("--hz", type=float, default=20.0)
     args = parser.parse_args()
     try:
-        source = gpu.NvmlSource()
+        source = nvml.NvmlSource()
     except gpu.GpuUnavailable as exc:
         print(f"record_gpu_fixture: no GPU to record: {exc}", file=sys.stderr)
         return 1

@@ -260,7 +260,7 @@ def run_campaign(
     """`reportgen run` of a campaign file's ``text`` (its "PORT" a free port) in this process,
     quiet and without a PDF, into ``tmp_path``/out (no GPU capture unless ``env`` names one):
     the run's results and its directory."""
-    from reportgen.observe.gpu import CAPTURE_ENV
+    from reportgen.observe.sources import CAPTURE_ENV
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "c.toml"

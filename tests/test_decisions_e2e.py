@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from reportgen import results
-from reportgen.observe.gpu import CAPTURE_ENV
+from reportgen.observe.sources import CAPTURE_ENV
 from tests.conftest import ROOT, Ran, reportgen_main, run_campaign
 
 GPU_CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"

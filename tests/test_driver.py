@@ -11,7 +11,7 @@ import pytest
 from reportgen import campaign, results
 from reportgen.campaign import Workload
 from reportgen.load.loadgen import LevelRun, RequestRecord, RequestSpec
-from reportgen.observe.gpu import CAPTURE_ENV
+from reportgen.observe.sources import CAPTURE_ENV
 from reportgen.run import calibrate
 from reportgen.run.driver import Driver
 from tests.conftest import free_port, reportgen_main

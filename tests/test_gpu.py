@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from reportgen.observe import gpu, telemetry
-from reportgen.observe.gpu import FakeSource
+from reportgen.observe import gpu, nvml, sources, telemetry
+from reportgen.observe.sources import FakeSource
 from tests.conftest import ROOT, Ran, reportgen_main
 from tests.test_driver import run_campaign
 
@@ -135,28 +135,28 @@ def test_sampling_thread_keeps_its_rate_and_survives_a_failing_source() -> None:
 def test_open_source_replays_a_capture_or_says_why_not(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(gpu.CAPTURE_ENV, str(H200))
-    source, why = gpu.open_source()
+    monkeypatch.setenv(sources.CAPTURE_ENV, str(H200))
+    source, why = sources.open_source()
     assert why is None and isinstance(source, FakeSource)
-    monkeypatch.setenv(gpu.CAPTURE_ENV, str(tmp_path / "missing.json"))
-    source, why = gpu.open_source()
+    monkeypatch.setenv(sources.CAPTURE_ENV, str(tmp_path / "missing.json"))
+    source, why = sources.open_source()
     assert source is None and why is not None and "missing.json" in why
-    monkeypatch.delenv(gpu.CAPTURE_ENV)
-    source, why = gpu.open_source()
+    monkeypatch.delenv(sources.CAPTURE_ENV)
+    source, why = sources.open_source()
     if not DEVICE_NODES:
         assert source is None
     if source is None:  # this host has no GPU (CI): the reason names NVML or its package
         assert why is not None and ("NVML" in why or "nvidia-ml-py" in why), why
     else:  # a GPU host: NVML itself, answering
         try:
-            assert why is None and isinstance(source, gpu.NvmlSource)
+            assert why is None and isinstance(source, nvml.NvmlSource)
             assert source.info()["count"] >= 1
         finally:
             source.close()
 
 
 def fingerprint_cli(*args: str, capture_file: Path | None = H200) -> Ran:
-    env = {gpu.CAPTURE_ENV: None if capture_file is None else str(capture_file)}
+    env = {sources.CAPTURE_ENV: None if capture_file is None else str(capture_file)}
     return reportgen_main("fingerprint", *args, env=env)
 
 
@@ -194,7 +194,7 @@ def test_fingerprint_without_a_gpu_says_why() -> None:
 
 @pytest.mark.slow
 def test_a_campaign_records_telemetry_per_level(tmp_path: Path, cache: Path) -> None:
-    data = run_campaign(tmp_path, "", cache, {gpu.CAPTURE_ENV: str(H200)})
+    data = run_campaign(tmp_path, "", cache, {sources.CAPTURE_ENV: str(H200)})
     exp = data["experiments"][0]
     assert exp["telemetry"]["error"] is None and exp["telemetry"]["rows"] > 5
     assert exp["gpu_counters"]["new_errors"] == []
@@ -220,7 +220,7 @@ def test_nvml_failing_mid_run_leaves_the_run_going(tmp_path: Path, cache: Path) 
     cap["fail_after_samples"] = 2
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(cap))
-    data = run_campaign(tmp_path, "", cache, {gpu.CAPTURE_ENV: str(broken)})
+    data = run_campaign(tmp_path, "", cache, {sources.CAPTURE_ENV: str(broken)})
     exp = data["experiments"][0]
     assert exp["status"] == "ok" and exp["decision"]
     assert exp["telemetry"]["error"].startswith("telemetry stopped after 2 rows")
@@ -230,7 +230,7 @@ def test_nvml_failing_mid_run_leaves_the_run_going(tmp_path: Path, cache: Path) 
 
 @pytest.mark.slow
 def test_without_a_gpu_the_run_says_telemetry_was_unavailable(tmp_path: Path, cache: Path) -> None:
-    data = run_campaign(tmp_path, "", cache, {gpu.CAPTURE_ENV: str(tmp_path / "none.json")})
+    data = run_campaign(tmp_path, "", cache, {sources.CAPTURE_ENV: str(tmp_path / "none.json")})
     exp = data["experiments"][0]
     assert exp["status"] == "ok"
     assert exp["telemetry"]["error"].startswith("no GPU telemetry: ")
@@ -242,7 +242,7 @@ def test_without_a_gpu_the_run_says_telemetry_was_unavailable(tmp_path: Path, ca
 @pytest.mark.gpu
 def test_nvml_on_a_real_gpu() -> None:
     try:
-        source = gpu.NvmlSource()
+        source = nvml.NvmlSource()
     except gpu.GpuUnavailable as exc:
         pytest.skip(f"no GPU here: {exc}")
     try:
@@ -303,19 +303,19 @@ def test_the_capture_replayed_as_four_gpus(monkeypatch: pytest.MonkeyPatch) -> N
     assert [c["gpu"] for c in counters] == [0, 1, 2, 3]
     assert counters[3]["pcie_replays"] == recorded["counters_before"][0]["pcie_replays"]
     # a campaign in another process asks for it through the environment
-    monkeypatch.setenv(gpu.CAPTURE_ENV, str(H200))
-    monkeypatch.setenv(gpu.CAPTURE_GPUS_ENV, "4")
-    source, why = gpu.open_source()
+    monkeypatch.setenv(sources.CAPTURE_ENV, str(H200))
+    monkeypatch.setenv(sources.CAPTURE_GPUS_ENV, "4")
+    source, why = sources.open_source()
     assert why is None and source is not None and source.info() == info
-    monkeypatch.setenv(gpu.CAPTURE_GPUS_ENV, "none")
-    source, why = gpu.open_source()
-    assert source is None and why is not None and gpu.CAPTURE_GPUS_ENV in why
+    monkeypatch.setenv(sources.CAPTURE_GPUS_ENV, "none")
+    source, why = sources.open_source()
+    assert source is None and why is not None and sources.CAPTURE_GPUS_ENV in why
 
 
 @pytest.fixture(scope="module")
 def four_gpus(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> dict[str, Any]:
     """The small campaign, its GPU telemetry the H200 capture replayed as four GPUs."""
-    env = {gpu.CAPTURE_ENV: str(H200), gpu.CAPTURE_GPUS_ENV: "4"}
+    env = {sources.CAPTURE_ENV: str(H200), sources.CAPTURE_GPUS_ENV: "4"}
     return run_campaign(tmp_path_factory.mktemp("four-gpus"), "", cache, env)
 
 
@@ -389,7 +389,7 @@ def test_the_gate_on_gpu_count_tells_one_gpu_from_four(
         "(the run's: 1 x NVIDIA H200 (compute capability 9.0))"
     ]
     # `reportgen diff` of the same campaign on one GPU and on four: not comparable
-    single = run_campaign(tmp_path, "", cache, {gpu.CAPTURE_ENV: str(H200)})
+    single = run_campaign(tmp_path, "", cache, {sources.CAPTURE_ENV: str(H200)})
     page = (single["_run_dir"] / "report.html").read_text()
     assert "per-gpu" not in page and "Per GPU:" not in page  # one GPU: no per-GPU table
     res = reportgen_main(

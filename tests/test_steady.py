@@ -15,7 +15,7 @@ from reportgen import results
 from reportgen.analysis import checks, summary
 from reportgen.campaign import Workload, loads, resolve
 from reportgen.load.loadgen import RequestRecord, RequestSpec
-from reportgen.observe.gpu import CAPTURE_ENV
+from reportgen.observe.sources import CAPTURE_ENV
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point
 from reportgen.run.driver import STAGGER_SHARE, Driver

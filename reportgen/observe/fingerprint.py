@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
-from reportgen.observe.gpu import GpuSource, open_source
+from reportgen.observe.gpu import GpuSource
+from reportgen.observe.sources import open_source
 from reportgen.redact import redact_env
 
 PACKAGES = (

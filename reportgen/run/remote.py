@@ -122,13 +122,13 @@ def _watch(stream: IO[bytes]) -> None:
 def _prepare(job: Job, relay: Relay) -> dict[str, Any]:
     """What a run here does before its first experiment (``local.Local``), done here."""
     from reportgen.errors import ReportgenError
-    from reportgen.observe import gpu
+    from reportgen.observe import sources
     from reportgen.run.local import Local
     from reportgen.run.plan import campaign_secrets
     from reportgen.run.session import Context
 
     ctx = Context(job.campaign, Path("."), relay, campaign_secrets(job.campaign))  # type: ignore[arg-type]
-    ctx.gpu_source, ctx.gpu_why = gpu.open_source()
+    ctx.gpu_source, ctx.gpu_why = sources.open_source()
     here = Local()
     try:
         environment, flags = here.prepare(ctx)
@@ -147,7 +147,7 @@ def _prepare(job: Job, relay: Relay) -> dict[str, Any]:
 
 def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
     from reportgen.analysis import verdict
-    from reportgen.observe import fingerprint, gpu
+    from reportgen.observe import fingerprint, sources
     from reportgen.run import calibrate
     from reportgen.run.experiment import run_experiment
     from reportgen.run.plan import campaign_secrets
@@ -161,7 +161,7 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
     folder.mkdir(parents=True)
     moved = _own_port(job) if os.environ.get("SLURM_JOB_ID") else None
     ctx = Context(job.campaign, folder, relay, campaign_secrets(job.campaign))  # type: ignore[arg-type]
-    ctx.gpu_source, ctx.gpu_why = gpu.open_source()
+    ctx.gpu_source, ctx.gpu_why = sources.open_source()
     ctx.client_ceiling = run.client_ceiling or calibrate.calibrate()
     stopped = None
     try:

@@ -21,7 +21,7 @@ from reportgen.analysis.checks import invalidated
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.errors import HostLost, ResultsError
 from reportgen.load.records import RequestRecord
-from reportgen.observe import gpu
+from reportgen.observe import sources
 from reportgen.redact import redact_text
 from reportgen.results.model import EngineRecord, Experiment, Run, RunStatus
 from reportgen.run import confirm, executor, interrupt
@@ -65,7 +65,7 @@ class Runner:
 
     def run(self) -> Run:
         if self.executor.name == "local":  # elsewhere, the GPU host samples its own
-            self.ctx.gpu_source, self.ctx.gpu_why = gpu.open_source()
+            self.ctx.gpu_source, self.ctx.gpu_why = sources.open_source()
         try:
             return self._run_all()
         finally:
