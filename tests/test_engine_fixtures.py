@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen import campaign, engines
+from reportgen import campaign, engines, tracebacks
 from reportgen.analysis.checks_engine import spec_agreement, spec_length
 from reportgen.analysis.checks_server import cuda_graphs
 from reportgen.observe import evidence
@@ -181,22 +181,25 @@ def test_speculative_decoding_log_lines_are_parsed_and_agree_with_the_counters()
 
 def test_a_real_fatal_error_gives_its_cause_not_only_an_exit_code() -> None:
     # vLLM: the engine core's ValueError mid-log, the API server's "see root cause above" last
-    what, at = engines.root_cause(_read(VLLM / "server-kv-cache-too-small.log")) or ("", 0)
+    what, at = tracebacks.root_cause(_read(VLLM / "server-kv-cache-too-small.log")) or ("", 0)
     assert what.startswith("ValueError: No available memory for the cache blocks")
     assert at > 0
     # SGLang 0.5.17: its own check of --mem-fraction-static
-    what, _ = engines.root_cause(_read(SGLANG / "fatal-mem-fraction-static-0.005.log")) or ("", 0)
+    what, _ = tracebacks.root_cause(_read(SGLANG / "fatal-mem-fraction-static-0.005.log")) or (
+        "",
+        0,
+    )
     assert what.startswith("ValueError: Loaded weights leave no GPU memory for the KV cache")
     # vLLM 0.26 asked for TP=2 on one GPU: pydantic's first line names only the model; what
     # was wrong is the indented line after it
-    what, _ = engines.root_cause(_read(VLLM / "server-tp2-on-one-gpu.log")) or ("", 0)
+    what, _ = tracebacks.root_cause(_read(VLLM / "server-tp2-on-one-gpu.log")) or ("", 0)
     assert what.startswith(
         "pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig: "
         "World size (2) is larger than the number of available GPUs (1) in this node."
     ), what
     # a clean log and vLLM's errors at shutdown (EngineDeadError) name no cause
-    assert engines.root_cause(_read(VLLM / "server-baseline.log")) is None
-    assert engines.root_cause(_read(VLLM / "server-batched-tokens-512.log")) is None
+    assert tracebacks.root_cause(_read(VLLM / "server-baseline.log")) is None
+    assert tracebacks.root_cause(_read(VLLM / "server-batched-tokens-512.log")) is None
 
 
 def test_errors_vllm_prints_once_asked_to_stop_are_counted_apart(tmp_path: Path) -> None:
@@ -307,16 +310,16 @@ def test_campaign_flags_as_the_engines_own_parser_accepted_them(
 def test_a_failures_traceback_is_distilled_to_the_engines_frames_and_its_whole_message() -> None:
     # vLLM 0.26.0: every line behind the engine core's logger prefix
     text = _read(VLLM / "server-kv-cache-too-small.log")
-    what, at = engines.root_cause(text) or ("", 0)
-    start = engines.traceback_before(text, at)
+    what, at = tracebacks.root_cause(text) or ("", 0)
+    start = tracebacks.traceback_before(text, at)
     assert start is not None
-    got = engines.distill(text, start) or ""
+    got = tracebacks.distill(text, start) or ""
     assert "vllm/v1/core/kv_cache_utils.py:758 in _check_enough_kv_cache_memory" in got
     assert "(EngineCore pid=" not in got
     assert got.splitlines()[-1] == what  # the message, whole, last
     # SGLang 0.5.17: the traceback begins mid-line ("Scheduler hit an exception: Traceback")
     text = _read(SGLANG / "fatal-mem-fraction-static-0.005.log")
-    got, line = engines.excerpt_of_failure(engines.get("sglang"), text) or ("", "")
+    got, line = tracebacks.excerpt_of_failure(engines.get("sglang"), text) or ("", "")
     assert "sglang/srt/mem_cache/kv_cache_configurator.py:1647 in _profile_available_bytes" in got
     assert got.endswith("If using speculative decoding, draft weights are now counted.")
 
@@ -328,7 +331,7 @@ def test_torchs_call_plumbing_is_left_out_and_an_oom_message_kept_whole() -> Non
 
     text = store.read_log(ROOT / "docs" / "examples" / "h200", "logs/eager-attention.server.log")
     assert text is not None  # committed gzipped (scripts/compact_run.py)
-    got, line = engines.excerpt_of_failure(engines.get("transformers"), text) or ("", "")
+    got, line = tracebacks.excerpt_of_failure(engines.get("transformers"), text) or ("", "")
     assert line.endswith("Error in generation loop: CUDA out of memory. Tried to allocate "
                          "6.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 2.24 "
                          "GiB is free. Including non-PyTorch memory, this process has 137.55 "

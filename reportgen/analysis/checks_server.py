@@ -18,9 +18,9 @@ from typing import Any
 from reportgen.analysis import text as text_mod
 from reportgen.analysis.checks_levels import Status
 from reportgen.campaign import is_throughput
-from reportgen.engines import gist
 from reportgen.results.model import Experiment, Point, sorted_points
 from reportgen.results.verdicts import Check
+from reportgen.tracebacks import gist
 
 GPU_MEMORY_BUSY = 0.05  # share of a GPU's memory in use at start that means "not free"
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from reportgen import engines
+from reportgen import engines, tracebacks
 from reportgen.analysis import checks as checks_mod
 from reportgen.campaign import Workload
 from reportgen.load.records import RequestRecord
@@ -43,12 +43,12 @@ def _failure_again(entry: Any, engine: engines.Engine, text: str) -> None:
     """A failed experiment's log excerpt distilled again (the first error's traceback, the
     engine's frames, the message whole), and its reason's message made whole where the run
     cut it."""
-    got = engines.excerpt_of_failure(engine, text)
+    got = tracebacks.excerpt_of_failure(engine, text)
     if got is None:
         return
     excerpt, line = got
     entry.log_tail = redact_text(excerpt)
-    entry.log_heading = engines.DISTILLED_HEADING
+    entry.log_heading = tracebacks.DISTILLED_HEADING
     head, sep, said = (entry.reason or "").partition(": ")
     if (
         sep

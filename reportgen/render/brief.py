@@ -21,12 +21,12 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reportgen.engines import gist
 from reportgen.render.content import Brief, BriefCell, Expectation
 from reportgen.render.evidence import failure_hint, kv_cache
 from reportgen.render.experiment import request_tokens, samples, summaries_by_level
 from reportgen.results.model import Experiment, Point, Run, sorted_points
 from reportgen.results.verdicts import Comparison
+from reportgen.tracebacks import gist
 
 # (aggregate key, comparison metric or None, label, lower is better)
 LATENCIES = (

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from reportgen.analysis import sequential
 from reportgen.analysis.checks_levels import ACHIEVED_SHARE
 from reportgen.campaign import is_throughput
-from reportgen.engines import DISTILLED_HEADING, gist
 from reportgen.render import evidence
 from reportgen.render.content import (
     Cell,
@@ -43,6 +42,7 @@ from reportgen.results import model
 from reportgen.results import verdicts as results_verdicts
 from reportgen.results.levels import Aggregate
 from reportgen.results.model import Point, sorted_points
+from reportgen.tracebacks import DISTILLED_HEADING, gist
 
 # Columns of the per-experiment table by level, after output tok/s, in the template's order.
 LEVEL_COLUMNS = (

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import httpx
 
-from reportgen import engines, tls
+from reportgen import tls, tracebacks
 from reportgen.engines import Engine
 from reportgen.errors import ServerError
 from reportgen.redact import redact_text
@@ -33,7 +33,7 @@ from reportgen.run import reaper
 
 FATAL_HEADING = "The server's log from its fatal line"
 # The first error and its traceback, distilled: the engine's own frames, the message whole.
-DISTILLED_HEADING = engines.DISTILLED_HEADING
+DISTILLED_HEADING = tracebacks.DISTILLED_HEADING
 MESSAGE_CHARS = 2000  # an error message is kept whole up to this (CUDA's OOM runs to 600)
 CAUSE_HEADING = "The server's log from its first error"
 # How long a server may outlive a reportgen killed without stopping it: SIGTERM, then SIGKILL
@@ -266,12 +266,12 @@ class ServerProcess:
             # a server across nodes: which ranks went comes first, the traceback after
             lost = NODE_ERROR.search(text)
             went = f"{lost.group(1)[:MESSAGE_CHARS]}; " if lost else ""
-            cause = engines.root_cause(text)
+            cause = tracebacks.root_cause(text)
             if cause is not None:  # the traceback's own words, and the log from them on
                 what, offset = cause
                 said = f"{went}{what}"[: MESSAGE_CHARS + len(went)]
-                start = engines.traceback_before(text, offset)
-                distilled = engines.distill(text, start) if start is not None else None
+                start = tracebacks.traceback_before(text, offset)
+                distilled = tracebacks.distill(text, start) if start is not None else None
                 if distilled is not None:
                     return ServerError(
                         f"server exited with code {code}{at}: {said}",
@@ -288,7 +288,7 @@ class ServerProcess:
         if fatal is not None:
             excerpt, heading = self.fatal_excerpt(), FATAL_HEADING
             head = self._read_log(self._fatal_at, 1024 * 1024).decode("utf-8", errors="replace")
-            distilled = engines.distill(head)
+            distilled = tracebacks.distill(head)
             if distilled is not None:  # the traceback that follows the fatal line
                 excerpt = redact_text(head.splitlines()[0] + "\n" + distilled, self.secrets)
                 heading = DISTILLED_HEADING

@@ -17,7 +17,6 @@ from reportgen import engines
 from reportgen.analysis import search, steady
 from reportgen.campaign import Campaign, CampaignModel, Resolved, repetitions_range
 from reportgen.campaign.workload import FindMax
-from reportgen.engines import gist
 from reportgen.errors import ReportgenError, ServerError
 from reportgen.load import tokens
 from reportgen.load.loadgen import RequestSpec
@@ -35,6 +34,7 @@ from reportgen.run.external import ExternalServer
 from reportgen.run.plan import Role, command_line
 from reportgen.run.progress import ProgressSink
 from reportgen.run.server import ServerProcess
+from reportgen.tracebacks import gist
 
 EXIT_GRACE_S = 2.0  # after a level whose connections failed: how long its server gets to exit
 
