@@ -335,7 +335,7 @@ def _in_flight(e: Any, point: Any) -> str:
     """A level's mean requests in flight, marked "(low)" under 0.9 x a closed loop's C; an
     open loop's shortfall against its offered rate where it fell short."""
     from reportgen.analysis.checks_levels import under_load
-    from reportgen.render.experiment import achieved
+    from reportgen.render.levels import achieved
 
     runs = [lv for lv in e.levels if lv.point == point]
     wl = e.workload or {}
@@ -357,8 +357,8 @@ def _summary_table(out: Console, data: Run) -> None:
         _lone_table(out, data)
         return
     from reportgen.campaign import is_throughput
-    from reportgen.render.experiment import achieved, summaries_by_level
     from reportgen.render.fmt import fmt_num
+    from reportgen.render.levels import achieved, summaries_by_level
     from reportgen.results.model import sorted_points
 
     metric = data.metric

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from reportgen.render.content import Brief, BriefCell, Expectation
 from reportgen.render.evidence import failure_hint, kv_cache
-from reportgen.render.experiment import request_tokens, samples, summaries_by_level
+from reportgen.render.experiment import request_tokens
+from reportgen.render.levels import samples, summaries_by_level
 from reportgen.results.model import Experiment, Point, Run, sorted_points
 from reportgen.results.verdicts import Comparison
 from reportgen.tracebacks import gist

@@ -7,17 +7,13 @@ Pure, like ``view``.
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 
 from reportgen.analysis import sequential
-from reportgen.analysis.checks_levels import ACHIEVED_SHARE
-from reportgen.campaign import is_throughput
 from reportgen.render import evidence
 from reportgen.render.content import (
-    Cell,
     Comparison,
     ExperimentView,
     FlagChange,
@@ -30,71 +26,29 @@ from reportgen.render.fmt import (
     fmt_arg,
     fmt_ci,
     fmt_duration,
-    fmt_num,
     fmt_ratio,
-    fmt_stat,
     fmt_time,
     level_cell,
 )
+from reportgen.render.levels import (
+    achieved,
+    by_level,
+    cell,
+    cut_short,
+    error_kinds,
+    level_notes,
+    level_row,
+    summaries_by_level,
+    trim_notes,
+    vs_baseline_table,
+)
 from reportgen.render.text import search_said
-from reportgen.results import levels as results_levels
 from reportgen.results import model
 from reportgen.results import verdicts as results_verdicts
-from reportgen.results.levels import Aggregate
 from reportgen.results.model import Point, sorted_points
 from reportgen.tracebacks import DISTILLED_HEADING, gist
 
-# Columns of the per-experiment table by level, after output tok/s, in the template's order.
-LEVEL_COLUMNS = (
-    "total_tok_s",
-    "req_s",
-    "ttft_ms_p50",
-    "ttft_ms_p90",
-    "ttft_ms_p99",
-    "itl_ms_p50",
-    "itl_ms_p90",
-    "itl_ms_p99",
-    "tpot_ms_p50",
-    "e2e_ms_p50",
-    "e2e_ms_p99",
-)
 LOG_HEADING = "End of the server log"  # what log_tail is, unless the runner said otherwise
-
-
-def cell(level: Aggregate | None, key: str) -> Cell:
-    """A level's statistic, mean and sd; "all failed" where no request of it succeeded (its
-    throughput is zero, and its latencies unknown: not a measurement of the configuration)."""
-    if level is None:
-        return Cell(*fmt_stat(None))
-    if level.all_failed:
-        return Cell("all failed")
-    return Cell(*fmt_stat(level.stat(key)))
-
-
-def by_level(e: model.Experiment | None) -> dict[Point, Aggregate]:
-    """An experiment's aggregates by level (none for no experiment)."""
-    return {a.point: a for a in e.by_level} if e is not None else {}
-
-
-def summaries_by_level(e: model.Experiment | None) -> dict[Point, list[results_levels.Summary]]:
-    """An experiment's level runs' summaries by level, in the order they ran."""
-    runs = results_levels.by_point(e.levels if e is not None else [])
-    return {p: [lv.summary for lv in group] for p, group in runs.items()}
-
-
-def achieved(runs: Sequence[results_levels.Summary], nominal: int | None = None) -> str:
-    """The mean achieved concurrency of a level's runs (requests in flight, time-weighted);
-    marked "(low)" below ACHIEVED_SHARE of a closed loop's ``nominal`` C."""
-    values = [
-        float(s.achieved_concurrency)
-        for s in runs
-        if s.achieved_concurrency is not None and math.isfinite(s.achieved_concurrency)
-    ]
-    if not values:
-        return NONE
-    mean = sum(values) / len(values)
-    low = nominal is not None and nominal > 0 and mean < ACHIEVED_SHARE * nominal
-    return fmt_num(mean) + (" (low)" if low else "")
 
 
 SETTLE_ENDS = {
@@ -254,16 +208,6 @@ def _before_failure(decision: results_verdicts.Decision | None) -> str:
     )
 
 
-def samples(runs: Sequence[results_levels.Summary]) -> str:
-    """Successful requests per run, the values each run's TTFT and E2E percentiles come
-    from: one number when every run had as many, else the range."""
-    counts = [s.ok for s in runs]
-    if not counts:
-        return NONE
-    low, high = min(counts), max(counts)
-    return f"{low}" if low == high else f"{low}–{high}"
-
-
 def section(
     i: int,
     e: model.Experiment,
@@ -283,16 +227,16 @@ def section(
     rows: list[LevelRow] = []
     for c in sorted_points(mine):
         rows.append(
-            _level_row(
+            level_row(
                 c, mine[c], "this", is_baseline, base.get(c), my_runs.get(c), base_runs.get(c)
             )
         )
         if not is_baseline and c in base:
-            rows.append(_level_row(c, base[c], "baseline", True, None, base_runs.get(c)))
+            rows.append(level_row(c, base[c], "baseline", True, None, base_runs.get(c)))
     vs_parent = decision.vs_parent if decision else []
     vs_baseline = decision.vs_baseline if decision else []
     metrics = (decision.metrics if decision else None) or {}
-    baseline_metrics, baseline_table = _baseline_table(metrics.get("vs_baseline") or [])
+    baseline_metrics, baseline_table = vs_baseline_table(metrics.get("vs_baseline") or [])
     ratio_at = {c.point: c.ratio for c in vs_baseline}
     return ExperimentView(
         index=i + 1,
@@ -321,7 +265,7 @@ def section(
         log_tail=e.log_tail or "",
         log_heading=e.log_heading or LOG_HEADING,
         log_print=_log_print(e.log_tail or "", e.log_heading or LOG_HEADING),
-        cut_short=_cut_short(e),
+        cut_short=cut_short(e),
         log_file=e.log_file or "",
         warnings=list(e.warnings),
         started=fmt_time(e.started_at),
@@ -336,7 +280,7 @@ def section(
         objective_ratio=[fmt_ratio(ratio_at[c]) if c in ratio_at else "" for c in objective.levels],
         objective_achieved=[achieved(my_runs[c]) if c in my_runs else "" for c in objective.levels],
         levels=rows,
-        notes=_level_notes(mine, _error_kinds(e)) + _trim_notes(my_runs),
+        notes=level_notes(mine, error_kinds(e)) + trim_notes(my_runs),
         telemetry=evidence.telemetry_rows(e),
         telemetry_windows=evidence.windows(e),
         telemetry_note=evidence.telemetry_note(e),
@@ -403,58 +347,6 @@ def _flag_diff(items: Sequence[model.FlagChange]) -> list[FlagChange]:
     ]
 
 
-def _level_row(
-    c: Point,
-    level: Aggregate,
-    label: str,
-    is_baseline: bool,
-    base: Aggregate | None,
-    runs: Sequence[results_levels.Summary] | None = None,
-    base_runs: Sequence[results_levels.Summary] | None = None,
-) -> LevelRow:
-    # the ratio of geometric means, the same number as every comparison's
-    mine, theirs = _geomean(runs or []), _geomean(base_runs or [])
-    ratio = NONE if is_baseline or mine is None or not theirs else fmt_ratio(mine / theirs)
-    return LevelRow(
-        concurrency=level_cell(c),
-        label=label,
-        is_baseline=is_baseline,
-        output=cell(level, "output_tok_s"),
-        ratio=ratio,
-        cells=[cell(level, key) for key in LEVEL_COLUMNS],
-        errors=f"{level.errors}/{level.requests}",
-        achieved=achieved(runs or [], c.concurrency if c.rate is None else None),
-        samples=samples(runs or []),
-    )
-
-
-def _geomean(runs: Sequence[results_levels.Summary]) -> float | None:
-    """The geometric mean of the runs' output tok/s (positive ones), None without any."""
-    logs = [math.log(v) for s in runs if (v := s.output_tok_s) is not None and v > 0]
-    return math.exp(sum(logs) / len(logs)) if logs else None
-
-
-def _baseline_table(
-    items: Sequence[results_verdicts.Comparison],
-) -> tuple[list[str], list[tuple[str, list[tuple[str, str, str]]]]]:
-    """Every headline metric's comparison with the baseline, as a level-by-metric table:
-    the metrics' labels, then per level its cells (ratio, interval, verdict)."""
-    metrics: list[str] = []
-    cells: dict[tuple[Point, str], tuple[str, str, str]] = {}
-    for c in items:
-        if c.metric not in metrics:
-            metrics.append(c.metric)
-        cells[(c.point, c.metric)] = (
-            fmt_ratio(c.ratio), fmt_ci(c.ci_low, c.ci_high), c.verdict
-        )  # fmt: skip
-    levels = sorted_points(c for c, _ in cells)
-    labels = [m.replace("_p99", " p99") if m.endswith("_p99") else (
-        m if is_throughput(m) else f"{m} p50") for m in metrics]  # fmt: skip
-    return labels, [
-        (level_cell(c), [cells.get((c, m), (NONE, "", "")) for m in metrics]) for c in levels
-    ]
-
-
 def _servers(sessions: Sequence[model.Session], grown: bool = False) -> str:
     """How the experiment's servers were launched, in a phrase ("" for one launch);
     ``grown``: its parent's ran beside its adaptive rounds (``Control.grown``)."""
@@ -475,95 +367,6 @@ def _servers(sessions: Sequence[model.Session], grown: bool = False) -> str:
             "E: this experiment)"
         )
     return text
-
-
-def _error_kinds(e: model.Experiment) -> dict[Point, dict[str, int]]:
-    """Failed requests by level and kind ("HTTP 429", "timeout"...), repetitions pooled."""
-    out: dict[Point, dict[str, int]] = {}
-    for lv in e.levels:
-        kinds = out.setdefault(lv.point, {})
-        for kind, n in lv.summary.error_kinds.items():
-            kinds[kind] = kinds.get(kind, 0) + n
-    return out
-
-
-def _cut_short(e: model.Experiment) -> list[str]:
-    """Levels ended early because their server died: when, and why."""
-    out = []
-    for lv in e.levels:
-        where = f"{lv.point.label} repetition {lv.repetition + 1}"
-        if not lv.aborted:
-            continue
-        if lv.aborted.startswith(results_verdicts.FAILED_DURING):
-            out.append(f"{where}: {lv.aborted}; its numbers are not the configuration's.")
-            continue
-        out.append(
-            f"{where}: cut short after {(lv.window.duration_s if lv.window else 0.0):.1f} s "
-            f"({lv.aborted}); requests in flight then are not counted."
-        )
-    return out
-
-
-def _trim_notes(runs: Mapping[Point, Sequence[results_levels.Summary]]) -> list[str]:
-    """Where throughputs were trimmed to the steady state: the window, per level (the runs'
-    mean start and end, seconds from the level's start, against its whole length)."""
-    notes: list[str] = []
-    for c in sorted_points(runs):
-        windows = [s.window_s for s in runs[c] if s.window_s and len(s.window_s) == 2]
-        if not windows:
-            continue
-        start = sum(w[0] for w in windows) / len(windows)
-        end = sum(w[1] for w in windows) / len(windows)
-        whole = sum(s.duration_s for s in runs[c]) / len(runs[c])
-        of = f"{len(windows)} of {len(runs[c])} runs" if len(windows) < len(runs[c]) else (
-            "one run" if len(windows) == 1 else f"mean of {len(windows)} runs"
-        )  # fmt: skip
-        notes.append(
-            f"{c.label}: throughputs trimmed to the steady state, {start:.2f}–{end:.2f} s of "
-            f"{whole:.2f} s ({of}); latencies count every request."
-        )
-    return notes
-
-
-def _level_notes(
-    levels: Mapping[Point, Aggregate], error_kinds: Mapping[Point, Mapping[str, int]]
-) -> list[str]:
-    """Caveats a reader must see next to the numbers they qualify."""
-    notes: list[str] = []
-    for c in sorted_points(levels):
-        lv = levels[c]
-        if lv.client_limited:
-            load = lv.client_load_max
-            share = f" (up to {load:.0%} of its measured ceiling)" if load is not None else ""
-            notes.append(
-                f"{c.label}: client-limited in {lv.client_limited} of {lv.repetitions}"
-                f" repetition(s){share}; these numbers may describe the load generator rather "
-                "than the server. Raise workload.workers or use a bigger client host."
-            )
-        if lv.errors:
-            found = sorted((error_kinds.get(c) or {}).items(), key=lambda kv: -kv[1])
-            kinds = ", ".join(f"{k} ({n})" for k, n in found)
-            notes.append(
-                f"{c.label}: {lv.errors} of {lv.requests} request(s) failed"
-                + (f": {kinds}" if kinds else "")
-                + "; the numbers count only those that succeeded."
-            )
-        if lv.silent_outputs:
-            notes.append(
-                f"{c.label}: {lv.silent_outputs} request(s) streamed no text although the "
-                "engine counted their tokens; their latencies are left out."
-            )
-        if lv.short_outputs:
-            notes.append(
-                f"{c.label}: {lv.short_outputs} request(s) returned fewer output tokens than "
-                "asked; the engine may ignore ignore_eos/min_tokens."
-            )
-        goodput = lv.mean("goodput_req_s")
-        if goodput is not None:
-            notes.append(
-                f"{c.label}: goodput {fmt_num(goodput)} req/s (requests meeting every SLO)."
-            )
-    return notes
 
 
 def adaptive_note(e: model.Experiment) -> str:

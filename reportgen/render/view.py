@@ -31,7 +31,7 @@ from reportgen.render.content import (
     Report,
     Series,
 )
-from reportgen.render.experiment import by_level, section
+from reportgen.render.experiment import section
 from reportgen.render.fmt import (
     NONE,
     fmt_ci,
@@ -41,6 +41,7 @@ from reportgen.render.fmt import (
     fmt_time,
     level_head,
 )
+from reportgen.render.levels import by_level
 from reportgen.results import model
 from reportgen.results.model import Point, Resumption, Run, sorted_points
 
