@@ -9,18 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportgen.results.levels import Level
-from reportgen.results.verdicts import Check, CheckStatus
-
-Status = CheckStatus
-
-CV_BOUND = 0.05
-CLOCK_CV_BOUND = 0.05
-STEADY_BOUND = 0.10  # early vs late median TPOT
-# Samples a percentile needs to have one above it, 1 / (1 - p): with fewer, the p-th
-# percentile (linear interpolation) lies between the largest values, about the maximum.
-PERCENTILE_SAMPLES = {"p90": 10, "p99": 100}
-# Clock events that are not a slowdown: an idle GPU, clocks set by the user, a sync boost.
-NOT_SLOWDOWNS = ("gpu_idle", "applications_clocks_setting", "sync_boost")
+from reportgen.results.verdicts import Check
 
 DEFAULT_PREFIX_HIT = (0.0, 0.10)
 TOKEN_BOUND = 0.02  # engine vs client output tokens

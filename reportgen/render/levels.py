@@ -41,23 +41,6 @@ LEVEL_COLUMNS = (
     "e2e_ms_p50",
     "e2e_ms_p99",
 )
-LOG_HEADING = "End of the server log"  # what log_tail is, unless the runner said otherwise
-
-
-# Columns of the per-experiment table by level, after output tok/s, in the template's order.
-LEVEL_COLUMNS = (
-    "total_tok_s",
-    "req_s",
-    "ttft_ms_p50",
-    "ttft_ms_p90",
-    "ttft_ms_p99",
-    "itl_ms_p50",
-    "itl_ms_p90",
-    "itl_ms_p99",
-    "tpot_ms_p50",
-    "e2e_ms_p50",
-    "e2e_ms_p99",
-)
 
 
 def cell(level: Aggregate | None, key: str) -> Cell:

@@ -25,7 +25,6 @@ from reportgen.render import brief, evidence, methods, text
 from reportgen.render.content import (
     Assumptions,
     ExperimentView,
-    Header,
     Objective,
     Reference,
     Report,
@@ -35,22 +34,17 @@ from reportgen.render.experiment import section
 from reportgen.render.fmt import (
     NONE,
     fmt_ci,
-    fmt_duration,
     fmt_num,
     fmt_ratio,
-    fmt_time,
     level_head,
 )
+from reportgen.render.header import SIMULATED_NOTICE, header, run_dir_hint
 from reportgen.render.levels import by_level
 from reportgen.results import model
-from reportgen.results.model import Point, Resumption, Run, sorted_points
+from reportgen.results.model import Point, Run, sorted_points
 
 __all__ = ["CHART_KEYS", "SIMULATED_NOTICE", "Report", "Series", "build"]
 
-SIMULATED_NOTICE = (
-    "Simulated engine: these numbers come from reportgen's built-in simulator "
-    "(reportgen sim), not from a real inference engine or GPU."
-)
 
 # Series drawn in the charts (section 5): Aggregate keys.
 CHART_KEYS = (
@@ -78,7 +72,7 @@ def build(run: Run) -> Report:
     levels = sorted_points(lv.point for e in exps for lv in e.levels)
     gpus = ((run.environment.get("gpus") or {}).get("devices")) or []
     return Report(
-        header=_header(run),
+        header=header(run),
         objective=objective,
         level_head=level_head(levels),
         objective_at=_at_levels(objective.levels).removeprefix(" at "),
@@ -120,115 +114,10 @@ def build(run: Run) -> Report:
         },
         rerun=[
             f"reportgen run {shlex.quote(path)}",
-            f"reportgen render {shlex.quote(_run_dir_hint(run))}",
+            f"reportgen render {shlex.quote(run_dir_hint(run))}",
         ],
         brief=brief.build(run),
     )
-
-
-def _external_notice(run: Run) -> str:
-    """Which experiments' servers were already running (reportgen started none of them)."""
-    external = [e for e in run.experiments if e.base_url]
-    if not external:
-        return ""
-    where = sorted({e.base_url or "" for e in external})
-    which = (
-        "every experiment's server was"
-        if len(external) == len(run.experiments)
-        else "the servers of " + ", ".join(e.id for e in external) + " were"
-    )
-    return (
-        f"Not started by reportgen: {which} already running ({', '.join(where)}). reportgen "
-        "sent the load and read what the server's endpoints say of it (models, version, "
-        "metrics), but cannot vouch for its configuration: its flags, its environment, what "
-        "else it served meanwhile, or whether it restarted between experiments."
-    )
-
-
-def _run_dir_hint(run: Run) -> str:
-    return f"output/{run.info.get('name', '<campaign>')}/{run.run_id}"
-
-
-def _header(run: Run) -> Header:
-    info = run.info
-    reason = run.status_reason
-    if not reason:
-        reason = {
-            "running": "the run had not finished when these results were last saved "
-            "(it is still running, or reportgen was killed before it could say why): "
-            "`reportgen run CAMPAIGN --resume` goes on where it stopped",
-            "incomplete": "the run stopped before every experiment had finished",
-        }.get(run.status, f"the run's status is {run.status!r}")
-    started, finished = run.started_at, run.finished_at
-    return Header(
-        title=str(info.get("title") or info.get("name") or "reportgen report"),
-        name=str(info.get("name") or NONE),
-        description=str(info.get("description") or ""),
-        run_id=run.run_id or NONE,
-        started=fmt_time(started),
-        finished=fmt_time(finished) if finished else "not finished",
-        duration=fmt_duration(started, finished)
-        + (" from start to end, pauses included" if run.resumed else ""),
-        created=finished or started or "",
-        version=run.reportgen_version or NONE,
-        status=run.status,
-        complete=run.status == "complete",
-        incomplete_reason=reason,
-        simulated=run.engine.simulated,
-        simulated_notice=SIMULATED_NOTICE,
-        engine=run.engine.name or NONE,
-        host=_host_line(run.environment),
-        external_notice=_external_notice(run),
-        resumed="; ".join(_resumed(x, _uuids(run.environment)) for x in run.resumed),
-    )
-
-
-def _uuids(env: Mapping[str, Any]) -> list[str]:
-    return [
-        str(d.get("uuid")) for d in (env.get("gpus") or {}).get("devices") or [] if d.get("uuid")
-    ]
-
-
-def _resumed(x: Resumption, first_gpus: Sequence[str] = ()) -> str:
-    """One --resume: when, what it kept, what the campaign file had changed since, and
-    whether it ran on other GPUs than the run began on (comparisons across it then mix two
-    machines, a difference no repetition measured)."""
-    kept = ", ".join(x.kept) or "nothing"
-    line = f"{fmt_time(x.at)} (run {x.after or 'unfinished'}; kept {kept}"
-    now = [u for u in x.gpu_uuids if u]
-    if first_gpus and now and sorted(now) != sorted(first_gpus):
-        line += (
-            "; on other GPUs than the run began on (" + ", ".join(now) + "): experiments "
-            "after it are compared with ones measured on another machine, a difference the "
-            "noise model does not know"
-        )
-    changed = x.campaign_changed
-    if changed:
-        line += "; campaign file changed after them"
-        if changed.get("added"):
-            line += ": added " + ", ".join(changed["added"])
-        if changed.get("removed"):
-            line += ("; " if changed.get("added") else ": ") + "removed "
-            line += ", ".join(changed["removed"])
-    return line + ")"
-
-
-def _host_line(env: Mapping[str, Any]) -> str:
-    """The machine in a phrase: its name and its GPUs, counted by model (``env``: the
-    fingerprint, free-form as ``observe.fingerprint`` collected it)."""
-    host = env.get("host") or {}
-    gpus = env.get("gpus") or {}
-    names: dict[str, int] = {}
-    for d in gpus.get("devices") or []:
-        name = str(d.get("name") or "GPU")
-        names[name] = names.get(name, 0) + 1
-    if names:
-        what = ", ".join(f"{n} x {name}" for name, n in names.items())
-    else:
-        what = "no GPU seen" + (f" ({gpus['error']})" if gpus.get("error") else "")
-    cpu = host.get("cpu_model")
-    parts = [str(host.get("hostname") or "host"), what] + ([str(cpu)] if cpu else [])
-    return f"{parts[0]}: " + "; ".join(parts[1:])
 
 
 def _key(metric: str) -> str:
