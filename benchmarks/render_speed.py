@@ -24,7 +24,7 @@ log and ``evidence.log_evidence``; GPU telemetry rows at 20 Hz for ``--gpus`` GP
 (``results.save_telemetry``, windows from ``telemetry.window``); the assumption checks from
 ``run.experiment.check`` (``analysis.checks.run_checks``, as the runner calls it); the
 decision from ``analysis.verdict.decide_experiment`` (every headline metric and the p99
-bootstrap included) and the best so far from ``verdict.best_after``, the runner's own calls.
+bootstrap included) and the best so far from ``drift.best_after``, the runner's own calls.
 None of that is timed against the target (its time is printed apart).
 
 Then it times, in this process, ``reportgen.render.render(run_dir, pdf=False)`` (all that
@@ -71,7 +71,7 @@ if not os.environ.get(SNAPSHOT_ENV):  # this checkout's reportgen, whichever the
     sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # (--snapshot: its copy's)
 
 from reportgen import __version__, engines, results  # noqa: E402
-from reportgen.analysis import verdict  # noqa: E402
+from reportgen.analysis import drift, verdict  # noqa: E402
 from reportgen.analysis.summary import by_level, summarize  # noqa: E402
 from reportgen.campaign import Resolved, parent_id, resolve  # noqa: E402
 from reportgen.campaign import loads as load_campaign  # noqa: E402
@@ -804,7 +804,7 @@ def build_run(
         kept[entry.table] = light(rows)
         del rows
         entry.decision = verdict.decide_experiment(run, entry, kept)
-        run.best = verdict.best_after(run, entry)
+        run.best = drift.best_after(run, entry)
         results.save(run_dir, run)
         clock += 1.0
         say(

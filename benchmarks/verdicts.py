@@ -67,7 +67,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's reportgen
 
-from reportgen.analysis import adopt, decide, selection, tails, verdict  # noqa: E402
+from reportgen.analysis import adopt, decide, drift, selection, tails, verdict  # noqa: E402
 from reportgen.analysis import noise as noise_mod  # noqa: E402
 from reportgen.results.levels import Level, Summary
 from reportgen.results.model import CampaignFile, EngineRecord, Experiment, Run, Session
@@ -193,7 +193,7 @@ def simulate(
     ``reps_needed`` is beyond the maximum (or unknown) gets no more rounds. ``bracket``: the
     baseline's configuration measured again after the children, at this true ratio (a host
     that drifted), as ``campaign.bracket`` does (its entry last in the result); each
-    experiment is timed an hour after the one before it, for ``verdict.drift_check``;
+    experiment is timed an hour after the one before it, for ``drift.drift_check``;
     ``keep`` gets the run."""
     source = Campaign(truth, rng)
     pooled = method != "today"
@@ -652,8 +652,8 @@ REAL_AT = 3  # --drift --effect: the experiment (from 0) that carries the real c
 
 def after_drift_check(run: Run, n: int) -> list[str]:
     """A simulated campaign with its bracket (``simulate(bracket=...)``) ended as a real one
-    ends, by ``verdict.drift_check``: its first ``n`` experiments' verdicts then."""
-    verdict.drift_check(run)
+    ends, by ``drift.drift_check``: its first ``n`` experiments' verdicts then."""
+    drift.drift_check(run)
     return [e.decision.verdict if e.decision else "" for e in run.experiments[1 : n + 1]]
 
 
@@ -662,7 +662,7 @@ def drift_main(args: argparse.Namespace) -> int:
     hour after the one before, on a host whose speed changes by ``--rates`` per experiment
     (steadily in time), then the baseline's configuration again at the end (the bracket):
     how often one of the eight is adopted or rejected as decided, and after
-    ``verdict.drift_check`` took the drift the bracket measured out of every adoption and
+    ``drift.drift_check`` took the drift the bracket measured out of every adoption and
     rejection. ``--effect R``: the fourth carries a real change of R (the others' rates are
     then of the seven), and how often it is called right is counted too."""
     k = 8
@@ -722,7 +722,7 @@ def campaign_wide_main(args: argparse.Namespace) -> int:
     """``--campaign-wide``: campaigns of eight experiments, seven changing nothing and one a
     real 10% gain, decided with ``campaign.alpha_scope`` "experiment" and "campaign", without
     the bracket and with it (``--bracket``: the baseline's configuration measured again at
-    the end on a host that does not drift, then ``verdict.drift_check``, as a campaign of a
+    the end on a host that does not drift, then ``drift.drift_check``, as a campaign of a
     real engine ends by default): how often a campaign holds a wrong call (one of the seven
     adopted or rejected), and how often the gain is adopted."""
     children = (1.0,) * 7 + (1.10,)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import results as store
-from reportgen.analysis import adopt, search, verdict
+from reportgen.analysis import adopt, drift, search, verdict
 from reportgen.analysis.decide import point_of
 from reportgen.analysis.summary import applied_slo, by_level, summarize, trims
 from reportgen.errors import ResultsError
@@ -290,7 +290,7 @@ def _check_page(
 
 def _decisions(run: Run, fresh: Run, rows_of: Rows, legacy: bool) -> tuple[list[str], int]:
     """Every decision taken again by ``verdict.decide_experiment`` on the recomputed numbers,
-    and the best configuration chosen again from them (``verdict.best_after``). ``legacy``:
+    and the best configuration chosen again from them (``drift.best_after``). ``legacy``:
     results of an older schema, whose decisions may lack what later ones record."""
     problems: list[str] = []
     compared = 0
@@ -308,8 +308,8 @@ def _decisions(run: Run, fresh: Run, rows_of: Rows, legacy: bool) -> tuple[list[
             # a failed experiment decided before its finished levels were compared
             before_failure=stored.verdict != "failed" or stored.before_failure is not None,
         )
-        fresh.best = verdict.best_after(fresh, again)
-    verdict.drift_check(fresh)  # adoptions the bracket's drift could explain, withdrawn
+        fresh.best = drift.best_after(fresh, again)
+    drift.drift_check(fresh)  # adoptions the bracket's drift could explain, withdrawn
     for e, again in zip(run.experiments, fresh.experiments, strict=True):
         stored, got = e.decision, again.decision
         if stored is None or got is None:

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from reportgen.analysis import noise, sequential, verdict
+from reportgen.analysis import drift, noise, sequential, verdict
 from reportgen.results.levels import Level, Summary
 from reportgen.results.model import CampaignFile, EngineRecord, Experiment, Run, Session
 from reportgen.results.verdicts import Decision
@@ -278,10 +278,10 @@ def test_an_adoption_the_campaigns_drift_could_explain_is_withdrawn(
     run = _run(base, child)
     run.experiments.append(end)
     child.decision = verdict.decide_experiment(run, child, {})
-    run.best = verdict.best_after(run, child)
+    run.best = drift.best_after(run, child)
     assert child.decision.verdict == "adopted" and run.best == "child"
     end.decision = verdict.decide_experiment(run, end, {})
-    said = verdict.drift_check(run)
+    said = drift.drift_check(run)
     d = child.decision
     assert d.drift is not None and d.drift["share"] == pytest.approx(0.5)
     assert d.drift["withdrawn"] is withdrawn
@@ -291,7 +291,7 @@ def test_an_adoption_the_campaigns_drift_could_explain_is_withdrawn(
         assert all(x["ci_low"] < 1 for x in d.drift["levels"])
     else:
         assert said == [] and d.verdict == "adopted" and run.best == "child"
-    assert verdict.drift_check(run) == []  # taken once: nothing more withdrawn
+    assert drift.drift_check(run) == []  # taken once: nothing more withdrawn
 
 
 @pytest.mark.parametrize(("end_speed", "withdrawn"), [(0.91, True), (1.0, False)])
@@ -317,7 +317,7 @@ def test_a_rejection_the_campaigns_drift_could_explain_is_withdrawn(
     child.decision = verdict.decide_experiment(run, child, {})
     assert child.decision.verdict == "rejected", child.decision.explanation
     end.decision = verdict.decide_experiment(run, end, {})
-    said = verdict.drift_check(run)
+    said = drift.drift_check(run)
     d = child.decision
     assert d.drift is not None and d.drift["withdrawn"] is withdrawn
     if withdrawn:
@@ -349,7 +349,7 @@ def test_the_best_chosen_among_several_says_its_gain_shrunk_for_that_choice() ->
     run.best = "base"
     for e in kids:
         e.decision = verdict.decide_experiment(run, e, {})
-        run.best = verdict.best_after(run, e)
+        run.best = drift.best_after(run, e)
     assert run.best == "x3"
     found = selection.best_shrunk(run)
     assert found is not None

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reportgen import results
-from reportgen.analysis import verdict
+from reportgen.analysis import drift, verdict
 from reportgen.errors import ResultsError
 from reportgen.load.records import RequestRecord
 from reportgen.results.levels import Level, Summary
@@ -125,7 +125,7 @@ def test_verdict_of_a_campaign_decided_one_experiment_at_a_time() -> None:
     run = _run(base, faster, same, broken)
     for e in run.experiments:
         e.decision = verdict.decide_experiment(run, e, {})
-        run.best = verdict.best_after(run, e)
+        run.best = drift.best_after(run, e)
     assert [e.decision.verdict for e in run.experiments if e.decision] == [
         "baseline",
         "adopted",

@@ -90,7 +90,7 @@ class Decision(_Model):
     # experiments with ``alpha_scope = "campaign"``); None: 5% (decided before it was recorded)
     alpha: float | None = None
     # an adoption taken again after the campaign against the drift its bracket measured
-    # (``verdict.drift_check``): per level, the gain with that drift taken out, and whether
+    # (``drift.drift_check``): per level, the gain with that drift taken out, and whether
     # it was withdrawn for it; None: not checked
     drift: dict[str, Any] | None = None
     # Every headline metric, by side ("vs_parent", "vs_baseline"): not only the objective.

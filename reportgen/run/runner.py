@@ -16,7 +16,7 @@ from pathlib import Path
 
 from reportgen import __version__, engines
 from reportgen import results as store
-from reportgen.analysis import verdict
+from reportgen.analysis import drift, verdict
 from reportgen.analysis.checks import invalidated
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.errors import HostLost, ResultsError
@@ -225,7 +225,7 @@ class Runner:
         (``confirm.bracket``)."""
         step = confirm.bracket(run, self.resolved)
         self._at_end(run, [step] if step is not None else [])
-        for eid in verdict.drift_check(run):
+        for eid in drift.drift_check(run):
             self.progress.warn(
                 f"{eid}: adoption withdrawn: the drift the baseline's last measurement saw "
                 "could explain its gain"
@@ -310,7 +310,7 @@ class Runner:
             if side is not None and side.table not in tables:
                 tables[side.table] = store.read_requests(self.run_dir, side.table)
         entry.decision = verdict.decide_experiment(run, entry, tables)
-        run.best = verdict.best_after(run, entry)
+        run.best = drift.best_after(run, entry)
 
     def _finish(self, status: RunStatus, reason: str | None) -> None:
         run = self.results
