@@ -75,7 +75,7 @@ from reportgen.analysis import drift, verdict  # noqa: E402
 from reportgen.analysis.summary import by_level, summarize  # noqa: E402
 from reportgen.campaign import Resolved, parent_id, resolve  # noqa: E402
 from reportgen.campaign import loads as load_campaign  # noqa: E402
-from reportgen.load import loadgen  # noqa: E402
+from reportgen.load import sizing  # noqa: E402
 from reportgen.load.records import RequestRecord  # noqa: E402
 from reportgen.observe import evidence, fingerprint, sources, telemetry  # noqa: E402
 from reportgen.results.levels import ClientLoad, Level, Summary, Window  # noqa: E402
@@ -420,7 +420,7 @@ def level_records(
 
 def client_stats(c: int, summary: Summary, ceiling: dict[str, Any]) -> ClientLoad:
     """What the driver records about the client's own load (``Driver._client``)."""
-    workers = loadgen.auto_workers(c, None, OUTPUT_TOKENS)
+    workers = sizing.auto_workers(c, None, OUTPUT_TOKENS)
     cpu_s = summary.chunks / ceiling["chunks_per_cpu_s"] * 1.15 + 0.02
     limit = ceiling["chunks_per_cpu_s"] * workers
     load = (summary.chunk_s or 0.0) / limit

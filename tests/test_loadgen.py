@@ -25,11 +25,10 @@ from reportgen.load.loadgen import (
     RequestRecord,
     RequestSpec,
     arrival_times,
-    auto_workers,
-    preopen_connections,
     run_load,
 )
 from reportgen.load.prompts import synthetic
+from reportgen.load.sizing import auto_workers, preopen_connections
 from reportgen.load.worker import no_full_collections
 from tests.conftest import Sim, free_port
 
