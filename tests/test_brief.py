@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reportgen import results
-from reportgen.render import brief
+from reportgen.render import brief, expectations
 from reportgen.results.model import Point
 from tests.conftest import ROOT
 
@@ -61,21 +61,21 @@ def test_expectations_are_read_for_their_direction_and_judged_against_the_verdic
     assert got["baseline-again"].reading == "equivalent at C=1,16,64"
     assert got["baseline-again"].judged == "not shown"  # inconclusive everywhere
     # each clause about the metric it names, at the levels it names ("C=16 and 64")
-    assert [r.said() for r in brief._reading(
+    assert [r.said() for r in expectations._reading(
         "Higher TTFT at C=16 and 64; output tok/s lower at C=64", LEVELS
     )] == ["TTFT p50 worse at C=16,64", "worse at C=64"]  # fmt: skip
     # where an effect is largest is not where it is alone; "several times" alone is up
-    assert [r.said() for r in brief._reading(
+    assert [r.said() for r in expectations._reading(
         "Slower, most at C=64; several times the throughput at high concurrency", LEVELS
     )] == ["worse at C=1,16,64", "better at C=64"]  # fmt: skip
     # two directions ("about the same, or lower") are no reading; "fewer" is worse for tok/s,
     # "longer" for TTFT; a part naming no level speaks of its clause's
-    assert [r.said() for r in brief._reading(
+    assert [r.said() for r in expectations._reading(
         "output tok/s about the same, or lower at C=64; at C=64 fewer tokens per second, "
         "and a longer time to first token, a lower TTFT p99", LEVELS
     )] == ["worse at C=64", "TTFT p50 worse at C=64", "TTFT p99 better at C=64"]  # fmt: skip
     # negations and bounds are no reading; "drops", "cuts" and "twice" move the value
-    said = {t: [r.said() for r in brief._reading(t, LEVELS)] for t in (
+    said = {t: [r.said() for r in expectations._reading(t, LEVELS)] for t in (
         "No slower than the baseline", "TTFT no longer grows at C=64", "TTFT drops at C=64",
         "Cuts TTFT 3x at C=16", "Twice as fast", "Faster at C=1, slower at C=64",
         "first-token latency lower at c=16", "Mostly faster at high concurrency",
@@ -90,12 +90,12 @@ def test_expectations_are_read_for_their_direction_and_judged_against_the_verdic
         "first-token latency lower at c=16": ["TTFT p50 better at C=16"],
         "Mostly faster at high concurrency": ["better at C=64"],
     }
-    assert [brief._expects_failure(t) for t in (
+    assert [expectations._expects_failure(t) for t in (
         "Fails at start with vLLM's own reason.", "should fail: the cache cannot fit",
         "It should not fail", "should no longer fail at C=64", "fixes the capture that fails",
     )] == [True, True, False, False, False]  # fmt: skip
     # a latency objective: throughput is output tok/s, a bare "faster" the objective
-    latency = brief._reading(
+    latency = expectations._reading(
         "Higher throughput at C=64; faster at C=1", [Point(1), Point(64)], False, "ttft_ms"
     )
     assert [(r.metric, r.direction, r.levels) for r in latency] == [
