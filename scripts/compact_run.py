@@ -8,8 +8,8 @@
   writes new ones, at zstd level 19 (the same rows, to the last bit; about a third of the
   snappy files runs wrote before);
 - results.json, report.html and every server log (logs/*.log) over 64 KiB are compressed
-  with xz under their name plus ``.xz`` (``results.json.xz``: about a twentieth of its size,
-  the page a quarter; logs gzipped by earlier compactions are converted). Every command reads
+  with xz under their name plus ``.xz`` (``results.json.xz``: about a fifteenth of its size,
+  the page a sixth; logs gzipped by earlier compactions are converted). Every command reads
   each form (``results.RunDir``), and ``reportgen render`` writes the results and page again
   in the form it finds, so a compacted example rendered again stays compacted; the reports
   link a log by its name. The PDF and Markdown stay as they are, for readers on the web;
@@ -46,13 +46,13 @@ def compact(run_dir: Path, drop_html: bool) -> tuple[int, int]:
     if drop_html:
         (run_dir / rundir.HTML).unlink(missing_ok=True)
     where = rundir.RunDir(run_dir)
-    logs = [p.relative_to(run_dir) for p in sorted(run_dir.glob("logs/*.log*"))]
-    names = [str(p.with_suffix("")) if p.suffix == ".gz" else str(p) for p in logs]
-    for name in [rundir.RESULTS, rundir.HTML, *names]:
+    logs = sorted({p.name.removesuffix(".gz") for p in run_dir.glob(f"{rundir.LOGS}/*.log*")})
+    logs = [f"{rundir.LOGS}/{n}" for n in logs if n.endswith(".log")]  # not .log.xz: done
+    for name in [rundir.RESULTS, rundir.HTML, *logs]:
         kept = where.stored(name)
         if not kept.is_file() or kept.suffix == rundir.PACKED:
-            continue
-        if kept.name == Path(name).name and kept.stat().st_size <= LOG_BYTES and "/" in name:
+            continue  # not there, or compacted already
+        if name in logs and kept == run_dir / name and kept.stat().st_size <= LOG_BYTES:
             continue  # a small log stays as it is
         data = rundir.read_bytes(kept)
         packed = run_dir / (name + rundir.PACKED)

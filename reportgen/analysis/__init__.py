@@ -2,9 +2,12 @@
 printing; every estimator named in its module's docstring.
 
 - ``summary``: one level's numbers from its requests, and the aggregates across repetitions.
-- ``decide``: comparisons (ratios with intervals, their verdicts) and the objective's verdict.
-- ``verdict``: an experiment's decision and the best so far (the runner and verify call it).
-- ``checks`` (with ``checks_levels``, ``checks_server``): the assumptions checked.
+- ``decide``: comparisons (ratios with intervals, their verdicts); ``tails``: p99 compared
+  from the requests; ``adopt``: the objective's verdict and the sentences that say it.
+- ``verdict``: an experiment's decision (the runner and verify call it); ``drift``: the
+  bracket's drift check and the best chosen after it.
+- ``checks`` (with ``checks_levels``, ``checks_engine``, ``checks_server``): the assumptions
+  checked.
 - ``differences``: what differs between two records, leaf by leaf. ``text``: degenerate
   answers and word agreement.
 

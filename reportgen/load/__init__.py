@@ -1,7 +1,7 @@
 """The load stage: requests against a ready server, one record per request.
 
 - ``loadgen``: one level (closed or open loop, in this process or in worker processes), the
-  entry point.
+  entry point; ``sizing``: how many worker processes and pre-opened connections it needs.
 - ``records``: what a request and a level are (``RequestSpec``, ``RequestRecord``, ``LevelRun``).
 - ``client``: one HTTP request, streamed or not, into one record; ``answer``: what its response
   says; ``sse``: the event-stream decoder.

@@ -10,6 +10,8 @@
 - ``server``: one engine process in its own process group. ``driver``: a workload against a
   ready server. ``probes``: the golden prompts. ``calibrate``: the client's ceiling.
 - ``progress``: what the terminal shows. ``interrupt``: Ctrl-C and SIGTERM, never lost.
+- ``local``: the ``Executor`` protocol and this host's executor; ``executor``: SSH and Slurm;
+  ``remote``: the far side of either.
 
 May import every stage below it: campaign, load, observe, results, analysis; never render.
 """

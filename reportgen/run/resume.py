@@ -39,7 +39,7 @@ def resumable(campaign: Campaign, run_dir: Path) -> Run:
                 f"{campaign.path}: the campaign file changed since run {run_dir.name} started, "
                 f"in what its finished experiments were run with ({shown}). Run it without "
                 "--resume for a new run, or resume from the file as it was: "
-                f"{run_dir / 'campaign.toml'} (only experiments after the finished ones may "
+                f"{RunDir(run_dir).campaign} (only experiments after the finished ones may "
                 "change)"
             )
     if saved.status == "complete" and saved.finished_prefix() >= len(campaign.experiments):

@@ -24,6 +24,7 @@ from reportgen.load.records import RequestRecord
 from reportgen.observe import sources
 from reportgen.redact import redact_text
 from reportgen.results.model import EngineRecord, Experiment, Run, RunStatus
+from reportgen.results.rundir import RunDir
 from reportgen.run import confirm, executor, interrupt
 from reportgen.run.experiment import check
 from reportgen.run.plan import (
@@ -297,7 +298,7 @@ class Runner:
 
     def _write_campaign_copy(self) -> None:
         store.atomic_write_bytes(
-            self.run_dir / "campaign.toml",
+            RunDir(self.run_dir).campaign,
             redact_text(self.campaign.text, self.ctx.secrets).encode("utf-8"),
         )
 
