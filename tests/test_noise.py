@@ -16,6 +16,7 @@ from reportgen.analysis import drift, noise, sequential, verdict
 from reportgen.results.levels import Level, Summary
 from reportgen.results.model import CampaignFile, EngineRecord, Experiment, Run, Session
 from reportgen.results.verdicts import Decision
+from tests.conftest import ROOT
 
 LEVELS = (1, 16, 64)
 
@@ -398,3 +399,32 @@ def test_p99_is_compared_run_by_run_with_the_start_aware_model_or_not_at_all() -
             else:
                 assert c.ci_low is None and c.verdict == "inconclusive"
                 assert c.limit == "too few above"
+
+
+def test_repetitions_per_start_follow_the_runs_measured_costs_and_spreads() -> None:
+    """Two-stage sampling's optimum (Cochran 1977, 10.6): where starts differ five times more
+    than repetitions on one server and a start costs about two repetitions (the committed
+    SGLang campaign on the H200), one repetition per start; where a start costs ten minutes
+    (a large model's load) and starts differ half as much as repetitions, many repetitions a
+    start, so two starts; where starts differ no more than repetitions, two. The report's
+    methods say it with the run's own numbers."""
+    from reportgen import results
+    from reportgen.analysis.allocation import Allocation, allocation
+    from reportgen.render import view
+
+    h200 = Allocation(93, 40, 0.007, 0.037, repetitions=3, starts=2)
+    assert h200.per_start is not None and h200.per_start < 0.5
+    assert h200.suggested_starts == 3 and 0.03 < h200.narrower < 0.10
+    large = Allocation(600, 40, 0.02, 0.01, repetitions=3, starts=2)
+    assert large.per_start == pytest.approx(math.sqrt(600 * 4 / 40))
+    assert large.suggested_starts == 2 and large.narrower == 0
+    assert Allocation(93, 40, 0.01, 0.0, repetitions=5, starts=5).suggested_starts == 2
+
+    run = results.load(ROOT / "docs" / "examples" / "sglang-h200")
+    got = allocation(run)
+    assert got is not None and (got.repetitions, got.starts) == (3, 2)
+    assert 60 < got.start_s < 130 and 20 < got.repetition_s < 60  # seconds on the H200
+    said = view.build(run).methods["measured"]
+    assert f"a server start took about {got.start_s:.0f} s" in said
+    assert "one repetition per start makes a mean surest" in said
+    assert "campaign.starts = 3 (this run: campaign.starts = 2)" in said

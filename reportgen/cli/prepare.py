@@ -281,7 +281,8 @@ def _allocation(starts: int, interleave: bool, steps: Sequence[Any]) -> str:
         "for one more start an experiment: in simulated campaigns of three repetitions, 2% "
         "noise and starts 3% apart, a 10% change was called in 51-58% of them against "
         "38-39%, identical configurations adopted or rejected in 2.5% against 5.5% "
-        "(benchmarks/README.md, the allocation)"
+        "(benchmarks/README.md, the allocation); a run's report works it out from its own "
+        "start and repetition times and spreads (its methods)"
     )
 
 

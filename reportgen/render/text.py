@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reportgen.analysis.allocation import Allocation
 from reportgen.render.fmt import field_rows
 from reportgen.results.model import rate_text
 
@@ -101,6 +102,39 @@ def noise_line(decisions: Sequence[Any]) -> str:
             " one start (`reportgen render --redecide` takes them again as described above)."
         )
     return said
+
+
+def allocation_line(a: Allocation | None) -> str:
+    """How this run's repetitions would best be split over server starts, from its measured
+    costs and spreads (``analysis.allocation``), in a sentence; empty where it cannot say."""
+    if a is None:
+        return ""
+    costs = (
+        f"Here a server start took about {a.start_s:.0f} s until ready and warmed up, one "
+        f"repetition of the levels about {a.repetition_s:.0f} s"
+    )
+    ran = f"this run: campaign.starts = {a.starts}"
+    m = a.per_start
+    if m is None:
+        return (
+            f" {costs}, and starts differed no more than repetitions on one server do: more "
+            f"starts would only cost time, and two (which keep measuring that spread) are "
+            f"enough ({ran})."
+        )
+    per = "one repetition per start makes" if m < 1.5 else f"about {m:.1f} repetitions a start make"
+    k = a.suggested_starts
+    if k == min(a.starts, a.repetitions) or a.narrower < 0.01:
+        advice = f"as this run did ({ran})"
+    else:
+        advice = (
+            f"so for {a.repetitions} repetitions campaign.starts = {k} ({ran}), intervals "
+            f"about {a.narrower:.0%} narrower for the same GPU time and the spread between "
+            "starts measured on more of them"
+        )
+    return (
+        f" {costs}; with the spreads above, {per} a mean surest for the GPU time it takes "
+        f"(two-stage sampling's optimum, Cochran 1977, section 10.6), {advice}."
+    )
 
 
 def error_rate(alpha: float, scope: str, experiments: int, levels: int) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from reportgen import engines
 from reportgen.analysis import selection
 from reportgen.analysis.adopt import ci_label
+from reportgen.analysis.allocation import allocation
 from reportgen.analysis.sequential import level_label
 from reportgen.analysis.summary import THROUGHPUTS
 from reportgen.render import brief, evidence, methods, text
@@ -99,6 +100,7 @@ def build(run: Run) -> Report:
             interleave=bool(run.info.get("interleave")),
             starts=int(run.info.get("starts") or 1),
             measured=text.noise_line([e.decision for e in run.experiments])
+            + text.allocation_line(allocation(run))
             + text.redecided(
                 run.redecided,
                 {e.id: e.decision.verdict for e in run.experiments if e.decision},
