@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from reportgen import metrics
 from reportgen.analysis import decide, noise
 from reportgen.analysis.differences import differences
 from reportgen.campaign.levels import rate_out as _rate_out
@@ -49,9 +50,9 @@ VERDICT = {
     "equivalent": "equivalent",
     "inconclusive": "inconclusive",
 }
-HIGHER_IS_BETTER = dict(decide.HEADLINE)
+HIGHER_IS_BETTER = dict(metrics.HEADLINE)
 # Headline metrics as they are named in by_level (latencies compared at their p50).
-LEVEL_KEY = {m: m if higher else f"{m}_p50" for m, higher in decide.HEADLINE}
+LEVEL_KEY = {m: metrics.key(m) for m, _ in metrics.HEADLINE}
 
 # Fields that change from one run to the next without saying anything about the setup.
 VOLATILE = {
@@ -406,7 +407,7 @@ def _headline(a: Experiment, b: Experiment, margin: float, noise_of: _Noise) -> 
     """Every headline metric (p50 for latencies) B / A at every level both ran, with the two
     runs' noise model."""
     out: list[Comparison] = []
-    for metric, higher in decide.HEADLINE:
+    for metric, higher in metrics.HEADLINE:
         out += decide.compare_sides(
             noise.own_runs(a.levels, f"A:{a.id}", "experiment", metric),
             noise.own_runs(b.levels, f"B:{b.id}", "experiment", metric),

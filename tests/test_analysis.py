@@ -287,7 +287,8 @@ def test_a_request_word_rejected_before_a_rejected_pick_word_keeps_the_loops_num
 
 
 def test_tail_comparisons_from_request_rows() -> None:
-    from reportgen.analysis.decide import HEADLINE, compare_experiments
+    from reportgen.analysis.decide import compare_experiments
+    from reportgen.metrics import HEADLINE
 
     def rows(ttft_s: float, reps: int = 2) -> list[RequestRecord]:
         return [

@@ -19,8 +19,7 @@ import pypdf
 import pytest
 from rich.console import Console
 
-from reportgen import results
-from reportgen.analysis import summary
+from reportgen import metrics, results
 from reportgen.cli import runs
 from reportgen.errors import RenderError, ResultsError
 from reportgen.render import (
@@ -235,7 +234,7 @@ def test_decision_log_shows_flag_diff_and_comparisons(page: str) -> None:
 
 def test_methods_define_every_metric_from_the_analysis_docstring(page: str) -> None:
     methods = page[page.index('<section id="methods">') : page.index('<section id="reproduce">')]
-    for metric in summary.LATENCIES + summary.THROUGHPUTS:
+    for metric in metrics.LATENCIES + metrics.THROUGHPUTS:
         assert f"<dt><code>{metric}</code></dt>" in methods
     assert "Welch" in methods
     assert "equivalent" in methods and "margin m is 5%" in methods

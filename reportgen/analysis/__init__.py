@@ -9,8 +9,9 @@ printing; every estimator named in its module's docstring.
 - ``checks`` (with ``checks_levels``, ``checks_engine``, ``checks_server``): the assumptions
   checked.
 - ``differences``: what differs between two records, leaf by leaf. ``text``: degenerate
-  answers and word agreement.
+  answers and word agreement. ``allocation``: the repetitions per server start a run's own
+  costs and spreads call for. ``selection``: the best's gain shrunk for having been chosen.
 
-Imports ``reportgen.results`` (the typed model), ``reportgen.load.records`` and
-``reportgen.campaign``; nothing of run, observe or render.
+Imports ``reportgen.results`` (the typed model), ``reportgen.load.records``,
+``reportgen.campaign`` and ``reportgen.metrics``; nothing of run, observe or render.
 """

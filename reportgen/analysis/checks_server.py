@@ -17,7 +17,7 @@ from typing import Any
 
 from reportgen.analysis import text as text_mod
 from reportgen.analysis.checks_levels import Status
-from reportgen.campaign import is_throughput
+from reportgen.metrics import is_throughput
 from reportgen.results.model import Experiment, Point, sorted_points
 from reportgen.results.verdicts import Check
 from reportgen.tracebacks import gist

@@ -523,14 +523,3 @@ def _no_goodput(metric: str, levels: Sequence[Level], wanted: Sequence[Point]) -
         if all(lv.summary.value(metric) == 0 for lv in levels
                if lv.point == x and lv.summary.value(metric) is not None)
     }  # fmt: skip
-
-
-# Headline metrics compared beyond the objective: (metric, higher is better). Latencies at p50
-# from the runs' summaries; their p99 from the pooled requests (``tail_comparisons``).
-HEADLINE = (
-    ("output_tok_s", True),
-    ("req_s", True),
-    ("ttft_ms", False),
-    ("itl_ms", False),
-    ("e2e_ms", False),
-)

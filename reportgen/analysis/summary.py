@@ -40,12 +40,12 @@ import numpy as np
 
 from reportgen.campaign import resolve_trim
 from reportgen.load.records import RequestRecord
+from reportgen.metrics import LATENCIES, THROUGHPUTS
+from reportgen.metrics import PERCENTILES as KEPT
 from reportgen.results.levels import Aggregate, ClientLoad, Dist, Level, Stat, Summary, by_point
 from reportgen.results.model import Point
 
 PERCENTILES = (50, 90, 99)
-LATENCIES = ("ttft_ms", "itl_ms", "itl_token_ms", "tpot_ms", "e2e_ms")
-THROUGHPUTS = ("output_tok_s", "total_tok_s", "req_s", "goodput_req_s")
 
 
 def _dist(values: Sequence[float] | np.ndarray) -> Dist:
@@ -250,9 +250,7 @@ def summarize(
     )
 
 
-AGGREGATED = [(m, None) for m in THROUGHPUTS] + [
-    (m, s) for m in LATENCIES for s in ("p50", "p90", "p99")
-]
+AGGREGATED = [(m, None) for m in THROUGHPUTS] + [(m, s) for m in LATENCIES for s in KEPT]
 
 
 def aggregate(point: Point | int, runs: Sequence[Summary]) -> Aggregate:

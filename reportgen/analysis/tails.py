@@ -10,13 +10,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from reportgen import metrics
 from reportgen.analysis import bootstrap
 from reportgen.analysis.decide import judge_interval
 from reportgen.load.records import RequestRecord
 from reportgen.results.model import Point, point_of, sorted_points
 from reportgen.results.verdicts import Comparison, Verdict
 
-TAILS = ("ttft_ms", "e2e_ms")
 TAIL_MIN = 20  # requests above a percentile, a side, for an interval on it
 TOO_FEW = "too few above"  # ``Comparison.limit``: fewer than TAIL_MIN above it
 
@@ -106,7 +106,7 @@ def tail_comparisons(
     two-level bootstrap interval (``bootstrap_ratio``); the verdict rules are the same."""
     p, c = request_latencies(parent_rows), request_latencies(child_rows)
     out = []
-    for metric in TAILS:
+    for metric in metrics.TAILS:
         for level in sorted_points(set(p.get(metric, {})) & set(c.get(metric, {}))):
             pr, cr = p[metric][level], c[metric][level]
             ratio, lo, hi = bootstrap_ratio(pr, cr, q, seed=seed)

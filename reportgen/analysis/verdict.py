@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reportgen import metrics
 from reportgen.analysis import adopt, decide, sequential, tails
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
@@ -373,7 +374,7 @@ def every_metric(
         if key not in done:
             found = [
                 c
-                for metric, higher in decide.HEADLINE
+                for metric, higher in metrics.HEADLINE
                 for c in compare.compare(side, metric, higher)
             ]
             if compare.method in (None, "pooled"):
@@ -390,7 +391,7 @@ def _tails(compare: Comparer, side: Side, entry: Experiment, q: float = 99) -> l
     without an interval where a side has fewer than ``tails.TAIL_MIN`` requests above it."""
     stat = f"p{q:g}"
     out = []
-    for metric in tails.TAILS:
+    for metric in metrics.TAILS:
         for c in compare.compare(side, metric, False, stat=stat):
             theirs = _above([*side.levels, *side.grown], c.point, q)
             above = min(theirs, _above(entry.levels, c.point, q))

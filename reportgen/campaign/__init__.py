@@ -16,7 +16,6 @@ from reportgen.campaign.base import (
     ENGINES,
     METRICS,
     higher_is_better,
-    is_throughput,
 )
 from reportgen.campaign.host import Host, HostExpect
 from reportgen.campaign.problems import Campaign, load, loads
@@ -62,7 +61,6 @@ __all__ = [
     "Workload",
     "WorkloadOverride",
     "higher_is_better",
-    "is_throughput",
     "json_schema",
     "load",
     "loads",

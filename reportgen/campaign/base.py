@@ -12,17 +12,11 @@ from pydantic import (
     Field,
 )
 
-METRICS = (
-    "output_tok_s",
-    "total_tok_s",
-    "req_s",
-    "goodput_req_s",
-    "ttft_ms",
-    "itl_ms",
-    "tpot_ms",
-    "e2e_ms",
-)
-"""Metrics a campaign can name. Throughputs: higher is better; latencies: lower is better."""
+from reportgen.metrics import NAMED, is_throughput
+
+METRICS = NAMED
+"""Metrics a campaign can name (``reportgen.metrics``). Throughputs: higher is better; latencies:
+lower is better."""
 
 DEFAULT_REQUESTS_PER_LEVEL = 64
 COMPILING_ENGINES = ("vllm", "sglang")  # primed by default (see CampaignInfo)
@@ -35,12 +29,6 @@ ArgValue = bool | int | float | str | list[bool | int | float | str] | dict[str,
 # A server's address: http(s)://host[:port][/path] (the path a prefix before /v1/...)
 BASE_URL = r"^https?://[^/\s]+(/\S*)?$"
 BaseUrl = Annotated[str, Field(pattern=BASE_URL)]
-
-
-def is_throughput(metric: str) -> bool:
-    """Throughputs are per second (``*_s``, one number per level); every other metric is a
-    latency (a distribution per level, compared at a percentile)."""
-    return metric.endswith("_s")
 
 
 def higher_is_better(metric: str, direction: str | None = None) -> bool:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from reportgen.metrics import NAMED, is_throughput
+
 _BOUND = re.compile(
     r"^\s*(?P<metric>[a-z_][a-z0-9_]*)(?:\.(?P<stat>p50|p90|p99|mean))?\s*(?P<op><=|>=|<|>)\s*"
     r"(?P<value>[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*$"
 )
-LATENCIES = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
-THROUGHPUTS = ("output_tok_s", "total_tok_s", "req_s", "goodput_req_s")
+LATENCIES = tuple(m for m in NAMED if not is_throughput(m))
+THROUGHPUTS = tuple(m for m in NAMED if is_throughput(m))
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from reportgen import __version__
+from reportgen.metrics import HEADLINE
 
 # shtab's markers for file and folder arguments (what its completion offers for them)
 FILE = {"bash": "_shtab_compgen_files", "zsh": "_files"}
@@ -309,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
     df.add_argument(
         "--metric",
         action="append",
-        choices=["output_tok_s", "req_s", "ttft_ms", "itl_ms", "e2e_ms"],  # decide.HEADLINE
+        choices=[m for m, _ in HEADLINE],
         help="only these metrics count for --fail-on-regression (repeatable; default: all)",
     )
     df.add_argument(

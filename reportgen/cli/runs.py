@@ -163,9 +163,9 @@ def _summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dic
     """``run --json``: what the summary table and the report paths say, for scripts. Each
     experiment's objective per level is the mean and standard deviation over repetitions;
     its comparisons are the decision's, against its parent and the baseline."""
-    from reportgen.campaign import is_throughput
+    from reportgen import metrics
 
-    key = data.metric if is_throughput(data.metric) else f"{data.metric}_p50"
+    key = metrics.key(data.metric)
 
     def compared(comps: list[Any]) -> list[dict[str, Any]]:
         return [
@@ -356,13 +356,13 @@ def _summary_table(out: Console, data: Run) -> None:
     if len(data.experiments) == 1 and data.experiments[0].by_level:
         _lone_table(out, data)
         return
-    from reportgen.campaign import is_throughput
+    from reportgen import metrics
     from reportgen.render.fmt import fmt_num
     from reportgen.render.levels import achieved, summaries_by_level
     from reportgen.results.model import sorted_points
 
     metric = data.metric
-    key = metric if is_throughput(metric) else f"{metric}_p50"
+    key = metrics.key(metric)
     status = "" if data.status == "complete" else f" - {data.status.upper()}"
     table = Table(
         title=f"{data.info.get('title', '')}{status}",

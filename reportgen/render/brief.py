@@ -19,6 +19,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from reportgen import metrics
+from reportgen.metrics import REGISTRY
 from reportgen.render.content import Brief, BriefCell
 from reportgen.render.evidence import failure_hint, kv_cache
 from reportgen.render.expectations import expectations
@@ -28,12 +30,17 @@ from reportgen.results.model import Experiment, Point, Run
 from reportgen.results.verdicts import Comparison
 from reportgen.tracebacks import gist
 
-# (aggregate key, comparison metric or None, label, lower is better)
-LATENCIES = (
-    ("ttft_ms_p50", "ttft_ms", "TTFT p50", True),
-    ("ttft_ms_p99", "ttft_ms_p99", "TTFT p99", True),
-    ("itl_ms_p50", "itl_ms", "ITL p50", True),
-    ("itl_ms_p99", None, "ITL p99", True),
+# The first page's latencies beside the objective: (aggregate key, the comparison's metric or
+# None where none is made, label, lower is better)
+LATENCIES = tuple(
+    (
+        f"{m.name}_{stat}",
+        m.name if stat == "p50" else f"{m.name}_p99" if m.tail else None,
+        m.labelled(stat),
+        True,
+    )
+    for m in (REGISTRY["ttft_ms"], REGISTRY["itl_ms"])
+    for stat in ("p50", "p99")
 )
 
 
@@ -200,7 +207,7 @@ def _next_steps(
 
 def build(run: Run) -> Brief:
     metric = str(run.objective.get("metric") or "output_tok_s")
-    key = metric if metric.endswith("_s") else f"{metric}_p50"
+    key = metrics.key(metric)
     base = run.baseline
     best = next((e for e in run.experiments if e.id == run.best), None)
     columns = [metric, *(f"{label} (ms)" for _, _, label, _ in LATENCIES)]

@@ -14,18 +14,13 @@ from typing import Any
 
 from reportgen import __version__
 from reportgen.diff import Change, ExperimentDiff, RunDiff
+from reportgen.metrics import HEADLINE, REGISTRY
 from reportgen.render import html
 from reportgen.render.fmt import fmt_ci, fmt_num, fmt_ratio, fmt_time, level_head
 
 TEMPLATE = "diff.html.j2"
 NAMES = {"html": "diff.html", "pdf": "diff.pdf", "markdown": "diff.md", "json": "diff.json"}
-METRIC_LABELS = {
-    "output_tok_s": "output tok/s",
-    "req_s": "req/s",
-    "ttft_ms": "TTFT p50 (ms)",
-    "itl_ms": "ITL p50 (ms)",
-    "e2e_ms": "E2E p50 (ms)",
-}
+METRIC_LABELS = {m: REGISTRY[m].labelled(unit=True) for m, _ in HEADLINE}
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reportgen.metrics import REGISTRY, is_throughput
 from reportgen.render.content import Expectation
 from reportgen.results.model import Experiment, Point, Run, sorted_points
 from reportgen.results.verdicts import Comparison
@@ -80,14 +81,10 @@ _METRICS = (
 )
 
 
-LABELS = {
-    "ttft_ms": "TTFT p50",
-    "itl_ms": "ITL p50",
-    "e2e_ms": "E2E p50",
-    "ttft_ms_p99": "TTFT p99",
-    "e2e_ms_p99": "E2E p99",
-    "itl_ms_p99": "ITL p99",  # never compared: read, then "not shown"
-    "output_tok_s": "output tok/s",
+LABELS = {  # what an expectation's clause can speak of, as its reading names it
+    **{m: REGISTRY[m].labelled() for m in ("ttft_ms", "itl_ms", "e2e_ms", "output_tok_s")},
+    # ITL p99 is never compared: read, then "not shown"
+    **{f"{m}_p99": REGISTRY[m].labelled("p99") for m in ("ttft_ms", "e2e_ms", "itl_ms")},
 }
 
 
@@ -158,7 +155,7 @@ def _direction(piece: str, metric: str, higher_is_better: bool) -> str | None:
     moves = {d for d, rx in _VALUE_WORDS if rx.search(piece)}
     if not said and not moves and _TIMES.search(piece) and metric == "objective":
         moves = {"up"}
-    up_is_better = higher_is_better if metric == "objective" else metric.endswith("_s")
+    up_is_better = higher_is_better if metric == "objective" else is_throughput(metric)
     said |= {"better" if (m == "up") == up_is_better else "worse" for m in moves}
     # one direction, or none: "about the same, or lower" states two
     return next(iter(said)) if len(said) == 1 else None
@@ -174,7 +171,7 @@ def _reading(
     ("most at C=64") are not read as levels. ``objective``: the run's metric; a clause about
     throughput is about it when it is one, else about output tok/s."""
     out: list[Read] = []
-    throughput = "objective" if not objective or objective.endswith("_s") else "output_tok_s"
+    throughput = "objective" if not objective or is_throughput(objective) else "output_tok_s"
     text = re.sub(r"\([^)]*\)", "", text)
     for clause in re.split(r"[;.]\s+|\.$", text):
         if not clause.strip() or _ASIDE.search(clause):

@@ -24,11 +24,10 @@ import io
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from reportgen.analysis.summary import LATENCIES, THROUGHPUTS
+from reportgen.metrics import LATENCIES, PERCENTILES, STATS, THROUGHPUTS
 from reportgen.render.content import Report
 from reportgen.results.model import Experiment, Run
 
-STATS = ("mean", "p50", "p90", "p99")
 CSV_FILES = ("levels.csv", "by_level.csv", "comparisons.csv", "checks.csv")
 
 
@@ -86,7 +85,7 @@ def _levels(exps: Sequence[Experiment]) -> str:
 
 
 def _by_level(exps: Sequence[Experiment]) -> str:
-    keys = list(THROUGHPUTS) + [f"{m}_{s}" for m in LATENCIES for s in ("p50", "p90", "p99")]
+    keys = list(THROUGHPUTS) + [f"{m}_{s}" for m in LATENCIES for s in PERCENTILES]
     header = ["experiment", "concurrency", "request_rate", "repetitions"] + [
         f"{k}_{part}" for k in keys for part in ("mean", "sd", "n")
     ]

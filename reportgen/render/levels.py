@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from reportgen.analysis.checks_levels import ACHIEVED_SHARE
-from reportgen.campaign import is_throughput
+from reportgen.metrics import is_throughput
 from reportgen.render.content import (
     Cell,
     LevelRow,

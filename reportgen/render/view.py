@@ -16,12 +16,12 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reportgen import engines
+from reportgen import engines, metrics
 from reportgen.analysis import selection
 from reportgen.analysis.adopt import ci_label
 from reportgen.analysis.allocation import allocation
 from reportgen.analysis.sequential import level_label
-from reportgen.analysis.summary import THROUGHPUTS
+from reportgen.metrics import THROUGHPUTS
 from reportgen.render import brief, evidence, methods, text
 from reportgen.render.content import (
     Assumptions,
@@ -122,18 +122,12 @@ def build(run: Run) -> Report:
     )
 
 
-def _key(metric: str) -> str:
-    """A metric's key among an Aggregate's statistics: a throughput as it is, a latency's
-    p50."""
-    return metric if metric in THROUGHPUTS else f"{metric}_p50"
-
-
 def _objective(run: Run) -> Objective:
     metric = run.metric
     throughput = metric in THROUGHPUTS
     return Objective(
         metric=metric,
-        key=_key(metric),
+        key=metrics.key(metric),
         label=metric if throughput else f"{metric} p50",
         levels=_objective_levels(run),
         direction="higher" if run.higher_is_better else "lower",
@@ -466,7 +460,7 @@ def _references(refs: Sequence[Mapping[str, Any]], run: Run, host_gpus: int = 0)
         metric, level = str(r.get("metric")), r.get("concurrency")
         throughput = metric in THROUGHPUTS
         agg = chosen.get(Point(int(level))) if level is not None else None
-        measured = agg.mean(_key(metric)) if agg is not None else None
+        measured = agg.mean(metrics.key(metric)) if agg is not None else None
         mine = measured / host_gpus if measured is not None and throughput and host_gpus else None
         theirs = value / gpus if throughput else value
         versus = (mine if throughput else measured) or None

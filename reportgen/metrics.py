@@ -1,0 +1,80 @@
+"""The metrics reportgen measures, in one registry: name, unit, direction, label, the statistics
+kept for each, and the roles each plays (a campaign may name it, it is compared beyond the
+objective, its p99 is compared from the requests).
+
+Every stage reads these from here: the campaign schema (which metrics an objective, an
+expectation or a bound may name), the summaries (what a level run keeps), the verdicts (the
+headline and tail comparisons), ``diff``, and the report's tables and labels. Definitions of
+each are in ``reportgen.analysis.summary``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PERCENTILES = ("p50", "p90", "p99")  # a latency's statistics in an aggregate across repetitions
+STATS = ("mean", *PERCENTILES)  # a latency's statistics in one level run's summary
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str  # its key in summaries, results and campaign files
+    label: str  # how tables name it ("TTFT", "output tok/s")
+    unit: str  # "ms", "tok/s", "req/s"
+    throughput: bool  # one number per level run, higher is better; else a latency
+    named: bool = True  # a campaign may name it (objective, find_max bounds)
+    headline: bool = False  # compared at every level beyond the objective (at p50 if a latency)
+    tail: bool = False  # its p99 compared too, from the requests (``analysis.tails``)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.throughput
+
+    @property
+    def key(self) -> str:
+        """Its headline number's key among an ``Aggregate``'s statistics: a throughput as it
+        is, a latency's p50."""
+        return self.name if self.throughput else f"{self.name}_p50"
+
+    def labelled(self, stat: str | None = "p50", unit: bool = False) -> str:
+        """Its label with a latency's statistic (``TTFT p50``), and with ``unit`` its unit
+        (``TTFT p50 (ms)``); a throughput's label is its unit already (``output tok/s``)."""
+        text = self.label if self.throughput or stat is None else f"{self.label} {stat}"
+        return f"{text} ({self.unit})" if unit and not self.throughput else text
+
+
+REGISTRY: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("output_tok_s", "output tok/s", "tok/s", True, headline=True),
+        Metric("total_tok_s", "total tok/s", "tok/s", True),
+        Metric("req_s", "req/s", "req/s", True, headline=True),
+        Metric("goodput_req_s", "goodput req/s", "req/s", True),
+        Metric("ttft_ms", "TTFT", "ms", False, headline=True, tail=True),
+        Metric("itl_ms", "ITL", "ms", False, headline=True),
+        # ITL per token: a chunk's gap spread over the tokens it carried (summary only)
+        Metric("itl_token_ms", "ITL per token", "ms", False, named=False),
+        Metric("tpot_ms", "TPOT", "ms", False),
+        Metric("e2e_ms", "E2E", "ms", False, headline=True, tail=True),
+    )
+}
+
+THROUGHPUTS = tuple(m.name for m in REGISTRY.values() if m.throughput)
+LATENCIES = tuple(m.name for m in REGISTRY.values() if not m.throughput)
+NAMED = tuple(m.name for m in REGISTRY.values() if m.named)  # what a campaign may name
+# compared beyond the objective at every level: (metric, higher is better)
+HEADLINE = tuple((m.name, m.higher_is_better) for m in REGISTRY.values() if m.headline)
+TAILS = tuple(m.name for m in REGISTRY.values() if m.tail)  # p99 compared from the requests
+
+
+def is_throughput(metric: str) -> bool:
+    """A throughput (one number per level run, higher is better); every other metric is a
+    latency (a distribution per level run, compared at a percentile). A name outside the
+    registry reads by its suffix: per second (``*_s``) is a throughput."""
+    m = REGISTRY.get(metric)
+    return m.throughput if m is not None else metric.endswith("_s")
+
+
+def key(metric: str) -> str:
+    """A metric's headline number among an ``Aggregate``'s statistics (``Metric.key``)."""
+    return metric if is_throughput(metric) else f"{metric}_p50"
