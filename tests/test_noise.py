@@ -424,7 +424,7 @@ def test_repetitions_per_start_follow_the_runs_measured_costs_and_spreads() -> N
     got = allocation(run)
     assert got is not None and (got.repetitions, got.starts) == (3, 2)
     assert 60 < got.start_s < 130 and 20 < got.repetition_s < 60  # seconds on the H200
-    said = view.build(run).methods["measured"]
+    said = view.build(run).methods.measured
     assert f"a server start took about {got.start_s:.0f} s" in said
     assert "one repetition per start makes a mean surest" in said
     assert "campaign.starts = 3 (this run: campaign.starts = 2)" in said

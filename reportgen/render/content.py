@@ -241,6 +241,34 @@ class Assumptions:
     merged: list[dict[str, str]] = field(default_factory=list)
 
 
+Pair = tuple[str, str]  # (name, text): a term and its definition
+
+
+@dataclass(frozen=True)
+class Methods:
+    """The methods section: the metrics' definitions, the load as run, the statistics and the
+    checks, each read from the module that implements it (``render.methods``)."""
+
+    metric_intro: list[str]
+    metrics: list[Pair]
+    metric_notes: list[str]
+    load: list[str]  # the load as run, a paragraph each
+    overrides: list[Pair]  # (experiment id, its workload where it differs)
+    stats_intro: list[str]
+    rules: list[Pair]  # the verdict terms
+    noise_intro: list[str]
+    noise: list[Pair]
+    noise_notes: list[str]
+    measured: str  # what the run's noise model measured, and the allocation it calls for
+    error_rate: str  # which false-alarm rate the verdicts hold
+    ci_level: str  # "95%", "98.3%"
+    sequential: list[str]  # adaptive repetitions' looks (none at a fixed count)
+    checks_intro: list[str]
+    checks: list[Pair]
+    margin: str  # "3%"
+    objective: str  # the objective's label
+
+
 @dataclass(frozen=True)
 class Report:
     header: Header
@@ -254,7 +282,7 @@ class Report:
     series: list[Series]
     references: list[Reference]
     environment: dict[str, Any]
-    methods: dict[str, Any]
+    methods: Methods
     campaign_file: dict[str, str]
     rerun: list[str]
     brief: Brief | None = None  # the first page: best, its cost, failures, expectations, next

@@ -10,6 +10,7 @@ from typing import Any
 
 from reportgen.analysis import checks, decide, noise, sequential, summary
 from reportgen.analysis.verdict import FUTILITY_DOF
+from reportgen.render.content import Methods
 from reportgen.render.text import parse_doc
 from reportgen.render.workload import (
     WARMUP_REQUESTS,
@@ -36,7 +37,7 @@ def methods(
     measured: str = "",
     ci_level: str = "95%",
     error: str = "",
-) -> dict[str, Any]:
+) -> Methods:
     """Metric definitions, load settings, statistics and the assumption checks, for the
     methods section; ``wl``: the campaign's workload, ``exps``: the experiments, whose own
     workloads are listed where they differ from it."""
@@ -221,32 +222,32 @@ def methods(
         )
     overrides = [(e.id, line(e.workload)) for e in exps if e.workload and _differs(e.workload, wl)]
     margin_text = "–" if margin is None else f"{float(margin):.0%}"
-    return {
-        "metric_intro": metric_doc.paragraphs[1:2],
-        "metrics": metric_doc.bullets,
-        "metric_notes": metric_doc.paragraphs[2:],
-        "load": load,
-        "overrides": overrides,
+    return Methods(
+        metric_intro=metric_doc.paragraphs[1:2],
+        metrics=metric_doc.bullets,
+        metric_notes=metric_doc.paragraphs[2:],
+        load=load,
+        overrides=overrides,
         # a paragraph that introduces a list ("Verdicts against the campaign's margin m:")
         # would dangle here: its list is given below, with the verdict terms
-        "stats_intro": [
+        stats_intro=[
             p
             for p in stats_doc.paragraphs[1:]
             if not p.startswith("How the ") and not p.endswith(":")
         ],
-        "rules": [(n, t) for n, t in stats_doc.bullets if n in VERDICT_TERMS],
-        "noise_intro": noise_doc.paragraphs[1:2],
-        "noise": noise_doc.bullets,
-        "noise_notes": noise_doc.paragraphs[2:],
-        "measured": measured,
-        "error_rate": error,
-        "ci_level": ci_level,
-        "sequential": seq_doc.paragraphs[1:2] if high > low else [],
-        "checks_intro": checks_doc.paragraphs[1:],
-        "checks": checks_doc.bullets,
-        "margin": margin_text,
-        "objective": objective_label,
-    }
+        rules=[(n, t) for n, t in stats_doc.bullets if n in VERDICT_TERMS],
+        noise_intro=noise_doc.paragraphs[1:2],
+        noise=noise_doc.bullets,
+        noise_notes=noise_doc.paragraphs[2:],
+        measured=measured,
+        error_rate=error,
+        ci_level=ci_level,
+        sequential=seq_doc.paragraphs[1:2] if high > low else [],
+        checks_intro=checks_doc.paragraphs[1:],
+        checks=checks_doc.bullets,
+        margin=margin_text,
+        objective=objective_label,
+    )
 
 
 def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

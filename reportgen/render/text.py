@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportgen.analysis.allocation import Allocation
+from reportgen.render.content import Pair
 from reportgen.render.fmt import field_rows
 from reportgen.results.model import rate_text
-
-Pair = tuple[str, str]
 
 
 @dataclass(frozen=True)
