@@ -26,7 +26,7 @@ DATASETS = ("random", "shared-prefix", "sharegpt", "jsonl")
 def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
     import tomli_w
 
-    from reportgen.cli.runs import cmd_run
+    from reportgen.cli.runs import RunRequest, run_campaign
     from reportgen.run import external
 
     url = args.url.rstrip("/").removesuffix("/v1")
@@ -50,16 +50,10 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
     )
     path.write_text(header + tomli_w.dumps(data), encoding="utf-8")
     (err if args.json else out).print(f"campaign file: {path}", markup=False)
-    run_args = argparse.Namespace(
-        campaign=path,
-        output=args.output,
-        no_pdf=args.no_pdf,
-        quiet=args.quiet,
-        strict=False,
-        resume=None,
-        json=args.json,
+    asked = RunRequest(
+        campaign=path, output=args.output, no_pdf=args.no_pdf, quiet=args.quiet, json=args.json
     )
-    return cmd_run(run_args, out, err)
+    return run_campaign(asked, out, err)
 
 
 def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,34 @@ if TYPE_CHECKING:
     from reportgen.results.model import Run
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """What ``reportgen run`` is asked to do; ``reportgen bench`` asks it too, for the
+    campaign file it wrote."""
+
+    campaign: Path
+    output: Path
+    resume: str | None = None  # --resume: "latest", else a run directory
+    ssh: str | None = None
+    slurm: str | None = None
+    parallel: int | None = None
+    no_pdf: bool = False
+    quiet: bool = False
+    strict: bool = False
+    json: bool = False
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> RunRequest:
+        given: dict[str, Any] = {f.name: getattr(args, f.name, f.default) for f in fields(cls)}
+        return cls(**given)
+
+
 def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    return run_campaign(RunRequest.of(args), out, err)
+
+
+def run_campaign(args: RunRequest, out: Console, err: Console) -> int:
+    """Run a campaign, render its report, say the outcome; the exit code."""
     c = load_for(args)  # a mistake in the file is said before the runner's imports (1 s)
     from reportgen import results
     from reportgen.run import plan, progress, resume, runner
@@ -81,7 +109,7 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         return interrupt.exit_code()
     for p in paths:
         said.print(f"report: {p}", markup=False)
-    code = EXIT_FAILED if lost else _exit_code(args, data, err, interrupted)
+    code = EXIT_FAILED if lost else _exit_code(data, err, interrupted, strict=args.strict)
     if args.json:
         out.print_json(json.dumps(_summary_json(run_dir, data, paths, code), default=str))
     return code
@@ -101,7 +129,7 @@ def _ssh_host(path: Path, destination: str) -> str:
     return destination
 
 
-def load_for(args: argparse.Namespace) -> Any:
+def load_for(args: argparse.Namespace | RunRequest) -> Any:
     """The campaign file with where the command line says to run it (``--ssh``, ``--slurm``,
     ``--parallel``) over its host and campaign tables."""
     from reportgen import campaign
@@ -109,7 +137,7 @@ def load_for(args: argparse.Namespace) -> Any:
     return campaign.load(args.campaign, overrides(args, args.campaign))
 
 
-def overrides(args: argparse.Namespace, path: Path) -> dict[str, Any]:
+def overrides(args: argparse.Namespace | RunRequest, path: Path) -> dict[str, Any]:
     """What ``--ssh [USER@]HOST``, ``--slurm [PARTITION]`` and ``--parallel N`` change of the
     campaign file at ``path``, merged over it before it is checked (so a file's server.nodes
     is satisfied by --slurm, and parallel with --ssh is refused as in the file)."""
@@ -127,7 +155,7 @@ def overrides(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     return over
 
 
-def _exit_code(args: argparse.Namespace, data: Run, err: Console, interrupted: bool) -> int:
+def _exit_code(data: Run, err: Console, interrupted: bool, strict: bool) -> int:
     """What the run exits with, each failure said on stderr."""
     if interrupted:
         return interrupt.exit_code()
@@ -156,7 +184,7 @@ def _exit_code(args: argparse.Namespace, data: Run, err: Console, interrupted: b
             markup=False,
         )
         return EXIT_FAILED
-    return EXIT_FAILED if failed and args.strict else EXIT_OK
+    return EXIT_FAILED if failed and strict else EXIT_OK
 
 
 def _summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dict[str, Any]:
