@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from reportgen import metrics
-from reportgen.analysis import decide, noise
+from reportgen.analysis import decide, noise, welch
 from reportgen.analysis.differences import differences
 from reportgen.campaign.levels import rate_out as _rate_out
 from reportgen.observe import evidence
@@ -471,8 +471,8 @@ def _failing(exp: Experiment) -> set[str]:
 
 
 def _same_runs(a: Sequence[Level], b: Sequence[Level], metric: str, level: Point) -> bool:
-    runs_a = decide.values_by_level(a, metric).get(level)
-    return bool(runs_a) and runs_a == decide.values_by_level(b, metric).get(level)
+    runs_a = welch.values_by_level(a, metric).get(level)
+    return bool(runs_a) and runs_a == welch.values_by_level(b, metric).get(level)
 
 
 def parse_threshold(text: str) -> float:

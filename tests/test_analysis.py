@@ -12,9 +12,9 @@ import pytest
 
 from reportgen import results
 from reportgen.analysis.adopt import decide
-from reportgen.analysis.decide import compare_runs
 from reportgen.analysis.summary import aggregate, summarize
 from reportgen.analysis.tails import tail_comparisons
+from reportgen.analysis.welch import compare_runs
 from reportgen.load.records import RequestRecord
 from reportgen.results.levels import Level, Summary
 from reportgen.results.model import Point
@@ -287,7 +287,7 @@ def test_a_request_word_rejected_before_a_rejected_pick_word_keeps_the_loops_num
 
 
 def test_tail_comparisons_from_request_rows() -> None:
-    from reportgen.analysis.decide import compare_experiments
+    from reportgen.analysis.welch import compare_experiments
     from reportgen.metrics import HEADLINE
 
     def rows(ttft_s: float, reps: int = 2) -> list[RequestRecord]:
@@ -318,7 +318,7 @@ def test_paired_comparison_by_hand() -> None:
     Log ratios 0.09531, 0.08004, 0.10536: mean 0.09357, sd 0.01275, se 0.007360 on 2 degrees
     of freedom (t_0.975 = 4.3027): ratio exp(0.09357) = 1.0981, interval exp(0.09357 -+
     0.03167) = 1.0639 to 1.1334. Unpaired, the drift (90 to 130) would swamp the change."""
-    from reportgen.analysis.decide import compare_pairs
+    from reportgen.analysis.welch import compare_pairs
 
     got = compare_pairs([(100, 110), (120, 130), (90, 100)], margin=0.03, higher_is_better=True)
     assert got.paired and got.n_parent == got.n_child == 3
@@ -334,7 +334,7 @@ def test_paired_comparison_by_hand() -> None:
 
 
 def test_paired_levels_match_repetitions() -> None:
-    from reportgen.analysis.decide import compare_experiments
+    from reportgen.analysis.welch import compare_experiments
 
     def lv(c: int, rep: int, tok: float) -> Level:
         return level(c, rep, output_tok_s=tok)

@@ -2,8 +2,11 @@
 printing; every estimator named in its module's docstring.
 
 - ``summary``: one level's numbers from its requests, and the aggregates across repetitions.
-- ``decide``: comparisons (ratios with intervals, their verdicts); ``tails``: p99 compared
+- ``decide``: comparisons (ratios with intervals, their verdicts); ``welch``: the same by
+  each comparison's own two sides (how older runs were decided); ``tails``: p99 compared
   from the requests; ``adopt``: the objective's verdict and the sentences that say it.
+- ``noise``: the run's noise model; ``moderated``: Smyth's prior and Satterthwaite's degrees
+  of freedom, which it uses.
 - ``verdict``: an experiment's decision (the runner and verify call it); ``drift``: the
   bracket's drift check and the best chosen after it.
 - ``checks`` (with ``checks_levels``, ``checks_engine``, ``checks_server``): the assumptions

@@ -65,52 +65,12 @@ from scipy import special, stats
 
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.noise import Noise, Run1, Side
-from reportgen.analysis.summary import compared_value
-from reportgen.results.levels import Level
 from reportgen.results.model import Point, sorted_points
 from reportgen.results.model import point_of as point_of
 from reportgen.results.verdicts import Comparison, Verdict
 
 NO_LEVEL = Point(0)  # a comparison not of one level (tests, simulations)
 ObjectiveVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive"]
-
-
-def compare_runs(
-    parent: Sequence[float],
-    child: Sequence[float],
-    *,
-    margin: float,
-    higher_is_better: bool,
-    metric: str = "",
-    level: Point = NO_LEVEL,
-    confidence: float = 0.95,
-) -> Comparison:
-    """Ratio child/parent with a Welch confidence interval on log values, and a verdict."""
-    p = np.log(np.asarray([v for v in parent if v and v > 0], dtype=float))
-    c = np.log(np.asarray([v for v in child if v and v > 0], dtype=float))
-    if p.size == 0 or c.size == 0:
-        return _no_data(metric, level, int(p.size), int(c.size))
-    diff = float(c.mean() - p.mean())
-    se = dof = None
-    if p.size >= 2 and c.size >= 2:
-        vp, vc = p.var(ddof=1) / p.size, c.var(ddof=1) / c.size
-        se = math.sqrt(vp + vc)
-        if se > 0:
-            dof = (vp + vc) ** 2 / (vp**2 / (p.size - 1) + vc**2 / (c.size - 1))
-    # per-run sd of log values, pooled: what more repetitions would average down
-    sd = math.sqrt((p.var(ddof=1) + c.var(ddof=1)) / 2) if se else 0.0
-    return _judge(
-        diff,
-        se,
-        dof,
-        (int(p.size), int(c.size)),
-        lambda: _reps_needed(abs(diff), sd, math.log1p(margin), confidence),
-        margin=margin,
-        higher_is_better=higher_is_better,
-        metric=metric,
-        level=level,
-        confidence=confidence,
-    )
 
 
 def compare_sides(
@@ -136,13 +96,13 @@ def compare_sides(
     runs decided by the "pooled" method did)."""
     levels_p = {r.level for r in parent}
     levels_c = {r.level for r in child}
-    wanted = _common(levels_p, levels_c, levels)
+    wanted = common_levels(levels_p, levels_c, levels)
     out = []
     for level in wanted:
         p = [r for r in parent if r.level == level]
         c = [r for r in child if r.level == level]
         if p and c and all(r.floored for r in (*p, *c)):
-            out.append(_none_met(metric, level, len(p), len(c)))
+            out.append(none_met(metric, level, len(p), len(c)))
             continue
         out.append(
             _compare_level(
@@ -180,12 +140,12 @@ def _compare_level(
         mine = {r.repetition: r.log for r in c}
         diffs = [mine[r.repetition] - r.log for r in p if r.repetition in mine]
         if not diffs:
-            return _no_data(metric, level, 0, 0, paired=True)
+            return no_data(metric, level, 0, 0, paired=True)
         est = noise_mod.paired(diffs, noise)
         n = (len(diffs), len(diffs))
     else:
         if not p or not c:
-            return _no_data(metric, level, len(p), len(c))
+            return no_data(metric, level, len(p), len(c))
         sp, sc = noise_mod.side_of(p), noise_mod.side_of(c)
         est = noise_mod.unpaired(sp, sc, noise)
         n = (sp.n, sc.n)
@@ -196,7 +156,7 @@ def _compare_level(
         needed.append(got)
         return got[0]
 
-    out = _judge(
+    out = judge(
         est.diff,
         est.se,
         est.dof,
@@ -241,7 +201,7 @@ def _more_repetitions(
         per_pair = est.se**2 * len(p)
         pairs = np.arange(len(p) + 1, MAX_REPS)
         half = special.stdtrit(est.dof + pairs - len(p), q) * np.sqrt(per_pair / pairs)
-        return _first(pairs, half < gap), None
+        return first_true(pairs, half < gap), None
     sp, sc = noise_mod.side_of(p), noise_mod.side_of(c)
     between = noise.between_var or 0.0
     fixed = between * (_weight(sp, None) + _weight(sc, None, fresh_rounds))
@@ -260,14 +220,14 @@ def _more_repetitions(
     denom = a**2 / d_w + (b**2 / noise.session_dof if noise.session_dof else 0.0)
     dof = np.where(denom > 0, (a + b) ** 2 / np.where(denom > 0, denom, 1.0), np.inf)
     half = special.stdtrit(dof, q) * np.sqrt(a + b)
-    return _first(k.astype(int), half < gap), None
+    return first_true(k.astype(int), half < gap), None
 
 
 MAX_REPS = 200  # beyond this, "about how many" is no longer an answer
 ONE_START = "one start"  # ``Comparison.limit``: a side ran on one server start
 
 
-def _first(k: np.ndarray, ok: np.ndarray) -> int | None:
+def first_true(k: np.ndarray, ok: np.ndarray) -> int | None:
     hits = np.flatnonzero(ok)
     return int(k[hits[0]]) if hits.size else None
 
@@ -289,7 +249,7 @@ def _weight(side: Side, k: Any, fresh: bool = False) -> Any:
 POWER = 0.8
 
 
-def _judge(
+def judge(
     diff: float,
     se: float | None,
     dof: float | None,
@@ -345,7 +305,7 @@ def _judge(
     )
 
 
-def _no_data(
+def no_data(
     metric: str, level: Point, n_parent: int, n_child: int, paired: bool = False
 ) -> Comparison:
     return Comparison(
@@ -366,63 +326,10 @@ def _no_data(
 NONE_MET = "none met"
 
 
-def _none_met(metric: str, level: Point, n_parent: int, n_child: int) -> Comparison:
+def none_met(metric: str, level: Point, n_parent: int, n_child: int) -> Comparison:
     """Goodput of none on both sides: no ratio (that of two floors would only compare the
     levels' lengths), inconclusive, and said why."""
-    return _no_data(metric, level, n_parent, n_child).model_copy(update={"limit": NONE_MET})
-
-
-def compare_pairs(
-    pairs: Sequence[tuple[float, float]],
-    *,
-    margin: float,
-    higher_is_better: bool,
-    metric: str = "",
-    level: Point = NO_LEVEL,
-    confidence: float = 0.95,
-) -> Comparison:
-    """Paired ratio: each (parent, child) pair ran next to each other in time. The estimate
-    is the geometric mean of the pairs' ratios; its interval a one-sample t interval on the
-    log ratios."""
-    d = np.asarray(
-        [math.log(c) - math.log(p) for p, c in pairs if p and c and p > 0 and c > 0], dtype=float
-    )
-    n = int(d.size)
-    if n == 0:
-        return _no_data(metric, level, 0, 0, paired=True)
-    mean = float(d.mean())
-    sd = float(d.std(ddof=1)) if n >= 2 else 0.0
-    gap = abs(abs(mean) - math.log1p(margin))
-
-    def reps() -> int | None:
-        t = stats.t.ppf
-        fits = (k for k in range(2, 10_000) if t(0.5 + confidence / 2, k - 1) * sd / k**0.5 < gap)
-        return next(fits, None)
-
-    return _judge(
-        mean,
-        sd / math.sqrt(n) if n >= 2 else None,
-        float(n - 1) if n >= 2 else None,
-        (n, n),
-        reps,
-        margin=margin,
-        higher_is_better=higher_is_better,
-        metric=metric,
-        level=level,
-        confidence=confidence,
-        paired=True,
-    )
-
-
-def _reps_needed(effect: float, sd: float, margin: float, confidence: float) -> int | None:
-    """Repetitions per side for the interval's half-width (t x sd x sqrt(2/n)) to fit in the
-    gap between |log ratio| and log(1 + margin); None when there is no gap."""
-    gap = abs(effect - margin)
-    if gap <= 0 or sd <= 0:
-        return None
-    n = np.arange(2, 10_000)
-    half = special.stdtrit(2 * n - 2, 0.5 + confidence / 2) * sd * np.sqrt(2 / n)
-    return _first(n, half < gap)
+    return no_data(metric, level, n_parent, n_child).model_copy(update={"limit": NONE_MET})
 
 
 def judge_interval(
@@ -456,70 +363,8 @@ def _verdict(
     return "inconclusive"
 
 
-def _common(a: set[Point], b: set[Point], wanted: Sequence[Point] | None) -> list[Point]:
+def common_levels(a: set[Point], b: set[Point], wanted: Sequence[Point] | None) -> list[Point]:
     """The levels both sides ran, in order (of ``wanted``, where given)."""
     if wanted is not None:
         return [x for x in wanted if x in a and x in b]
     return sorted_points(a & b)
-
-
-def values_by_level(levels: Sequence[Level], metric: str) -> dict[Point, list[float]]:
-    """Per level, the metric's value in each repetition (p50 for latencies)."""
-    out: dict[Point, list[float]] = {}
-    for (c, _), v in _by_run(levels, metric).items():
-        out.setdefault(c, []).append(v)
-    return out
-
-
-def _by_run(levels: Sequence[Level], metric: str) -> dict[tuple[Point, int], float]:
-    """The metric (p50 for latencies) of each (level, repetition) run, in run order."""
-    out: dict[tuple[Point, int], float] = {}
-    for lv in levels:
-        v = compared_value(lv.summary, metric, "p50")
-        if v is not None and math.isfinite(v):
-            out[lv.key] = v
-    return out
-
-
-def compare_experiments(
-    parent_levels: Sequence[Level],
-    child_levels: Sequence[Level],
-    metric: str,
-    *,
-    margin: float,
-    higher_is_better: bool,
-    levels: Sequence[Point] | None = None,
-    paired: bool = False,
-) -> list[Comparison]:
-    """Compare two experiments' level runs at their common (or the given) levels; with
-    ``paired``, repetition k of one with repetition k of the other (interleaved runs)."""
-    p, c = values_by_level(parent_levels, metric), values_by_level(child_levels, metric)
-    wanted = _common(set(p), set(c), levels)
-    none = _no_goodput(metric, [*parent_levels, *child_levels], wanted)
-    pr, cr = (_by_run(parent_levels, metric), _by_run(child_levels, metric)) if paired else ({}, {})
-
-    def one(x: Point) -> Comparison:
-        if x in none:
-            return _none_met(metric, x, len(p[x]), len(c[x]))
-        if paired:
-            pairs = [(pr[k], cr[k]) for k in pr if k in cr and k[0] == x]
-            return compare_pairs(
-                pairs, margin=margin, higher_is_better=higher_is_better, metric=metric, level=x
-            )
-        return compare_runs(
-            p[x], c[x], margin=margin, higher_is_better=higher_is_better, metric=metric, level=x
-        )
-
-    return [one(x) for x in wanted]
-
-
-def _no_goodput(metric: str, levels: Sequence[Level], wanted: Sequence[Point]) -> set[Point]:
-    """The levels where no run of either side had a request meeting the SLO (goodput)."""
-    if metric != "goodput_req_s":
-        return set()
-    return {
-        x
-        for x in wanted
-        if all(lv.summary.value(metric) == 0 for lv in levels
-               if lv.point == x and lv.summary.value(metric) is not None)
-    }  # fmt: skip

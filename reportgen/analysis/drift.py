@@ -11,8 +11,7 @@ from typing import Any
 
 from scipy import stats
 
-from reportgen.analysis import decide, selection
-from reportgen.analysis import noise as noise_mod
+from reportgen.analysis import decide, moderated, selection
 from reportgen.load.records import RequestRecord
 from reportgen.results.model import Experiment, Run
 
@@ -67,7 +66,7 @@ def drift_check(run: Run) -> list[str]:
             assert c.ratio and at.ratio and c.dof and at.dof and c.confidence
             diff = math.log(c.ratio) - share * math.log(at.ratio)
             a, b = se_c**2, (share * se_d) ** 2
-            dof = noise_mod.satterthwaite([(a, c.dof), (b, at.dof)]) or c.dof
+            dof = moderated.satterthwaite([(a, c.dof), (b, at.dof)]) or c.dof
             t = float(stats.t.ppf(0.5 + c.confidence / 2, dof))
             se = math.sqrt(a + b)
             lo, hi = math.exp(diff - t * se), math.exp(diff + t * se)

@@ -49,8 +49,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import stats
 
+from reportgen.analysis import moderated
 from reportgen.analysis.summary import compared_value
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point
@@ -159,7 +160,7 @@ class Noise:
             b = (self.between_var or 0.0) * start_weight
             if a + b <= 0:
                 return 0.0, None
-            return a + b, satterthwaite([(a, within_dof), (b, self.session_dof)])
+            return a + b, moderated.satterthwaite([(a, within_dof), (b, self.session_dof)])
         if self.session_var is None or start_weight <= 0 or self.session_dof <= 0:
             if a <= 0:
                 return 0.0, None
@@ -172,7 +173,7 @@ class Noise:
                 return 0.0, None
             return a, float(self.session_dof)
         if c >= 0:
-            return total, satterthwaite([(m, self.session_dof), (c, within_dof)])
+            return total, moderated.satterthwaite([(m, self.session_dof), (c, within_dof)])
         denom = m * m / self.session_dof + (c * c / within_dof if within_dof > 0 else 0.0)
         # a difference of estimates: Satterthwaite's formula, between one degree of freedom
         # and the starts' own
@@ -280,7 +281,7 @@ def _between(
     points = list(by_level)
     own = np.asarray([by_level[p][0] / by_level[p][1] for p in points])
     dofs = np.asarray([by_level[p][1] for p in points])
-    prior, d0 = _prior(own, dofs)
+    prior, d0 = moderated.prior(own, dofs)
     # a start slow at one level is slow at the others: the levels together know no more
     # about the prior than the starts they share
     d0 = min(d0, float(restarts))
@@ -301,7 +302,7 @@ def estimate(runs: Sequence[Run1], metric: str = "", method: str = METHODS[0]) -
     cells = within_cells(runs)
     variances = np.asarray([c.var(ddof=1) for c in cells])
     dofs = np.asarray([c.size - 1 for c in cells], dtype=float)
-    within_var, d0 = _prior(variances, dofs)
+    within_var, d0 = moderated.prior(variances, dofs)
     between = session_means(runs)
     restarts = _restarts(runs)
     session_var, h, levels = _between(between, restarts, per_level=method == "levels")
@@ -328,44 +329,6 @@ def _restarts(runs: Sequence[Run1]) -> int:
     for r in runs:
         starts.setdefault(r.config, set()).add(r.session)
     return sum(len(s) - 1 for s in starts.values())
-
-
-def _prior(variances: np.ndarray, dofs: np.ndarray) -> tuple[float | None, float]:
-    """Smyth's (2004) prior variance and degrees of freedom from sample variances and their
-    degrees of freedom; the plain pooled variance where there are fewer than three cells or
-    they agree better than chance (the prior's weight is then capped at the cells' total)."""
-    if variances.size == 0:
-        return None, 0.0
-    total = float(dofs.sum())
-    pooled = float((variances * dofs).sum() / total)
-    keep = variances > 0
-    if keep.sum() < 3:
-        return pooled, total
-    s2, d = variances[keep], dofs[keep]
-    e = np.log(s2) - special.digamma(d / 2) + np.log(d / 2)
-    mean_e = float(e.mean())
-    excess = float(e.var(ddof=1) - special.polygamma(1, d / 2).mean())
-    if excess <= 0:
-        return pooled, total
-    half = _trigamma_inverse(excess)
-    d0 = min(2 * half, total)
-    s0 = math.exp(mean_e + float(special.digamma(d0 / 2)) - math.log(d0 / 2))
-    return s0, d0
-
-
-def _trigamma_inverse(y: float) -> float:
-    """x with trigamma(x) = y (trigamma falls from +inf to 0 on (0, inf))."""
-
-    def f(x: float) -> float:
-        return float(special.polygamma(1, x)) - y
-
-    hi = 1.0
-    while f(hi) > 0:
-        hi *= 2
-    lo = hi / 2
-    while f(lo) < 0 and lo > 1e-8:
-        lo /= 2
-    return float(optimize.brentq(f, lo, hi))
 
 
 @dataclass(frozen=True)
@@ -454,21 +417,6 @@ def paired(diffs: Sequence[float], noise: Noise) -> Estimate:
         var = (prior_dof * prior + own_ss) / (prior_dof + own_dof)
         dof = prior_dof + own_dof
     return Estimate(mean, math.sqrt(var / n), dof if var > 0 else None, s2, noise.within_dof)
-
-
-def satterthwaite(parts: Sequence[tuple[float, float]]) -> float | None:
-    """Welch-Satterthwaite degrees of freedom of a sum of variance estimates (value, dof);
-    None when the sum is zero or a part with weight has no degrees of freedom."""
-    total = sum(v for v, _ in parts)
-    if total <= 0:
-        return None
-    denom = 0.0
-    for v, d in parts:
-        if v > 0:
-            if d <= 0:
-                return None
-            denom += v * v / d
-    return total * total / denom if denom > 0 else None
 
 
 @dataclass(frozen=True)

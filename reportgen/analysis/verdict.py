@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportgen import metrics
-from reportgen.analysis import adopt, decide, sequential, tails
+from reportgen.analysis import adopt, decide, sequential, tails, welch
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.drift import best_after, drift_check
@@ -330,7 +330,7 @@ class Comparer:
         common level, by the method asked for."""
         run, entry = self.run, self.entry
         if not self.pooled:
-            return decide.compare_experiments(
+            return welch.compare_experiments(
                 [*side.levels, *side.grown],
                 entry.levels,
                 metric,
