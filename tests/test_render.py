@@ -20,7 +20,7 @@ import pytest
 from rich.console import Console
 
 from reportgen import metrics, results
-from reportgen.cli import runs
+from reportgen.cli import summary
 from reportgen.errors import RenderError, ResultsError
 from reportgen.render import (
     Rendered,
@@ -570,7 +570,7 @@ def test_a_partial_runs_summary_says_what_ran_what_stopped_and_what_never_starte
         assert re.search(rf"\| {re.escape(eid)} \| not started \|", md), md
     assert re.search(rf"\| {re.escape(stopped)} \| interrupted \|", md), md
     console = Console(record=True, width=200)
-    runs._summary_table(console, data)
+    summary.summary_table(console, data)
     lines = console.export_text().splitlines()
     for eid in waiting:
         assert any(eid in line and "not started" in line for line in lines), lines

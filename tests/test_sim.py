@@ -394,7 +394,7 @@ def test_each_start_draws_its_own_speed_and_drifts_from_the_last(tmp_path: Path)
     import argparse
     import statistics
 
-    from reportgen.sim.server import start_speed
+    from reportgen.sim.speed import start_speed
 
     def speeds(path: Path, n: int, **flags: float) -> list[float]:
         given = {"start_spread": 0.0, "drift": 0.0, **flags}

@@ -4,8 +4,8 @@
 
 - ``parser``: every command's arguments and help.
 - ``prepare``: the commands before a run (validate, plan, calibrate, fingerprint, schema).
-- ``runs``: running a campaign (run, --resume, the summary table) and reading a run back
-  (render, verify).
+- ``runs``: running a campaign (run, --resume) and reading a run back (render, verify);
+  ``summary``: the table and ``--json`` a run ends with.
 - ``compare``: ``reportgen diff``.
 - ``codes``: the exit codes.
 

@@ -11,7 +11,7 @@
 ``methods`` (with ``workload``, the workload in words) and ``evidence`` (the engine's and the
 GPUs' evidence); ``text`` writes the rest of the prose, ``fmt`` every number.
 ``report`` ties them together. Imports go one way: ``content`` and ``fmt`` import nothing of
-render; evidence <- experiment <- view <- report; figures <- charts <- report. Reads only
+render; evidence <- experiment <- view <- report; figures <- timeline <- charts <- report. Reads only
 saved files (``reportgen.results``), so any report can be rebuilt later without a GPU or a
 server; imports results and analysis, never run.
 """

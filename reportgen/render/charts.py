@@ -27,7 +27,7 @@ import matplotlib
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
-from reportgen.render import figures
+from reportgen.render import figures, timeline
 from reportgen.render.content import Series
 from reportgen.results.model import Point, sorted_points
 
@@ -80,10 +80,19 @@ class Lazy:
     args: tuple[Any, ...] = ()
 
 
+BUILDERS: dict[str, Callable[..., Figure]] = {  # a chart's kind: the function that draws it
+    "throughput": figures.throughput,
+    "latency": figures.latency,
+    "tradeoff": figures.tradeoff,
+    "distributions": figures.distributions,
+    "telemetry": timeline.telemetry,
+}
+
+
 @dataclass(frozen=True)
 class Chart:
     """One chart to draw: its name in the report (also its SVG ids' salt), its kind (a key of
-    ``figures.BUILDERS``), the builder's arguments (``Lazy`` ones are loaded when drawn) and
+    ``BUILDERS``), the builder's arguments (``Lazy`` ones are loaded when drawn) and
     the legend entries when the legend's size is known before the data (``size``)."""
 
     name: str
@@ -96,7 +105,7 @@ class Chart:
         with a box of this size while the chart is drawn elsewhere."""
         plot_in = figures.LATENCY_IN if self.kind == "latency" else figures.PLOT_IN
         if self.kind == "telemetry":
-            return figures.WIDTH_IN * 72, figures.TELEMETRY_IN * 72
+            return figures.WIDTH_IN * 72, timeline.TELEMETRY_IN * 72
         with matplotlib.rc_context(figures.RC):
             height = figures.legend_below(figures.new_figure(plot_in), self.legend, plot_in)
         return figures.WIDTH_IN * 72, height * 72
@@ -127,7 +136,7 @@ def draw(chart: Chart, pdf: bool = False) -> tuple[str, Markup, bytes | None]:
     """One chart as inline SVG and, with ``pdf``, as a one-page PDF of the same figure."""
     args = tuple(a.func(*a.args) if isinstance(a, Lazy) else a for a in chart.args)
     with matplotlib.rc_context({**figures.RC, "svg.hashsalt": f"reportgen-{chart.name}"}):
-        fig = figures.BUILDERS[chart.kind](*args)
+        fig = BUILDERS[chart.kind](*args)
         return chart.name, _to_svg(fig), _to_pdf(fig) if pdf else None
 
 

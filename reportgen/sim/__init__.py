@@ -1,7 +1,7 @@
 """The simulated OpenAI-compatible server (``reportgen sim``, ``python -m reportgen.sim``).
 
 A stand-in engine for the demo and the tests, whose speed comes from its flags: ``cli`` (its
-flags and faults), ``server`` (the aiohttp application), ``text`` (prompts and the words it
+flags and faults), ``server`` (the aiohttp application), ``speed`` (a start's own speed), ``text`` (prompts and the words it
 answers). Imports nothing of reportgen but its version: it runs as a process of its own.
 """
 

@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import contextlib
 import datetime as dt
-import fcntl
 import hashlib
 import json
 import math
@@ -31,6 +30,7 @@ from typing import Any
 from aiohttp import web
 
 from reportgen.sim import nodes
+from reportgen.sim.speed import start_speed
 from reportgen.sim.text import BadRequest, generated_tokens, request_prompt
 
 DEFAULT_MAX_TOKENS = 16
@@ -53,27 +53,6 @@ def _error(message: str, status: int = 400) -> web.Response:
     return web.json_response(
         {"error": {"message": message, "type": kind, "param": None, "code": status}}, status=status
     )
-
-
-def start_speed(args: argparse.Namespace) -> float:
-    """This start's factor on every delay: (1 + --drift) to the power of the starts counted
-    before it in --starts-file, times a lognormal draw of mean 1 and relative sd
-    --start-spread (seeded by --seed and that count with a file, else by nothing)."""
-    count = 0
-    path = getattr(args, "starts_file", None)
-    if path:
-        with open(path, "a+") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            f.seek(0)
-            count = len(f.read().split())
-            f.write(f"{os.getpid()}\n")
-    speed = (1 + float(getattr(args, "drift", 0.0) or 0.0)) ** count
-    spread = float(getattr(args, "start_spread", 0.0) or 0.0)
-    if spread > 0:
-        sigma = math.sqrt(math.log1p(spread**2))
-        rng = random.Random(f"{args.seed}:{count}") if path else random.Random()
-        speed *= rng.lognormvariate(-(sigma**2) / 2, sigma)
-    return speed
 
 
 class _Sim:
