@@ -196,11 +196,42 @@ def test_an_experiment_that_ran_but_was_not_decided_runs_again_on_resume() -> No
 
 
 def test_golden_answers_of_any_shape_are_recorded_as_text() -> None:
-    from reportgen.run.probes import _text
+    """One reading of a whole answer for the golden prompts and the load: a chat message's
+    content parts joined, its reasoning kept apart (the load counts it, a golden answer is the
+    content), a completion's text, an error in a 200 body said as one."""
+    import orjson
 
-    assert _text(" Paris.") == " Paris."
-    assert _text([{"type": "text", "text": " Par"}, {"type": "text", "text": "is."}]) == " Paris."
-    assert _text(None) == "" and _text(42) == "42"
+    from reportgen.load.answer import content_text, read_whole
+
+    assert content_text(" Paris.") == " Paris."
+    parts = [{"type": "text", "text": " Par"}, {"type": "text", "text": "is."}]
+    assert content_text(parts) == " Paris."
+    assert content_text(None) == "" and content_text(42) == "42"
+
+    def body(obj: object) -> bytes:
+        return orjson.dumps(obj)
+
+    chat = read_whole(
+        body(
+            {
+                "choices": [
+                    {
+                        "message": {"content": parts, "reasoning_content": "Think."},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+            }
+        )
+    )
+    assert (chat.content, chat.reasoning, chat.finish_reason) == (" Paris.", "Think.", "stop")
+    assert chat.completion_tokens == 3 and chat.error is None
+    text = read_whole(body({"choices": [{"text": " 4", "finish_reason": "length"}]}))
+    assert (text.content, text.finish_reason, text.completion_tokens) == (" 4", "length", None)
+    assert read_whole(body({"error": {"message": "bad model"}})).error == (
+        "error in response: bad model"
+    )
+    assert read_whole(b"<html>").error == "invalid JSON response: b'<html>'"
 
 
 def test_the_objective_is_read_by_the_campaign_schemas_own_rules() -> None:

@@ -7,6 +7,7 @@ means the same whichever transport read it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -91,32 +92,68 @@ class Events:
         return True
 
 
-def whole_answer(rec: RequestRecord, parts: list[str], raw: bytes, now: float) -> None:
-    """A non-streamed 200 answer (arrived at ``now``) into ``rec``."""
+@dataclass(frozen=True)
+class Whole:
+    """A non-streamed answer's body, read: its first choice's text (a chat message's content,
+    or a completion's text), the reasoning a chat message carried beside it, why it ended,
+    and the usage; or, where the body is not an answer, ``error``."""
+
+    content: str = ""
+    reasoning: str = ""
+    finish_reason: str | None = None
+    usage: Any = None
+    error: str | None = None
+
+    @property
+    def completion_tokens(self) -> int | None:
+        tokens = self.usage.get("completion_tokens") if isinstance(self.usage, dict) else None
+        return tokens if isinstance(tokens, int) else None
+
+
+def read_whole(raw: bytes) -> Whole:
+    """A non-streamed 200 answer's body (chat or completions), the one reading of it: the
+    load's requests and the golden prompts both take it from here."""
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        fail(rec, f"invalid JSON response: {raw[:100]!r}")
-        return
+        return Whole(error=f"invalid JSON response: {raw[:100]!r}")
     if not isinstance(obj, dict):
-        fail(rec, f"invalid JSON response: not an object: {raw[:100]!r}")
-        return
+        return Whole(error=f"invalid JSON response: not an object: {raw[:100]!r}")
     if "error" in obj:
-        fail(rec, f"error in response: {error_message(obj)}")
-        return
+        return Whole(error=f"error in response: {error_message(obj)}")
     choices = obj.get("choices") or [{}]
-    choice = choices[0] if isinstance(choices[0], dict) else {}
+    choice = choices[0] if isinstance(choices, list) and isinstance(choices[0], dict) else {}
     msg = choice.get("message")
+    reason = choice.get("finish_reason")
+    finish = None if reason is None else str(reason)
     if isinstance(msg, dict):
         reasoning = msg.get("reasoning_content") or msg.get("reasoning") or ""
-        text = str(reasoning) + str(msg.get("content") or "")
-    else:
-        text = str(choice.get("text") or "")
+        return Whole(content_text(msg.get("content")), str(reasoning), finish, obj.get("usage"))
+    return Whole(str(choice.get("text") or ""), "", finish, obj.get("usage"))
+
+
+def content_text(content: Any) -> str:
+    """A chat message's content as text: a string as it is; a list of content parts (as
+    some servers send it) as their text joined; anything else as its text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else str(content)
+
+
+def whole_answer(rec: RequestRecord, parts: list[str], raw: bytes, now: float) -> None:
+    """A non-streamed 200 answer (arrived at ``now``) into ``rec``."""
+    got = read_whole(raw)
+    if got.error is not None:
+        fail(rec, got.error)
+        return
+    text = got.reasoning + got.content
     if text:  # a whole answer: no first token was seen apart from the rest (no TTFT)
         rec.chunk_times.append(now)
         rec.chunk_chars.append(len(text))
         parts.append(text)
-    take_usage(rec, obj.get("usage"))
+    take_usage(rec, got.usage)
 
 
 def fail(rec: RequestRecord, message: str) -> None:

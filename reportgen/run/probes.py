@@ -15,6 +15,7 @@ import httpx
 
 from reportgen import tls
 from reportgen.campaign import GoldenPrompt
+from reportgen.load.answer import http_error, read_whole
 from reportgen.load.records import api_path
 
 
@@ -56,27 +57,16 @@ def ask(
                 resp = client.post(path, json=body)
                 row["latency_s"] = time.perf_counter() - t0
                 if resp.status_code != 200:
-                    row["error"] = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                    row["error"] = http_error(resp.status_code, resp.content)
                 else:
-                    data = resp.json()
-                    choice = data["choices"][0]
-                    text = (choice.get("message") or {}).get("content") if api == "chat" else None
-                    row["answer"] = _text(text if text is not None else choice.get("text", ""))
-                    reason = choice.get("finish_reason")
-                    row["finish_reason"] = None if reason is None else str(reason)
-                    tokens = (data.get("usage") or {}).get("completion_tokens")
-                    row["output_tokens"] = tokens if isinstance(tokens, int) else None
-            except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+                    got = read_whole(resp.content)
+                    if got.error is not None:
+                        row["error"] = got.error
+                    else:
+                        row["answer"] = got.content
+                        row["finish_reason"] = got.finish_reason
+                        row["output_tokens"] = got.completion_tokens
+            except httpx.HTTPError as exc:
                 row["error"] = f"{type(exc).__name__}: {exc}"[:300]
             out.append(row)
     return out
-
-
-def _text(content: Any) -> str:
-    """An answer's text: a string as it is; a list of content parts (as some servers send
-    chat content) as their text joined; anything else as its JSON-ish text."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
-    return "" if content is None else str(content)
