@@ -34,7 +34,7 @@ Percentiles use linear interpolation between order statistics (numpy's default).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,7 +43,10 @@ from reportgen.load.records import RequestRecord
 from reportgen.metrics import LATENCIES, THROUGHPUTS
 from reportgen.metrics import PERCENTILES as KEPT
 from reportgen.results.levels import Aggregate, ClientLoad, Dist, Level, Stat, Summary, by_point
-from reportgen.results.model import Point
+from reportgen.results.model import Point, sorted_points
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PERCENTILES = (50, 90, 99)
 
@@ -54,6 +57,31 @@ def _dist(values: Sequence[float] | np.ndarray) -> Dist:
     arr = np.asarray(values, dtype=float)
     p50, p90, p99 = (float(v) for v in np.percentile(arr, PERCENTILES))
     return Dist(mean=float(arr.mean()), p50=p50, p90=p90, p99=p99)
+
+
+CURVE = tuple(range(101))  # the percentiles a latency distribution's curve is drawn at
+
+
+def latency_curves(frame: pd.DataFrame) -> dict[Point, dict[str, list[float]]]:
+    """Per level, TTFT's and E2E's percentiles 0-100 in ms over its successful requests (a
+    request table's times, ``results.store.load_request_times``): the distributions' charts."""
+    ok = frame[(frame["status"] == "ok") & frame["start"].notna()]
+    rate = ok["rate"].to_numpy(dtype=float)
+    keys = [
+        Point(int(c), None if np.isnan(r) else float(r))
+        for c, r in zip(ok["concurrency"].to_numpy(), rate, strict=True)
+    ]
+    order = sorted_points(keys)
+    code = {p: i for i, p in enumerate(order)}
+    codes = np.asarray([code[k] for k in keys], dtype=int)
+    levels: dict[Point, dict[str, list[float]]] = {}
+    for metric, stop in (("ttft_ms", "first_token"), ("e2e_ms", "end")):
+        ms = ((ok[stop] - ok["start"]) * 1e3).to_numpy(dtype=float)
+        for i, p in enumerate(order):
+            values = ms[(codes == i) & ~np.isnan(ms)]
+            if values.size:
+                levels.setdefault(p, {})[metric] = [float(x) for x in np.percentile(values, CURVE)]
+    return levels
 
 
 def _known(value: float | None) -> bool:

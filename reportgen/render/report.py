@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow.parquet as pq
 from markupsafe import Markup
 
 from reportgen import results as results_mod
+from reportgen.analysis import summary
 from reportgen.errors import RenderError
 from reportgen.render import charts, exports, html, view
 from reportgen.render import pdf as printer  # `render` has a parameter named pdf
@@ -155,7 +155,6 @@ def chart_inputs(run_dir: Path, run: Run) -> tuple[dict[str, charts.Lazy], dict[
     """Loaders of each experiment's telemetry columns and latency percentiles, for the
     experiments that saved a telemetry table with rows, or requests: the charts' processes
     read them, in parallel, instead of this one before drawing starts."""
-    import pyarrow.parquet as pq
 
     telemetry, latencies = {}, {}
     where = RunDir(run_dir)
@@ -168,40 +167,12 @@ def chart_inputs(run_dir: Path, run: Run) -> tuple[dict[str, charts.Lazy], dict[
     return telemetry, latencies
 
 
-PERCENTILES = tuple(range(101))
 TELEMETRY_CHART_COLUMNS = ("t", "gpu", "sm_clock_mhz", "power_w", "util_gpu_pct", "mem_used_bytes")
 
 
 def _latencies_of(run_dir: Path, exp_id: str) -> dict[Point, dict[str, list[float]]]:
-    """One experiment's latency percentiles by level; reads only the columns it needs (not
-    every chunk's time)."""
-    from reportgen.results.store import read_table
-
-    path = RunDir(run_dir).requests(exp_id)
-    columns = ["concurrency", "status", "start", "first_token", "end"]
-    try:
-        rated = "rate" in pq.read_schema(path).names
-    except (OSError, ValueError):  # missing or damaged: read_table says which, in one line
-        rated = False
-    frame = read_table(path, [*columns, "rate"] if rated else columns).to_pandas()
-    ok = frame[(frame["status"] == "ok") & frame["start"].notna()]
-    conc = ok["concurrency"].to_numpy()
-    rate = ok["rate"].to_numpy(dtype=float) if rated else np.full(len(ok), np.nan)
-    keys = [
-        Point(int(c), None if np.isnan(r) else float(r)) for c, r in zip(conc, rate, strict=True)
-    ]
-    order = sorted_points(keys)
-    code = {p: i for i, p in enumerate(order)}
-    codes = np.asarray([code[k] for k in keys], dtype=int)
-    levels: dict[Point, dict[str, list[float]]] = {}
-    for metric, stop in (("ttft_ms", "first_token"), ("e2e_ms", "end")):
-        ms = ((ok[stop] - ok["start"]) * 1e3).to_numpy(dtype=float)
-        for i, p in enumerate(order):
-            values = ms[(codes == i) & ~np.isnan(ms)]
-            if values.size:
-                qs = np.percentile(values, PERCENTILES)
-                levels.setdefault(p, {})[metric] = [float(x) for x in qs]
-    return levels
+    """One experiment's latency percentiles by level, from its requests' times."""
+    return summary.latency_curves(results_mod.load_request_times(run_dir, exp_id))
 
 
 def _telemetry_of(run_dir: Path, exp_id: str) -> dict[str, Any]:

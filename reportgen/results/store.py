@@ -263,6 +263,25 @@ def load_telemetry(
     return read_table(path, columns).to_pandas()
 
 
+TIME_COLUMNS = ("concurrency", "rate", "status", "start", "first_token", "end")
+
+
+def load_request_times(run_dir: Path, table: str) -> pd.DataFrame:
+    """One request table's level, status and times (``TIME_COLUMNS``), not every chunk's:
+    ``rate`` NaN where the table has none (closed-loop levels, tables written before rates).
+    ResultsError naming the file when it is missing or cannot be read."""
+    path = RunDir(run_dir).requests(table)
+    try:
+        rated = "rate" in pq.read_schema(path).names
+    except (OSError, ValueError):  # missing or damaged: read_table says which, in one line
+        rated = False
+    columns = [c for c in TIME_COLUMNS if rated or c != "rate"]
+    frame = read_table(path, columns).to_pandas()
+    if not rated:
+        frame["rate"] = float("nan")
+    return frame
+
+
 def _save_table(path: Path, frame: pd.DataFrame) -> Path:
     return _save_arrow(path, pa.Table.from_pandas(frame, preserve_index=False))
 
