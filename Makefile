@@ -56,7 +56,7 @@ schema: $(STAMP)
 
 # Rewrite tests/golden/ after an intended change to what reports say; review the diff, commit.
 golden: $(STAMP)
-	$(PY) -m pytest -q tests/test_golden.py --update-golden
+	$(PY) -m pytest -q tests/unit/render/test_golden.py --update-golden
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

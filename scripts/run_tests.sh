@@ -37,7 +37,7 @@ phase parallel -n "$WORKERS" --dist loadfile -m "not timing$extra" "$@"
 # `pytest.mark.timing` in the file that holds the test).
 # (Unless pytest arguments were given: they may name the files.)
 timed=()
-[ $# -gt 0 ] || mapfile -t timed < <(grep -l "pytest.mark.timing" tests/test_*.py)
+[ $# -gt 0 ] || mapfile -t timed < <(grep -rl --include="test_*.py" "pytest.mark.timing" tests)
 if [ $# -gt 0 ] || [ ${#timed[@]} -gt 0 ]; then
   phase timing -p no:xdist -m "timing$extra" "$@" "${timed[@]}"
 fi

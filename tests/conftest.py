@@ -436,7 +436,7 @@ def demo_outcomes(stdout: str) -> Path:
     loaded two-core host, one server start of a configuration can run several percent slower
     than another (other tests busy meanwhile), and with two or three starts that spread
     widens every interval. So the effect's size is checked on its measured ratios, and a
-    verdict, where one is reached, must be the right one (``tests/test_demo_e2e.py`` holds
+    verdict, where one is reached, must be the right one (``tests/e2e/test_demo_e2e.py`` holds
     the demo run alone to its exact outcomes)."""
     got = json.loads(stdout)
     said = [e["outcome"] for e in got["experiments"]]

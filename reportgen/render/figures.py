@@ -275,7 +275,7 @@ def grid(
     Cleared: every artist a chart adds is removed and the limits are automatic again; what
     every chart sets anyway (titles, labels, ticks, size, margins) it sets again. Only
     charts whose panels all get data use a kept figure (an empty panel's limits come out
-    differently); tests/test_render.py checks that a chart drawn on a kept figure is
+    differently); tests/unit/render/test_render.py checks that a chart drawn on a kept figure is
     byte-identical to one drawn on a new figure."""
     kept = _KEPT.get(kind) if REUSE and reuse else None
     if kept is None:

@@ -1,0 +1,105 @@
+"""Builders the tests share: the demo campaign as data, campaign documents written as TOML
+(with hypothesis strategies for any value), and a small campaign run to its end in this
+process."""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+from reportgen import results
+from reportgen.observe.sources import CAPTURE_ENV
+from tests.conftest import ROOT, free_port, reportgen_main
+
+DEMO: dict[str, Any] = tomllib.loads((ROOT / "campaigns" / "demo.toml").read_text())
+
+scalars = st.one_of(
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=8,
+)
+
+
+def toml_value(value: Any) -> str:
+    """A value as TOML (inline tables and arrays), enough for these tests."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # JSON's escapes are TOML's basic-string escapes
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+
+
+def toml_document(data: dict[str, Any]) -> str:
+    return "\n".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in data.items()) + "\n"
+
+
+SMALL = """
+[campaign]
+name = "small"
+title = "small"
+
+[server]
+engine = "sim"
+args = {{ port = {port}, ttft-ms = 5, itl-ms = 1 }}
+ready_timeout_s = 30
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 12
+input_tokens = 8
+output_tokens = 6
+warmup_requests = 2
+warmup = {{ max_s = 10 }}  # a level the busy test host keeps from settling is measured after 10 s
+{extra}
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+"""
+
+
+def run_small(
+    tmp_path: Path,
+    extra: str,
+    cache: Path,
+    env_extra: dict[str, str] | None = None,
+    template: str = SMALL,
+) -> dict:
+    """`reportgen run` of SMALL (with ``extra`` in its workload) in this process, to its end;
+    its results, with the baseline's request and telemetry tables."""
+    path = tmp_path / "c.toml"
+    path.write_text(template.format(port=free_port(), extra=extra))
+    out = tmp_path / "out"
+    # no GPU capture unless the test names one, as in a clean environment
+    env = {CAPTURE_ENV: None, **(env_extra or {})}
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next((out / "small").iterdir())
+    data = json.loads((run_dir / "results.json").read_text())
+    data["_requests"] = results.load_requests(run_dir, "baseline")
+    data["_telemetry"] = results.load_telemetry(run_dir, "baseline")
+    data["_run_dir"] = run_dir
+    return data
