@@ -666,12 +666,18 @@ def drift_main(args: argparse.Namespace) -> int:
     rejection. ``--effect R``: the fourth carries a real change of R (the others' rates are
     then of the seven), and how often it is called right is counted too."""
     k = 8
+    same = k - 1 if args.effect else k  # the experiments identical to the baseline
+    kinds = (
+        f"{same} identical to the baseline and the {REAL_AT + 1}th a real x{args.effect:g}"
+        if args.effect
+        else f"{k} identical to the baseline"
+    )
     print(
-        f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; {k} experiments identical to "
-        "the baseline, one an hour, on a host whose speed changes by 'drift' per experiment; "
-        "the baseline measured again at the end; 'adopted', 'rejected': of the experiments "
+        f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; {k} experiments, {kinds}, one "
+        "an hour, on a host whose speed changes by 'drift' per experiment; the baseline "
+        "measured again at the end; 'adopted', 'rejected': of the identical experiments "
         "(Monte-Carlo error of a 5% rate: "
-        f"+-{math.sqrt(0.05 * 0.95 / (args.trials * k)):.1%}); 'at the last': the eighth "
+        f"+-{math.sqrt(0.05 * 0.95 / (args.trials * same)):.1%}); 'at the last': the eighth "
         "alone; 'campaigns': those holding a wrong call"
     )
     effect = f" | x{args.effect:g} at the {REAL_AT + 1}th, called" if args.effect else ""
@@ -730,7 +736,7 @@ def campaign_wide_main(args: argparse.Namespace) -> int:
         f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; eight experiments a campaign: "
         "seven identical to the baseline, one 10% faster; 'wrong': campaigns where one of the "
         "seven was adopted or rejected (Monte-Carlo error in brackets); 'adopted': campaigns "
-        "where the 10% gain was"
+        "where the 10% gain was adopted"
     )
     print(
         "| noise | starts | n | scope | bracket | wrong (campaign) | wrong (experiment) "

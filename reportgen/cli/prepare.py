@@ -249,6 +249,19 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             "again after every experiment and compared with it (the campaign's drift)",
             markup=False,
         )
+    elif (
+        steps
+        and steps[0].base_url is None
+        and not c.model.campaign.interleave
+        and sum(1 for r in steps[1:] if r.base_url is None) >= 2
+    ):
+        out.print(
+            "\nno bracket (campaign.bracket is off"
+            + (" for the simulator" if c.model.campaign.bracket is None else "")
+            + "): the baseline is not measured again at the end, so the campaign's drift is "
+            "not checked; campaign.bracket = true checks it",
+            markup=False,
+        )
     if c.model.campaign.confirm:
         out.print(
             "\nthen (campaign.confirm): confirm-best, the best configuration run again, and "
@@ -282,7 +295,7 @@ def _allocation(starts: int, interleave: bool, steps: Sequence[Any]) -> str:
         "noise and starts 3% apart, a 10% change was called in 51-58% of them against "
         "38-39%, identical configurations adopted or rejected in 2.5% against 5.5% "
         "(benchmarks/README.md, the allocation); a run's report works it out from its own "
-        "start and repetition times and spreads (its methods)"
+        "start and repetition times and spreads (its methods)."
     )
 
 

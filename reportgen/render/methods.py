@@ -187,6 +187,14 @@ def methods(
             "for compilations every later one is spared."
         )
     bracket = next((e for e in exps if e.role == "bracket"), None)
+    compared = [e for e in exps[1:] if e.role == "experiment" and e.base_url is None]
+    if bracket is None and not interleave and len(compared) >= 2 and exps[0].base_url is None:
+        load.append(
+            "Not bracketed: the baseline's configuration was not measured again after the "
+            "experiments (campaign.bracket off), so how far the host drifted over the campaign "
+            "is not known and an adoption that drift could explain is not withdrawn "
+            "(campaign.bracket = true, or campaign.interleave, checks it)."
+        )
     if bracket is not None:
         load.append(
             f"Bracketing: the baseline's configuration was measured again after every "

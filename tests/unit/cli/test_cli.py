@@ -153,6 +153,8 @@ def test_plan_says_what_one_repetition_per_start_would_buy(tmp_path: Path) -> No
     assert len(said) == 1, res.stdout
     assert "3 repetitions an experiment on 2 server starts" in said[0]
     assert "campaign.starts = 3" in said[0] and "51-58%" in said[0]
+    # the simulator is not bracketed by default: the plan says the drift goes unchecked
+    assert "no bracket (campaign.bracket is off for the simulator)" in res.stdout
     for setting in ("starts = 3", "interleave = true"):
         path.write_text(text.replace("[campaign]\n", f"[campaign]\n{setting}\n", 1))
         res = reportgen("plan", str(path))

@@ -1,10 +1,10 @@
 """Golden files: the sample run's report, Markdown summary and CSV tables, byte for byte.
 
 A change to what a report says shows up here as a diff to review. When it is intended, write
-the new files with ``pytest tests/unit/render/test_golden.py --update-golden`` (or ``make golden``) and
-commit them with the change. Charts are compared apart (``test_render``: two renderings give
-the same SVG); here each is replaced by a marker, so a matplotlib release that draws a path a
-little differently does not hide what changed in the text.
+the new files with ``pytest tests/unit/render/test_golden.py --update-golden`` (or ``make
+golden``) and commit them with the change. Charts are compared apart (``test_render``: two
+renderings give the same SVG); here each is replaced by a marker, so a matplotlib release that
+draws a path a little differently does not hide what changed in the text.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def test_every_output_has_a_golden_file(request: pytest.FixtureRequest) -> None:
             (GOLDEN / name).write_text(body, encoding="utf-8")
         return
     assert sorted(_outputs()) == NAMES, (
-        "outputs and golden files differ: run pytest tests/unit/render/test_golden.py --update-golden"
+        "outputs and golden files differ: run "
+        "pytest tests/unit/render/test_golden.py --update-golden"
     )
 
 
@@ -67,6 +68,7 @@ def test_output_matches_its_golden_file(name: str, request: pytest.FixtureReques
         )
         shown = "\n".join(line[:200] for line in list(diff)[:60])
         pytest.fail(
-            f"{name} differs from its golden file (if intended: pytest tests/unit/render/test_golden.py "
-            f"--update-golden, then commit tests/golden/):\n{shown}"
+            f"{name} differs from its golden file (if intended: "
+            "pytest tests/unit/render/test_golden.py --update-golden"
+            f", then commit tests/golden/):\n{shown}"
         )
