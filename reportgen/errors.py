@@ -57,11 +57,25 @@ class CampaignError(ReportgenError):
 
 
 class ServerError(ReportgenError):
-    """The server process failed to start, become ready, or stop."""
+    """The server process failed to start, become ready, or stop. Beside its message, what
+    happened as data (``results.model.Failure``): ``kind`` ("start", "not ready", "exited",
+    "fatal", "other"), the exit code where it exited, and the level run (a ``Point``) and
+    repetition it failed during, set by the session that ran it."""
 
-    def __init__(self, message: str, log_tail: str = "", log_heading: str = ""):
+    def __init__(
+        self,
+        message: str,
+        log_tail: str = "",
+        log_heading: str = "",
+        kind: str = "other",
+        exit_code: int | None = None,
+    ):
         self.log_tail = log_tail  # the server's log lines that show what happened
         self.log_heading = log_heading  # what those lines are, when not the log's last ones
+        self.kind = kind
+        self.exit_code = exit_code
+        self.level: object | None = None  # the level run it failed during
+        self.repetition: int | None = None
         super().__init__(message)
 
 

@@ -32,7 +32,8 @@ def server_stable(entry: Experiment) -> Check:
         return Check(
             id="server_stable", title=title, status="skip", evidence="no level was measured"
         )
-    if entry.status == "failed" and re.search(r"server exited|crash", reason):
+    kind = entry.failure.kind if entry.failure is not None else None
+    if entry.status == "failed" and kind == "exited":
         return Check(
             id="server_stable",
             title=title,
@@ -40,7 +41,7 @@ def server_stable(entry: Experiment) -> Check:
             evidence=reason,
             hint="read the end of the server log",
         )
-    if entry.status == "failed" and "reported a fatal error" in reason:
+    if entry.status == "failed" and kind == "fatal":
         # its process lived on, but it could no longer generate (a dead generation loop)
         return Check(
             id="server_stable",

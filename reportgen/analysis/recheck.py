@@ -56,7 +56,8 @@ def _failure_again(entry: Any, engine: engines.Engine, text: str) -> None:
         and line.startswith(said[:40])
         and len(line) > len(said)
         or not sep
-        and head.startswith("server exited with code")
+        and entry.failure is not None
+        and entry.failure.kind == "exited"
     ):
         entry.reason = f"{head}: {redact_text(line)[:2000]}"
 

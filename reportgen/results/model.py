@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from typing import Any, Literal
 
 from pydantic import (
@@ -47,7 +46,7 @@ from reportgen.results.base import _Model
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
 from reportgen.results.verdicts import Check, Decision
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CONTROL_SUFFIX = "~control"  # "~" is not allowed in experiment ids: no clash with one
 DEFAULT_METRIC = "output_tok_s"
 
@@ -127,6 +126,37 @@ class Control(_Model):
     by_level: list[Aggregate] = Field(default_factory=list)
 
 
+FailureKind = Literal["start", "not ready", "exited", "fatal", "other"]
+
+
+class Failure(_Model):
+    """Why an experiment failed, as data (its ``reason`` says it in words): what happened,
+    the server's exit code where it exited, and the level run and repetition it failed
+    during, where it failed during one."""
+
+    # "start": could not be started; "not ready": never became ready; "exited": its process
+    # ended; "fatal": it logged a line its engine calls fatal and could no longer generate;
+    # "other": any other failure (a check, the load, the host)
+    kind: FailureKind = "other"
+    exit_code: int | None = None
+    level: PointField | None = None
+    repetition: int | None = None  # from 0
+
+    @classmethod
+    def of(cls, exc: BaseException) -> Failure:
+        """What an exception says of the failure (``errors.ServerError`` carries it all)."""
+        said = getattr(exc, "kind", "other")
+        kinds: tuple[FailureKind, ...] = ("start", "not ready", "exited", "fatal")
+        kind: FailureKind = next((k for k in kinds if k == said), "other")
+        level = getattr(exc, "level", None)
+        return cls(
+            kind=kind,
+            exit_code=getattr(exc, "exit_code", None),
+            level=level if isinstance(level, Point) else None,
+            repetition=getattr(exc, "repetition", None),
+        )
+
+
 class Look(_Model):
     """One look of adaptive repetitions: after ``repetitions`` of every level still in play,
     the objective's levels whose verdict was still open (each gets one more, on a fresh
@@ -170,6 +200,7 @@ class Experiment(_Model):
     leaves_out: str | None = None
     status: Status = "pending"
     reason: str | None = None
+    failure: Failure | None = None  # a failed experiment's reason, as data
     levels: list[Level] = Field(default_factory=list)
     # its configuration, resolved and redacted (``run.plan.describe``)
     parent: str | None = None
@@ -234,17 +265,13 @@ class Experiment(_Model):
         verdict stays failed); the level it died in is not."""
         if self.ok:
             return []
-        died = {lv.point for lv in self.levels if lv.aborted}
-        # runs recorded before the level a server died in was marked: the reason names it
-        named = re.search(r"\bduring (C=\d+|R=\S+/s) repetition", self.reason or "")
-        said = Point.parse(named.group(1)) if named else None
+        died = {lv.point.label for lv in self.levels if lv.aborted}
+        if self.failure is not None and self.failure.level is not None:
+            died.add(self.failure.level.label)  # by label: one read from words lacks its cap
         return sorted_points(
             a.point
             for a in self.by_level
-            if a.point not in died
-            and not (said is not None and a.point.label == said.label)
-            and not a.all_failed
-            and a.requests
+            if a.point.label not in died and not a.all_failed and a.requests
         )
 
     def all_levels(self) -> list[Level]:

@@ -19,7 +19,15 @@ from reportgen.errors import ReportgenError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence, telemetry
 from reportgen.observe.telemetry import Telemetry
-from reportgen.results.model import Control, Experiment, Look, Point, Run, TelemetryInfo
+from reportgen.results.model import (
+    Control,
+    Experiment,
+    Failure,
+    Look,
+    Point,
+    Run,
+    TelemetryInfo,
+)
 from reportgen.run import external
 from reportgen.run.plan import Role, interleaved, server_sessions
 from reportgen.run.resume import utc_now
@@ -83,6 +91,7 @@ def run_experiment(
     except ReportgenError as exc:
         entry.status = "failed"
         entry.reason = str(exc)
+        entry.failure = Failure.of(exc)
         last = entry.sessions[-1] if entry.sessions else None
         entry.log_tail = (last.log_tail if last else None) or ""
         if last is not None and last.log_heading:

@@ -159,7 +159,8 @@ class ServerProcess:
         if not port_is_free(self.host, self.port):
             raise ServerError(
                 f"port {self.port} on {self.host} is already in use by another process; "
-                "stop that process or set another port in the campaign's server args"
+                "stop that process or set another port in the campaign's server args",
+                kind="start",
             )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("wb")
@@ -175,16 +176,18 @@ class ServerProcess:
         except FileNotFoundError:
             self._close_log()
             raise ServerError(
-                f"command not found: {self.argv[0]!r}; install the engine or fix server.command"
+                f"command not found: {self.argv[0]!r}; install the engine or fix server.command",
+                kind="start",
             ) from None
         except PermissionError:
             self._close_log()
-            raise ServerError(f"command not executable: {self.argv[0]!r}") from None
+            raise ServerError(f"command not executable: {self.argv[0]!r}", kind="start") from None
         except (OSError, ValueError) as exc:  # E2BIG: arguments and environment too long
             self._close_log()
             raise ServerError(
                 f"cannot start {self.argv[0]!r}: {exc}; shorten the server's flags and "
-                "environment (server.args, server.env)"
+                "environment (server.args, server.env)",
+                kind="start",
             ) from None
         self.started_at = time.monotonic()
         pgid = self.proc.pid  # start_new_session makes the child its group's leader
@@ -277,13 +280,24 @@ class ServerProcess:
                         f"server exited with code {code}{at}: {said}",
                         redact_text(distilled, self.secrets),
                         DISTILLED_HEADING,
+                        kind="exited",
+                        exit_code=code,
                     )
                 excerpt = "".join(text[offset:].splitlines(keepends=True)[:40])
                 return ServerError(
-                    f"server exited with code {code}{at}: {said}", excerpt, CAUSE_HEADING
+                    f"server exited with code {code}{at}: {said}",
+                    excerpt,
+                    CAUSE_HEADING,
+                    kind="exited",
+                    exit_code=code,
                 )
             said = f": {went.removesuffix('; ')}" if lost else ""
-            return ServerError(f"server exited with code {code}{at}{said}", self.log_tail())
+            return ServerError(
+                f"server exited with code {code}{at}{said}",
+                self.log_tail(),
+                kind="exited",
+                exit_code=code,
+            )
         fatal = self.fatal_line()
         if fatal is not None:
             excerpt, heading = self.fatal_excerpt(), FATAL_HEADING
@@ -292,7 +306,9 @@ class ServerProcess:
             if distilled is not None:  # the traceback that follows the fatal line
                 excerpt = redact_text(head.splitlines()[0] + "\n" + distilled, self.secrets)
                 heading = DISTILLED_HEADING
-            return ServerError(f"server reported a fatal error{at}: {fatal}", excerpt, heading)
+            return ServerError(
+                f"server reported a fatal error{at}: {fatal}", excerpt, heading, kind="fatal"
+            )
         return None
 
     def fatal_line(self) -> str | None:
@@ -345,6 +361,7 @@ class ServerProcess:
                         f"server was not ready after {timeout_s:g} s (waiting for {stage}); "
                         "raise server.ready_timeout_s if it needs longer",
                         self.log_tail(),
+                        kind="not ready",
                     )
                 try:
                     if not health_ok:

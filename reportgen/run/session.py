@@ -252,6 +252,7 @@ class ServerSession:
         failed = self._failure_after(recs, f"during {point.label} repetition {rep + 1}")
         if failed is not None:  # its numbers are not the configuration's
             level.aborted = level.aborted or f"{FAILED_DURING}: {gist(str(failed))}"
+            failed.level, failed.repetition = point, rep
             raise failed
         interrupt.check()
         return level

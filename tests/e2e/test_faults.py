@@ -224,12 +224,18 @@ def test_a_level_is_cut_short_when_its_server_dies(tmp_path: Path, cache: Path) 
     (run_dir,) = (tmp_path / "out" / "cut").iterdir()
     exps = {e["id"]: e for e in json.loads((run_dir / "results.json").read_text())["experiments"]}
     assert exps["baseline"]["status"] == "ok"
-    for exp_id, why in (
-        ("crash", "server exited with code 3"),
-        ("dead-loop", "server reported a fatal error: sim: error in generation loop"),
+    for exp_id, why, failure in (
+        ("crash", "server exited with code 3", {"kind": "exited", "exit_code": 3}),
+        (
+            "dead-loop",
+            "server reported a fatal error: sim: error in generation loop",
+            {"kind": "fatal", "exit_code": None},
+        ),
     ):
         e = exps[exp_id]
         assert e["status"] == "failed" and "during C=2 repetition 1" in e["reason"], e["reason"]
+        # the same as data: what happened, in which level run
+        assert e["failure"] == {**failure, "level": 2, "repetition": 0}, e["failure"]
         (level,) = e["levels"]
         assert level["aborted"].startswith(why), level["aborted"]
         assert level["window"]["duration_s"] < 10  # of the 60 planned
@@ -238,6 +244,12 @@ def test_a_level_is_cut_short_when_its_server_dies(tmp_path: Path, cache: Path) 
     warming = exps["crash-warming"]
     assert warming["status"] == "failed" and warming["levels"] == []
     assert warming["reason"].startswith("server exited with code 3 during C=2's warm-up")
+    assert warming["failure"] == {
+        "kind": "exited",
+        "exit_code": 3,
+        "level": None,
+        "repetition": None,
+    }
     html = (run_dir / "report.html").read_text()
     assert "C=2 repetition 1: cut short after " in html and "(server exited with code 3)" in html
     assert port_is_free("127.0.0.1", port) and sims_alive(port) == []

@@ -314,9 +314,13 @@ def test_a_crash_or_a_restart_fails_the_server_check_and_the_verdict() -> None:
         "C=8 repetition 1: counter e:gen_total went back (the engine restarted)"
     )
     assert invalidated([got["server_stable"]]) == ["Server ran without a crash or restart"]
+    # a server that exited: said as data (``Failure``), whatever its reason's words
     e = entry([level(1)], status="failed", reason="server exited with code -9 during C=8 "
-              "repetition 2")  # fmt: skip
+              "repetition 2",
+              failure={"kind": "exited", "exit_code": -9, "level": 8, "repetition": 1})  # fmt: skip
     assert by_id(run_checks(e, ENV))["server_stable"]["status"] == "fail"
+    e["failure"] = {"kind": "other"}  # a check or the load failed: not the server
+    assert by_id(run_checks(e, ENV))["server_stable"]["status"] == "pass"
 
 
 def answers(*texts: str, expect: str | None = "Paris") -> list[dict[str, Any]]:

@@ -29,18 +29,42 @@ def test_schema_1_files_load_through_the_migration(run_dir: Path) -> None:
     raw = json.loads(results.RunDir(run_dir).read_bytes("results.json"))
     assert raw["schema_version"] == 1
     run = results.load(run_dir)
-    assert run.schema_version == SCHEMA_VERSION == 2
+    assert run.schema_version == SCHEMA_VERSION == 3
     assert [e.id for e in run.experiments] == [e["id"] for e in raw["experiments"]]
     # every experiment that ran names its workload now (schema 1 left some out)
     assert all(e.workload for e in run.experiments if e.status != "pending")
     # nothing is lost: every value of the old file is in the new one, where it was
-    assert _contains(run.dump(), {**raw, "schema_version": 2})
+    assert _contains(run.dump(), {**raw, "schema_version": 3})
     # and a saved Run reads back as itself
     again = results.parse(json.loads(json.dumps(run.dump())))
     assert again == run
     baseline = run.experiments[0]
     assert baseline.decision is not None and baseline.decision.verdict == "baseline"
     assert baseline.by_level[0].output_tok_s.n == baseline.by_level[0].repetitions
+
+
+def test_a_failure_is_data_and_older_words_are_read_once_by_the_migration() -> None:
+    """A failed experiment says what happened as data (``Failure``): the kind, the exit code,
+    the level run it died in. Results of version 2 said it only in words; the migration reads
+    them once, and everything after reads the data: the levels finished before the failure,
+    the server-stability check."""
+    from reportgen.analysis.checks_server import server_stable
+    from reportgen.results.model import Failure, Point
+
+    run = results.load(H200)  # version 1: its words, read by the migration
+    died = next(e for e in run.experiments if e.id == "eager-attention")
+    assert died.failure == Failure(kind="fatal", level=Point(64), repetition=0)
+    assert died.finished_before_failure() == [Point(1), Point(4), Point(16)]
+    assert server_stable(died).status == "fail"
+    never = next(e for e in run.experiments if e.id == "float16")
+    assert never.failure == Failure(kind="fatal") and never.finished_before_failure() == []
+    # new runs write it as data: words that say otherwise no longer decide anything
+    died.reason = "it went wrong"
+    assert died.finished_before_failure() == [Point(1), Point(4), Point(16)]
+    assert server_stable(died).status == "fail"
+    sample = results.load(SAMPLE)
+    typo = next(e for e in sample.experiments if e.id == "typo-in-flag")
+    assert typo.failure == Failure(kind="exited", exit_code=2)
 
 
 def _contains(new: object, old: object) -> bool:
@@ -70,7 +94,7 @@ def test_keys_of_a_later_reportgen_are_kept(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        ({"schema_version": 3}, "schema_version = 3, but this reportgen reads versions 1 to 2"),
+        ({"schema_version": 4}, "schema_version = 4, but this reportgen reads versions 1 to 3"),
         ({"schema_version": "1"}, "schema_version = '1'"),
         ({"status": "halfway"}, "status: Input should be 'running', 'complete' or 'incomplete'"),
         ({"campaign": "x"}, "campaign: Input should be a valid dictionary (got 'x')"),
