@@ -95,6 +95,12 @@ def what_changed_unknown(
     )
 
 
+def per_level(metric: str, parent_id: str, comparisons: Sequence[Comparison]) -> str:
+    """The decision's sentence of its objective comparisons, level by level (what the
+    report's tables also show): "output_tok_s vs baseline: C=1: x1.02 (...); C=4: ..."."""
+    return f"{metric} vs {parent_id}: {'; '.join(said(c) for c in comparisons)}."
+
+
 def decide(
     exp_id: str,
     parent_id: str,
@@ -109,8 +115,7 @@ def decide(
     if not comparisons:
         return "inconclusive", NO_COMMON_LEVEL.format(exp=exp_id, parent=parent_id)
     verdicts = [c.verdict for c in comparisons]
-    detail = "; ".join(said(c) for c in comparisons)
-    head = f"{metric} vs {parent_id}: {detail}."
+    head = per_level(metric, parent_id, comparisons)
     if "worse" in verdicts:
         levels = ", ".join(c.point.label for c in comparisons if c.verdict == "worse")
         return (

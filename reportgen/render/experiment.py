@@ -7,11 +7,10 @@ Pure, like ``view``.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 
-from reportgen.analysis import sequential
+from reportgen.analysis import adopt, sequential
 from reportgen.render import evidence
 from reportgen.render.content import (
     Comparison,
@@ -166,20 +165,22 @@ def _ran(start: str | None, end: str | None) -> str:
     return f"{begun} to {ended} ({fmt_duration(start, end)})"
 
 
-def _conclusion(decision: results_verdicts.Decision | None, e: model.Experiment) -> str:
+def _conclusion(
+    decision: results_verdicts.Decision | None, e: model.Experiment, metric: str
+) -> str:
     """The decision's explanation without what the tables beside it show (the flag changes,
     the ratio and interval at each level): its conclusion, for print. "" where it has no
-    per-level part to leave out."""
+    per-level part to leave out. The per-level sentence is made again from the comparisons
+    (``adopt.per_level``), as the decision made it, not found by reading the words."""
     text = decision.explanation if decision else ""
-    marker = re.search(r"\S+ vs [^:]+: (C=\d+|R=\S+/s): ", text)
-    if marker is None:
+    if decision is None or not decision.vs_parent or not e.parent:
         return ""
-    end = re.compile(r"\. (?=[A-Z])").search(text, marker.end())
-    rest = text[end.end() :] if end else ""
-    head = text[: marker.start()]
+    head, found, rest = text.partition(adopt.per_level(metric, e.parent, decision.vs_parent))
+    if not found:
+        return ""
     if e.flag_diff and head.startswith("Changed from "):
         head = ""
-    return (head + rest).strip()
+    return " ".join(part for part in (head.strip(), rest.strip()) if part)
 
 
 def _ran_on(where: dict[str, object] | None) -> str:
@@ -254,7 +255,7 @@ def section(
         vs_parent=comparisons(vs_parent),
         vs_baseline=comparisons(vs_baseline),
         explanation=decision.explanation if decision else "",
-        conclusion=_conclusion(decision, e),
+        conclusion=_conclusion(decision, e, objective.metric),
         reason=e.reason or "",
         hint=failure_hint(e.reason or ""),
         reason_short=_reason_short(e),
