@@ -56,6 +56,7 @@ def test_levels_round_trip_through_results_as_before() -> None:
     assert Point.parse("R=2.5/s") == Point(0, 2.5) and Point.parse("C=64") == Point(64)
     e = Experiment.model_validate(
         {"id": "x", "status": "failed", "reason": "server died during R=inf/s repetition 1",
+         "failure": {"kind": "exited", "level": [0, "inf"], "repetition": 0},
          "by_level": [{"concurrency": 0, "rate": 1, "requests": 4},
                       {"concurrency": 0, "rate": "inf", "requests": 4}]}
     )  # fmt: skip
