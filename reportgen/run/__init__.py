@@ -7,8 +7,9 @@
 - ``resume``: continuing a run in its own directory.
 - ``experiment``: one experiment's sessions, telemetry, evidence, tables and checks.
 - ``session``: one server launch (start, ready, info and golden prompts, warm-up, levels, stop).
-- ``server``: one engine process in its own process group. ``driver``: a workload against a
-  ready server. ``probes``: the golden prompts. ``calibrate``: the client's ceiling.
+- ``server``: one engine process in its own process group; ``serverlog``: its log, read back
+  (secrets hidden, the engine's fatal line). ``driver``: a workload against a ready server.
+  ``probes``: the golden prompts. ``calibrate``: the client's ceiling.
 - ``progress``: what the terminal shows. ``interrupt``: Ctrl-C and SIGTERM, never lost.
 - ``local``: the ``Executor`` protocol and this host's executor; ``executor``: SSH and Slurm;
   ``remote``: the far side of either.

@@ -17,11 +17,10 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx
 
@@ -30,11 +29,11 @@ from reportgen.engines import Engine
 from reportgen.errors import ServerError
 from reportgen.redact import redact_text
 from reportgen.run import reaper
+from reportgen.run.serverlog import MESSAGE_CHARS, ServerLog
 
 FATAL_HEADING = "The server's log from its fatal line"
 # The first error and its traceback, distilled: the engine's own frames, the message whole.
 DISTILLED_HEADING = tracebacks.DISTILLED_HEADING
-MESSAGE_CHARS = 2000  # an error message is kept whole up to this (CUDA's OOM runs to 600)
 CAUSE_HEADING = "The server's log from its first error"
 # How long a server may outlive a reportgen killed without stopping it: SIGTERM, then SIGKILL
 REAPER_GRACE_S = 5.0
@@ -87,15 +86,6 @@ def claimed_port(host: str, wanted: int) -> int:
     return port
 
 
-def tail(path: Path, lines: int = 40, secrets: Sequence[str] = ()) -> str:
-    """The last lines of a log file, secrets redacted ('' if unreadable)."""
-    try:
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
-            return redact_text("".join(deque(fh, maxlen=lines)), secrets)
-    except OSError:
-        return ""
-
-
 # The line ``run.nodes`` writes when a rank of a server across nodes exits.
 NODE_ERROR = re.compile(r"^reportgen nodes: error: (.*)$", re.MULTILINE)
 
@@ -143,11 +133,8 @@ class ServerProcess:
         self.headers = headers or {}  # with every readiness request (an API key)
         self.secrets = list(secrets)  # values hidden in every log text we read or keep
         self.proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
+        self.log = ServerLog(log_path, self.secrets, engine)
         self.started_at = 0.0
-        self._scanned = 0  # bytes of the log already searched for a fatal line
-        self._fatal: str | None = None
-        self._fatal_at = 0  # where in the log that line starts (bytes)
         self._reaper: subprocess.Popen[bytes] | None = None
 
     @property
@@ -162,28 +149,27 @@ class ServerProcess:
                 "stop that process or set another port in the campaign's server args",
                 kind="start",
             )
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("wb")
+        handle = self.log.open()
         try:
             self.proc = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.DEVNULL,
-                stdout=self._log,
+                stdout=handle,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
                 start_new_session=True,  # own session and process group: we stop the group
             )
         except FileNotFoundError:
-            self._close_log()
+            self.log.close()
             raise ServerError(
                 f"command not found: {self.argv[0]!r}; install the engine or fix server.command",
                 kind="start",
             ) from None
         except PermissionError:
-            self._close_log()
+            self.log.close()
             raise ServerError(f"command not executable: {self.argv[0]!r}", kind="start") from None
         except (OSError, ValueError) as exc:  # E2BIG: arguments and environment too long
-            self._close_log()
+            self.log.close()
             raise ServerError(
                 f"cannot start {self.argv[0]!r}: {exc}; shorten the server's flags and "
                 "environment (server.args, server.env)",
@@ -208,52 +194,25 @@ class ServerProcess:
         return self.log_path.with_suffix(".json")
 
     def log_tail(self, lines: int = 40) -> str:
-        if self._log is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._log.flush()
-        return tail(self.log_path, lines, self.secrets)
+        return self.log.tail(lines)
 
     def log_text(self, limit: int = 8 * 1024 * 1024) -> str:
-        """The server's log so far (its first ``limit`` bytes), secrets redacted."""
-        return redact_text(self._read_log(0, limit).decode("utf-8", errors="replace"), self.secrets)
+        return self.log.text(limit)
 
     def log_bytes(self) -> int:
-        """How much of the log is written so far (its size in bytes; 0 if unreadable)."""
-        if self._log is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._log.flush()
-        try:
-            return self.log_path.stat().st_size
-        except OSError:
-            return 0
+        return self.log.size()
 
     def log_split(self, at: int, limit: int = 8 * 1024 * 1024) -> tuple[str, str]:
-        """The log before byte ``at`` and from it on (each its first ``limit`` bytes), secrets
-        redacted: what the server wrote while serving, and once asked to stop."""
-        whole = self._read_log(0, at + limit)
-        before, after = whole[: min(at, limit)], whole[at:]
-
-        def text(b: bytes) -> str:
-            return redact_text(b.decode("utf-8", errors="replace"), self.secrets)
-
-        return text(before), text(after)
+        return self.log.split(at, limit)
 
     def log_slice(self, start: int, end: int) -> str:
-        """What the server wrote between two ``log_bytes`` readings, secrets redacted."""
-        data = self._read_log(start, max(0, end - start))
-        return redact_text(data.decode("utf-8", errors="replace"), self.secrets)
+        return self.log.slice(start, end)
 
-    def _read_log(self, offset: int, size: int) -> bytes:
-        """``size`` bytes of the log from ``offset``, as written so far (b'' if unreadable)."""
-        if self._log is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._log.flush()
-        try:
-            with self.log_path.open("rb") as f:
-                f.seek(offset)
-                return f.read(size)
-        except OSError:
-            return b""
+    def fatal_line(self) -> str | None:
+        return self.log.fatal_line()
+
+    def fatal_excerpt(self, lines: int = 40) -> str:
+        return self.log.fatal_excerpt(lines)
 
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
@@ -301,7 +260,7 @@ class ServerProcess:
         fatal = self.fatal_line()
         if fatal is not None:
             excerpt, heading = self.fatal_excerpt(), FATAL_HEADING
-            head = self._read_log(self._fatal_at, 1024 * 1024).decode("utf-8", errors="replace")
+            head = self.log.read(self.log.fatal_at, 1024 * 1024).decode("utf-8", errors="replace")
             distilled = tracebacks.distill(head)
             if distilled is not None:  # the traceback that follows the fatal line
                 excerpt = redact_text(head.splitlines()[0] + "\n" + distilled, self.secrets)
@@ -310,30 +269,6 @@ class ServerProcess:
                 f"server reported a fatal error{at}: {fatal}", excerpt, heading, kind="fatal"
             )
         return None
-
-    def fatal_line(self) -> str | None:
-        """The first log line so far matching the engine's fatal patterns (a server whose
-        process lives on but can no longer generate), secrets redacted; None if none. Each
-        call reads only what was written since the last one, up to its last whole line."""
-        if self._fatal is not None or not self.engine.fatal_patterns:
-            return self._fatal
-        chunk = self._read_log(self._scanned, 4 * 1024 * 1024)
-        whole = chunk[: chunk.rfind(b"\n") + 1]
-        text = whole.decode("utf-8", errors="replace")
-        line = self.engine.fatal_in(text)
-        if line is not None:
-            self._fatal = redact_text(line.strip(), self.secrets)[:MESSAGE_CHARS]
-            self._fatal_at = self._scanned + len(text[: text.find(line)].encode("utf-8"))
-        self._scanned += len(whole)
-        return self._fatal
-
-    def fatal_excerpt(self, lines: int = 40) -> str:
-        """The log from its fatal line on (the traceback that follows it, where the engine
-        prints one), ``lines`` at most, secrets redacted; '' before a fatal line was seen."""
-        if self._fatal is None:
-            return ""
-        head = self._read_log(self._fatal_at, 256 * 1024).decode("utf-8", errors="replace")
-        return redact_text("".join(head.splitlines(keepends=True)[:lines]), self.secrets)
 
     def wait_ready(self, timeout_s: float, api: str, model: str | None = None) -> Readiness:
         """Block until the server serves a one-token generation, or raise ServerError;
@@ -452,31 +387,9 @@ class ServerProcess:
             reaper.release(self._reaper)  # stopped: its watchdog has nothing left to do
             with contextlib.suppress(OSError):
                 self.record_path.unlink()
-        self._close_log()
-        self._redact_log()
+        self.log.close()
+        self.log.redact()  # an engine may print its own arguments, API key included
         return report
-
-    def _redact_log(self) -> None:
-        """Hide the known secrets in the log file itself, once the server is gone (an engine
-        may print its own arguments, API key included): the run directory keeps none."""
-        if not self.secrets:
-            return
-        try:
-            text = self.log_path.read_bytes().decode("utf-8", errors="surrogateescape")
-        except OSError:
-            return
-        clean = redact_text(text, self.secrets)
-        if clean != text:
-            from reportgen.results import atomic_write_bytes
-
-            with contextlib.suppress(OSError):
-                atomic_write_bytes(self.log_path, clean.encode("utf-8", "surrogateescape"))
-
-    def _close_log(self) -> None:
-        if self._log is not None:
-            with contextlib.suppress(OSError):
-                self._log.close()
-            self._log = None
 
     def __enter__(self) -> ServerProcess:
         self.start()
