@@ -80,6 +80,9 @@ def ratios(exp: dict[str, Any]) -> dict[int, float]:
     return {c["concurrency"]: c["ratio"] for c in exp["decision"]["vs_parent"]}
 
 
+# its A/A copy must agree within 2% in wall-clock throughput: run alone, not beside other
+# tests (CI's parallel phase measured one start 7.7% slow at C=1 on a loaded host)
+@pytest.mark.timing
 def test_identical_configurations_agree_and_a_real_change_is_adopted(
     tmp_path: Path, cache: Path
 ) -> None:
