@@ -162,8 +162,8 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"  workload: {wl.api}, {levels}, {amount} "
             f"per level x {_reps(wl.repetitions)} repetition(s), {wl.input_tokens} in / "
             f"{wl.output_tokens} out tokens, warm-up {wl.warmup_requests}, seed {wl.seed}"
-            + prompt_source(wl.prompts.model_dump())
-            + lengths_said(wl.model_dump()),
+            + prompt_source(wl.prompts)
+            + lengths_said(wl),
             markup=False,
         )
         load = (

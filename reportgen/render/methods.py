@@ -5,30 +5,30 @@ new thing), the load as the workload set it, the statistics and the checks."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from reportgen.analysis import checks, decide, noise, sequential, summary
 from reportgen.analysis.verdict import FUTILITY_DOF
+from reportgen.campaign.workload import Workload
 from reportgen.render.content import Methods
 from reportgen.render.text import parse_doc
 from reportgen.render.workload import (
-    WARMUP_REQUESTS,
     lengths_said,
     level_warmup,
     line,
     rate_of,
     rates_of,
+    slo_set,
     stagger,
     trim,
 )
-from reportgen.results.model import Experiment
+from reportgen.results.model import Experiment, workload_as_run
 
 VERDICT_TERMS = ("equivalent", "better / worse", "inconclusive", "mde", "reps_needed")
 
 
 def methods(
-    wl: Mapping[str, Any],
+    wl: Workload,
     exps: Sequence[Experiment],
     margin: float | None,
     objective_label: str,
@@ -44,19 +44,19 @@ def methods(
     metric_doc = parse_doc(summary.__doc__)
     stats_doc = parse_doc(decide.__doc__)
     checks_doc = parse_doc(checks.__doc__)
-    low, high = sequential.bounds(wl.get("repetitions") or 1)
+    low, high = sequential.bounds(wl.repetitions)
     noise_doc = parse_doc(noise.__doc__)
     seq_doc = parse_doc(sequential.__doc__)
-    if wl.get("requests_per_level") is not None:
-        amount = f"{wl['requests_per_level']} requests per level"
+    if wl.requests_per_level is not None:
+        amount = f"{wl.requests_per_level} requests per level"
     else:
-        amount = f"{wl.get('duration_s', '?')} s per level"
+        amount = f"{wl.duration_s} s per level"
     rate = rate_of(wl)
-    if (wl.get("prompts") or {}).get("source") == "trace":
+    if wl.prompts.source == "trace":
         amount = (
-            f"the trace's first {wl['requests_per_level']} requests per level"
-            if wl.get("requests_per_level") is not None
-            else f"the trace's first {wl.get('duration_s', '?')} s per level"
+            f"the trace's first {wl.requests_per_level} requests per level"
+            if wl.requests_per_level is not None
+            else f"the trace's first {wl.duration_s} s per level"
         )
         loop = (
             "Open loop, replaying a trace: each request is sent at its own timestamp, whether "
@@ -64,7 +64,7 @@ def methods(
             "flight (a request that must wait is timed from when it is actually sent)."
         )
     elif rates_of(wl) is not None:
-        caps = wl.get("concurrency") or [0]
+        caps = wl.concurrency or [0]
         cap = (
             f"at most {caps[0]} requests in flight (a request that must wait is timed from "
             "when it is actually sent)"
@@ -73,7 +73,7 @@ def methods(
         )
         loop = (
             "Open loop with the request rate as the level: at each level's rate R, requests "
-            f"arrive R per second ({wl.get('arrival', 'poisson')} arrivals, seeded; R = inf: "
+            f"arrive R per second ({wl.arrival} arrivals, seeded; R = inf: "
             f"every request of the level at its start), whether or not earlier ones have "
             f"finished, {cap}."
         )
@@ -85,7 +85,7 @@ def methods(
         )
     elif rate:
         loop = (
-            f"Open loop: requests arrive at {rate:g} per second ({wl.get('arrival', 'poisson')} "
+            f"Open loop: requests arrive at {rate:g} per second ({wl.arrival} "
             f"arrivals, seeded), whether or not earlier ones have finished; the concurrency "
             f"level C caps the requests in flight (a request that must wait is timed from when "
             f"it is actually sent)."
@@ -96,9 +96,9 @@ def methods(
             "soon as the previous one ends, so C requests are in flight (apart from the start "
             "and the end of a level). " + stagger(wl, exps)
         )
-    turns = int(wl.get("turns") or 1)
+    turns = int(wl.turns or 1)
     if turns > 1:
-        think = float(wl.get("think_s") or 0)
+        think = float(wl.think_s or 0)
         loop += (
             f" Each client holds a conversation of {turns} turns at a time: every turn sends "
             "the turns before it with the answers the server gave them (the history grows "
@@ -107,16 +107,16 @@ def methods(
                "previous answer ends")
             + "; a level's requests count turns, and a turn that fails ends its conversation."
         )  # fmt: skip
-    src = wl.get("prompts") or {}
-    source = src.get("source", "random")
+    src = wl.prompts
+    source = src.source
     prompts_text = {
         "shared-prefix": f"prompts are synthetic and share prefixes: each begins with one of "
-        f"{src.get('groups', 8)} seeded prefixes of {src.get('prefix_tokens', '?')} tokens "
+        f"{src.groups} seeded prefixes of {src.prefix_tokens} tokens "
         "(the same in every experiment), drawn per request, then its own text",
         "random": "prompts are synthetic"
         + (
             " and exactly that long by the campaign's tokenizer"
-            if wl.get("tokenizer")
+            if wl.tokenizer
             else ", their length approximated in words and corrected after warm-up from the "
             "server's reported prompt tokens"
         ),
@@ -128,17 +128,16 @@ def methods(
         "same text wherever it appears, so requests share what the trace says they share)",
     }.get(source, "prompts are synthetic")
     sizes = (
-        f"{wl.get('input_tokens', '?')} input tokens and {wl.get('output_tokens', '?')} "
-        "output tokens requested per request"
+        f"{wl.input_tokens} input tokens and {wl.output_tokens} output tokens requested per request"
         if source in ("random", "shared-prefix")
         # a dataset's prompts are as long as they are: input_tokens does not apply
-        else f"{wl.get('output_tokens', '?')} output tokens requested per request, the "
+        else f"{wl.output_tokens} output tokens requested per request, the "
         "prompts as long as they are"
     ) + lengths_said(wl)
     load = [
-        f"{loop} {amount}; {wl.get('api', 'chat')} API; {sizes}; {prompts_text}; drawn from "
-        f"seed {wl.get('seed', 0)}, the same for every experiment.",
-        f"Warm-up: {wl.get('warmup_requests', WARMUP_REQUESTS)} requests after the server is "
+        f"{loop} {amount}; {wl.api} API; {sizes}; {prompts_text}; drawn from "
+        f"seed {wl.seed}, the same for every experiment.",
+        f"Warm-up: {wl.warmup_requests} requests after the server is "
         "ready and before the first level; they are excluded from every number." + level_warmup(wl),
         (
             f"Repetitions: each level is run {low} time(s); a repetition's summary is one "
@@ -160,7 +159,7 @@ def methods(
         + "observation. Tables show the mean across repetitions and ± its sample standard "
         "deviation; chart error bars are the same standard deviation; ratios are of "
         "geometric means (the mean of log values), the same number wherever a ratio appears.",
-        f"Request timeout: {wl.get('request_timeout_s', '?')} s.",
+        f"Request timeout: {wl.request_timeout_s} s.",
     ]
     if interleave:
         load.append(
@@ -168,9 +167,9 @@ def methods(
             "parent's configuration (parent, experiment, experiment, parent, ...), each on a "
             "fresh server, and the comparison with the parent is paired by repetition."
         )
-    elif wl.get("fresh_server"):
+    elif wl.fresh_server:
         load.append("A fresh server was started and warmed up for every repetition.")
-    if starts > 1 and low >= 2 and not wl.get("fresh_server") and not interleave:
+    if starts > 1 and low >= 2 and not wl.fresh_server and not interleave:
         load.append(
             f"Each experiment's repetitions were split over {min(starts, low)} server starts "
             "(in order: the first repetitions of every level on one server, the rest on the "
@@ -203,16 +202,16 @@ def methods(
             "campaign (said with the decisions), and it is one more start of the baseline for "
             "the noise model."
         )
-    if wl.get("stream") is False:
+    if not wl.stream:
         load.append(
             "Responses were not streamed: a response arrives whole, so time to first token "
             "and inter-token latency are not measured (shown as –), and an SLO on them is "
             "not applied."
         )
     load.append(trim(wl))
-    if wl.get("duration_s") and not wl.get("request_rate"):
-        least = float(wl["duration_s"])
-        most = float(wl.get("max_duration_s") or 3 * least) if "max_duration_s" in wl else least
+    if wl.duration_s and not wl.request_rate:
+        least = float(wl.duration_s)
+        most = float(wl.max_duration_s or 3 * least)
         if most > least:
             load.append(
                 f"Duration levels ran at least {least:g} s and on, up to {most:g} s, until "
@@ -221,14 +220,18 @@ def methods(
                 "than the margin; then their clients stopped and the requests in flight "
                 "finished."
             )
-    slo = {k: v for k, v in (wl.get("slo") or {}).items() if v is not None}
+    slo = slo_set(wl)
     if slo:
         load.append(
             "Goodput counts requests meeting every SLO: "
             + ", ".join(f"{k} ≤ {v:g}" for k, v in slo.items())
             + "."
         )
-    overrides = [(e.id, line(e.workload)) for e in exps if e.workload and _differs(e.workload, wl)]
+    overrides = [
+        (e.id, line(workload_as_run(e.workload)))
+        for e in exps
+        if e.workload and workload_as_run(e.workload) != wl
+    ]
     margin_text = "–" if margin is None else f"{float(margin):.0%}"
     return Methods(
         metric_intro=metric_doc.paragraphs[1:2],
@@ -257,6 +260,3 @@ def methods(
         objective=objective_label,
     )
 
-
-def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return any(a.get(k) != b.get(k) for k in set(a) | set(b))

@@ -93,7 +93,7 @@ def build(run: Run) -> Report:
         references=_references(run.campaign.get("reference") or [], run, len(gpus)),
         environment=text.environment(run.environment),
         methods=methods.methods(
-            run.default_workload,
+            run.workload,
             exps,
             run.margin,
             objective.label,
@@ -141,10 +141,10 @@ def _objective_levels(run: Run) -> list[Point]:
     named = run.objective_levels
     if named:
         return [Point(c) for c in named]
-    wl = run.default_workload
-    if wl.get("find_max"):  # a search: its levels are the probes it ran
+    wl = run.workload
+    if wl.find_max is not None:  # a search: its levels are the probes it ran
         return run.objective_points(lv.point for e in run.experiments for lv in e.levels)
-    rates, caps = wl.get("request_rate"), wl.get("concurrency") or []
+    rates, caps = wl.request_rate, wl.concurrency
     if isinstance(rates, list) and caps:
         return [p for r in rates if run.decides(p := Point(int(caps[0]), float(r)))]
     return [Point(int(c)) for c in caps]

@@ -2,174 +2,180 @@
 each experiment's own workload, ``plan``'s lengths and prompts) and the parts the methods
 section says at length (how levels warm up, how clients start, what throughputs count).
 
-A workload here is a saved one: the campaign's ``Workload`` as dumped in the results (a
-dict), read with the defaults of the reportgen that wrote it where a key is missing.
+A workload here is typed: ``plan``'s own, or a saved one read by
+``results.model.workload_as_run`` (what the run that wrote it ran).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from reportgen.analysis import sequential, summary
+from reportgen.analysis import sequential
+from reportgen.campaign import resolve_trim
+from reportgen.campaign.prompts import PromptSource
 from reportgen.campaign.workload import Workload
 from reportgen.results.model import Experiment, rate_text
 
-# the schema's own default, for results that left the key out (render had 0, the schema 4)
-WARMUP_REQUESTS = Workload.model_fields["warmup_requests"].default
 
-
-def line(wl: Mapping[str, Any]) -> str:
+def line(wl: Workload) -> str:
     """One line: API, levels, amount per level, repetitions, token sizes, warm-up, seed."""
-    levels = "C=" + ", ".join(str(c) for c in wl.get("concurrency") or [])
+    levels = "C=" + ", ".join(str(c) for c in wl.concurrency)
     rates = rates_of(wl)
     if rates is not None:
-        caps = wl.get("concurrency") or [0]
-        cap = f"at most {caps[0]} in flight" if caps[0] else "no cap in flight"
-        levels = f"rates {', '.join(rate_text(r) for r in rates)} requests/s ({cap})"
-    if wl.get("requests_per_level") is not None:
-        amount = f"{wl['requests_per_level']} requests"
-    elif wl.get("duration_s") is not None:
-        amount = f"{wl['duration_s']:g} s"
+        levels = f"rates {', '.join(rate_text(r) for r in rates)} requests/s ({_cap(wl)})"
+    if wl.requests_per_level is not None:
+        amount = f"{wl.requests_per_level} requests"
+    elif wl.duration_s is not None:
+        amount = f"{wl.duration_s:g} s"
     else:
         amount = "unspecified amount"
-    source = (wl.get("prompts") or {}).get("source", "random")
+    source = wl.prompts.source
     inputs = (
-        f"{wl.get('input_tokens', '?')} input / "
+        f"{wl.input_tokens} input / "
         if source in ("random", "shared-prefix")
         else "dataset prompts, "
     )
     return (
-        f"{wl.get('api', 'chat')} API, {levels}, {amount} per level × "
-        f"{reps(wl.get('repetitions', 1))} repetition(s), {inputs}"
-        f"{wl.get('output_tokens', '?')} output tokens, "
-        f"{wl.get('warmup_requests', WARMUP_REQUESTS)} warm-up requests, seed {wl.get('seed', 0)}"
-        + (", throughputs trimmed to the steady state" if summary.trims(wl) else "")
-        + prompt_source(wl.get("prompts") or {})
+        f"{wl.api} API, {levels}, {amount} per level × "
+        f"{reps(wl.repetitions)} repetition(s), {inputs}"
+        f"{wl.output_tokens} output tokens, "
+        f"{wl.warmup_requests} warm-up requests, seed {wl.seed}"
+        + (", throughputs trimmed to the steady state" if trims(wl) else "")
+        + prompt_source(wl.prompts)
         + lengths_said(wl)
         + load_mode(wl)
     )
 
 
-def lengths_said(wl: Mapping[str, Any]) -> str:
+def _cap(wl: Workload) -> str:
+    """The in-flight cap of an open loop whose rates are the levels, in words."""
+    caps = wl.concurrency or [0]
+    return f"at most {caps[0]} in flight" if caps[0] else "no cap in flight"
+
+
+def trims(wl: Workload) -> bool:
+    """Whether its throughputs are trimmed to the steady state (``campaign.resolve_trim``)."""
+    return resolve_trim(wl.trim, wl.duration_s)
+
+
+def lengths_said(wl: Workload) -> str:
     """How lengths vary from request to request ("" where each is the workload's)."""
-    src = wl.get("prompts") or {}
+    src = wl.prompts
     out = ""
-    ratio = float(wl.get("range_ratio") or 0)
+    ratio = float(wl.range_ratio or 0)
     if ratio:
         which = (
             "input and output lengths"
-            if src.get("source", "random") in ("random", "shared-prefix")
+            if src.source in ("random", "shared-prefix")
             else "output lengths"
         )
         out += f", {which} drawn uniformly within ±{ratio:.0%} of these (range_ratio {ratio:g})"
-    if src.get("answer_lengths"):
-        how = "by the tokenizer" if wl.get("tokenizer") else "estimated as characters / 4"
+    if src.answer_lengths:
+        how = "by the tokenizer" if wl.tokenizer else "estimated as characters / 4"
         out += (
             f", each asking for as many output tokens as the dataset's own answer had ({how}), "
-            f"at most {wl.get('output_tokens', '?')}"
+            f"at most {wl.output_tokens}"
         )
     return out
 
 
-def rate_of(wl: Mapping[str, Any]) -> float | None:
-    """A saved workload's one request rate (saved as "inf" when infinite), or None (a closed
-    loop, or rates as the levels: ``rates_of``)."""
-    rate = wl.get("request_rate")
+def rate_of(wl: Workload) -> float | None:
+    """Its one request rate, or None (a closed loop, or rates as the levels: ``rates_of``)."""
+    rate = wl.request_rate
     return None if rate is None or isinstance(rate, list) else float(rate)
 
 
-def rates_of(wl: Mapping[str, Any]) -> list[float] | None:
-    """A saved workload's rates where they are the levels (``request_rate`` a list)."""
-    rate = wl.get("request_rate")
+def rates_of(wl: Workload) -> list[float] | None:
+    """Its rates where they are the levels (``request_rate`` a list)."""
+    rate = wl.request_rate
     return [float(r) for r in rate] if isinstance(rate, list) else None
 
 
-def load_mode(wl: Mapping[str, Any]) -> str:
+def load_mode(wl: Workload) -> str:
     """What a one-line workload leaves out otherwise: open-loop rate and arrivals, streaming
     off, SLOs ("" for a streamed closed loop without SLOs)."""
     out = ""
-    find = wl.get("find_max")
-    if find and find.get("over") == "request_rate":
-        caps = wl.get("concurrency") or [0]
-        cap = f"at most {caps[0]} in flight" if caps[0] else "no cap in flight"
+    find = wl.find_max
+    if find is not None and find.over == "request_rate":
         out += (
-            f", the request rate searched from {find.get('start', 1):g} up to "
-            f"{find.get('max', 1024):g} requests/s ({wl.get('arrival', 'poisson')} arrivals, "
-            f"{cap}) for the highest meeting {find.get('slo')} (at most "
-            f"{find.get('probes', 8)} levels)"
+            f", the request rate searched from {find.start:g} up to "
+            f"{find.max:g} requests/s ({wl.arrival} arrivals, "
+            f"{_cap(wl)}) for the highest meeting {find.slo} (at most "
+            f"{find.probes} levels)"
         )
-    elif find:
+    elif find is not None:
         out += (
-            f", C searched from {find.get('start', 1)} up to {find.get('max', 1024)} for the "
-            f"highest meeting {find.get('slo')} (at most {find.get('probes', 8)} levels)"
+            f", C searched from {find.start} up to {find.max} for the "
+            f"highest meeting {find.slo} (at most {find.probes} levels)"
         )
-    turns = int(wl.get("turns") or 1)
-    if turns > 1:
-        think = float(wl.get("think_s") or 0)
-        out += f", conversations of {turns} turns (history re-sent" + (
+    if wl.turns > 1:
+        think = float(wl.think_s or 0)
+        out += f", conversations of {wl.turns} turns (history re-sent" + (
             f", {think:g} s between turns)" if think else ")"
         )
-    if (wl.get("prompts") or {}).get("source") == "trace":
-        scale = float((wl.get("prompts") or {}).get("time_scale") or 0.001)
+    if wl.prompts.source == "trace":
+        scale = float(wl.prompts.time_scale or 0.001)
         out += f", open loop at the trace's own times ({scale:g} s per unit), at most C in flight"
     rate = rate_of(wl)
     if rate == math.inf:
         out += ", open loop at an infinite rate (every request of a level at once)"
     elif rate:
-        out += f", open loop at {rate:g} requests/s ({wl.get('arrival', 'poisson')} arrivals)"
+        out += f", open loop at {rate:g} requests/s ({wl.arrival} arrivals)"
     elif rates_of(wl) is not None:
-        out += f", open loop ({wl.get('arrival', 'poisson')} arrivals; inf: every request at once)"
-    if wl.get("stream") is False:
+        out += f", open loop ({wl.arrival} arrivals; inf: every request at once)"
+    if not wl.stream:
         out += ", not streamed (no TTFT or ITL)"
-    slo = {k: v for k, v in (wl.get("slo") or {}).items() if v is not None}
+    slo = slo_set(wl)
     if slo:
         out += ", SLO " + ", ".join(f"{k} ≤ {v:g}" for k, v in slo.items())
     return out
 
 
-def prompt_source(src: Mapping[str, Any]) -> str:
+def slo_set(wl: Workload) -> dict[str, float]:
+    """Its SLOs that are set, by name."""
+    return {k: v for k, v in wl.slo.model_dump().items() if v is not None}
+
+
+def prompt_source(src: PromptSource) -> str:
     """The prompt source in a few words, for the one-line workload ("" for random prompts)."""
-    source = src.get("source", "random")
+    source = src.source
     if source == "shared-prefix":
-        return (
-            f", prompts sharing {src.get('groups', 8)} prefixes of "
-            f"{src.get('prefix_tokens', '?')} tokens"
-        )
+        return f", prompts sharing {src.groups} prefixes of {src.prefix_tokens} tokens"
     if source in ("sharegpt", "jsonl"):
-        return f", {source} prompts from {src.get('path')}"
+        return f", {source} prompts from {src.path}"
     if source == "trace":
         return (
-            f", the trace {src.get('path')} replayed on time (its lengths, its shared "
-            f"{src.get('block_tokens', 512)}-token blocks)"
+            f", the trace {src.path} replayed on time (its lengths, its shared "
+            f"{src.block_tokens}-token blocks)"
         )
     if source == "fixed":
         return ", one fixed prompt"
     return ""
 
 
-def level_warmup(wl: Mapping[str, Any]) -> str:
+def level_warmup(wl: Workload) -> str:
     """How each level was warmed up before it was measured (``workload.warmup``)."""
-    w = wl.get("warmup") or {}
-    if not w or w.get("steady") is False:
+    w = wl.warmup
+    if not w.steady:
         return ""
-    width = f"{w['window_s']:g}-s" if w.get("window_s") else "one-request-time (at least 0.25 s)"
+    width = f"{w.window_s:g}-s" if w.window_s else "one-request-time (at least 0.25 s)"
     return (
         " Then, before each level's first repetition on each server, the level's own load "
-        f"(its concurrency, or its rate) ran until its last {w.get('windows', 3)} "
-        f"{width} windows agreed within {w.get('tolerance', 0.05):.0%} on output tok/s "
+        f"(its concurrency, or its rate) ran until its last {w.windows} "
+        f"{width} windows agreed within {w.tolerance:.0%} on output tok/s "
         "(tokens counted by their arrival time) and on time per output token, or for at most "
-        f"{w.get('max_s', 120):g} s; its requests are discarded too, and the staggered start "
+        f"{w.max_s:g} s; its requests are discarded too, and the staggered start "
         "of that level's clients is timed from its warm request times. A level run whose "
         "window held an engine event (a kernel compiled at run time, a recompilation, a graph "
         "captured, a preemption: the server's log and metrics say so) was measured once more."
     )
 
 
-def stagger(wl: Mapping[str, Any], exps: Sequence[Experiment]) -> str:
+def stagger(wl: Workload, exps: Sequence[Experiment]) -> str:
     """How the closed loop's clients started, from what the levels recorded."""
-    if wl.get("stagger") is False:
+    if not wl.stagger:
         return (
             "Every client sent its first request at the level's start (workload.stagger = false)."
         )
@@ -216,9 +222,9 @@ def _span(values: Sequence[float], scale: float, unit: str) -> str:
     return f"{low:.3g} {unit}" if same else f"{low:.3g}–{high:.3g} {unit}"
 
 
-def trim(wl: Mapping[str, Any]) -> str:
-    """What the throughputs count: the steady state or the whole level (``summary.trims``)."""
-    if summary.trims(wl):
+def trim(wl: Workload) -> str:
+    """What the throughputs count: the steady state or the whole level (``trims``)."""
+    if trims(wl):
         return (
             "Throughputs (output tok/s, total tok/s, req/s, goodput) are trimmed to each level "
             "run's steady state: from the moment the most requests were in flight to the last "
@@ -226,7 +232,7 @@ def trim(wl: Mapping[str, Any]) -> str:
             "on by default for duration levels); the notes under each level table give the "
             "windows. Latency percentiles count every request."
         )
-    if wl.get("duration_s") is not None:
+    if wl.duration_s is not None:
         return (
             "Throughputs count each level's whole length, ramp-up and drain included "
             "(workload.trim = false)."

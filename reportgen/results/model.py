@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import (
@@ -42,6 +43,7 @@ from reportgen.campaign.levels import point_of as point_of
 from reportgen.campaign.levels import rate_text as rate_text
 from reportgen.campaign.levels import sorted_points as sorted_points
 from reportgen.campaign.schema import Objective
+from reportgen.campaign.workload import Workload
 from reportgen.results.base import _Model
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
 from reportgen.results.verdicts import Check, Decision
@@ -408,6 +410,11 @@ class Run(_Model):
     def default_workload(self) -> dict[str, Any]:
         return dict(self.campaign.get("workload") or {})
 
+    @property
+    def workload(self) -> Workload:
+        """The campaign's workload, typed, as the run ran it (``workload_as_run``)."""
+        return workload_as_run(self.default_workload)
+
     # -- its experiments -----------------------------------------------------------------
 
     @property
@@ -446,6 +453,19 @@ class Run(_Model):
     def dump(self) -> dict[str, Any]:
         """As results.json holds it (JSON types; numpy scalars in evidence as numbers)."""
         return self.model_dump(mode="json", fallback=_plain)
+
+
+def workload_as_run(saved: Mapping[str, Any]) -> Workload:
+    """A saved workload (a dumped ``Workload``) typed, as the run that wrote it ran it: the
+    keys a later reportgen added filled with what their absence meant then (no level warm-ups
+    before ``warmup`` existed; a duration level exactly ``duration_s`` long before
+    ``max_duration_s``), keys a later reportgen wrote left out; every other key a saved
+    workload lacks has today's default, which the reportgens before shared."""
+    known = {k: v for k, v in saved.items() if k in Workload.model_fields}
+    known.setdefault("warmup", {"steady": False})
+    if "max_duration_s" not in known and known.get("duration_s") is not None:
+        known["max_duration_s"] = known["duration_s"]
+    return Workload.model_validate(known)
 
 
 @functools.lru_cache(maxsize=64)

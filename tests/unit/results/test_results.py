@@ -285,3 +285,25 @@ def test_the_objective_is_read_by_the_campaign_schemas_own_rules() -> None:
     with pytest.raises(ResultsError) as info:
         results.parse(raw, "r.json")
     assert str(info.value).startswith("r.json: campaign.campaign.objective.metric: Input should")
+
+
+def test_a_saved_workload_is_typed_as_the_run_that_wrote_it_ran_it() -> None:
+    """Render reads a saved workload typed (``workload_as_run``): keys a later reportgen
+    added mean what their absence meant then (no level warm-ups before ``warmup``; a
+    duration level exactly ``duration_s`` long before ``max_duration_s``), a key of a later
+    reportgen is left out, and every other missing key has the schema's default."""
+    from reportgen.campaign.workload import Workload
+    from reportgen.render import workload as said
+    from reportgen.results.model import workload_as_run
+
+    old = {"concurrency": [1, 4], "duration_s": 8.0, "tokens_per_watt": 3}  # written long ago
+    wl = workload_as_run(old)
+    assert not wl.warmup.steady and wl.max_duration_s == 8.0
+    assert wl.request_timeout_s == Workload.model_fields["request_timeout_s"].default
+    assert said.level_warmup(wl) == ""  # no level warm-ups are claimed for it
+    now = workload_as_run({**old, "warmup": {"max_s": 30}, "max_duration_s": None})
+    assert now.warmup.steady and now.max_duration_s is None
+    assert "for at most 30 s" in said.level_warmup(now)
+    # the sample run (schema 1) lacks both: its methods say what it did
+    run = results.load(SAMPLE)
+    assert not run.workload.warmup.steady
