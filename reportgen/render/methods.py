@@ -259,4 +259,3 @@ def methods(
         margin=margin_text,
         objective=objective_label,
     )
-
