@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
-from reportgen.campaign.workload import Repetitions, Workload, repetitions_range
+from reportgen.campaign.workload import repetitions_range
 from reportgen.results.model import Run
 
 
@@ -103,7 +103,7 @@ def allocation(run: Run) -> Allocation | None:
         repetition_s=fmean(spent),
         within_sd=float(noise["within_sd"]),
         between_sd=between,
-        repetitions=_repetitions(run.default_workload.get("repetitions")),
+        repetitions=repetitions_range(run.workload.repetitions)[0],
         starts=int(run.info.get("starts") or 1),
     )
 
@@ -116,12 +116,3 @@ def _between_sd(noise: Mapping[str, Any]) -> float | None:
         return math.sqrt(fmean(v * v for v in by_level))
     value = noise.get("between_sd")
     return None if value is None else float(value)
-
-
-def _repetitions(value: Any) -> int:
-    """The least repetitions of a stored workload (a number, ``{min, max}``, or the default)."""
-    if value is None:
-        value = Workload.model_fields["repetitions"].default
-    if isinstance(value, Mapping):
-        value = Repetitions.model_validate(value)
-    return repetitions_range(value)[0]

@@ -227,11 +227,8 @@ def methods(
             + ", ".join(f"{k} ≤ {v:g}" for k, v in slo.items())
             + "."
         )
-    overrides = [
-        (e.id, line(workload_as_run(e.workload)))
-        for e in exps
-        if e.workload and workload_as_run(e.workload) != wl
-    ]
+    own = [(e.id, workload_as_run(e.workload)) for e in exps if e.workload]
+    overrides = [(exp_id, line(typed)) for exp_id, typed in own if typed != wl]
     margin_text = "–" if margin is None else f"{float(margin):.0%}"
     return Methods(
         metric_intro=metric_doc.paragraphs[1:2],

@@ -42,7 +42,11 @@ def line(wl: Workload) -> str:
         f"{reps(wl.repetitions)} repetition(s), {inputs}"
         f"{wl.output_tokens} output tokens, "
         f"{wl.warmup_requests} warm-up requests, seed {wl.seed}"
-        + (", throughputs trimmed to the steady state" if trims(wl) else "")
+        + (
+            ", throughputs trimmed to the steady state"
+            if resolve_trim(wl.trim, wl.duration_s)
+            else ""
+        )
         + prompt_source(wl.prompts)
         + lengths_said(wl)
         + load_mode(wl)
@@ -53,11 +57,6 @@ def _cap(wl: Workload) -> str:
     """The in-flight cap of an open loop whose rates are the levels, in words."""
     caps = wl.concurrency or [0]
     return f"at most {caps[0]} in flight" if caps[0] else "no cap in flight"
-
-
-def trims(wl: Workload) -> bool:
-    """Whether its throughputs are trimmed to the steady state (``campaign.resolve_trim``)."""
-    return resolve_trim(wl.trim, wl.duration_s)
 
 
 def lengths_said(wl: Workload) -> str:
@@ -223,8 +222,8 @@ def _span(values: Sequence[float], scale: float, unit: str) -> str:
 
 
 def trim(wl: Workload) -> str:
-    """What the throughputs count: the steady state or the whole level (``trims``)."""
-    if trims(wl):
+    """What the throughputs count: the steady state or the whole level (``resolve_trim``)."""
+    if resolve_trim(wl.trim, wl.duration_s):
         return (
             "Throughputs (output tok/s, total tok/s, req/s, goodput) are trimmed to each level "
             "run's steady state: from the moment the most requests were in flight to the last "

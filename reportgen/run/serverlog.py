@@ -45,10 +45,14 @@ class ServerLog:
         self._handle = self.path.open("wb")
         return self._handle
 
-    def tail(self, lines: int = 40) -> str:
+    def _flush(self) -> None:
+        """What the server wrote through our handle, out to the file before it is read."""
         if self._handle is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._handle.flush()
+
+    def tail(self, lines: int = 40) -> str:
+        self._flush()
         return tail(self.path, lines, self.secrets)
 
     def text(self, limit: int = 8 * 1024 * 1024) -> str:
@@ -57,9 +61,7 @@ class ServerLog:
 
     def size(self) -> int:
         """How much of the log is written so far (its size in bytes; 0 if unreadable)."""
-        if self._handle is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._handle.flush()
+        self._flush()
         try:
             return self.path.stat().st_size
         except OSError:
@@ -83,9 +85,7 @@ class ServerLog:
 
     def read(self, offset: int, size: int) -> bytes:
         """``size`` bytes of the log from ``offset``, as written so far (b'' if unreadable)."""
-        if self._handle is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._handle.flush()
+        self._flush()
         try:
             with self.path.open("rb") as f:
                 f.seek(offset)

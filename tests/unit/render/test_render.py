@@ -581,3 +581,28 @@ def test_a_partial_runs_summary_says_what_ran_what_stopped_and_what_never_starte
 
     drawn = {s.id: figures._legend_name(s) for s in report.series}
     assert drawn[stopped].endswith("(interrupted; levels before it)"), drawn
+
+
+def test_the_printed_conclusion_leaves_out_what_the_tables_beside_it_show() -> None:
+    """In print, a decision says only its conclusion: its flag changes and its per-level
+    sentence (the tables beside it show both) are left out; the per-level sentence is found
+    because it is made again from the comparisons, as the decision made it."""
+    from reportgen.analysis import adopt
+    from reportgen.render.experiment import _conclusion
+
+    runs = [results.load(ROOT / "docs" / "examples" / x) for x in ("vllm-h200", "sglang-h200")]
+    seen = 0
+    for run, e in ((r, e) for r in runs for e in r.experiments):
+        d = e.decision
+        if d is None or not d.vs_parent or not e.parent:
+            continue
+        per_level = adopt.per_level(run.metric, e.parent, d.vs_parent)
+        assert per_level in d.explanation, e.id
+        said = _conclusion(d, e, run.metric)
+        assert said and per_level not in said and "  " not in said, said
+        assert not (e.flag_diff and said.startswith("Changed from ")), said
+        # nothing else is left out, and nothing added
+        rest = " ".join(d.explanation.replace(per_level, " ").split())
+        assert rest.endswith(said), (said, rest)
+        seen += 1
+    assert seen >= 5
