@@ -67,7 +67,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's reportgen
 
-from reportgen.analysis import adopt, decide, drift, selection, tails, verdict  # noqa: E402
+from reportgen.analysis import adopt, decide, drift, selection, sides, tails, verdict  # noqa: E402
 from reportgen.analysis import noise as noise_mod  # noqa: E402
 from reportgen.results.levels import Level, Summary
 from reportgen.results.model import CampaignFile, EngineRecord, Experiment, Run, Session
@@ -252,7 +252,7 @@ def simulate(
             later = True
             how = (noise_method or NOISE_METHOD) if pooled else None
             found = verdict.Comparer(run, e, how).objective(
-                verdict.Side("baseline", True, parent_levels, "baseline")
+                sides.Side("baseline", True, parent_levels, "baseline")
             )
             want = [
                 x.concurrency
@@ -526,7 +526,7 @@ def tail_coverage_main(args: argparse.Namespace) -> int:
                 base.decision = Decision(verdict="baseline", explanation="")
                 child.parent = base.id
                 run = _run([base, child])
-                side = verdict.Side(base.id, True, base.levels, base.id)
+                side = sides.Side(base.id, True, base.levels, base.id)
                 (c,) = verdict.Comparer(run, child, "levels").compare(
                     side, "ttft_ms", False, stat="p99"
                 )

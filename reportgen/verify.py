@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import results as store
-from reportgen.analysis import adopt, drift, search, verdict
+from reportgen.analysis import drift, search, verdict
 from reportgen.analysis.decide import point_of
 from reportgen.analysis.summary import applied_slo, by_level, summarize, trims
 from reportgen.errors import ResultsError
@@ -326,8 +326,15 @@ def _compare_decisions(
     metric: str, e: Experiment, stored: Decision, got: Decision, legacy: bool
 ) -> list[str]:
     out = []
-    if (stored.verdict, stored.explanation) != (got.verdict, _older_words(e, stored, got)):
+    # the structure, not the words (``explain`` makes them from it, in today's wording)
+    if stored.verdict != got.verdict:
         out.append(f"{e.id}: the verdict would be {got.verdict!r} ({got.explanation})")
+    if stored.before_failure is not None and stored.before_failure != got.before_failure:
+        out.append(f"{e.id}: the levels compared before it failed would be {got.before_failure}")
+    withdrawn = [bool((d.drift or {}).get("withdrawn")) for d in (stored, got)]
+    if withdrawn[0] != withdrawn[1]:
+        said = "withdrawn" if withdrawn[1] else "kept"
+        out.append(f"{e.id}: against the bracket's drift its verdict would be {said}")
     if (stored.paired is not None or not legacy) and stored.paired != got.paired:
         out.append(f"{e.id}: paired is {stored.paired}, but the runs say {got.paired}")
     for name in ("vs_parent", "vs_baseline"):
@@ -344,15 +351,6 @@ def _compare_decisions(
                 got_metrics.get(name, []),
             )
     return out
-
-
-def _older_words(e: Experiment, stored: Decision, got: Decision) -> str:
-    """``got``'s explanation in the words reportgen used when ``stored`` was taken, where
-    only the words changed since (an experiment with no objective level in common)."""
-    now = adopt.NO_COMMON_LEVEL.format(exp=e.id, parent=e.parent or "")
-    before = adopt.NO_COMMON_LEVEL_BEFORE.format(exp=e.id, parent=e.parent or "")
-    older = got.explanation.replace(now, before)
-    return older if stored.explanation == older else got.explanation
 
 
 def _compare_lists(

@@ -68,10 +68,6 @@ NO_COMMON_LEVEL = (
     "{exp} and {parent} ran at no common level of the objective, so it cannot be judged "
     "either way: inconclusive. Run it at one of {parent}'s objective levels to decide."
 )
-# The same, as reportgen worded it before (kept to verify such runs).
-NO_COMMON_LEVEL_BEFORE = (
-    "{exp} shares no objective concurrency level with {parent}; nothing to compare."
-)
 
 
 def what_changed_unknown(
@@ -112,32 +108,60 @@ def decide(
 ) -> tuple[ObjectiveVerdict, str]:
     """Adopt when better at some objective level and worse at none. Returns (verdict, why);
     ``between_sd`` is the spread between server starts, named when it stands in the way."""
+    verdict, head, rest = decide_said(
+        exp_id, parent_id, comparisons, metric, margin, between_sd, legacy
+    )
+    return verdict, head + rest
+
+
+def decide_said(
+    exp_id: str,
+    parent_id: str,
+    comparisons: Sequence[Comparison],
+    metric: str,
+    margin: float,
+    between_sd: float | None = None,
+    legacy: bool = False,
+) -> tuple[ObjectiveVerdict, str, str]:
+    """``decide``, its words in two parts: (verdict, the per-level sentence, what it
+    concludes); the per-level sentence is "" where nothing was compared."""
     if not comparisons:
-        return "inconclusive", NO_COMMON_LEVEL.format(exp=exp_id, parent=parent_id)
+        return "inconclusive", "", NO_COMMON_LEVEL.format(exp=exp_id, parent=parent_id)
+    verdict, rest = _conclude(exp_id, parent_id, comparisons, margin, between_sd, legacy)
+    return verdict, per_level(metric, parent_id, comparisons), rest
+
+
+def _conclude(
+    exp_id: str,
+    parent_id: str,
+    comparisons: Sequence[Comparison],
+    margin: float,
+    between_sd: float | None,
+    legacy: bool,
+) -> tuple[ObjectiveVerdict, str]:
     verdicts = [c.verdict for c in comparisons]
-    head = per_level(metric, parent_id, comparisons)
     if "worse" in verdicts:
         levels = ", ".join(c.point.label for c in comparisons if c.verdict == "worse")
         return (
             "rejected",
-            f"{head} Worse at {levels}, so {parent_id} stays the configuration to build on.",
+            f" Worse at {levels}, so {parent_id} stays the configuration to build on.",
         )
     if "better" in verdicts:
         return (
             "adopted",
-            f"{head} Better beyond the {margin:.0%} margin and worse nowhere: "
+            f" Better beyond the {margin:.0%} margin and worse nowhere: "
             f'later experiments based on "best" build on {exp_id}.',
         )
     if all(v == "equivalent" for v in verdicts):
         return (
             "equivalent",
-            f"{head} Within the {margin:.0%} margin everywhere: no gain, so "
+            f" Within the {margin:.0%} margin everywhere: no gain, so "
             f"{parent_id} (the simpler configuration) is kept.",
         )
     if all(c.limit == NONE_MET for c in comparisons):
         return (
             "inconclusive",
-            f"{head} No request met the SLO on either side, so goodput cannot tell them "
+            " No request met the SLO on either side, so goodput cannot tell them "
             "apart: loosen workload.slo or lower the load to compare them by it.",
         )
     missing = [c for c in comparisons if c.ci_low is None and c.limit != NONE_MET]
@@ -148,7 +172,7 @@ def decide(
             if missing
             else " More repetitions would narrow the interval."
         )
-        return "inconclusive", f"{head} The noise is too large to tell.{more}"
+        return "inconclusive", f" The noise is too large to tell.{more}"
     starts = [c for c in comparisons if c.limit == "starts"]
     one_start = [c for c in comparisons if c.limit == ONE_START]
     needed = [c.reps_needed for c in comparisons if c.reps_needed]
@@ -182,4 +206,4 @@ def decide(
             f" No change larger than {max(bounds):.1%} is shown (two one-sided tests, 90%), "
             f"but that is more than the {margin:.0%} margin." + more
         )
-    return "inconclusive", f"{head} The data cannot tell yet.{more}"
+    return "inconclusive", f" The data cannot tell yet.{more}"

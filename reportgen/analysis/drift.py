@@ -12,6 +12,7 @@ from typing import Any
 from scipy import stats
 
 from reportgen.analysis import decide, moderated, selection
+from reportgen.analysis.explain import explain
 from reportgen.load.records import RequestRecord
 from reportgen.results.model import Experiment, Run
 
@@ -81,23 +82,8 @@ def drift_check(run: Run) -> list[str]:
         if still:
             e.decision = d.model_copy(update={"drift": {**record, "withdrawn": False}})
             continue
-        said = "; ".join(
-            f"{x['level']}: x{x['ratio']:.2f} ({x['ci_low']:.2f}-{x['ci_high']:.2f})"
-            for x in levels
-        )
-        why = (
-            f" {d.verdict.capitalize()} when decided, then withdrawn: {end.id} measured the "
-            f"baseline's configuration again at the end, and with the drift it saw taken out "
-            f"({share:.0%} of it fell between {e.parent} and {e.id}) the "
-            f"{'gain' if shows == 'better' else 'loss'} no longer shows ({said})."
-        )
-        e.decision = d.model_copy(
-            update={
-                "verdict": "inconclusive",
-                "explanation": d.explanation + why,
-                "drift": {**record, "withdrawn": True},
-            }
-        )
+        d = d.model_copy(update={"verdict": "inconclusive", "drift": {**record, "withdrawn": True}})
+        e.decision = d.model_copy(update={"explanation": explain(run, e, d).text})
         withdrawn.append(e.id)
     if withdrawn:  # a withdrawn rejection changes no best, but choosing again costs nothing
         run.best = None

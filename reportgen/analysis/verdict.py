@@ -26,7 +26,6 @@ better).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from reportgen import metrics
@@ -34,46 +33,15 @@ from reportgen.analysis import adopt, decide, sequential, tails, welch
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.drift import best_after, drift_check
+from reportgen.analysis.explain import explain
 from reportgen.analysis.noise import Noise
+from reportgen.analysis.sides import Side, sides
 from reportgen.load.records import RequestRecord
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point, Run
 from reportgen.results.verdicts import Comparison, Decision
 
 Rows = Mapping[str, Sequence[RequestRecord]]  # a request table's name -> its rows
-
-
-@dataclass(frozen=True)
-class Side:
-    """What an experiment is compared with: its levels, the request table they came from,
-    and whether the two ran pair by pair (interleaved)."""
-
-    id: str
-    ok: bool
-    levels: Sequence[Level]
-    table: str
-    paired: bool = False
-    # the parent grown beside the experiment's adaptive rounds (``Control.grown``): runs of
-    # the experiment's control table, added to ``levels``
-    grown: Sequence[Level] = ()
-
-
-def sides(run: Run, entry: Experiment) -> tuple[Side | None, Side | None]:
-    """The parent's side (its interleaved runs where they succeeded, else its own, with the
-    runs it grew beside the experiment) and the baseline's; None where there is none."""
-    base, parent = run.baseline, run.experiment(entry.parent)
-    control = entry.control
-    usable = bool(control and control.levels) and not (control and control.error)
-    parent_side: Side | None = None
-    if usable and control is not None and not control.grown:
-        parent_side = Side(control.of, True, control.levels, entry.control_table, paired=True)
-    elif parent is not None:
-        grown = control.levels if usable and control is not None else ()
-        parent_side = Side(parent.id, parent.ok, parent.levels, parent.table, grown=grown)
-    base_side = None if base is None else Side(base.id, base.ok, base.levels, base.table)
-    if base_side and parent_side and parent_side.grown and parent_side.id == base_side.id:
-        base_side = parent_side  # the parent is the baseline, grown: the same runs
-    return parent_side, base_side
 
 
 FALSE_ALARM = 0.05  # the chance an experiment no different from its parent is adopted or rejected
@@ -115,32 +83,20 @@ def decide_experiment(
     ``before_failure``: a failed experiment's finished levels are compared (False: as
     reportgen did before, kept to verify such runs). ``alpha``: the false-alarm rate it is
     decided at (default ``experiment_alpha``; ``verify`` gives the one recorded)."""
-    broken = invalidated(entry.checks, evidence=True)
-    if entry.ok and broken:
-        return Decision(
-            verdict="failed",
-            explanation=f"{entry.id}'s numbers cannot be trusted, whatever they say: failed "
-            + "; ".join(broken)
-            + ". See the assumptions checked.",
-        )
+    if entry.ok and invalidated(entry.checks):
+        return _said(run, entry, Decision(verdict="failed", explanation=""))
     if not entry.ok:
-        return _failed(run, entry, rows, method, before_failure, alpha)
+        return _said(run, entry, _failed(run, entry, rows, method, before_failure, alpha))
     if run.baseline is None or entry.id == run.baseline.id:
-        return Decision(
-            verdict="baseline", explanation="The reference every other experiment is compared with."
-        )
+        return _said(run, entry, Decision(verdict="baseline", explanation=""))
     compare = Comparer(run, entry, method, alpha)
     parent_side, base_side = sides(run, entry)
     parent_id = entry.parent or (parent_side.id if parent_side else "")
     vs_parent = compare.objective(parent_side)
-    vs_base = compare.objective(base_side)
-    paired = bool(parent_side and parent_side.paired)
     noise = compare.noise(run.metric) if compare.pooled else None
-    if parent_side is None or not parent_side.ok:
-        verdict: decide.ObjectiveVerdict = "inconclusive"
-        why = f"its parent {parent_id} failed, so there is nothing to compare with."
-    else:
-        verdict, why = adopt.decide(
+    verdict: decide.ObjectiveVerdict = "inconclusive"
+    if parent_side is not None and parent_side.ok:
+        verdict, _ = adopt.decide(
             entry.id,
             parent_id,
             vs_parent,
@@ -149,35 +105,12 @@ def decide_experiment(
             between_sd=noise.between_sd if noise else None,
             legacy=not compare.pooled,
         )
-        parent = run.experiment(parent_id)
-        same = (
-            compare.pooled
-            and parent is not None
-            and noise_mod.config_key(parent) == noise_mod.config_key(entry)
-        )
-        parent_url = parent.base_url if parent is not None else None
-        change = (
-            adopt.what_changed_unknown(entry.id, entry.base_url, parent_id, parent_url)
-            if entry.base_url or parent_url
-            else adopt.what_changed(parent_id, entry.flag_diff, same)
-        )
-        why = change + why + meaning(entry, verdict)
-        if paired:
-            why += (
-                f" Compared pair by pair with {parent_id}'s configuration run "
-                "alternately with it (interleaved)."
-            )
-        elif entry.control is not None and entry.control.error:
-            why += (
-                f" The interleaved runs of {parent_id} failed ({entry.control.error}), "
-                "so its earlier runs were used."
-            )
-    return Decision(
+    decision = Decision(
         verdict=verdict,
-        explanation=why,
+        explanation="",
         vs_parent=vs_parent,
-        vs_baseline=vs_base,
-        paired=paired,
+        vs_baseline=compare.objective(base_side),
+        paired=bool(parent_side and parent_side.paired),
         method=compare.method,
         alpha=compare.alpha if compare.pooled else None,
         noise=None if noise is None else noise_summary(noise),
@@ -185,6 +118,12 @@ def decide_experiment(
             compare, entry, rows, [("vs_parent", parent_side), ("vs_baseline", base_side)]
         ),
     )
+    return _said(run, entry, decision)
+
+
+def _said(run: Run, entry: Experiment, decision: Decision) -> Decision:
+    """``decision`` with its words (``explain``), made from what it records."""
+    return decision.model_copy(update={"explanation": explain(run, entry, decision).text})
 
 
 def _failed(
@@ -198,11 +137,9 @@ def _failed(
     """A failed experiment's decision: failed, with the levels it finished before its server
     failed compared as a successful experiment's are (its verdict cannot rest on them: the
     configuration did not survive the campaign's load)."""
-    why = f"{entry.id} failed: {entry.reason}"
     keep = entry.finished_before_failure() if before_failure else []
     if not keep or run.baseline is None or entry.id == run.baseline.id:
-        return Decision(verdict="failed", explanation=why)
-    why = why.rstrip() + ("" if why.rstrip().endswith(".") else ".")
+        return Decision(verdict="failed", explanation="")
     done = entry.model_copy(update={"levels": [lv for lv in entry.levels if lv.point in keep]})
     rows = {
         **rows,
@@ -211,11 +148,9 @@ def _failed(
     compare = Comparer(run, done, method, alpha)
     parent_side, base_side = sides(run, done)
     noise = compare.noise(run.metric) if compare.pooled else None
-    said = ", ".join(c.label for c in keep)
     return Decision(
         verdict="failed",
-        explanation=f"{why} The levels it finished before that ({said}) are compared, but "
-        "decide nothing: the configuration did not hold up under the campaign's load.",
+        explanation="",
         vs_parent=compare.objective(parent_side),
         vs_baseline=compare.objective(base_side),
         paired=bool(parent_side and parent_side.paired),
@@ -423,35 +358,3 @@ def redecide(run: Run, rows_of: Callable[[str], Sequence[RequestRecord]]) -> dic
         run.best = best_after(run, e)
     drift_check(run)
     return before
-
-
-def meaning(entry: Experiment, verdict: str) -> str:
-    """What a leave-one-out or confirmation verdict says, in a sentence ("" otherwise)."""
-    if entry.role == "confirm":
-        return {
-            "equivalent": " The best configuration's first run holds up when measured again.",
-            "inconclusive": " Measured again, it cannot be told from its first run.",
-        }.get(
-            verdict,
-            " Measured again, it differs from its first run: the first run's numbers were "
-            "lucky or the host drifted, so read its gain with care.",
-        )
-    if entry.role == "bracket":
-        return {
-            "equivalent": " The host did not drift measurably over the campaign.",
-            "inconclusive": " Whether the host drifted over the campaign cannot be told.",
-        }.get(
-            verdict,
-            " The same configuration measured differently at the end: the host or the engine "
-            "drifted over the campaign, so read the experiments' differences with care.",
-        )
-    if entry.role != "leave-one-out" or not entry.leaves_out:
-        return ""
-    x = entry.leaves_out
-    return {
-        "rejected": f" Worse without it: {x} still pays in the final configuration.",
-        "equivalent": f" No difference without it: {x} no longer pays once the others are in "
-        "(the configuration without it is simpler).",
-        "adopted": f" Better without it: {x} now hurts the final configuration.",
-        "inconclusive": f" Whether {x} still pays cannot be told from these runs.",
-    }.get(verdict, "")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 
-from reportgen.analysis import adopt, sequential
+from reportgen.analysis import sequential
+from reportgen.analysis.explain import Said
 from reportgen.render import evidence
 from reportgen.render.content import (
     Comparison,
@@ -165,24 +166,6 @@ def _ran(start: str | None, end: str | None) -> str:
     return f"{begun} to {ended} ({fmt_duration(start, end)})"
 
 
-def _conclusion(
-    decision: results_verdicts.Decision | None, e: model.Experiment, metric: str
-) -> str:
-    """The decision's explanation without what the tables beside it show (the flag changes,
-    the ratio and interval at each level): its conclusion, for print. "" where it has no
-    per-level part to leave out. The per-level sentence is made again from the comparisons
-    (``adopt.per_level``), as the decision made it, not found by reading the words."""
-    text = decision.explanation if decision else ""
-    if decision is None or not decision.vs_parent or not e.parent:
-        return ""
-    head, found, rest = text.partition(adopt.per_level(metric, e.parent, decision.vs_parent))
-    if not found:
-        return ""
-    if e.flag_diff and head.startswith("Changed from "):
-        head = ""
-    return " ".join(part for part in (head.strip(), rest.strip()) if part)
-
-
 def _ran_on(where: dict[str, object] | None) -> str:
     """Where an experiment ran when not here (``Experiment.ran_on``), in a phrase."""
     if not where:
@@ -217,10 +200,11 @@ def section(
     objective: Objective,
     outcome: str,
     counters: Mapping[str, str] | None = None,
+    said: Said | None = None,
 ) -> ExperimentView:
     """The ``i``-th (0-based) experiment's section; ``outcome``: what became of it
     (``Run.outcome``); ``counters``: the engine's metric names by role, for speculative
-    decoding."""
+    decoding; ``said``: its decision in words (``explain``)."""
     decision = e.decision
     is_baseline = e is baseline
     mine, base = by_level(e), by_level(baseline)
@@ -254,8 +238,8 @@ def section(
         flag_diff=_flag_diff(e.flag_diff),
         vs_parent=comparisons(vs_parent),
         vs_baseline=comparisons(vs_baseline),
-        explanation=decision.explanation if decision else "",
-        conclusion=_conclusion(decision, e, objective.metric),
+        explanation=said.text if said else "",
+        conclusion=said.short if said and decision and decision.vs_parent and e.parent else "",
         reason=e.reason or "",
         hint=failure_hint(e.reason or ""),
         reason_short=_reason_short(e),

@@ -20,6 +20,7 @@ from reportgen import engines, metrics
 from reportgen.analysis import selection
 from reportgen.analysis.adopt import ci_label
 from reportgen.analysis.allocation import allocation
+from reportgen.analysis.explain import explain
 from reportgen.analysis.sequential import level_label
 from reportgen.metrics import THROUGHPUTS
 from reportgen.render import brief, evidence, methods, text
@@ -66,7 +67,16 @@ def build(run: Run) -> Report:
     engine = engines.ENGINES.get(run.engine.name)
     counters = dict(engine.counters) if engine else {}
     views = [
-        section(i, e, baseline, run.best, objective, run.outcome(e), counters)
+        section(
+            i,
+            e,
+            baseline,
+            run.best,
+            objective,
+            run.outcome(e),
+            counters,
+            explain(run, e, e.decision) if e.decision else None,
+        )
         for i, e in enumerate(exps)
     ]
     path = run.campaign_file.path or "campaign.toml"

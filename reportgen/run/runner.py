@@ -18,6 +18,7 @@ from reportgen import __version__, engines
 from reportgen import results as store
 from reportgen.analysis import drift, verdict
 from reportgen.analysis.checks import invalidated
+from reportgen.analysis.sides import sides
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.errors import HostLost, ResultsError
 from reportgen.load.records import RequestRecord
@@ -306,7 +307,7 @@ class Runner:
         """The verdict (``analysis.verdict``), from this experiment's rows and the saved
         rows of the tables it is compared with; then which configuration is best."""
         tables = dict(rows)
-        parent_side, base_side = verdict.sides(run, entry)
+        parent_side, base_side = sides(run, entry)
         for side in (parent_side, base_side):
             if side is not None and side.table not in tables:
                 tables[side.table] = store.read_requests(self.run_dir, side.table)

@@ -585,10 +585,10 @@ def test_a_partial_runs_summary_says_what_ran_what_stopped_and_what_never_starte
 
 def test_the_printed_conclusion_leaves_out_what_the_tables_beside_it_show() -> None:
     """In print, a decision says only its conclusion: its flag changes and its per-level
-    sentence (the tables beside it show both) are left out; the per-level sentence is found
-    because it is made again from the comparisons, as the decision made it."""
+    sentence (the tables beside it show both) are left out. The words are made from the
+    decision's structure (``explain``), the same words the run stored when it decided."""
     from reportgen.analysis import adopt
-    from reportgen.render.experiment import _conclusion
+    from reportgen.analysis.explain import explain
 
     runs = [results.load(ROOT / "docs" / "examples" / x) for x in ("vllm-h200", "sglang-h200")]
     seen = 0
@@ -596,9 +596,10 @@ def test_the_printed_conclusion_leaves_out_what_the_tables_beside_it_show() -> N
         d = e.decision
         if d is None or not d.vs_parent or not e.parent:
             continue
+        words = explain(run, e, d)
+        assert words.text == d.explanation, e.id  # today's words are the ones it stored
         per_level = adopt.per_level(run.metric, e.parent, d.vs_parent)
-        assert per_level in d.explanation, e.id
-        said = _conclusion(d, e, run.metric)
+        said = words.short
         assert said and per_level not in said and "  " not in said, said
         assert not (e.flag_diff and said.startswith("Changed from ")), said
         # nothing else is left out, and nothing added

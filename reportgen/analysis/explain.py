@@ -1,0 +1,162 @@
+"""The words of a decision, made from what it records: ``explain`` says an experiment's
+verdict from its ``Decision`` (verdict, comparisons, noise model, drift check), the
+experiment (its flags, role, checks, failure) and its parent. Nothing reads them back:
+``verify`` compares a decision's structure, and a decision an earlier reportgen took is said
+in today's words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reportgen.analysis import adopt
+from reportgen.analysis import noise as noise_mod
+from reportgen.analysis.checks import invalidated
+from reportgen.analysis.sides import sides
+from reportgen.results.model import Experiment, Run
+from reportgen.results.verdicts import Decision
+
+BASELINE = "The reference every other experiment is compared with."
+
+
+@dataclass(frozen=True)
+class Said:
+    """A decision in words, in the parts the report shows apart: what changed from the
+    parent, the objective at each level (the report's tables show both), and the rest."""
+
+    change: str = ""
+    levels: str = ""
+    conclusion: str = ""
+    flags: bool = False  # ``change`` lists the flags that changed
+
+    @property
+    def short(self) -> str:
+        """What the report's tables beside it do not show (the flags that changed, the ratio
+        and interval at each level); "" where there is no per-level part to leave out."""
+        if not self.levels:
+            return ""
+        return " ".join(
+            p.strip() for p in ("" if self.flags else self.change, self.conclusion) if p.strip()
+        )
+
+    @property
+    def text(self) -> str:
+        return self.change + self.levels + self.conclusion
+
+
+def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
+    """``decision`` on ``entry`` (an experiment of ``run``) in words."""
+    if decision.verdict == "baseline":
+        return Said(conclusion=BASELINE)
+    broken = invalidated(entry.checks, evidence=True)
+    if entry.ok and broken:
+        return Said(
+            conclusion=f"{entry.id}'s numbers cannot be trusted, whatever they say: failed "
+            + "; ".join(broken)
+            + ". See the assumptions checked."
+        )
+    if not entry.ok:
+        return Said(conclusion=_failed(entry, decision))
+    parent_side, _ = sides(run, entry)
+    parent_id = entry.parent or (parent_side.id if parent_side else "")
+    if parent_side is None or not parent_side.ok:
+        return Said(
+            conclusion=f"its parent {parent_id} failed, so there is nothing to compare with."
+        )
+    legacy = decision.method in (None, "welch")
+    verdict, levels, rest = adopt.decide_said(
+        entry.id,
+        parent_id,
+        decision.vs_parent,
+        run.metric,
+        run.margin,
+        between_sd=(decision.noise or {}).get("between_sd"),
+        legacy=legacy,
+    )
+    parent = run.experiment(parent_id)
+    parent_url = parent.base_url if parent is not None else None
+    flags = False
+    if entry.base_url or parent_url:
+        change = adopt.what_changed_unknown(entry.id, entry.base_url, parent_id, parent_url)
+    else:
+        flags = bool(entry.flag_diff)
+        same = (
+            not legacy
+            and parent is not None
+            and noise_mod.config_key(parent) == noise_mod.config_key(entry)
+        )
+        change = adopt.what_changed(parent_id, entry.flag_diff, same)
+    rest += meaning(entry, verdict)
+    if decision.paired:
+        rest += (
+            f" Compared pair by pair with {parent_id}'s configuration run "
+            "alternately with it (interleaved)."
+        )
+    elif entry.control is not None and entry.control.error:
+        rest += (
+            f" The interleaved runs of {parent_id} failed ({entry.control.error}), "
+            "so its earlier runs were used."
+        )
+    rest += _withdrawn(entry, decision, verdict)
+    return Said(change, levels, rest, flags)
+
+
+def _failed(entry: Experiment, decision: Decision) -> str:
+    why = f"{entry.id} failed: {entry.reason}"
+    if not decision.before_failure:
+        return why
+    why = why.rstrip() + ("" if why.rstrip().endswith(".") else ".")
+    said = ", ".join(c.label for c in decision.before_failure)
+    return (
+        f"{why} The levels it finished before that ({said}) are compared, but "
+        "decide nothing: the configuration did not hold up under the campaign's load."
+    )
+
+
+def _withdrawn(entry: Experiment, decision: Decision, verdict: str) -> str:
+    """The drift check's withdrawal (``drift.drift_check``) in a sentence, "" where none:
+    ``verdict`` is the one taken before it."""
+    drift = decision.drift
+    if not drift or not drift.get("withdrawn"):
+        return ""
+    said = "; ".join(
+        f"{x['level']}: x{x['ratio']:.2f} ({x['ci_low']:.2f}-{x['ci_high']:.2f})"
+        for x in drift["levels"]
+    )
+    return (
+        f" {verdict.capitalize()} when decided, then withdrawn: {drift['bracket']} measured "
+        f"the baseline's configuration again at the end, and with the drift it saw taken out "
+        f"({drift['share']:.0%} of it fell between {entry.parent} and {entry.id}) the "
+        f"{'gain' if verdict == 'adopted' else 'loss'} no longer shows ({said})."
+    )
+
+
+def meaning(entry: Experiment, verdict: str) -> str:
+    """What a leave-one-out or confirmation verdict says, in a sentence ("" otherwise)."""
+    if entry.role == "confirm":
+        return {
+            "equivalent": " The best configuration's first run holds up when measured again.",
+            "inconclusive": " Measured again, it cannot be told from its first run.",
+        }.get(
+            verdict,
+            " Measured again, it differs from its first run: the first run's numbers were "
+            "lucky or the host drifted, so read its gain with care.",
+        )
+    if entry.role == "bracket":
+        return {
+            "equivalent": " The host did not drift measurably over the campaign.",
+            "inconclusive": " Whether the host drifted over the campaign cannot be told.",
+        }.get(
+            verdict,
+            " The same configuration measured differently at the end: the host or the engine "
+            "drifted over the campaign, so read the experiments' differences with care.",
+        )
+    if entry.role != "leave-one-out" or not entry.leaves_out:
+        return ""
+    x = entry.leaves_out
+    return {
+        "rejected": f" Worse without it: {x} still pays in the final configuration.",
+        "equivalent": f" No difference without it: {x} no longer pays once the others are in "
+        "(the configuration without it is simpler).",
+        "adopted": f" Better without it: {x} now hurts the final configuration.",
+        "inconclusive": f" Whether {x} still pays cannot be told from these runs.",
+    }.get(verdict, "")
