@@ -222,7 +222,7 @@ def compare(
     """Everything that differs between run A (before) and run B (after). ``margin``: B's
     campaign margin when not given, else A's, else the campaign file's default."""
     if margin is None:
-        margin = float(b.info.get("margin") or a.margin)
+        margin = b.margin if "margin" in b.info else a.margin
     exps_a = {e.id: e for e in a.experiments}
     exps_b = {e.id: e for e in b.experiments}
     common = [i for i in exps_a if i in exps_b]

@@ -104,7 +104,7 @@ def allocation(run: Run) -> Allocation | None:
         within_sd=float(noise["within_sd"]),
         between_sd=between,
         repetitions=repetitions_range(run.workload.repetitions)[0],
-        starts=int(run.info.get("starts") or 1),
+        starts=run.settings.starts,
     )
 
 

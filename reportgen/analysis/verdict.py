@@ -44,14 +44,13 @@ from reportgen.results.verdicts import Comparison, Decision
 Rows = Mapping[str, Sequence[RequestRecord]]  # a request table's name -> its rows
 
 
-FALSE_ALARM = 0.05  # the chance an experiment no different from its parent is adopted or rejected
 
 
 def experiment_alpha(run: Run) -> float:
     """The false-alarm rate each experiment is decided at: ``campaign.alpha`` (5%), divided
     by the campaign's compared experiments where ``alpha_scope = "campaign"``."""
-    alpha = float(run.info.get("alpha") or FALSE_ALARM)
-    if run.info.get("alpha_scope") == "campaign":
+    alpha = run.settings.alpha
+    if run.settings.alpha_scope == "campaign":
         alpha /= max(1, len(run.campaign.get("experiment") or []) - 1)
     return alpha
 

@@ -93,7 +93,7 @@ def _lone_table(out: Console, data: Run) -> None:
     (e,) = data.experiments
     status = "" if data.status == "complete" else f" - {data.status.upper()}"
     table = Table(
-        title=f"{data.info.get('title', '')}{status}",
+        title=f"{data.settings.title}{status}",
         caption=f"{e.id}: {e.status}; means over {_reps_said(e)}; errors: failed "
         "requests of all sent",
         title_justify="left",
@@ -168,7 +168,7 @@ def summary_table(out: Console, data: Run) -> None:
     key = metrics.key(metric)
     status = "" if data.status == "complete" else f" - {data.status.upper()}"
     table = Table(
-        title=f"{data.info.get('title', '')}{status}",
+        title=f"{data.settings.title}{status}",
         caption=f"{key}: mean ± sd over repetitions (in brackets: achieved concurrency); "
         f"best: {data.best or 'none'}",
         title_justify="left",

@@ -42,7 +42,7 @@ def external_notice(run: Run) -> str:
 
 
 def run_dir_hint(run: Run) -> str:
-    return f"output/{run.info.get('name', '<campaign>')}/{run.run_id}"
+    return f"output/{run.settings.name}/{run.run_id}"
 
 
 def header(run: Run) -> Header:

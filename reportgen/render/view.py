@@ -107,8 +107,8 @@ def build(run: Run) -> Report:
             exps,
             run.margin,
             objective.label,
-            interleave=bool(run.info.get("interleave")),
-            starts=int(run.info.get("starts") or 1),
+            interleave=run.settings.interleave,
+            starts=run.settings.starts,
             measured=text.noise_line([e.decision for e in run.experiments])
             + text.allocation_line(allocation(run))
             + text.redecided(

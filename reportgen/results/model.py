@@ -42,7 +42,7 @@ from reportgen.campaign.levels import PointField
 from reportgen.campaign.levels import point_of as point_of
 from reportgen.campaign.levels import rate_text as rate_text
 from reportgen.campaign.levels import sorted_points as sorted_points
-from reportgen.campaign.schema import Objective
+from reportgen.campaign.schema import CampaignInfo, Objective
 from reportgen.campaign.workload import Workload
 from reportgen.results.base import _Model
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
@@ -358,6 +358,11 @@ class Run(_Model):
         return dict(self.campaign.get("campaign") or {})
 
     @property
+    def settings(self) -> CampaignInfo:
+        """The [campaign] table typed, as the run that wrote it ran it (``info_as_run``)."""
+        return _info_as_run(json.dumps(self.info, sort_keys=True))
+
+    @property
     def objective(self) -> dict[str, Any]:
         return dict(self.info.get("objective") or {})
 
@@ -404,7 +409,7 @@ class Run(_Model):
 
     @property
     def margin(self) -> float:
-        return float(self.info.get("margin") or DEFAULT_MARGIN)
+        return self.settings.margin
 
     @property
     def default_workload(self) -> dict[str, Any]:
@@ -466,6 +471,28 @@ def workload_as_run(saved: Mapping[str, Any]) -> Workload:
     if "max_duration_s" not in known and known.get("duration_s") is not None:
         known["max_duration_s"] = known["duration_s"]
     return Workload.model_validate(known)
+
+
+def info_as_run(saved: Mapping[str, Any]) -> CampaignInfo:
+    """A saved [campaign] table (a dumped ``CampaignInfo``) typed, as the run that wrote it
+    ran it: what the absence of a key a later reportgen added meant then (one server start
+    an experiment before ``starts``, no priming start before ``prime``, no bracket before
+    ``bracket``), keys a later reportgen wrote left out, the objective read as ``Run.goal``
+    reads it; every other key it lacks has today's default, which the reportgens before
+    shared."""
+    known = {k: v for k, v in saved.items() if k in CampaignInfo.model_fields}
+    known.setdefault("name", "campaign")  # results put together by hand (tests, benchmarks)
+    known.setdefault("title", "")
+    known.setdefault("starts", 1)
+    known.setdefault("prime", False)
+    known.setdefault("bracket", False)
+    known["objective"] = _objective(json.dumps(known.get("objective") or {}, sort_keys=True))
+    return CampaignInfo.model_validate(known)
+
+
+@functools.lru_cache(maxsize=64)
+def _info_as_run(text: str) -> CampaignInfo:
+    return info_as_run(json.loads(text))
 
 
 @functools.lru_cache(maxsize=64)
