@@ -101,7 +101,7 @@ def under_load(level: Level, workload: Mapping[str, Any], judged: bool = False) 
     if isinstance(rate, list):
         rate = None
     if rate is None:
-        achieved, nominal = s.achieved_concurrency, float(level.concurrency)
+        achieved, nominal = s.in_flight, float(level.concurrency)
         said = "{:.1f} of {:g} in flight"
     else:
         achieved, nominal = s.req_s, float(rate)

@@ -18,6 +18,8 @@ see ``reportgen.load.wire``):
 - ``goodput_req_s``: successful requests that met every SLO the campaign sets / duration.
 - ``achieved_concurrency``: sum of request durations / level duration (time-weighted mean of
   requests in flight).
+- ``window_concurrency``: for a trimmed level, the same inside the window the throughputs
+  count, each request's time in flight clipped to it (the clients' ramp and drain left out).
 
 Output tokens are the server's ``usage.completion_tokens`` where it reports them, else the local
 tokenizer's count of the output text, else the number of output-carrying chunks; each request
@@ -244,7 +246,10 @@ def summarize(
         w_in = sum(int(r.input_tokens or 0) for r in ok if lo <= r.start <= hi)
         w_req = sum(1 for r in ok if lo <= r.end <= hi)
         w_good = sum(1 for r in good if lo <= r.end <= hi) if good is not None else None
+        inside = sum(max(0.0, min(r.end, hi) - max(r.start, lo)) for r in recs)
+        window_concurrency = inside / span if span > 0 else None
     else:
+        window_concurrency = None
         span = duration_s
         w_out, w_in, w_req = float(out_tokens), in_tokens, len(ok)
         w_good = len(good) if good is not None else None
@@ -269,6 +274,7 @@ def summarize(
         slo_attainment=None if good is None or not recs else len(good) / len(recs),
         chunk_s=chunks / duration_s if duration_s > 0 else float("nan"),
         achieved_concurrency=busy_s / duration_s if duration_s > 0 else float("nan"),
+        window_concurrency=window_concurrency,
         ttft_ms=_dist(ttft),
         itl_ms=_dist(np.concatenate(itl) if itl else []),
         itl_token_ms=_dist(np.concatenate(itl_tok) if itl_tok else []),

@@ -44,8 +44,6 @@ from reportgen.results.verdicts import Comparison, Decision
 Rows = Mapping[str, Sequence[RequestRecord]]  # a request table's name -> its rows
 
 
-
-
 def experiment_alpha(run: Run) -> float:
     """The false-alarm rate each experiment is decided at: ``campaign.alpha`` (5%), divided
     by the campaign's compared experiments where ``alpha_scope = "campaign"``."""

@@ -65,12 +65,11 @@ def summaries_by_level(e: model.Experiment | None) -> dict[Point, list[results_l
 
 
 def achieved(runs: Sequence[results_levels.Summary], nominal: int | None = None) -> str:
-    """The mean achieved concurrency of a level's runs (requests in flight, time-weighted);
+    """The mean achieved concurrency of a level's runs (requests in flight, time-weighted,
+    where the throughputs were counted: ``Summary.in_flight``);
     marked "(low)" below ACHIEVED_SHARE of a closed loop's ``nominal`` C."""
     values = [
-        float(s.achieved_concurrency)
-        for s in runs
-        if s.achieved_concurrency is not None and math.isfinite(s.achieved_concurrency)
+        float(s.in_flight) for s in runs if s.in_flight is not None and math.isfinite(s.in_flight)
     ]
     if not values:
         return NONE

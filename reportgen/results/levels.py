@@ -60,6 +60,11 @@ class Summary(_Model):
     slo_attainment: float | None = None
     chunk_s: float | None = None
     achieved_concurrency: float | None = None
+    # requests in flight, time-weighted, inside the window the throughputs count (``window_s``;
+    # None: the whole level counts, or a reportgen before it kept this): the whole level's
+    # mean above takes in the clients' ramp at the start and the drain at the end, which
+    # with requests seconds long is a tenth of a 12-s level
+    window_concurrency: float | None = None
     ttft_ms: Dist = Field(default_factory=Dist)
     itl_ms: Dist = Field(default_factory=Dist)
     itl_token_ms: Dist = Field(default_factory=Dist)
@@ -73,6 +78,14 @@ class Summary(_Model):
         if isinstance(got, Dist):
             got = getattr(got, stat, None)
         return None if got is None else float(got)
+
+    @property
+    def in_flight(self) -> float | None:
+        """Requests in flight where they were counted: inside the window the throughputs
+        count (``window_concurrency``), else over the whole level (``achieved_concurrency``)."""
+        if self.window_concurrency is not None:
+            return self.window_concurrency
+        return self.achieved_concurrency
 
 
 class SearchProbe(_Model):

@@ -481,13 +481,17 @@ def info_as_run(saved: Mapping[str, Any]) -> CampaignInfo:
     reads it; every other key it lacks has today's default, which the reportgens before
     shared."""
     known = {k: v for k, v in saved.items() if k in CampaignInfo.model_fields}
-    known.setdefault("name", "campaign")  # results put together by hand (tests, benchmarks)
+    # a name as stored, whatever it is (results are read, not judged: the report escapes it);
+    # results put together by hand (tests, benchmarks) may have none
+    name = str(known.pop("name", "campaign"))
     known.setdefault("title", "")
     known.setdefault("starts", 1)
     known.setdefault("prime", False)
     known.setdefault("bracket", False)
     known["objective"] = _objective(json.dumps(known.get("objective") or {}, sort_keys=True))
-    return CampaignInfo.model_validate(known)
+    return CampaignInfo.model_validate({**known, "name": "campaign"}).model_copy(
+        update={"name": name}
+    )
 
 
 @functools.lru_cache(maxsize=64)

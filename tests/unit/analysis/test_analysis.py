@@ -179,6 +179,11 @@ def test_trim_keeps_only_the_steady_state() -> None:
     assert s.req_s == pytest.approx(0.5)  # one request ended inside the window
     untrimmed = summarize(records, 4.0)
     assert untrimmed.window_s is None and untrimmed.output_tok_s == pytest.approx(2.0)
+    # in flight: 2 inside the window it counts (the ramp and the drain left out), 1.5 over
+    # the whole level (6 s of requests in 4 s); the level's table and its checks say 2
+    assert s.window_concurrency == pytest.approx(2.0) and s.in_flight == pytest.approx(2.0)
+    assert s.achieved_concurrency == pytest.approx(1.5)
+    assert untrimmed.window_concurrency is None and untrimmed.in_flight == pytest.approx(1.5)
 
 
 def test_smallest_detectable_effect_and_repetitions_needed_by_hand() -> None:
