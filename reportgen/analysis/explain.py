@@ -48,7 +48,7 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
     if decision.verdict == "baseline":
         return Said(conclusion=BASELINE)
     broken = invalidated(entry.checks, evidence=True)
-    if entry.ok and broken:
+    if entry.ok and decision.verdict == "failed" and broken:
         return Said(
             conclusion=f"{entry.id}'s numbers cannot be trusted, whatever they say: failed "
             + "; ".join(broken)
