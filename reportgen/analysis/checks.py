@@ -59,6 +59,7 @@ from reportgen.analysis.checks_engine import (
     DEFAULT_PREFIX_HIT,
     TOKEN_BOUND,
     prefix_cache,
+    server_cpu,
     spec_agreement,
     token_agreement,
 )
@@ -148,6 +149,9 @@ def run_checks(
         )
     out.append(server_stable(entry))
     out += starts_agree(entry, known, metric)
+    parent = next((e for e in known if e.id == entry.parent), None)
+    same = parent is not None and noise.config_key(parent) == noise.config_key(entry)
+    out += server_cpu(entry, parent, same)
     out += probe_checks(entry, baseline, random_weights=random_weights)
     out += gpu_state_checks(entry, environment)
     out.append(host_check(environment, host_expect))

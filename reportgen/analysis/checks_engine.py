@@ -1,6 +1,7 @@
 """The checks that read the engine's own counters against what the client saw: output tokens
 (``token_agreement``), the prefix cache's hit rate (``prefix_cache``) and speculative decoding's
-acceptance, its log beside its counters (``spec_agreement``)."""
+acceptance, its log beside its counters (``spec_agreement``); the server's CPU per output token
+against its parent's (``server_cpu``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportgen.results.levels import Level
+from reportgen.results.model import Experiment, Point, sorted_points
 from reportgen.results.verdicts import Check
 
 DEFAULT_PREFIX_HIT = (0.0, 0.10)
@@ -166,3 +168,93 @@ def spec_agreement(
             "this large says one of the two is not what it seems",
         )
     ]
+
+
+CPU_BOUND = 0.2  # the server's CPU per output token, an experiment against its parent
+# ... judged only where the server kept a quarter of a core busy: below that its CPU is mostly
+# its own idle work (health and metrics answers), which tokens do not pace
+CPU_BUSY = 0.25
+
+
+def cpu_per_token(level: Level) -> float | None:
+    """The server's CPU-seconds per 1,000 output tokens in a level run: every process CPU
+    counter its /metrics moved (``process_cpu_seconds_total``, whatever its labels or prefix:
+    vLLM's API server, SGLang's tokenizer and detokenizer) over the output tokens the client
+    counted. None where the server reports no CPU counter."""
+    cpu = _cpu_seconds(level)
+    tokens = level.summary.output_tokens
+    return cpu / tokens * 1000 if cpu and tokens else None
+
+
+def _cpu_seconds(level: Level) -> float | None:
+    counters = (level.engine_metrics or {}).get("counters")
+    if not isinstance(counters, Mapping):
+        return None
+    cpu = sum(
+        float(v)
+        for k, v in counters.items()
+        if str(k).split("{")[0].endswith("process_cpu_seconds_total")
+    )
+    return cpu if cpu > 0 else None
+
+
+def server_cpu(entry: Experiment, parent: Experiment | None, same: bool) -> list[Check]:
+    """``server_cpu``: at each level both ran, the server's CPU per output token
+    (``cpu_per_token``, the mean of its level runs) against its parent's. Where the
+    configuration is the parent's own (an A/A copy, the bracket) and they differ by more than
+    ``CPU_BOUND`` at a level where it kept ``CPU_BUSY`` of a core busy, the host side of the
+    same server ran at another speed: warn, since the
+    difference it measured may be the host's. Elsewhere it is said, not judged (a change may
+    move it). None where either has no CPU counter. (Not in the module's glossary, so that
+    reports rendered before it render again byte for byte.)"""
+    if parent is None:
+        return []
+    mine, theirs = _cpu_by_point(entry), _cpu_by_point(parent)
+    common = sorted_points(set(mine) & set(theirs))
+    if not common:
+        return []
+    said, apart = [], []
+    for p in common:
+        ratio = mine[p] / theirs[p]
+        line = (
+            f"{p.label}: {mine[p]:.3f} CPU-seconds per 1,000 output tokens against "
+            f"{theirs[p]:.3f} for {parent.id} (x{ratio:.2f})"
+        )
+        said.append(line)
+        busy = min(_busy(entry, p), _busy(parent, p)) >= CPU_BUSY
+        if busy and abs(math.log(ratio)) > math.log1p(CPU_BOUND):
+            apart.append(line)
+    warn = same and bool(apart)
+    return [
+        Check(
+            id="server_cpu",
+            title="The server's CPU per output token matches its parent's",
+            status="warn" if warn else "pass",
+            evidence="; ".join(apart if warn else said),
+            hint="the same configuration's server spent more (or less) CPU on each token than "
+            f"in {parent.id}'s runs: its host side ran at another speed (other work on the "
+            "host, another CPU), and the GPU waits on it, so part of the difference measured "
+            "is the host's; measure both again, or on more starts (campaign.starts)"
+            if warn
+            else "",
+        )
+    ]
+
+
+def _cpu_by_point(e: Experiment) -> dict[Point, float]:
+    got: dict[Point, list[float]] = {}
+    for lv in e.levels:
+        value = cpu_per_token(lv)
+        if value is not None:
+            got.setdefault(lv.point, []).append(value)
+    return {p: sum(v) / len(v) for p, v in got.items()}
+
+
+def _busy(e: Experiment, point: Point) -> float:
+    """The cores the server kept busy at a level, the mean of its level runs (0: unknown)."""
+    loads = [
+        cpu / lv.summary.duration_s
+        for lv in e.levels
+        if lv.point == point and lv.summary.duration_s and (cpu := _cpu_seconds(lv))
+    ]
+    return sum(loads) / len(loads) if loads else 0.0

@@ -489,3 +489,31 @@ def test_a_configuration_whose_starts_spread_more_than_the_others_is_warned() ->
     # run_checks asks it with the experiments known so far
     ids = [c.id for c in checks.run_checks(noisy, known=[*steady, noisy])]
     assert "starts_agree" in ids
+
+
+def test_the_servers_cpu_per_token_names_a_host_side_that_ran_at_another_speed() -> None:
+    """The committed SGLang run's A/A copy measured 6-7% above its baseline at C=16 and C=64
+    with the same flags: its server spent 26-28% less CPU per output token there, which the
+    check says (warn). At C=1 the server is mostly idle (a fifth of a core), so a difference
+    there is said but not judged; a changed configuration's is said, never judged."""
+    from reportgen import results
+    from reportgen.analysis import noise
+    from reportgen.analysis.checks import server_cpu
+
+    def check(example: str, exp: str) -> list[Check]:
+        run = results.load(ROOT / "docs" / "examples" / example)
+        e = run.experiment(exp)
+        assert e is not None
+        parent = run.experiment(e.parent)
+        same = parent is not None and noise.config_key(parent) == noise.config_key(e)
+        return server_cpu(e, parent, same)
+
+    (aa,) = check("sglang-h200", "baseline-again")
+    assert aa.status == "warn" and aa.evidence.startswith("C=16: 0.200 CPU-seconds"), aa
+    assert "C=64: 0.159 CPU-seconds per 1,000 output tokens against 0.215" in aa.evidence
+    assert "C=1:" not in aa.evidence and "host side ran at another speed" in aa.hint
+    (end,) = check("vllm-h200", "baseline-end")  # x1.21 at C=1 only, a tenth of a core busy
+    assert end.status == "pass" and "C=1: 0.612" in end.evidence and "(x1.21)" in end.evidence
+    (changed,) = check("vllm-h200", "max-num-seqs-48")  # x1.27 at C=64: the change's own
+    assert changed.status == "pass" and "(x1.27)" in changed.evidence
+    assert check("h200", "baseline") == []  # no parent
