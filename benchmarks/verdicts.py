@@ -261,7 +261,7 @@ def simulate(
                 and verdict.still_open(x)
                 and not (futility and _futile(x, high))
             ]
-        verdict_, _ = adopt.decide(e.id, "baseline", found, metric, MARGIN)
+        verdict_, _, _ = adopt.decide(e.id, "baseline", found, metric, MARGIN)
         e.decision = Decision(verdict=verdict_, explanation="", vs_parent=found, method=how)
         spent = sum(done.values()) + sum(grown.values()) - reps * len(LEVELS)
         out.append((ratio, found, verdict_, spent))

@@ -317,6 +317,7 @@ ENGINES: dict[str, Engine] = {
             ("prompt_tokens", "sglang:prompt_tokens_total"),
             ("prefix_hits", "sglang:cached_tokens_total"),
             ("spec_accept_length", "sglang:spec_accept_length"),
+            ("server_cpu", "sglang:process_cpu_seconds_total"),  # tokenizer and detokenizer
         ),
         spec_accept_log=r"accept len: ([0-9.]+)",
         help_flag="--help",
@@ -360,6 +361,7 @@ ENGINES: dict[str, Engine] = {
             ("spec_draft_tokens", "vllm:spec_decode_num_draft_tokens_total"),
             ("spec_accepted", "vllm:spec_decode_num_accepted_tokens_total"),
             ("preemptions", "vllm:num_preemptions_total"),  # an engine event when it grows
+            ("server_cpu", "process_cpu_seconds_total"),  # its API server process
         ),
         # 0.26: "SpecDecoding metrics: Mean acceptance length: 3.66, Accepted throughput: ..."
         spec_accept_log=r"Mean acceptance length: ([0-9.]+)",

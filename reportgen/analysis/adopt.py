@@ -105,26 +105,11 @@ def decide(
     margin: float,
     between_sd: float | None = None,
     legacy: bool = False,
-) -> tuple[ObjectiveVerdict, str]:
-    """Adopt when better at some objective level and worse at none. Returns (verdict, why);
-    ``between_sd`` is the spread between server starts, named when it stands in the way."""
-    verdict, head, rest = decide_said(
-        exp_id, parent_id, comparisons, metric, margin, between_sd, legacy
-    )
-    return verdict, head + rest
-
-
-def decide_said(
-    exp_id: str,
-    parent_id: str,
-    comparisons: Sequence[Comparison],
-    metric: str,
-    margin: float,
-    between_sd: float | None = None,
-    legacy: bool = False,
 ) -> tuple[ObjectiveVerdict, str, str]:
-    """``decide``, its words in two parts: (verdict, the per-level sentence, what it
-    concludes); the per-level sentence is "" where nothing was compared."""
+    """Adopt when better at some objective level and worse at none. Returns the verdict and
+    its words in two parts: the per-level sentence ("" where nothing was compared) and what
+    it concludes; ``between_sd`` is the spread between server starts, named when it stands
+    in the way."""
     if not comparisons:
         return "inconclusive", "", NO_COMMON_LEVEL.format(exp=exp_id, parent=parent_id)
     verdict, rest = _conclude(exp_id, parent_id, comparisons, margin, between_sd, legacy)

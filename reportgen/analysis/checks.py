@@ -151,7 +151,7 @@ def run_checks(
     out += starts_agree(entry, known, metric)
     parent = next((e for e in known if e.id == entry.parent), None)
     same = parent is not None and noise.config_key(parent) == noise.config_key(entry)
-    out += server_cpu(entry, parent, same)
+    out += server_cpu(entry, parent, same, counters or {})
     out += probe_checks(entry, baseline, random_weights=random_weights)
     out += gpu_state_checks(entry, environment)
     out.append(host_check(environment, host_expect))

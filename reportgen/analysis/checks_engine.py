@@ -176,53 +176,35 @@ CPU_BOUND = 0.2  # the server's CPU per output token, an experiment against its 
 CPU_BUSY = 0.25
 
 
-def cpu_per_token(level: Level) -> float | None:
-    """The server's CPU-seconds per 1,000 output tokens in a level run: every process CPU
-    counter its /metrics moved (``process_cpu_seconds_total``, whatever its labels or prefix:
-    vLLM's API server, SGLang's tokenizer and detokenizer) over the output tokens the client
-    counted. None where the server reports no CPU counter."""
-    cpu = _cpu_seconds(level)
-    tokens = level.summary.output_tokens
-    return cpu / tokens * 1000 if cpu and tokens else None
-
-
-def _cpu_seconds(level: Level) -> float | None:
-    counters = (level.engine_metrics or {}).get("counters")
-    if not isinstance(counters, Mapping):
-        return None
-    cpu = sum(
-        float(v)
-        for k, v in counters.items()
-        if str(k).split("{")[0].endswith("process_cpu_seconds_total")
-    )
-    return cpu if cpu > 0 else None
-
-
-def server_cpu(entry: Experiment, parent: Experiment | None, same: bool) -> list[Check]:
-    """``server_cpu``: at each level both ran, the server's CPU per output token
-    (``cpu_per_token``, the mean of its level runs) against its parent's. Where the
-    configuration is the parent's own (an A/A copy, the bracket) and they differ by more than
-    ``CPU_BOUND`` at a level where it kept ``CPU_BUSY`` of a core busy, the host side of the
-    same server ran at another speed: warn, since the
-    difference it measured may be the host's. Elsewhere it is said, not judged (a change may
-    move it). None where either has no CPU counter. (Not in the module's glossary, so that
-    reports rendered before it render again byte for byte.)"""
-    if parent is None:
+def server_cpu(
+    entry: Experiment, parent: Experiment | None, same: bool, counters: Mapping[str, str]
+) -> list[Check]:
+    """``server_cpu``: at each level both ran, the server's CPU per output token (its process
+    CPU counter, the engine's ``server_cpu``: vLLM's API server, SGLang's tokenizer and
+    detokenizer, over the output tokens the client counted; the mean of its level runs)
+    against its parent's. Where the configuration is the parent's own (an A/A copy, the
+    bracket) and they differ by more than ``CPU_BOUND`` at a level where both kept
+    ``CPU_BUSY`` of a core busy, the host side of the same server ran at another speed: warn,
+    since the difference it measured may be the host's. Elsewhere it is said, not judged (a
+    change may move it). None where either has no CPU counter. (Not in the module's glossary,
+    so that reports rendered before it render again byte for byte.)"""
+    name = counters.get("server_cpu")
+    if parent is None or not name:
         return []
-    mine, theirs = _cpu_by_point(entry), _cpu_by_point(parent)
+    mine, theirs = _cpu_by_point(entry, name), _cpu_by_point(parent, name)
     common = sorted_points(set(mine) & set(theirs))
     if not common:
         return []
     said, apart = [], []
     for p in common:
-        ratio = mine[p] / theirs[p]
+        (per_token, busy), (theirs_per_token, theirs_busy) = mine[p], theirs[p]
+        ratio = per_token / theirs_per_token
         line = (
-            f"{p.label}: {mine[p]:.3f} CPU-seconds per 1,000 output tokens against "
-            f"{theirs[p]:.3f} for {parent.id} (x{ratio:.2f})"
+            f"{p.label}: {per_token:.3f} CPU-seconds per 1,000 output tokens against "
+            f"{theirs_per_token:.3f} for {parent.id} (x{ratio:.2f})"
         )
         said.append(line)
-        busy = min(_busy(entry, p), _busy(parent, p)) >= CPU_BUSY
-        if busy and abs(math.log(ratio)) > math.log1p(CPU_BOUND):
+        if min(busy, theirs_busy) >= CPU_BUSY and abs(math.log(ratio)) > math.log1p(CPU_BOUND):
             apart.append(line)
     warn = same and bool(apart)
     return [
@@ -241,20 +223,14 @@ def server_cpu(entry: Experiment, parent: Experiment | None, same: bool) -> list
     ]
 
 
-def _cpu_by_point(e: Experiment) -> dict[Point, float]:
-    got: dict[Point, list[float]] = {}
+def _cpu_by_point(e: Experiment, name: str) -> dict[Point, tuple[float, float]]:
+    """At each level: the CPU-seconds per 1,000 output tokens and the cores kept busy, each
+    the mean of its level runs that moved the counter ``name``."""
+    got: dict[Point, list[tuple[float, float]]] = {}
     for lv in e.levels:
-        value = cpu_per_token(lv)
-        if value is not None:
-            got.setdefault(lv.point, []).append(value)
-    return {p: sum(v) / len(v) for p, v in got.items()}
-
-
-def _busy(e: Experiment, point: Point) -> float:
-    """The cores the server kept busy at a level, the mean of its level runs (0: unknown)."""
-    loads = [
-        cpu / lv.summary.duration_s
-        for lv in e.levels
-        if lv.point == point and lv.summary.duration_s and (cpu := _cpu_seconds(lv))
-    ]
-    return sum(loads) / len(loads) if loads else 0.0
+        cpu, s = _counter(lv, name), lv.summary
+        if cpu and s.output_tokens and s.duration_s:
+            got.setdefault(lv.point, []).append((cpu / s.output_tokens * 1000, cpu / s.duration_s))
+    return {
+        p: (sum(t for t, _ in v) / len(v), sum(b for _, b in v) / len(v)) for p, v in got.items()
+    }

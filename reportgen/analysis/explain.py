@@ -62,8 +62,8 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
         return Said(
             conclusion=f"its parent {parent_id} failed, so there is nothing to compare with."
         )
-    legacy = decision.method in (None, "welch")
-    verdict, levels, rest = adopt.decide_said(
+    legacy = decision.method not in noise_mod.METHODS  # decided by each comparison's runs
+    verdict, levels, rest = adopt.decide(
         entry.id,
         parent_id,
         decision.vs_parent,

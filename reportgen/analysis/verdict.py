@@ -93,7 +93,7 @@ def decide_experiment(
     noise = compare.noise(run.metric) if compare.pooled else None
     verdict: decide.ObjectiveVerdict = "inconclusive"
     if parent_side is not None and parent_side.ok:
-        verdict, _ = adopt.decide(
+        verdict, _, _ = adopt.decide(
             entry.id,
             parent_id,
             vs_parent,

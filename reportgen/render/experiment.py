@@ -239,7 +239,7 @@ def section(
         vs_parent=comparisons(vs_parent),
         vs_baseline=comparisons(vs_baseline),
         explanation=said.text if said else "",
-        conclusion=said.short if said and decision and decision.vs_parent and e.parent else "",
+        conclusion=said.short if said and e.parent else "",
         reason=e.reason or "",
         hint=failure_hint(e.reason or ""),
         reason_short=_reason_short(e),

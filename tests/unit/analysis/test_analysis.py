@@ -134,11 +134,13 @@ def test_decide_adopts_rejects_and_explains() -> None:
         metric="output_tok_s",
         level=Point(32),
     )
-    verdict, why = decide("mtp", "baseline", [better, same], "output_tok_s", 0.05)
+    verdict, head, rest = decide("mtp", "baseline", [better, same], "output_tok_s", 0.05)
+    why = head + rest
     assert verdict == "adopted" and "C=1: x1.30" in why and "build on mtp" in why
-    verdict, why = decide("mtp", "baseline", [better, worse], "output_tok_s", 0.05)
+    verdict, head, rest = decide("mtp", "baseline", [better, worse], "output_tok_s", 0.05)
+    why = head + rest
     assert verdict == "rejected" and "Worse at C=32" in why
-    verdict, _ = decide("x", "baseline", [same], "output_tok_s", 0.05)
+    verdict, _, _ = decide("x", "baseline", [same], "output_tok_s", 0.05)
     assert verdict == "equivalent"
 
 

@@ -496,7 +496,7 @@ def test_the_servers_cpu_per_token_names_a_host_side_that_ran_at_another_speed()
     with the same flags: its server spent 26-28% less CPU per output token there, which the
     check says (warn). At C=1 the server is mostly idle (a fifth of a core), so a difference
     there is said but not judged; a changed configuration's is said, never judged."""
-    from reportgen import results
+    from reportgen import engines, results
     from reportgen.analysis import noise
     from reportgen.analysis.checks import server_cpu
 
@@ -506,7 +506,7 @@ def test_the_servers_cpu_per_token_names_a_host_side_that_ran_at_another_speed()
         assert e is not None
         parent = run.experiment(e.parent)
         same = parent is not None and noise.config_key(parent) == noise.config_key(e)
-        return server_cpu(e, parent, same)
+        return server_cpu(e, parent, same, dict(engines.get(run.engine.name).counters))
 
     (aa,) = check("sglang-h200", "baseline-again")
     assert aa.status == "warn" and aa.evidence.startswith("C=16: 0.200 CPU-seconds"), aa

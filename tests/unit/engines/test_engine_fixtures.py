@@ -140,13 +140,14 @@ def test_graphs_turned_off_on_purpose_are_not_warned_about() -> None:
             VLLM / "metrics-ngram-spec-before.txt",
             VLLM / "metrics-ngram-spec-after.txt",
             ("generation_tokens", "prompt_tokens", "prefix_hits", "prefix_queries",
-             "spec_drafts", "spec_draft_tokens", "spec_accepted"),
+             "spec_drafts", "spec_draft_tokens", "spec_accepted", "server_cpu"),
         ),
         (
             "sglang",
             SGLANG / "metrics-ngram-spec-before.txt",
             SGLANG / "metrics-ngram-spec-after.txt",
-            ("generation_tokens", "prompt_tokens", "prefix_hits", "spec_accept_length"),
+            ("generation_tokens", "prompt_tokens", "prefix_hits", "spec_accept_length",
+             "server_cpu"),
         ),
     ],
 )  # fmt: skip
