@@ -33,7 +33,7 @@ import math
 import multiprocessing as mp
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -91,7 +91,7 @@ def arrival_times(
 def run_load(
     base_url: str,
     spec: RequestSpec,
-    prompts: list[str],
+    prompts: Sequence[str],
     concurrency: int,
     *,
     requests: int | None = None,

@@ -14,7 +14,7 @@ import math
 import random
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from reportgen.errors import LoadError
 from reportgen.load.tokens import Tokenizer, exact_prompt
@@ -22,8 +22,15 @@ from reportgen.load.tokens import Tokenizer, exact_prompt
 _SYLLABLES = [c + v for c in "kmtnrsvpdghlbf" for v in "aeiou"]  # pronounceable filler
 
 
-def _word(rng: random.Random) -> str:
-    return "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 3)))
+def _words(rng: random.Random, n: int) -> list[str]:
+    """``n`` pronounceable filler words of one to three syllables."""
+    sizes = rng.choices((1, 2, 3), k=max(0, n))
+    syllables = rng.choices(_SYLLABLES, k=sum(sizes))
+    out, at = [], 0
+    for size in sizes:
+        out.append("".join(syllables[at : at + size]))
+        at += size
+    return out
 
 
 Sizes = int | Sequence[int]  # one length for every prompt, or each prompt's own
@@ -33,24 +40,78 @@ def _size(sizes: Sizes, i: int) -> int:
     return sizes if isinstance(sizes, int) else sizes[i % len(sizes)]
 
 
-def synthetic(count: int, words: Sizes, seed: int) -> list[str]:
+class Pool(Sequence[str]):
+    """``count`` prompts, prompt ``i`` made when it is first asked for, from a seed of its
+    own, and kept: a level in duration mode draws from a pool of thousands and sends what its
+    time allows, and only that is made. The same prompt ``i`` wherever it is made (a load's
+    worker processes get the pool, not its prompts)."""
+
+    def __init__(self, count: int, seed: int) -> None:
+        self.size, self.seed = count, seed
+        self._made: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self.size))]
+        if not -self.size <= i < self.size:
+            raise IndexError(i)
+        i %= self.size
+        text = self._made.get(i)
+        if text is None:
+            text = self._made[i] = self._make(i, random.Random(f"prompt {self.seed} {i}"))
+        return text
+
+    def _make(self, i: int, rng: random.Random) -> str:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_made": {}}  # each process makes what it sends
+
+
+class _Words(Pool):
+    def __init__(self, count: int, words: Sizes, seed: int) -> None:
+        super().__init__(count, seed)
+        self.words = words
+
+    def _make(self, i: int, rng: random.Random) -> str:
+        n = _size(self.words, i)
+        # A numbered lead-in keeps prompts distinct even for tiny word counts.
+        return " ".join([f"request {i}", *_words(rng, n - 2)]) if n >= 2 else f"r{i}"
+
+
+class _Exact(Pool):
+    def __init__(self, count: int, tokens: Sizes, seed: int, tok: Tokenizer) -> None:
+        super().__init__(count, seed)
+        self.tokens, self.tok = tokens, tok
+
+    def _make(self, i: int, rng: random.Random) -> str:
+        return exact_prompt(self.tok, _size(self.tokens, i), rng, prefix=f"request {i} ")
+
+
+def synthetic(count: int, words: Sizes, seed: int) -> Pool:
     """``count`` prompts of exactly ``words`` whitespace-separated words each (or prompt
     ``i`` of ``words[i]``)."""
-    rng = random.Random(seed)
-    out = []
-    for i in range(count):
-        n = _size(words, i)
-        body = " ".join(_word(rng) for _ in range(max(0, n - 2)))
-        # A numbered lead-in keeps prompts distinct even for tiny word counts.
-        out.append(f"request {i} {body}".strip() if n >= 2 else f"r{i}")
-    return out
+    return _Words(count, words, seed)
 
 
-def synthetic_exact(count: int, tokens: Sizes, seed: int, tok: Tokenizer) -> list[str]:
+def synthetic_exact(count: int, tokens: Sizes, seed: int, tok: Tokenizer) -> Pool:
     """``count`` distinct prompts of exactly ``tokens`` tokens each by ``tok`` (or prompt
     ``i`` of ``tokens[i]``)."""
-    rng = random.Random(seed)
-    return [exact_prompt(tok, _size(tokens, i), rng, prefix=f"request {i} ") for i in range(count)]
+    return _Exact(count, tokens, seed, tok)
 
 
 def _prefixes(groups: int, make: Callable[[random.Random, int], str], seed: int) -> list[str]:
@@ -59,26 +120,45 @@ def _prefixes(groups: int, make: Callable[[random.Random, int], str], seed: int)
     return [make(random.Random(f"prefix {seed} {g}"), g) for g in range(groups)]
 
 
+class _SharedWords(_Words):
+    def __init__(self, count: int, words: Sizes, heads: list[str], seed: int) -> None:
+        super().__init__(count, words, seed)
+        self.heads = heads
+
+    def _make(self, i: int, rng: random.Random) -> str:
+        head = self.heads[rng.randrange(len(self.heads))]
+        return f"{head} {super()._make(i, rng)}"
+
+
+class _SharedExact(_Exact):
+    def __init__(
+        self, count: int, tokens: Sizes, heads: list[str], seed: int, tok: Tokenizer
+    ) -> None:
+        super().__init__(count, tokens, seed, tok)
+        self.heads = heads
+
+    def _make(self, i: int, rng: random.Random) -> str:
+        head = self.heads[rng.randrange(len(self.heads))]
+        return exact_prompt(self.tok, _size(self.tokens, i), rng, prefix=f"{head} request {i} ")
+
+
 def shared_prefix(
     count: int, words: Sizes, prefix_words: int, groups: int, seed: int, prefix_seed: int
-) -> list[str]:
+) -> Pool:
     """``count`` prompts of ``words`` words whose first ``prefix_words`` are one of ``groups``
     shared prefixes (drawn per request, seeded) and whose rest is the request's own."""
     shortest = words if isinstance(words, int) else min(words)
     prefix_words = max(1, min(prefix_words, shortest - 1))
 
     def make(rng: random.Random, g: int) -> str:
-        return " ".join([f"group {g}"] + [_word(rng) for _ in range(max(0, prefix_words - 2))])
+        return " ".join([f"group {g}", *_words(rng, prefix_words - 2)])
 
-    heads = _prefixes(groups, make, prefix_seed)
     rest = (
         max(1, words - prefix_words)
         if isinstance(words, int)
         else [max(1, w - prefix_words) for w in words]
     )
-    own = synthetic(count, rest, seed)
-    rng = random.Random(seed)
-    return [f"{heads[rng.randrange(groups)]} {tail}" for tail in own]
+    return _SharedWords(count, rest, _prefixes(groups, make, prefix_seed), seed)
 
 
 def shared_prefix_exact(
@@ -89,7 +169,7 @@ def shared_prefix_exact(
     seed: int,
     prefix_seed: int,
     tok: Tokenizer,
-) -> list[str]:
+) -> Pool:
     """``shared_prefix`` with lengths exact by ``tok``: each group's prefix is exactly
     ``prefix_tokens`` tokens, the whole prompt exactly ``tokens``."""
     heads = _prefixes(
@@ -97,13 +177,7 @@ def shared_prefix_exact(
         lambda rng, g: exact_prompt(tok, prefix_tokens, rng, prefix=f"group {g} "),
         prefix_seed,
     )
-    rng = random.Random(seed)
-    return [
-        exact_prompt(
-            tok, _size(tokens, i), rng, prefix=f"{heads[rng.randrange(groups)]} request {i} "
-        )
-        for i in range(count)
-    ]
+    return _SharedExact(count, tokens, heads, seed, tok)
 
 
 def load_dataset(source: str, path: Path, field: str = "prompt") -> list[str]:

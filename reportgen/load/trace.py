@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.errors import LoadError
-from reportgen.load.prompts import _word, jsonl, read
+from reportgen.load.prompts import _words, jsonl, read
 
 # The names a field goes by in the traces people share (Mooncake's first)
 TIME_KEYS = ("timestamp", "time", "arrival_time")
@@ -93,7 +93,7 @@ def prompts(
     def block(h: int) -> list[str]:
         if h not in texts:
             rng = random.Random(f"block {h}")
-            texts[h] = [_word(rng) for _ in range(block_words)]
+            texts[h] = _words(rng, block_words)
         return texts[h]
 
     out = []
@@ -106,6 +106,6 @@ def prompts(
             words += block(h)
         if len(words) < want:  # the request's own text after its blocks
             rng = random.Random(f"own {seed} {i}")
-            words += [f"request-{i}"] + [_word(rng) for _ in range(want - len(words) - 1)]
+            words += [f"request-{i}"] + _words(rng, want - len(words) - 1)
         out.append(" ".join(words[:want]))
     return out

@@ -28,7 +28,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -47,7 +47,7 @@ class Share:
 
     base_url: str
     spec: RequestSpec
-    prompts: list[str]
+    prompts: Sequence[str]
     clients: int  # closed loop: clients; open loop: in-flight cap (0 = none)
     timeout_s: float
     requests: int | None  # closed loop: the level's total, shared by every worker

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ class Batch:
     """A level's requests: prompts, each one's output tokens where they vary, and its send
     times where a trace gives them (None: the load's own loop, closed or at request_rate)."""
 
-    prompts: list[str]
+    prompts: Sequence[str]
     outputs: list[int] | None = None
     schedule: list[float] | None = None
 
@@ -100,7 +100,7 @@ class Driver:
         path = Path(given).expanduser()
         return path if path.is_absolute() else self.campaign_dir / path
 
-    def requests(self, count: int, seed: int) -> tuple[list[str], list[int] | None]:
+    def requests(self, count: int, seed: int) -> tuple[Sequence[str], list[int] | None]:
         """``count`` prompts for a level (of any source but a trace: ``batch``), and each
         one's output tokens where they vary (``range_ratio``, a ShareGPT file's answer
         lengths; None: ``output_tokens`` for all). The same for a given seed in every
