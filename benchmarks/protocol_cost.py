@@ -27,6 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from reportgen.results.rundir import RunDir, read_bytes
+
 FIXED_S = 30.0
 
 
@@ -77,9 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = []
     for run in args.runs:
-        path = run / "results.json" if run.is_dir() else run
+        path = RunDir(run).stored("results.json") if run.is_dir() else run
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(read_bytes(path))  # results.json, or its compacted .xz
         except (OSError, ValueError) as exc:
             print(f"protocol_cost: {path}: {exc}", file=sys.stderr)
             return 2
