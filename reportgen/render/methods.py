@@ -22,7 +22,8 @@ from reportgen.render.workload import (
     stagger,
     trim,
 )
-from reportgen.results.model import Experiment, workload_as_run
+from reportgen.results.as_run import workload_as_run
+from reportgen.results.model import Experiment
 
 VERDICT_TERMS = ("equivalent", "better / worse", "inconclusive", "mde", "reps_needed")
 

@@ -3,7 +3,7 @@ each experiment's own workload, ``plan``'s lengths and prompts) and the parts th
 section says at length (how levels warm up, how clients start, what throughputs count).
 
 A workload here is typed: ``plan``'s own, or a saved one read by
-``results.model.workload_as_run`` (what the run that wrote it ran).
+``results.as_run.workload_as_run`` (what the run that wrote it ran).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@
   ``Comparison``, ``Decision``), ``base`` (their base model: unknown keys kept).
 - ``rundir``: a run directory's layout (``RunDir``: where each file is, plain or gzipped).
 - ``store``: a run directory on disk (results.json, the request and telemetry tables).
-- ``migrate``: older results files brought to this schema. ``embed``: the results a report
+- ``migrate``: older results files brought to this schema; ``as_run``: a saved [campaign]
+  table and workload typed as the run that wrote them ran them. ``embed``: the results a report
   carries, and the hashes of the tables beside it.
 
 Imports ``reportgen.errors``, ``reportgen.redact``, ``reportgen.campaign.schema`` (the margin's

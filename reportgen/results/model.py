@@ -22,9 +22,7 @@ and saving a results file never loses anything. Per-request rows are not here: t
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import (
@@ -44,6 +42,8 @@ from reportgen.campaign.levels import rate_text as rate_text
 from reportgen.campaign.levels import sorted_points as sorted_points
 from reportgen.campaign.schema import CampaignInfo, Objective
 from reportgen.campaign.workload import Workload
+from reportgen.results.as_run import _info_as_run, _objective, workload_as_run
+from reportgen.results.as_run import info_as_run as info_as_run
 from reportgen.results.base import _Model
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
 from reportgen.results.verdicts import Check, Decision
@@ -458,54 +458,6 @@ class Run(_Model):
     def dump(self) -> dict[str, Any]:
         """As results.json holds it (JSON types; numpy scalars in evidence as numbers)."""
         return self.model_dump(mode="json", fallback=_plain)
-
-
-def workload_as_run(saved: Mapping[str, Any]) -> Workload:
-    """A saved workload (a dumped ``Workload``) typed, as the run that wrote it ran it: the
-    keys a later reportgen added filled with what their absence meant then (no level warm-ups
-    before ``warmup`` existed; a duration level exactly ``duration_s`` long before
-    ``max_duration_s``), keys a later reportgen wrote left out; every other key a saved
-    workload lacks has today's default, which the reportgens before shared."""
-    known = {k: v for k, v in saved.items() if k in Workload.model_fields}
-    known.setdefault("warmup", {"steady": False})
-    if "max_duration_s" not in known and known.get("duration_s") is not None:
-        known["max_duration_s"] = known["duration_s"]
-    return Workload.model_validate(known)
-
-
-def info_as_run(saved: Mapping[str, Any]) -> CampaignInfo:
-    """A saved [campaign] table (a dumped ``CampaignInfo``) typed, as the run that wrote it
-    ran it: what the absence of a key a later reportgen added meant then (one server start
-    an experiment before ``starts``, no priming start before ``prime``, no bracket before
-    ``bracket``), keys a later reportgen wrote left out, the objective read as ``Run.goal``
-    reads it; every other key it lacks has today's default, which the reportgens before
-    shared."""
-    known = {k: v for k, v in saved.items() if k in CampaignInfo.model_fields}
-    # a name as stored, whatever it is (results are read, not judged: the report escapes it);
-    # results put together by hand (tests, benchmarks) may have none
-    name = str(known.pop("name", "campaign"))
-    known.setdefault("title", "")
-    known.setdefault("starts", 1)
-    known.setdefault("prime", False)
-    known.setdefault("bracket", False)
-    known["objective"] = _objective(json.dumps(known.get("objective") or {}, sort_keys=True))
-    return CampaignInfo.model_validate({**known, "name": "campaign"}).model_copy(
-        update={"name": name}
-    )
-
-
-@functools.lru_cache(maxsize=64)
-def _info_as_run(text: str) -> CampaignInfo:
-    return info_as_run(json.loads(text))
-
-
-@functools.lru_cache(maxsize=64)
-def _objective(text: str) -> Objective:
-    """A stored objective (JSON text: the cache's key) as the schema's ``Objective``. An
-    empty list of levels, written before the schema refused one, reads as none given: every
-    level decides, as these results' own rule said then."""
-    raw = {k: v for k, v in json.loads(text).items() if v != []}
-    return Objective.model_validate(raw)
 
 
 def _plain(value: Any) -> Any:

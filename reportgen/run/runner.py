@@ -97,7 +97,8 @@ class Runner:
                     continue
                 pid = parent_id(exp, i, exps[0].id, run.best or exps[0].id)
                 r = resolve(self.m, exp, self.resolved[pid] if pid else None)
-                self._one(run, i, len(exps), entry, r)
+                # counted with the bracket's baseline-end, which follows them ([1/4] ... [4/4])
+                self._one(run, i, len(exps) + bool(self.m.brackets), entry, r)
             if self.m.brackets:
                 self._bracket(run)
             if self.m.campaign.confirm:

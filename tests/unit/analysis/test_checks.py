@@ -514,7 +514,8 @@ def test_the_servers_cpu_per_token_names_a_host_side_that_ran_at_another_speed()
     assert "C=1:" not in aa.evidence and "host side ran at another speed" in aa.hint
     # the vLLM run on an H100: every configuration's server within 20% of its parent's
     (again,) = check("vllm-h100", "baseline-again")
-    assert again.status == "pass" and "C=64: 0.079" in again.evidence and "(x1.07)" in again.evidence
+    assert again.status == "pass" and "C=64: 0.079" in again.evidence
+    assert "(x1.07)" in again.evidence
     (end,) = check("vllm-h100", "baseline-end")  # x0.88 at C=16: within a fifth
     assert end.status == "pass" and "C=16: 0.095" in end.evidence and "(x0.88)" in end.evidence
     assert check("h200", "baseline") == []  # no parent

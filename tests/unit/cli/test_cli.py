@@ -227,13 +227,17 @@ def test_files_of_the_wrong_kind_and_bad_flags_get_one_line_not_a_traceback(
 @pytest.mark.slow
 def test_run_json_prints_the_outcome_for_scripts(tmp_path: Path, cache: Path) -> None:
     """`run --json`: stdout is one JSON object (the run's outcome, as the summary table and
-    the report say it), the progress and report paths on stderr."""
+    the report say it), the progress and report paths on stderr. Two experiments and the
+    bracket's baseline-end: the progress counts the bracket from the first ([1/3] ... [3/3])."""
     campaign = small_demo(tmp_path, free_port())
     text = campaign.read_text()
     third = text.index(
         "[[experiment]]", text.index("[[experiment]]", text.index("[[experiment]]") + 1) + 1
     )
-    campaign.write_text(text[:third])
+    assert "\nmargin = 0.05\n" in text
+    campaign.write_text(
+        text[:third].replace("\nmargin = 0.05\n", "\nmargin = 0.05\nbracket = true\n")
+    )
     res = reportgen_main(
         "run", campaign, "--output", tmp_path / "out", "--no-pdf", "--json", cache=cache
     )
@@ -246,12 +250,15 @@ def test_run_json_prints_the_outcome_for_scripts(tmp_path: Path, cache: Path) ->
     results = json.loads((run_dir / "results.json").read_text())
     assert data["status"] == results["status"] == "complete" and data["exit_code"] == 0
     assert data["best"] == results["best"]
+    said = [ln.strip() for ln in res.stderr.splitlines() if ln.strip().startswith("[")]
+    assert said[:3] == ["[1/3] baseline", "[2/3] fast-decode-kernel", "[3/3] baseline-end"], said
     assert data["reports"] == {
         "html": f"{run_dir}/report.html",
         "markdown": f"{run_dir}/report.md",
         "tables": f"{run_dir}/tables",
     }
-    base, fast = data["experiments"]
+    base, fast, end = data["experiments"]
+    assert end["id"] == "baseline-end"
     assert (base["outcome"], fast["outcome"]) == (
         "baseline",
         results["experiments"][1]["decision"]["verdict"],

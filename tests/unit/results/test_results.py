@@ -294,7 +294,7 @@ def test_a_saved_workload_is_typed_as_the_run_that_wrote_it_ran_it() -> None:
     reportgen is left out, and every other missing key has the schema's default."""
     from reportgen.campaign.workload import Workload
     from reportgen.render import workload as said
-    from reportgen.results.model import workload_as_run
+    from reportgen.results.as_run import workload_as_run
 
     old = {"concurrency": [1, 4], "duration_s": 8.0, "tokens_per_watt": 3}  # written long ago
     wl = workload_as_run(old)
