@@ -333,7 +333,7 @@ def _compare_decisions(
         out.append(f"{e.id}: the verdict would be {got.verdict!r} ({got.explanation})")
     if stored.before_failure is not None and stored.before_failure != got.before_failure:
         out.append(f"{e.id}: the levels compared before it failed would be {got.before_failure}")
-    withdrawn = [bool((d.drift or {}).get("withdrawn")) for d in (stored, got)]
+    withdrawn = [d.drift is not None and d.drift.withdrawn for d in (stored, got)]
     if withdrawn[0] != withdrawn[1]:
         said = "withdrawn" if withdrawn[1] else "kept"
         out.append(f"{e.id}: against the bracket's drift its verdict would be {said}")

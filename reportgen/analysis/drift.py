@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
 from scipy import stats
 
@@ -15,6 +14,7 @@ from reportgen.analysis import decide, moderated, selection
 from reportgen.analysis.explain import explain
 from reportgen.load.records import RequestRecord
 from reportgen.results.model import Experiment, Run
+from reportgen.results.verdicts import Drift, DriftLevel
 
 Rows = Mapping[str, Sequence[RequestRecord]]  # a request table's name -> its rows
 
@@ -74,15 +74,15 @@ def drift_check(run: Run) -> list[str]:
             shown = decide.judge_interval(math.exp(diff), lo, hi, run.margin, run.higher_is_better)
             still = still or shown == shows
             levels.append(
-                {"level": c.point.label, "ratio": math.exp(diff), "ci_low": lo, "ci_high": hi}
+                DriftLevel(level=c.point.label, ratio=math.exp(diff), ci_low=lo, ci_high=hi)
             )
         if not levels:
             continue
-        record: dict[str, Any] = {"bracket": end.id, "share": share, "levels": levels}
+        record = Drift(bracket=end.id, share=share, levels=levels, withdrawn=not still)
         if still:
-            e.decision = d.model_copy(update={"drift": {**record, "withdrawn": False}})
+            e.decision = d.model_copy(update={"drift": record})
             continue
-        d = d.model_copy(update={"verdict": "inconclusive", "drift": {**record, "withdrawn": True}})
+        d = d.model_copy(update={"verdict": "inconclusive", "drift": record})
         e.decision = d.model_copy(update={"explanation": explain(run, e, d).text})
         withdrawn.append(e.id)
     if withdrawn:  # a withdrawn rejection changes no best, but choosing again costs nothing

@@ -116,16 +116,15 @@ def _withdrawn(entry: Experiment, decision: Decision, verdict: str) -> str:
     """The drift check's withdrawal (``drift.drift_check``) in a sentence, "" where none:
     ``verdict`` is the one taken before it."""
     drift = decision.drift
-    if not drift or not drift.get("withdrawn"):
+    if drift is None or not drift.withdrawn:
         return ""
     said = "; ".join(
-        f"{x['level']}: x{x['ratio']:.2f} ({x['ci_low']:.2f}-{x['ci_high']:.2f})"
-        for x in drift["levels"]
+        f"{x.level}: x{x.ratio:.2f} ({x.ci_low:.2f}-{x.ci_high:.2f})" for x in drift.levels
     )
     return (
-        f" {verdict.capitalize()} when decided, then withdrawn: {drift['bracket']} measured "
+        f" {verdict.capitalize()} when decided, then withdrawn: {drift.bracket} measured "
         f"the baseline's configuration again at the end, and with the drift it saw taken out "
-        f"({drift['share']:.0%} of it fell between {entry.parent} and {entry.id}) the "
+        f"({drift.share:.0%} of it fell between {entry.parent} and {entry.id}) the "
         f"{'gain' if verdict == 'adopted' else 'loss'} no longer shows ({said})."
     )
 

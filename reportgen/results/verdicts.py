@@ -71,6 +71,27 @@ class Comparison(_Model):
 # ``Level.aborted`` of a level that ran to its end while its server failed (found after it)
 FAILED_DURING = "ran to its end, but the server failed during it"
 
+
+class DriftLevel(_Model):
+    """One level of an adoption or rejection taken again against the bracket's drift: the
+    ratio to its parent with the drift's share taken out, and its interval."""
+
+    level: str
+    ratio: float
+    ci_low: float
+    ci_high: float
+
+
+class Drift(_Model):
+    """An adoption or rejection taken again after the campaign against the drift its bracket
+    measured (``analysis.drift.drift_check``)."""
+
+    bracket: str  # the experiment that measured the baseline's configuration again
+    share: float  # the part of the drift that fell between the parent and the experiment
+    levels: list[DriftLevel]
+    withdrawn: bool  # the gain (or loss) no longer shows at any level: made inconclusive
+
+
 DecisionVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive", "failed", "baseline"]
 
 
@@ -89,10 +110,9 @@ class Decision(_Model):
     # the false-alarm rate it was decided at (``campaign.alpha``, over the campaign's
     # experiments with ``alpha_scope = "campaign"``); None: 5% (decided before it was recorded)
     alpha: float | None = None
-    # an adoption taken again after the campaign against the drift its bracket measured
-    # (``drift.drift_check``): per level, the gain with that drift taken out, and whether
-    # it was withdrawn for it; None: not checked
-    drift: dict[str, Any] | None = None
+    # an adoption taken again after the campaign against the drift its bracket measured;
+    # None: not checked
+    drift: Drift | None = None
     # Every headline metric, by side ("vs_parent", "vs_baseline"): not only the objective.
     metrics: dict[str, list[Comparison]] | None = None
     # A failed experiment: the levels it finished before it failed, compared as above (the

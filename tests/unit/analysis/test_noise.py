@@ -284,12 +284,12 @@ def test_an_adoption_the_campaigns_drift_could_explain_is_withdrawn(
     end.decision = verdict.decide_experiment(run, end, {})
     said = drift.drift_check(run)
     d = child.decision
-    assert d.drift is not None and d.drift["share"] == pytest.approx(0.5)
-    assert d.drift["withdrawn"] is withdrawn
+    assert d.drift is not None and d.drift.share == pytest.approx(0.5)
+    assert d.drift.withdrawn is withdrawn
     if withdrawn:
         assert said == ["child"] and d.verdict == "inconclusive" and run.best == "base"
         assert "Adopted when decided, then withdrawn: base-end measured" in d.explanation
-        assert all(x["ci_low"] < 1 for x in d.drift["levels"])
+        assert all(x.ci_low < 1 for x in d.drift.levels)
     else:
         assert said == [] and d.verdict == "adopted" and run.best == "child"
     assert drift.drift_check(run) == []  # taken once: nothing more withdrawn
@@ -320,12 +320,12 @@ def test_a_rejection_the_campaigns_drift_could_explain_is_withdrawn(
     end.decision = verdict.decide_experiment(run, end, {})
     said = drift.drift_check(run)
     d = child.decision
-    assert d.drift is not None and d.drift["withdrawn"] is withdrawn
+    assert d.drift is not None and d.drift.withdrawn is withdrawn
     if withdrawn:
         assert said == ["child"] and d.verdict == "inconclusive" and run.best == "base"
         assert "Rejected when decided, then withdrawn: base-end measured" in d.explanation
         assert "the loss no longer shows" in d.explanation
-        assert all(x["ci_high"] > 1 for x in d.drift["levels"])
+        assert all(x.ci_high > 1 for x in d.drift.levels)
     else:
         assert said == [] and d.verdict == "rejected"
 
