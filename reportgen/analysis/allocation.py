@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Any
 
 from reportgen.campaign.workload import repetitions_range
 from reportgen.results.model import Run
+from reportgen.results.verdicts import NoiseRecord
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def allocation(run: Run) -> Allocation | None:
         (e.decision.noise for e in reversed(run.experiments) if e.decision and e.decision.noise),
         None,
     )
-    if not noise or noise.get("within_sd") is None:
+    if noise is None or noise.within_sd is None:
         return None
     between = _between_sd(noise)
     if between is None:
@@ -101,18 +100,17 @@ def allocation(run: Run) -> Allocation | None:
     return Allocation(
         start_s=fmean(starts),
         repetition_s=fmean(spent),
-        within_sd=float(noise["within_sd"]),
+        within_sd=noise.within_sd,
         between_sd=between,
         repetitions=repetitions_range(run.workload.repetitions)[0],
         starts=run.settings.starts,
     )
 
 
-def _between_sd(noise: Mapping[str, Any]) -> float | None:
+def _between_sd(noise: NoiseRecord) -> float | None:
     """The spread between starts over the levels that measured it (the root of their mean
     variance), else the pooled one."""
-    by_level = [v for v in (noise.get("between_sd_by_level") or {}).values() if v is not None]
+    by_level = [v for v in (noise.between_sd_by_level or {}).values() if v is not None]
     if by_level:
         return math.sqrt(fmean(v * v for v in by_level))
-    value = noise.get("between_sd")
-    return None if value is None else float(value)
+    return noise.between_sd

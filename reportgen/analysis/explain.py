@@ -69,7 +69,7 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
         decision.vs_parent,
         run.metric,
         run.margin,
-        between_sd=(decision.noise or {}).get("between_sd"),
+        between_sd=decision.noise.between_sd if decision.noise else None,
         legacy=legacy,
     )
     parent = run.experiment(parent_id)

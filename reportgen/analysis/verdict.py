@@ -26,7 +26,6 @@ better).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from reportgen import metrics
 from reportgen.analysis import adopt, decide, sequential, tails, welch
@@ -39,7 +38,7 @@ from reportgen.analysis.sides import Side, sides
 from reportgen.load.records import RequestRecord
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point, Run
-from reportgen.results.verdicts import Comparison, Decision
+from reportgen.results.verdicts import Comparison, Decision, NoiseRecord
 
 Rows = Mapping[str, Sequence[RequestRecord]]  # a request table's name -> its rows
 
@@ -188,22 +187,23 @@ def still_open(c: Comparison, high: int | None = None) -> bool:
     return not (futile and (c.dof or 0.0) >= FUTILITY_DOF)
 
 
-def noise_summary(noise: Noise) -> dict[str, Any]:
+def noise_summary(noise: Noise) -> NoiseRecord:
     """What a decision records of the noise model it used."""
-    out: dict[str, Any] = {
-        "within_sd": noise.within_sd,
-        "within_dof": noise.within_dof,
-        "within_cells": noise.within_cells,
-        "within_total_dof": noise.within_total_dof,
-        "between_sd": noise.between_sd,
-        "between_dof": noise.between_dof,
-        "between_cells": noise.between_cells,
-    }
+    by_level = None
     if noise.levels:  # the spread between starts at each level ("levels")
-        out["between_sd_by_level"] = {
+        by_level = {
             p.label: noise.at(p).between_sd for p in sorted(noise.levels, key=lambda p: p.order)
         }
-    return out
+    return NoiseRecord(
+        within_sd=noise.within_sd,
+        within_dof=noise.within_dof,
+        within_cells=noise.within_cells,
+        within_total_dof=noise.within_total_dof,
+        between_sd=noise.between_sd,
+        between_dof=noise.between_dof,
+        between_cells=noise.between_cells,
+        between_sd_by_level=by_level,
+    )
 
 
 class Comparer:

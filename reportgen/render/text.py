@@ -63,29 +63,29 @@ def noise_line(decisions: Sequence[Any]) -> str:
     last = next((d.noise for d in reversed(decisions) if d is not None and d.noise), None)
     if not last:
         return ""
-    within, between = last.get("within_sd"), last.get("between_sd")
+    within, between = last.within_sd, last.between_sd
     parts = []
     if within is not None:
-        total = last.get("within_total_dof")
-        groups = f"{last.get('within_cells', 0)} groups" + (
+        total = last.within_total_dof
+        groups = f"{last.within_cells} groups" + (
             f" with {total:.0f} degrees of freedom" if total is not None else ""
         )
         parts.append(
             f"repetitions on one server spread by {within:.1%} (sd of log values, from "
-            f"{groups}; they agree enough to weigh as {last.get('within_dof', 0):.0f} degrees "
+            f"{groups}; they agree enough to weigh as {last.within_dof:.0f} degrees "
             "of freedom beside each comparison's own)"
         )
-    by_level = last.get("between_sd_by_level") or {}
+    by_level = last.between_sd_by_level or {}
     if by_level:
         said = ", ".join(f"{v:.1%} at {k}" for k, v in by_level.items() if v is not None)
         parts.append(
             f"server starts of one configuration by {said} beyond that "
-            f"(moderated towards each other; {last.get('between_dof', 0)} degree(s) of freedom)"
+            f"(moderated towards each other; {last.between_dof} degree(s) of freedom)"
         )
     elif between is not None:
         parts.append(
             f"server starts of one configuration by {between:.1%} beyond that "
-            f"({last.get('between_dof', 0)} degree(s) of freedom)"
+            f"({last.between_dof} degree(s) of freedom)"
         )
     else:
         parts.append(

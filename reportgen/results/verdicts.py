@@ -8,6 +8,8 @@ from typing import Any, Literal
 from pydantic import (
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
 )
 
 from reportgen.campaign.levels import Point, PointField, Rate
@@ -72,6 +74,30 @@ class Comparison(_Model):
 FAILED_DURING = "ran to its end, but the server failed during it"
 
 
+class NoiseRecord(_Model):
+    """What a decision records of the noise model it was taken with (``analysis.noise``):
+    the spread of repetitions on one server and of server starts beyond it, as sds of log
+    values, with what each was estimated from."""
+
+    within_sd: float | None = None  # None: nothing was repeated on one server
+    within_dof: float = 0.0  # the weight the pooled spread gets beside a comparison's own
+    within_cells: int = 0
+    within_total_dof: float | None = None  # None: recorded before it was
+    between_sd: float | None = None  # None: no configuration was started twice
+    between_dof: int = 0
+    between_cells: int | None = None
+    # per level, where the spread between starts is measured per level ("levels"); left out
+    # of results.json where it is not (as it always was)
+    between_sd_by_level: dict[str, float | None] | None = None
+
+    @model_serializer(mode="wrap")
+    def _by_level_only_where_measured(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and out.get("between_sd_by_level") is None:
+            out.pop("between_sd_by_level", None)
+        return out
+
+
 class DriftLevel(_Model):
     """One level of an adoption or rejection taken again against the bracket's drift: the
     ratio to its parent with the drift's share taken out, and its interval."""
@@ -106,7 +132,7 @@ class Decision(_Model):
     # one of ``analysis.noise.METHODS`` ("levels", "pooled"); None: "welch" (decided before
     # the noise model)
     method: str | None = None
-    noise: dict[str, Any] | None = None  # the objective's noise model then (``analysis.noise``)
+    noise: NoiseRecord | None = None  # the objective's noise model then
     # the false-alarm rate it was decided at (``campaign.alpha``, over the campaign's
     # experiments with ``alpha_scope = "campaign"``); None: 5% (decided before it was recorded)
     alpha: float | None = None

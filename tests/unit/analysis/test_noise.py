@@ -154,7 +154,7 @@ def test_the_spread_between_starts_is_measured_and_named_when_it_decides_nothing
     base = _exp("base", {c: [[100, 101], [112, 113]] for c in LEVELS})  # starts 11% apart
     child = _exp("child", {c: [[106, 107]] for c in LEVELS})
     (d,) = _decide(_run(base, child))
-    assert d.noise is not None and d.noise["between_sd"] > 0.05
+    assert d.noise is not None and d.noise.between_sd is not None and d.noise.between_sd > 0.05
     assert d.verdict == "inconclusive"
     assert all(c.limit == "starts" and c.reps_needed is None for c in d.vs_parent)
     assert "fresh_server" in d.explanation and "interleave" in d.explanation
