@@ -12,13 +12,13 @@ Imports ``analysis.summary`` and the results model; nothing of the other checks.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats
 
 from reportgen.analysis.summary import steady_window
+from reportgen.campaign.workload import Workload
 from reportgen.load.records import RequestRecord
 from reportgen.results.levels import Aggregate, Level, by_point
 from reportgen.results.model import Experiment, Point, point_of, sorted_points
@@ -65,7 +65,7 @@ def achieved_load(entry: Experiment) -> Check:
     least ACHIEVED_SHARE x C, an open loop's requests per second at least that share of the
     offered rate (``under_load`` says it per level)."""
     title = "Levels ran at their nominal load"
-    wl = entry.workload or {}
+    wl = entry.ran_workload
     short = [(lv, under) for lv in entry.levels if (under := under_load(lv, wl))]
     judged = sum(under_load(lv, wl, judged=True) is not None for lv in entry.levels)
     if not judged:
@@ -92,14 +92,13 @@ def achieved_load(entry: Experiment) -> Check:
     )
 
 
-def under_load(level: Level, workload: Mapping[str, Any], judged: bool = False) -> str | None:
+def under_load(level: Level, workload: Workload | None, judged: bool = False) -> str | None:
     """How far a level run fell short of its nominal load ("12.1 of 16 in flight", "8.2 of
     10 req/s offered"), or None where it did not; ``judged``: "" for a level that could be
     judged and was not short, None for one that cannot be (no duration, an infinite rate)."""
     s = level.summary
-    rate = level.rate if level.rate is not None else workload.get("request_rate")
-    if isinstance(rate, list):
-        rate = None
+    given = workload.request_rate if workload is not None else None
+    rate = level.rate if level.rate is not None else given if not isinstance(given, list) else None
     if rate is None:
         achieved, nominal = s.in_flight, float(level.concurrency)
         said = "{:.1f} of {:g} in flight"

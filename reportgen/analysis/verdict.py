@@ -165,7 +165,7 @@ def open_levels(run: Run, entry: Experiment) -> list[Point]:
     be told from its parent, and more repetitions could tell (``still_open``)."""
     parent_side, _ = sides(run, entry)
     found = Comparer(run, entry, CURRENT).objective(parent_side)
-    _, high = sequential.bounds((entry.workload or {}).get("repetitions", 1))
+    _, high = sequential.bounds(entry.repetitions_asked)
     return [c.point for c in found if still_open(c, high)]
 
 
@@ -219,7 +219,7 @@ class Comparer:
         self.method = method if method in noise_mod.METHODS else None
         self.pooled = self.method is not None
         self.known = run.known_at(entry.id)  # what the run knew when deciding it
-        reps = (entry.workload or {}).get("repetitions", 1)
+        reps = entry.repetitions_asked
         # one verdict over several objective levels: their intervals share its 5% (Bonferroni)
         levels = run.objective_count({lv.point for lv in entry.levels})
         self.alpha = alpha if alpha is not None else experiment_alpha(run)

@@ -141,8 +141,8 @@ def _in_flight(e: Any, point: Any) -> str:
     from reportgen.render.levels import achieved
 
     runs = [lv for lv in e.levels if lv.point == point]
-    wl = e.workload or {}
-    closed = point.rate is None and not wl.get("request_rate")
+    wl = e.ran_workload
+    closed = point.rate is None and not (wl and wl.request_rate)
     short = next((u for lv in runs if (u := under_load(lv, wl))), "")
     if closed:
         return achieved([lv.summary for lv in runs], point.concurrency)

@@ -146,11 +146,10 @@ def _log_print(tail: str, heading: str) -> str:
 def request_tokens(e: model.Experiment) -> int | None:
     """The tokens one request of ``e``'s workload holds, its input and output lengths, where
     its prompts are that long (random ones; not a dataset's, not a cached shared prefix's)."""
-    wl = e.workload or {}
-    if ((wl.get("prompts") or {}).get("source") or "random") != "random":
+    wl = e.ran_workload
+    if wl is None or wl.prompts.source != "random":
         return None
-    got = [wl.get("input_tokens"), wl.get("output_tokens")]
-    return sum(got) if all(isinstance(x, int) and x > 0 for x in got) else None  # type: ignore[arg-type]
+    return wl.input_tokens + wl.output_tokens
 
 
 def _ran(start: str | None, end: str | None) -> str:
@@ -357,7 +356,7 @@ def _servers(sessions: Sequence[model.Session], grown: bool = False) -> str:
 def adaptive_note(e: model.Experiment) -> str:
     """Adaptive repetitions in words: how many each level got and why, and the GPU time this
     saved against ``max`` everywhere ("" for a fixed count)."""
-    low, high = sequential.bounds((e.workload or {}).get("repetitions", 1))
+    low, high = sequential.bounds(e.repetitions_asked)
     if high <= low or not e.looks:
         return ""
     got: dict[Point, int] = {}

@@ -52,6 +52,11 @@ def info_as_run(saved: Mapping[str, Any]) -> CampaignInfo:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _workload_as_run(text: str) -> Workload:
+    return workload_as_run(json.loads(text))
+
+
 @functools.lru_cache(maxsize=64)
 def _info_as_run(text: str) -> CampaignInfo:
     return info_as_run(json.loads(text))

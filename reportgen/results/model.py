@@ -41,8 +41,8 @@ from reportgen.campaign.levels import point_of as point_of
 from reportgen.campaign.levels import rate_text as rate_text
 from reportgen.campaign.levels import sorted_points as sorted_points
 from reportgen.campaign.schema import CampaignInfo, Objective
-from reportgen.campaign.workload import Workload
-from reportgen.results.as_run import _info_as_run, _objective, workload_as_run
+from reportgen.campaign.workload import Repetitions, Workload
+from reportgen.results.as_run import _info_as_run, _objective, _workload_as_run, workload_as_run
 from reportgen.results.as_run import info_as_run as info_as_run
 from reportgen.results.base import _Model
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
@@ -246,6 +246,21 @@ class Experiment(_Model):
     def table(self) -> str:
         """Its request and telemetry tables' name."""
         return self.id
+
+    @property
+    def ran_workload(self) -> Workload | None:
+        """The workload it ran, typed as the run ran it (``as_run.workload_as_run``); None
+        where its results do not record one."""
+        if not self.workload:
+            return None
+        return _workload_as_run(json.dumps(self.workload, sort_keys=True))
+
+    @property
+    def repetitions_asked(self) -> int | Repetitions:
+        """``workload.repetitions`` as it ran (a count, or adaptive bounds); 1 where its
+        results do not record a workload."""
+        wl = self.ran_workload
+        return wl.repetitions if wl is not None else 1
 
     @property
     def control_table(self) -> str:
