@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import random
 from pathlib import Path
 
@@ -55,6 +56,21 @@ def test_synthetic_word_prompts() -> None:
     batch = prompts.synthetic(5, 12, seed=1)
     assert all(len(p.split()) == 12 for p in batch)
     assert batch == prompts.synthetic(5, 12, seed=1) and batch != prompts.synthetic(5, 12, 2)
+
+
+def test_a_prompt_is_the_same_whoever_makes_it_and_in_whatever_order() -> None:
+    """A level's worker processes each get the pool and make the prompts they send: prompt
+    i is the same there, whatever was made before it, and a pool of thousands costs nothing
+    until a prompt is sent."""
+    pool = prompts.synthetic(4096, [12, 40, 7], seed=9)
+    later = pickle.loads(pickle.dumps(pool))
+    assert [later[i] for i in (4095, 17, 3)] == [pool[i] for i in (4095, 17, 3)]
+    assert [len(pool[i].split()) for i in (3, 4, 5)] == [12, 40, 7]
+    assert pool[-1] == pool[4095] and pool[1:3] == [pool[1], pool[2]]
+    with pytest.raises(IndexError):
+        pool[4096]
+    shared = prompts.shared_prefix(64, 30, 20, groups=2, seed=1, prefix_seed=0)
+    assert pickle.loads(pickle.dumps(shared))[50] == shared[50]
 
 
 def test_sharegpt_and_jsonl(tmp_path: Path) -> None:
