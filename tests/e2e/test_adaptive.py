@@ -108,7 +108,10 @@ def test_adaptive_rounds_run_only_open_levels_on_fresh_servers_and_verify(
     assert all(c["confidence"] > 0.95 for c in faster["vs_parent"])
     page = (run_dir / "report.html").read_text()
     assert "2 to 4, adaptive: C=1:" in page and "this saved" in page
-    assert "beside it counted" in page  # the grown parent's starts in the saving
+    # the grown parent's starts counted in the saving, where a parent grew (on a busy host
+    # both experiments can be decided at the first look: then none did)
+    grew = any((e.get("control") or {}).get("grown") for e in exps.values())
+    assert ("beside it counted" in page) is grew
     # the methods say how the rounds ran: the parent grown beside them, and the futility stop
     assert "the parent grows with the experiment" in page and "a futility stop" in page
 
