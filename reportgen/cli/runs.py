@@ -253,6 +253,7 @@ def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:
     from reportgen import __version__
     from reportgen import results as store
     from reportgen.analysis import verdict
+    from reportgen.results.verdicts import Redecision
     from reportgen.run.resume import utc_now
 
     run = store.load(run_dir)
@@ -278,16 +279,16 @@ def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:
         if e.decision and (e.decision.vs_parent or e.decision.vs_baseline)
     }
     before = verdict.redecide(run, rows)
-    record: dict[str, Any] = {
-        "at": utc_now(),
-        "reportgen_version": __version__,
-        "method": verdict.CURRENT,
-        "method_before": verdict.oldest(methods),
-        "verdicts_before": before,
-        "best_before": best,
-    }
+    record = Redecision(
+        at=utc_now(),
+        reportgen_version=__version__,
+        method=verdict.CURRENT,
+        method_before=verdict.oldest(methods),
+        verdicts_before=before,
+        best_before=best,
+    )
     if checks_before is not None:
-        record["checks_before"] = checks_before
+        record.checks_before = checks_before
     run.redecided.append(record)
     store.save(run_dir, run, [])
     for e in run.experiments:

@@ -15,6 +15,7 @@ from reportgen.analysis.allocation import Allocation
 from reportgen.render.content import Pair
 from reportgen.render.fmt import field_rows
 from reportgen.results.model import rate_text
+from reportgen.results.verdicts import Redecision
 
 
 @dataclass(frozen=True)
@@ -172,38 +173,32 @@ METHOD_NAMES = {
 }
 
 
-def redecided(
-    records: Sequence[Mapping[str, Any]], now: Mapping[str, str], best: str | None
-) -> str:
+def redecided(records: Sequence[Redecision], now: Mapping[str, str], best: str | None) -> str:
     """``render --redecide`` (or ``--recheck``) in a sentence: when, by what, and which
     verdicts the run's first decisions gave otherwise. ``now``: experiment id -> verdict;
     ``best``: the best configuration now."""
     if not records:
         return ""
     first, last = records[0], records[-1]
-    before = first.get("verdicts_before") or {}
+    before = first.verdicts_before
     # runs decided before the noise model had only Welch's method
-    method = METHOD_NAMES.get(str(first.get("method_before") or "welch"), "")
+    method = METHOD_NAMES.get(first.method_before or "welch", "")
     changed = [f"{k} {v} (now {now[k]})" for k, v in before.items() if k in now and now[k] != v]
     how = (
         "its assumption checks taken again first, with this reportgen's engine adapters "
         "(`render --recheck`)"
-        if any("checks_before" in r for r in records)
+        if any(r.checks_before is not None for r in records)
         else "`render --redecide`"
     )
     first_said = (
         f"as the run first took them, {method}, "
         + ("they differed in " + "; ".join(changed) if changed else "every verdict was the same")
-        + (
-            f"; the best was {first.get('best_before')} (now {best})"
-            if first.get("best_before") != best
-            else ""
-        )
+        + (f"; the best was {first.best_before} (now {best})" if first.best_before != best else "")
     )
-    by = METHOD_NAMES.get(str(last.get("method")), "")
+    by = METHOD_NAMES.get(str(last.method), "")
     return (
-        f" The decisions were taken again on {str(last.get('at', ''))[:10]} by reportgen "
-        f"{last.get('reportgen_version', '?')} {by}, {how}; "
+        f" The decisions were taken again on {last.at[:10]} by reportgen "
+        f"{last.reportgen_version} {by}, {how}; "
         f"{first_said}."
     )
 

@@ -46,7 +46,7 @@ from reportgen.results.as_run import _info_as_run, _objective, _workload_as_run,
 from reportgen.results.as_run import info_as_run as info_as_run
 from reportgen.results.base import _Model
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
-from reportgen.results.verdicts import Check, Decision
+from reportgen.results.verdicts import Check, Decision, Redecision
 
 SCHEMA_VERSION = 3
 CONTROL_SUFFIX = "~control"  # "~" is not allowed in experiment ids: no clash with one
@@ -351,7 +351,7 @@ class Run(_Model):
     resumed: list[Resumption] = Field(default_factory=list)
     # ``reportgen render --redecide``: each time the decisions were taken again, by which
     # method, and what they had been (experiment id -> verdict)
-    redecided: list[dict[str, Any]] = Field(default_factory=list)
+    redecided: list[Redecision] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _readable_objective(self) -> Run:

@@ -144,3 +144,26 @@ class Decision(_Model):
     # A failed experiment: the levels it finished before it failed, compared as above (the
     # verdict stays "failed"); None: not compared (as reportgen did before).
     before_failure: list[PointField] | None = None
+
+
+class Redecision(_Model):
+    """``render --redecide`` (or ``--recheck``): when a run's decisions were taken again, by
+    which reportgen and method, and what they were before. Saved with the keys it was given
+    only (older records lack some), so that a run read and saved again keeps its form."""
+
+    at: str
+    reportgen_version: str = "?"
+    method: str | None = None
+    method_before: str | None = None  # absent: "welch" (decided before the noise model)
+    verdicts_before: dict[str, str] = Field(default_factory=dict)
+    best_before: str | None = None
+    # ``--recheck``: each experiment's assumption checks' statuses before they were taken again
+    checks_before: dict[str, dict[str, str]] | None = None
+
+    @model_serializer(mode="wrap")
+    def _as_given(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if isinstance(out, dict):
+            for name in set(type(self).model_fields) - self.model_fields_set:
+                out.pop(name, None)
+        return out
