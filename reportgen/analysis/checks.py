@@ -166,10 +166,10 @@ def node_check(entry: Experiment, environment: Mapping[str, Any] | None) -> list
     one the run fingerprinted (GPUs, driver, the serving packages: ``reportgen diff``'s
     comparability gate), since its numbers are compared with those of other nodes. None for
     an experiment run where the run was (nothing to tell apart)."""
-    node = (entry.ran_on or {}).get("fingerprint")
+    node = entry.ran_on.fingerprint if entry.ran_on is not None else None
     if not node or not environment:
         return []
-    where = (entry.ran_on or {}).get("node") or (entry.ran_on or {}).get("host") or "its node"
+    where = (entry.ran_on.name if entry.ran_on is not None else None) or "its node"
     found = node_mismatches(node_summary(environment), node)
     return [
         Check(

@@ -189,12 +189,7 @@ def still_open(c: Comparison, high: int | None = None) -> bool:
 
 def noise_summary(noise: Noise) -> NoiseRecord:
     """What a decision records of the noise model it used."""
-    by_level = None
-    if noise.levels:  # the spread between starts at each level ("levels")
-        by_level = {
-            p.label: noise.at(p).between_sd for p in sorted(noise.levels, key=lambda p: p.order)
-        }
-    return NoiseRecord(
+    record = NoiseRecord(
         within_sd=noise.within_sd,
         within_dof=noise.within_dof,
         within_cells=noise.within_cells,
@@ -202,8 +197,12 @@ def noise_summary(noise: Noise) -> NoiseRecord:
         between_sd=noise.between_sd,
         between_dof=noise.between_dof,
         between_cells=noise.between_cells,
-        between_sd_by_level=by_level,
     )
+    if noise.levels:  # the spread between starts at each level ("levels")
+        record.between_sd_by_level = {
+            p.label: noise.at(p).between_sd for p in sorted(noise.levels, key=lambda p: p.order)
+        }
+    return record
 
 
 class Comparer:

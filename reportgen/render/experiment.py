@@ -165,18 +165,17 @@ def _ran(start: str | None, end: str | None) -> str:
     return f"{begun} to {ended} ({fmt_duration(start, end)})"
 
 
-def _ran_on(where: dict[str, object] | None) -> str:
+def _ran_on(where: model.RanOn | None) -> str:
     """Where an experiment ran when not here (``Experiment.ran_on``), in a phrase."""
-    if not where:
+    if where is None:
         return ""
-    node, job = where.get("node"), where.get("slurm_job")
-    nodes = where.get("nodes")
-    if isinstance(nodes, list) and len(nodes) > 1:  # one server across a job's nodes
-        many = f"{len(nodes)} nodes, {', '.join(map(str, nodes))}, rank 0 on {nodes[0]}"
+    node, job, nodes = where.node, where.slurm_job, where.nodes
+    if nodes and len(nodes) > 1:  # one server across a job's nodes
+        many = f"{len(nodes)} nodes, {', '.join(nodes)}, rank 0 on {nodes[0]}"
         return f"{many} (Slurm job {job})" if job else many
     if node or job:
-        return f"{node or where.get('host')} (Slurm job {job})" if job else str(node)
-    return str(where.get("host") or "")
+        return f"{where.name} (Slurm job {job})" if job else str(node)
+    return where.host or ""
 
 
 def _before_failure(decision: results_verdicts.Decision | None) -> str:

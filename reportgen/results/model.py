@@ -44,7 +44,7 @@ from reportgen.campaign.schema import CampaignInfo, Objective
 from reportgen.campaign.workload import Repetitions, Workload
 from reportgen.results.as_run import _info_as_run, _objective, _workload_as_run, workload_as_run
 from reportgen.results.as_run import info_as_run as info_as_run
-from reportgen.results.base import _Model
+from reportgen.results.base import _AsGiven, _Model
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
 from reportgen.results.verdicts import Check, Decision, Redecision
 
@@ -189,6 +189,23 @@ class TelemetryInfo(_Model):
     error: str | None = None
 
 
+class RanOn(_AsGiven):
+    """Where an experiment ran when not where reportgen ran (``host.executor``): the host, a
+    Slurm job's id and node, the nodes of one server across several, and the node's
+    fingerprint (``run.remote``)."""
+
+    host: str | None = None
+    slurm_job: str | None = None
+    node: str | None = None
+    nodes: list[str] | None = None
+    fingerprint: dict[str, Any] | None = None
+
+    @property
+    def name(self) -> str | None:
+        """The node's name, else the host's."""
+        return self.node or self.host
+
+
 class Experiment(_Model):
     """One experiment: why it was tried, what it ran with, what happened, what it decided."""
 
@@ -221,7 +238,7 @@ class Experiment(_Model):
     looks: list[Look] = Field(default_factory=list)  # adaptive repetitions, in order
     search: SearchRecord | None = None  # workload.find_max: the probes and the answer
     # where it ran, when not here: the host's name, and a Slurm job's id and node
-    ran_on: dict[str, Any] | None = None
+    ran_on: RanOn | None = None
     control: Control | None = None
     server: Ready | None = None
     engine_info: dict[str, Any] | None = None

@@ -3,17 +3,15 @@ or the baseline (``Comparison``), and the experiment's verdict (``Decision``).""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import (
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
 )
 
 from reportgen.campaign.levels import Point, PointField, Rate
-from reportgen.results.base import _Model
+from reportgen.results.base import _AsGiven, _Model
 
 CheckStatus = Literal["pass", "warn", "fail", "skip"]
 
@@ -74,7 +72,7 @@ class Comparison(_Model):
 FAILED_DURING = "ran to its end, but the server failed during it"
 
 
-class NoiseRecord(_Model):
+class NoiseRecord(_AsGiven):
     """What a decision records of the noise model it was taken with (``analysis.noise``):
     the spread of repetitions on one server and of server starts beyond it, as sds of log
     values, with what each was estimated from."""
@@ -86,16 +84,9 @@ class NoiseRecord(_Model):
     between_sd: float | None = None  # None: no configuration was started twice
     between_dof: int = 0
     between_cells: int | None = None
-    # per level, where the spread between starts is measured per level ("levels"); left out
-    # of results.json where it is not (as it always was)
+    # per level, where the spread between starts is measured per level ("levels"); given
+    # only then
     between_sd_by_level: dict[str, float | None] | None = None
-
-    @model_serializer(mode="wrap")
-    def _by_level_only_where_measured(self, handler: SerializerFunctionWrapHandler) -> Any:
-        out = handler(self)
-        if isinstance(out, dict) and out.get("between_sd_by_level") is None:
-            out.pop("between_sd_by_level", None)
-        return out
 
 
 class DriftLevel(_Model):
@@ -146,7 +137,7 @@ class Decision(_Model):
     before_failure: list[PointField] | None = None
 
 
-class Redecision(_Model):
+class Redecision(_AsGiven):
     """``render --redecide`` (or ``--recheck``): when a run's decisions were taken again, by
     which reportgen and method, and what they were before. Saved with the keys it was given
     only (older records lack some), so that a run read and saved again keeps its form."""
@@ -159,11 +150,3 @@ class Redecision(_Model):
     best_before: str | None = None
     # ``--recheck``: each experiment's assumption checks' statuses before they were taken again
     checks_before: dict[str, dict[str, str]] | None = None
-
-    @model_serializer(mode="wrap")
-    def _as_given(self, handler: SerializerFunctionWrapHandler) -> Any:
-        out = handler(self)
-        if isinstance(out, dict):
-            for name in set(type(self).model_fields) - self.model_fields_set:
-                out.pop(name, None)
-        return out

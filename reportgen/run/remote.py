@@ -39,7 +39,7 @@ from typing import IO, Any
 
 from reportgen.campaign import Campaign, Resolved
 from reportgen.results import rundir
-from reportgen.results.model import Run
+from reportgen.results.model import RanOn, Run
 
 SENT = rundir.SENT  # the folders of a run directory an experiment writes (sent back whole)
 # What a Slurm job step says of where it runs (``Experiment.ran_on``).
@@ -188,16 +188,15 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
             shutil.rmtree(folder, ignore_errors=True)
     if moved is not None:
         entry.warnings.append(moved)
-    entry.ran_on = {
-        "host": socket.gethostname(),
-        **{k: os.environ[v] for k, v in SLURM.items() if os.environ.get(v)},
-        "fingerprint": node,
-    }
+    slurm = {k: os.environ[v] for k, v in SLURM.items() if os.environ.get(v)}
+    entry.ran_on = RanOn.model_validate(
+        {"host": socket.gethostname(), **slurm, "fingerprint": node}
+    )
     if job.r.nodes > 1 and os.environ.get("SLURM_JOB_NODELIST"):
         from reportgen.run.nodes import NodesError, job_nodes
 
         try:
-            entry.ran_on["nodes"] = job_nodes()[: job.r.nodes]
+            entry.ran_on.nodes = job_nodes()[: job.r.nodes]
         except NodesError as exc:  # what was measured matters more than the names
             entry.warnings.append(f"the job's nodes could not be named: {exc}")
     return {
