@@ -27,7 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reportgen.results.rundir import RunDir, read_bytes
+from reportgen.results.rundir import read_bytes
+from reportgen.results.store import results_path
 
 FIXED_S = 30.0
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = []
     for run in args.runs:
-        path = RunDir(run).stored("results.json") if run.is_dir() else run
+        path = results_path(run)
         try:
             data = json.loads(read_bytes(path))  # results.json, or its compacted .xz
         except (OSError, ValueError) as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from statistics import fmean
 from typing import Any
 
 from reportgen.results.levels import Level
@@ -231,6 +232,4 @@ def _cpu_by_point(e: Experiment, name: str) -> dict[Point, tuple[float, float]]:
         cpu, s = _counter(lv, name), lv.summary
         if cpu and s.output_tokens and s.duration_s:
             got.setdefault(lv.point, []).append((cpu / s.output_tokens * 1000, cpu / s.duration_s))
-    return {
-        p: (sum(t for t, _ in v) / len(v), sum(b for _, b in v) / len(v)) for p, v in got.items()
-    }
+    return {p: (fmean(t for t, _ in v), fmean(b for _, b in v)) for p, v in got.items()}

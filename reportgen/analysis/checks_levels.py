@@ -97,8 +97,9 @@ def under_load(level: Level, workload: Workload | None, judged: bool = False) ->
     10 req/s offered"), or None where it did not; ``judged``: "" for a level that could be
     judged and was not short, None for one that cannot be (no duration, an infinite rate)."""
     s = level.summary
-    given = workload.request_rate if workload is not None else None
-    rate = level.rate if level.rate is not None else given if not isinstance(given, list) else None
+    rate = level.rate
+    if rate is None and workload is not None and not isinstance(workload.request_rate, list):
+        rate = workload.request_rate  # one rate for every level (a list's are each level's own)
     if rate is None:
         achieved, nominal = s.in_flight, float(level.concurrency)
         said = "{:.1f} of {:g} in flight"

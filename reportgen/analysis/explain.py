@@ -79,11 +79,7 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
         change = adopt.what_changed_unknown(entry.id, entry.base_url, parent_id, parent_url)
     else:
         flags = bool(entry.flag_diff)
-        same = (
-            not legacy
-            and parent is not None
-            and noise_mod.config_key(parent) == noise_mod.config_key(entry)
-        )
+        same = not legacy and noise_mod.same_config(parent, entry)
         change = adopt.what_changed(parent_id, entry.flag_diff, same)
     rest += meaning(entry, verdict)
     if decision.paired:

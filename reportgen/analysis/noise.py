@@ -189,6 +189,12 @@ def config_key(e: Experiment) -> str:
     return repr((e.command, sorted(e.env.items()), sorted((e.workload or {}).items())))
 
 
+def same_config(a: Experiment | None, b: Experiment) -> bool:
+    """Whether ``a`` (an experiment's parent, say) is ``b``'s configuration (``config_key``):
+    an A/A copy, the bracket."""
+    return a is not None and config_key(a) == config_key(b)
+
+
 def level_runs(
     experiments: Iterable[Experiment], metric: str, stat: str = "p50", *, current: str = ""
 ) -> list[Run1]:

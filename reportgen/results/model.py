@@ -43,7 +43,6 @@ from reportgen.campaign.levels import sorted_points as sorted_points
 from reportgen.campaign.schema import CampaignInfo, Objective
 from reportgen.campaign.workload import Repetitions, Workload
 from reportgen.results.as_run import _info_as_run, _objective, _workload_as_run, workload_as_run
-from reportgen.results.as_run import info_as_run as info_as_run
 from reportgen.results.base import _AsGiven, _Model
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
 from reportgen.results.verdicts import Check, Decision, Redecision

@@ -505,7 +505,7 @@ def test_the_servers_cpu_per_token_names_a_host_side_that_ran_at_another_speed()
         e = run.experiment(exp)
         assert e is not None
         parent = run.experiment(e.parent)
-        same = parent is not None and noise.config_key(parent) == noise.config_key(e)
+        same = noise.same_config(parent, e)
         return server_cpu(e, parent, same, dict(engines.get(run.engine.name).counters))
 
     (aa,) = check("sglang-h200", "baseline-again")
