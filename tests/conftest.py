@@ -393,15 +393,18 @@ FAST_WARMUP = "{ max_s = 10, window_s = 0.1 }"
 
 
 def lighter_demo(port: int) -> str:
-    """campaigns/demo.toml at ``port``, its levels C=1 and 4 (the objective's) and two
-    repetitions: the same experiments and outcomes in about half the time, for tests of how
-    a campaign runs (over SSH, as Slurm jobs) rather than of what the demo measures."""
+    """campaigns/demo.toml at ``port``, its levels C=1 and 4 (the objective's) of 12 requests,
+    two repetitions and one server start an experiment (the baseline's two): the same
+    experiments and outcomes in a third of the time, for tests of how a campaign runs (over
+    SSH, as Slurm jobs) rather than of what the demo measures."""
     text = (ROOT / "campaigns" / "demo.toml").read_text()
     for old, new in (
         ("port = 18427", f"port = {port}"),
         ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
+        ("requests_per_level = 16", "requests_per_level = 12"),
         ("repetitions = 3", "repetitions = 2"),
         ("warmup = { max_s = 10 }", f"warmup = {FAST_WARMUP}"),
+        ("margin = 0.05", "margin = 0.05\nstarts = 1"),
     ):
         assert old in text, old
         text = text.replace(old, new)
@@ -409,7 +412,8 @@ def lighter_demo(port: int) -> str:
 
 
 def small_demo(tmp_path: Path, port: int) -> Path:
-    """The demo campaign, smaller: two levels, two repetitions of 12 requests of 8 tokens."""
+    """The demo campaign, smaller: two levels, two repetitions of 12 requests of 8 tokens, one
+    server start an experiment (the baseline's two)."""
     text = (ROOT / "campaigns" / "demo.toml").read_text()
     for old, new in (
         ("port = 18427", f"port = {port}"),
@@ -419,6 +423,7 @@ def small_demo(tmp_path: Path, port: int) -> Path:
         ("repetitions = 3", "repetitions = 2"),
         ("warmup_requests = 8", "warmup_requests = 2"),
         ("warmup = { max_s = 10 }", f"warmup = {FAST_WARMUP}"),
+        ("margin = 0.05", "margin = 0.05\nstarts = 1"),
     ):
         assert old in text, old
         text = text.replace(old, new)

@@ -179,8 +179,11 @@ class Runner:
                             del running[done]
                             self._end_one(run, entry, started[i], done.result())
                         decided += 1
-                    if decided < n and running:
-                        wait(list(running), return_when=FIRST_COMPLETED)
+                    # only the jobs still going: one that finished ahead of its turn would
+                    # end the wait at once, and the loop would spin a core until its turn
+                    going = [f for f in running if not f.done()]
+                    if decided < n and going:
+                        wait(going, return_when=FIRST_COMPLETED)
             except BaseException:
                 for job in running:
                     job.cancel()

@@ -97,6 +97,7 @@ input_tokens = 16
 output_tokens = 16
 repetitions = 3
 warmup_requests = 1
+warmup = {{ max_s = 10, window_s = 0.1 }}
 
 [[experiment]]
 id = "baseline"

@@ -23,6 +23,7 @@ name = "jit"
 title = "an engine that compiles per batch shape"
 objective = {{ metric = "output_tok_s", concurrency = [1, 8] }}
 margin = 0.05
+starts = 1
 prime = {prime}
 bracket = {bracket}
 
@@ -42,12 +43,13 @@ compile-cache = "{cache}"
 
 [workload]
 concurrency = [1, 8]
-duration_s = 1.5
+duration_s = 1.0
+max_duration_s = 1.5
 input_tokens = 8
 output_tokens = 24
 repetitions = 2
 warmup_requests = 2
-warmup = {{ steady = {steady} }}
+warmup = {{ steady = {steady}, window_s = 0.1 }}
 
 [[experiment]]
 id = "baseline"

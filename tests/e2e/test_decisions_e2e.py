@@ -38,6 +38,7 @@ input_tokens = 8
 output_tokens = 16
 repetitions = 2
 warmup_requests = 2
+warmup = { max_s = 10, window_s = 0.1 }
 fresh_server = true
 
 [[probe]]

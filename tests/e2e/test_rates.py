@@ -110,6 +110,7 @@ input_tokens = 16
 output_tokens = 8
 repetitions = 2
 warmup_requests = 2
+warmup = {{ max_s = 10, window_s = 0.1 }}
 
 [[experiment]]
 id = "baseline"

@@ -39,6 +39,7 @@ requests_per_level = 6
 input_tokens = 16
 output_tokens = 8
 warmup_requests = 1
+warmup = {{ steady = false }}  # what is tested is what is written, not the warm-up
 
 [[probe]]
 prompt = "Repeat after me: hello"

@@ -84,7 +84,7 @@ def test_a_job_cancelled_mid_level_stops_its_server_and_resume_goes_on(
     tmp_path: Path, cache: Path, slurm: dict[str, str]
 ) -> None:
     port = free_port()
-    path = slurm_campaign(tmp_path, port, seconds=8)
+    path = slurm_campaign(tmp_path, port, seconds=5)
     path.write_text(
         path.read_text().replace('title = "Run elsewhere"', 'title = "T"\nparallel = 2')
     )

@@ -132,7 +132,7 @@ def test_a_connection_cut_mid_level_leaves_nothing_running_there_and_resume_goes
     tmp_path: Path, cache: Path, sshd: dict[str, Any]
 ) -> None:
     port = free_port()
-    path = _campaign(tmp_path, sshd, port, seconds=8)
+    path = _campaign(tmp_path, sshd, port, seconds=5)
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     out = tmp_path / "out"
     run = subprocess.Popen(

@@ -22,6 +22,7 @@ CAMPAIGN = """
 name = "upgrade"
 title = "engine upgrade check"
 margin = 0.05
+starts = 1
 
 [server]
 engine = "sim"
@@ -35,6 +36,7 @@ input_tokens = 8
 output_tokens = 12
 repetitions = 3
 warmup_requests = 2
+warmup = {{ max_s = 10, window_s = 0.1 }}
 
 [[experiment]]
 id = "baseline"

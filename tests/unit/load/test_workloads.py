@@ -51,7 +51,10 @@ def _campaign(tmp_path: Path, workload: dict, port: int, more: list[dict] | None
     """The demo's baseline alone (and ``more`` experiments) with this workload."""
     data = json.loads(json.dumps(DEMO))
     data["server"]["args"] = {**data["server"]["args"], "port": port, "jitter": 0}
-    data["workload"] = {**data["workload"], **workload}
+    # one start an experiment (the baseline still two) and short warm-up windows: what these
+    # tests read is the workload, not how starts or warm-ups vary
+    data["campaign"]["starts"] = 1
+    data["workload"] = {**data["workload"], "warmup": {"max_s": 10, "window_s": 0.1}, **workload}
     data["experiment"], data["probe"], data["check"] = data["experiment"][:1] + (more or []), [], []
     data["campaign"]["objective"]["concurrency"] = workload["concurrency"]
     path = tmp_path / "lengths.toml"
@@ -190,13 +193,13 @@ def test_goodput_can_be_the_objective(tmp_path: Path, cache: Path) -> None:
     """The objective may be goodput (requests meeting the SLO per second): it is measured at
     every level and the run verifies; without an SLO the campaign is refused before anything
     starts."""
-    wl = {"concurrency": [1, 4], "requests_per_level": 16, "repetitions": 2,
+    wl = {"concurrency": [1, 4], "requests_per_level": 8, "repetitions": 2,
           "warmup_requests": 2, "input_tokens": 16, "output_tokens": 8,
           "slo": {"ttft_ms": 40}}  # fmt: skip
-    # a first token of 100 ms misses the 40 ms SLO every time: its goodput falls to none
-    slow = {"id": "slow-start", "why": "w", "args": {"ttft-ms": 100}}
+    # a first token of 60 ms misses the 40 ms SLO every time: its goodput falls to none
+    slow = {"id": "slow-start", "why": "w", "args": {"ttft-ms": 60}}
     # ... and one slower still, against it: neither meets the SLO, nothing to tell them apart
-    still = {"id": "slower-still", "why": "w", "based_on": "slow-start", "args": {"ttft-ms": 150}}
+    still = {"id": "slower-still", "why": "w", "based_on": "slow-start", "args": {"ttft-ms": 80}}
     path = _campaign(tmp_path, wl, free_port(), [slow, still])
     text = path.read_text().replace('"output_tok_s"', '"goodput_req_s"', 1)
     path.write_text(text)
