@@ -319,7 +319,9 @@ def test_a_gain_that_is_only_the_hosts_drift_is_withdrawn_after_the_bracket(
     d = exps["renamed"]["decision"]
     assert d["verdict"] == "inconclusive" and d["drift"]["withdrawn"] is True
     assert "Adopted when decided, then withdrawn: baseline-end measured" in d["explanation"]
-    assert all(c["verdict"] == "better" for c in d["vs_parent"])  # as it was first decided
+    # as it was first decided: better (at one level at least, on a busy host) and worse nowhere
+    first = [c["verdict"] for c in d["vs_parent"]]
+    assert "better" in first and "worse" not in first, first
     assert data["best"] == "baseline"
     assert reportgen_main("verify", run_dir).returncode == 0
 
