@@ -9,6 +9,7 @@ import fcntl
 import io
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -337,6 +338,33 @@ workload = {{ requests_per_level = 12 }}
 """
     )
     return path
+
+
+# REPORTGEN_TEST_CPU_LOG=FILE: one JSON line per test (its id, wall seconds, CPU seconds of
+# the worker and of the processes it waited for: simulators, engines, SSH and Slurm), to see
+# what the suite's time goes to; a module's shared fixtures count toward its first test.
+CPU_LOG = os.environ.get("REPORTGEN_TEST_CPU_LOG")
+
+
+def _cpu_seconds() -> tuple[float, float]:
+    mine = resource.getrusage(resource.RUSAGE_SELF)
+    waited = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return mine.ru_utime + mine.ru_stime, waited.ru_utime + waited.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    if not CPU_LOG:
+        yield
+        return
+    (mine, waited), t0 = _cpu_seconds(), time.monotonic()
+    yield
+    (mine_after, waited_after), wall = _cpu_seconds(), time.monotonic() - t0
+    line = {"id": item.nodeid, "wall_s": round(wall, 3), "cpu_s": round(mine_after - mine, 3),
+            "children_cpu_s": round(waited_after - waited, 3)}  # fmt: skip
+    with open(CPU_LOG, "a", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # xdist's workers append to one file
+        f.write(json.dumps(line) + "\n")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
