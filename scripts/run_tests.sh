@@ -36,7 +36,9 @@ phase() {  # phase NAME PYTEST_ARGS...
   awk -v a="$t0" -v b="$(now)" -v n="$name" 'BEGIN { printf "tests: %s phase took %.0f s\n", n, b - a }'
   [ $status -ne 0 ] || status=$rc
 }
-phase parallel -n "$WORKERS" --dist loadfile -m "not timing$extra" "$@"
+# --no-loadscope-reorder: files in the order collected, the longest first (tests/conftest.py,
+# LONG_FIRST); by default pytest-xdist starts the files with the most tests first
+phase parallel -n "$WORKERS" --dist loadfile --no-loadscope-reorder -m "not timing$extra" "$@"
 # Only the files that mark timing tests are collected again (a mark is written
 # `pytest.mark.timing` in the file that holds the test).
 # (Unless pytest arguments were given: they may name the files.)
@@ -44,7 +46,8 @@ timed=()
 [ $# -gt 0 ] || mapfile -t timed < <(grep -rl --include="test_*.py" "pytest.mark.timing" tests)
 if [ $# -gt 0 ] || [ ${#timed[@]} -gt 0 ]; then
   if [ "$TIMING_WORKERS" -gt 1 ]; then
-    phase timing -n "$TIMING_WORKERS" --dist loadfile -m "timing$extra" "$@" "${timed[@]}"
+    phase timing -n "$TIMING_WORKERS" --dist loadfile --no-loadscope-reorder -m "timing$extra" \
+      "$@" "${timed[@]}"
   else
     phase timing -p no:xdist -m "timing$extra" "$@" "${timed[@]}"
   fi

@@ -238,20 +238,32 @@ def reportgen_main(
     return Ran(0 if code is None else int(code), out.getvalue(), err.getvalue())
 
 
-# The files whose tests take longest (a whole campaign or more), longest first. pytest-xdist
-# hands files to its workers in the order collected: these start at once, the short ones
-# fill in around them.
+# The files whose tests take longest (a whole campaign or more), longest first, as measured
+# with REPORTGEN_TEST_CPU_LOG at four workers on two cores. pytest-xdist hands files to its
+# workers in the order collected (run with --no-loadscope-reorder: by default it puts the
+# files with the most tests first): these start at once, the short ones fill in around them.
 LONG_FIRST = (
-    "test_slurm.py",
-    "test_slurm_nodes.py",
     "test_ssh.py",
-    "test_demo_e2e.py",
+    "test_slurm.py",
     "test_resume.py",
+    "test_demo_e2e.py",
+    "test_adaptive.py",
+    "test_compile_cache.py",  # the timing phase's longest, with test_decisions_e2e.py
     "test_transformers_serve.py",
-    "test_diff.py",
-    "test_faults.py",
+    "test_rates.py",
+    "test_cli.py",
+    "test_slurm_nodes.py",
     "test_decisions_e2e.py",
+    "test_gpu.py",
     "test_render.py",
+    "test_diff.py",
+    "test_workloads.py",
+    "test_slump.py",
+    "test_faults.py",
+    "test_verify.py",
+    "test_loadgen.py",
+    "test_packaging.py",
+    "test_cli_fuzz.py",
 )
 
 
@@ -340,9 +352,10 @@ workload = {{ requests_per_level = 12 }}
     return path
 
 
-# REPORTGEN_TEST_CPU_LOG=FILE: one JSON line per test (its id, wall seconds, CPU seconds of
-# the worker and of the processes it waited for: simulators, engines, SSH and Slurm), to see
-# what the suite's time goes to; a module's shared fixtures count toward its first test.
+# REPORTGEN_TEST_CPU_LOG=FILE: one JSON line per test (its id, xdist worker, start time, wall
+# seconds, CPU seconds of the worker and of the processes it waited for: simulators, engines,
+# SSH and Slurm), to see what the suite's time goes to; a module's shared fixtures count
+# toward its first test.
 CPU_LOG = os.environ.get("REPORTGEN_TEST_CPU_LOG")
 
 
@@ -357,10 +370,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if not CPU_LOG:
         yield
         return
-    (mine, waited), t0 = _cpu_seconds(), time.monotonic()
+    (mine, waited), t0, began = _cpu_seconds(), time.monotonic(), time.time()
     yield
     (mine_after, waited_after), wall = _cpu_seconds(), time.monotonic() - t0
-    line = {"id": item.nodeid, "wall_s": round(wall, 3), "cpu_s": round(mine_after - mine, 3),
+    line = {"id": item.nodeid, "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
+            "began": round(began, 3), "wall_s": round(wall, 3),
+            "cpu_s": round(mine_after - mine, 3),
             "children_cpu_s": round(waited_after - waited, 3)}  # fmt: skip
     with open(CPU_LOG, "a", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # xdist's workers append to one file
