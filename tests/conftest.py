@@ -435,44 +435,47 @@ def slurm_campaign(tmp_path: Path, port: int, *, seconds: float = 0) -> Path:
 FAST_WARMUP = "{ max_s = 10, window_s = 0.1 }"
 
 
+def _demo_edited(*edits: tuple[str, str]) -> str:
+    """campaigns/demo.toml with each (old, new) replaced; an ``old`` it lacks is an error."""
+    text = (ROOT / "campaigns" / "demo.toml").read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+def _lighter(port: int) -> tuple[tuple[str, str], ...]:
+    """``lighter_demo``'s edits of campaigns/demo.toml."""
+    return (
+        ("port = 18427", f"port = {port}"),
+        ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
+        ("requests_per_level = 16", "requests_per_level = 12"),
+        ("repetitions = 3", "repetitions = 2"),
+        ("warmup = { max_s = 10 }", f"warmup = {FAST_WARMUP}"),
+        ("margin = 0.05", "margin = 0.05\nstarts = 1"),
+    )
+
+
 def lighter_demo(port: int) -> str:
     """campaigns/demo.toml at ``port``, its levels C=1 and 4 (the objective's) of 12 requests,
     two repetitions and one server start an experiment (the baseline's two): the same
     experiments and outcomes in less than half the time (38 s against 84 s, alone on two
     cores), for tests of how a campaign runs (over SSH, as Slurm jobs) rather than of what the
     demo measures."""
-    text = (ROOT / "campaigns" / "demo.toml").read_text()
-    for old, new in (
-        ("port = 18427", f"port = {port}"),
-        ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
-        ("requests_per_level = 16", "requests_per_level = 12"),
-        ("repetitions = 3", "repetitions = 2"),
-        ("warmup = { max_s = 10 }", f"warmup = {FAST_WARMUP}"),
-        ("margin = 0.05", "margin = 0.05\nstarts = 1"),
-    ):
-        assert old in text, old
-        text = text.replace(old, new)
-    return text
+    return _demo_edited(*_lighter(port))
 
 
 def small_demo(tmp_path: Path, port: int) -> Path:
-    """The demo campaign, smaller: two levels, two repetitions of 12 requests of 8 tokens, one
-    server start an experiment (the baseline's two)."""
-    text = (ROOT / "campaigns" / "demo.toml").read_text()
-    for old, new in (
-        ("port = 18427", f"port = {port}"),
-        ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
-        ("requests_per_level = 16", "requests_per_level = 12"),
+    """``lighter_demo`` with answers of 8 tokens and 2 warm-up requests, written to
+    ``tmp_path``/demo.toml."""
+    text = _demo_edited(
+        *_lighter(port),
         ("output_tokens = 24", "output_tokens = 8"),
-        ("repetitions = 3", "repetitions = 2"),
         ("warmup_requests = 8", "warmup_requests = 2"),
-        ("warmup = { max_s = 10 }", f"warmup = {FAST_WARMUP}"),
-        ("margin = 0.05", "margin = 0.05\nstarts = 1"),
-    ):
-        assert old in text, old
-        text = text.replace(old, new)
+        ("#:schema ./campaign.schema.json\n", ""),
+    )
     path = tmp_path / "demo.toml"
-    path.write_text(text.replace("#:schema ./campaign.schema.json\n", ""))
+    path.write_text(text)
     return path
 
 

@@ -16,7 +16,7 @@ import pytest
 from reportgen import campaign
 from reportgen.results.model import Point
 from reportgen.run import plan
-from tests.conftest import free_port, reportgen_main
+from tests.conftest import FAST_WARMUP, free_port, reportgen_main
 
 CAMPAIGN = """
 [campaign]
@@ -34,7 +34,7 @@ requests_per_level = 16
 input_tokens = 8
 output_tokens = 8
 warmup_requests = 2
-warmup = {{ max_s = 10, window_s = 0.1 }}
+warmup = {warmup}
 repetitions = {{ min = 2, max = 4 }}
 
 [[experiment]]
@@ -58,7 +58,7 @@ def test_adaptive_rounds_run_only_open_levels_on_fresh_servers_and_verify(
     tmp_path: Path, cache: Path
 ) -> None:
     path = tmp_path / "c.toml"
-    path.write_text(CAMPAIGN.format(port=free_port()))
+    path.write_text(CAMPAIGN.format(port=free_port(), warmup=FAST_WARMUP))
     out = tmp_path / "out"
     res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -126,7 +126,7 @@ def test_repetitions_are_split_over_server_starts_and_the_baseline_always_over_t
     path = tmp_path / "c.toml"
 
     def launches(starts: int, reps: str) -> list[list[list[int]]]:
-        text = CAMPAIGN.format(port=18000).replace(
+        text = CAMPAIGN.format(port=18000, warmup=FAST_WARMUP).replace(
             "repetitions = { min = 2, max = 4 }", f"repetitions = {reps}"
         )
         path.write_text(
@@ -170,7 +170,7 @@ requests_per_level = 16
 input_tokens = 8
 output_tokens = 8
 warmup_requests = 2
-warmup = {{ max_s = 10, window_s = 0.1 }}
+warmup = {warmup}
 repetitions = 2
 
 [[experiment]]
@@ -195,7 +195,7 @@ def test_confirm_runs_the_best_again_and_each_adopted_change_left_out(
     tmp_path: Path, cache: Path
 ) -> None:
     path = tmp_path / "c.toml"
-    path.write_text(CONFIRM.format(port=free_port()))
+    path.write_text(CONFIRM.format(port=free_port(), warmup=FAST_WARMUP))
     out = tmp_path / "out"
     res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -228,7 +228,7 @@ def test_interleaved_rounds_bring_the_parents_run_and_a_decided_level_stays_deci
 
     path = tmp_path / "c.toml"
     path.write_text(
-        CAMPAIGN.format(port=18000).replace(
+        CAMPAIGN.format(port=18000, warmup=FAST_WARMUP).replace(
             'title = "adaptive repetitions"', 'title = "t"\ninterleave = true'
         )
     )

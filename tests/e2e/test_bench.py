@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Sim, free_port, reportgen_main
+from tests.conftest import FAST_WARMUP, Sim, free_port, reportgen_main
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +97,7 @@ input_tokens = 16
 output_tokens = 16
 repetitions = 3
 warmup_requests = 1
-warmup = {{ max_s = 10, window_s = 0.1 }}
+warmup = {FAST_WARMUP}
 
 [[experiment]]
 id = "baseline"

@@ -13,7 +13,7 @@ import pytest
 
 from reportgen import results
 from reportgen.observe.sources import CAPTURE_ENV
-from tests.conftest import ROOT, Ran, reportgen_main, run_campaign
+from tests.conftest import FAST_WARMUP, ROOT, Ran, reportgen_main, run_campaign
 
 GPU_CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
 pytestmark = pytest.mark.slow
@@ -38,7 +38,7 @@ input_tokens = 8
 output_tokens = 16
 repetitions = 2
 warmup_requests = 2
-warmup = { max_s = 10, window_s = 0.1 }
+warmup = FAST_WARMUP
 fresh_server = true
 
 [[probe]]
@@ -57,7 +57,7 @@ checks = [
 id = "faster"
 why = "a faster decode"
 args = { itl-ms = 2 }
-"""
+""".replace("FAST_WARMUP", FAST_WARMUP)
 
 
 @pytest.fixture(scope="module")

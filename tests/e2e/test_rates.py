@@ -19,7 +19,7 @@ from reportgen.campaign.workload import Workload
 from reportgen.render.text import search_said
 from reportgen.results.levels import Dist, SearchRecord, Summary
 from reportgen.results.model import Experiment, Look, Point
-from tests.conftest import ROOT, Sim, free_port, reportgen_main
+from tests.conftest import FAST_WARMUP, ROOT, Sim, free_port, reportgen_main
 
 
 def test_a_list_of_rates_makes_each_rate_a_level_at_one_cap() -> None:
@@ -110,7 +110,7 @@ input_tokens = 16
 output_tokens = 8
 repetitions = 2
 warmup_requests = 2
-warmup = {{ max_s = 10, window_s = 0.1 }}
+warmup = {FAST_WARMUP}
 
 [[experiment]]
 id = "baseline"

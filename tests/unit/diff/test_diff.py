@@ -15,7 +15,7 @@ from reportgen import diff, results
 from reportgen.render import diffpage
 from reportgen.results.model import Run
 from reportgen.results.verdicts import Check
-from tests.conftest import Ran, free_port, reportgen_main
+from tests.conftest import FAST_WARMUP, Ran, free_port, reportgen_main
 
 CAMPAIGN = """
 [campaign]
@@ -36,7 +36,7 @@ input_tokens = 8
 output_tokens = 12
 repetitions = 3
 warmup_requests = 2
-warmup = {{ max_s = 10, window_s = 0.1 }}
+warmup = {warmup}
 
 [[experiment]]
 id = "baseline"
@@ -57,7 +57,7 @@ args = {{ ttft-ms = 6 }}
 def _run(folder: Path, version: str, itl: int, extra: str, cache: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "c.toml"
-    text = CAMPAIGN.format(itl=itl, version=version, extra=extra)
+    text = CAMPAIGN.format(itl=itl, version=version, extra=extra, warmup=FAST_WARMUP)
     path.write_text(text.replace("PORT", str(free_port())))
     res = reportgen_main(
         "run", path, "--output", folder / "out", "--quiet", "--no-pdf",

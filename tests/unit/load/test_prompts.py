@@ -60,8 +60,7 @@ def test_synthetic_word_prompts() -> None:
 
 def test_a_prompt_is_the_same_whoever_makes_it_and_in_whatever_order() -> None:
     """A level's worker processes each get the pool and make the prompts they send: prompt
-    i is the same there, whatever was made before it, and a pool of thousands costs nothing
-    until a prompt is sent."""
+    i is the same there, whatever was made before it."""
     pool = prompts.synthetic(4096, [12, 40, 7], seed=9)
     later = pickle.loads(pickle.dumps(pool))
     assert [later[i] for i in (4095, 17, 3)] == [pool[i] for i in (4095, 17, 3)]

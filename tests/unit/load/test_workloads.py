@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from reportgen.load import prompts
 from tests.builders import DEMO, toml_document
-from tests.conftest import free_port, reportgen_main
+from tests.conftest import FAST_WARMUP, free_port, reportgen_main
 
 
 def test_lengths_are_drawn_within_the_range_reproducibly() -> None:
@@ -54,7 +55,8 @@ def _campaign(tmp_path: Path, workload: dict, port: int, more: list[dict] | None
     # one start an experiment (the baseline still two) and short warm-up windows: what these
     # tests read is the workload, not how starts or warm-ups vary
     data["campaign"]["starts"] = 1
-    data["workload"] = {**data["workload"], "warmup": {"max_s": 10, "window_s": 0.1}, **workload}
+    warmup = tomllib.loads(f"warmup = {FAST_WARMUP}")["warmup"]
+    data["workload"] = {**data["workload"], "warmup": warmup, **workload}
     data["experiment"], data["probe"], data["check"] = data["experiment"][:1] + (more or []), [], []
     data["campaign"]["objective"]["concurrency"] = workload["concurrency"]
     path = tmp_path / "lengths.toml"
