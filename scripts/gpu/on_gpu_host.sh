@@ -115,6 +115,11 @@ unpack() {
   xz -dc -T0 "$dir/$name-site.tar.xz" | tar -x -C "$site"
   rm -f "$dir/$name-site.tar.xz"
   say "unpacked $name into $site in $((SECONDS - t0)) s ($(du -sh "$site" | cut -f1))"
+  # The bundle has no __pycache__: compiled here once, on every core, rather than by each
+  # server start (where PYTHONDONTWRITEBYTECODE is set) or by the first one alone, serially.
+  t0=$SECONDS
+  python3 -m compileall -q -j 0 "$site" > /dev/null 2>&1 || true
+  say "compiled $name's Python sources in $((SECONDS - t0)) s (PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset})"
   engine_env "$1"
   local mod=$1
   python3 -c "import $mod, torch, transformers; print('on_gpu_host: import ok:', '$mod', $mod.__version__, 'torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'transformers', transformers.__version__)"
