@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,7 +38,6 @@ from reportgen.analysis import decide, noise, welch
 from reportgen.analysis.differences import differences
 from reportgen.campaign.levels import rate_out as _rate_out
 from reportgen.observe import evidence
-from reportgen.observe.fingerprint import gpu_summary as gpu_summary
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point, Run
 from reportgen.results.verdicts import Comparison
@@ -290,36 +289,37 @@ def _differences(
 
 
 def _environment(a: Run, b: Run, gate: list[Change], other: list[Change]) -> None:
-    env_a, env_b = a.environment, b.environment
-    gpus_a, gpus_b = env_a.get("gpus") or {}, env_b.get("gpus") or {}
-    if gpu_summary(gpus_a) != gpu_summary(gpus_b):
-        gate.append(Change("GPUs", "GPU model and count", gpu_summary(gpus_a), gpu_summary(gpus_b)))
-    for key in ("driver", "cuda_driver_version", "nvml_version"):
-        if gpus_a.get(key) != gpus_b.get(key):
-            other.append(
-                Change("driver", key, fmt_value(gpus_a.get(key)), fmt_value(gpus_b.get(key)))
-            )
-    devices_a, devices_b = gpus_a.get("devices") or [], gpus_b.get("devices") or []
-    if len(devices_a) == len(devices_b):  # per GPU settings: power limits, clocks, ECC, MIG
+    env_a, env_b = a.fingerprint, b.fingerprint
+    gpus_a, gpus_b = env_a.gpus, env_b.gpus
+    if gpus_a.summary() != gpus_b.summary():
+        gate.append(Change("GPUs", "GPU model and count", gpus_a.summary(), gpus_b.summary()))
+    for key, va, vb in (
+        ("driver", gpus_a.driver, gpus_b.driver),
+        ("cuda_driver_version", gpus_a.cuda_driver_version, gpus_b.cuda_driver_version),
+        ("nvml_version", gpus_a.nvml_version, gpus_b.nvml_version),
+    ):
+        if va != vb:
+            other.append(Change("driver", key, fmt_value(va), fmt_value(vb)))
+    if len(gpus_a.devices) == len(gpus_b.devices):  # per GPU: power limits, clocks, ECC, MIG
+        devices_a = [d.fields() for d in gpus_a.devices]
+        devices_b = [d.fields() for d in gpus_b.devices]
         other += _differences("GPU settings", devices_a, devices_b, "gpu")
-        units_a = [d.get("uuid") for d in devices_a if isinstance(d, Mapping)]
-        units_b = [d.get("uuid") for d in devices_b if isinstance(d, Mapping)]
+        units_a = [d.uuid for d in gpus_a.devices]
+        units_b = [d.uuid for d in gpus_b.devices]
         if units_a != units_b:  # the same model, other physical GPUs (or another host)
             other.append(
                 Change("GPU settings", "GPU units (UUID)", fmt_value(units_a), fmt_value(units_b))
             )
-    host_a, host_b = env_a.get("host") or {}, env_b.get("host") or {}
-    other += _differences("host", host_a, host_b)
-    soft_a, soft_b = env_a.get("software") or {}, env_b.get("software") or {}
-    other += _differences("packages", soft_a.get("packages"), soft_b.get("packages"))
+    other += _differences("host", env_a.host.fields(), env_b.host.fields())
+    soft_a, soft_b = env_a.software, env_b.software
+    other += _differences("packages", soft_a.packages, soft_b.packages)
     for key in ("installed_packages_count", "installed_packages_sha256"):
-        if soft_a.get(key) != soft_b.get(key):
-            other.append(
-                Change("packages", key, fmt_value(soft_a.get(key)), fmt_value(soft_b.get(key)))
-            )
-    other += _differences("reportgen", soft_a.get("reportgen"), soft_b.get("reportgen"))
-    other += _differences("torch stack", soft_a.get("torch_stack"), soft_b.get("torch_stack"))
-    other += _differences("environment variables", soft_a.get("env"), soft_b.get("env"))
+        va, vb = getattr(soft_a, key), getattr(soft_b, key)
+        if va != vb:
+            other.append(Change("packages", key, fmt_value(va), fmt_value(vb)))
+    other += _differences("reportgen", soft_a.reportgen.fields(), soft_b.reportgen.fields())
+    other += _differences("torch stack", soft_a.torch_stack, soft_b.torch_stack)
+    other += _differences("environment variables", soft_a.env, soft_b.env)
     other += _differences("engine", a.engine, b.engine)
 
 

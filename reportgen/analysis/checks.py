@@ -81,7 +81,7 @@ from reportgen.analysis.checks_server import (
     server_stable,
 )
 from reportgen.load.records import RequestRecord
-from reportgen.observe.fingerprint import node_mismatches, node_summary
+from reportgen.observe.environment import Environment, Node
 from reportgen.results.model import Experiment
 from reportgen.results.verdicts import Check
 
@@ -116,7 +116,7 @@ INVALIDATING = (
 
 def run_checks(
     entry: Experiment,
-    environment: Mapping[str, Any] | None = None,
+    environment: Environment | None = None,
     *,
     log_patterns: Sequence[str] = (),
     cv_bound: float = CV_BOUND,
@@ -160,16 +160,17 @@ def run_checks(
     return out
 
 
-def node_check(entry: Experiment, environment: Mapping[str, Any] | None) -> list[Check]:
+def node_check(entry: Experiment, environment: Environment | None) -> list[Check]:
     """An experiment run on a node of its own (``host.executor``): that node against the
     one the run fingerprinted (GPUs, driver, the serving packages: ``reportgen diff``'s
     comparability gate), since its numbers are compared with those of other nodes. None for
     an experiment run where the run was (nothing to tell apart)."""
-    node = entry.ran_on.fingerprint if entry.ran_on is not None else None
-    if not node or not environment:
+    recorded = entry.ran_on.fingerprint if entry.ran_on is not None else None
+    if not recorded or environment is None:
         return []
+    node = Node.model_validate(recorded)
     where = (entry.ran_on.name if entry.ran_on is not None else None) or "its node"
-    found = node_mismatches(node_summary(environment), node)
+    found = node.mismatches(environment.node)
     return [
         Check(
             id="node_matches",
@@ -178,7 +179,7 @@ def node_check(entry: Experiment, environment: Mapping[str, Any] | None) -> list
             evidence=(
                 f"{where}: " + "; ".join(found)
                 if found
-                else f"{where}: {node.get('gpus')}, driver {node.get('driver')}, the same "
+                else f"{where}: {node.gpus}, driver {node.driver}, the same "
                 "packages as the node the run was fingerprinted on"
             ),
             hint='exclude such nodes (host.slurm.options = ["--exclude=..."], or a '

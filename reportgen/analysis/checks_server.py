@@ -18,6 +18,7 @@ from typing import Any
 from reportgen.analysis import text as text_mod
 from reportgen.analysis.checks_levels import Status
 from reportgen.metrics import is_throughput
+from reportgen.observe.environment import Environment, Gpus
 from reportgen.results.model import Experiment, Point, sorted_points
 from reportgen.results.verdicts import Check
 from reportgen.tracebacks import gist
@@ -175,7 +176,7 @@ def probe_checks(
 # -- the GPUs and the host ---------------------------------------------------------------------
 
 
-def gpu_state_checks(entry: Experiment, environment: Mapping[str, Any] | None) -> list[Check]:
+def gpu_state_checks(entry: Experiment, environment: Environment | None) -> list[Check]:
     """Error counters around the experiment and the GPUs' state when the run began."""
     out = []
     counters = entry.gpu_counters or {}
@@ -202,21 +203,22 @@ def gpu_state_checks(entry: Experiment, environment: Mapping[str, Any] | None) -
             )
         )
 
-    gpus = (environment or {}).get("gpus") or {}
+    gpus = environment.gpus if environment is not None else Gpus()
     busy = [
-        f"GPU {d.get('index')}: PID {p.get('pid')}"
-        for d in gpus.get("devices") or []
-        if isinstance(d.get("processes"), list)
-        for p in d["processes"]
+        f"GPU {d.index}: PID {p.get('pid')}"
+        for d in gpus.devices
+        if isinstance(d.processes, list)
+        for p in d.processes
+        if isinstance(p, Mapping)
     ]
-    for d in gpus.get("devices") or []:
-        used, total = d.get("memory_used_bytes"), d.get("memory_total_bytes")
+    for d in gpus.devices:
+        used, total = d.memory_used_bytes, d.memory_total_bytes
         known = isinstance(used, int | float) and isinstance(total, int | float) and total > 0
         if known and used / total > GPU_MEMORY_BUSY:
             busy.append(
-                f"GPU {d.get('index')}: {used / 2**30:.1f} of {total / 2**30:.0f} GiB memory in use"
+                f"GPU {d.index}: {used / 2**30:.1f} of {total / 2**30:.0f} GiB memory in use"
             )
-    if gpus.get("available") and entry.base_url:
+    if gpus.available and entry.base_url:
         out.append(
             Check(
                 id="gpus_free_at_start",
@@ -226,7 +228,7 @@ def gpu_state_checks(entry: Experiment, environment: Mapping[str, Any] | None) -
                 "not start it, so its GPUs were busy with it, or it runs elsewhere",
             )
         )
-    elif gpus.get("available"):
+    elif gpus.available:
         out.append(
             Check(
                 id="gpus_free_at_start",
@@ -239,9 +241,7 @@ def gpu_state_checks(entry: Experiment, environment: Mapping[str, Any] | None) -
     return out
 
 
-def host_check(environment: Mapping[str, Any] | None, expect: Mapping[str, Any] | None) -> Check:
-    from reportgen.observe.fingerprint import host_mismatches
-
+def host_check(environment: Environment | None, expect: Mapping[str, Any] | None) -> Check:
     title = "Host as the campaign expects"
     wanted = {k: v for k, v in (expect or {}).items() if v is not None}
     if not wanted:
@@ -252,7 +252,7 @@ def host_check(environment: Mapping[str, Any] | None, expect: Mapping[str, Any] 
             evidence="the campaign sets no host.expect",
             hint="set host.expect (GPU count, compute capability, name) so a wrong host is refused",
         )
-    problems = host_mismatches(dict(wanted), dict((environment or {}).get("gpus") or {}))
+    problems = (environment.gpus if environment is not None else Gpus()).mismatches(wanted)
     said = ", ".join(f"{k} = {v}" for k, v in sorted(wanted.items()))
     return Check(
         id="host_matches",

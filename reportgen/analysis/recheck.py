@@ -96,7 +96,7 @@ def recheck(
         before = {c.id: c.status for c in entry.checks}
         entry.checks = checks_mod.run_checks(
             entry,
-            run.environment,
+            run.fingerprint,
             log_patterns=list(patterns),
             cv_bound=float(info.get("cv_bound", checks_mod.CV_BOUND)),
             host_expect=host_expect,

@@ -14,12 +14,12 @@ import platform
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
+from reportgen.observe.environment import Environment
 from reportgen.observe.gpu import GpuSource
 from reportgen.observe.sources import open_source
 from reportgen.redact import redact_env
@@ -330,68 +330,9 @@ def collect(
     return {"host": host(), "software": software(repos, env_keys), "gpus": gpus(source, why)}
 
 
-def host_mismatches(expect: dict[str, Any], gpu_info: dict[str, Any]) -> list[str]:
-    """What differs between a campaign's host expectations and this host (empty: matches)."""
-    out: list[str] = []
-    if not any(v is not None for v in expect.values()):
-        return out
-    devices = gpu_info.get("devices", []) if gpu_info.get("available") else []
-    if not gpu_info.get("available"):
-        out.append(f"no GPUs visible ({gpu_info.get('reason', 'unknown reason')})")
-    count = expect.get("gpu_count")
-    if count is not None and len(devices) != count and gpu_info.get("available"):
-        out.append(f"expected {count} GPUs, found {len(devices)}")
-    cc = expect.get("compute_capability")
-    if cc is not None:
-        seen = sorted({str(d.get("compute_capability")) for d in devices})
-        if devices and seen != [cc]:
-            out.append(f"expected compute capability {cc}, found {', '.join(seen)}")
-    name = expect.get("gpu_name")
-    if name is not None:
-        names = sorted({str(d.get("name")) for d in devices})
-        if devices and not all(name.lower() in n.lower() for n in names):
-            out.append(f"expected GPU name containing {name!r}, found {', '.join(names)}")
-    return out
-
-
-def gpu_summary(gpus: Mapping[str, Any]) -> str:
-    """ "8 x NVIDIA H200 (compute capability 9.0)", or why there are none."""
-    devices = [d for d in gpus.get("devices") or [] if isinstance(d, Mapping)]
-    if not devices:
-        return "no GPUs" if gpus.get("available") is not False else "no GPUs (NVML unavailable)"
-    kinds: dict[str, int] = {}
-    for d in devices:
-        name = f"{d.get('name')} (compute capability {d.get('compute_capability')})"
-        kinds[name] = kinds.get(name, 0) + 1
-    return ", ".join(f"{n} x {name}" for name, n in sorted(kinds.items()))
-
-
 def this_node(source: GpuSource | None, why: str | None) -> dict[str, Any]:
-    """``node_summary`` of this host, read without the whole fingerprint (no torch probe, no
-    package set): what each experiment run elsewhere sends back of where it ran."""
-    return node_summary({"gpus": gpus(source, why), "software": {"packages": packages()}})
-
-
-def node_summary(environment: Mapping[str, Any]) -> dict[str, Any]:
-    """What makes two machines' numbers comparable (``reportgen diff``'s gate, and the
-    engines' versions): its GPUs' model and count, the driver, the packages that serve."""
-    gpus = environment.get("gpus") or {}
-    software = environment.get("software") or {}
-    return {
-        "gpus": gpu_summary(gpus),
-        "driver": gpus.get("driver"),
-        "packages": dict(software.get("packages") or {}),
-    }
-
-
-def node_mismatches(reference: Mapping[str, Any], node: Mapping[str, Any]) -> list[str]:
-    """How a node (``node_summary``) differs from the run's reference one, in words."""
-    out = []
-    for key, label in (("gpus", "GPUs"), ("driver", "driver")):
-        if reference.get(key) != node.get(key):
-            out.append(f"{label} {node.get(key)} (the run's: {reference.get(key)})")
-    ref_pk, node_pk = reference.get("packages") or {}, node.get("packages") or {}
-    for name in sorted(set(ref_pk) | set(node_pk)):
-        if ref_pk.get(name) != node_pk.get(name):
-            out.append(f"{name} {node_pk.get(name)} (the run's: {ref_pk.get(name)})")
-    return out
+    """This host as a ``Node`` (GPUs, driver, serving packages), read without the whole
+    fingerprint (no torch probe, no package set): what each experiment run elsewhere sends
+    back of where it ran."""
+    here = Environment.of({"gpus": gpus(source, why), "software": {"packages": packages()}})
+    return here.node.fields()

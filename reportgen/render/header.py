@@ -3,9 +3,9 @@ it was reached, and each resumption."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from reportgen.observe.environment import Environment
 from reportgen.render.content import (
     Header,
 )
@@ -73,16 +73,10 @@ def header(run: Run) -> Header:
         simulated=run.engine.simulated,
         simulated_notice=SIMULATED_NOTICE,
         engine=run.engine.name or NONE,
-        host=host_line(run.environment),
+        host=host_line(run.fingerprint),
         external_notice=external_notice(run),
-        resumed="; ".join(resumed(x, uuids(run.environment)) for x in run.resumed),
+        resumed="; ".join(resumed(x, run.fingerprint.gpus.uuids) for x in run.resumed),
     )
-
-
-def uuids(env: Mapping[str, Any]) -> list[str]:
-    return [
-        str(d.get("uuid")) for d in (env.get("gpus") or {}).get("devices") or [] if d.get("uuid")
-    ]
 
 
 def resumed(x: Resumption, first_gpus: Sequence[str] = ()) -> str:
@@ -109,19 +103,16 @@ def resumed(x: Resumption, first_gpus: Sequence[str] = ()) -> str:
     return line + ")"
 
 
-def host_line(env: Mapping[str, Any]) -> str:
-    """The machine in a phrase: its name and its GPUs, counted by model (``env``: the
-    fingerprint, free-form as ``observe.fingerprint`` collected it)."""
-    host = env.get("host") or {}
-    gpus = env.get("gpus") or {}
+def host_line(env: Environment) -> str:
+    """The machine in a phrase: its name and its GPUs, counted by model."""
     names: dict[str, int] = {}
-    for d in gpus.get("devices") or []:
-        name = str(d.get("name") or "GPU")
+    for d in env.gpus.devices:
+        name = str(d.name or "GPU")
         names[name] = names.get(name, 0) + 1
     if names:
         what = ", ".join(f"{n} x {name}" for name, n in names.items())
     else:
-        what = "no GPU seen" + (f" ({gpus['error']})" if gpus.get("error") else "")
-    cpu = host.get("cpu_model")
-    parts = [str(host.get("hostname") or "host"), what] + ([str(cpu)] if cpu else [])
+        what = "no GPU seen" + (f" ({env.gpus.error})" if env.gpus.error else "")
+    cpu = env.host.cpu_model
+    parts = [str(env.host.hostname or "host"), what] + ([str(cpu)] if cpu else [])
     return f"{parts[0]}: " + "; ".join(parts[1:])

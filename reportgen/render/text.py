@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportgen.analysis.allocation import Allocation
+from reportgen.observe.environment import Environment, Reached
 from reportgen.render.content import Pair
 from reportgen.render.fmt import field_rows
 from reportgen.results.model import rate_text
@@ -239,17 +240,17 @@ HOST_FIELDS: tuple[Pair, ...] = (
 )
 
 
-def reached(ex: Mapping[str, Any]) -> str:
+def reached(ex: Reached) -> str:
     """How a run reached the host that measured (``executor.*.record``), in a phrase."""
-    here = f" from {ex['from']}" if ex.get("from") else ""
-    python = f"; Python {ex['python']}" if ex.get("python") else ""
-    if ex.get("kind") == "slurm":
+    here = f" from {ex.from_}" if ex.from_ else ""
+    python = f"; Python {ex.python}" if ex.python else ""
+    if ex.kind == "slurm":
         asked = ", ".join(
             x
             for x in (
-                f"partition {ex['partition']}" if ex.get("partition") else "",
-                f"{ex['gpus']} GPUs" if ex.get("gpus") is not None else "",
-                f"time limit {ex['time']}" if ex.get("time") else "",
+                f"partition {ex.partition}" if ex.partition else "",
+                f"{ex.gpus} GPUs" if ex.gpus is not None else "",
+                f"time limit {ex.time}" if ex.time else "",
             )
             if x
         )
@@ -258,71 +259,59 @@ def reached(ex: Mapping[str, Any]) -> str:
             + "; the host below is the node that answered the preflight, and each "
             "experiment says the node it ran on"
         )  # fmt: skip
-    rtt = f"; SSH round trip {ex['ssh_rtt_ms']:g} ms" if ex.get("ssh_rtt_ms") else ""
-    return f"over SSH: {ex.get('host')}{here}{rtt}{python}"
+    rtt = f"; SSH round trip {ex.ssh_rtt_ms:g} ms" if ex.ssh_rtt_ms else ""
+    return f"over SSH: {ex.host}{here}{rtt}{python}"
 
 
-def environment(env: Mapping[str, Any]) -> dict[str, Any]:
+def environment(env: Environment) -> dict[str, Any]:
     """Host, software and GPUs as (label, value) rows, every value a string."""
-    host = env.get("host") or {}
-    sw = env.get("software") or {}
-    gpus = env.get("gpus") or {}
-    rg = sw.get("reportgen") or {}
+    sw, gpus, rg = env.software, env.gpus, env.software.reportgen
     software = [
-        ("reportgen", _value(rg.get("version"))),
-        (
-            "reportgen commit",
-            _value(rg.get("commit")) + (" (uncommitted changes)" if rg.get("dirty") else ""),
-        ),
+        ("reportgen", _value(rg.version)),
+        ("reportgen commit", _value(rg.commit) + (" (uncommitted changes)" if rg.dirty else "")),
     ]
-    if "installed_packages_count" in sw:
+    if "installed_packages_count" in sw.model_fields_set:
         software.append(
             (
                 "installed Python packages",
-                f"{sw.get('installed_packages_count')} (list sha256 "
-                f"{sw.get('installed_packages_sha256')})",
+                f"{sw.installed_packages_count} (list sha256 {sw.installed_packages_sha256})",
             )
         )
-    stack = sw.get("torch_stack")
-    if stack:
-        software.append(("torch stack (reportgen's Python)", _value(stack)))
-    for repo in sw.get("repos") or []:
-        if isinstance(repo, Mapping):
-            state = (
-                f"unavailable ({repo['error']})"
-                if "error" in repo
-                else f"{repo.get('commit')}"
-                + (
-                    f" ({repo.get('changed_files')} uncommitted changes)"
-                    if repo.get("dirty")
-                    else ""
-                )
-            )
-            software.append((f"repository {repo.get('path')}", state))
+    if sw.torch_stack:
+        software.append(("torch stack (reportgen's Python)", _value(sw.torch_stack)))
+    for repo in sw.repos:
+        state = (
+            f"unavailable ({repo.error})"
+            if "error" in repo.model_fields_set
+            else f"{repo.commit}"
+            + (f" ({repo.changed_files} uncommitted changes)" if repo.dirty else "")
+        )
+        software.append((f"repository {repo.path}", state))
     # reportgen's own row is above: a source checkout has no installed distribution, which
     # the package list would call "not installed" beside its version.
     packages = [
         (str(k), "not installed" if v is None else _value(v))
-        for k, v in (sw.get("packages") or {}).items()
-        if not (k == "reportgen" and rg.get("version"))
+        for k, v in sw.packages.items()
+        if not (k == "reportgen" and rg.version)
     ]
-    env_vars = [(str(k), _value(v)) for k, v in sorted((sw.get("env") or {}).items())]
+    env_vars = [(str(k), _value(v)) for k, v in sorted(sw.env.items())]
+    host = env.host.fields()  # what the OS showed: the known fields first, in their order
     known = {k for k, _ in HOST_FIELDS}
     host_rows = [(label, _value(host.get(k))) for k, label in HOST_FIELDS if k in host]
     host_rows += [(str(k), _value(v)) for k, v in sorted(host.items()) if k not in known]
-    if isinstance(env.get("executor"), Mapping):
-        host_rows.insert(0, ("reached", reached(env["executor"])))
+    if env.executor is not None:
+        host_rows.insert(0, ("reached", reached(env.executor)))
     devices = []
-    for d in gpus.get("devices") or []:
-        mem = d.get("memory_total_bytes")
+    for d in gpus.devices:
+        mem = d.memory_total_bytes
         devices.append(
             {
-                "index": _value(d.get("index")),
-                "name": _value(d.get("name")),
-                "cc": _value(d.get("compute_capability")),
+                "index": _value(d.index),
+                "name": _value(d.name),
+                "cc": _value(d.compute_capability),
                 "memory": f"{mem / 1024**3:.1f}" if isinstance(mem, int | float) else _value(mem),
-                "power": _value(d.get("power_limit_w")),
-                "uuid": _value(d.get("uuid")),
+                "power": _value(d.power_limit_w),
+                "uuid": _value(d.uuid),
             }
         )
     return {
@@ -330,17 +319,16 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
         "software": software,
         "packages": packages,
         "env": env_vars,
-        "gpu_available": bool(gpus.get("available")),
-        "gpu_reason": str(gpus.get("reason") or "no reason recorded"),
+        "gpu_available": bool(gpus.available),
+        "gpu_reason": str(gpus.reason or "no reason recorded"),
         "gpu_rows": [
-            ("driver", _value(gpus.get("driver"))),
-            ("CUDA driver", _value(gpus.get("cuda_driver_version") or gpus.get("cuda_driver"))),
-            ("count", _value(gpus.get("count", len(devices)))),
+            ("driver", _value(gpus.driver)),
+            ("CUDA driver", _value(gpus.cuda_driver_version or gpus.cuda_driver)),
+            ("count", _value(gpus.count if "count" in gpus.model_fields_set else len(devices))),
         ],
         "devices": devices,
         "device_details": [
-            {"index": _value(d.get("index")), "rows": field_rows(d)}
-            for d in gpus.get("devices") or []
+            {"index": _value(d.index), "rows": field_rows(d.fields())} for d in gpus.devices
         ],
         "topology": [
             {
@@ -351,7 +339,7 @@ def environment(env: Mapping[str, Any]) -> dict[str, Any]:
                     for k in ("read", "write", "nvlink", "atomics")
                 },
             }
-            for t in gpus.get("topology") or []
+            for t in gpus.topology or []
             if isinstance(t, dict)
         ],
     }

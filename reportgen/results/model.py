@@ -42,6 +42,7 @@ from reportgen.campaign.levels import rate_text as rate_text
 from reportgen.campaign.levels import sorted_points as sorted_points
 from reportgen.campaign.schema import CampaignInfo, Objective
 from reportgen.campaign.workload import Repetitions, Workload
+from reportgen.observe.environment import Environment
 from reportgen.results.as_run import _info_as_run, _objective, _workload_as_run, workload_as_run
 from reportgen.results.base import _AsGiven, _Model
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
@@ -380,6 +381,12 @@ class Run(_Model):
             where = ".".join(str(x) for x in first["loc"])
             raise ValueError(f"campaign.campaign.objective.{where}: {first['msg']}") from None
         return self
+
+    @property
+    def fingerprint(self) -> Environment:
+        """``environment`` typed (``observe.environment``): host, software, GPUs, and how the
+        run reached the host, each field as its collector recorded it."""
+        return Environment.of(self.environment)
 
     # -- what the campaign said, with its defaults ------------------------------------------
 

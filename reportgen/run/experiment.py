@@ -180,7 +180,7 @@ def check(
     m = ctx.m
     entry.checks = checks_mod.run_checks(
         entry,
-        run.environment,
+        run.fingerprint,
         log_patterns=list(ctx.engine.patterns()),
         cv_bound=m.campaign.cv_bound,
         host_expect=m.host.expect.model_dump(),

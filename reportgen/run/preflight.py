@@ -8,7 +8,7 @@ from typing import Any
 from reportgen import engines
 from reportgen.campaign import Campaign
 from reportgen.errors import CampaignError, GpuError, Problem, ServerError
-from reportgen.observe import fingerprint
+from reportgen.observe.environment import Environment
 from reportgen.run import static
 from reportgen.run.plan import plan
 from reportgen.run.progress import ProgressSink
@@ -24,7 +24,7 @@ def preflight(
     engine has no help to read)."""
     m = campaign.model
     engine = engines.get(m.server.engine)
-    problems = fingerprint.host_mismatches(m.host.expect.model_dump(), environment["gpus"])
+    problems = Environment.of(environment).gpus.mismatches(m.host.expect.model_dump())
     if problems:
         raise GpuError(
             f"{campaign.path}: host.expect does not match this host: "

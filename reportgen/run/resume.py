@@ -19,6 +19,7 @@ from reportgen import results as store
 from reportgen.analysis.differences import differences, flatten
 from reportgen.campaign import Campaign
 from reportgen.errors import ResultsError
+from reportgen.observe.environment import Environment
 from reportgen.redact import REDACTED
 from reportgen.results.model import CampaignFile, Experiment, Resumption, Run
 from reportgen.results.rundir import RunDir
@@ -162,6 +163,7 @@ def continue_run(
         }
         run.campaign = campaign.model.model_dump(mode="json")
         run.campaign_file = campaign_file(campaign)
+    here = Environment.of(environment)
     run.resumed.append(
         Resumption(
             at=utc_now(),
@@ -169,9 +171,9 @@ def continue_run(
             kept=[e.id for e in entries[:n]],
             campaign_changed=changed or None,
             reportgen_version=__version__,
-            host=(environment.get("host") or {}).get("hostname"),
-            gpus=[g.get("name") for g in (environment.get("gpus") or {}).get("devices", [])],
-            gpu_uuids=[g.get("uuid") for g in (environment.get("gpus") or {}).get("devices", [])],
+            host=here.host.hostname,
+            gpus=[g.name for g in here.gpus.devices],
+            gpu_uuids=[g.uuid for g in here.gpus.devices],
         )
     )
     run.status = "running"

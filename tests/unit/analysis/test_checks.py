@@ -8,6 +8,7 @@ from typing import Any
 
 from reportgen.analysis import checks
 from reportgen.load.records import RequestRecord
+from reportgen.observe.environment import Environment
 from reportgen.results.model import Experiment
 from reportgen.results.verdicts import Check
 from tests.conftest import ROOT
@@ -24,7 +25,7 @@ def run_checks(
     """``checks.run_checks`` on the typed experiment, rows and baseline of hand-made dicts."""
     return checks.run_checks(
         Experiment.model_validate({"id": "e"} | e),
-        env,
+        None if env is None else Environment.of(env),
         rows=None if rows is None else [RequestRecord(index=i, **r) for i, r in enumerate(rows)],
         baseline=None if baseline is None else Experiment.model_validate({"id": "e"} | baseline),
         **kw,

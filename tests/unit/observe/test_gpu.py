@@ -258,10 +258,11 @@ def test_nvml_on_a_real_gpu() -> None:
 def test_the_report_shows_a_real_h200_fingerprint() -> None:
     """`reportgen fingerprint --json` as it ran on the H200, rendered into the environment
     section: host, GPU, every NVML field, and the torch stack."""
+    from reportgen.observe.environment import Environment
     from reportgen.render import text
 
     fp = json.loads((H200.parent / "h200-fingerprint.json").read_text())
-    env = text.environment(fp)
+    env = text.environment(Environment.of(fp))
     assert ("OS", "Ubuntu 24.04.3 LTS") in env["host"]
     assert env["devices"][0]["name"] == "NVIDIA H200" and env["devices"][0]["cc"] == "9.0"
     details = dict(env["device_details"][0]["rows"])
@@ -378,13 +379,13 @@ def test_a_campaign_on_four_gpus_records_and_reports_each(four_gpus: dict[str, A
 def test_the_gate_on_gpu_count_tells_one_gpu_from_four(
     four_gpus: dict[str, Any], tmp_path: Path, cache: Path
 ) -> None:
-    from reportgen.observe import fingerprint
+    from reportgen.observe.environment import Environment
 
     packages = {"software": {"packages": {"vllm": "0.11.0"}}}
-    one = fingerprint.node_summary({"gpus": FakeSource(H200).info(), **packages})
-    four = fingerprint.node_summary({"gpus": FakeSource(H200, gpus=4).info(), **packages})
-    assert fingerprint.node_mismatches(one, one) == []
-    assert fingerprint.node_mismatches(one, four) == [
+    one = Environment.of({"gpus": FakeSource(H200).info(), **packages}).node
+    four = Environment.of({"gpus": FakeSource(H200, gpus=4).info(), **packages}).node
+    assert one.mismatches(one) == []
+    assert four.mismatches(one) == [
         "GPUs 4 x NVIDIA H200 (compute capability 9.0) "
         "(the run's: 1 x NVIDIA H200 (compute capability 9.0))"
     ]
