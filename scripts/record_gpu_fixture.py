@@ -7,6 +7,11 @@ Writes what ``reportgen.observe.sources.FakeSource`` replays: NVML's view of eve
 seconds at rest, then ``--busy`` seconds while torch (when installed) multiplies bf16
 matrices on GPU 0, then ``--idle`` seconds cooling down. Also the host's fingerprint and what
 a sample costs. Needs only the standard library, nvidia-ml-py and (for the busy phase) torch.
+
+With ``--energy`` each sample row also holds NVML's total-energy counter of its GPU
+(``energy_mj``: millijoules since the driver loaded, ``nvmlDeviceGetTotalEnergyConsumption``),
+read right after the row's power, so a capture shows how often the counter moves and how it
+agrees with the integral of the sampled power.
 """
 
 from __future__ import annotations
@@ -53,18 +58,40 @@ def busy_gpu(stop: threading.Event, ready: threading.Event, note: dict[str, obje
     )
 
 
+class WithEnergy:
+    """An NVML source whose samples also hold each GPU's total-energy counter."""
+
+    def __init__(self, source: nvml.NvmlSource) -> None:
+        self.source = source
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.source, name)
+
+    def sample(self) -> list[dict[str, object]]:
+        rows = self.source.sample()
+        for row, handle in zip(rows, self.source.handles, strict=True):
+            try:
+                row["energy_mj"] = self.source.nv.nvmlDeviceGetTotalEnergyConsumption(handle)
+            except Exception as exc:  # not supported on this GPU or driver
+                row["energy_mj"] = {"error": f"{type(exc).__name__}: {exc}"}
+        return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out")
     parser.add_argument("--idle", type=float, default=2.0)
     parser.add_argument("--busy", type=float, default=4.0)
     parser.add_argument("--hz", type=float, default=20.0)
+    parser.add_argument("--energy", action="store_true", help="record energy_mj per row")
     args = parser.parse_args()
     try:
         source = nvml.NvmlSource()
     except gpu.GpuUnavailable as exc:
         print(f"record_gpu_fixture: no GPU to record: {exc}", file=sys.stderr)
         return 1
+    if args.energy:
+        source = WithEnergy(source)
     capture: dict[str, object] = {
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "hz": args.hz,
