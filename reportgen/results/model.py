@@ -25,11 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import (
-    Field,
-    ValidationError,
-    model_validator,
-)
+from pydantic import Field, ValidationError, model_validator
 
 from reportgen.campaign.base import DEFAULT_MARGIN as DEFAULT_MARGIN
 from reportgen.campaign.base import higher_is_better as higher_is_better
@@ -384,8 +380,7 @@ class Run(_Model):
 
     @property
     def fingerprint(self) -> Environment:
-        """``environment`` typed (``observe.environment``): host, software, GPUs, and how the
-        run reached the host, each field as its collector recorded it."""
+        """``environment`` typed (``observe.environment``), as its collectors recorded it."""
         return Environment.of(self.environment)
 
     # -- what the campaign said, with its defaults ------------------------------------------
