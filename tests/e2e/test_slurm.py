@@ -140,11 +140,12 @@ def test_a_node_unlike_the_runs_fails_its_check_and_its_verdict() -> None:
     """A node with another driver or another engine version than the one the run was
     fingerprinted on: its numbers are not comparable, and the check says how it differs."""
     from reportgen.analysis.checks import invalidated, node_check
+    from reportgen.observe.environment import Environment
     from reportgen.results.model import Experiment
 
     h200 = {"name": "NVIDIA H200", "compute_capability": "9.0"}
-    env = {"gpus": {"driver": "580.1", "devices": [h200]},
-           "software": {"packages": {"vllm": "0.26.0"}}}  # fmt: skip
+    env = Environment.of({"gpus": {"driver": "580.1", "devices": [h200]},
+                          "software": {"packages": {"vllm": "0.26.0"}}})  # fmt: skip
     node = {"gpus": "1 x NVIDIA H200 (compute capability 9.0)", "driver": "575.9",
             "packages": {"vllm": "0.25.1"}}  # fmt: skip
     e = Experiment(id="x", ran_on={"node": "n7", "slurm_job": "12", "fingerprint": node})
