@@ -44,6 +44,10 @@ assert Path(reportgen.__file__).resolve().parent.parent == ROOT, (
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
 )
+# ... and leaves the torch stack out of its fingerprint: a probe imports torch in a process of
+# its own (1.5 s of CPU), once for every run made as a process and every far side; the tests
+# of the probe itself unset it.
+os.environ[NO_TORCH_PROBE_ENV] = "1"
 
 
 def group_alive(pgid: int) -> bool:

@@ -93,6 +93,7 @@ def test_environment_variables_that_matter_with_secrets_redacted(
 def test_torch_stack_is_what_the_probe_saw_or_says_why_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.delenv(fingerprint.NO_TORCH_PROBE_ENV, raising=False)  # the tests' default
     try:
         version: str | None = metadata.version("torch")
     except metadata.PackageNotFoundError:
@@ -123,6 +124,7 @@ def test_torch_stack_is_what_the_probe_saw_or_says_why_not(
     monkeypatch.setenv(fingerprint.NO_TORCH_PROBE_ENV, "0")
     assert fingerprint.torch_stack() == stack
     monkeypatch.undo()
+    monkeypatch.delenv(fingerprint.NO_TORCH_PROBE_ENV, raising=False)
     # a probe that fails says why, and a version not probed before is probed anew
     monkeypatch.setattr(fingerprint, "_torch_stacks", {})
     monkeypatch.setattr(fingerprint.metadata, "version", lambda name: "0.0-test")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from reportgen.observe import gpu, nvml, sources, telemetry
+from reportgen.observe import fingerprint, gpu, nvml, sources, telemetry
 from reportgen.observe.sources import FakeSource
 from tests.builders import run_small
 from tests.conftest import ROOT, Ran, reportgen_main
@@ -156,7 +156,10 @@ def test_open_source_replays_a_capture_or_says_why_not(
 
 
 def fingerprint_cli(*args: str, capture_file: Path | None = H200) -> Ran:
-    env = {sources.CAPTURE_ENV: None if capture_file is None else str(capture_file)}
+    env = {
+        sources.CAPTURE_ENV: None if capture_file is None else str(capture_file),
+        fingerprint.NO_TORCH_PROBE_ENV: None,  # probed, as a user's fingerprint is
+    }
     return reportgen_main("fingerprint", *args, env=env)
 
 
