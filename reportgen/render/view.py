@@ -428,11 +428,10 @@ def _error_rate(run: Run) -> str:
     compared = [e for e in run.experiments if e.role == "experiment"][1:]
     if not compared:
         return ""
-    info = run.info
     levels = run.objective_count({lv.point for e in compared for lv in e.levels})
     return text.error_rate(
-        float(info.get("alpha") or 0.05),
-        str(info.get("alpha_scope") or "experiment"),
+        run.settings.alpha,
+        run.settings.alpha_scope,
         max(1, len(run.campaign.get("experiment") or []) - 1),
         levels,
     )
