@@ -198,10 +198,10 @@ def _next_steps(
                 f"Run {best.id} again with its changes taken out one at a time "
                 "(campaign.confirm = true) to see whether each still pays with the others in."
             )
-    for eid, reason in _failed(run):
-        hint = failure_hint(reason)
-        if hint:
-            out.append(f"{eid}: {hint}")
+    for e in run.experiments:
+        hint = failure_hint(e.reason or "", e.log_tail or "")
+        if hint and run.outcome(e) == "failed":
+            out.append(f"{e.id}: {hint}")
     return out
 
 

@@ -74,6 +74,7 @@ def engine_evidence(e: Experiment) -> dict[str, Any]:
         metrics.append((_run_label(lv), text))
     info = e.engine_info or {}
     files = e.model_files or {}
+    shown = e.log_tail or ""
     resolved = e.server_args_resolved or {}
     return {
         "present": bool(log or info or metrics or files),
@@ -84,7 +85,11 @@ def engine_evidence(e: Experiment) -> dict[str, Any]:
         "warning_lines": [str(x) for x in log.get("warning_lines") or []],
         "errors": int(log.get("errors") or 0),
         "errors_at_stop": int(log.get("errors_at_stop") or 0),
-        "error_lines": [str(x) for x in log.get("error_lines") or []],
+        # the lines the failure's own excerpt (its first error, its traceback) already shows
+        # are said there once
+        "error_lines": [
+            str(x) for x in log.get("error_lines") or [] if str(x).strip() not in shown
+        ],
         "metrics": metrics,
         "info": json.dumps(info, indent=1, sort_keys=True, default=str)[:6000] if info else "",
         "model_files": [(str(k), str(v)) for k, v in (files.get("files") or {}).items()]
@@ -340,14 +345,49 @@ def telemetry_gpu_rows(e: Experiment) -> list[dict[str, str]]:
     return rows
 
 
-def failure_hint(reason: str) -> str:
-    """What to change where the failure's cause is a known one."""
-    low = reason.lower()
-    if "out of memory" in low or "no available memory" in low or "no gpu memory" in low:
+# A sentence of an error message that tells the reader what to do ("Try increasing
+# `gpu_memory_utilization` ...", "Please use tensor.pin_memory() ..."): the engine's own advice.
+_ADVICE = re.compile(
+    r"(?:^|(?<=[.!:;]\s))((?:Try|Please|Consider|You (?:can|may|might|should)|"
+    r"Increase|Decrease|Reduce|Lower|Raise|Set)\b[^\n]*?)(?:\.(?=\s|$)|\n|$)"
+)
+# where the KV cache, not the run, found no room: more memory for it (or less context) helps
+_NO_KV_ROOM = (
+    "no available memory for the cache blocks",
+    "not enough memory",
+    "larger than the maximum number of tokens that can be stored in kv cache",
+    "insufficient memory for kv cache",
+)
+
+
+def engine_advice(*texts: str) -> str:
+    """The first sentence in ``texts`` (an error, then its log) in which the engine or its
+    libraries say what to do, without its final stop; "" where none does."""
+    for text in texts:
+        found = _ADVICE.search(text or "")
+        if found:
+            return " ".join(found.group(1).split())
+    return ""
+
+
+def failure_hint(reason: str, log: str = "") -> str:
+    """What to change, given why an experiment failed (``reason``) and its server's first
+    error (``log``): the engine's own advice where it gives some, quoted, else the fix its
+    cause calls for where the cause is a known one ("" where it is not)."""
+    advice = engine_advice(reason, log)
+    if advice:
+        return f"the error's own advice: \u201c{advice}\u201d"
+    low = f"{reason}\n{log}".lower()
+    if any(x in low for x in _NO_KV_ROOM):
         return (
-            "out of GPU memory: lower the KV cache's share (gpu-memory-utilization, "
-            "mem-fraction-static) or the batch limits (max-num-seqs, max-running-requests), "
-            "or raise the share where the weights did not fit"
+            "no room left for the KV cache: give it more memory (gpu-memory-utilization, "
+            "mem-fraction-static) or less to hold (max-model-len, context-length)"
+        )
+    if "out of memory" in low or "no gpu memory" in low:
+        return (
+            "out of GPU memory while it ran: lower the KV cache's share "
+            "(gpu-memory-utilization, mem-fraction-static) or the batch limits "
+            "(max-num-seqs, max-running-requests)"
         )
     if "unrecognized arguments" in low or "invalid choice" in low or "not a flag" in low:
         return "the engine rejected a flag: check it with reportgen validate"

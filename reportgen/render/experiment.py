@@ -94,13 +94,14 @@ def events(e: model.Experiment) -> list[str]:
 
 def _reason_short(e: model.Experiment) -> str:
     """A failure's reason without the server's message where the excerpt below starts with
-    it (a fatal line and its distilled traceback): said once, whole, there."""
+    it (a fatal line and its distilled traceback) or ends with it (the traceback's
+    exception): said once, whole, there."""
     head, sep, message = (e.reason or "").partition(": ")
-    tail = (e.log_tail or "").lstrip()
-    if not sep or not message.strip() or e.log_heading != DISTILLED_HEADING:
+    lines = [x.strip() for x in (e.log_tail or "").splitlines() if x.strip()]
+    if not sep or not message.strip() or e.log_heading != DISTILLED_HEADING or not lines:
         return ""
-    first = tail.splitlines()[0].strip() if tail else ""
-    if not first or not (message.strip().startswith(first[:60]) or first.startswith(message[:60])):
+    said = message.strip()
+    if not any(said.startswith(x[:60]) or x.startswith(said[:60]) for x in (lines[0], lines[-1])):
         return ""
     return f"{head}; the server's message and its traceback below."
 
@@ -239,7 +240,7 @@ def section(
         explanation=said.text if said else "",
         conclusion=said.short if said and e.parent else "",
         reason=e.reason or "",
-        hint=failure_hint(e.reason or ""),
+        hint=failure_hint(e.reason or "", e.log_tail or ""),
         reason_short=_reason_short(e),
         before_failure=_before_failure(decision),
         ran_on=_ran_on(e.ran_on),
