@@ -16,7 +16,9 @@ Pure, like ``view``: strings out, already formatted.
 
 from __future__ import annotations
 
+import math
 import shlex
+import statistics
 from collections.abc import Sequence
 
 from reportgen import metrics
@@ -205,6 +207,76 @@ def _next_steps(
     return out
 
 
+def detectable(run: Run) -> str:
+    """What the run could tell apart, per objective level: the smallest change that each
+    experiment's comparison of the objective with its parent would have decided four times in
+    five (``Comparison.mde``), their range and their median set against the margin. Where the
+    median is wider than the margin, what would narrow it: more server starts where the
+    spread between starts alone keeps it wider (the last decision's noise model, at the
+    campaign's starts per side), else about how many repetitions a side (an interval narrows
+    as the square root of the repetitions while the noise stays as measured)."""
+    by: dict[Point, list[Comparison]] = {}
+    last = None
+    for e in run.experiments:
+        d = e.decision
+        if d is None or e.role != "experiment" or d.verdict in ("failed", "baseline"):
+            continue
+        last = d.noise or last
+        for c in d.vs_parent:
+            if c.mde and c.mde > 1 and run.decides(c.point):
+                by.setdefault(c.point, []).append(c)
+    if not by:
+        return ""
+    edge = math.log1p(run.margin)
+    parts: list[str] = []
+    wider: dict[str, list[str]] = {}  # what would narrow it -> the levels it would
+    for point in sorted(by, key=lambda p: p.order):
+        mdes = sorted((c.mde or 1.0) - 1 for c in by[point])
+        low, high, mid = mdes[0], mdes[-1], statistics.median(mdes)
+        n = int(statistics.median(min(c.n_parent, c.n_child) for c in by[point]))
+        parts.append(
+            f"{point.label} ±{_pct(mid)}"
+            + ("" if _pct(low) == _pct(high) else f" ({_pct(low)}-{_pct(high)})")
+        )
+        if math.log1p(mid) <= edge:
+            continue
+        between = (last.between_sd_by_level or {}).get(point.label) if last else None
+        between = between if between is not None else (last.between_sd if last else None)
+        starts = max(1, run.settings.starts)
+        k = math.ceil(n * (math.log1p(mid) / edge) ** 2)
+        if between is not None and _Z * between * math.sqrt(2 / starts) > edge:
+            remedy = "more server starts (campaign.starts), not repetitions"
+        elif k <= MAX_REPS:
+            remedy = f"about {k} repetitions a side"
+        else:
+            remedy = (
+                f"more than {MAX_REPS} repetitions a side, so a steadier measurement (longer "
+                "levels, more server starts) rather than more of them"
+            )
+        wider.setdefault(remedy, []).append(point.label)
+    said = (
+        "Smallest change this run could decide (at 80% power, each experiment against its "
+        f"parent; the median, then the range): {'; '.join(parts)}, against a margin of "
+        f"{_pct(run.margin)}."
+    )
+    if wider:
+        said += (
+            " A true change of the margin's size would likely go undecided where the median is "
+            "wider; to see one, "
+            + "; ".join(f"at {', '.join(levels)}: {remedy}" for remedy, levels in wider.items())
+            + "."
+        )
+    return said
+
+
+_Z = 1.96 + 0.84  # a two-sided 95% interval at 80% power, in standard errors
+MAX_REPS = 200  # beyond this, "about how many" is no longer an answer (``analysis.decide``)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%" if x < 0.1 else f"{100 * x:.0f}%"
+
+
 def build(run: Run) -> Brief:
     metric = str(run.objective.get("metric") or "output_tok_s")
     key = metrics.key(metric)
@@ -232,6 +304,7 @@ def build(run: Run) -> Brief:
             unfinished=_unfinished(run),
             expectations=expectations(run),
             next_steps=_next_steps(run, None, [], columns),
+            detect=detectable(run),
         )
     cells = _cells(run, best, base, key, metric)
     # (they import this module)
@@ -260,4 +333,5 @@ def build(run: Run) -> Brief:
         expectations=expectations(run),
         next_steps=_next_steps(run, best, cells, columns),
         kv_cache=kv_cache(best, request_tokens(best)),
+        detect=detectable(run),
     )

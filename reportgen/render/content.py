@@ -48,6 +48,8 @@ class Brief:
     expectations: list[Expectation] = field(default_factory=list)
     next_steps: list[str] = field(default_factory=list)
     kv_cache: str = ""  # the best configuration's KV cache, as its engine's log said
+    # per objective level, the smallest change the run could decide, against the margin
+    detect: str = ""
     base_url: str = ""  # the configuration shown was already running there (no command)
 
 
