@@ -153,7 +153,10 @@ def _positions(series: Sequence[Series]) -> dict[Point, float]:
     }
 
 
-def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool) -> None:
+def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool, log: bool = False) -> None:
+    """Each series' means against the levels, with ±1 sd bars where ``errors``; on a log
+    axis (``log``) a bar's lower end is where the upper one is on that scale (y - sd may be
+    at or below zero, and the bar would run to the axis' floor)."""
     where = _positions(series)
     for s, (_, style) in zip(series, entries(series), strict=True):
         xs = [where[c] for c, v in zip(s.levels, s.mean[key], strict=True) if v is not None]
@@ -167,8 +170,8 @@ def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool) -> None:
                 for e, v in zip(s.sd[key], s.mean[key], strict=True)
                 if v is not None
             ]
-            lo = [y - d for y, d in zip(ys, sd, strict=True)]
             hi = [y + d for y, d in zip(ys, sd, strict=True)]
+            lo = [y * y / (y + d) if log and y > 0 else y - d for y, d in zip(ys, sd, strict=True)]
             ax.vlines(xs, lo, hi, colors=style["color"], lw=0.9, zorder=style["zorder"])
 
 
@@ -196,11 +199,15 @@ def _concurrency_axis(ax: Axes, series: Sequence[Series]) -> None:
 DECADE = 10.0  # a series spanning more than this factor gets a log axis
 
 
+def _spans_decade(values: Sequence[float | None]) -> bool:
+    positive = [float(v) for v in values if v is not None and v > 0]
+    return bool(positive) and max(positive) / min(positive) > DECADE
+
+
 def _value_axis(ax: Axes, values: Sequence[float | None]) -> None:
     """A linear axis from zero, or a log axis where the values span more than a decade (a
     linear one would flatten every series below the largest)."""
-    positive = [float(v) for v in values if v is not None and v > 0]
-    if positive and max(positive) / min(positive) > DECADE:
+    if _spans_decade(values):
         ax.set_yscale("log")
     else:
         ax.set_ylim(bottom=0)
@@ -310,10 +317,11 @@ def throughput(series: Sequence[Series]) -> Figure:
     fig = new_figure(PLOT_IN)
     ax = fig.add_subplot()
     if series:
-        _plot(ax, series, "output_tok_s", errors=True)
+        values = _values(series, "output_tok_s")
+        _plot(ax, series, "output_tok_s", errors=True, log=_spans_decade(values))
         _concurrency_axis(ax, series)
         ax.set_ylabel("output tokens / s")
-        _value_axis(ax, _values(series, "output_tok_s"))
+        _value_axis(ax, values)
     else:
         empty(ax, "no successful experiment to plot")
     ax.set_title("Output throughput (mean ± sd across repetitions)", loc="left")
@@ -333,10 +341,11 @@ def latency(series: Sequence[Series]) -> Figure:
         (axes[1][1], "itl_ms_p99", "Inter-token latency, p99"),
     ):
         if series:
-            _plot(ax, series, key, errors=True)
+            values = _values(series, key)
+            _plot(ax, series, key, errors=True, log=_spans_decade(values))
             _concurrency_axis(ax, series)
             ax.set_ylabel("ms")
-            _value_axis(ax, _values(series, key))
+            _value_axis(ax, values)
         else:
             empty(ax, "no data")
         ax.set_title(title, loc="left")
