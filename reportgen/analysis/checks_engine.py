@@ -131,13 +131,15 @@ SPEC_AGREE = 0.2  # the log's mean acceptance length within this of the counters
 def spec_length(level: Level, counters: Mapping[str, str]) -> tuple[float | None, float | None]:
     """One level run's speculative decoding from the engine's counters: (mean accepted
     length, acceptance rate), 1 + accepted / draft rounds and accepted / proposed, or the
-    engine's acceptance-length gauge; None where it exported neither."""
+    engine's acceptance-length gauge; None where it exported neither, or where nothing was
+    speculated (SGLang exports its gauge as 0 then: a length is at least one token a step)."""
     drafts = _counter(level, counters.get("spec_drafts"))
     proposed = _counter(level, counters.get("spec_draft_tokens"))
     accepted = _counter(level, counters.get("spec_accepted"))
     gauge_name = counters.get("spec_accept_length")
     gauges = (level.engine_metrics or {}).get("gauges") or {}
     gauge = next((float(v) for k, v in gauges.items() if str(k).split("{")[0] == gauge_name), None)
+    gauge = gauge if gauge is not None and gauge >= 1 else None
     length = 1 + accepted / drafts if drafts and accepted is not None else gauge
     rate = accepted / proposed if proposed and accepted is not None else None
     return length, rate

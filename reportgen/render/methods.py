@@ -170,7 +170,12 @@ def methods(
         )
     elif wl.fresh_server:
         load.append("A fresh server was started and warmed up for every repetition.")
-    if starts > 1 and low >= 2 and not wl.fresh_server and not interleave:
+    # as the run did it: a server already running (bench) is one start whatever was asked
+    started = max(
+        (sum(s.role == "experiment" for s in e.sessions) for e in exps if e.base_url is None),
+        default=0,
+    )
+    if min(starts, low, started) > 1 and not wl.fresh_server and not interleave:
         load.append(
             f"Each experiment's repetitions were split over {min(starts, low)} server starts "
             "(in order: the first repetitions of every level on one server, the rest on the "

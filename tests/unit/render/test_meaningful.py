@@ -1,0 +1,39 @@
+"""The report claims only what the run did: a bench run against one running server does not
+say its repetitions were split over server starts, and a server that speculated nothing gets
+no table of accepted lengths (SGLang exports its acceptance-length gauge as 0 then)."""
+
+from __future__ import annotations
+
+import lzma
+
+from reportgen.analysis.checks_engine import spec_length
+from reportgen.engines import get
+from reportgen.results.levels import Level
+from tests.conftest import ROOT
+
+EXAMPLES = ROOT / "docs" / "examples"
+
+
+def page(name: str) -> str:
+    return lzma.decompress((EXAMPLES / name / "report.html.xz").read_bytes()).decode()
+
+
+def test_one_running_server_is_not_called_two_starts() -> None:
+    bench = page("bench-sglang-h200")  # `reportgen bench` of a server already running
+    assert "split over" not in bench
+    # the campaign that started each experiment's server twice says so
+    assert "repetitions were split over 2 server starts" in page("sglang-h200")
+
+
+def test_nothing_speculated_gives_no_acceptance_table() -> None:
+    assert "accepted length</th>" not in page("bench-sglang-h200")
+    counters = dict(get("sglang").counters)
+    gauge = counters["spec_accept_length"]
+    zero = Level.model_validate(
+        {"concurrency": 1, "repetition": 0, "engine_metrics": {"gauges": {gauge: 0.0}}}
+    )
+    assert spec_length(zero, counters) == (None, None)
+    two = Level.model_validate(
+        {"concurrency": 1, "repetition": 0, "engine_metrics": {"gauges": {gauge: 2.4}}}
+    )
+    assert spec_length(two, counters) == (2.4, None)
