@@ -111,12 +111,13 @@ class Chart:
         return figures.WIDTH_IN * 72, height * 72
 
 
-def overview(series: Sequence[Series], gpus: int = 1) -> list[Chart]:
-    """The campaign-wide charts (section 3); ``gpus``: the host's, for throughput per GPU."""
+def overview(series: Sequence[Series], gpus: int = 1, bounds: figures.Bounds = ()) -> list[Chart]:
+    """The campaign-wide charts (section 3); ``gpus``: the host's, for throughput per GPU;
+    ``bounds``: the lines a rate search's SLO draws across the panels it bounds."""
     legend = tuple(figures.entries(series))
     return [
-        Chart("throughput", "throughput", (series,), legend),
-        Chart("latency", "latency", (series,), legend),
+        Chart("throughput", "throughput", (series, tuple(bounds)), legend),
+        Chart("latency", "latency", (series, tuple(bounds)), legend),
         Chart("tradeoff", "tradeoff", (series, gpus), legend),
     ]
 

@@ -312,13 +312,31 @@ def _pair(kind: str, reuse: bool, sharex: bool = False) -> tuple[Figure, Axes, A
     return fig, left, right
 
 
-def throughput(series: Sequence[Series]) -> Figure:
-    """Output tok/s against concurrency, one line per successful experiment, ±1 sd bars."""
+# A bound drawn across a panel: (the aggregate key it bounds, its value, its label), e.g.
+# ("ttft_ms_p99", 200.0, "bound: ttft_ms.p99<200"), the rate search's SLO
+Bounds = Sequence[tuple[str, float, str]]
+
+
+def _bound_lines(ax: Axes, key: str, bounds: Bounds) -> None:
+    for bounded, value, label in bounds:
+        if bounded == key:
+            ax.axhline(value, color="#b3261e", linestyle="--", linewidth=1.0, zorder=2)
+            ax.annotate(
+                label, (1.0, value), xycoords=("axes fraction", "data"), xytext=(-2, 2),
+                textcoords="offset points", ha="right", va="bottom", fontsize=7,
+                color="#b3261e",
+            )  # fmt: skip
+
+
+def throughput(series: Sequence[Series], bounds: Bounds = ()) -> Figure:
+    """Output tok/s against concurrency, one line per successful experiment, ±1 sd bars, and
+    a bound on it where the run searched under one (``bounds``)."""
     fig = new_figure(PLOT_IN)
     ax = fig.add_subplot()
     if series:
         values = _values(series, "output_tok_s")
         _plot(ax, series, "output_tok_s", errors=True, log=_spans_decade(values))
+        _bound_lines(ax, "output_tok_s", bounds)
         _concurrency_axis(ax, series)
         ax.set_ylabel("output tokens / s")
         _value_axis(ax, values)
@@ -330,8 +348,9 @@ def throughput(series: Sequence[Series]) -> Figure:
     return fig
 
 
-def latency(series: Sequence[Series]) -> Figure:
-    """TTFT and ITL, p50 and p99, against concurrency: four panels sharing one legend."""
+def latency(series: Sequence[Series], bounds: Bounds = ()) -> Figure:
+    """TTFT and ITL, p50 and p99, against concurrency: four panels sharing one legend, each
+    with the bound on it where the run searched under one (``bounds``)."""
     fig = new_figure(LATENCY_IN)
     axes = fig.subplots(2, 2)
     for ax, key, title in (
@@ -343,6 +362,7 @@ def latency(series: Sequence[Series]) -> Figure:
         if series:
             values = _values(series, key)
             _plot(ax, series, key, errors=True, log=_spans_decade(values))
+            _bound_lines(ax, key, bounds)
             _concurrency_axis(ax, series)
             ax.set_ylabel("ms")
             _value_axis(ax, values)

@@ -15,11 +15,13 @@ from markupsafe import Markup
 
 from reportgen import results as results_mod
 from reportgen.analysis import summary
+from reportgen.campaign.bounds import parse
 from reportgen.errors import RenderError
 from reportgen.render import charts, exports, html, view
 from reportgen.render import pdf as printer  # `render` has a parameter named pdf
 from reportgen.render.content import Report
 from reportgen.results import rundir
+from reportgen.results.as_run import workload_as_run
 from reportgen.results.embed import embed, table_hashes
 from reportgen.results.model import Point, Run, sorted_points
 from reportgen.results.rundir import RunDir
@@ -67,6 +69,18 @@ class Pages:
     chart_pdfs: Mapping[str, bytes] = field(default_factory=dict)
 
 
+def slo_lines(run: Run) -> list[tuple[str, float, str]]:
+    """The bounds a search for the highest level (``workload.find_max``) held the levels to,
+    as lines across the charts' panels: (the aggregate key, the value, its label)."""
+    search = workload_as_run(run.default_workload).find_max
+    if search is None:
+        return []
+    return [
+        (f"{b.metric}_{b.stat}" if b.stat else b.metric, b.value, f"the search's bound: {b}")
+        for b in parse(search.slo)
+    ]
+
+
 def chart_list(
     report: Report,
     run: Run,
@@ -76,7 +90,8 @@ def chart_list(
     """Every chart of the report: the campaign's, then each experiment's distributions and
     telemetry where it has them."""
     levels = {e.id: sorted_points(lv.point for lv in e.levels) for e in run.experiments}
-    out = charts.overview(report.series, gpus=len(report.environment.get("devices") or []) or 1)
+    gpus = len(report.environment.get("devices") or []) or 1
+    out = charts.overview(report.series, gpus=gpus, bounds=slo_lines(run))
     for e in report.experiments:
         dist = (latencies or {}).get(e.id)
         if dist:

@@ -3,12 +3,16 @@ and there a ±1 sd bar larger than its mean must not run down to the axis' floor
 
 from __future__ import annotations
 
+import lzma
+
+from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from reportgen.render import figures
 from reportgen.render.content import Series
 from reportgen.results.model import Point
+from tests.conftest import ROOT
 
 
 def series(name: str, index: int, means: list[float], sds: list[float]) -> Series:
@@ -51,3 +55,36 @@ def test_on_a_linear_axis_a_bar_is_the_mean_plus_or_minus_its_sd() -> None:
     fig = figures.throughput([series("baseline", 1, [430, 470, 500], [5, 40, 90])])
     assert fig.axes[0].get_yscale() == "linear" and fig.axes[0].get_ylim()[0] == 0
     assert (425.0, 435.0) in bars(fig) and (410.0, 590.0) in bars(fig)
+
+
+def latency_series() -> Series:
+    keys = ("ttft_ms_p50", "ttft_ms_p99", "itl_ms_p50", "itl_ms_p99")
+    return Series(
+        id="baseline",
+        index=1,
+        is_baseline=True,
+        is_best=False,
+        levels=[Point(1), Point(16), Point(64)],
+        mean={k: [20.0, 60.0, 180.0] for k in keys},
+        sd={k: [1.0, 2.0, 3.0] for k in keys},
+    )
+
+
+def test_a_searched_bound_is_drawn_across_the_panel_it_bounds() -> None:
+    """A rate search held its levels to TTFT p99 < 200 ms: that panel shows the line."""
+    fig = figures.latency([latency_series()], bounds=[("ttft_ms_p99", 200.0, "bound")])
+    titles = {ax.get_title(loc="left"): ax for ax in fig.axes if ax.get_title(loc="left")}
+
+    def flat(ax: Axes) -> list[float]:  # the horizontal lines drawn on a panel
+        return [float(ys[0]) for line in ax.lines if len(set(ys := list(line.get_ydata()))) == 1]
+
+    assert flat(titles["Time to first token, p99"]) == [200.0]
+    assert flat(titles["Time to first token, p50"]) == []
+    assert any(t.get_text() == "bound" for t in titles["Time to first token, p99"].texts)
+
+
+def test_the_rate_search_example_draws_its_bound() -> None:
+    page = lzma.decompress(
+        (ROOT / "docs/examples/bench-rate-search-sglang-h200/report.html.xz").read_bytes()
+    ).decode()
+    assert "the search's bound: ttft_ms.p99&lt;200" in page  # in the latency chart's SVG
