@@ -22,6 +22,7 @@ import statistics
 from collections.abc import Sequence
 
 from reportgen import metrics
+from reportgen.analysis.decide import MAX_REPS, POWER
 from reportgen.metrics import REGISTRY
 from reportgen.render.content import Brief, BriefCell
 from reportgen.render.evidence import failure_hint, kv_cache
@@ -271,8 +272,8 @@ def detectable(run: Run) -> str:
     return said
 
 
-_Z = 1.96 + 0.84  # a two-sided 95% interval at 80% power, in standard errors
-MAX_REPS = 200  # beyond this, "about how many" is no longer an answer (``analysis.decide``)
+# a change a two-sided 95% interval tells from none four times in five, in standard errors
+_Z = statistics.NormalDist().inv_cdf(0.975) + statistics.NormalDist().inv_cdf(POWER)
 
 
 def _pct(x: float) -> str:
