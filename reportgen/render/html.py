@@ -103,9 +103,16 @@ def render_page(
         "obj": report.objective,
         "charts": charts,
         "css": stylesheet(),
-        "sections": SECTIONS,
+        "sections": (shown := sections(report)),
+        "number": {anchor: i + 1 for i, (anchor, _) in enumerate(shown)},
     }
     return environment().get_template(TEMPLATE).render(context)
+
+
+def sections(report: Report) -> list[tuple[str, str]]:
+    """The report's sections, in order: all of them but the references where the campaign
+    names none (an empty section is a page of boilerplate in print)."""
+    return [s for s in SECTIONS if s[0] != "references" or report.references]
 
 
 # The table of contents and the section anchors, in report order.

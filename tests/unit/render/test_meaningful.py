@@ -5,6 +5,7 @@ no table of accepted lengths (SGLang exports its acceptance-length gauge as 0 th
 from __future__ import annotations
 
 import lzma
+import re
 
 from reportgen.analysis.checks_engine import spec_length
 from reportgen.engines import get
@@ -37,3 +38,15 @@ def test_nothing_speculated_gives_no_acceptance_table() -> None:
         {"concurrency": 1, "repetition": 0, "engine_metrics": {"gauges": {gauge: 2.4}}}
     )
     assert spec_length(two, counters) == (2.4, None)
+
+
+def test_an_empty_references_section_is_left_out_and_the_rest_numbered_on() -> None:
+    bench = page("bench-sglang-h200")  # its campaign names no [[reference]]
+    assert 'id="references"' not in bench and "names no reference numbers" not in bench
+    numbered = re.findall(r"<h2>(\d)\. ([^<]+)</h2>", bench)
+    assert [int(n) for n, _ in numbered] == list(range(1, len(numbered) + 1))
+    assert ("4", "Assumptions checked") in numbered
+    toc = bench[bench.index('<nav class="toc"') : bench.index("</nav>")]
+    assert "References" not in toc and toc.count("<li>") == len(numbered)
+    golden = (ROOT / "tests" / "golden" / "sample-report.html").read_text()
+    assert "<h2>4. References</h2>" in golden and "<h2>5. Assumptions checked</h2>" in golden
