@@ -73,6 +73,7 @@ def recheck(
     info = campaign.get("campaign") or {}
     host_expect = (campaign.get("host") or {}).get("expect") or {}
     baseline = run.baseline
+    environment = run.fingerprint  # typed once: the same for every experiment
     changed: dict[str, dict[str, str]] = {}
     for entry in run.experiments:
         if not entry.checks and entry.status != "ok":
@@ -96,7 +97,7 @@ def recheck(
         before = {c.id: c.status for c in entry.checks}
         entry.checks = checks_mod.run_checks(
             entry,
-            run.fingerprint,
+            environment,
             log_patterns=list(patterns),
             cv_bound=float(info.get("cv_bound", checks_mod.CV_BOUND)),
             host_expect=host_expect,

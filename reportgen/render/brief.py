@@ -204,8 +204,7 @@ def _next_steps(
                 "(campaign.confirm = true) to see whether each still pays with the others in."
             )
     for e in run.experiments:
-        hint = failure_hint(e.reason or "", e.log_tail or "")
-        if hint and run.outcome(e) == "failed":
+        if run.outcome(e) == "failed" and (hint := failure_hint(e.reason or "", e.log_tail or "")):
             out.append(f"{e.id}: {hint}")
     return out
 

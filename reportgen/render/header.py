@@ -47,6 +47,7 @@ def run_dir_hint(run: Run) -> str:
 
 def header(run: Run) -> Header:
     info = run.info
+    env = run.fingerprint
     reason = run.status_reason
     if not reason:
         reason = {
@@ -73,9 +74,9 @@ def header(run: Run) -> Header:
         simulated=run.engine.simulated,
         simulated_notice=SIMULATED_NOTICE,
         engine=run.engine.name or NONE,
-        host=host_line(run.fingerprint),
+        host=host_line(env),
         external_notice=external_notice(run),
-        resumed="; ".join(resumed(x, run.fingerprint.gpus.uuids) for x in run.resumed),
+        resumed="; ".join(resumed(x, env.gpus.uuids) for x in run.resumed),
     )
 
 

@@ -175,9 +175,10 @@ def methods(
         (sum(s.role == "experiment" for s in e.sessions) for e in exps if e.base_url is None),
         default=0,
     )
-    if min(starts, low, started) > 1 and not wl.fresh_server and not interleave:
+    split = min(starts, low, started)
+    if split > 1 and not wl.fresh_server and not interleave:
         load.append(
-            f"Each experiment's repetitions were split over {min(starts, low)} server starts "
+            f"Each experiment's repetitions were split over {split} server starts "
             "(in order: the first repetitions of every level on one server, the rest on the "
             "next), so the run measures how much two starts of one configuration differ "
             "(memory placement, clocks, compiled-kernel caches), which repetitions on one "

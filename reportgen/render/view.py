@@ -81,7 +81,8 @@ def build(run: Run) -> Report:
     ]
     path = run.campaign_file.path or "campaign.toml"
     levels = sorted_points(lv.point for e in exps for lv in e.levels)
-    gpus = run.fingerprint.gpus.devices
+    env = run.fingerprint
+    gpus = env.gpus.devices
     return Report(
         header=header(run),
         objective=objective,
@@ -101,7 +102,7 @@ def build(run: Run) -> Report:
             if _drawn(e)
         ],
         references=_references(run.campaign.get("reference") or [], run, len(gpus)),
-        environment=text.environment(run.fingerprint),
+        environment=text.environment(env),
         methods=methods.methods(
             run.workload,
             exps,

@@ -1,33 +1,36 @@
 """The report claims only what the run did: a bench run against one running server does not
-say its repetitions were split over server starts, and a server that speculated nothing gets
-no table of accepted lengths (SGLang exports its acceptance-length gauge as 0 then)."""
+say its repetitions were split over server starts, a server that speculated nothing gets no
+table of accepted lengths (SGLang exports its acceptance-length gauge as 0 then), and a
+campaign that names no published numbers gets no References section."""
 
 from __future__ import annotations
 
 import lzma
 import re
+import shutil
+from pathlib import Path
 
+from reportgen import results
 from reportgen.analysis.checks_engine import spec_length
 from reportgen.engines import get
+from reportgen.render import view
 from reportgen.results.levels import Level
-from tests.conftest import ROOT
+from tests.conftest import ROOT, reportgen_main
 
 EXAMPLES = ROOT / "docs" / "examples"
-
-
-def page(name: str) -> str:
-    return lzma.decompress((EXAMPLES / name / "report.html.xz").read_bytes()).decode()
+BENCH = EXAMPLES / "bench-sglang-h200"  # `reportgen bench` of an SGLang server already running
 
 
 def test_one_running_server_is_not_called_two_starts() -> None:
-    bench = page("bench-sglang-h200")  # `reportgen bench` of a server already running
-    assert "split over" not in bench
+    said = " ".join(view.build(results.load(BENCH)).methods.load)
+    assert "split over" not in said
     # the campaign that started each experiment's server twice says so
-    assert "repetitions were split over 2 server starts" in page("sglang-h200")
+    campaign = " ".join(view.build(results.load(EXAMPLES / "sglang-h200")).methods.load)
+    assert "repetitions were split over 2 server starts" in campaign
 
 
 def test_nothing_speculated_gives_no_acceptance_table() -> None:
-    assert "accepted length</th>" not in page("bench-sglang-h200")
+    assert all(e.spec == [] for e in view.build(results.load(BENCH)).experiments)
     counters = dict(get("sglang").counters)
     gauge = counters["spec_accept_length"]
     zero = Level.model_validate(
@@ -40,8 +43,12 @@ def test_nothing_speculated_gives_no_acceptance_table() -> None:
     assert spec_length(two, counters) == (2.4, None)
 
 
-def test_an_empty_references_section_is_left_out_and_the_rest_numbered_on() -> None:
-    bench = page("bench-sglang-h200")  # its campaign names no [[reference]]
+def test_an_empty_references_section_is_left_out_and_the_rest_numbered_on(
+    tmp_path: Path,
+) -> None:
+    copy = shutil.copytree(BENCH, tmp_path / "run")  # its campaign names no [[reference]]
+    assert reportgen_main("render", copy, "--no-pdf").returncode == 0
+    bench = lzma.decompress((copy / "report.html.xz").read_bytes()).decode()
     assert 'id="references"' not in bench and "names no reference numbers" not in bench
     numbered = re.findall(r"<h2>(\d)\. ([^<]+)</h2>", bench)
     assert [int(n) for n, _ in numbered] == list(range(1, len(numbered) + 1))
