@@ -1,11 +1,22 @@
 """reportgen: reproducible LLM-serving tuning campaigns and their engineering reports."""
 
-from importlib.metadata import PackageNotFoundError, version
+from functools import cache
+from typing import Any
+
+
+@cache
+def _version() -> str:
+    """The installed distribution's version; from a source tree that was never installed (as
+    on a GPU host where only the source was copied), pyproject.toml's with "+source"."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("reportgen")
+    except PackageNotFoundError:
+        return _source_version()
 
 
 def _source_version() -> str:
-    """The version in the source tree's pyproject.toml (run from a checkout, not installed,
-    as on a GPU host where only the source was copied)."""
     import tomllib
     from pathlib import Path
 
@@ -16,9 +27,12 @@ def _source_version() -> str:
         return "0.0.0+unknown"
 
 
-try:
-    __version__ = version("reportgen")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = _source_version()
+def __getattr__(name: str) -> Any:
+    # read when first asked for, not at import: importlib.metadata costs every process that
+    # imports the package (the simulator, the reaper, the far side of SSH) about 40 ms
+    if name == "__version__":
+        return _version()
+    raise AttributeError(f"module 'reportgen' has no attribute {name!r}")
+
 
 __all__ = ["__version__"]
