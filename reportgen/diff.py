@@ -357,8 +357,8 @@ def _experiment_setup(
     gate += _differences("model", _model(a), _model(b), "", one)
     gate += _differences("workload", a.workload, b.workload, "workload", one)
     other += _differences("server arguments", a.args, b.args, "", one)
-    resolved_a = evidence.server_args((a.log_evidence or {}).get("found") or {})
-    resolved_b = evidence.server_args((b.log_evidence or {}).get("found") or {})
+    resolved_a = evidence.server_args(a.log_evidence.found if a.log_evidence else {})
+    resolved_b = evidence.server_args(b.log_evidence.found if b.log_evidence else {})
     other += _differences("resolved server arguments", resolved_a, resolved_b, "", one)
     other += _differences("environment variables", a.env, b.env, "", one)
     if a.args == b.args and a.command != b.command:

@@ -208,7 +208,8 @@ def _check_telemetry(out: Verification, run: Run, run_dir: Path, found: Mapping[
                 continue  # a level the runner could not place on the telemetry's clock
             fresh = telemetry.window(rows, w.t0_monotonic, w.end)
             windows += 1
-            if lv.telemetry is None or not _close(lv.telemetry, fresh):
+            kept = None if lv.telemetry is None else [g.model_dump() for g in lv.telemetry]
+            if kept is None or not _close(kept, fresh):
                 where = f"{e.id} {lv.point.label} repetition {lv.repetition + 1}"
                 problems.append(f"{where}: GPU telemetry window")
     if windows or problems:

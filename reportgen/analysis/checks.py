@@ -145,7 +145,9 @@ def run_checks(
         out.append(token_agreement(entry.levels, counters or {}))
         out.append(prefix_cache(entry.levels, counters or {}, prefix_expect))
         out += spec_agreement(
-            entry.levels, counters or {}, (entry.log_evidence or {}).get("spec_accept_length")
+            entry.levels,
+            counters or {},
+            entry.log_evidence.spec_accept_length if entry.log_evidence else None,
         )
     out.append(server_stable(entry))
     out += starts_agree(entry, known, metric)

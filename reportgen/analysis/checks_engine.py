@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from statistics import fmean
-from typing import Any
 
+from reportgen.results.engine_log import LogValues
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point, sorted_points
 from reportgen.results.verdicts import Check
@@ -146,23 +146,23 @@ def spec_length(level: Level, counters: Mapping[str, str]) -> tuple[float | None
 
 
 def spec_agreement(
-    levels: Sequence[Level], counters: Mapping[str, str], log: Mapping[str, Any] | None
+    levels: Sequence[Level], counters: Mapping[str, str], log: LogValues | None
 ) -> list[Check]:
     """The server log's own acceptance length (vLLM's "Mean acceptance length", SGLang's
     "accept len") against the one its counters give over the levels; nothing when either is
     missing (no speculative decoding)."""
     lengths = [x for x in (spec_length(lv, counters)[0] for lv in levels) if x is not None]
-    if not lengths or not log or not log.get("count"):
+    if not lengths or not log or not log.count:
         return []
     from_counters = sum(lengths) / len(lengths)
-    from_log = float(log["mean"])
+    from_log = log.mean
     off = abs(from_log / from_counters - 1) if from_counters else math.inf
     return [
         Check(
             id="spec_agreement",
             title="The log's acceptance length agrees with the counters'",
             status="pass" if off <= SPEC_AGREE else "warn",
-            evidence=f"log: mean {from_log:.2f} over {log['count']} line(s); counters: mean "
+            evidence=f"log: mean {from_log:.2f} over {log.count} line(s); counters: mean "
             f"{from_counters:.2f} over {len(lengths)} level run(s) ({off:.0%} apart; bound "
             f"{SPEC_AGREE:.0%})",
             hint=""

@@ -372,16 +372,11 @@ def _telemetry_checks(entry: Experiment) -> list[Check]:
                 evidence="no GPU telemetry",
             ),
         ]
-    slow = max(float(w.get("slowdown_share") or 0) for w in windows)
+    slow = max(w.slowdown_share or 0.0 for w in windows)
     reasons = sorted(
-        {
-            name
-            for w in windows
-            for name in (w.get("clock_events") or {})
-            if name not in NOT_SLOWDOWNS
-        }
+        {name for w in windows for name in w.clock_events if name not in NOT_SLOWDOWNS}
     )
-    cvs = [float(w["sm_clock_cv_busy"]) for w in windows if w.get("sm_clock_cv_busy")]
+    cvs = [w.sm_clock_cv_busy for w in windows if w.sm_clock_cv_busy]
     top = max(cvs) if cvs else 0.0
     return [
         Check(

@@ -269,7 +269,7 @@ def campaign_checks(entry: Experiment) -> list[Check]:
     """The campaign's own checks: a log line that must appear or must not, a bound on a
     metric (fail when not held; skip when there is nothing to judge). Each says whether its
     failure invalidates the verdict (``invalidates``)."""
-    found = (entry.log_evidence or {}).get("found") or {}
+    found = entry.log_evidence.found if entry.log_evidence else {}
     out = []
     for i, c in enumerate(entry.campaign_checks):
         if c.get("metric"):
@@ -342,7 +342,7 @@ def cuda_graphs(
     off on purpose (``engines.Engine.graphs_disabled``): nothing to warn about then."""
     if "cuda_graph_captured" not in log_patterns or entry.status != "ok" or entry.base_url:
         return []  # (a server reportgen did not start: its log is not here)
-    found = (entry.log_evidence or {}).get("found") or {}
+    found = entry.log_evidence.found if entry.log_evidence else {}
     line = found.get("cuda_graph_captured")
     disabled = found.get("cuda_graph_disabled")
     status: Status

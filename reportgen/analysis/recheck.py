@@ -24,6 +24,7 @@ from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence
 from reportgen.redact import redact_text
 from reportgen.results import store
+from reportgen.results.engine_log import LogValues
 from reportgen.results.model import Run
 
 
@@ -88,11 +89,11 @@ def recheck(
             if entry.status == "failed" or entry.log_heading:
                 _failure_again(entry, engine, text)
             found = evidence.log_evidence(text, ours)["found"]
-            entry.log_evidence["found"] = found
+            entry.log_evidence.found = found
             entry.server_args_resolved = evidence.server_args(found)
             accept = evidence.log_values(text, engine.spec_accept_log)
             if accept is not None:
-                entry.log_evidence["spec_accept_length"] = accept
+                entry.log_evidence.spec_accept_length = LogValues.model_validate(accept)
         wl = Workload.model_validate(entry.workload or run.default_workload)
         before = {c.id: c.status for c in entry.checks}
         entry.checks = checks_mod.run_checks(

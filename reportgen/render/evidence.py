@@ -2,9 +2,10 @@
 engine's own evidence (log lines, info endpoints, Prometheus counters, model files), its
 speculative decoding, and the GPU telemetry by level.
 
-These read the free-form parts of the results (``log_evidence``, ``engine_info``,
-``engine_metrics``, ``model_files``, each level's ``telemetry``): dicts as their collectors
-in ``reportgen.observe`` wrote them. Pure, like ``view``.
+These read the server log's evidence (``LogEvidence``), each level's GPU windows
+(``GpuWindow``) and the parts still free-form (``engine_info``, ``engine_metrics``,
+``model_files``: dicts as their collectors in ``reportgen.observe`` wrote them). Pure, like
+``view``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 from reportgen.analysis.checks_engine import spec_length
 from reportgen.render.fmt import NONE, fmt_num, level_cell
-from reportgen.results.levels import Level
+from reportgen.results.engine_log import LogEvidence
+from reportgen.results.levels import GpuWindow, Level, Which, sampled
 from reportgen.results.model import Experiment, Point
 
 MAX_COUNTERS = 12  # engine counters shown per level; the rest are in results.json
@@ -35,7 +37,7 @@ def kv_cache(e: Experiment, tokens_per_request: int | None = None) -> str:
     ``tokens_per_request`` (the workload's input plus output), how many such requests fit
     in it at once: what bounds concurrency before the batch limits do. "" when the log did
     not say."""
-    line = str(((e.log_evidence or {}).get("found") or {}).get("kv_cache") or "")
+    line = e.log_evidence.line("kv_cache") if e.log_evidence else ""
     got = _KV_TOKENS.search(line)
     if got is None:
         return ""
@@ -55,9 +57,9 @@ def kv_cache(e: Experiment, tokens_per_request: int | None = None) -> str:
 def engine_evidence(e: Experiment) -> dict[str, Any]:
     """The engine's own evidence: what its log said, its info endpoints, its counters by
     level, and its model files."""
-    log = e.log_evidence or {}
-    found = [(str(k), str(v)) for k, v in (log.get("found") or {}).items() if v]
-    missing = [str(k) for k, v in (log.get("found") or {}).items() if not v]
+    log = e.log_evidence or LogEvidence()
+    found = [(str(k), str(v)) for k, v in log.found.items() if v]
+    missing = [str(k) for k, v in log.found.items() if not v]
     metrics = []
     for lv in e.levels:
         em = lv.engine_metrics
@@ -77,19 +79,17 @@ def engine_evidence(e: Experiment) -> dict[str, Any]:
     shown = e.log_tail or ""
     resolved = e.server_args_resolved or {}
     return {
-        "present": bool(log or info or metrics or files),
+        "present": bool(e.log_evidence or info or metrics or files),
         "server_args": [(str(k), str(v)) for k, v in sorted(resolved.items())],
         "found": found,
         "missing": missing,
-        "warnings": int(log.get("warnings") or 0),
-        "warning_lines": [str(x) for x in log.get("warning_lines") or []],
-        "errors": int(log.get("errors") or 0),
-        "errors_at_stop": int(log.get("errors_at_stop") or 0),
+        "warnings": log.warnings,
+        "warning_lines": log.warning_lines,
+        "errors": log.errors,
+        "errors_at_stop": log.errors_at_stop,
         # the lines the failure's own excerpt (its first error, its traceback) already shows
         # are said there once
-        "error_lines": [
-            str(x) for x in log.get("error_lines") or [] if str(x).strip() not in shown
-        ],
+        "error_lines": [x for x in log.error_lines if x.strip() not in shown],
         "metrics": metrics,
         "info": json.dumps(info, indent=1, sort_keys=True, default=str)[:6000] if info else "",
         "model_files": [(str(k), str(v)) for k, v in (files.get("files") or {}).items()]
@@ -125,12 +125,12 @@ def spec_rows(e: Experiment, counters: Mapping[str, str]) -> list[tuple[str, str
 
 def spec_log(e: Experiment) -> str:
     """What the server log said of speculative decoding over the whole run, or ""."""
-    got = (e.log_evidence or {}).get("spec_accept_length")
+    got = e.log_evidence.spec_accept_length if e.log_evidence else None
     if not got:
         return ""
     return (
-        f"the server log's acceptance length over {got['count']} decode line(s): mean "
-        f"{got['mean']:.2f}, from {got['min']:.2f} to {got['max']:.2f}"
+        f"the server log's acceptance length over {got.count} decode line(s): mean "
+        f"{got.mean:.2f}, from {got.min:.2f} to {got.max:.2f}"
     )
 
 
@@ -170,10 +170,8 @@ def telemetry_idle(e: Experiment) -> str:
     launches set the pace, not the GPU. Empty otherwise."""
     by_level: dict[Point, list[float]] = {}
     for lv in e.levels:
-        for g in lv.telemetry or []:
-            value = (g.get("util_gpu_pct") or {}).get("mean")
-            if value is not None:
-                by_level.setdefault(lv.point, []).append(float(value))
+        for value in sampled(lv.telemetry or [], "util_gpu_pct", "mean"):
+            by_level.setdefault(lv.point, []).append(value)
     if not by_level:
         return ""
     means = [sum(v) / len(v) for v in by_level.values()]
@@ -195,35 +193,32 @@ def telemetry_overview(exps: Sequence[Experiment], levels: Sequence[Point]) -> l
     and the clock events seen: the print report's one telemetry table."""
     rows = []
     for e in exps:
-        per: dict[Point, list[dict[str, Any]]] = {}
+        per: dict[Point, list[GpuWindow]] = {}
         for lv in e.levels:
             if lv.aborted or (lv.summary.requests and not lv.summary.ok):
                 continue  # not a measurement of the configuration
-            per.setdefault(lv.point, []).extend(g for g in lv.telemetry or [] if g.get("samples"))
+            per.setdefault(lv.point, []).extend(g for g in lv.telemetry or [] if g.samples)
         per = {c: gs for c, gs in per.items() if gs}
         if not per:
             continue
         every = [g for gs in per.values() for g in gs]
 
-        def values(gpus: Sequence[dict[str, Any]], name: str, which: str) -> list[float]:
-            return [float(v) for g in gpus if (v := (g.get(name) or {}).get(which)) is not None]
-
-        def at_levels(name: str, per: dict[Point, list[dict[str, Any]]] = per) -> list[str]:
+        def at_levels(name: str, per: dict[Point, list[GpuWindow]] = per) -> list[str]:
             out = []
             for c in levels:
-                got = values(per.get(c, []), name, "mean")
+                got = sampled(per.get(c, []), name, "mean")
                 out.append(f"{sum(got) / len(got):.0f}" if got else NONE)
             return out
 
-        memory = values(every, "mem_used_bytes", "max")
-        low = min(values(every, "sm_clock_mhz", "min"), default=None)
-        high = max(values(every, "sm_clock_mhz", "max"), default=None)
-        slow = [float(g["slowdown_share"]) for g in every if g.get("slowdown_share") is not None]
-        events = sorted({name for g in every for name in (g.get("clock_events") or {})})
+        memory = sampled(every, "mem_used_bytes", "max")
+        low = min(sampled(every, "sm_clock_mhz", "min"), default=None)
+        high = max(sampled(every, "sm_clock_mhz", "max"), default=None)
+        slow = [g.slowdown_share for g in every if g.slowdown_share is not None]
+        events = sorted({name for g in every for name in g.clock_events})
         rows.append(
             {
                 "id": e.id,
-                "gpus": str(max(len({g.get("gpu") for g in gs}) for gs in per.values())),
+                "gpus": str(max(len({g.gpu for g in gs}) for gs in per.values())),
                 "util": at_levels("util_gpu_pct"),
                 "power": at_levels("power_w"),
                 "sm_clock": f"{fmt_num(low)}-{fmt_num(high)}" if low != high else fmt_num(low),
@@ -252,45 +247,32 @@ def telemetry_rows(e: Experiment) -> list[dict[str, str]]:
     """One row per level and repetition, over all GPUs: mean of the GPUs' means, the lowest
     minimum and highest maximum, and for clock events the worst GPU's share; samples: the
     fewest of any GPU."""
-    groups: dict[tuple[Point, int], list[list[dict[str, Any]]]] = {}
+    groups: dict[tuple[Point, int], list[list[GpuWindow]]] = {}
     for lv in e.levels:
-        gpus = [g for g in lv.telemetry or [] if g.get("samples")]
+        gpus = [g for g in lv.telemetry or [] if g.samples]
         if gpus:
             groups.setdefault((lv.point, lv.repetition), []).append(gpus)
     rows = []
     for key, runs in groups.items():
         gpus = [g for run in runs for g in run]
-
-        def stat(name: str, which: str, gpus: list[dict[str, Any]] = gpus) -> list[float]:
-            return [float(v) for g in gpus if (v := (g.get(name) or {}).get(which)) is not None]
-
-        def mean(xs: list[float]) -> float | None:
-            return sum(xs) / len(xs) if xs else None
-
         events: dict[str, float] = {}
         for g in gpus:
-            for name, share in (g.get("clock_events") or {}).items():
-                events[name] = max(events.get(name, 0.0), float(share))
-        slow = [float(g["slowdown_share"]) for g in gpus if g.get("slowdown_share") is not None]
+            for name, share in g.clock_events.items():
+                events[name] = max(events.get(name, 0.0), share)
+        slow = [g.slowdown_share for g in gpus if g.slowdown_share is not None]
         rows.append(
             {
                 "concurrency": level_cell(key[0]),
                 "repetition": str(key[1] + 1),
                 "gpus": str(max(len(run) for run in runs)),
-                "sm_clock": f"{fmt_num(mean(stat('sm_clock_mhz', 'mean')))} "
-                f"({fmt_num(min(stat('sm_clock_mhz', 'min'), default=None))}-"
-                f"{fmt_num(max(stat('sm_clock_mhz', 'max'), default=None))})",
-                "power": f"{fmt_num(mean(stat('power_w', 'mean')))} / "
-                f"{fmt_num(max(stat('power_w', 'max'), default=None))}",
-                "temp": fmt_num(max(stat("temp_c", "max"), default=None)),
-                "util": fmt_num(mean(stat("util_gpu_pct", "mean"))),
+                **_gpu_cells(gpus),
                 "slowdown": f"{max(slow):.0%}" if slow else "–",
                 "events": ", ".join(
                     f"{name.replace('_', ' ')} {share:.0%}"
                     for name, share in sorted(events.items())
                 )
                 or "none",
-                "samples": str(sum(min(int(g["samples"]) for g in run) for run in runs)),
+                "samples": str(sum(min(g.samples for g in run) for run in runs)),
             }
         )
     return rows
@@ -302,47 +284,53 @@ def telemetry_gpu_rows(e: Experiment) -> list[dict[str, str]]:
     its means, lowest minimum and highest maximum), memory clock, power, temperature,
     utilisation, the most memory it had in use, its share of samples slowed and its samples,
     over the level's measured windows."""
-    groups: dict[tuple[Point, int], dict[int, list[dict[str, Any]]]] = {}
+    groups: dict[tuple[Point, int], dict[int, list[GpuWindow]]] = {}
     for lv in e.levels:
         for g in lv.telemetry or []:
-            if g.get("samples") and g.get("gpu") is not None:
-                key = (lv.point, lv.repetition)
-                groups.setdefault(key, {}).setdefault(int(g["gpu"]), []).append(g)
+            if g.samples:
+                groups.setdefault((lv.point, lv.repetition), {}).setdefault(g.gpu, []).append(g)
     if not any(len(by_gpu) > 1 for by_gpu in groups.values()):
         return []
     rows = []
     for (point, repetition), by_gpu in groups.items():
         for index, windows in sorted(by_gpu.items()):
-
-            def stat(name: str, which: str, ws: list[dict[str, Any]] = windows) -> list[float]:
-                return [float(v) for w in ws if (v := (w.get(name) or {}).get(which)) is not None]
-
-            def mean(xs: list[float]) -> float | None:
-                return sum(xs) / len(xs) if xs else None
-
-            memory = stat("mem_used_bytes", "max")
-            slow = [
-                float(w["slowdown_share"]) for w in windows if w.get("slowdown_share") is not None
-            ]
+            memory = sampled(windows, "mem_used_bytes", "max")
+            slow = [w.slowdown_share for w in windows if w.slowdown_share is not None]
             rows.append(
                 {
                     "concurrency": level_cell(point),
                     "repetition": str(repetition + 1),
                     "gpu": str(index),
-                    "sm_clock": f"{fmt_num(mean(stat('sm_clock_mhz', 'mean')))} "
-                    f"({fmt_num(min(stat('sm_clock_mhz', 'min'), default=None))}-"
-                    f"{fmt_num(max(stat('sm_clock_mhz', 'max'), default=None))})",
-                    "mem_clock": fmt_num(mean(stat("mem_clock_mhz", "mean"))),
-                    "power": f"{fmt_num(mean(stat('power_w', 'mean')))} / "
-                    f"{fmt_num(max(stat('power_w', 'max'), default=None))}",
-                    "temp": fmt_num(max(stat("temp_c", "max"), default=None)),
-                    "util": fmt_num(mean(stat("util_gpu_pct", "mean"))),
+                    **_gpu_cells(windows),
+                    "mem_clock": fmt_num(_mean(sampled(windows, "mem_clock_mhz", "mean"))),
                     "memory": f"{max(memory) / 1e9:.1f}" if memory else NONE,
                     "slowdown": f"{max(slow):.0%}" if slow else NONE,
-                    "samples": str(sum(int(w["samples"]) for w in windows)),
+                    "samples": str(sum(w.samples for w in windows)),
                 }
             )
     return rows
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _gpu_cells(windows: Sequence[GpuWindow]) -> dict[str, str]:
+    """The SM clock (mean of the means, lowest minimum-highest maximum), power (mean / most),
+    the hottest temperature and the mean utilisation over ``windows``."""
+
+    def stat(name: str, which: Which) -> list[float]:
+        return sampled(windows, name, which)
+
+    return {
+        "sm_clock": f"{fmt_num(_mean(stat('sm_clock_mhz', 'mean')))} "
+        f"({fmt_num(min(stat('sm_clock_mhz', 'min'), default=None))}-"
+        f"{fmt_num(max(stat('sm_clock_mhz', 'max'), default=None))})",
+        "power": f"{fmt_num(_mean(stat('power_w', 'mean')))} / "
+        f"{fmt_num(max(stat('power_w', 'max'), default=None))}",
+        "temp": fmt_num(max(stat("temp_c", "max"), default=None)),
+        "util": fmt_num(_mean(stat("util_gpu_pct", "mean"))),
+    }
 
 
 # A sentence of an error message that tells the reader what to do ("Try increasing

@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from reportgen import engines, metrics
 from reportgen.analysis import selection
@@ -22,6 +21,7 @@ from reportgen.analysis.adopt import ci_label
 from reportgen.analysis.allocation import allocation
 from reportgen.analysis.explain import explain
 from reportgen.analysis.sequential import level_label
+from reportgen.campaign.schema import Reference as CampaignReference
 from reportgen.metrics import THROUGHPUTS
 from reportgen.render import brief, evidence, methods, text
 from reportgen.render.content import (
@@ -43,6 +43,7 @@ from reportgen.render.fmt import (
 from reportgen.render.header import SIMULATED_NOTICE, header, run_dir_hint
 from reportgen.render.levels import by_level
 from reportgen.results import model
+from reportgen.results.as_run import references_as_run
 from reportgen.results.model import Point, Run, sorted_points
 
 __all__ = ["CHART_KEYS", "SIMULATED_NOTICE", "Report", "Series", "build"]
@@ -101,7 +102,7 @@ def build(run: Run) -> Report:
             for i, e in enumerate(exps)
             if _drawn(e)
         ],
-        references=_references(run.campaign.get("reference") or [], run, len(gpus)),
+        references=_references(references_as_run(run.campaign.get("reference")), run, len(gpus)),
         environment=text.environment(env),
         methods=methods.methods(
             run.workload,
@@ -459,25 +460,25 @@ def _at_levels(levels: Sequence[Point]) -> str:
     return " at " + ", ".join(p.label for p in levels)
 
 
-def _references(refs: Sequence[Mapping[str, Any]], run: Run, host_gpus: int = 0) -> list[Reference]:
+def _references(refs: Sequence[CampaignReference], run: Run, host_gpus: int = 0) -> list[Reference]:
     """Published numbers (the campaign's ``reference`` tables) next to this run's best.
     Throughputs are compared per GPU (a server's tokens per second over its GPUs); latencies
     as they are."""
     chosen = by_level(run.experiment(run.best))
     out = []
     for r in refs:
-        value, gpus = float(r.get("value") or 0), int(r.get("gpus") or 1)
-        metric, level = str(r.get("metric")), r.get("concurrency")
+        value, gpus = float(r.value or 0), int(r.gpus or 1)
+        metric, level = str(r.metric), r.concurrency
         throughput = metric in THROUGHPUTS
         agg = chosen.get(Point(int(level))) if level is not None else None
         measured = agg.mean(metrics.key(metric)) if agg is not None else None
         mine = measured / host_gpus if measured is not None and throughput and host_gpus else None
         theirs = value / gpus if throughput else value
         versus = (mine if throughput else measured) or None
-        source = str(r.get("source") or "")
+        source = str(r.source or "")
         out.append(
             Reference(
-                name=str(r.get("name") or ""),
+                name=str(r.name or ""),
                 metric=metric,
                 concurrency=NONE if level is None else str(level),
                 value=fmt_num(value),
@@ -486,7 +487,7 @@ def _references(refs: Sequence[Mapping[str, Any]], run: Run, host_gpus: int = 0)
                 measured=fmt_num(measured),
                 measured_per_gpu=fmt_num(mine) if throughput else NONE,
                 versus=fmt_ratio(versus / theirs) if versus and theirs else NONE,
-                conditions=str(r.get("conditions") or ""),
+                conditions=str(r.conditions or ""),
                 source=source,
                 link=source if source.startswith("https://") else None,
             )

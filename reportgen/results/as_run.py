@@ -14,7 +14,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from reportgen.campaign.schema import CampaignInfo, Objective
+from pydantic import ValidationError
+
+from reportgen.campaign.schema import CampaignInfo, Objective, Reference
 from reportgen.campaign.workload import Workload
 
 
@@ -50,6 +52,24 @@ def info_as_run(saved: Mapping[str, Any]) -> CampaignInfo:
     return CampaignInfo.model_validate({**known, "name": "campaign"}).model_copy(
         update={"name": name}
     )
+
+
+_UNREAD_REFERENCE = {"name": "", "metric": "", "value": 0.0, "concurrency": None, "gpus": 1,
+                     "source": "", "conditions": ""}  # fmt: skip
+
+
+def references_as_run(saved: Any) -> list[Reference]:
+    """A saved campaign's [[reference]] tables typed. One this version's schema refuses (a
+    metric since renamed, say) is kept as it was saved rather than dropped: results are read,
+    not judged."""
+    out = []
+    for table in saved if isinstance(saved, list) else []:
+        try:
+            out.append(Reference.model_validate(table))
+        except ValidationError:
+            kept = table if isinstance(table, dict) else {}
+            out.append(Reference.model_construct(**{**_UNREAD_REFERENCE, **kept}))
+    return out
 
 
 @functools.lru_cache(maxsize=256)

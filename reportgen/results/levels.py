@@ -13,7 +13,49 @@ from pydantic import (
 )
 
 from reportgen.campaign.levels import Point, Rate
-from reportgen.results.base import _Model
+from reportgen.results.base import _AsGiven, _Model
+
+
+class Sampled(_AsGiven):
+    """A quantity GPU telemetry sampled over a window: mean, lowest and highest sample (None
+    where no sample had it)."""
+
+    mean: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+Which = Literal["mean", "min", "max"]
+
+
+class GpuWindow(_AsGiven):
+    """One GPU's telemetry over a level's measured window (``observe.telemetry.window``):
+    how many samples and how often, its clocks (the SM clock's coefficient of variation while
+    busy), power, temperature, utilisation and memory in use, the share of samples each
+    clock-event reason was set, and ``slowdown_share``: any reason that slowed the GPU."""
+
+    gpu: int
+    samples: int = 0
+    hz: float | None = None
+    sm_clock_mhz: Sampled = Field(default_factory=Sampled)
+    sm_clock_cv_busy: float | None = None
+    mem_clock_mhz: Sampled = Field(default_factory=Sampled)
+    power_w: Sampled = Field(default_factory=Sampled)
+    temp_c: Sampled = Field(default_factory=Sampled)
+    util_gpu_pct: Sampled = Field(default_factory=Sampled)
+    mem_used_bytes: Sampled = Field(default_factory=Sampled)
+    clock_events: dict[str, float] = Field(default_factory=dict)
+    slowdown_share: float | None = None
+
+    def value(self, name: str, which: Which) -> float | None:
+        """The ``which`` of the sampled quantity ``name`` (``power_w``, ``util_gpu_pct``...)."""
+        sampled = getattr(self, name)
+        return getattr(sampled, which) if isinstance(sampled, Sampled) else None
+
+
+def sampled(windows: Iterable[GpuWindow], name: str, which: Which) -> list[float]:
+    """The ``which`` of ``name`` in each of ``windows`` that has it."""
+    return [v for w in windows if (v := w.value(name, which)) is not None]
 
 
 class Dist(_Model):
@@ -195,7 +237,7 @@ class Level(_Model):
     started_at_unix: float | None = None
     window: Window | None = None
     summary: Summary = Field(default_factory=Summary)
-    telemetry: list[dict[str, Any]] | None = None  # per GPU (``observe.telemetry.window``)
+    telemetry: list[GpuWindow] | None = None  # per GPU, over its window
     engine_metrics: dict[str, Any] | None = None  # Prometheus deltas over the level
     aborted: str | None = None  # why it was cut short (its server died), or FAILED_DURING
     stagger: Stagger | None = None  # closed loop: how its clients started (None: open loop)

@@ -41,6 +41,7 @@ from reportgen.campaign.workload import Repetitions, Workload
 from reportgen.observe.environment import Environment
 from reportgen.results.as_run import _info_as_run, _objective, _workload_as_run, workload_as_run
 from reportgen.results.base import _AsGiven, _Model
+from reportgen.results.engine_log import LogEvidence
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
 from reportgen.results.verdicts import Check, Decision, Redecision
 
@@ -245,7 +246,7 @@ class Experiment(_Model):
     telemetry: TelemetryInfo | None = None
     gpu_counters: dict[str, Any] | None = None
     campaign_checks: list[dict[str, Any]] = Field(default_factory=list)
-    log_evidence: dict[str, Any] | None = None
+    log_evidence: LogEvidence | None = None
     server_args_resolved: dict[str, Any] | None = None  # as the engine's log printed them
     model_files: dict[str, Any] | None = None
     log_tail: str | None = None

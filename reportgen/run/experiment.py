@@ -19,6 +19,8 @@ from reportgen.errors import ReportgenError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence, telemetry
 from reportgen.observe.telemetry import Telemetry
+from reportgen.results.engine_log import LogEvidence, LogValues
+from reportgen.results.levels import GpuWindow
 from reportgen.results.model import (
     Control,
     Experiment,
@@ -162,13 +164,15 @@ def _evidence(ctx: Context, r: Resolved, entry: Experiment, logs: list[tuple[str
     for i, chk in enumerate(r.checks):
         if chk.log_contains or chk.log_absent:
             patterns[f"campaign:{i}"] = str(chk.log_contains or chk.log_absent)
-    entry.log_evidence = evidence.log_evidence(log_text, patterns)
     at_stop = evidence.log_evidence("\n".join(stopping for _, stopping in logs), {})
-    entry.log_evidence["errors_at_stop"] = at_stop["errors"]
+    said = LogEvidence.model_validate(
+        evidence.log_evidence(log_text, patterns) | {"errors_at_stop": at_stop["errors"]}
+    )
     accept = evidence.log_values(log_text, ctx.engine.spec_accept_log)
     if accept is not None:
-        entry.log_evidence["spec_accept_length"] = accept
-    entry.server_args_resolved = evidence.server_args(entry.log_evidence["found"])
+        said.spec_accept_length = LogValues.model_validate(accept)
+    entry.log_evidence = said
+    entry.server_args_resolved = evidence.server_args(said.found)
     entry.model_files = evidence.model_files(r.args, ctx.campaign_dir)
 
 
@@ -221,7 +225,8 @@ def _telemetry_end(ctx: Context, exp_id: str, entry: Experiment, tele: Telemetry
     for level in entry.all_levels():
         w = level.window
         if w is not None and w.t0_monotonic:
-            level.telemetry = telemetry.window(rows, w.t0_monotonic, w.end)
+            windows = telemetry.window(rows, w.t0_monotonic, w.end)
+            level.telemetry = [GpuWindow.model_validate(g) for g in windows]
     entry.telemetry = TelemetryInfo(
         hz=tele.hz, rows=len(rows), late_samples=tele.late_samples, error=tele.error
     )

@@ -17,6 +17,7 @@ from reportgen import campaign, engines, tracebacks
 from reportgen.analysis.checks_engine import spec_agreement, spec_length
 from reportgen.analysis.checks_server import cuda_graphs
 from reportgen.observe import evidence
+from reportgen.results.engine_log import LogValues
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment
 from reportgen.run import plan
@@ -176,7 +177,7 @@ def test_speculative_decoding_log_lines_are_parsed_and_agree_with_the_counters()
         a = evidence.parse_metrics(_read(Path(f"{metrics}-before.txt")))
         b = evidence.parse_metrics(_read(Path(f"{metrics}-after.txt")))
         level = Level(concurrency=1, engine_metrics=evidence.deltas(a, b))
-        (check,) = spec_agreement([level], dict(adapter.counters), got)
+        (check,) = spec_agreement([level], dict(adapter.counters), LogValues.model_validate(got))
         assert "log: mean" in check.evidence and "counters: mean" in check.evidence
 
 

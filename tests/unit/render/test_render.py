@@ -36,6 +36,7 @@ from reportgen.render import (
     view,
 )
 from reportgen.results.embed import extract, table_hashes
+from reportgen.results.engine_log import LogEvidence
 from reportgen.results.model import FlagChange, Run
 from reportgen.results.verdicts import Check
 from tests.conftest import ROOT
@@ -444,7 +445,7 @@ def test_printed_report_has_nothing_past_the_page_edge(sample: Run) -> None:
     exp.flag_diff.append(FlagChange(key="speculative-config", kind="added", after=spec))
     exp.checks = [Check(id="campaign_0", title=f"log shows /{long}{long}/", status="fail",
                         evidence="line " + "A" * 300, hint=path)]  # fmt: skip
-    exp.log_evidence = {"found": {"server_args": "server_args=ServerArgs(" + "k" * 400}}
+    exp.log_evidence = LogEvidence(found={"server_args": "server_args=ServerArgs(" + "k" * 400})
     data.experiments[4].log_tail = "E" * 500
     page = render_html(data)
     assert pdf.overflowing(page, FIXTURE) == []
