@@ -310,6 +310,9 @@ def _decisions(run: Run, fresh: Run, rows_of: Rows, legacy: bool) -> tuple[list[
             alpha=stored.alpha,
             # a failed experiment decided before its finished levels were compared
             before_failure=stored.verdict != "failed" or stored.before_failure is not None,
+            # an experiment not judged (another load, an expected failure that did not
+            # happen): as the run decided, where it recorded it
+            unjudged_rule=stored.unjudged is not None,
         )
         fresh.best = drift.best_after(fresh, again)
     drift.drift_check(fresh)  # adoptions the bracket's drift could explain, withdrawn
@@ -338,6 +341,9 @@ def _compare_decisions(
     if withdrawn[0] != withdrawn[1]:
         said = "withdrawn" if withdrawn[1] else "kept"
         out.append(f"{e.id}: against the bracket's drift its verdict would be {said}")
+    if stored.unjudged is not None and stored.unjudged != got.unjudged:
+        why = [f"{u.kind} {u.changes}" for u in got.unjudged or []]
+        out.append(f"{e.id}: not judged because of {why or 'nothing'}, not as recorded")
     if (stored.paired is not None or not legacy) and stored.paired != got.paired:
         out.append(f"{e.id}: paired is {stored.paired}, but the runs say {got.paired}")
     for name in ("vs_parent", "vs_baseline"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reportgen.analysis import adopt
+from reportgen.analysis import adopt, unjudged
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.sides import sides
@@ -63,6 +63,8 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
             conclusion=f"its parent {parent_id} failed, so there is nothing to compare with."
         )
     legacy = decision.method not in noise_mod.METHODS  # decided by each comparison's runs
+    if decision.unjudged:
+        return _unjudged(run, entry, decision, parent_id, legacy)
     verdict, levels, rest = adopt.decide(
         entry.id,
         parent_id,
@@ -72,15 +74,7 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
         between_sd=decision.noise.between_sd if decision.noise else None,
         legacy=legacy,
     )
-    parent = run.experiment(parent_id)
-    parent_url = parent.base_url if parent is not None else None
-    flags = False
-    if entry.base_url or parent_url:
-        change = adopt.what_changed_unknown(entry.id, entry.base_url, parent_id, parent_url)
-    else:
-        flags = bool(entry.flag_diff)
-        same = not legacy and noise_mod.same_config(parent, entry)
-        change = adopt.what_changed(parent_id, entry.flag_diff, same)
+    change, flags = _change(run, entry, parent_id, legacy)
     rest += meaning(entry, verdict)
     if decision.paired:
         rest += (
@@ -94,6 +88,30 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
         )
     rest += _withdrawn(entry, decision, verdict)
     return Said(change, levels, rest, flags)
+
+
+def _change(run: Run, entry: Experiment, parent_id: str, legacy: bool) -> tuple[str, bool]:
+    """What changed from the parent in a sentence, and whether it lists flags."""
+    parent = run.experiment(parent_id)
+    parent_url = parent.base_url if parent is not None else None
+    if entry.base_url or parent_url:
+        return adopt.what_changed_unknown(entry.id, entry.base_url, parent_id, parent_url), False
+    same = not legacy and noise_mod.same_config(parent, entry)
+    return adopt.what_changed(parent_id, entry.flag_diff, same), bool(entry.flag_diff)
+
+
+def _unjudged(
+    run: Run, entry: Experiment, decision: Decision, parent_id: str, legacy: bool
+) -> Said:
+    """An experiment not judged (``analysis.unjudged``): why, and its ratios to the parent
+    for the record, without the repetitions that would decide them (none would)."""
+    change, flags = _change(run, entry, parent_id, legacy)
+    why = " ".join(unjudged.reason(u, parent_id) for u in decision.unjudged or [])
+    ratios = ", ".join(
+        f"{c.point.label} x{c.ratio:.2f}" for c in decision.vs_parent if c.ratio is not None
+    )
+    record = f" Its {run.metric} against {parent_id}, for the record: {ratios}." if ratios else ""
+    return Said(change, "", why + record, flags)
 
 
 def _failed(entry: Experiment, decision: Decision) -> str:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from reportgen import metrics
-from reportgen.analysis import adopt, decide, sequential, tails, welch
+from reportgen.analysis import adopt, decide, sequential, tails, unjudged, welch
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.drift import best_after, drift_check
@@ -70,6 +70,7 @@ def decide_experiment(
     *,
     before_failure: bool = True,
     alpha: float | None = None,
+    unjudged_rule: bool = True,
 ) -> Decision:
     """The decision on ``entry`` (an experiment of ``run`` whose checks are done), from its
     levels, its parent's and the baseline's, and the request rows of their tables. ``method``:
@@ -78,7 +79,10 @@ def decide_experiment(
     verify such runs).
     ``before_failure``: a failed experiment's finished levels are compared (False: as
     reportgen did before, kept to verify such runs). ``alpha``: the false-alarm rate it is
-    decided at (default ``experiment_alpha``; ``verify`` gives the one recorded)."""
+    decided at (default ``experiment_alpha``; ``verify`` gives the one recorded).
+    ``unjudged_rule``: an experiment that runs another load than its parent, or was expected
+    to fail and ran, is not judged (``analysis.unjudged``; False: judged, as reportgen did
+    before, kept to verify such runs)."""
     if entry.ok and invalidated(entry.checks):
         return _said(run, entry, Decision(verdict="failed", explanation=""))
     if not entry.ok:
@@ -90,8 +94,9 @@ def decide_experiment(
     parent_id = entry.parent or (parent_side.id if parent_side else "")
     vs_parent = compare.objective(parent_side)
     noise = compare.noise(run.metric) if compare.pooled else None
+    why = unjudged.unjudged(entry, run.experiment(parent_id)) if unjudged_rule else None
     verdict: decide.ObjectiveVerdict = "inconclusive"
-    if parent_side is not None and parent_side.ok:
+    if parent_side is not None and parent_side.ok and not why:
         verdict, _, _ = adopt.decide(
             entry.id,
             parent_id,
@@ -113,6 +118,7 @@ def decide_experiment(
         metrics=every_metric(
             compare, entry, rows, [("vs_parent", parent_side), ("vs_baseline", base_side)]
         ),
+        unjudged=why,
     )
     return _said(run, entry, decision)
 
@@ -164,6 +170,8 @@ def open_levels(run: Run, entry: Experiment) -> list[Point]:
     """The objective's levels where ``entry`` (still running, its levels so far) cannot yet
     be told from its parent, and more repetitions could tell (``still_open``)."""
     parent_side, _ = sides(run, entry)
+    if unjudged.unjudged(entry, run.experiment(entry.parent)):
+        return []  # more repetitions would not make it a verdict
     found = Comparer(run, entry, CURRENT).objective(parent_side)
     _, high = sequential.bounds(entry.repetitions_asked)
     return [c.point for c in found if still_open(c, high)]

@@ -148,6 +148,8 @@ def _next_steps(
     for e in run.experiments:
         if e.decision is None or e.role != "experiment" or e.decision.verdict == "failed":
             continue  # more repetitions of a failed configuration decide nothing
+        if e.decision.unjudged:
+            continue  # nor of one that is not judged (another load, an expected failure)
         for c in e.decision.vs_parent:
             if c.verdict == "inconclusive" and c.reps_needed:
                 open_.append((e.id, c.point, int(c.reps_needed)))

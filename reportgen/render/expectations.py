@@ -7,28 +7,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reportgen.analysis.unjudged import expects_failure
 from reportgen.metrics import REGISTRY, is_throughput
 from reportgen.render.content import Expectation
 from reportgen.results.model import Experiment, Point, Run, sorted_points
 from reportgen.results.verdicts import Comparison
-
-_FAILS = re.compile(r"\b(fails?|should fail|will fail|expected to fail)\b", re.I)
-
-
-_NEGATED = re.compile(r"\b(not|no longer|never|no|n't|without)\s+(\w+\s+)?$", re.I)
-
-
-def _expects_failure(text: str) -> bool:
-    """Whether an expectation says the experiment fails ("Fails at start", "should fail"),
-    not that it no longer does ("should not fail") or what a failure was ("the capture that
-    fails")."""
-    for m in _FAILS.finditer(text):
-        before = text[: m.start()]
-        if _NEGATED.search(before) or re.search(r"\b(that|which)\s+$", before, re.I):
-            continue
-        return True
-    return False
-
 
 # Words that say a verdict whatever the metric ("slower", "better") ...
 _VERDICT_WORDS = (
@@ -229,7 +212,7 @@ def expectations(run: Run) -> list[Expectation]:
         failed = outcome == "failed"
         reading = _reading(e.expect, levels, run.higher_is_better, metric)
         said = "; ".join(r.said() for r in reading)
-        wanted = _expects_failure(e.expect)
+        wanted = expects_failure(e.expect)
         if outcome in ("interrupted", "not started", "pending", "running"):
             what = "interrupted before it finished" if outcome == "interrupted" else outcome
             read = "fails" if wanted else said or "–"

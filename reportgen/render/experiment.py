@@ -235,8 +235,8 @@ def section(
         why=e.why,
         expect=e.expect or "",
         flag_diff=_flag_diff(e.flag_diff),
-        vs_parent=comparisons(vs_parent),
-        vs_baseline=comparisons(vs_baseline),
+        vs_parent=comparisons(vs_parent, not (decision and decision.unjudged)),
+        vs_baseline=comparisons(vs_baseline, not (decision and decision.unjudged)),
         explanation=said.text if said else "",
         conclusion=said.short if said and e.parent else "",
         reason=e.reason or "",
@@ -303,7 +303,11 @@ LIMITS = {  # ``Comparison.limit``: what would decide, where repetitions would n
 }
 
 
-def comparisons(items: Sequence[results_verdicts.Comparison]) -> list[Comparison]:
+def comparisons(
+    items: Sequence[results_verdicts.Comparison], decides: bool = True
+) -> list[Comparison]:
+    """The comparisons as the tables show them; ``decides``: False where no count of
+    repetitions would make them a verdict (an experiment not judged), which is not offered."""
     return [
         Comparison(
             concurrency=level_cell(c.point),
@@ -312,7 +316,11 @@ def comparisons(items: Sequence[results_verdicts.Comparison]) -> list[Comparison
             verdict=c.verdict,
             n=f"{c.n_parent} vs {c.n_child}",
             detectable=f"±{(c.mde - 1) * 100:.1f}%" if c.mde else "–",
-            decide_with=str(c.reps_needed) if c.reps_needed else LIMITS.get(c.limit or "", ""),
+            decide_with=""
+            if not decides
+            else str(c.reps_needed)
+            if c.reps_needed
+            else LIMITS.get(c.limit or "", ""),
             metric=c.metric,
         )
         for c in items

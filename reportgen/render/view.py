@@ -324,8 +324,8 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
         others = [e for e in run.experiments if e.role == "experiment" and e is not baseline]
         decided = sum(e.decision is not None for e in others)
         outcomes = [run.outcome(e) for e in others]
-        stopped, waiting, later = (
-            outcomes.count(w) for w in ("interrupted", "not started", "pending")
+        stopped, waiting, later, unjudged = (
+            outcomes.count(w) for w in ("interrupted", "not started", "pending", "not judged")
         )
         tail = (
             f"{decided} tried, none adopted over it"
@@ -337,6 +337,7 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
         tail += "".join(
             f"; {n} {what}"
             for n, what in (
+                (unjudged, "not judged (another load, or an expected failure that ran)"),
                 (stopped, "interrupted"),
                 (waiting, "not started"),
                 (later, "still to run"),

@@ -471,11 +471,11 @@ class Run(_Model):
 
     def outcome(self, e: Experiment) -> str:
         """What became of ``e``, in the word every table says it with: its verdict where it
-        was decided; "interrupted" or "failed" where it stopped so; "not started" where this
-        run ended before it (a run still saving: "pending", or "running" for the one under
-        way, as last saved)."""
+        was decided ("not judged" where its numbers are no verdict: ``Decision.unjudged``);
+        "interrupted" or "failed" where it stopped so; "not started" where this run ended
+        before it (a run still saving: "pending", or "running" for the one under way)."""
         if e.decision is not None:
-            return e.decision.verdict
+            return "not judged" if e.decision.unjudged else e.decision.verdict
         if e.status in ("pending", "running") and self.status != "running":
             return "not started" if e.status == "pending" else "interrupted"
         return e.status

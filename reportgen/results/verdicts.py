@@ -3,11 +3,13 @@ or the baseline (``Comparison``), and the experiment's verdict (``Decision``).""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
 )
 
 from reportgen.campaign.levels import Point, PointField, Rate
@@ -109,6 +111,15 @@ class Drift(_Model):
     withdrawn: bool  # the gain (or loss) no longer shows at any level: made inconclusive
 
 
+class Unjudged(_Model):
+    """Why an experiment's numbers are not a verdict on it (``analysis.unjudged``): it runs
+    another load than its parent ("load", with what changed: "output_tokens 256 -> 64"), or
+    its expectation says it fails and it ran ("expected failure")."""
+
+    kind: Literal["load", "expected failure"]
+    changes: list[str] = Field(default_factory=list)
+
+
 DecisionVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive", "failed", "baseline"]
 
 
@@ -135,6 +146,17 @@ class Decision(_Model):
     # A failed experiment: the levels it finished before it failed, compared as above (the
     # verdict stays "failed"); None: not compared (as reportgen did before).
     before_failure: list[PointField] | None = None
+    # Why it is not judged (its verdict then "inconclusive"); []: judged; None: decided before
+    # reportgen told (a verdict of an older run is verified as it was taken), or not compared
+    # (the baseline, a failure); left out of results.json then, as older runs have it
+    unjudged: list[Unjudged] | None = None
+
+    @model_serializer(mode="wrap")
+    def _unjudged_where_told(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and "unjudged" in out and out["unjudged"] is None:
+            del out["unjudged"]
+        return out
 
 
 class Redecision(_AsGiven):

@@ -11,8 +11,9 @@
   would fail to start.
 - **Advice** (it runs, but a reader would not get what the campaign is for): an experiment
   that shares no level of the objective with the configuration it is compared with, so its
-  verdict can only be "inconclusive"; simulator flags its own parser refuses (that
-  experiment will fail to start). Said by ``validate``, ``plan`` and ``run``.
+  verdict can only be "inconclusive"; one that runs another load than that configuration,
+  so it will not be judged; simulator flags its own parser refuses (that experiment will
+  fail to start). Said by ``validate``, ``plan`` and ``run``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen import engines
+from reportgen.analysis.unjudged import load_changes
 from reportgen.campaign import Campaign, Resolved, repetitions_range
 from reportgen.errors import MISSING, LoadError, Problem
 from reportgen.load import prompts, trace
@@ -132,6 +134,7 @@ def check(campaign: Campaign) -> Findings:
         # a warning: the demo campaign shows a server that refuses its flags on purpose
         found.advice += _sim_flags(campaign, started)
     found.advice += _undecidable(campaign, steps)
+    found.advice += _other_load(campaign, steps)
     found.advice += _one_session(campaign, steps)
     found.advice += _one_start(campaign, steps)
     for r in steps:
@@ -187,6 +190,30 @@ def _undecidable(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]
                 getattr(r.workload, key),
                 f"shares none of {levels} with {parent}, so its verdict can only be "
                 "'inconclusive'; run it at one of them too",
+            )
+        )
+    return out
+
+
+def _other_load(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
+    """Experiments that run another load than every configuration they may be compared with
+    (the parent named; for "best", any earlier one): not judged (``analysis.unjudged``)."""
+    out = []
+    for i, r in enumerate(steps):
+        candidates = steps[:i] if r.based_on == "best" else [s for s in steps if s.id == r.parent]
+        changes = [load_changes(c.workload, r.workload) for c in candidates]
+        if not changes or not all(changes):
+            continue
+        parent = "any earlier experiment" if r.based_on == "best" else repr(r.parent)
+        first = changes[0][0].split(" ", 1)
+        out.append(
+            Problem(
+                campaign.path,
+                f"experiment {r.id!r}: workload.{first[0]}",
+                first[1],
+                f"runs another load than {parent} ({'; '.join(changes[0][:3])}), so it will "
+                "not be judged: its difference would be the load's, not the server's; name an "
+                "experiment that runs the same load in based_on",
             )
         )
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reportgen import results
+from reportgen.analysis.unjudged import expects_failure
 from reportgen.render import brief, expectations
 from reportgen.results.model import Point
 from tests.conftest import ROOT
@@ -107,7 +108,7 @@ def test_expectations_are_read_for_their_direction_and_judged_against_the_verdic
         "first-token latency lower at c=16": ["TTFT p50 better at C=16"],
         "Mostly faster at high concurrency": ["better at C=64"],
     }
-    assert [expectations._expects_failure(t) for t in (
+    assert [expects_failure(t) for t in (
         "Fails at start with vLLM's own reason.", "should fail: the cache cannot fit",
         "It should not fail", "should no longer fail at C=64", "fixes the capture that fails",
     )] == [True, True, False, False, False]  # fmt: skip

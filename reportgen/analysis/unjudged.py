@@ -1,0 +1,118 @@
+"""Experiments whose numbers are not a verdict on a server change, and why (``Unjudged``):
+
+- ``load``: it runs another load than its parent was measured under (other prompts, answers of
+  another length, another API or arrival of requests). Its difference from the parent is the
+  load's, not the server's: "rejected against the baseline" would be a category error. It is
+  compared with its parent for the record and judged only against an experiment that runs the
+  same load (name one in ``based_on``).
+- ``expected failure``: its ``expect`` says it fails (a flag the engine should refuse, a memory
+  setting too small to start) and it ran. The campaign meant to show a failure and did not;
+  how fast it ran is beside the point, and more repetitions would not make it the point.
+
+Either way its verdict stays "inconclusive", it is never the campaign's best, and adaptive
+repetitions do not try to decide it."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from reportgen.campaign.workload import Workload
+from reportgen.results.model import Experiment
+from reportgen.results.verdicts import Unjudged
+
+# The workload's keys that say what load the server serves; the others say how it is measured
+# (levels, repetitions, warm-up, how long, the seed of the same distributions), which an
+# experiment may change against its parent and still be compared at the levels both ran.
+LOAD_KEYS = (
+    "api",
+    "input_tokens",
+    "output_tokens",
+    "range_ratio",
+    "turns",
+    "think_s",
+    "prompts",
+    "arrival",
+)
+MAX_CHANGES = 4  # changes named in a reason; the rest are counted
+
+
+def load_changes(parent: Workload, child: Workload) -> list[str]:
+    """What ``child`` changes in the load against ``parent``, as "key before -> after" (a
+    nested table's keys as ``prompts.source``), in ``LOAD_KEYS`` order."""
+    out: list[str] = []
+    for key in LOAD_KEYS:
+        out += _changed(key, _plain(getattr(parent, key)), _plain(getattr(child, key)))
+    return out
+
+
+def _plain(value: Any) -> Any:
+    return value.model_dump() if hasattr(value, "model_dump") else value
+
+
+def _changed(key: str, a: Any, b: Any) -> list[str]:
+    if a == b:
+        return []
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [
+            x
+            for k in sorted(a.keys() | b.keys())
+            for x in _changed(f"{key}.{k}", a.get(k), b.get(k))
+        ]
+    return [f"{key} {_short(a)} -> {_short(b)}"]
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+_FAILS = re.compile(r"\b(fails?|should fail|will fail|expected to fail)\b", re.I)
+_NEGATED = re.compile(r"\b(not|no longer|never|no|n't|without)\s+(\w+\s+)?$", re.I)
+
+
+def expects_failure(text: str) -> bool:
+    """Whether an expectation says the experiment fails ("Fails at start", "should fail"),
+    not that it no longer does ("should not fail") or what a failure was ("the capture that
+    fails")."""
+    for m in _FAILS.finditer(text):
+        before = text[: m.start()]
+        if _NEGATED.search(before) or re.search(r"\b(that|which)\s+$", before, re.I):
+            continue
+        return True
+    return False
+
+
+def unjudged(entry: Experiment, parent: Experiment | None) -> list[Unjudged]:
+    """Why ``entry`` (an experiment that ran) is not judged against ``parent``: [] where it
+    is judged."""
+    out = []
+    if expects_failure(entry.expect or ""):
+        out.append(Unjudged(kind="expected failure"))
+    mine = entry.ran_workload
+    theirs = parent.ran_workload if parent is not None else None
+    if mine is not None and theirs is not None:
+        changes = load_changes(theirs, mine)
+        if changes:
+            out.append(Unjudged(kind="load", changes=changes))
+    return out
+
+
+def reason(u: Unjudged, parent_id: str) -> str:
+    """``u`` in a sentence."""
+    if u.kind == "expected failure":
+        return (
+            "The expected failure did not happen: its expectation says it fails, and it ran. "
+            "Its numbers are shown, not judged; if it should fail, its settings do not do what "
+            "was meant."
+        )
+    named = ", ".join(u.changes[:MAX_CHANGES])
+    more = len(u.changes) - MAX_CHANGES
+    if more > 0:
+        named += f" and {more} more"
+    return (
+        f"Not judged: it runs another load than {parent_id} ({named}), so its difference is "
+        "the load's, not a server change's. To judge it, compare it with an experiment that "
+        "runs the same load (name one in based_on)."
+    )

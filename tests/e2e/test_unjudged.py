@@ -1,0 +1,134 @@
+"""Experiments whose numbers are no verdict on a server change: one that only runs another load
+than its parent (shorter answers: faster per request, and no server flag changed), and one
+whose expectation says it fails but ran. Neither is adopted, rejected or made the best, none
+is offered repetitions that would decide it, and `validate` says so before anything runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reportgen.analysis.unjudged import load_changes
+from reportgen.campaign.workload import Workload
+from reportgen.results import RunDir
+from tests.conftest import FAST_WARMUP, ROOT, reportgen_main, run_campaign
+
+pytestmark = pytest.mark.slow
+
+CAMPAIGN = """
+[campaign]
+name = "loads"
+title = "a change of load is not a server change"
+margin = 0.05
+starts = 1
+
+[server]
+engine = "sim"
+args = { port = PORT, ttft-ms = 5, itl-ms = 3, seed = 2 }
+ready_timeout_s = 30
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 8
+input_tokens = 8
+output_tokens = 24
+repetitions = 2
+warmup_requests = 1
+warmup = FAST_WARMUP
+
+[[experiment]]
+id = "baseline"
+why = "the reference"
+
+[[experiment]]
+id = "shorter-answers"
+why = "answers of 8 tokens instead of 24: three times the requests a second"
+workload = { output_tokens = 8 }
+
+[[experiment]]
+id = "too-little-memory"
+why = "a setting meant to be refused at start"
+expect = "Fails at start: the engine refuses it"
+args = { itl-ms = 2 }
+""".replace("FAST_WARMUP", FAST_WARMUP)
+
+
+def test_another_load_and_an_expected_failure_that_ran_are_not_judged(
+    tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(CAMPAIGN.replace("PORT", "18431"))
+    said = reportgen_main("validate", path)
+    assert said.returncode == 0, said.stderr
+    told = " ".join((said.stdout + said.stderr).split())
+    assert "experiment 'shorter-answers': workload.output_tokens" in told
+    assert "runs another load than 'baseline' (output_tokens 24 -> 8)" in told
+    assert "name an experiment that runs the same load in based_on" in told
+
+    data, run_dir = run_campaign(tmp_path / "run", CAMPAIGN, cache)
+    exps = {e["id"]: e for e in data["experiments"]}
+    assert data["best"] == "baseline"
+    shorter = exps["shorter-answers"]["decision"]
+    assert shorter["verdict"] == "inconclusive"
+    assert shorter["unjudged"] == [{"kind": "load", "changes": ["output_tokens 24 -> 8"]}]
+    # the load's difference, measured all the same: more requests a second, fewer tokens
+    # (a larger share of each request is the wait for its first token)
+    ratios = [c["ratio"] for c in shorter["vs_parent"]]
+    assert len(ratios) == 2 and all(r < 1 for r in ratios), ratios
+    req_s = [c["ratio"] for c in shorter["metrics"]["vs_parent"] if c["metric"] == "req_s"]
+    assert len(req_s) == 2 and all(r > 2 for r in req_s), req_s
+    failing = exps["too-little-memory"]["decision"]
+    assert failing["verdict"] == "inconclusive"
+    assert failing["unjudged"] == [{"kind": "expected failure", "changes": []}]
+    assert "unjudged" not in exps["baseline"]["decision"]  # (the baseline is not compared)
+
+    page = " ".join((run_dir / "report.html").read_text().split())
+    assert "Not judged: it runs another load than baseline (output_tokens 24 -&gt; 8)" in page
+    assert "The expected failure did not happen" in page
+    assert "2 tried, none adopted over it; 2 not judged (another load, or an expected " in page
+    text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    for exp in ("shorter-answers", "too-little-memory"):  # no count of repetitions offered
+        section = text[text.index(f"{exp} not judged ran") :][:3000]
+        assert "repetitions a side would decide" not in section, exp
+    assert reportgen_main("verify", run_dir).returncode == 0
+
+
+def test_what_changes_the_load_and_what_only_measures_it() -> None:
+    base = Workload(concurrency=[1], input_tokens=64, output_tokens=32)
+    assert load_changes(base, base.model_copy(update={"repetitions": 5, "seed": 3})) == []
+    assert load_changes(base, base.model_copy(update={"concurrency": [1, 8]})) == []
+    shared = Workload.model_validate(
+        {"concurrency": [1], "input_tokens": 64, "output_tokens": 32,
+         "prompts": {"source": "shared-prefix", "prefix_tokens": 48}}
+    )  # fmt: skip
+    assert load_changes(base, shared) == [
+        "prompts.prefix_tokens null -> 48",
+        "prompts.source random -> shared-prefix",
+    ]
+
+
+def test_the_h200_runs_shared_prefix_and_memory_experiments_are_not_judged_when_decided_again(
+    tmp_path: Path,
+) -> None:
+    """SGLang's H200 run (0.5 B MoE): shared-prefix prompts were "rejected" against the
+    baseline's random ones, and memory-too-small, meant to fail at start, ran and was
+    "inconclusive" with repetitions offered. Decided again by this reportgen, neither is
+    judged, and the best does not move."""
+    run_dir = shutil.copytree(
+        ROOT / "tests" / "fixtures" / "runs" / "sglang-h200-moe", tmp_path / "r"
+    )
+    res = reportgen_main("render", run_dir, "--redecide", "--no-pdf")
+    assert res.returncode == 0, res.stderr
+    assert "shared-prefix: rejected -> inconclusive" in res.stdout
+    assert "best: ngram-spec -> ngram-spec" in res.stdout
+    md = (run_dir / "report.md").read_text()
+    assert "| memory-too-small | not judged |" in md and "| shared-prefix | not judged |" in md
+    data = json.loads(RunDir(run_dir).read_text("results.json") or "{}")
+    said = {e["id"]: e["decision"].get("unjudged") for e in data["experiments"]}
+    assert said["memory-too-small"] == [{"kind": "expected failure", "changes": []}]
+    assert said["shared-prefix"][0]["kind"] == "load"
+    assert "prompts.source random -> shared-prefix" in said["shared-prefix"][0]["changes"]
