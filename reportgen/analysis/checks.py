@@ -42,6 +42,9 @@ experiment's verdict "failed", whatever its numbers say.
   counters never went back and its start time never changed); fail otherwise.
 - ``outputs_sane``: every golden prompt (``[[probe]]``) got an answer that matches its
   ``expect`` and does not look degenerate (``analysis.text``); fail otherwise.
+- ``outputs_varied``: the measured requests' answers are not mostly a short string repeated
+  (a quarter or more of them compressing over 2.4 times: ``analysis.text``); warn otherwise,
+  random weights or not (then expected, and said so).
 - ``baseline_agreement``: the golden prompts' answers agree with the baseline's, word for
   word (greedy decoding of the same model should; warn where they drift).
 - ``campaign_N``: the campaign's own checks (a log line that must or must not appear, a bound
@@ -73,6 +76,7 @@ from reportgen.analysis.checks_levels import (
 )
 from reportgen.analysis.checks_server import (
     GPU_MEMORY_BUSY,
+    answers_varied,
     campaign_checks,
     cuda_graphs,
     gpu_state_checks,
@@ -102,6 +106,10 @@ __all__ = [
     "steady_state",
     "token_agreement",
 ]
+
+# Checks added since the committed examples were rendered: the methods' glossary lists them
+# only for a run that took them, so that a report of an older run renders again as it was.
+SINCE = frozenset({"outputs_varied"})
 
 INVALIDATING = (
     "node_matches",
@@ -154,6 +162,7 @@ def run_checks(
     parent = next((e for e in known if e.id == entry.parent), None)
     out += server_cpu(entry, parent, noise.same_config(parent, entry), counters or {})
     out += probe_checks(entry, baseline, random_weights=random_weights)
+    out += answers_varied(rows or [], random_weights)
     out += gpu_state_checks(entry, environment)
     out.append(host_check(environment, host_expect))
     out += campaign_checks(entry)

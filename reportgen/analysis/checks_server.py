@@ -17,6 +17,7 @@ from typing import Any
 
 from reportgen.analysis import text as text_mod
 from reportgen.analysis.checks_levels import Status
+from reportgen.load.records import RequestRecord
 from reportgen.metrics import is_throughput
 from reportgen.observe.environment import Environment, Gpus
 from reportgen.results.model import Experiment, Point, sorted_points
@@ -79,6 +80,40 @@ def server_stable(entry: Experiment) -> Check:
         evidence="the server process stayed up through every level (checked after each), "
         "and its counters never went back",
     )
+
+
+def answers_varied(rows: Sequence[RequestRecord], random_weights: bool = False) -> list[Check]:
+    """``outputs_varied``: the measured requests' answers are not mostly a short string
+    repeated (``analysis.text.outputs``), random weights or not: speculative decoding accepts
+    nearly every draft of such text, and a speed measured on it says little of real text.
+    Nothing where no answer text was kept."""
+    texts = [r.output_text for r in rows if r.status == "ok" and r.output_text]
+    if not texts:
+        return []
+    seen = text_mod.outputs(texts)
+    status: Status = "pass"
+    hint = ""
+    if seen.judged < text_mod.MIN_ANSWERS:
+        status = "skip"
+    elif seen.degenerate:
+        status = "warn"
+        hint = (
+            "random weights give such text by construction (campaign.random_weights): a "
+            "verdict on speculative decoding or sampling over it is not judged"
+            if random_weights
+            else "the engine answered with looping text in this configuration: check its "
+            "answers (golden prompts) before trusting its speed; a verdict on speculative "
+            "decoding or sampling over it is not judged"
+        )
+    return [
+        Check(
+            id="outputs_varied",
+            title="Answers are not a short string repeated",
+            status=status,
+            evidence=seen.said(),
+            hint=hint,
+        )
+    ]
 
 
 def probe_checks(

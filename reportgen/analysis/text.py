@@ -23,11 +23,71 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 MAX_PERIOD = 50
 LOOP_SHARE = 0.4
 RUN_CHARS = 20
 _LINE_DRAWING = set("-=_*#.~ \t")
+
+
+# An answer repeats itself where its UTF-8 bytes compress (zlib) more than this many times
+# over: OpenAI Whisper's test for a looping transcript (transcribe's
+# compression_ratio_threshold, 2.4). Answers shorter than REPEAT_MIN_BYTES are not judged:
+# too short to compress whatever they say.
+REPEAT_RATIO = 2.4
+REPEAT_MIN_BYTES = 64
+# The share of an experiment's answers that repeat themselves from which its outputs are
+# degenerate (a working model asked random prompts repeats itself in a few)
+DEGENERATE_SHARE = 0.25
+MIN_ANSWERS = 10  # fewer judged answers than this: no judgement of the outputs
+
+
+def repeats_itself(text: str) -> bool | None:
+    """Whether ``text`` is mostly a short string repeated ("queriesqueriesqueries...",
+    "iu iu iu ..."), by how much it compresses; None where it is too short to tell."""
+    raw = text.encode()
+    if len(raw) < REPEAT_MIN_BYTES:
+        return None
+    return len(raw) / len(zlib.compress(raw)) > REPEAT_RATIO
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What an experiment's answers look like as a whole: how many were long enough to
+    judge, how many of those repeat themselves, and how many of all were distinct."""
+
+    answers: int
+    judged: int
+    repetitive: int
+    distinct: int
+
+    @property
+    def degenerate(self) -> bool:
+        return self.judged >= MIN_ANSWERS and self.repetitive / self.judged >= DEGENERATE_SHARE
+
+    def said(self) -> str:
+        if not self.judged:
+            return f"{self.answers} answer(s), none long enough to judge"
+        return (
+            f"{self.repetitive / self.judged:.0%} of {self.judged} answers repeat a short "
+            f"string (compress over {REPEAT_RATIO}x); {self.distinct / self.answers:.0%} of "
+            f"{self.answers} distinct"
+        )
+
+
+def outputs(texts: Iterable[str]) -> Outputs:
+    """``Outputs`` of the answers ``texts``."""
+    seen = list(texts)
+    said = [repeats_itself(t) for t in seen]
+    return Outputs(
+        answers=len(seen),
+        judged=sum(x is not None for x in said),
+        repetitive=sum(x is True for x in said),
+        distinct=len(set(seen)),
+    )
 
 
 def problems(text: str) -> list[str]:

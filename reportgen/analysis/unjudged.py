@@ -8,6 +8,12 @@
 - ``expected failure``: its ``expect`` says it fails (a flag the engine should refuse, a memory
   setting too small to start) and it ran. The campaign meant to show a failure and did not;
   how fast it ran is beside the point, and more repetitions would not make it the point.
+- ``degenerate outputs``: it changes speculative decoding or sampling (a flag that names a
+  draft, n-gram, EAGLE, MTP, temperature...) and its answers, or its parent's, are mostly a
+  short string repeated (``analysis.text.outputs``: random weights, a broken kernel). A
+  speculator accepts nearly every draft of such text, so its speed-up says nothing of real
+  text: 77-91% of n-gram drafts were accepted on the committed vLLM H200 run, whose answers
+  all repeat themselves.
 
 Either way its verdict stays "inconclusive", it is never the campaign's best, and adaptive
 repetitions do not try to decide it."""
@@ -16,9 +22,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
+from reportgen.analysis import text
 from reportgen.campaign.workload import Workload
+from reportgen.load.records import RequestRecord
 from reportgen.results.model import Experiment
 from reportgen.results.verdicts import Unjudged
 
@@ -84,12 +93,42 @@ def expects_failure(text: str) -> bool:
     return False
 
 
-def unjudged(entry: Experiment, parent: Experiment | None) -> list[Unjudged]:
+# A server flag that changes speculative decoding or sampling (vLLM's --speculative-config,
+# SGLang's --speculative-algorithm, --speculative-num-draft-tokens..., the simulator's
+# --spec-draft-tokens; a sampling default)
+SPEC_OR_SAMPLING = re.compile(
+    r"spec|draft|ngram|eagle|medusa|mtp|lookahead|temperature|top[-_]?[pk]\b|sampling"
+    r"|generation-config",
+    re.I,
+)
+
+
+def speculation_or_sampling(entry: Experiment) -> list[str]:
+    """The flags by which ``entry`` changes speculative decoding or sampling."""
+    return [f.key for f in entry.flag_diff if SPEC_OR_SAMPLING.search(f.key)]
+
+
+def unjudged(
+    entry: Experiment,
+    parent: Experiment | None,
+    rows: Sequence[RequestRecord] | None = None,
+    parent_rows: Sequence[RequestRecord] | None = None,
+) -> list[Unjudged]:
     """Why ``entry`` (an experiment that ran) is not judged against ``parent``: [] where it
-    is judged."""
+    is judged. ``rows``, ``parent_rows``: their request records, whose answers say whether
+    they are degenerate (not looked at where not given)."""
     out = []
     if expects_failure(entry.expect or ""):
         out.append(Unjudged(kind="expected failure"))
+    flags = speculation_or_sampling(entry)
+    if flags:
+        said = [
+            f"{who}'s answers: {seen.said()}"
+            for who, got in ((entry.id, rows), (parent.id if parent else "", parent_rows))
+            if got and (seen := answers(got)).degenerate
+        ]
+        if said:
+            out.append(Unjudged(kind="degenerate outputs", changes=flags, outputs=said))
     mine = entry.ran_workload
     theirs = parent.ran_workload if parent is not None else None
     if mine is not None and theirs is not None:
@@ -99,8 +138,21 @@ def unjudged(entry: Experiment, parent: Experiment | None) -> list[Unjudged]:
     return out
 
 
+def answers(rows: Sequence[RequestRecord]) -> text.Outputs:
+    """``analysis.text.outputs`` of the answers of ``rows`` that succeeded."""
+    return text.outputs(r.output_text for r in rows if r.status == "ok" and r.output_text)
+
+
 def reason(u: Unjudged, parent_id: str) -> str:
     """``u`` in a sentence."""
+    if u.kind == "degenerate outputs":
+        return (
+            f"Not judged: it changes speculative decoding or sampling ({', '.join(u.changes)}) "
+            f"and the text it was measured on is degenerate ({'; '.join(u.outputs)}). A "
+            "speculator accepts "
+            "nearly every draft of text that repeats itself, so the speed-up says nothing of "
+            "real text: measure it on a model with real weights and prompts it answers."
+        )
     if u.kind == "expected failure":
         return (
             "The expected failure did not happen: its expectation says it fails, and it ran. "

@@ -94,7 +94,10 @@ def decide_experiment(
     parent_id = entry.parent or (parent_side.id if parent_side else "")
     vs_parent = compare.objective(parent_side)
     noise = compare.noise(run.metric) if compare.pooled else None
-    why = unjudged.unjudged(entry, run.experiment(parent_id)) if unjudged_rule else None
+    why = None
+    if unjudged_rule:
+        theirs = rows.get(parent_side.table) if parent_side else None
+        why = unjudged.unjudged(entry, run.experiment(parent_id), rows.get(entry.table), theirs)
     verdict: decide.ObjectiveVerdict = "inconclusive"
     if parent_side is not None and parent_side.ok and not why:
         verdict, _, _ = adopt.decide(

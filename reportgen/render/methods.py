@@ -259,7 +259,11 @@ def methods(
         ci_level=ci_level,
         sequential=seq_doc.paragraphs[1:2] if high > low else [],
         checks_intro=checks_doc.paragraphs[1:],
-        checks=checks_doc.bullets,
+        checks=[
+            (n, t)
+            for n, t in checks_doc.bullets
+            if n not in checks.SINCE or any(c.id == n for e in exps for c in e.checks)
+        ],
         margin=margin_text,
         objective=objective_label,
     )

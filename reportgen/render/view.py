@@ -337,7 +337,7 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
         tail += "".join(
             f"; {n} {what}"
             for n, what in (
-                (unjudged, "not judged (another load, or an expected failure that ran)"),
+                (unjudged, "not judged (each decision says why)"),
                 (stopped, "interrupted"),
                 (waiting, "not started"),
                 (later, "still to run"),

@@ -113,11 +113,14 @@ class Drift(_Model):
 
 class Unjudged(_Model):
     """Why an experiment's numbers are not a verdict on it (``analysis.unjudged``): it runs
-    another load than its parent ("load", with what changed: "output_tokens 256 -> 64"), or
-    its expectation says it fails and it ran ("expected failure")."""
+    another load than its parent ("load", with what changed: "output_tokens 256 -> 64"), its
+    expectation says it fails and it ran ("expected failure"), or it changes speculative
+    decoding or sampling over degenerate answers ("degenerate outputs": the flags, and what
+    the answers were)."""
 
-    kind: Literal["load", "expected failure"]
+    kind: Literal["load", "expected failure", "degenerate outputs"]
     changes: list[str] = Field(default_factory=list)
+    outputs: list[str] = Field(default_factory=list)  # "degenerate outputs": whose, and how
 
 
 DecisionVerdict = Literal["adopted", "rejected", "equivalent", "inconclusive", "failed", "baseline"]

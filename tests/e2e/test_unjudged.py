@@ -54,6 +54,11 @@ id = "too-little-memory"
 why = "a setting meant to be refused at start"
 expect = "Fails at start: the engine refuses it"
 args = { itl-ms = 2 }
+
+[[experiment]]
+id = "speculation-over-loops"
+why = "speculative decoding, measured on an engine whose answers loop"
+args = { spec-draft-tokens = 3, repeat-after = 4 }
 """.replace("FAST_WARMUP", FAST_WARMUP)
 
 
@@ -74,7 +79,9 @@ def test_another_load_and_an_expected_failure_that_ran_are_not_judged(
     assert data["best"] == "baseline"
     shorter = exps["shorter-answers"]["decision"]
     assert shorter["verdict"] == "inconclusive"
-    assert shorter["unjudged"] == [{"kind": "load", "changes": ["output_tokens 24 -> 8"]}]
+    assert shorter["unjudged"] == [
+        {"kind": "load", "changes": ["output_tokens 24 -> 8"], "outputs": []}
+    ]
     # the load's difference, measured all the same: more requests a second, fewer tokens
     # (a larger share of each request is the wait for its first token)
     ratios = [c["ratio"] for c in shorter["vs_parent"]]
@@ -83,15 +90,28 @@ def test_another_load_and_an_expected_failure_that_ran_are_not_judged(
     assert len(req_s) == 2 and all(r > 2 for r in req_s), req_s
     failing = exps["too-little-memory"]["decision"]
     assert failing["verdict"] == "inconclusive"
-    assert failing["unjudged"] == [{"kind": "expected failure", "changes": []}]
+    assert failing["unjudged"] == [{"kind": "expected failure", "changes": [], "outputs": []}]
     assert "unjudged" not in exps["baseline"]["decision"]  # (the baseline is not compared)
+    spec = exps["speculation-over-loops"]
+    (why,) = spec["decision"]["unjudged"]
+    assert why["kind"] == "degenerate outputs" and why["changes"] == ["spec-draft-tokens"]
+    assert why["outputs"][0].startswith("speculation-over-loops's answers: 100% of ")
+    # the answers are measured on every experiment: looping only where the engine loops
+    varied = {e["id"]: next(c for c in e["checks"] if c["id"] == "outputs_varied") for e in
+              data["experiments"]}  # fmt: skip
+    assert varied["speculation-over-loops"]["status"] == "warn"
+    assert varied["baseline"]["status"] == "pass"
+    assert varied["shorter-answers"]["status"] == "skip"  # answers of 8 tokens: too short
+    assert varied["baseline"]["evidence"].startswith("0% of ")
 
     page = " ".join((run_dir / "report.html").read_text().split())
     assert "Not judged: it runs another load than baseline (output_tokens 24 -&gt; 8)" in page
     assert "The expected failure did not happen" in page
-    assert "2 tried, none adopted over it; 2 not judged (another load, or an expected " in page
+    assert "3 tried, none adopted over it; 3 not judged (each decision says why)." in page
     text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
-    for exp in ("shorter-answers", "too-little-memory"):  # no count of repetitions offered
+    assert "and the text it was measured on is degenerate (speculation-over-loops" in text
+    assert "outputs_varied: the measured requests' answers are not mostly" in text  # glossary
+    for exp in ("shorter-answers", "too-little-memory", "speculation-over-loops"):
         section = text[text.index(f"{exp} not judged ran") :][:3000]
         assert "repetitions a side would decide" not in section, exp
     assert reportgen_main("verify", run_dir).returncode == 0
@@ -129,6 +149,28 @@ def test_the_h200_runs_shared_prefix_and_memory_experiments_are_not_judged_when_
     assert "| memory-too-small | not judged |" in md and "| shared-prefix | not judged |" in md
     data = json.loads(RunDir(run_dir).read_text("results.json") or "{}")
     said = {e["id"]: e["decision"].get("unjudged") for e in data["experiments"]}
-    assert said["memory-too-small"] == [{"kind": "expected failure", "changes": []}]
+    assert said["memory-too-small"] == [{"kind": "expected failure", "changes": [], "outputs": []}]
     assert said["shared-prefix"][0]["kind"] == "load"
     assert "prompts.source random -> shared-prefix" in said["shared-prefix"][0]["changes"]
+
+
+def test_the_h200_runs_ngram_speculation_over_looping_answers_is_not_judged(tmp_path: Path) -> None:
+    """vLLM's H200 run (0.5 B MoE, random weights) adopted n-gram speculation as its best:
+    every answer of the baseline and of ngram-spec repeats a short string, on which 77-91% of
+    drafts were accepted. Decided again by this reportgen, it is not judged, and the best is
+    chosen without it."""
+    fixture = ROOT / "tests" / "fixtures" / "runs" / "vllm-h200-moe"
+    run_dir = shutil.copytree(fixture, tmp_path / "r")
+    res = reportgen_main("render", run_dir, "--redecide", "--no-pdf")
+    assert res.returncode == 0, res.stderr
+    assert "best: ngram-spec -> baseline" in res.stdout
+    data = json.loads(RunDir(run_dir).read_text("results.json") or "{}")
+    (why,) = next(e for e in data["experiments"] if e["id"] == "ngram-spec")["decision"]["unjudged"]
+    assert why["kind"] == "degenerate outputs" and why["changes"] == ["speculative-config"]
+    assert [x.split(":")[0] for x in why["outputs"]] == [
+        "ngram-spec's answers",
+        "baseline's answers",
+    ]
+    assert all(" 100% of " in x for x in why["outputs"])
+    md = (run_dir / "report.md").read_text()
+    assert "| ngram-spec | not judged |" in md
