@@ -11,7 +11,9 @@ experiment's verdict "failed", whatever its numbers say.
 - ``output_lengths``: requests that returned fewer tokens than asked: none (pass), up to 5%
   (warn), more (fail: the engine did not do the work that was measured).
 - ``repetition_spread``: coefficient of variation of output tok/s across repetitions at each
-  level, at most ``cv_bound`` (warn beyond: the ratio intervals will be wide).
+  level, at most ``cv_bound`` (warn beyond: the ratio intervals will be wide); after the
+  run's first experiment, warn only where it is also beyond twice the median of the earlier
+  experiments' (a spread of the whole run is said once: the intervals count it).
 - ``client_headroom``: no level ran above 80% of the client's measured ceiling (warn).
 - ``percentile_samples``: every level run had successful requests enough for the TTFT and
   end-to-end percentiles it shows (one value per request): a p-th percentile of n values has
@@ -67,7 +69,6 @@ from reportgen.analysis.checks_engine import (
     token_agreement,
 )
 from reportgen.analysis.checks_levels import (
-    CLOCK_CV_BOUND,
     CV_BOUND,
     PERCENTILE_SAMPLES,
     STEADY_BOUND,
@@ -84,6 +85,7 @@ from reportgen.analysis.checks_server import (
     probe_checks,
     server_stable,
 )
+from reportgen.analysis.checks_telemetry import CLOCK_CV_BOUND
 from reportgen.load.records import RequestRecord
 from reportgen.observe.environment import Environment, Node
 from reportgen.results.model import Experiment
@@ -147,7 +149,7 @@ def run_checks(
     text is meaningless by construction, so golden answers are not judged; ``known``: the
     run's experiments up to this one, whose starts ``starts_agree`` compares its own with, on
     the objective's ``metric``."""
-    out = measurement_checks(entry, cv_bound)
+    out = measurement_checks(entry, cv_bound, known)
     if entry.levels:
         out.append(steady_state(rows or []))
         out.append(token_agreement(entry.levels, counters or {}))

@@ -12,11 +12,13 @@ Imports ``analysis.summary`` and the results model; nothing of the other checks.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats
 
+from reportgen.analysis.checks_telemetry import telemetry_checks
 from reportgen.analysis.summary import steady_window
 from reportgen.campaign.workload import Workload
 from reportgen.load.records import RequestRecord
@@ -27,33 +29,37 @@ from reportgen.results.verdicts import Check, CheckStatus
 Status = CheckStatus
 
 CV_BOUND = 0.05
-CLOCK_CV_BOUND = 0.05
 STEADY_BOUND = 0.10  # early vs late median TPOT
 # Samples a percentile needs to have one above it, 1 / (1 - p): with fewer, the p-th
 # percentile (linear interpolation) lies between the largest values, about the maximum.
 PERCENTILE_SAMPLES = {"p90": 10, "p99": 100}
-# Clock events that are not a slowdown: an idle GPU, clocks set by the user, a sync boost.
-NOT_SLOWDOWNS = ("gpu_idle", "applications_clocks_setting", "sync_boost")
 
 
 def _share(part: float, whole: float) -> float:
     return part / whole if whole else 0.0
 
 
-def measurement_checks(entry: Experiment, cv_bound: float = CV_BOUND) -> list[Check]:
-    """The checks of the measured levels' numbers (none when no level was measured)."""
+def measurement_checks(
+    entry: Experiment, cv_bound: float = CV_BOUND, others: Sequence[Experiment] = ()
+) -> list[Check]:
+    """The checks of the measured levels' numbers (none when no level was measured);
+    ``others``: the run's experiments measured before it, whose spread of repetitions its
+    own is set against."""
     if not entry.levels:
         return []
+    typical = [cv for e in others if e.id != entry.id and (cv := worst_cv(e.by_level))]
     return [
         _request_errors(entry.levels),
         _output_lengths(entry.levels),
-        _repetition_spread(entry.by_level, cv_bound),
+        _repetition_spread(
+            entry.by_level, cv_bound, statistics.median(x[0] for x in typical) if typical else None
+        ),
         _client_headroom(entry.by_level),
         percentile_samples(entry.levels),
         achieved_load(entry),
         warmed_up(entry),
         engine_events(entry.levels),
-        *_telemetry_checks(entry),
+        *telemetry_checks(entry),
     ]
 
 
@@ -256,8 +262,13 @@ def _output_lengths(levels: Sequence[Level]) -> Check:
     )
 
 
-def _repetition_spread(by_level: Sequence[Aggregate], cv_bound: float) -> Check:
-    title = "Repetitions agree"
+# An experiment's repetitions spread more than this many times the run's typical spread
+# (the median of the earlier experiments' largest) is out of line with the rest
+OUT_OF_LINE = 2.0
+
+
+def worst_cv(by_level: Sequence[Aggregate]) -> tuple[float, Point] | None:
+    """The largest coefficient of variation of output tok/s over repetitions, and its level."""
     worst: tuple[float, Point] | None = None
     for agg in by_level:
         tok = agg.output_tok_s
@@ -265,6 +276,18 @@ def _repetition_spread(by_level: Sequence[Aggregate], cv_bound: float) -> Check:
             cv = tok.sd / tok.mean
             if worst is None or cv > worst[0]:
                 worst = (cv, agg.point)
+    return worst
+
+
+def _repetition_spread(
+    by_level: Sequence[Aggregate], cv_bound: float, typical: float | None = None
+) -> Check:
+    """Warn where the repetitions spread beyond ``cv_bound`` and, after the run's first
+    experiment, beyond ``OUT_OF_LINE`` times the ``typical`` spread of the earlier ones: a
+    run-wide spread is said once (its intervals count it through the noise model), an
+    experiment noisier than the rest on its own."""
+    title = "Repetitions agree"
+    worst = worst_cv(by_level)
     if worst is None:
         return Check(
             id="repetition_spread",
@@ -273,13 +296,24 @@ def _repetition_spread(by_level: Sequence[Aggregate], cv_bound: float) -> Check:
             evidence="fewer than two repetitions per level",
             hint="set workload.repetitions to 3 or more",
         )
+    said = (
+        f"largest coefficient of variation of output tok/s: {worst[0]:.1%} at "
+        f"{worst[1].label} (bound {cv_bound:.0%})"
+    )
     ok = worst[0] <= cv_bound
+    if not ok and typical is not None and worst[0] <= OUT_OF_LINE * typical:
+        ok = True
+        said += (
+            f"; as in the run's earlier experiments (median {typical:.1%}): a spread of the "
+            "whole run, which the intervals count, warned of once"
+        )
+    elif not ok and typical:
+        said += f"; x{worst[0] / typical:.1f} the run's earlier experiments' (median {typical:.1%})"
     return Check(
         id="repetition_spread",
         title=title,
         status="pass" if ok else "warn",
-        evidence=f"largest coefficient of variation of output tok/s: {worst[0]:.1%} at "
-        f"{worst[1].label} (bound {cv_bound:.0%})",
+        evidence=said,
         hint="" if ok else "more repetitions, or find what varies (clocks, other load)",
     )
 
@@ -343,69 +377,6 @@ def percentile_samples(levels: Sequence[Level]) -> Check:
         hint=f"raise workload.requests_per_level (or duration_s) to {need99} or more per "
         "level run, or read those percentiles as about the largest value seen",
     )
-
-
-def _telemetry_checks(entry: Experiment) -> list[Check]:
-    """Whether GPU telemetry was recorded, and what its windows say of throttling and
-    clocks."""
-    windows = [w for lv in entry.levels for w in lv.telemetry or []]
-    error = entry.telemetry.error if entry.telemetry else None
-    if not windows:
-        return [
-            Check(
-                id="telemetry",
-                title="GPU telemetry recorded",
-                status="warn",
-                evidence=error or "no samples fell inside the measured windows",
-                hint="install nvidia-ml-py and run where NVML works",
-            ),
-            Check(
-                id="gpu_throttling",
-                title="GPUs not throttled",
-                status="skip",
-                evidence="no GPU telemetry",
-            ),
-            Check(
-                id="clock_stability",
-                title="Clocks stable",
-                status="skip",
-                evidence="no GPU telemetry",
-            ),
-        ]
-    slow = max(w.slowdown_share or 0.0 for w in windows)
-    reasons = sorted(
-        {name for w in windows for name in w.clock_events if name not in NOT_SLOWDOWNS}
-    )
-    cvs = [w.sm_clock_cv_busy for w in windows if w.sm_clock_cv_busy]
-    top = max(cvs) if cvs else 0.0
-    return [
-        Check(
-            id="telemetry",
-            title="GPU telemetry recorded",
-            status="warn" if error else "pass",
-            evidence=error or f"{len(windows)} GPU windows summarised",
-        ),
-        Check(
-            id="gpu_throttling",
-            title="GPUs not throttled",
-            status="pass" if slow == 0 else "warn",
-            evidence=f"at most {slow:.0%} of a window's samples slowed"
-            + (f" ({', '.join(reasons)})" if reasons else ""),
-            hint=""
-            if slow == 0
-            else "power or thermal caps shaped these numbers: say so when comparing",
-        ),
-        Check(
-            id="clock_stability",
-            title="Clocks stable",
-            status="pass" if top <= CLOCK_CV_BOUND else "warn",
-            evidence=f"largest SM clock coefficient of variation while busy: {top:.1%}",
-            hint=""
-            if top <= CLOCK_CV_BOUND
-            else "clocks moved during windows: lock them or "
-            "compare only runs with the same behaviour",
-        ),
-    ]
 
 
 # -- the request records and the engine's counters -----------------------------------------
