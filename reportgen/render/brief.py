@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from reportgen import metrics
 from reportgen.analysis.decide import MAX_REPS, POWER
+from reportgen.analysis.welch import values_by_level
 from reportgen.metrics import REGISTRY
 from reportgen.render.content import Brief, BriefCell
 from reportgen.render.evidence import failure_hint, kv_cache
@@ -104,6 +105,12 @@ def _cells(
             if m is not None:
                 comp = _find(objective if k == key else comps, m, level)
             words, css, ci = _words(comp, _level_label(comp))
+            # where the ratio is one of geometric means over repetitions, those means: the
+            # numbers the ratio is made of (a p99's ratio is of the requests', by bootstrap)
+            if comp is not None and comp.ratio is not None and not comp.metric.endswith("_p99"):
+                gb, gx = _geomean(base, comp), _geomean(best, comp)
+                if gb is not None and gx is not None:
+                    bv, xv = gb, gx
             # the comparison's own ratio (of geometric means) where there is one
             value = comp.ratio if comp is not None and comp.ratio is not None else None
             if value is None and bv and xv is not None:
@@ -112,6 +119,13 @@ def _cells(
             row.append(BriefCell(_fmt(bv), _fmt(xv), ratio, words, css, ci))
         out.append((level, row))
     return out
+
+
+def _geomean(e: Experiment, c: Comparison) -> float | None:
+    """The geometric mean of ``e``'s repetitions of ``c``'s metric at its level, as the
+    comparison took them (``analysis.welch.values_by_level``)."""
+    got = [v for v in values_by_level(e.levels, c.metric).get(c.point, []) if v > 0]
+    return math.exp(statistics.fmean(math.log(v) for v in got)) if got else None
 
 
 def _failed(run: Run) -> list[tuple[str, str]]:
