@@ -18,7 +18,8 @@ experiment's verdict "failed", whatever its numbers say.
 - ``percentile_samples``: every level run had successful requests enough for the TTFT and
   end-to-end percentiles it shows (one value per request): a p-th percentile of n values has
   one above it only when n is at least 1 / (1 - p), so p99 needs 100 requests and p90 10; with
-  fewer it lies between the largest values, about the maximum (warn, naming the levels).
+  fewer it lies between the largest values, about the maximum (warn, naming the levels; once
+  a run: an experiment short at levels where an earlier one already was passes, saying so).
 - ``gpu_throttling``: share of telemetry samples with a slowdown reason (power or thermal
   caps, hardware slowdown) during measured windows: none (pass), otherwise warn with the
   reasons.
