@@ -14,6 +14,7 @@ from reportgen import results
 from reportgen.analysis.checks_engine import spec_length
 from reportgen.engines import get
 from reportgen.render import view
+from reportgen.render.report import render_pages
 from reportgen.results.levels import Level
 from tests.conftest import ROOT, reportgen_main
 
@@ -57,3 +58,15 @@ def test_an_empty_references_section_is_left_out_and_the_rest_numbered_on(
     assert "References" not in toc and toc.count("<li>") == len(numbered)
     golden = (ROOT / "tests" / "golden" / "sample-report.html").read_text()
     assert "<h2>4. References</h2>" in golden and "<h2>5. Assumptions checked</h2>" in golden
+
+
+def test_a_single_configuration_prints_no_verdict_rules_and_no_second_copy_of_its_command() -> None:
+    """On paper, a run of one configuration (a bench run) compares nothing: no list of verdict
+    rules, and its command (or the address it was found at) said once, in the summary."""
+    printed = render_pages(results.load(BENCH), for_print=True).printed or ""
+    text = " ".join(re.sub(r"<[^>]+>", " ", printed).split())
+    assert "One configuration was measured, so nothing was compared and no verdict taken" in text
+    assert "An experiment is then:" not in text and "Server commands" not in text
+    assert text.count("reportgen did not start it") == 1  # the summary's
+    campaign = render_pages(results.load(EXAMPLES / "sglang-h200"), for_print=True).printed or ""
+    assert "An experiment is then:" in campaign and "Server commands" in campaign
