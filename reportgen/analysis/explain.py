@@ -106,7 +106,12 @@ def _unjudged(
     """An experiment not judged (``analysis.unjudged``): why, and its ratios to the parent
     for the record, without the repetitions that would decide them (none would)."""
     change, flags = _change(run, entry, parent_id, legacy)
-    why = " ".join(unjudged.reason(u, parent_id) for u in decision.unjudged or [])
+    said = [unjudged.reason(u, parent_id) for u in decision.unjudged or []]
+    prefix = "Not judged: "  # said once, before the first reason
+    why = " ".join(
+        s if i == 0 or not s.startswith(prefix) else "And " + s[len(prefix) :]
+        for i, s in enumerate(said)
+    )
     ratios = ", ".join(
         f"{c.point.label} x{c.ratio:.2f}" for c in decision.vs_parent if c.ratio is not None
     )

@@ -8,6 +8,11 @@
 - ``expected failure``: its ``expect`` says it fails (a flag the engine should refuse, a memory
   setting too small to start) and it ran. The campaign meant to show a failure and did not;
   how fast it ran is beside the point, and more repetitions would not make it the point.
+- ``machine``: it ran on other GPUs than its parent was measured on (a ``--resume`` on another
+  host), and its parent's configuration was not run beside it (interleaved). One machine's
+  speed is not another's: the difference may be the GPUs'. Resume with the parent's
+  configuration measured again there (run it as a new experiment), or compare experiments
+  measured on one machine. Where a run did not record its GPUs' UUIDs, nothing is said.
 - ``degenerate outputs``: it changes speculative decoding or sampling (a flag that names a
   draft, n-gram, EAGLE, MTP, temperature...) and its answers, or its parent's, are mostly a
   short string repeated (``analysis.text.outputs``: random weights, a broken kernel). A
@@ -28,7 +33,7 @@ from typing import Any
 from reportgen.analysis import text
 from reportgen.campaign.workload import Workload
 from reportgen.load.records import RequestRecord
-from reportgen.results.model import Experiment
+from reportgen.results.model import Experiment, Run
 from reportgen.results.verdicts import Unjudged
 
 # The workload's keys that say what load the server serves; the others say how it is measured
@@ -108,16 +113,36 @@ def speculation_or_sampling(entry: Experiment) -> list[str]:
     return [f.key for f in entry.flag_diff if SPEC_OR_SAMPLING.search(f.key)]
 
 
+def gpus_at(run: Run, when: str | None) -> tuple[str, ...] | None:
+    """The UUIDs of the GPUs the run was on at ``when`` (an experiment's start): the run's
+    own, or those of the last ``--resume`` before it; None where they were not recorded."""
+    if when is None:
+        return None
+    found: list[str | None] = list(run.fingerprint.gpus.uuids)
+    for r in run.resumed:
+        if r.at <= when:
+            found = list(r.gpu_uuids)
+    known = tuple(u for u in found if u)
+    return known or None
+
+
 def unjudged(
     entry: Experiment,
     parent: Experiment | None,
     rows: Sequence[RequestRecord] | None = None,
     parent_rows: Sequence[RequestRecord] | None = None,
+    machines: tuple[tuple[str, ...] | None, tuple[str, ...] | None] = (None, None),
 ) -> list[Unjudged]:
     """Why ``entry`` (an experiment that ran) is not judged against ``parent``: [] where it
     is judged. ``rows``, ``parent_rows``: their request records, whose answers say whether
-    they are degenerate (not looked at where not given)."""
+    they are degenerate (not looked at where not given); ``machines``: the GPUs each ran on
+    (``gpus_at``; not compared where either is None)."""
     out = []
+    mine_gpus, their_gpus = machines
+    if mine_gpus and their_gpus and set(mine_gpus) != set(their_gpus):
+        out.append(
+            Unjudged(kind="machine", changes=[f"{', '.join(their_gpus)} -> {', '.join(mine_gpus)}"])
+        )
     if expects_failure(entry.expect or ""):
         out.append(Unjudged(kind="expected failure"))
     flags = speculation_or_sampling(entry)
@@ -152,6 +177,13 @@ def reason(u: Unjudged, parent_id: str) -> str:
             "speculator accepts "
             "nearly every draft of text that repeats itself, so the speed-up says nothing of "
             "real text: measure it on a model with real weights and prompts it answers."
+        )
+    if u.kind == "machine":
+        return (
+            f"Not judged: it ran on other GPUs than {parent_id} was measured on "
+            f"({'; '.join(u.changes)}), after a resumption on another machine, so its "
+            "difference may be the machines'. Measure the parent's configuration again on this "
+            "machine (as an experiment of its own) and compare with that."
         )
     if u.kind == "expected failure":
         return (

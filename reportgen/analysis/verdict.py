@@ -97,7 +97,14 @@ def decide_experiment(
     why = None
     if unjudged_rule:
         theirs = rows.get(parent_side.table) if parent_side else None
-        why = unjudged.unjudged(entry, run.experiment(parent_id), rows.get(entry.table), theirs)
+        parent = run.experiment(parent_id)
+        # interleaved, the parent's configuration ran beside it: on its machine
+        beside = parent_side is not None and parent_side.paired
+        machines = (
+            unjudged.gpus_at(run, entry.started_at),
+            None if beside or parent is None else unjudged.gpus_at(run, parent.started_at),
+        )
+        why = unjudged.unjudged(entry, parent, rows.get(entry.table), theirs, machines)
     verdict: decide.ObjectiveVerdict = "inconclusive"
     if parent_side is not None and parent_side.ok and not why:
         verdict, _, _ = adopt.decide(

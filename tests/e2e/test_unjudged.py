@@ -150,8 +150,8 @@ def test_the_h200_runs_shared_prefix_and_memory_experiments_are_not_judged_when_
     data = json.loads(RunDir(run_dir).read_text("results.json") or "{}")
     said = {e["id"]: e["decision"].get("unjudged") for e in data["experiments"]}
     assert said["memory-too-small"] == [{"kind": "expected failure", "changes": [], "outputs": []}]
-    assert said["shared-prefix"][0]["kind"] == "load"
-    assert "prompts.source random -> shared-prefix" in said["shared-prefix"][0]["changes"]
+    load = next(u for u in said["shared-prefix"] if u["kind"] == "load")
+    assert "prompts.source random -> shared-prefix" in load["changes"]
 
 
 def test_the_h200_runs_ngram_speculation_over_looping_answers_is_not_judged(tmp_path: Path) -> None:
@@ -174,3 +174,17 @@ def test_the_h200_runs_ngram_speculation_over_looping_answers_is_not_judged(tmp_
     assert all(" 100% of " in x for x in why["outputs"])
     md = (run_dir / "report.md").read_text()
     assert "| ngram-spec | not judged |" in md
+    # shared-prefix ran after a resumption on another H200 than its parent (the baseline), and
+    # with other prompts: neither difference is a server change's
+    (machine, load) = next(e for e in data["experiments"] if e["id"] == "shared-prefix")[
+        "decision"]["unjudged"]  # fmt: skip
+    assert machine == {
+        "kind": "machine",
+        "changes": ["GPU-ec6d01f5-d0b1-19f6-a0a8-d67a39d27a2e -> "
+                    "GPU-7db21abd-c550-2610-f3be-2f827f688d78"],
+        "outputs": [],
+    }  # fmt: skip
+    assert load["kind"] == "load"
+    # its child, measured on the same machine as it, is judged
+    child = next(e for e in data["experiments"] if e["id"] == "shared-prefix-no-cache")
+    assert child["decision"]["unjudged"] == []
