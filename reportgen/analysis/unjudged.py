@@ -13,6 +13,9 @@
   speed is not another's: the difference may be the GPUs'. Resume with the parent's
   configuration measured again there (run it as a new experiment), or compare experiments
   measured on one machine. Where a run did not record its GPUs' UUIDs, nothing is said.
+- ``model build``: it served the same model folder as its parent, but that folder's files
+  (config, tokenizer, weights: their sha256 as recorded) had changed between them: another
+  build of the model, not a server change.
 - ``degenerate outputs``: it changes speculative decoding or sampling (a flag that names a
   draft, n-gram, EAGLE, MTP, temperature...) and its answers, or its parent's, are mostly a
   short string repeated (``analysis.text.outputs``: random weights, a broken kernel). A
@@ -113,6 +116,20 @@ def speculation_or_sampling(entry: Experiment) -> list[str]:
     return [f.key for f in entry.flag_diff if SPEC_OR_SAMPLING.search(f.key)]
 
 
+def model_changes(parent: Experiment, child: Experiment) -> list[str]:
+    """The files of the same model folder whose sha256 differ between ``parent`` and
+    ``child`` (a file only one recorded is not compared): "config.json e0b4ec21 -> 7a1c..."."""
+    a, b = parent.model_files or {}, child.model_files or {}
+    if not a.get("model") or a.get("model") != b.get("model"):
+        return []  # another model on purpose (a flag), or none recorded
+    fa, fb = a.get("files") or {}, b.get("files") or {}
+    return [
+        f"{name} {str(fa[name])[:8]} -> {str(fb[name])[:8]}"
+        for name in sorted(set(fa) & set(fb))
+        if fa[name] != fb[name]
+    ]
+
+
 def gpus_at(run: Run, when: str | None) -> tuple[str, ...] | None:
     """The UUIDs of the GPUs the run was on at ``when`` (an experiment's start): the run's
     own, or those of the last ``--resume`` before it; None where they were not recorded."""
@@ -138,6 +155,10 @@ def unjudged(
     they are degenerate (not looked at where not given); ``machines``: the GPUs each ran on
     (``gpus_at``; not compared where either is None)."""
     out = []
+    if parent is not None:
+        rebuilt = model_changes(parent, entry)
+        if rebuilt:
+            out.append(Unjudged(kind="model build", changes=rebuilt))
     mine_gpus, their_gpus = machines
     if mine_gpus and their_gpus and set(mine_gpus) != set(their_gpus):
         out.append(
@@ -177,6 +198,12 @@ def reason(u: Unjudged, parent_id: str) -> str:
             "speculator accepts "
             "nearly every draft of text that repeats itself, so the speed-up says nothing of "
             "real text: measure it on a model with real weights and prompts it answers."
+        )
+    if u.kind == "model build":
+        return (
+            f"Not judged: it served another build of {parent_id}'s model, from the same folder "
+            f"({'; '.join(u.changes)}), so its difference may be the model's. Measure the "
+            "parent's configuration again on this build and compare with that."
         )
     if u.kind == "machine":
         return (

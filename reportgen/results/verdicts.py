@@ -116,9 +116,10 @@ class Unjudged(_Model):
     another load than its parent ("load", with what changed: "output_tokens 256 -> 64"), its
     expectation says it fails and it ran ("expected failure"), or it changes speculative
     decoding or sampling over degenerate answers ("degenerate outputs": the flags, and what
-    the answers were), or it ran on other GPUs than its parent ("machine": their UUIDs)."""
+    the answers were), it ran on other GPUs than its parent ("machine": their UUIDs), or on
+    another build of the same model folder ("model build": the files that changed)."""
 
-    kind: Literal["load", "expected failure", "degenerate outputs", "machine"]
+    kind: Literal["load", "expected failure", "degenerate outputs", "machine", "model build"]
     changes: list[str] = Field(default_factory=list)
     outputs: list[str] = Field(default_factory=list)  # "degenerate outputs": whose, and how
 

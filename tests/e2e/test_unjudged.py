@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.analysis.unjudged import load_changes
+from reportgen.analysis.unjudged import load_changes, model_changes, reason, unjudged
 from reportgen.campaign.workload import Workload
 from reportgen.results import RunDir
+from reportgen.results.model import Experiment
 from tests.conftest import FAST_WARMUP, ROOT, reportgen_main, run_campaign
 
 pytestmark = pytest.mark.slow
@@ -188,3 +189,18 @@ def test_the_h200_runs_ngram_speculation_over_looping_answers_is_not_judged(tmp_
     # its child, measured on the same machine as it, is judged
     child = next(e for e in data["experiments"] if e["id"] == "shared-prefix-no-cache")
     assert child["decision"]["unjudged"] == []
+
+
+def test_another_build_of_the_same_model_folder_is_not_a_server_change() -> None:
+    files = {"config.json": "e0b4ec21" + "0" * 56, "tokenizer_config.json": "86bb616f" + "0" * 56}
+    parent = Experiment(id="a", status="ok", model_files={"model": "m", "files": files})
+    rebuilt = {**files, "tokenizer_config.json": "7a1c0d2e" + "0" * 56}
+    child = Experiment(id="b", status="ok", parent="a",
+                       model_files={"model": "m", "files": rebuilt})  # fmt: skip
+    assert model_changes(parent, child) == ["tokenizer_config.json 86bb616f -> 7a1c0d2e"]
+    (why,) = unjudged(child, parent)
+    assert why.kind == "model build"
+    assert "another build of a's model" in reason(why, "a")
+    # another model on purpose (a flag naming another folder) is a configuration change
+    other = child.model_copy(update={"model_files": {"model": "m-awq", "files": rebuilt}})
+    assert model_changes(parent, other) == [] and unjudged(other, parent) == []
