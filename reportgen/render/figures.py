@@ -199,6 +199,12 @@ def _concurrency_axis(ax: Axes, series: Sequence[Series]) -> None:
 DECADE = 10.0  # a series spanning more than this factor gets a log axis
 
 
+def _left(log: bool) -> float:
+    """A one-panel figure's left margin: wider beside a log value axis, whose tick labels
+    ("6 × 10³") would otherwise push its label off the figure's edge."""
+    return 0.125 if log else 0.09
+
+
 def _spans_decade(values: Sequence[float | None]) -> bool:
     positive = [float(v) for v in values if v is not None and v > 0]
     return bool(positive) and max(positive) / min(positive) > DECADE
@@ -333,9 +339,11 @@ def throughput(series: Sequence[Series], bounds: Bounds = ()) -> Figure:
     a bound on it where the run searched under one (``bounds``)."""
     fig = new_figure(PLOT_IN)
     ax = fig.add_subplot()
+    log = False
     if series:
         values = _values(series, "output_tok_s")
-        _plot(ax, series, "output_tok_s", errors=True, log=_spans_decade(values))
+        log = _spans_decade(values)
+        _plot(ax, series, "output_tok_s", errors=True, log=log)
         _bound_lines(ax, "output_tok_s", bounds)
         _concurrency_axis(ax, series)
         ax.set_ylabel("output tokens / s")
@@ -343,7 +351,7 @@ def throughput(series: Sequence[Series], bounds: Bounds = ()) -> Figure:
     else:
         empty(ax, "no successful experiment to plot")
     ax.set_title("Output throughput (mean ± sd across repetitions)", loc="left")
-    fig.subplots_adjust(left=0.09, right=0.98)
+    fig.subplots_adjust(left=_left(log), right=0.98)
     legend_below(fig, entries(series))
     return fig
 
@@ -385,6 +393,7 @@ def tradeoff(series: Sequence[Series], gpus: int = 1) -> Figure:
     per_gpu = max(1, int(gpus))
     xs_all: list[float] = []
     ys_all: list[float] = []
+    log_y = False
     for s, (_, style) in zip(series, entries(series), strict=True):
         pts = [
             (1000.0 / t, y / per_gpu, c)
@@ -413,13 +422,14 @@ def tradeoff(series: Sequence[Series], gpus: int = 1) -> Figure:
         ):
             if max(values) / min(values) > DECADE:
                 log("log")
+                log_y = log_y or values is ys_all
             else:
                 lim(0, max(values) * 1.12)
     else:
         empty(ax, "no successful experiment to plot")
     ax.set_title("Throughput per GPU against speed per user (up and to the right is better)",
                  loc="left")  # fmt: skip
-    fig.subplots_adjust(left=0.09, right=0.98)
+    fig.subplots_adjust(left=_left(log_y), right=0.98)
     legend_below(fig, entries(series))
     return fig
 

@@ -10,10 +10,12 @@ import re
 import shutil
 from pathlib import Path
 
+from pypdf import PdfReader
+
 from reportgen import results
 from reportgen.analysis.checks_engine import spec_length
 from reportgen.engines import get
-from reportgen.render import view
+from reportgen.render import figures, view
 from reportgen.render.report import render_pages
 from reportgen.results.levels import Level
 from tests.conftest import ROOT, reportgen_main
@@ -70,3 +72,17 @@ def test_a_single_configuration_prints_no_verdict_rules_and_no_second_copy_of_it
     assert text.count("reportgen did not start it") == 1  # the summary's
     campaign = render_pages(results.load(EXAMPLES / "sglang-h200"), for_print=True).printed or ""
     assert "An experiment is then:" in campaign and "Server commands" in campaign
+
+
+def test_the_printed_level_table_headers_and_the_value_axis_label_stand_apart(
+    tmp_path: Path,
+) -> None:
+    """The print's level table had "achieved" and "run" run together and "tok/" split from
+    "s"; the log-scale throughput chart's label fell off the figure's left edge."""
+    copy = shutil.copytree(BENCH, tmp_path / "run")
+    assert reportgen_main("render", copy).returncode == 0
+    text = " ".join(p.extract_text() for p in PdfReader(copy / "report.pdf").pages)
+    assert "C achieved run" in text and "achievedrun" not in text
+    assert "tok/\ns" not in text and text.count("tok/s req/s") == 1
+    # (matplotlib draws the label as glyphs, at an x the figure's left margin sets)
+    assert figures._left(True) > figures._left(False)
