@@ -379,7 +379,20 @@ def search_said(record: Any) -> str:
     if record.best is None:
         head = f"No {what} probed met {bounds}" + (f" ({at(low)} and above fail)" if low else "")
     else:
-        head = f"The highest {what} meeting {bounds} is {at(record.best)}" + why
+        head = f"The highest {what} meeting {bounds} is {at(record.best)}"
+        passed = next((p for p in record.probes if p.passed and where(p) == record.best), None)
+        values = passed.values if passed is not None else {}
+        held = [
+            f"{k} {values[k]:.4g} (95% interval {lo:.4g}-{hi:.4g})"
+            for k, (lo, hi) in (passed.intervals.items() if passed is not None else [])
+            if values.get(k) is not None
+        ]
+        if held:  # the answer with its interval over the repetitions there
+            head += f", where {', '.join(held)}"
+        head += why
+        if low is not None and record.converged:
+            why = ""
+            head += f": the boundary lies between {at(record.best)} and {at(low)}"
     near = [p for p in record.probes if getattr(p, "near", False)]
     note = ""
     if near:

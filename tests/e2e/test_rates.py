@@ -86,7 +86,7 @@ def test_a_rate_search_doubles_then_bisects_in_rates() -> None:
                           converged=True)  # fmt: skip
     assert search_said(record) == (
         "The highest request rate meeting ttft_ms.p99<100 is R=9.5/s; R=10/s did not "
-        "(ttft_ms.p99<100 100), found in 9 probes."
+        "(ttft_ms.p99<100 100): the boundary lies between R=9.5/s and R=10/s, found in 9 probes."
     )
 
 

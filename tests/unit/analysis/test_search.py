@@ -89,6 +89,11 @@ def test_a_probe_within_noise_of_a_bound_is_said_so_and_its_repetition_replaces_
         converged=False,
     )
     said = search_said(record)
+    # the answer with its interval over its repetitions
+    assert said.startswith(
+        "The highest concurrency meeting ttft_ms.p99<100 is C=4, where ttft_ms.p99<100 61 (95% "
+        "interval 58.52-63.48)"
+    )
     assert "C=8 failed within noise (ttft_ms.p99<100: 95% interval " in said
     assert "over its repetitions on one server, after its repetitions ran again)" in said
     # one repetition: no interval, never near
@@ -104,7 +109,7 @@ def test_what_the_search_found_in_words() -> None:
                           best=9, lowest_failure=10, converged=True)  # fmt: skip
     assert search_said(record) == (
         "The highest concurrency meeting ttft_ms.p99<100 is C=9; C=10 did not "
-        "(ttft_ms.p99<100 100), found in 8 probes."
+        "(ttft_ms.p99<100 100): the boundary lies between C=9 and C=10, found in 8 probes."
     )
 
 
