@@ -7,7 +7,8 @@
 - ``store``: a run directory on disk (results.json, the request and telemetry tables).
 - ``migrate``: older results files brought to this schema; ``as_run``: a saved [campaign]
   table and workload typed as the run that wrote them ran them. ``embed``: the results a report
-  carries, and the hashes of the tables beside it.
+  carries, and the hashes of the tables beside it. ``engine_log``: what the server's log said
+  (``LogEvidence``).
 
 Imports ``reportgen.errors``, ``reportgen.redact``, ``reportgen.campaign.schema`` (the margin's
 default, which way a metric improves), ``reportgen.load.records`` (the request rows) and
