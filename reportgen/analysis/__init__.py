@@ -12,7 +12,7 @@ printing; every estimator named in its module's docstring.
 - ``checks`` (with ``checks_levels``, ``checks_engine``, ``checks_server``,
   ``checks_telemetry``): the assumptions checked. ``unjudged``: the experiments whose numbers
   are no verdict (another load, an expected failure that ran, speculation over degenerate
-  text).
+  text, another machine or model build than the parent's).
 - ``differences``: what differs between two records, leaf by leaf. ``text``: degenerate
   answers and word agreement. ``allocation``: the repetitions per server start a run's own
   costs and spreads call for. ``selection``: the best's gain shrunk for having been chosen.

@@ -23,8 +23,8 @@
   text: 77-91% of n-gram drafts were accepted on the committed vLLM H200 run, whose answers
   all repeat themselves.
 
-Either way its verdict stays "inconclusive", it is never the campaign's best, and adaptive
-repetitions do not try to decide it."""
+Whatever the reason, its verdict stays "inconclusive", it is never the campaign's best, and
+adaptive repetitions do not try to decide it."""
 
 from __future__ import annotations
 
