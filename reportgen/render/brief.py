@@ -31,7 +31,7 @@ from reportgen.render.expectations import expectations
 from reportgen.render.experiment import request_tokens
 from reportgen.render.levels import samples, summaries_by_level
 from reportgen.results.model import Experiment, Point, Run
-from reportgen.results.verdicts import Comparison
+from reportgen.results.verdicts import Comparison, Unjudged
 from reportgen.tracebacks import gist
 
 # The first page's latencies beside the objective: (aggregate key, the comparison's metric or
@@ -126,6 +126,32 @@ def _geomean(e: Experiment, c: Comparison) -> float | None:
     comparison took them (``analysis.welch.values_by_level``)."""
     got = [v for v in values_by_level(e.levels, c.metric).get(c.point, []) if v > 0]
     return math.exp(statistics.fmean(math.log(v) for v in got)) if got else None
+
+
+def _unjudged(run: Run) -> list[tuple[str, str]]:
+    """The experiments whose numbers are no verdict, each with why in a few words."""
+    out = []
+    for e in run.experiments:
+        why = e.decision.unjudged if e.decision is not None else None
+        if why:
+            parent = e.parent or "its parent"
+            out.append((e.id, "; ".join(_unjudged_short(u, parent) for u in why)))
+    return out
+
+
+def _unjudged_short(u: Unjudged, parent: str) -> str:
+    if u.kind == "load":
+        return f"runs another load than {parent} ({', '.join(u.changes[:2])})"
+    if u.kind == "expected failure":
+        return "expected to fail, and ran: the expected failure did not happen"
+    if u.kind == "degenerate outputs":
+        return (
+            f"changes speculative decoding or sampling ({', '.join(u.changes)}) over "
+            "degenerate answers, where drafts are accepted that real text would refuse"
+        )
+    if u.kind == "machine":
+        return f"measured on other GPUs than {parent}"
+    return f"served another build of {parent}'s model"
 
 
 def _failed(run: Run) -> list[tuple[str, str]]:
@@ -320,6 +346,7 @@ def build(run: Run) -> Brief:
             levels=[],
             failed=failed,
             unfinished=_unfinished(run),
+            unjudged=_unjudged(run),
             expectations=expectations(run),
             next_steps=_next_steps(run, None, [], columns),
             detect=detectable(run),
@@ -347,6 +374,7 @@ def build(run: Run) -> Brief:
         levels=cells,
         failed=failed,
         unfinished=_unfinished(run),
+        unjudged=_unjudged(run),
         samples=[samples(runs.get(level) or []) for level, _ in cells],
         expectations=expectations(run),
         next_steps=_next_steps(run, best, cells, columns),

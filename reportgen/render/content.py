@@ -42,6 +42,8 @@ class Brief:
     failed: list[tuple[str, str]]
     # a run that stopped early: what it did not finish (interrupted, not started), and why
     unfinished: list[tuple[str, str]] = field(default_factory=list)
+    # the experiments whose numbers are no verdict (``Decision.unjudged``), and why in short
+    unjudged: list[tuple[str, str]] = field(default_factory=list)
     # per level in ``levels``: successful requests per run behind the best's percentiles
     # ("28-33"): a p99 of fewer than 100 is about the maximum
     samples: list[str] = field(default_factory=list)

@@ -5,6 +5,7 @@ is offered repetitions that would decide it, and `validate` says so before anyth
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from reportgen import results
 from reportgen.analysis.unjudged import load_changes, model_changes, reason, unjudged
 from reportgen.campaign.workload import Workload
+from reportgen.render import brief
 from reportgen.results import RunDir
 from reportgen.results.model import Experiment
 from tests.conftest import FAST_WARMUP, ROOT, reportgen_main, run_campaign
@@ -111,6 +114,14 @@ def test_another_load_and_an_expected_failure_that_ran_are_not_judged(
     assert "3 tried, none adopted over it; 3 not judged (each decision says why)." in page
     text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
     assert "and the text it was measured on is degenerate (speculation-over-loops" in text
+    # page one names each, with why in a few words
+    first = text[: text.index("Decision log Experiments in the order")]
+    assert "Not judged: their numbers are shown, but are no verdict on a server change:" in first
+    assert "shorter-answers : runs another load than baseline (output_tokens 24 -> 8)" in (
+        html.unescape(first)
+    )
+    assert "too-little-memory : expected to fail, and ran" in first
+    assert "speculation-over-loops : changes speculative decoding or sampling" in first
     assert "outputs_varied the measured requests" in text  # in the methods' glossary
     for exp in ("shorter-answers", "too-little-memory", "speculation-over-loops"):
         section = text[text.index(f"{exp} not judged ran") :][:3000]
@@ -175,6 +186,10 @@ def test_the_h200_runs_ngram_speculation_over_looping_answers_is_not_judged(tmp_
     assert all(" 100% of " in x for x in why["outputs"])
     md = (run_dir / "report.md").read_text()
     assert "| ngram-spec | not judged |" in md
+    said = dict(brief.build(results.load(run_dir)).unjudged)  # page one says so
+    assert said["ngram-spec"].startswith(
+        "changes speculative decoding or sampling (speculative-config) over degenerate answers"
+    )
     # shared-prefix ran after a resumption on another H200 than its parent (the baseline), and
     # with other prompts: neither difference is a server change's
     (machine, load) = next(e for e in data["experiments"] if e["id"] == "shared-prefix")[
