@@ -179,7 +179,9 @@ def test_closed_loop_clients_start_staggered(start_sim: Any, transport: str, wor
     first = _first_starts(lv, 4)
     for k, t in enumerate(first):
         assert k * 0.02 <= t < k * 0.02 + loop_turn(lv), (k, first)  # never before its turn
-    assert first[-1] - first[0] > 0.04  # spread over three steps (60 ms), not all at t0
+    # spread over three steps (60 ms), not all at t0: the last client's turn came after them
+    # (a bound lateness cannot break: on a busy host the first client can start 37 ms late)
+    assert first[-1] >= 3 * 0.02, first
     # ... and then each client goes on as a closed loop: 8 requests, at most 4 in flight
     s = summarize(lv.records, lv.duration_s)
     assert s.requests == 8 and s.achieved_concurrency <= 4
