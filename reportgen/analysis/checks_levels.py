@@ -2,11 +2,12 @@
 
 From the levels' summaries, their aggregates across repetitions, their GPU telemetry windows
 and engine counters, and the request records: ``request_errors``, ``output_lengths``,
-``repetition_spread``, ``client_headroom``, ``percentile_samples``, ``telemetry``,
-``gpu_throttling``, ``clock_stability`` and ``steady_state``; those that read the engine's
-counters are in ``checks_engine``.
+``repetition_spread``, ``client_headroom``, ``percentile_samples`` and ``steady_state``, with
+``telemetry``, ``gpu_throttling`` and ``clock_stability`` from ``checks_telemetry``; those
+that read the engine's counters are in ``checks_engine``.
 
-Imports ``analysis.summary`` and the results model; nothing of the other checks.
+Imports ``analysis.summary``, ``analysis.checks_telemetry`` and the results model; nothing of
+the other checks.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def measurement_checks(
     own is set against."""
     if not entry.levels:
         return []
-    typical = [cv for e in others if e.id != entry.id and (cv := worst_cv(e.by_level))]
+    earlier = [e for e in others if e.id != entry.id]
+    typical = [cv for e in earlier if (cv := worst_cv(e.by_level))]
     return [
         _request_errors(entry.levels),
         _output_lengths(entry.levels),
@@ -55,7 +57,7 @@ def measurement_checks(
             entry.by_level, cv_bound, statistics.median(x[0] for x in typical) if typical else None
         ),
         _client_headroom(entry.by_level),
-        percentile_samples(entry.levels, [e.levels for e in others if e.id != entry.id]),
+        percentile_samples(entry.levels, [e.levels for e in earlier]),
         achieved_load(entry),
         warmed_up(entry),
         engine_events(entry.levels),

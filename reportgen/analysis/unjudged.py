@@ -227,3 +227,19 @@ def reason(u: Unjudged, parent_id: str) -> str:
         "the load's, not a server change's. To judge it, compare it with an experiment that "
         "runs the same load (name one in based_on)."
     )
+
+
+def short(u: Unjudged, parent: str) -> str:
+    """``u`` in a few words, for page one's list (``reason`` says it in full)."""
+    if u.kind == "load":
+        return f"runs another load than {parent} ({', '.join(u.changes[:2])})"
+    if u.kind == "expected failure":
+        return "expected to fail, and ran: the expected failure did not happen"
+    if u.kind == "degenerate outputs":
+        return (
+            f"changes speculative decoding or sampling ({', '.join(u.changes)}) over "
+            "degenerate answers, where drafts are accepted that real text would refuse"
+        )
+    if u.kind == "machine":
+        return f"measured on other GPUs than {parent}"
+    return f"served another build of {parent}'s model"

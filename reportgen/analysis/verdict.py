@@ -80,9 +80,10 @@ def decide_experiment(
     ``before_failure``: a failed experiment's finished levels are compared (False: as
     reportgen did before, kept to verify such runs). ``alpha``: the false-alarm rate it is
     decided at (default ``experiment_alpha``; ``verify`` gives the one recorded).
-    ``unjudged_rule``: an experiment that runs another load than its parent, or was expected
-    to fail and ran, is not judged (``analysis.unjudged``; False: judged, as reportgen did
-    before, kept to verify such runs)."""
+    ``unjudged_rule``: an experiment whose numbers are no verdict on a server change (another
+    load, an expected failure that ran, speculation over degenerate answers, another machine
+    or model build: ``analysis.unjudged``) is not judged; False: judged, as reportgen did
+    before, kept to verify such runs."""
     if entry.ok and invalidated(entry.checks):
         return _said(run, entry, Decision(verdict="failed", explanation=""))
     if not entry.ok:

@@ -22,6 +22,7 @@ import statistics
 from collections.abc import Sequence
 
 from reportgen import metrics
+from reportgen.analysis import unjudged
 from reportgen.analysis.decide import MAX_REPS, POWER
 from reportgen.analysis.welch import values_by_level
 from reportgen.metrics import REGISTRY
@@ -31,7 +32,7 @@ from reportgen.render.expectations import expectations
 from reportgen.render.experiment import request_tokens
 from reportgen.render.levels import samples, summaries_by_level
 from reportgen.results.model import Experiment, Point, Run
-from reportgen.results.verdicts import Comparison, Unjudged
+from reportgen.results.verdicts import Comparison
 from reportgen.tracebacks import gist
 
 # The first page's latencies beside the objective: (aggregate key, the comparison's metric or
@@ -125,7 +126,7 @@ def _geomean(e: Experiment, c: Comparison) -> float | None:
     """The geometric mean of ``e``'s repetitions of ``c``'s metric at its level, as the
     comparison took them (``analysis.welch.values_by_level``)."""
     got = [v for v in values_by_level(e.levels, c.metric).get(c.point, []) if v > 0]
-    return math.exp(statistics.fmean(math.log(v) for v in got)) if got else None
+    return statistics.geometric_mean(got) if got else None
 
 
 def _unjudged(run: Run) -> list[tuple[str, str]]:
@@ -135,23 +136,8 @@ def _unjudged(run: Run) -> list[tuple[str, str]]:
         why = e.decision.unjudged if e.decision is not None else None
         if why:
             parent = e.parent or "its parent"
-            out.append((e.id, "; ".join(_unjudged_short(u, parent) for u in why)))
+            out.append((e.id, "; ".join(unjudged.short(u, parent) for u in why)))
     return out
-
-
-def _unjudged_short(u: Unjudged, parent: str) -> str:
-    if u.kind == "load":
-        return f"runs another load than {parent} ({', '.join(u.changes[:2])})"
-    if u.kind == "expected failure":
-        return "expected to fail, and ran: the expected failure did not happen"
-    if u.kind == "degenerate outputs":
-        return (
-            f"changes speculative decoding or sampling ({', '.join(u.changes)}) over "
-            "degenerate answers, where drafts are accepted that real text would refuse"
-        )
-    if u.kind == "machine":
-        return f"measured on other GPUs than {parent}"
-    return f"served another build of {parent}'s model"
 
 
 def _failed(run: Run) -> list[tuple[str, str]]:

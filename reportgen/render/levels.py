@@ -5,6 +5,7 @@ notes under the table (requests that failed, levels cut short, what the throughp
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 
 from reportgen.analysis.checks_levels import ACHIEVED_SHARE
@@ -115,8 +116,8 @@ def level_row(
 
 def geomean(runs: Sequence[results_levels.Summary]) -> float | None:
     """The geometric mean of the runs' output tok/s (positive ones), None without any."""
-    logs = [math.log(v) for s in runs if (v := s.output_tok_s) is not None and v > 0]
-    return math.exp(sum(logs) / len(logs)) if logs else None
+    got = [v for s in runs if (v := s.output_tok_s) is not None and v > 0]
+    return statistics.geometric_mean(got) if got else None
 
 
 def vs_baseline_table(
