@@ -296,7 +296,7 @@ def test_settings_a_later_reportgen_added_are_no_change_of_a_saved_campaign(
 
     saved = results.load(SGLANG_MOE_RUN)
     # the campaign file as the committed run ran it (campaigns/sglang-h200.toml has moved on: the
-    # 8B-shaped model's run is docs/examples/sglang-h200)
+    # 8B-shaped model's run is docs/examples/sglang-h100)
     now = campaign.load(SGLANG_MOE_RUN / "campaign.toml")
     # the committed run was resumed from the file as it is (trim = false, starts = 1)
     assert campaign_changes(saved, now) == []

@@ -420,7 +420,7 @@ def test_repetitions_per_start_follow_the_runs_measured_costs_and_spreads() -> N
     assert large.suggested_starts == 2 and large.narrower == 0
     assert Allocation(93, 40, 0.01, 0.0, repetitions=5, starts=5).suggested_starts == 2
 
-    run = results.load(ROOT / "docs" / "examples" / "sglang-h200")
+    run = results.load(ROOT / "tests" / "fixtures" / "runs" / "sglang-h200-waves")
     got = allocation(run)
     assert got is not None and (got.repetitions, got.starts) == (3, 2)
     assert 60 < got.start_s < 130 and 20 < got.repetition_s < 60  # seconds on the H200

@@ -16,7 +16,7 @@ from reportgen.render import brief
 from tests.conftest import ROOT, reportgen_main
 
 VLLM = ROOT / "docs" / "examples" / "vllm-h100"
-SGLANG = ROOT / "docs" / "examples" / "sglang-h200"
+SGLANG = ROOT / "tests" / "fixtures" / "runs" / "sglang-h200-waves"  # an H200 run kept for it
 
 
 def mdes(run_dir: Path, level: str) -> list[float]:

@@ -28,7 +28,7 @@ def test_one_running_server_is_not_called_two_starts() -> None:
     said = " ".join(view.build(results.load(BENCH)).methods.load)
     assert "split over" not in said
     # the campaign that started each experiment's server twice says so
-    campaign = " ".join(view.build(results.load(EXAMPLES / "sglang-h200")).methods.load)
+    campaign = " ".join(view.build(results.load(EXAMPLES / "sglang-h100")).methods.load)
     assert "repetitions were split over 2 server starts" in campaign
 
 
@@ -70,7 +70,7 @@ def test_a_single_configuration_prints_no_verdict_rules_and_no_second_copy_of_it
     assert "One configuration was measured, so nothing was compared and no verdict taken" in text
     assert "An experiment is then:" not in text and "Server commands" not in text
     assert text.count("reportgen did not start it") == 1  # the summary's
-    campaign = render_pages(results.load(EXAMPLES / "sglang-h200"), for_print=True).printed or ""
+    campaign = render_pages(results.load(EXAMPLES / "sglang-h100"), for_print=True).printed or ""
     assert "An experiment is then:" in campaign and "Server commands" in campaign
 
 

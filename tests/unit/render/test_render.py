@@ -591,7 +591,7 @@ def test_the_printed_conclusion_leaves_out_what_the_tables_beside_it_show() -> N
     from reportgen.analysis import adopt
     from reportgen.analysis.explain import explain
 
-    runs = [results.load(ROOT / "docs" / "examples" / x) for x in ("vllm-h100", "sglang-h200")]
+    runs = [results.load(ROOT / "docs" / "examples" / x) for x in ("vllm-h100", "sglang-h100")]
     seen = 0
     for run, e in ((r, e) for r in runs for e in r.experiments):
         d = e.decision
