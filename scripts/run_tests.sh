@@ -16,6 +16,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 WORKERS=${WORKERS:-$((2 * $(nproc)))}
+# Bytecode written and read: with PYTHONDONTWRITEBYTECODE set (as some images set it), every
+# xdist worker rewrote every test module's asserts again (about 4.5 CPU-s a worker) and every
+# simulator, CLI and far-side process compiled reportgen's sources again (0.14 CPU-s a
+# simulator start); __pycache__/ is ignored by git.
+unset PYTHONDONTWRITEBYTECODE
 TIMING_WORKERS=${TIMING_WORKERS:-2}
 extra=""
 if [ "${1:-}" = "--fast" ]; then
