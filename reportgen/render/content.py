@@ -171,6 +171,7 @@ class ExperimentView:
     # (ratio with interval, verdict)
     baseline_metrics: list[str] = field(default_factory=list)
     baseline_table: list[tuple[str, list[tuple[str, str, str]]]] = field(default_factory=list)
+    baseline_ci: str = "95% CI"  # the intervals' confidence there, as its caption says it
     # Speculative decoding, where the engine reported it: per level run (C, repetition,
     # mean accepted length, acceptance rate), and what its log said over the whole run
     spec: list[tuple[str, str, str, str]] = field(default_factory=list)

@@ -34,6 +34,7 @@ from reportgen.render.levels import (
     achieved,
     by_level,
     cell,
+    ci_caption,
     cut_short,
     error_kinds,
     level_notes,
@@ -221,6 +222,7 @@ def section(
     vs_baseline = decision.vs_baseline if decision else []
     metrics = (decision.metrics if decision else None) or {}
     baseline_metrics, baseline_table = vs_baseline_table(metrics.get("vs_baseline") or [])
+    baseline_ci = ci_caption(metrics.get("vs_baseline") or [])
     ratio_at = {c.point: c.ratio for c in vs_baseline}
     return ExperimentView(
         index=i + 1,
@@ -290,6 +292,7 @@ def section(
         spec_log=evidence.spec_log(e),
         baseline_metrics=baseline_metrics,
         baseline_table=baseline_table,
+        baseline_ci=baseline_ci,
         probes=[
             (p.prompt, str(p.expect or ""), p.answer if p.answer is not None else p.error or "")
             for p in e.probes or []

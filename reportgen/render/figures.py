@@ -153,12 +153,23 @@ def _positions(series: Sequence[Series]) -> dict[Point, float]:
     }
 
 
-def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool, log: bool = False) -> None:
+def _plot(
+    ax: Axes,
+    series: Sequence[Series] | Sequence[tuple[Series, tuple[str, dict[str, Any]]]],
+    key: str,
+    errors: bool,
+    log: bool = False,
+) -> None:
     """Each series' means against the levels, with ±1 sd bars where ``errors``; on a log
     axis (``log``) a bar's lower end is where the upper one is on that scale (y - sd may be
-    at or below zero, and the bar would run to the axis' floor)."""
-    where = _positions(series)
-    for s, (_, style) in zip(series, entries(series), strict=True):
+    at or below zero, and the bar would run to the axis' floor). ``series`` may come with
+    their legend entries (a part of a figure's series, styled as in its whole legend)."""
+    pairs = [x for x in series if isinstance(x, tuple)]
+    if not pairs:
+        plain = [x for x in series if not isinstance(x, tuple)]
+        pairs = list(zip(plain, entries(plain), strict=True))
+    where = _positions([s for s, _ in pairs])
+    for s, (_, style) in pairs:
         xs = [where[c] for c, v in zip(s.levels, s.mean[key], strict=True) if v is not None]
         ys = [v for v in s.mean[key] if v is not None]
         if not xs:
@@ -334,24 +345,66 @@ def _bound_lines(ax: Axes, key: str, bounds: Bounds) -> None:
             )  # fmt: skip
 
 
+FAR_BELOW = 3.0  # an experiment under a third of the baseline's throughput at every level
+
+
+def far_below(series: Sequence[Series]) -> set[str]:
+    """The experiments whose output tok/s is under 1 / ``FAR_BELOW`` of the baseline's at
+    every level both measured (eager mode against CUDA graphs, say): drawn on an axis of
+    their own, so that they neither turn the candidates' axis logarithmic nor squeeze the
+    candidates into its top."""
+    base = next((s for s in series if s.is_baseline), None)
+    if base is None:
+        return set()
+    ref = dict(zip(base.levels, base.mean["output_tok_s"], strict=True))
+    out = set()
+    for s in series:
+        if s is base:
+            continue
+        pairs = [
+            (v, r)
+            for c, v in zip(s.levels, s.mean["output_tok_s"], strict=True)
+            if v is not None and (r := ref.get(c))
+        ]
+        if pairs and all(v * FAR_BELOW < r for v, r in pairs):
+            out.add(s.id)
+    return out
+
+
 def throughput(series: Sequence[Series], bounds: Bounds = ()) -> Figure:
     """Output tok/s against concurrency, one line per successful experiment, ±1 sd bars, and
-    a bound on it where the run searched under one (``bounds``)."""
+    a bound on it where the run searched under one (``bounds``). Experiments far below the
+    baseline (``far_below``) are drawn apart, in a narrow panel at the right on their own
+    scale, with the legend's styles."""
     fig = new_figure(PLOT_IN)
-    ax = fig.add_subplot()
+    apart = far_below(series)
+    if apart:
+        ax, side = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3.2, 1]})
+    else:
+        ax, side = fig.add_subplot(), None
+    styled = list(zip(series, entries(series), strict=True))
+    main = [(s, e) for s, e in styled if s.id not in apart]
     log = False
     if series:
-        values = _values(series, "output_tok_s")
+        values = _values([s for s, _ in main], "output_tok_s")
         log = _spans_decade(values)
-        _plot(ax, series, "output_tok_s", errors=True, log=log)
+        _plot(ax, main, "output_tok_s", errors=True, log=log)
         _bound_lines(ax, "output_tok_s", bounds)
-        _concurrency_axis(ax, series)
+        _concurrency_axis(ax, [s for s, _ in main])
         ax.set_ylabel("output tokens / s")
         _value_axis(ax, values)
     else:
         empty(ax, "no successful experiment to plot")
     ax.set_title("Output throughput (mean ± sd across repetitions)", loc="left")
-    fig.subplots_adjust(left=_left(log), right=0.98)
+    if side is not None:
+        far = [(s, e) for s, e in styled if s.id in apart]
+        values = _values([s for s, _ in far], "output_tok_s")
+        _plot(side, far, "output_tok_s", errors=True, log=_spans_decade(values))
+        _concurrency_axis(side, [s for s, _ in far])
+        side.set_xlabel("")
+        _value_axis(side, values)
+        side.set_title(f"under 1/{FAR_BELOW:g} of the baseline", loc="left", fontsize=7)
+    fig.subplots_adjust(left=_left(log), right=0.98, wspace=0.28)
     legend_below(fig, entries(series))
     return fig
 

@@ -8,6 +8,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
+from reportgen.analysis.adopt import ci_label
 from reportgen.analysis.checks_levels import ACHIEVED_SHARE
 from reportgen.metrics import is_throughput
 from reportgen.render.content import (
@@ -139,6 +140,24 @@ def vs_baseline_table(
     return labels, [
         (level_cell(c), [cells.get((c, m), (NONE, "", "")) for m in metrics]) for c in levels
     ]
+
+
+def ci_caption(items: Sequence[results_verdicts.Comparison]) -> str:
+    """The confidence of the intervals in ``vs_baseline_table``, as its caption says it: one
+    level ("97.5% CI"), which is every run's since comparisons of every metric share the
+    objective's; or, for a run decided by an earlier method whose p99 intervals were a
+    bootstrap at 95%, each level with the metrics it holds for."""
+    by: dict[str, list[str]] = {}
+    for c in items:
+        if c.ci_low is not None and c.ci_high is not None:
+            names = by.setdefault(ci_label(c), [])
+            label = c.metric.replace("_p99", " p99")
+            if label not in names:
+                names.append(label)
+    if len(by) <= 1:
+        return next(iter(by), "no intervals")
+    (main, _), *rest = sorted(by.items(), key=lambda kv: -len(kv[1]))
+    return f"{main}; " + "; ".join(f"{label} for {', '.join(names)}" for label, names in rest)
 
 
 def error_kinds(e: model.Experiment) -> dict[Point, dict[str, int]]:

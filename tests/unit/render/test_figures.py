@@ -39,18 +39,39 @@ def bars(fig: Figure) -> list[tuple[float, float]]:
 
 
 def test_a_bar_wider_than_its_mean_stops_above_zero_on_a_log_axis() -> None:
-    # a slow experiment's C=1 mean of 100 with an sd of 150: 100 - 150 is below zero
+    # a slower experiment's C=1 mean of 200 with an sd of 300: 200 - 300 is below zero
     fig = figures.throughput(
         [
             series("baseline", 1, [430, 4100, 8900], [5, 40, 90]),
-            series("eager", 2, [100, 700, 2000], [150, 20, 30]),
+            series("slower", 2, [200, 1500, 3500], [300, 20, 30]),
         ]  # fmt: skip
     )
     assert fig.axes[0].get_yscale() == "log"
     got = bars(fig)
     assert got and all(lo > 0 and hi > lo for lo, hi in got)
-    # symmetric on the log scale: 100 * 100 / 250 = 40 below, 250 above
-    assert any(abs(lo - 40) < 1e-6 and abs(hi - 250) < 1e-6 for lo, hi in got)
+    # symmetric on the log scale: 200 * 200 / 500 = 80 below, 500 above
+    assert any(abs(lo - 80) < 1e-6 and abs(hi - 500) < 1e-6 for lo, hi in got)
+
+
+def test_an_experiment_far_below_the_baseline_is_drawn_apart_on_its_own_scale() -> None:
+    """Eager mode at a tenth of the baseline would set the value axis for every candidate:
+    it gets a narrow panel of its own, and the candidates' axis spans only theirs."""
+    candidates = [
+        series("baseline", 1, [430, 4100, 8900], [5, 40, 90]),
+        series("bigger-batches", 2, [420, 4300, 9600], [5, 40, 90]),
+    ]
+    eager = series("eager", 3, [40, 300, 2900], [2, 10, 30])  # 0.09x, 0.07x, 0.33x
+    assert figures.far_below([*candidates, eager]) == {"eager"}
+    main, side = figures.throughput([*candidates, eager]).axes[:2]
+    assert side.get_title(loc="left") == "under 1/3 of the baseline"
+    low, high = main.get_ylim()
+    assert 100 < low < 420 and high > 9600  # the candidates' range, not eager's 40
+    drawn = [line.get_ydata() for line in side.get_lines()]
+    assert [list(y) for y in drawn] == [[40, 300, 2900]]
+    # within a third at one level (C=64 at 0.34x): drawn with the others
+    close = series("eager", 3, [40, 300, 3030], [2, 10, 30])
+    assert figures.far_below([*candidates, close]) == set()
+    assert len(figures.throughput([*candidates, close]).axes) == 1
 
 
 def test_on_a_linear_axis_a_bar_is_the_mean_plus_or_minus_its_sd() -> None:

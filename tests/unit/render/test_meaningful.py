@@ -86,3 +86,18 @@ def test_the_printed_level_table_headers_and_the_value_axis_label_stand_apart(
     assert "tok/\ns" not in text and text.count("tok/s req/s") == 1
     # (matplotlib draws the label as glyphs, at an x the figure's left margin sets)
     assert figures._left(True) > figures._left(False)
+
+
+def test_every_interval_beside_a_ratio_says_its_own_confidence() -> None:
+    """The table of every headline metric against the baseline said "95% CI" over intervals
+    at the decision's level (97.5% with two objective levels). A run decided today has every
+    metric's interval at that one level; one decided by the earlier bootstrap of p99s says
+    which intervals are at which."""
+    today = view.build(results.load(EXAMPLES / "sglang-h100"))
+    said = {e.baseline_ci for e in today.experiments if e.baseline_table}
+    assert said == {"97.5% CI"}
+    earlier = view.build(results.load(EXAMPLES / "h200"))
+    said = {e.baseline_ci for e in earlier.experiments if e.baseline_table}
+    assert said == {"98.3% CI; 95% CI for ttft_ms p99, e2e_ms p99"}
+    page = render_pages(results.load(EXAMPLES / "sglang-h100")).screen
+    assert "every headline metric, ratio (97.5% CI)" in page and "(95% CI)" not in page
