@@ -245,6 +245,18 @@ class Assumptions:
     # print: the same check, status and advice in several experiments as one row
     merged: list[dict[str, str]] = field(default_factory=list)
 
+    @property
+    def clean(self) -> list[str]:
+        """The checks that passed, or had nothing to judge, in every experiment: in print one
+        line names them instead of a row of "pass" each."""
+        return [t for t, st in self.rows if all(x in ("pass", "skip", "") for x in st)]
+
+    @property
+    def flagged(self) -> list[tuple[str, list[str]]]:
+        """The rows of the checks that warned or failed somewhere."""
+        clean = set(self.clean)
+        return [(t, st) for t, st in self.rows if t not in clean]
+
 
 Pair = tuple[str, str]  # (name, text): a term and its definition
 

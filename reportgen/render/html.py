@@ -103,16 +103,23 @@ def render_page(
         "obj": report.objective,
         "charts": charts,
         "css": stylesheet(),
-        "sections": (shown := sections(report)),
+        "sections": (shown := sections(report, for_print)),
         "number": {anchor: i + 1 for i, (anchor, _) in enumerate(shown)},
     }
     return environment().get_template(TEMPLATE).render(context)
 
 
-def sections(report: Report) -> list[tuple[str, str]]:
+def sections(report: Report, for_print: bool = False) -> list[tuple[str, str]]:
     """The report's sections, in order: all of them but the references where the campaign
-    names none (an empty section is a page of boilerplate in print)."""
-    return [s for s in SECTIONS if s[0] != "references" or report.references]
+    names none (an empty section is a page of boilerplate in print), and in print the
+    decision log of a run of one configuration (it decided nothing: its why and its command
+    are on page one, the rest in the HTML report)."""
+    lone = for_print and len(report.experiments) == 1
+    return [
+        s
+        for s in SECTIONS
+        if (s[0] != "references" or report.references) and not (lone and s[0] == "decisions")
+    ]
 
 
 # The table of contents and the section anchors, in report order.

@@ -316,6 +316,9 @@ def environment(env: Environment) -> dict[str, Any]:
         )
     return {
         "host": host_rows,
+        # in print, the host's fields the OS would not show are named on one line
+        "host_read": [(k, v) for k, v in host_rows if not v.startswith("unavailable")],
+        "host_unread": [k for k, v in host_rows if v.startswith("unavailable")],
         "software": software,
         "packages": packages,
         "env": env_vars,

@@ -101,3 +101,30 @@ def test_every_interval_beside_a_ratio_says_its_own_confidence() -> None:
     assert said == {"98.3% CI; 95% CI for ttft_ms p99, e2e_ms p99"}
     page = render_pages(results.load(EXAMPLES / "sglang-h100")).screen
     assert "every headline metric, ratio (97.5% CI)" in page and "(95% CI)" not in page
+
+
+def test_a_printed_bench_run_leaves_out_what_one_configuration_cannot_say(tmp_path: Path) -> None:
+    """On paper a run of one configuration has no decision log (it decided nothing; its why
+    and command are on page one), no trade-off chart (it trades off against nothing: its
+    points are the by-level table's), its numbers before its charts, the checks that passed
+    everywhere on one line, and the host fields the OS would not show named on one line."""
+    printed = render_pages(results.load(BENCH), for_print=True).printed or ""
+    text = " ".join(re.sub(r"<[^>]+>", " ", printed).split())
+    assert "Decision log" not in text and 'id="decisions"' not in printed
+    assert "Figure 3" not in text and "Figure 1" in text
+    assert text.index("By level") < text.index("Figure 1")
+    assert "2. Throughput and latency" in text and "3. Assumptions checked" in text
+    assert "Passed (or had nothing to judge) in every experiment: Requests succeeded," in text
+    grid = printed[
+        printed.index('class="checks-matrix"') : printed.index(
+            "</table>", printed.index('class="checks-matrix"')
+        )
+    ]
+    assert "Repetitions agree" in grid and "Requests succeeded" not in grid
+    assert "Not readable on this host: CPU max MHz, frequency governor, turbo / boost" in text
+    # the screen page keeps all of it
+    screen = render_pages(results.load(BENCH)).screen
+    assert 'id="decisions"' in screen and "Figure 3" in screen
+    copy = shutil.copytree(BENCH, tmp_path / "run")
+    assert reportgen_main("render", copy).returncode == 0
+    assert len(PdfReader(copy / "report.pdf").pages) == 5  # 6 before
