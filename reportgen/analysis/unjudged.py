@@ -9,7 +9,8 @@
   setting too small to start) and it ran. The campaign meant to show a failure and did not;
   how fast it ran is beside the point, and more repetitions would not make it the point.
 - ``machine``: it ran on other GPUs than its parent was measured on (a ``--resume`` on another
-  host), and its parent's configuration was not run beside it (interleaved). One machine's
+  host, or another Slurm node: each experiment run elsewhere records its node's GPUs), and its
+  parent's configuration was not run beside it (interleaved). One machine's
   speed is not another's: the difference may be the GPUs'. Resume with the parent's
   configuration measured again there (run it as a new experiment), or compare experiments
   measured on one machine. Where a run did not record its GPUs' UUIDs, nothing is said.
@@ -143,6 +144,18 @@ def gpus_at(run: Run, when: str | None) -> tuple[str, ...] | None:
     return known or None
 
 
+def gpus_of(run: Run, e: Experiment) -> tuple[str, ...] | None:
+    """The UUIDs of the GPUs ``e``'s servers ran on: those its own node sent back where it
+    ran elsewhere (a Slurm job's node, an SSH host: ``ran_on``), else the run's at its start
+    (``gpus_at``); None where not recorded."""
+    fp = e.ran_on.fingerprint if e.ran_on is not None else None
+    if isinstance(fp, dict):
+        own = tuple(str(u) for u in fp.get("uuids") or () if u)
+        if own:
+            return own
+    return gpus_at(run, e.started_at)
+
+
 def unjudged(
     entry: Experiment,
     parent: Experiment | None,
@@ -208,9 +221,9 @@ def reason(u: Unjudged, parent_id: str) -> str:
     if u.kind == "machine":
         return (
             f"Not judged: it ran on other GPUs than {parent_id} was measured on "
-            f"({'; '.join(u.changes)}), after a resumption on another machine, so its "
-            "difference may be the machines'. Measure the parent's configuration again on this "
-            "machine (as an experiment of its own) and compare with that."
+            f"({'; '.join(u.changes)}): another machine (a resumption elsewhere, another "
+            "node), so its difference may be the machines'. Measure the parent's configuration "
+            "again on this machine (as an experiment of its own) and compare with that."
         )
     if u.kind == "expected failure":
         return (

@@ -102,8 +102,8 @@ def decide_experiment(
         # interleaved, the parent's configuration ran beside it: on its machine
         beside = parent_side is not None and parent_side.paired
         machines = (
-            unjudged.gpus_at(run, entry.started_at),
-            None if beside or parent is None else unjudged.gpus_at(run, parent.started_at),
+            unjudged.gpus_of(run, entry),
+            None if beside or parent is None else unjudged.gpus_of(run, parent),
         )
         why = unjudged.unjudged(entry, parent, rows.get(entry.table), theirs, machines)
     verdict: decide.ObjectiveVerdict = "inconclusive"

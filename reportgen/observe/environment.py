@@ -176,6 +176,9 @@ class Node(_Loose):
     gpus: Any = None
     driver: Any = None
     packages: dict[str, Any] = Field(default_factory=dict)
+    # the GPUs' UUIDs: which machine, not which kind (never a mismatch: two nodes of one
+    # kind differ in them); None where not recorded (before reportgen sent them)
+    uuids: list[str] | None = None
 
     def mismatches(self, reference: Node) -> list[str]:
         """How this node differs from the run's reference one, in words."""
@@ -222,4 +225,5 @@ class Environment(_Loose):
             gpus=self.gpus.summary(),
             driver=self.gpus.driver,
             packages=dict(self.software.packages),
+            uuids=self.gpus.uuids,
         )

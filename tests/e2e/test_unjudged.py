@@ -219,3 +219,40 @@ def test_another_build_of_the_same_model_folder_is_not_a_server_change() -> None
     # another model on purpose (a flag naming another folder) is a configuration change
     other = child.model_copy(update={"model_files": {"model": "m-awq", "files": rebuilt}})
     assert model_changes(parent, other) == [] and unjudged(other, parent) == []
+
+
+def test_an_experiment_measured_on_another_node_than_its_parent_is_not_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each experiment run elsewhere (a Slurm job's node, an SSH host) sends back its node's
+    GPUs, UUIDs included: a child measured on another node than its parent is not judged
+    against it, one on the same node is, and where a node sent none the run's GPUs count."""
+    from reportgen.analysis.unjudged import gpus_of
+    from reportgen.observe import fingerprint, sources
+    from reportgen.results.model import RanOn
+
+    monkeypatch.setenv(sources.CAPTURE_ENV, str(ROOT / "tests/fixtures/gpu/h200-capture.json"))
+    source, why = sources.open_source()
+    node = fingerprint.this_node(source, why)  # what a node sends back, on the H200 capture
+    (h200,) = node["uuids"]
+    assert h200.startswith("GPU-")
+    other = {**node, "uuids": ["GPU-0000aaaa-0000-0000-0000-000000000001"]}
+    run = results.load(ROOT / "tests" / "fixtures" / "sample-run")
+    parent, child = run.experiments[0], run.experiments[1]  # baseline, fast-decode-kernel
+
+    def on(e: Experiment, fp: dict[str, object] | None) -> Experiment:
+        return e.model_copy(update={"ran_on": RanOn(node="n", fingerprint=fp)})
+
+    here, there = on(parent, node), on(child, other)
+    assert gpus_of(run, here) == (h200,) and gpus_of(run, there) != (h200,)
+    (why_not,) = unjudged(there, here, machines=(gpus_of(run, there), gpus_of(run, here)))
+    assert why_not.kind == "machine" and why_not.changes == [f"{h200} -> {other['uuids'][0]}"]
+    assert "another machine (a resumption elsewhere, another node)" in reason(why_not, here.id)
+    same = on(child, node)
+    assert unjudged(same, here, machines=(gpus_of(run, same), gpus_of(run, here))) == []
+    # a node that sent no UUIDs (an older reportgen): the run's, here none recorded
+    assert gpus_of(run, on(child, {**node, "uuids": None})) is None
+    # the node check compares kinds, never UUIDs: two nodes of one kind are alike
+    from reportgen.observe.environment import Node
+
+    assert Node.model_validate(other).mismatches(Node.model_validate(node)) == []
