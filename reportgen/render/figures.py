@@ -153,21 +153,21 @@ def _positions(series: Sequence[Series]) -> dict[Point, float]:
     }
 
 
-def _plot(
-    ax: Axes,
-    series: Sequence[Series] | Sequence[tuple[Series, tuple[str, dict[str, Any]]]],
-    key: str,
-    errors: bool,
-    log: bool = False,
+Styled = tuple[Series, tuple[str, dict[str, Any]]]  # a series with its legend entry
+
+
+def _plot(ax: Axes, series: Sequence[Series], key: str, errors: bool, log: bool = False) -> None:
+    """Each series' means against the levels, styled as in their legend (``entries``)."""
+    _plot_styled(ax, list(zip(series, entries(series), strict=True)), key, errors, log)
+
+
+def _plot_styled(
+    ax: Axes, pairs: Sequence[Styled], key: str, errors: bool, log: bool = False
 ) -> None:
-    """Each series' means against the levels, with ±1 sd bars where ``errors``; on a log
-    axis (``log``) a bar's lower end is where the upper one is on that scale (y - sd may be
-    at or below zero, and the bar would run to the axis' floor). ``series`` may come with
-    their legend entries (a part of a figure's series, styled as in its whole legend)."""
-    pairs = [x for x in series if isinstance(x, tuple)]
-    if not pairs:
-        plain = [x for x in series if not isinstance(x, tuple)]
-        pairs = list(zip(plain, entries(plain), strict=True))
+    """Each series' means against the levels, in its legend entry's style, with ±1 sd bars
+    where ``errors``; on a log axis (``log``) a bar's lower end is where the upper one is on
+    that scale (y - sd may be at or below zero, and the bar would run to the axis' floor).
+    ``pairs`` may be part of a figure's series, styled as in the whole figure's legend."""
     where = _positions([s for s, _ in pairs])
     for s, (_, style) in pairs:
         xs = [where[c] for c, v in zip(s.levels, s.mean[key], strict=True) if v is not None]
@@ -388,7 +388,7 @@ def throughput(series: Sequence[Series], bounds: Bounds = ()) -> Figure:
     if series:
         values = _values([s for s, _ in main], "output_tok_s")
         log = _spans_decade(values)
-        _plot(ax, main, "output_tok_s", errors=True, log=log)
+        _plot_styled(ax, main, "output_tok_s", errors=True, log=log)
         _bound_lines(ax, "output_tok_s", bounds)
         _concurrency_axis(ax, [s for s, _ in main])
         ax.set_ylabel("output tokens / s")
@@ -399,7 +399,7 @@ def throughput(series: Sequence[Series], bounds: Bounds = ()) -> Figure:
     if side is not None:
         far = [(s, e) for s, e in styled if s.id in apart]
         values = _values([s for s, _ in far], "output_tok_s")
-        _plot(side, far, "output_tok_s", errors=True, log=_spans_decade(values))
+        _plot_styled(side, far, "output_tok_s", errors=True, log=_spans_decade(values))
         _concurrency_axis(side, [s for s, _ in far])
         side.set_xlabel("")
         _value_axis(side, values)
