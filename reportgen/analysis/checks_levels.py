@@ -49,13 +49,12 @@ def measurement_checks(
     if not entry.levels:
         return []
     earlier = [e for e in others if e.id != entry.id]
-    typical = [cv for e in earlier if (cv := worst_cv(e.by_level))]
+    spreads = [w[0] for e in earlier if (w := worst_cv(e.by_level))]
+    typical = statistics.median(spreads) if spreads else None
     return [
         _request_errors(entry.levels),
         _output_lengths(entry.levels),
-        _repetition_spread(
-            entry.by_level, cv_bound, statistics.median(x[0] for x in typical) if typical else None
-        ),
+        _repetition_spread(entry.by_level, cv_bound, typical),
         _client_headroom(entry.by_level),
         percentile_samples(entry.levels, [e.levels for e in earlier]),
         achieved_load(entry),

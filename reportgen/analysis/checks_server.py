@@ -2,9 +2,10 @@
 
 The server, the GPUs and the host, the golden prompts' answers, and the campaign's own
 checks: ``server_stable``, ``gpu_errors``, ``gpus_free_at_start``, ``host_matches``,
-``outputs_sane``, ``baseline_agreement``, ``campaign_N`` and ``cuda_graphs``.
+``outputs_sane``, ``outputs_varied``, ``baseline_agreement``, ``campaign_N`` and ``cuda_graphs``.
 
-Imports ``analysis.text``, ``analysis.checks_levels`` (the status type) and the results model;
+Imports ``analysis.text``, ``analysis.checks_levels`` (the status type), ``analysis.unjudged``
+(the measured answers, as the verdict reads them) and the results model;
 ``observe.fingerprint`` for the host's comparison with ``host.expect``.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from reportgen.analysis import text as text_mod
 from reportgen.analysis.checks_levels import Status
+from reportgen.analysis.unjudged import answers
 from reportgen.load.records import RequestRecord
 from reportgen.metrics import is_throughput
 from reportgen.observe.environment import Environment, Gpus
@@ -87,10 +89,9 @@ def answers_varied(rows: Sequence[RequestRecord], random_weights: bool = False) 
     repeated (``analysis.text.outputs``), random weights or not: speculative decoding accepts
     nearly every draft of such text, and a speed measured on it says little of real text.
     Nothing where no answer text was kept."""
-    texts = [r.output_text for r in rows if r.status == "ok" and r.output_text]
-    if not texts:
+    seen = answers(rows)
+    if not seen.answers:
         return []
-    seen = text_mod.outputs(texts)
     status: Status = "pass"
     hint = ""
     if seen.judged < text_mod.MIN_ANSWERS:

@@ -56,20 +56,25 @@ LOAD_KEYS = (
 MAX_CHANGES = 4  # changes named in a reason; the rest are counted
 
 
-def load_changes(parent: Workload, child: Workload) -> list[str]:
-    """What ``child`` changes in the load against ``parent``, as "key before -> after" (a
-    nested table's keys as ``prompts.source``), in ``LOAD_KEYS`` order."""
-    out: list[str] = []
+def load_diff(parent: Workload, child: Workload) -> list[tuple[str, str, str]]:
+    """What ``child`` changes in the load against ``parent``: (key, before, after), a nested
+    table's keys as ``prompts.source``, in ``LOAD_KEYS`` order."""
+    out: list[tuple[str, str, str]] = []
     for key in LOAD_KEYS:
         out += _changed(key, _plain(getattr(parent, key)), _plain(getattr(child, key)))
     return out
+
+
+def load_changes(parent: Workload, child: Workload) -> list[str]:
+    """``load_diff`` as "key before -> after" (``Unjudged.changes``)."""
+    return [f"{key} {a} -> {b}" for key, a, b in load_diff(parent, child)]
 
 
 def _plain(value: Any) -> Any:
     return value.model_dump() if hasattr(value, "model_dump") else value
 
 
-def _changed(key: str, a: Any, b: Any) -> list[str]:
+def _changed(key: str, a: Any, b: Any) -> list[tuple[str, str, str]]:
     if a == b:
         return []
     if isinstance(a, dict) and isinstance(b, dict):
@@ -78,7 +83,7 @@ def _changed(key: str, a: Any, b: Any) -> list[str]:
             for k in sorted(a.keys() | b.keys())
             for x in _changed(f"{key}.{k}", a.get(k), b.get(k))
         ]
-    return [f"{key} {_short(a)} -> {_short(b)}"]
+    return [(key, _short(a), _short(b))]
 
 
 def _short(value: Any) -> str:
@@ -166,7 +171,7 @@ def unjudged(
     """Why ``entry`` (an experiment that ran) is not judged against ``parent``: [] where it
     is judged. ``rows``, ``parent_rows``: their request records, whose answers say whether
     they are degenerate (not looked at where not given); ``machines``: the GPUs each ran on
-    (``gpus_at``; not compared where either is None)."""
+    (``gpus_of``; not compared where either is None)."""
     out = []
     if parent is not None:
         rebuilt = model_changes(parent, entry)

@@ -223,6 +223,7 @@ def section(
     metrics = (decision.metrics if decision else None) or {}
     baseline_metrics, baseline_table = vs_baseline_table(metrics.get("vs_baseline") or [])
     baseline_ci = ci_caption(metrics.get("vs_baseline") or [])
+    judged = not (decision and decision.unjudged)  # else no repetitions would decide it
     ratio_at = {c.point: c.ratio for c in vs_baseline}
     return ExperimentView(
         index=i + 1,
@@ -237,8 +238,8 @@ def section(
         why=e.why,
         expect=e.expect or "",
         flag_diff=_flag_diff(e.flag_diff),
-        vs_parent=comparisons(vs_parent, not (decision and decision.unjudged)),
-        vs_baseline=comparisons(vs_baseline, not (decision and decision.unjudged)),
+        vs_parent=comparisons(vs_parent, judged),
+        vs_baseline=comparisons(vs_baseline, judged),
         explanation=said.text if said else "",
         conclusion=said.short if said and e.parent else "",
         reason=e.reason or "",
@@ -306,6 +307,11 @@ LIMITS = {  # ``Comparison.limit``: what would decide, where repetitions would n
 }
 
 
+def _decide_with(c: results_verdicts.Comparison) -> str:
+    """The repetitions that would decide ``c``, or what would where repetitions would not."""
+    return str(c.reps_needed) if c.reps_needed else LIMITS.get(c.limit or "", "")
+
+
 def comparisons(
     items: Sequence[results_verdicts.Comparison], decides: bool = True
 ) -> list[Comparison]:
@@ -319,11 +325,7 @@ def comparisons(
             verdict=c.verdict,
             n=f"{c.n_parent} vs {c.n_child}",
             detectable=f"±{(c.mde - 1) * 100:.1f}%" if c.mde else "–",
-            decide_with=""
-            if not decides
-            else str(c.reps_needed)
-            if c.reps_needed
-            else LIMITS.get(c.limit or "", ""),
+            decide_with=_decide_with(c) if decides else "",
             metric=c.metric,
         )
         for c in items

@@ -103,6 +103,7 @@ def render_page(
         "obj": report.objective,
         "charts": charts,
         "css": stylesheet(),
+        "lone_print": for_print and lone(report),
         "sections": (shown := sections(report, for_print)),
         "number": {anchor: i + 1 for i, (anchor, _) in enumerate(shown)},
     }
@@ -114,12 +115,18 @@ def sections(report: Report, for_print: bool = False) -> list[tuple[str, str]]:
     names none (an empty section is a page of boilerplate in print), and in print the
     decision log of a run of one configuration (it decided nothing: its why and its command
     are on page one, the rest in the HTML report)."""
-    lone = for_print and len(report.experiments) == 1
+    short = for_print and lone(report)
     return [
         s
         for s in SECTIONS
-        if (s[0] != "references" or report.references) and not (lone and s[0] == "decisions")
+        if (s[0] != "references" or report.references) and not (short and s[0] == "decisions")
     ]
+
+
+def lone(report: Report) -> bool:
+    """A run of one configuration (``reportgen bench``): on paper it is kept to what it can
+    say, with no decision log, trade-off chart, contents or verdict rules."""
+    return len(report.experiments) == 1
 
 
 # The table of contents and the section anchors, in report order.

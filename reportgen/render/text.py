@@ -297,8 +297,11 @@ def environment(env: Environment) -> dict[str, Any]:
     env_vars = [(str(k), _value(v)) for k, v in sorted(sw.env.items())]
     host = env.host.fields()  # what the OS showed: the known fields first, in their order
     known = {k for k, _ in HOST_FIELDS}
-    host_rows = [(label, _value(host.get(k))) for k, label in HOST_FIELDS if k in host]
-    host_rows += [(str(k), _value(v)) for k, v in sorted(host.items()) if k not in known]
+    raw = [(label, host.get(k)) for k, label in HOST_FIELDS if k in host]
+    raw += [(str(k), v) for k, v in sorted(host.items()) if k not in known]
+    host_rows = [(label, _value(v)) for label, v in raw]
+    # the fields the OS would not show (a collector's ``{"error": why}``)
+    unread = [label for label, v in raw if isinstance(v, Mapping) and "error" in v]
     if env.executor is not None:
         host_rows.insert(0, ("reached", reached(env.executor)))
     devices = []
@@ -317,8 +320,8 @@ def environment(env: Environment) -> dict[str, Any]:
     return {
         "host": host_rows,
         # in print, the host's fields the OS would not show are named on one line
-        "host_read": [(k, v) for k, v in host_rows if not v.startswith("unavailable")],
-        "host_unread": [k for k, v in host_rows if v.startswith("unavailable")],
+        "host_read": [(k, v) for k, v in host_rows if k not in unread],
+        "host_unread": unread,
         "software": software,
         "packages": packages,
         "env": env_vars,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen import engines
-from reportgen.analysis.unjudged import load_changes
+from reportgen.analysis.unjudged import load_diff
 from reportgen.campaign import Campaign, Resolved, repetitions_range
 from reportgen.errors import MISSING, LoadError, Problem
 from reportgen.load import prompts, trace
@@ -201,17 +201,18 @@ def _other_load(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
     out = []
     for i, r in enumerate(steps):
         candidates = steps[:i] if r.based_on == "best" else [s for s in steps if s.id == r.parent]
-        changes = [load_changes(c.workload, r.workload) for c in candidates]
+        changes = [load_diff(c.workload, r.workload) for c in candidates]
         if not changes or not all(changes):
             continue
         parent = "any earlier experiment" if r.based_on == "best" else repr(r.parent)
-        first = changes[0][0].split(" ", 1)
+        key, before, after = changes[0][0]
+        named = "; ".join(f"{k} {a} -> {b}" for k, a, b in changes[0][:3])
         out.append(
             Problem(
                 campaign.path,
-                f"experiment {r.id!r}: workload.{first[0]}",
-                first[1],
-                f"runs another load than {parent} ({'; '.join(changes[0][:3])}), so it will "
+                f"experiment {r.id!r}: workload.{key}",
+                f"{before} -> {after}",
+                f"runs another load than {parent} ({named}), so it will "
                 "not be judged: its difference would be the load's, not the server's; name an "
                 "experiment that runs the same load in based_on",
             )
