@@ -248,25 +248,26 @@ def reportgen_main(
 # files with the most tests first): these start at once, the short ones fill in around them.
 LONG_FIRST = (
     "test_ssh.py",
-    "test_slurm.py",
-    "test_resume.py",
     "test_demo_e2e.py",
+    "test_resume.py",
+    "test_slurm.py",
     "test_adaptive.py",
-    "test_compile_cache.py",  # the timing phase's longest, with test_decisions_e2e.py
     "test_transformers_serve.py",
+    "test_compile_cache.py",
     "test_rates.py",
-    "test_cli.py",
-    "test_slurm_nodes.py",
     "test_decisions_e2e.py",
-    "test_gpu.py",
-    "test_render.py",
-    "test_diff.py",
     "test_workloads.py",
+    "test_slurm_nodes.py",
     "test_slump.py",
+    "test_diff.py",
+    "test_cli.py",
     "test_faults.py",
+    "test_render.py",
     "test_verify.py",
-    "test_loadgen.py",
+    "test_gpu.py",
     "test_packaging.py",
+    "test_driver.py",
+    "test_loadgen.py",
     "test_cli_fuzz.py",
 )
 
@@ -455,7 +456,7 @@ def _lighter(port: int) -> tuple[tuple[str, str], ...]:
         ("concurrency = [1, 4, 16]", "concurrency = [1, 4]"),
         ("requests_per_level = 16", "requests_per_level = 12"),
         ("repetitions = 3", "repetitions = 2"),
-        ("warmup = { max_s = 10 }", f"warmup = {FAST_WARMUP}"),
+        ("warmup = { max_s = 10, window_s = 0.1 }", f"warmup = {FAST_WARMUP}"),
         ("margin = 0.05", "margin = 0.05\nstarts = 1"),
     )
 
@@ -510,3 +511,4 @@ def demo_outcomes(stdout: str) -> Path:
     assert len(ratios) == 2 and all(1.0 < r < 1.35 for r in ratios), fast
     assert any(1.12 < r < 1.35 for r in ratios), fast
     return run_dir
+
