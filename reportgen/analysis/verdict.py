@@ -38,7 +38,7 @@ from reportgen.analysis.sides import Side, sides
 from reportgen.load.records import RequestRecord
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point, Run
-from reportgen.results.verdicts import Comparison, Decision, NoiseRecord
+from reportgen.results.verdicts import Comparison, Decision, NoiseRecord, Unjudged
 
 Rows = Mapping[str, Sequence[RequestRecord]]  # a request table's name -> its rows
 
@@ -95,17 +95,7 @@ def decide_experiment(
     parent_id = entry.parent or (parent_side.id if parent_side else "")
     vs_parent = compare.objective(parent_side)
     noise = compare.noise(run.metric) if compare.pooled else None
-    why = None
-    if unjudged_rule:
-        theirs = rows.get(parent_side.table) if parent_side else None
-        parent = run.experiment(parent_id)
-        # interleaved, the parent's configuration ran beside it: on its machine
-        beside = parent_side is not None and parent_side.paired
-        machines = (
-            unjudged.gpus_of(run, entry),
-            None if beside or parent is None else unjudged.gpus_of(run, parent),
-        )
-        why = unjudged.unjudged(entry, parent, rows.get(entry.table), theirs, machines)
+    why = why_unjudged(run, entry, rows) if unjudged_rule else None
     verdict: decide.ObjectiveVerdict = "inconclusive"
     if parent_side is not None and parent_side.ok and not why:
         verdict, _, _ = adopt.decide(
@@ -132,6 +122,22 @@ def decide_experiment(
         unjudged=why,
     )
     return _said(run, entry, decision)
+
+
+def why_unjudged(run: Run, entry: Experiment, rows: Rows) -> list[Unjudged]:
+    """Why ``entry`` is not judged against its parent (``analysis.unjudged``; [] where it
+    is), from the request records of ``rows`` (by table) that are there: the answers of a
+    side whose table is missing are not looked at."""
+    parent_side, _ = sides(run, entry)
+    parent = run.experiment(entry.parent or (parent_side.id if parent_side else ""))
+    theirs = rows.get(parent_side.table) if parent_side else None
+    # interleaved, the parent's configuration ran beside it: on its machine
+    beside = parent_side is not None and parent_side.paired
+    machines = (
+        unjudged.gpus_of(run, entry),
+        None if beside or parent is None else unjudged.gpus_of(run, parent),
+    )
+    return unjudged.unjudged(entry, parent, rows.get(entry.table), theirs, machines)
 
 
 def _said(run: Run, entry: Experiment, decision: Decision) -> Decision:
@@ -177,11 +183,13 @@ def _failed(
     )
 
 
-def open_levels(run: Run, entry: Experiment) -> list[Point]:
+def open_levels(run: Run, entry: Experiment, rows: Rows | None = None) -> list[Point]:
     """The objective's levels where ``entry`` (still running, its levels so far) cannot yet
-    be told from its parent, and more repetitions could tell (``still_open``)."""
+    be told from its parent, and more repetitions could tell (``still_open``). ``rows``: the
+    request records measured so far by table, its own and those of what it is compared with
+    where the caller has them (their answers say whether they are degenerate)."""
     parent_side, _ = sides(run, entry)
-    if unjudged.unjudged(entry, run.experiment(entry.parent)):
+    if why_unjudged(run, entry, rows or {}):
         return []  # more repetitions would not make it a verdict
     found = Comparer(run, entry, CURRENT).objective(parent_side)
     _, high = sequential.bounds(entry.repetitions_asked)

@@ -32,7 +32,6 @@ import sys
 import tarfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -43,8 +42,9 @@ from reportgen.campaign.host import SlurmHost, SshHost
 from reportgen.errors import GpuError, HostLost, ReportgenError, ServerError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import fingerprint
-from reportgen.results.model import Experiment, Point, Run
+from reportgen.results.model import Experiment, Run
 from reportgen.run import remote
+from reportgen.run.experiment import OpenLevels
 from reportgen.run.local import Executor, Local
 from reportgen.run.resume import utc_now
 from reportgen.run.session import Context
@@ -198,7 +198,7 @@ class Ssh:
         parent: Resolved | None,
         entry: Experiment,
         save: Any,
-        open_levels: Callable[[], list[Point]] | None,
+        open_levels: OpenLevels | None,
     ) -> dict[str, list[RequestRecord]]:
         index = run.experiments.index(entry)
         job = remote.Job(

@@ -7,7 +7,7 @@ the campaign goes on. A Ctrl-C marks it interrupted and is raised again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from reportgen import results as store
@@ -35,6 +35,11 @@ from reportgen.run.plan import Role, interleaved, server_sessions
 from reportgen.run.resume import utc_now
 from reportgen.run.session import Context, Launch, ServerSession
 
+# After each round of adaptive repetitions: the objective levels still undecided, given the
+# experiment's request records so far by table (``verdict.open_levels``, with what the
+# caller adds of the tables it is compared with)
+OpenLevels = Callable[[Mapping[str, Sequence[RequestRecord]]], list[Point]]
+
 
 def run_experiment(
     ctx: Context,
@@ -42,11 +47,12 @@ def run_experiment(
     parent: Resolved | None,
     entry: Experiment,
     save: Any,
-    open_levels: Callable[[], list[Point]] | None = None,
+    open_levels: OpenLevels | None = None,
 ) -> dict[str, list[RequestRecord]]:
     """Run ``r`` into ``entry`` (``save()`` is called once its tables are written); returns
-    its request records by table. With adaptive repetitions, ``open_levels()`` says after
-    each round which objective levels are still undecided (``verdict.open_levels``)."""
+    its request records by table. With adaptive repetitions, ``open_levels(tables)`` says
+    after each round which objective levels are still undecided (``verdict.open_levels``),
+    from the records measured so far."""
     entry.status = "running"
     entry.started_at = utc_now()
     interleave = ctx.m.campaign.interleave
@@ -87,7 +93,13 @@ def run_experiment(
         for one in launches:
             launch(one)
         if open_levels is not None:
-            for one in _rounds(r, parent, entry, len(launches), open_levels):
+
+            def still_open() -> list[Point]:
+                return open_levels(
+                    {entry.table: rows["experiment"], entry.control_table: rows["control"]}
+                )
+
+            for one in _rounds(r, parent, entry, len(launches), still_open):
                 launch(one)
         entry.status = "ok"
     except ReportgenError as exc:

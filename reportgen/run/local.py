@@ -6,7 +6,6 @@ do the same on another host, whose far side (``remote``) runs ``Local`` there.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from reportgen import engines
@@ -14,9 +13,9 @@ from reportgen.campaign import Resolved
 from reportgen.errors import ReportgenError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import fingerprint
-from reportgen.results.model import Experiment, Point, Run
+from reportgen.results.model import Experiment, Run
 from reportgen.run import calibrate
-from reportgen.run.experiment import run_experiment
+from reportgen.run.experiment import OpenLevels, run_experiment
 from reportgen.run.preflight import preflight
 from reportgen.run.session import Context
 
@@ -43,7 +42,7 @@ class Executor(Protocol):
         parent: Resolved | None,
         entry: Experiment,
         save: Any,
-        open_levels: Callable[[], list[Point]] | None,
+        open_levels: OpenLevels | None,
     ) -> dict[str, list[RequestRecord]]:
         """One experiment's server sessions, into ``entry`` and the run directory."""
         ...
@@ -80,6 +79,6 @@ class Local:
         parent: Resolved | None,
         entry: Experiment,
         save: Any,
-        open_levels: Callable[[], list[Point]] | None,
+        open_levels: OpenLevels | None,
     ) -> dict[str, list[RequestRecord]]:
         return run_experiment(ctx, r, parent, entry, save, open_levels)

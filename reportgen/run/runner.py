@@ -10,8 +10,8 @@ of its log, and the campaign goes on.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from functools import partial
 from pathlib import Path
 
 from reportgen import __version__, engines
@@ -141,7 +141,13 @@ class Runner:
         self._save()  # a crash from here on still shows which experiment was running
         parent = self.resolved.get(r.parent) if r.parent else None
         return self.executor.run_experiment(
-            self.ctx, run, r, parent, entry, self._save, partial(verdict.open_levels, run, entry)
+            self.ctx,
+            run,
+            r,
+            parent,
+            entry,
+            self._save,
+            lambda mine: verdict.open_levels(run, entry, self._tables(run, entry, mine)),
         )
 
     def _parallel(self, run: Run) -> None:
@@ -310,13 +316,19 @@ class Runner:
     def _decide(self, run: Run, entry: Experiment, rows: dict[str, list[RequestRecord]]) -> None:
         """The verdict (``analysis.verdict``), from this experiment's rows and the saved
         rows of the tables it is compared with; then which configuration is best."""
+        entry.decision = verdict.decide_experiment(run, entry, self._tables(run, entry, rows))
+        run.best = drift.best_after(run, entry)
+
+    def _tables(
+        self, run: Run, entry: Experiment, rows: Mapping[str, Sequence[RequestRecord]]
+    ) -> dict[str, Sequence[RequestRecord]]:
+        """``rows`` (``entry``'s request records by table) with the saved tables of the sides
+        it is compared with (``analysis.sides``)."""
         tables = dict(rows)
-        parent_side, base_side = sides(run, entry)
-        for side in (parent_side, base_side):
+        for side in sides(run, entry):
             if side is not None and side.table not in tables:
                 tables[side.table] = store.read_requests(self.run_dir, side.table)
-        entry.decision = verdict.decide_experiment(run, entry, tables)
-        run.best = drift.best_after(run, entry)
+        return tables
 
     def _finish(self, status: RunStatus, reason: str | None) -> None:
         run = self.results

@@ -261,3 +261,50 @@ def test_an_experiment_measured_on_another_node_than_its_parent_is_not_judged(
     from reportgen.observe.environment import Node
 
     assert Node.model_validate(other).mismatches(Node.model_validate(node)) == []
+
+
+ADAPTIVE_OVER_LOOPS = """
+[campaign]
+name = "loops"
+title = "adaptive repetitions and what cannot be judged"
+starts = 1
+
+[server]
+engine = "sim"
+# answers that loop after 4 words, as a model with random weights gives
+args = { port = PORT, itl-ms = 3.0, ttft-ms = 12.0, jitter = 0.2, repeat-after = 4 }
+ready_timeout_s = 30
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 16
+input_tokens = 8
+output_tokens = 24
+warmup_requests = 2
+warmup = FAST_WARMUP
+repetitions = { min = 2, max = 4 }
+
+[[experiment]]
+id = "baseline"
+why = "the reference"
+
+[[experiment]]
+id = "speculation"
+why = "one draft token, a tenth of them accepted: the same speed, over looping answers"
+args = { spec-draft-tokens = 1, spec-accept-rate = 0.1 }
+""".replace("FAST_WARMUP", FAST_WARMUP)
+
+
+def test_adaptive_repetitions_are_not_spent_on_speculation_over_looping_answers(
+    tmp_path: Path, cache: Path
+) -> None:
+    """Adaptive repetitions run more rounds only where they could decide: speculation measured
+    over degenerate answers is not judged whatever it measures, which its request records show
+    after the first round, so it gets no further round (the same speed as its parent, it
+    would otherwise run to the maximum undecided, as an identical configuration does in
+    tests/e2e/test_adaptive.py)."""
+    data, _ = run_campaign(tmp_path, ADAPTIVE_OVER_LOOPS, cache)
+    spec = next(e for e in data["experiments"] if e["id"] == "speculation")
+    assert [u["kind"] for u in spec["decision"]["unjudged"]] == ["degenerate outputs"]
+    assert spec["looks"] == [{"repetitions": 2, "open": []}]
+    assert sorted({lv["repetition"] for lv in spec["levels"]}) == [0, 1]
