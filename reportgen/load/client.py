@@ -77,7 +77,18 @@ def event_loop() -> asyncio.AbstractEventLoop:
     selector = ReadyTimes()
     loop = asyncio.SelectorEventLoop(selector)
     _READY[loop] = selector.ready
+    loop.set_exception_handler(_interrupts_said_once)
     return loop
+
+
+def _interrupts_said_once(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler: as asyncio's, except for a Ctrl-C (or exit) that reached
+    one of its tasks, such as a second Ctrl-C while the first one's cancellation ran them. The
+    run stops on it already, with its own message; asyncio would also print the task's
+    traceback ("Task exception was never retrieved") when the task is collected."""
+    if isinstance(context.get("exception"), KeyboardInterrupt | SystemExit):
+        return
+    loop.default_exception_handler(context)
 
 
 def _sent_signal() -> aiohttp.TraceConfig:
