@@ -56,8 +56,9 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
         )
     if not entry.ok:
         return Said(conclusion=_failed(entry, decision))
-    parent_side, _ = sides(run, entry)
-    parent_id = entry.parent or (parent_side.id if parent_side else "")
+    parent_side, _ = sides(run, entry, stand_ins=decision.stand_in is not None)
+    # what the verdict compared with: the parent, or what stood in for it on this machine
+    parent_id = decision.stand_in or entry.parent or (parent_side.id if parent_side else "")
     if parent_side is None or not parent_side.ok:
         return Said(
             conclusion=f"its parent {parent_id} failed, so there is nothing to compare with."
@@ -74,8 +75,14 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
         between_sd=decision.noise.between_sd if decision.noise else None,
         legacy=legacy,
     )
-    change, flags = _change(run, entry, parent_id, legacy)
+    change, flags = _change(run, entry, entry.parent or parent_id, legacy)
     rest += meaning(entry, verdict)
+    if decision.stand_in and entry.parent:
+        rest += (
+            f" {entry.parent} was measured on other GPUs than {entry.id}, so its "
+            f"configuration measured again on {entry.id}'s ({decision.stand_in}) stands in "
+            "for it: one machine on both sides."
+        )
     if decision.paired:
         rest += (
             f" Compared pair by pair with {parent_id}'s configuration run "

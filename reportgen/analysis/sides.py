@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reportgen.analysis import unjudged
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Run
 
@@ -23,17 +24,28 @@ class Side:
     # the parent grown beside the experiment's adaptive rounds (``Control.grown``): runs of
     # the experiment's control table, added to ``levels``
     grown: Sequence[Level] = ()
+    # the parent's id where another experiment stands in for it (``unjudged.stand_in``: its
+    # configuration measured again on the experiment's machine); this side is that one's
+    stands_for: str | None = None
 
 
-def sides(run: Run, entry: Experiment) -> tuple[Side | None, Side | None]:
-    """The parent's side (its interleaved runs where they succeeded, else its own, with the
-    runs it grew beside the experiment) and the baseline's; None where there is none."""
+def sides(
+    run: Run, entry: Experiment, *, stand_ins: bool = True
+) -> tuple[Side | None, Side | None]:
+    """The parent's side (its interleaved runs where they succeeded; else, where the parent
+    ran on other GPUs, the experiment that measured its configuration again on ``entry``'s
+    (``unjudged.stand_in``; not with ``stand_ins`` False, as reportgen decided before); else
+    its own, with the runs it grew beside the experiment) and the baseline's; None where there
+    is none."""
     base, parent = run.baseline, run.experiment(entry.parent)
     control = entry.control
     usable = bool(control and control.levels) and not (control and control.error)
     parent_side: Side | None = None
+    other = unjudged.stand_in(run, entry) if stand_ins else None
     if usable and control is not None and not control.grown:
         parent_side = Side(control.of, True, control.levels, entry.control_table, paired=True)
+    elif other is not None and parent is not None:
+        parent_side = Side(other.id, other.ok, other.levels, other.table, stands_for=parent.id)
     elif parent is not None:
         grown = control.levels if usable and control is not None else ()
         parent_side = Side(parent.id, parent.ok, parent.levels, parent.table, grown=grown)

@@ -11,9 +11,11 @@
 - ``machine``: it ran on other GPUs than its parent was measured on (a ``--resume`` on another
   host, or another Slurm node: each experiment run elsewhere records its node's GPUs), and its
   parent's configuration was not run beside it (interleaved). One machine's
-  speed is not another's: the difference may be the GPUs'. Resume with the parent's
-  configuration measured again there (run it as a new experiment), or compare experiments
-  measured on one machine. Where a run did not record its GPUs' UUIDs, nothing is said.
+  speed is not another's: the difference may be the GPUs'. Where the campaign measured the
+  parent's configuration again on its GPUs (the bracket at the end of a campaign resumed
+  there, an A/A copy run there), that measurement stands in for the parent (``stand_in``) and
+  it is judged against it; otherwise it is not. Where a run did not record its GPUs' UUIDs,
+  nothing is said.
 - ``model build``: it served the same model folder as its parent, but that folder's files
   (config, tokenizer, weights: their sha256 as recorded) had changed between them: another
   build of the model, not a server change.
@@ -32,6 +34,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from reportgen.analysis import text
@@ -161,6 +164,46 @@ def gpus_of(run: Run, e: Experiment) -> tuple[str, ...] | None:
     return gpus_at(run, e.started_at)
 
 
+def stand_in(run: Run, entry: Experiment) -> Experiment | None:
+    """Where ``entry`` ran on other GPUs than its parent (not beside it, interleaved), the
+    experiment that measured the parent's server configuration (its command and environment)
+    again on ``entry``'s GPUs, under ``entry``'s load: the bracket at the end of a campaign
+    resumed on another host, an A/A copy run there. It stands in for the parent in the
+    verdict, the one machine on both sides. The nearest in time where there are several;
+    None where there is none, or the GPUs were not recorded."""
+    parent = run.experiment(entry.parent)
+    control = entry.control
+    if parent is None or (control and control.levels and not control.error and not control.grown):
+        return None  # interleaved: the parent's configuration ran beside it
+    mine, theirs = gpus_of(run, entry), gpus_of(run, parent)
+    if not mine or not theirs or set(mine) == set(theirs):
+        return None
+    load = entry.ran_workload
+    found = [
+        e
+        for e in run.experiments
+        if e.id not in (entry.id, parent.id)
+        and e.ok
+        and e.levels
+        and not (e.decision is not None and e.decision.verdict == "failed")  # checks failed
+        and e.command
+        and (e.command, e.env) == (parent.command, parent.env)
+        and set(gpus_of(run, e) or ()) == set(mine)
+        and load is not None
+        and e.ran_workload is not None
+        and not load_diff(e.ran_workload, load)
+    ]
+    at = _when(entry)
+    return min(found, key=lambda e: abs(_when(e) - at), default=None)
+
+
+def _when(e: Experiment) -> float:
+    """When ``e`` started, in seconds since the epoch (0 where not recorded)."""
+    if not e.started_at:
+        return 0.0
+    return datetime.fromisoformat(e.started_at.replace("Z", "+00:00")).timestamp()
+
+
 def unjudged(
     entry: Experiment,
     parent: Experiment | None,
@@ -228,7 +271,8 @@ def reason(u: Unjudged, parent_id: str) -> str:
             f"Not judged: it ran on other GPUs than {parent_id} was measured on "
             f"({'; '.join(u.changes)}): another machine (a resumption elsewhere, another "
             "node), so its difference may be the machines'. Measure the parent's configuration "
-            "again on this machine (as an experiment of its own) and compare with that."
+            "again on this machine (as an experiment of its own, or the campaign's bracket): "
+            "it is then compared with that."
         )
     if u.kind == "expected failure":
         return (

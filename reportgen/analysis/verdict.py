@@ -91,8 +91,7 @@ def decide_experiment(
     if run.baseline is None or entry.id == run.baseline.id:
         return _said(run, entry, Decision(verdict="baseline", explanation=""))
     compare = Comparer(run, entry, method, alpha)
-    parent_side, base_side = sides(run, entry)
-    parent_id = entry.parent or (parent_side.id if parent_side else "")
+    parent_side, base_side = sides(run, entry, stand_ins=unjudged_rule)
     vs_parent = compare.objective(parent_side)
     noise = compare.noise(run.metric) if compare.pooled else None
     why = why_unjudged(run, entry, rows) if unjudged_rule else None
@@ -100,7 +99,7 @@ def decide_experiment(
     if parent_side is not None and parent_side.ok and not why:
         verdict, _, _ = adopt.decide(
             entry.id,
-            parent_id,
+            parent_side.id,
             vs_parent,
             run.metric,
             run.margin,
@@ -120,6 +119,7 @@ def decide_experiment(
             compare, entry, rows, [("vs_parent", parent_side), ("vs_baseline", base_side)]
         ),
         unjudged=why,
+        stand_in=parent_side.id if parent_side and parent_side.stands_for else None,
     )
     return _said(run, entry, decision)
 
@@ -129,7 +129,8 @@ def why_unjudged(run: Run, entry: Experiment, rows: Rows) -> list[Unjudged]:
     is), from the request records of ``rows`` (by table) that are there: the answers of a
     side whose table is missing are not looked at."""
     parent_side, _ = sides(run, entry)
-    parent = run.experiment(entry.parent or (parent_side.id if parent_side else ""))
+    # (where another experiment stands in for the parent, it is what the verdict compares)
+    parent = run.experiment(entry.parent or "" if parent_side is None else parent_side.id)
     theirs = rows.get(parent_side.table) if parent_side else None
     # interleaved, the parent's configuration ran beside it: on its machine
     beside = parent_side is not None and parent_side.paired

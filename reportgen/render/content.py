@@ -137,6 +137,8 @@ class ExperimentView:
     is_baseline: bool
     is_best: bool
     parent: str
+    # what the verdict compared with instead of the parent's own runs (``Decision.stand_in``)
+    stand_in: str
     based_on: str
     why: str
     expect: str

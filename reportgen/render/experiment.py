@@ -234,6 +234,7 @@ def section(
         is_baseline=is_baseline,
         is_best=e.id == best,
         parent=e.parent or "",
+        stand_in=(decision.stand_in if decision else None) or "",
         based_on=e.based_on or "",
         why=e.why,
         expect=e.expect or "",

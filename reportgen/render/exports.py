@@ -112,9 +112,9 @@ def _comparisons(exps: Sequence[Experiment]) -> str:
             continue
         metrics = d.metrics or {}
         for kind, against, found in (
-            ("objective_vs_parent", e.parent, d.vs_parent),
+            ("objective_vs_parent", d.stand_in or e.parent, d.vs_parent),
             ("objective_vs_baseline", base, d.vs_baseline),
-            ("vs_parent", e.parent, metrics.get("vs_parent") or []),
+            ("vs_parent", d.stand_in or e.parent, metrics.get("vs_parent") or []),
             ("vs_baseline", base, metrics.get("vs_baseline") or []),
         ):
             for c in found:

@@ -154,12 +154,19 @@ class Decision(_Model):
     # reportgen told (a verdict of an older run is verified as it was taken), or not compared
     # (the baseline, a failure); left out of results.json then, as older runs have it
     unjudged: list[Unjudged] | None = None
+    # The experiment whose runs stood in for the parent's (``analysis.unjudged.stand_in``):
+    # the parent's configuration measured again on this experiment's GPUs, the parent's own
+    # runs being on others; None: the parent's own (or interleaved) runs. Left out of
+    # results.json where None, as older runs have it.
+    stand_in: str | None = None
 
     @model_serializer(mode="wrap")
     def _unjudged_where_told(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)
-        if isinstance(out, dict) and "unjudged" in out and out["unjudged"] is None:
-            del out["unjudged"]
+        if isinstance(out, dict):
+            for key in ("unjudged", "stand_in"):
+                if key in out and out[key] is None:
+                    del out[key]
         return out
 
 

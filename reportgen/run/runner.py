@@ -16,7 +16,7 @@ from pathlib import Path
 
 from reportgen import __version__, engines
 from reportgen import results as store
-from reportgen.analysis import drift, verdict
+from reportgen.analysis import drift, unjudged, verdict
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.sides import sides
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
@@ -237,12 +237,36 @@ class Runner:
         (``confirm.bracket``)."""
         step = confirm.bracket(run, self.resolved)
         self._at_end(run, [step] if step is not None else [])
+        self._stood_in(run)
         for eid in drift.drift_check(run):
             self.progress.warn(
                 f"{eid}: adoption withdrawn: the drift the baseline's last measurement saw "
                 "could explain its gain"
             )
         self._save()
+
+    def _stood_in(self, run: Run) -> None:
+        """Experiments measured on other GPUs than their parent, whose parent's configuration
+        a later experiment (the bracket, after a resumption on another host) measured on
+        theirs: decided again against it (``unjudged.stand_in``), then the best chosen again
+        in the campaign's order."""
+        again = [
+            e
+            for e in run.experiments
+            if e.decision is not None
+            and e.decision.unjudged is not None  # decided by the current rules
+            and e.decision.verdict != "failed"
+            and (stood := unjudged.stand_in(run, e)) is not None
+            and stood.id != e.decision.stand_in
+        ]
+        if not again:
+            return
+        for e in again:
+            self._decide(run, e, {e.table: store.read_requests(self.run_dir, e.table)})
+        run.best = None
+        for e in run.experiments:
+            if e.decision is not None:
+                run.best = drift.best_after(run, e)
 
     def _confirm(self, run: Run) -> None:
         """``campaign.confirm``: the best configuration again, then without each change

@@ -5,13 +5,17 @@ is offered repetitions that would decide it, and `validate` says so before anyth
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import json
 import re
 import shutil
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from markupsafe import Markup
 
 from reportgen import results
 from reportgen.analysis.unjudged import load_changes, model_changes, reason, unjudged
@@ -261,6 +265,72 @@ def test_an_experiment_measured_on_another_node_than_its_parent_is_not_judged(
     from reportgen.observe.environment import Node
 
     assert Node.model_validate(other).mismatches(Node.model_validate(node)) == []
+
+
+def test_the_parents_configuration_measured_again_on_the_childs_gpus_stands_in_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A child measured on other GPUs than its parent (a campaign resumed on another host) is
+    compared with the parent's configuration measured again on its GPUs where the campaign
+    has that (the bracket at its end, an A/A copy there): judged then, one machine on both
+    sides, and the report names what stood in. Measured again on the parent's GPUs instead,
+    it stands in for nothing and the child stays not judged."""
+    from reportgen.analysis import verdict
+    from reportgen.analysis.unjudged import stand_in
+    from reportgen.observe import fingerprint, sources
+    from reportgen.render import exports
+    from reportgen.render import view as report_view
+    from reportgen.render.html import render_page
+    from reportgen.results.model import RanOn
+
+    monkeypatch.setenv(sources.CAPTURE_ENV, str(ROOT / "tests/fixtures/gpu/h200-capture.json"))
+    source, why_none = sources.open_source()
+    node_a = fingerprint.this_node(source, why_none)
+    node_b = {**node_a, "uuids": ["GPU-0000bbbb-0000-0000-0000-000000000002"]}
+    sample = ROOT / "tests" / "fixtures" / "sample-run"
+    run = results.load(sample)
+    base, fast = run.experiments[0], run.experiments[1]  # baseline, fast-decode-kernel
+    rows = {e.table: results.read_requests(sample, e.table) for e in (base, fast)}
+
+    def on(e: Experiment, node: dict[str, object], **update: object) -> Experiment:
+        return e.model_copy(update={"ran_on": RanOn(node="n", fingerprint=node), **update})
+
+    def with_bracket(node: dict[str, object]) -> tuple[Experiment, Experiment]:
+        """The run with the baseline on node A, fast-decode-kernel on node B and the
+        baseline's configuration measured again at the end on ``node``."""
+        again = on(base, node, id="baseline-end", role="bracket", parent=base.id,
+                   started_at="2099-01-01T00:00:00Z", decision=None)  # fmt: skip
+        run.experiments = [on(base, node_a), on(fast, node_b), again]
+        rows[again.table] = rows[base.table]
+        return run.experiments[1], again
+
+    child, again = with_bracket(node_b)
+    assert stand_in(run, child) is again
+    decision = verdict.decide_experiment(run, child, rows)
+    assert decision.stand_in == "baseline-end" and decision.unjudged == []
+    assert decision.verdict == "adopted"  # as against the baseline on one machine
+    said = " ".join(decision.explanation.split())
+    assert "baseline was measured on other GPUs than fast-decode-kernel" in said
+    assert "(baseline-end) stands in for it" in said
+    child.decision = decision
+    report = report_view.build(run)
+    shown = report.experiments[1]
+    assert shown.stand_in == "baseline-end" and shown.parent == "baseline"
+    page = " ".join(render_page(report, defaultdict(Markup)).split())  # (no charts drawn)
+    assert (
+        "this experiment / baseline-end (baseline's configuration measured "
+        "again on this experiment's GPUs, where baseline ran on others):"
+    ) in page
+    table = csv.DictReader(io.StringIO(exports.tables(run)["comparisons.csv"]))
+    against = {r["against"] for r in table
+               if r["experiment"] == child.id and r["kind"] == "objective_vs_parent"}  # fmt: skip
+    assert against == {"baseline-end"}
+
+    child, again = with_bracket(node_a)  # measured again where the parent was: no stand-in
+    assert stand_in(run, child) is None
+    decision = verdict.decide_experiment(run, child, rows)
+    assert decision.stand_in is None and decision.verdict == "inconclusive"
+    assert [u.kind for u in decision.unjudged or []] == ["machine"]
 
 
 ADAPTIVE_OVER_LOOPS = """
