@@ -25,10 +25,9 @@ demo: $(STAMP)
 	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh
 	$(VENV)/bin/reportgen run campaigns/demo.toml
 
-# The tests: everything but the `timing` tests spread over the cores (pytest-xdist), then the
-# `timing` tests two at a time; each phase's wall time printed (scripts/run_tests.sh says
-# more). `make test PYTEST_ARGS="-k loadgen"` passes arguments to pytest; WORKERS=N sets the
-# spread (default: twice the cores), TIMING_WORKERS=N the timing phase's (default 2).
+# The tests, spread over the cores (pytest-xdist), their wall time printed
+# (scripts/run_tests.sh says more). `make test PYTEST_ARGS="-k loadgen"` passes arguments to
+# pytest; WORKERS=N sets the spread (default: three workers a core).
 PYTEST_ARGS ?=
 test: $(STAMP) $(ENGINE)
 	@PYTHON=$(PYTHON) ./scripts/bootstrap.sh --test

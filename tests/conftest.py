@@ -242,8 +242,9 @@ def reportgen_main(
     return Ran(0 if code is None else int(code), out.getvalue(), err.getvalue())
 
 
-# The files whose tests take longest (a whole campaign or more), longest first, as measured
-# with REPORTGEN_TEST_CPU_LOG at four workers on two cores. pytest-xdist hands files to its
+# The files whose tests take longest (a whole campaign or more), longest first, as each file
+# took run alone on two cores (test_compile_cache.py with its runs interleaved: about 90 s).
+# pytest-xdist hands files to its
 # workers in the order collected (run with --no-loadscope-reorder: by default it puts the
 # files with the most tests first): these start at once, the short ones fill in around them.
 LONG_FIRST = (
@@ -252,8 +253,8 @@ LONG_FIRST = (
     "test_resume.py",
     "test_slurm.py",
     "test_adaptive.py",
-    "test_transformers_serve.py",
     "test_compile_cache.py",
+    "test_transformers_serve.py",
     "test_rates.py",
     "test_decisions_e2e.py",
     "test_workloads.py",
@@ -511,4 +512,3 @@ def demo_outcomes(stdout: str) -> Path:
     assert len(ratios) == 2 and all(1.0 < r < 1.35 for r in ratios), fast
     assert any(1.12 < r < 1.35 for r in ratios), fast
     return run_dir
-

@@ -71,7 +71,6 @@ def test_bench_of_nothing_and_of_a_bad_address_is_one_line(tmp_path: Path) -> No
     assert res.returncode == 2 and "give each level once" in res.stderr
 
 
-@pytest.mark.timing  # its verdict rests on 1 ms against 5 ms between tokens, in short windows
 def test_a_campaign_compares_a_server_it_starts_with_one_already_running(
     tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
 ) -> None:

@@ -70,7 +70,6 @@ def interleaved(
     return run_campaign(folder, INTERLEAVED, cache, {CAPTURE_ENV: str(GPU_CAPTURE)})
 
 
-@pytest.mark.timing  # its verdict: 2 pairs of repetitions, timed
 def test_interleaved_runs_are_paired_and_each_repetition_gets_a_fresh_server(
     interleaved: tuple[dict[str, Any], Path],
 ) -> None:
@@ -154,7 +153,6 @@ description = "the engine confirms the feature is on"
 """
 
 
-@pytest.mark.timing  # a cold start told from timed requests
 def test_a_cold_server_warns_and_an_invalidating_campaign_check_fails_the_verdict(
     tmp_path: Path, cache: Path
 ) -> None:
@@ -173,7 +171,6 @@ def test_a_cold_server_warns_and_an_invalidating_campaign_check_fails_the_verdic
     assert "an impossible TTFT bound" not in base["decision"]["explanation"]
 
 
-@pytest.mark.timing  # the adopted verdict in report.md (as in the test above)
 def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
     interleaved: tuple[dict[str, Any], Path], tmp_path: Path
 ) -> None:
@@ -282,7 +279,6 @@ args = { spec-draft-tokens = 4, spec-accept-rate = 0.5 }
 """
 
 
-@pytest.mark.timing  # twice the output tok/s
 def test_speculative_decoding_acceptance_is_reported(tmp_path: Path, cache: Path) -> None:
     data, run_dir = run_campaign(tmp_path, SPECULATIVE, cache)
     base, mtp = data["experiments"]

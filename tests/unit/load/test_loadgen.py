@@ -67,7 +67,6 @@ def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 # -- against the simulator -------------------------------------------------------------------
 
 
-@pytest.mark.timing
 @pytest.mark.parametrize("api", ["chat", "completions"])
 def test_closed_loop_level_records_every_chunk(sim: Sim, api: str) -> None:
     spec = RequestSpec(api=api, model=None, output_tokens=10)
@@ -119,7 +118,6 @@ def test_prompts_by_index_and_text_kept(sim: Sim) -> None:
     assert all(sum(r.chunk_chars) > 5 for r in lv.records)  # counted in full, kept in part
 
 
-@pytest.mark.timing
 def test_non_streaming_and_duration_mode(sim: Sim) -> None:
     spec = RequestSpec(api="chat", model="sim-model", output_tokens=5, stream=False)
     lv = run_load(sim.url, spec, synthetic(50, 5, 2), 2, duration_s=0.5)
@@ -247,7 +245,6 @@ def test_constant_arrivals() -> None:
         arrival_times(0.0, requests=4)
 
 
-@pytest.mark.timing
 def test_open_loop_sends_on_schedule_whatever_is_in_flight(start_sim: Any) -> None:
     # Each request takes ~100 ms; arrivals every 20 ms, so ~5 are in flight at once.
     sim = start_sim("--ttft-ms", "50", "--itl-ms", "10", "--ttft-growth", "0", "--itl-growth", "0")
@@ -306,7 +303,6 @@ def test_two_workers_give_the_same_records_as_one(sim: Sim) -> None:
     assert not multiprocessing.active_children()
 
 
-@pytest.mark.timing
 @one_transport
 def test_two_workers_open_loop_and_duration(sim: Sim) -> None:
     lv = run_load(sim.url, CHAT, ["p q"], 0, duration_s=0.4, rate=40.0, seed=1, workers=2)

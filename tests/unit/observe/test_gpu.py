@@ -115,7 +115,6 @@ def test_counter_deltas_name_what_got_worse() -> None:
     ]
 
 
-@pytest.mark.timing
 def test_sampling_thread_keeps_its_rate_and_survives_a_failing_source() -> None:
     tele = telemetry.Telemetry(FakeSource(H200), hz=50).start()
     time.sleep(0.5)

@@ -173,7 +173,6 @@ def test_non_streaming(sim: Sim) -> None:
     assert body["usage"]["completion_tokens"] == 16
 
 
-@pytest.mark.timing
 def test_timing_follows_flags(sim: Sim) -> None:
     t0, events = _stream(sim.url + "/v1/completions", {"prompt": "time me", "max_tokens": 11})
     ttft_ms = (events[0][0] - t0) * 1000
@@ -235,7 +234,6 @@ def _mean_itl_ms(url: str, concurrency: int, n: int) -> float:
     return sum(itls) / len(itls)
 
 
-@pytest.mark.timing
 def test_itl_grows_with_concurrency(start_sim: Callable[..., Sim]) -> None:
     # ITL = 10 ms * (1 + 0.2 * (active - 1)): 10 ms alone, 24 ms with 8 active
     s = start_sim("--ttft-ms", "10", "--itl-ms", "10", "--itl-growth", "0.2")
@@ -244,7 +242,6 @@ def test_itl_grows_with_concurrency(start_sim: Callable[..., Sim]) -> None:
     assert loaded > 1.6 * alone
 
 
-@pytest.mark.timing
 def test_queue_and_chunking(start_sim: Callable[..., Sim]) -> None:
     s = start_sim(
         "--ttft-ms",
@@ -280,7 +277,6 @@ def test_queue_and_chunking(start_sim: Callable[..., Sim]) -> None:
     assert first >= 0.09 and second - first >= 0.09, (first, second)
 
 
-@pytest.mark.timing
 def test_zero_delay_server_is_fast(start_sim: Callable[..., Sim]) -> None:
     s = start_sim("--ttft-ms", "0", "--itl-ms", "0")
     t0 = time.perf_counter()
@@ -300,7 +296,6 @@ def test_unknown_flag_fails_fast() -> None:
     assert "unrecognized arguments: --no-such-flag" in r.stderr
 
 
-@pytest.mark.timing
 def test_sigterm_exits_zero_even_mid_stream(start_sim: Callable[..., Sim]) -> None:
     s = start_sim("--itl-ms", "50")
     body = {"prompt": "x", "max_tokens": 1000, "stream": True}
@@ -312,7 +307,6 @@ def test_sigterm_exits_zero_even_mid_stream(start_sim: Callable[..., Sim]) -> No
     assert "shutting down" in s.log_text()
 
 
-@pytest.mark.timing
 def test_record_sends_logs_when_each_chunk_was_written(
     start_sim: Callable[..., Sim], tmp_path: Path
 ) -> None:
@@ -369,7 +363,6 @@ def test_golden_prompt_echo_a_loop_and_the_prefix_cache(start_sim: Callable[...,
     assert _metric(good.url, "sim:generation_tokens_total") == 4 + 3
 
 
-@pytest.mark.timing
 def test_cold_requests_are_slow(start_sim: Callable[..., Sim], tmp_path: Path) -> None:
     log = tmp_path / "sends.jsonl"
     sim = start_sim(
