@@ -107,21 +107,24 @@ def test_every_interval_beside_a_ratio_says_its_own_confidence() -> None:
 def test_a_printed_bench_run_leaves_out_what_one_configuration_cannot_say(tmp_path: Path) -> None:
     """On paper a run of one configuration has no decision log (it decided nothing; its why
     and command are on page one), no trade-off chart (it trades off against nothing: its
-    points are the by-level table's), its numbers before its charts, the checks that passed
-    everywhere on one line, and the host fields the OS would not show named on one line."""
+    points are the by-level table's) nor throughput chart (the by-level table has its
+    numbers), its numbers before its chart, the checks that passed everywhere on one line and
+    those that did not in one table, and the host fields the OS would not show named on one
+    line: four pages, a rate sweep's too."""
     printed = render_pages(results.load(BENCH), for_print=True).printed or ""
     text = " ".join(re.sub(r"<[^>]+>", " ", printed).split())
     assert "Decision log" not in text and 'id="decisions"' not in printed
-    assert "Figure 3" not in text and "Figure 1" in text
+    # no throughput chart either (the by-level table has its throughputs): the latencies' is
+    # Figure 1
+    assert "Figure 3" not in text and "Figure 2" not in text
+    assert "Figure 1. Time to first token" in text
     assert text.index("By level") < text.index("Figure 1")
     assert "2. Throughput and latency" in text and "3. Assumptions checked" in text
     assert "Passed (or had nothing to judge) in every experiment: Requests succeeded," in text
-    grid = printed[
-        printed.index('class="checks-matrix"') : printed.index(
-            "</table>", printed.index('class="checks-matrix"')
-        )
-    ]
-    assert "Repetitions agree" in grid and "Requests succeeded" not in grid
+    # one configuration's checks matrix would be one column: its warnings' table says it
+    assert 'class="checks-matrix"' not in printed
+    problems = text[text.index("Warnings and failures") :]
+    assert problems.index("Repetitions agree") < problems.index("4. Environment")
     assert "Not readable on this host: CPU max MHz, frequency governor, turbo / boost" in text
     # the screen page keeps all of it
     screen = render_pages(results.load(BENCH)).screen
@@ -129,3 +132,6 @@ def test_a_printed_bench_run_leaves_out_what_one_configuration_cannot_say(tmp_pa
     copy = shutil.copytree(BENCH, tmp_path / "run")
     assert reportgen_main("render", copy).returncode == 0
     assert len(PdfReader(copy / "report.pdf").pages) == 4  # 6 before
+    sweep = shutil.copytree(EXAMPLES / "bench-rates-sglang-h200", tmp_path / "sweep")
+    assert reportgen_main("render", sweep).returncode == 0
+    assert len(PdfReader(sweep / "report.pdf").pages) == 4  # a rate sweep: 5 before
