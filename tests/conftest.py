@@ -259,6 +259,7 @@ LONG_FIRST = (
     "test_decisions_e2e.py",
     "test_workloads.py",
     "test_slurm_nodes.py",
+    "test_resume_elsewhere.py",
     "test_slump.py",
     "test_diff.py",
     "test_cli.py",
