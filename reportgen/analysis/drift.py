@@ -34,13 +34,18 @@ def drift_check(run: Run) -> list[str]:
     steady over the campaign), with both intervals' uncertainty. One whose gain (or loss) no
     level still shows is withdrawn (inconclusive, said why) and the best chosen again: a host
     that sped up makes later experiments look better, one that slowed down, worse. Returns the
-    ids withdrawn. Interleaved comparisons are left as they are: their drift cancels."""
+    ids withdrawn. Interleaved comparisons are left as they are: their drift cancels; so are
+    those against a stand-in for the parent (``unjudged.stand_in``). A bracket not judged
+    against the baseline (measured on another machine, another model build) measured no
+    drift of this host: nothing is taken again."""
     end = next((e for e in run.experiments if e.role == "bracket" and e.decision), None)
     base = run.baseline
     if end is None or base is None or end.decision is None:
         return []
     if end.decision.method in (None, "pooled"):
         return []  # decided before the check existed
+    if end.decision.unjudged:
+        return []  # measured on another machine or model build: not the host's drift
     drift = {c.point: c for c in end.decision.vs_parent if selection.log_se(c)}
     t0, t1 = _middle(base), _middle(end)
     if not drift or t0 is None or t1 is None or t1 <= t0:
@@ -48,8 +53,8 @@ def drift_check(run: Run) -> list[str]:
     withdrawn = []
     for e in run.experiments:
         d = e.decision
-        if e.role != "experiment" or d is None or d.paired:
-            continue
+        if e.role != "experiment" or d is None or d.paired or d.stand_in:
+            continue  # (beside its parent, or against its configuration on its own machine)
         if d.verdict not in ("adopted", "rejected"):
             continue
         shows = "better" if d.verdict == "adopted" else "worse"

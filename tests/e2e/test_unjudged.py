@@ -276,6 +276,7 @@ def test_the_parents_configuration_measured_again_on_the_childs_gpus_stands_in_f
     sides, and the report names what stood in. Measured again on the parent's GPUs instead,
     it stands in for nothing and the child stays not judged."""
     from reportgen.analysis import verdict
+    from reportgen.analysis.drift import drift_check
     from reportgen.analysis.unjudged import stand_in
     from reportgen.observe import fingerprint, sources
     from reportgen.render import exports
@@ -325,6 +326,12 @@ def test_the_parents_configuration_measured_again_on_the_childs_gpus_stands_in_f
     against = {r["against"] for r in table
                if r["experiment"] == child.id and r["kind"] == "objective_vs_parent"}  # fmt: skip
     assert against == {"baseline-end"}
+
+    # the bracket, on another machine than the baseline, measured no drift of one host: the
+    # drift check takes nothing again
+    again.decision = verdict.decide_experiment(run, again, rows)
+    assert [u.kind for u in again.decision.unjudged or []] == ["machine"]
+    assert drift_check(run) == [] and child.decision.drift is None
 
     child, again = with_bracket(node_a)  # measured again where the parent was: no stand-in
     assert stand_in(run, child) is None
