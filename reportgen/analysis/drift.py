@@ -91,10 +91,16 @@ def drift_check(run: Run) -> list[str]:
         e.decision = d.model_copy(update={"explanation": explain(run, e, d).text})
         withdrawn.append(e.id)
     if withdrawn:  # a withdrawn rejection changes no best, but choosing again costs nothing
-        run.best = None
-        for e in run.experiments:
-            run.best = best_after(run, e)
+        choose_best(run)
     return withdrawn
+
+
+def choose_best(run: Run) -> None:
+    """The best configuration chosen again from the run's decisions, in the campaign's order
+    (``best_after``), after some were taken again."""
+    run.best = None
+    for e in run.experiments:
+        run.best = best_after(run, e)
 
 
 def score(run: Run, entry: Experiment) -> float:

@@ -39,15 +39,13 @@ def sides(
     is none."""
     base, parent = run.baseline, run.experiment(entry.parent)
     control = entry.control
-    usable = bool(control and control.levels) and not (control and control.error)
     parent_side: Side | None = None
-    other = unjudged.stand_in(run, entry) if stand_ins else None
-    if usable and control is not None and not control.grown:
+    if control is not None and control.paired:
         parent_side = Side(control.of, True, control.levels, entry.control_table, paired=True)
-    elif other is not None and parent is not None:
+    elif parent is not None and stand_ins and (other := unjudged.stand_in(run, entry)) is not None:
         parent_side = Side(other.id, other.ok, other.levels, other.table, stands_for=parent.id)
     elif parent is not None:
-        grown = control.levels if usable and control is not None else ()
+        grown = control.levels if control is not None and control.usable else ()
         parent_side = Side(parent.id, parent.ok, parent.levels, parent.table, grown=grown)
     base_side = None if base is None else Side(base.id, base.ok, base.levels, base.table)
     if base_side and parent_side and parent_side.grown and parent_side.id == base_side.id:

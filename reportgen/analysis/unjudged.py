@@ -70,7 +70,12 @@ def load_diff(parent: Workload, child: Workload) -> list[tuple[str, str, str]]:
 
 def load_changes(parent: Workload, child: Workload) -> list[str]:
     """``load_diff`` as "key before -> after" (``Unjudged.changes``)."""
-    return [f"{key} {a} -> {b}" for key, a, b in load_diff(parent, child)]
+    return changes_said(load_diff(parent, child))
+
+
+def changes_said(diff: Sequence[tuple[str, str, str]]) -> list[str]:
+    """Each (key, before, after) of ``load_diff`` as "key before -> after"."""
+    return [f"{key} {a} -> {b}" for key, a, b in diff]
 
 
 def _plain(value: Any) -> Any:
@@ -172,8 +177,7 @@ def stand_in(run: Run, entry: Experiment) -> Experiment | None:
     verdict, the one machine on both sides. The nearest in time where there are several;
     None where there is none, or the GPUs were not recorded."""
     parent = run.experiment(entry.parent)
-    control = entry.control
-    if parent is None or (control and control.levels and not control.error and not control.grown):
+    if parent is None or (entry.control is not None and entry.control.paired):
         return None  # interleaved: the parent's configuration ran beside it
     mine, theirs = gpus_of(run, entry), gpus_of(run, parent)
     if not mine or not theirs or set(mine) == set(theirs):
@@ -201,7 +205,7 @@ def _when(e: Experiment) -> float:
     """When ``e`` started, in seconds since the epoch (0 where not recorded)."""
     if not e.started_at:
         return 0.0
-    return datetime.fromisoformat(e.started_at.replace("Z", "+00:00")).timestamp()
+    return datetime.fromisoformat(e.started_at).timestamp()
 
 
 def unjudged(

@@ -94,7 +94,7 @@ def decide_experiment(
     parent_side, base_side = sides(run, entry, stand_ins=unjudged_rule)
     vs_parent = compare.objective(parent_side)
     noise = compare.noise(run.metric) if compare.pooled else None
-    why = why_unjudged(run, entry, rows) if unjudged_rule else None
+    why = why_unjudged(run, entry, parent_side, rows) if unjudged_rule else None
     verdict: decide.ObjectiveVerdict = "inconclusive"
     if parent_side is not None and parent_side.ok and not why:
         verdict, _, _ = adopt.decide(
@@ -124,14 +124,18 @@ def decide_experiment(
     return _said(run, entry, decision)
 
 
-def why_unjudged(run: Run, entry: Experiment, rows: Rows) -> list[Unjudged]:
-    """Why ``entry`` is not judged against its parent (``analysis.unjudged``; [] where it
-    is), from the request records of ``rows`` (by table) that are there: the answers of a
-    side whose table is missing are not looked at."""
-    parent_side, _ = sides(run, entry)
-    # (where another experiment stands in for the parent, it is what the verdict compares)
-    parent = run.experiment(entry.parent or "" if parent_side is None else parent_side.id)
-    theirs = rows.get(parent_side.table) if parent_side else None
+def why_unjudged(
+    run: Run, entry: Experiment, parent_side: Side | None, rows: Rows
+) -> list[Unjudged]:
+    """Why ``entry`` is not judged against ``parent_side`` (its parent's, from ``sides``:
+    ``analysis.unjudged``; [] where it is), from the request records of ``rows`` (by table)
+    that are there: the answers of a side whose table is missing are not looked at."""
+    if parent_side is None:
+        parent = run.experiment(entry.parent)
+        theirs = None
+    else:  # (a stand-in for the parent, where there is one, is what the verdict compares)
+        parent = run.experiment(parent_side.id)
+        theirs = rows.get(parent_side.table)
     # interleaved, the parent's configuration ran beside it: on its machine
     beside = parent_side is not None and parent_side.paired
     machines = (
@@ -190,7 +194,7 @@ def open_levels(run: Run, entry: Experiment, rows: Rows | None = None) -> list[P
     request records measured so far by table, its own and those of what it is compared with
     where the caller has them (their answers say whether they are degenerate)."""
     parent_side, _ = sides(run, entry)
-    if why_unjudged(run, entry, rows or {}):
+    if why_unjudged(run, entry, parent_side, rows or {}):
         return []  # more repetitions would not make it a verdict
     found = Comparer(run, entry, CURRENT).objective(parent_side)
     _, high = sequential.bounds(entry.repetitions_asked)
@@ -364,6 +368,18 @@ def _above(levels: Sequence[Level], point: Point, q: float) -> float:
     return ok * (1 - q / 100)
 
 
+def with_sides(
+    run: Run, entry: Experiment, rows: Rows, rows_of: Callable[[str], Sequence[RequestRecord]]
+) -> dict[str, Sequence[RequestRecord]]:
+    """``rows`` (request records by table) with ``entry``'s own table and those of the sides it
+    is compared with (``sides``), each read by ``rows_of(table)`` where ``rows`` lacks it."""
+    tables = dict(rows)
+    for table in (entry.table, *(s.table for s in sides(run, entry) if s is not None)):
+        if table not in tables:
+            tables[table] = rows_of(table)
+    return tables
+
+
 def redecide(run: Run, rows_of: Callable[[str], Sequence[RequestRecord]]) -> dict[str, str]:
     """Every decision of ``run`` taken again, in order, by the current method, and the best
     configuration chosen again; ``rows_of(table)`` reads a request table. Returns what the
@@ -374,11 +390,7 @@ def redecide(run: Run, rows_of: Callable[[str], Sequence[RequestRecord]]) -> dic
         if e.decision is None:
             continue  # not decided: pending, running or interrupted
         before[e.id] = e.decision.verdict
-        tables = {e.table: rows_of(e.table)}
-        for side in sides(run, e):
-            if side is not None and side.table not in tables:
-                tables[side.table] = rows_of(side.table)
-        e.decision = decide_experiment(run, e, tables)
+        e.decision = decide_experiment(run, e, with_sides(run, e, {}, rows_of))
         run.best = best_after(run, e)
     drift_check(run)
     return before

@@ -124,6 +124,17 @@ class Control(_Model):
     grown: bool = False
     by_level: list[Aggregate] = Field(default_factory=list)
 
+    @property
+    def usable(self) -> bool:
+        """Whether its runs count: some were measured, and none failed."""
+        return bool(self.levels) and not self.error
+
+    @property
+    def paired(self) -> bool:
+        """Whether the experiment is compared with its runs pair by pair (interleaved, not
+        grown): the parent's configuration ran beside it, on its machine."""
+        return self.usable and not self.grown
+
 
 FailureKind = Literal["start", "not ready", "exited", "fatal", "other"]
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from functools import partial
 from pathlib import Path
 
 from reportgen import __version__, engines
 from reportgen import results as store
 from reportgen.analysis import drift, unjudged, verdict
 from reportgen.analysis.checks import invalidated
-from reportgen.analysis.sides import sides
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.errors import HostLost, ResultsError
 from reportgen.load.records import RequestRecord
@@ -262,11 +262,8 @@ class Runner:
         if not again:
             return
         for e in again:
-            self._decide(run, e, {e.table: store.read_requests(self.run_dir, e.table)})
-        run.best = None
-        for e in run.experiments:
-            if e.decision is not None:
-                run.best = drift.best_after(run, e)
+            e.decision = verdict.decide_experiment(run, e, self._tables(run, e, {}))
+        drift.choose_best(run)
 
     def _confirm(self, run: Run) -> None:
         """``campaign.confirm``: the best configuration again, then without each change
@@ -346,13 +343,9 @@ class Runner:
     def _tables(
         self, run: Run, entry: Experiment, rows: Mapping[str, Sequence[RequestRecord]]
     ) -> dict[str, Sequence[RequestRecord]]:
-        """``rows`` (``entry``'s request records by table) with the saved tables of the sides
-        it is compared with (``analysis.sides``)."""
-        tables = dict(rows)
-        for side in sides(run, entry):
-            if side is not None and side.table not in tables:
-                tables[side.table] = store.read_requests(self.run_dir, side.table)
-        return tables
+        """``rows`` (``entry``'s request records by table) with the saved tables it lacks of
+        ``entry`` and the sides it is compared with (``verdict.with_sides``)."""
+        return verdict.with_sides(run, entry, rows, partial(store.read_requests, self.run_dir))
 
     def _finish(self, status: RunStatus, reason: str | None) -> None:
         run = self.results

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportgen import engines
-from reportgen.analysis.unjudged import load_diff
+from reportgen.analysis.unjudged import changes_said, load_diff
 from reportgen.campaign import Campaign, Resolved, repetitions_range
 from reportgen.errors import MISSING, LoadError, Problem
 from reportgen.load import prompts, trace
@@ -206,7 +206,7 @@ def _other_load(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
             continue
         parent = "any earlier experiment" if r.based_on == "best" else repr(r.parent)
         key, before, after = changes[0][0]
-        named = "; ".join(f"{k} {a} -> {b}" for k, a, b in changes[0][:3])
+        named = "; ".join(changes_said(changes[0][:3]))
         out.append(
             Problem(
                 campaign.path,
