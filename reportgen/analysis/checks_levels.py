@@ -17,7 +17,6 @@ import statistics
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from reportgen.analysis.checks_telemetry import telemetry_checks
 from reportgen.analysis.summary import steady_window
@@ -396,6 +395,8 @@ def percentile_samples(levels: Sequence[Level], earlier: Sequence[Sequence[Level
 
 def steady_state(rows: Sequence[RequestRecord]) -> Check:
     """Early against late requests of each level run's steady part (see ``checks``)."""
+    from scipy import stats
+
     title = "Warm-up done: early and late requests of a level agree"
     runs: dict[tuple[Point, int], list[RequestRecord]] = {}
     for r in rows:

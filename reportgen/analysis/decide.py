@@ -61,7 +61,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
-from scipy import special, stats
 
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.noise import Noise, Run1, Side
@@ -191,6 +190,8 @@ def _more_repetitions(
     ``ONE_START``) where a side ran on one start that more repetitions would not add to (the
     "levels" method: its start term keeps the starts' degrees of freedom, which repetitions on
     one server never raise)."""
+    from scipy import special, stats
+
     edge = math.log1p(margin)
     effect = abs(est.diff)
     gap = effect if effect > edge else edge - effect
@@ -269,6 +270,8 @@ def judge(
     inconclusive one the repetitions that would decide it (``reps``). With ``equivalence``
     (the two one-sided tests' interval, 0.90 for 5%), "equivalent" is decided on that
     interval, and ``bound`` is the largest change it leaves possible."""
+    from scipy import stats
+
     ratio = math.exp(diff)
     lo = hi = mde = bound = None
     needed: int | None = None

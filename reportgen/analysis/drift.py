@@ -8,8 +8,6 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from scipy import stats
-
 from reportgen.analysis import decide, moderated, selection
 from reportgen.analysis.explain import explain
 from reportgen.load.records import RequestRecord
@@ -38,6 +36,8 @@ def drift_check(run: Run) -> list[str]:
     those against a stand-in for the parent (``unjudged.stand_in``). A bracket not judged
     against the baseline (measured on another machine, another model build) measured no
     drift of this host: nothing is taken again."""
+    from scipy import stats
+
     end = next((e for e in run.experiments if e.role == "bracket" and e.decision), None)
     base = run.baseline
     if end is None or base is None or end.decision is None:

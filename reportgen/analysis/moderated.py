@@ -8,13 +8,14 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import optimize, special
 
 
 def prior(variances: np.ndarray, dofs: np.ndarray) -> tuple[float | None, float]:
     """Smyth's (2004) prior variance and degrees of freedom from sample variances and their
     degrees of freedom; the plain pooled variance where there are fewer than three cells or
     they agree better than chance (the prior's weight is then capped at the cells' total)."""
+    from scipy import special
+
     if variances.size == 0:
         return None, 0.0
     total = float(dofs.sum())
@@ -36,6 +37,7 @@ def prior(variances: np.ndarray, dofs: np.ndarray) -> tuple[float | None, float]
 
 def trigamma_inverse(y: float) -> float:
     """x with trigamma(x) = y (trigamma falls from +inf to 0 on (0, inf))."""
+    from scipy import optimize, special
 
     def f(x: float) -> float:
         return float(special.polygamma(1, x)) - y

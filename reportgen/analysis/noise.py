@@ -49,7 +49,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy import stats
 
 from reportgen.analysis import moderated
 from reportgen.analysis.summary import compared_value
@@ -441,6 +440,8 @@ class StartSpread:
 def start_spreads(runs: Sequence[Run1], config: str) -> list[StartSpread]:
     """Per level where ``config`` ran on two or more starts and the other configurations
     together give the pool a degree of freedom: its starts' spread against theirs."""
+    from scipy import stats
+
     groups = session_means_by_config(runs)
     out = []
     for mine, level, means, _ in groups:

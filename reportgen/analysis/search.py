@@ -28,8 +28,6 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scipy import stats
-
 from reportgen.campaign.bounds import Bound, parse
 from reportgen.results.levels import SearchProbe, Summary
 from reportgen.results.model import Point
@@ -41,6 +39,8 @@ MAX_ERROR_SHARE = 0.01
 
 def interval(seen: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
     """The t interval of the mean of ``seen`` (None with fewer than two values)."""
+    from scipy import stats
+
     if len(seen) < 2:
         return None
     mean, sd = statistics.fmean(seen), statistics.stdev(seen)

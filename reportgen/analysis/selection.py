@@ -22,8 +22,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-
 from reportgen.results.model import Run
 from reportgen.results.verdicts import Comparison
 
@@ -33,6 +31,8 @@ MIN_EXPERIMENTS = 3  # fewer, and tau^2 is not estimated
 def log_se(c: Comparison) -> float | None:
     """The standard error of a comparison's log ratio, from its interval, its level and its
     degrees of freedom; None where it has no interval."""
+    from scipy import stats
+
     if not (c.ratio and c.ci_low and c.ci_high and c.dof and c.confidence):
         return None
     t = float(stats.t.ppf(0.5 + c.confidence / 2, c.dof))

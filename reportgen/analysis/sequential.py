@@ -21,7 +21,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
 
 def looks(low: int, high: int) -> tuple[int, ...]:
@@ -33,6 +32,8 @@ def looks(low: int, high: int) -> tuple[int, ...]:
 def pocock_confidence(schedule: tuple[int, ...], confidence: float = 0.95) -> float:
     """The confidence of each look's interval so that, over all of ``schedule``'s looks, an
     identical configuration is called different with probability 1 - ``confidence``."""
+    from scipy import stats
+
     if len(schedule) <= 1:
         return confidence
     alpha = 1 - confidence

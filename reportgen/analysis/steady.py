@@ -31,7 +31,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from reportgen.analysis.summary import chunk_tokens
 from reportgen.load.records import RequestRecord
@@ -145,6 +144,8 @@ def interval_width(records: Sequence[RequestRecord], now_s: float) -> float | No
     with fewer than MIN_WINDOWS. Windows at least a request time long are nearly independent
     (each holds other requests' tokens), so the interval is about right, and a little narrow
     where the server runs in waves."""
+    from scipy import stats
+
     tok = windows(records, now_s, last=2).tok_s
     k = len(tok)
     if k < MIN_WINDOWS:

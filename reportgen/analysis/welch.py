@@ -11,7 +11,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import special, stats
 
 from reportgen.analysis import decide
 from reportgen.analysis.summary import compared_value
@@ -70,6 +69,8 @@ def compare_pairs(
     """Paired ratio: each (parent, child) pair ran next to each other in time. The estimate
     is the geometric mean of the pairs' ratios; its interval a one-sample t interval on the
     log ratios."""
+    from scipy import stats
+
     d = np.asarray(
         [math.log(c) - math.log(p) for p, c in pairs if p and c and p > 0 and c > 0], dtype=float
     )
@@ -103,6 +104,8 @@ def compare_pairs(
 def _reps_needed(effect: float, sd: float, margin: float, confidence: float) -> int | None:
     """Repetitions per side for the interval's half-width (t x sd x sqrt(2/n)) to fit in the
     gap between |log ratio| and log(1 + margin); None when there is no gap."""
+    from scipy import special
+
     gap = abs(effect - margin)
     if gap <= 0 or sd <= 0:
         return None
