@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from reportgen import results
 from reportgen.observe.sources import CAPTURE_ENV
+from reportgen.results.rundir import RunDir
 from tests.conftest import ROOT, free_port, reportgen_main
 
 DEMO: dict[str, Any] = tomllib.loads((ROOT / "campaigns" / "demo.toml").read_text())
@@ -103,3 +105,26 @@ def run_small(
     data["_telemetry"] = results.load_telemetry(run_dir, "baseline")
     data["_run_dir"] = run_dir
     return data
+
+
+def widened(source: Path, dest: Path, experiments: int) -> Path:
+    """A copy of the run directory ``source`` at ``dest`` with ``experiments`` experiments:
+    its measured experiments after the baseline cloned (each clone its original's parent,
+    tables, logs and decision, under the id ``<id>-<n>``) until there are that many. For what
+    a report of a long campaign looks like (its length), without running one."""
+    shutil.copytree(source, dest)
+    d = RunDir(dest)
+    run = results.load(dest)
+    measured = [e for e in run.experiments[1:] if e.levels and e.role != "bracket"]
+    clones = []
+    for n in range(experiments - len(run.experiments)):
+        e = measured[n % len(measured)]
+        new = f"{e.id}-{n // len(measured) + 2}"
+        clones.append(e.model_copy(update={"id": new}, deep=True))
+        for path in (d.requests(e.id), d.telemetry(e.id)):
+            if path.exists():
+                shutil.copy(path, path.with_name(f"{new}.parquet"))
+    at = max(i for i, e in enumerate(run.experiments) if e.role != "bracket") + 1
+    run.experiments[at:at] = clones
+    results.save(dest, run)
+    return dest

@@ -162,6 +162,7 @@ class ExperimentView:
     objective_ratio: list[str]  # ... relative to the baseline there (from vs_baseline)
     levels: list[LevelRow]
     notes: list[str]  # measurement caveats by level: client-limited, short outputs, goodput
+    trims: list[str]  # where each level's throughputs were trimmed to its steady state
     telemetry: list[dict[str, str]]  # per level and repetition, during the measured window
     telemetry_windows: list[tuple[float, float, str]]  # (start, end, label), records' clock
     telemetry_note: str  # why there is none, or how it was sampled
@@ -202,6 +203,11 @@ class ExperimentView:
     warmups: list[str] = field(default_factory=list)
     # engine events inside measurement windows, at their time on the level's timeline
     events: list[str] = field(default_factory=list)
+
+    @property
+    def telemetry_stopped(self) -> bool:
+        """Its telemetry stopped before it ended (``telemetry_note`` says when and why)."""
+        return self.telemetry_note.startswith("telemetry stopped")
 
 
 @dataclass(frozen=True)

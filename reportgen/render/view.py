@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from reportgen import engines, metrics
 from reportgen.analysis import selection
@@ -192,27 +192,37 @@ def _assumptions(views: Sequence[ExperimentView]) -> Assumptions:
             }
         )
     problems.sort(key=lambda p: p["status"] != "fail")  # failures first, then in order
-    return Assumptions([v.id for v in checked], rows, problems, passed, _merged(problems))
+    number = {v.id: v.index for v in views}
+    return Assumptions([v.id for v in checked], rows, problems, passed, _merged(problems, number))
 
 
-def _merged(problems: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+MERGED_SHOWN = 3  # on paper, a check alike in many experiments gives the evidence of these
+
+
+def _merged(problems: Sequence[dict[str, str]], number: Mapping[str, int]) -> list[dict[str, str]]:
     """The same check with the same status and advice in several experiments, as one row:
-    what their evidence shares said once, what differs named by experiment (print)."""
+    what their evidence shares said once, what differs named by experiment, for the first
+    ``MERGED_SHOWN`` of them (print)."""
     groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
     for p in problems:
         groups.setdefault((p["title"], p["status"], p["hint"]), []).append(p)
     out = []
     for (title, st, hint), found in groups.items():
         if len(found) == 1:
-            out.append(found[0])
+            out.append({**found[0], "experiment": _who(found, number)})
             continue
         head, mids, tail = _factor([p["evidence"] for p in found])
         # experiments apart by "; ", or by " | " where their own parts are "; "-separated
         sep = " | " if any("; " in m for m in mids) else "; "
-        said = sep.join(f"{p['experiment']}: {m}" for p, m in zip(found, mids, strict=True))
+        said = sep.join(
+            f"{_who([p], number)}: {m}"
+            for p, m in zip(found[:MERGED_SHOWN], mids[:MERGED_SHOWN], strict=True)
+        )
+        if len(found) > MERGED_SHOWN:
+            said += f"{sep}{len(found) - MERGED_SHOWN} more alike (each in the HTML report)"
         out.append(
             {
-                "experiment": ", ".join(p["experiment"] for p in found),
+                "experiment": _who(found, number),
                 "title": title,
                 "status": st,
                 "evidence": f"{head}{said}{tail}",
@@ -220,6 +230,22 @@ def _merged(problems: Sequence[dict[str, str]]) -> list[dict[str, str]]:
             }
         )
     return out
+
+
+def _who(found: Sequence[dict[str, str]], number: Mapping[str, int]) -> str:
+    """The experiments of a merged row: their ids, or past ``MERGED_SHOWN`` of them their
+    numbers in the report ("7 experiments: 2-6, 8, 9"), which the narrow column holds."""
+    ids = [i for p in found for i in p["experiment"].split(", ")]
+    if len(ids) <= MERGED_SHOWN or not all(i in number for i in ids):
+        return ", ".join(ids)
+    spans: list[list[int]] = []
+    for n in sorted(number[i] for i in ids):
+        if spans and n == spans[-1][-1] + 1:
+            spans[-1].append(n)
+        else:
+            spans.append([n])
+    said = ", ".join(f"{s[0]}-{s[-1]}" if len(s) > 2 else ", ".join(map(str, s)) for s in spans)
+    return f"{len(ids)} experiments: {said}"
 
 
 def _balanced(text: str) -> bool:

@@ -18,6 +18,7 @@ from reportgen.engines import get
 from reportgen.render import figures, view
 from reportgen.render.report import render_pages
 from reportgen.results.levels import Level
+from tests.builders import widened
 from tests.conftest import ROOT, reportgen_main
 
 EXAMPLES = ROOT / "docs" / "examples"
@@ -135,3 +136,26 @@ def test_a_printed_bench_run_leaves_out_what_one_configuration_cannot_say(tmp_pa
     sweep = shutil.copytree(EXAMPLES / "bench-rates-sglang-h200", tmp_path / "sweep")
     assert reportgen_main("render", sweep).returncode == 0
     assert len(PdfReader(sweep / "report.pdf").pages) == 4  # a rate sweep: 5 before
+
+
+def test_a_campaign_of_ten_experiments_prints_in_ten_pages(tmp_path: Path) -> None:
+    """The print of a campaign is held to about a page an experiment, the rest in the HTML:
+    each experiment's decision in a few lines (its flags in one row, its ratios to its parent
+    in one sentence), every experiment's levels in one table, the checks that passed
+    everywhere named on one line. A campaign of ten experiments (the SGLang steady-state run
+    widened to ten) prints in at most ten pages, the committed campaigns in fewer."""
+    run = widened(EXAMPLES / "sglang-h100", tmp_path / "ten", 10)
+    assert reportgen_main("render", run).returncode == 0
+    pages = PdfReader(run / "report.pdf").pages
+    assert len(pages) <= 10  # 17 before
+    text = " ".join(" ".join(p.extract_text().split()) for p in pages)
+    # one table of every experiment's levels; each one's own table is on screen
+    printed = render_pages(results.load(run), for_print=True).printed or ""
+    assert printed.count('class="levels all-levels"') == 1 and 'class="level-block"' not in printed
+    ids = [e.id for e in results.load(run).experiments]
+    assert len(ids) == 10 and all(f">{i}. {x}</td>" in printed for i, x in enumerate(ids, 1))
+    assert "C=64 0.82× (0.73–0.92) worse, ±15.9% detectable" in text
+    screen = lzma.decompress((run / "report.html.xz").read_bytes()).decode()
+    assert screen.count('class="level-block"') == 10 and "Each level’s own warm-up" in screen
+    for name, most in (("h200", 10), ("sglang-h100", 8), ("vllm-h100", 8)):
+        assert len(PdfReader(EXAMPLES / name / "report.pdf").pages) <= most, name

@@ -454,7 +454,8 @@ def test_printed_report_has_nothing_past_the_page_edge(sample: Run) -> None:
 
 
 def test_printed_report_of_twenty_experiments_fits_the_page(sample: Run) -> None:
-    """A wide campaign: the checks matrix (a column per experiment) is split on paper."""
+    """A wide campaign: on paper the checks matrix (a column per experiment) is headed by
+    the experiments' numbers, at most twelve a table, and split into tables alike."""
     data = _copy_of(sample)
     extra = []
     for n in range(16):
@@ -472,7 +473,11 @@ def test_printed_report_of_twenty_experiments_fits_the_page(sample: Run) -> None
         ]  # fmt: skip
     printed = render_pages(data, for_print=True).printed
     assert printed is not None
-    assert printed.count('<table class="checks-matrix">') == 3  # 20 experiments, 8 a table
+    assert len(data.experiments) == 21
+    assert printed.count('<table class="checks-matrix">') == 2  # 11 and 10 experiments
+    matrix = printed[printed.index('<table class="checks-matrix">') :]
+    heads = re.findall(r'<th class="status">([^<]*)</th>', matrix[: matrix.index("</thead>")])
+    assert heads == [str(n) for n in range(1, 12)]
     assert pdf.overflowing(printed, FIXTURE) == []
 
 
