@@ -167,7 +167,8 @@ def test_pdf_reads_back_with_ids_and_numbers(demo_run: Any) -> None:
         assert exp in text, exp
     assert fmt_num(baseline_c1(run_dir)) in text
     assert "Simulated engine" in text
-    assert len(reader.pages) >= 3
+    # six experiments, two of them failed with their log's end: within a page an experiment
+    assert 3 <= len(reader.pages) <= 8
 
 
 def test_html_loads_in_headless_chromium_without_errors(demo_run: Any) -> None:
