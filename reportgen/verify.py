@@ -243,10 +243,14 @@ def _check_search(out: Verification, run: Run, fresh: Run) -> None:
         for probe in rec.probes:
             where = probe.point
             runs = [lv.summary for lv in again.levels if lv.point == where]
-            got = look.record(look.at(probe), runs, repeated=probe.repeated)
+            got = look.record(
+                look.at(probe), runs, repeated=probe.repeated, confirmed=probe.confirmed
+            )
             if got.passed != probe.passed or not _close(got.values, probe.values):
                 problems.append(f"{e.id} {where.label}: passed {got.passed}, {got.values}")
-        for name in ("best", "lowest_failure"):
+        # (a search recorded before its answer had an interval has none to check)
+        names = ("best", "lowest_failure") + (("interval",) if rec.interval is not None else ())
+        for name in names:
             if getattr(look, name) != getattr(e.search, name):
                 problems.append(
                     f"{e.id}: {name} {getattr(look, name)}, not {getattr(e.search, name)}"

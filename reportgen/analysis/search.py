@@ -16,7 +16,16 @@ from ``start`` while levels pass, up to ``max``; after the first failure it bise
 highest pass and the lowest failure, until they are within ``tolerance`` of each other (or
 adjacent concurrencies), or ``probes`` levels have run. What it
 reports is the highest level that passed (none, if the first failed), each probe with its
-numbers, and whether the search converged. Load is monotone enough in practice for this
+numbers, and whether the search converged.
+
+Before it answers, the boundary is probed again (``find_max.confirm``): the lowest failure and
+the highest pass each run their repetitions once more, after every other probe, and are
+decided on all their runs. One stall failed a level in a sweep that passed far above it, so a
+failure is not believed on one look; a verdict that changes moves the search on from there.
+The answer comes with an interval (``Search.interval``): from the highest pass whose
+intervals clear every bound to the lowest failure that is not within noise either.
+
+Load is monotone enough in practice for this
 (latency grows with concurrency); a non-monotone server shows as a pass above a failure in
 the probes, which the report lists.
 """
@@ -25,7 +34,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from reportgen.campaign.bounds import Bound, parse
@@ -35,6 +44,9 @@ from reportgen.results.model import Point
 __all__ = ["MAX_ERROR_SHARE", "Bound", "SearchProbe", "Search", "parse"]
 
 MAX_ERROR_SHARE = 0.01
+# how many times the boundary is probed again and the search goes on from a verdict that
+# changed (a server whose boundary flaps is answered after these, as it then stands)
+CONFIRM_ROUNDS = 3
 
 
 def interval(seen: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
@@ -105,12 +117,40 @@ class Search:
     def _close(self, low: float, high: float) -> bool:
         return high - low <= (max(1, self.tolerance * low) if self.whole else self.tolerance * low)
 
-    def record(self, x: float, runs: Sequence[Summary], *, repeated: bool = False) -> SearchProbe:
+    def record(
+        self, x: float, runs: Sequence[Summary], *, repeated: bool = False, confirmed: bool = False
+    ) -> SearchProbe:
         """A probe at ``x`` from its repetitions' summaries; ``repeated``: it ran its
         repetitions once more because it was near a bound (the probe it replaces is
-        dropped)."""
+        dropped); ``confirmed``: it was run again at the end, as a boundary's probe."""
         if repeated and self.done and self.at(self.done[-1]) == x:
             self.done.pop()
+        probe = self._probe(x, runs, repeated=repeated, confirmed=confirmed)
+        self.done.append(probe)
+        return probe
+
+    def unconfirmed(self) -> list[float]:
+        """The boundary's probes not yet run again: the lowest failure, then the highest
+        pass (a stall that failed one level, or luck that passed one, is found out before the
+        answer is given)."""
+        edges = [self.lowest_failure, self.best]
+        return [
+            x for x in edges
+            if x is not None and not any(p.confirmed for p in self.done if self.at(p) == x)
+        ]  # fmt: skip
+
+    def confirm(self, x: float, runs: Sequence[Summary]) -> bool:
+        """The probe at ``x`` decided again on ``runs``, its first repetitions and those of
+        its confirmation, in its place among the probes; whether its pass or fail changed
+        (the search then goes on from the new boundary)."""
+        i = next(i for i, p in enumerate(self.done) if self.at(p) == x)
+        before = self.done[i]
+        self.done[i] = self._probe(x, runs, repeated=before.repeated, confirmed=True)
+        return self.done[i].passed != before.passed
+
+    def _probe(
+        self, x: float, runs: Sequence[Summary], *, repeated: bool, confirmed: bool
+    ) -> SearchProbe:
         values: dict[str, float | None] = {}
         intervals: dict[str, list[float]] = {}
         passed, near = bool(runs), False
@@ -136,8 +176,9 @@ class Search:
             intervals=intervals,
             near=near,
             repeated=repeated,
+            confirmed=confirmed,
+            runs=len(runs),
         )
-        self.done.append(probe)
         return probe
 
     @property
@@ -153,6 +194,22 @@ class Search:
         return min(failed) if failed else None
 
     @property
+    def interval(self) -> list[float | None] | None:
+        """Where the highest level meeting the bounds lies once noise is allowed for: from
+        the highest pass below the lowest failure whose intervals all sit on the passing side
+        (not ``near``) to the lowest failure above it that is not near a bound either. An end
+        the probes do not pin is None; no probe at all, None."""
+        if not self.done:
+            return None
+        low, high = self.best, self.lowest_failure
+        sure = [p for p in self.done if not p.near]
+        passes = [self.at(p) for p in sure if p.passed and (high is None or self.at(p) < high)]
+        fails = [
+            self.at(p) for p in sure if not p.passed and (low is None or self.at(p) > low)
+        ]  # fmt: skip
+        return [max(passes) if passes else None, min(fails) if fails else None]
+
+    @property
     def converged(self) -> bool:
         """Whether the answer is pinned down: a pass next to a failure (within the
         tolerance), or a pass at the most allowed, or the first level failing at the floor."""
@@ -162,3 +219,35 @@ class Search:
         if low is None:
             return high <= self.floor
         return self._close(low, high)
+
+
+def drive(
+    look: Search,
+    measure: Callable[[float], Sequence[Summary]],
+    *,
+    repeat_near: bool = True,
+    confirm: bool = True,
+    progress: Callable[[str], None] = lambda said: None,
+    answered: Callable[[], None] = lambda: None,
+) -> None:
+    """Run ``look`` to its answer. ``measure(x)`` runs the level at ``x`` (its repetitions,
+    once more where it ran before) and gives the summaries of all its runs so far;
+    ``progress`` is told what runs next, ``answered`` after every probe (the answer so far
+    can be saved). A probe near a bound runs again at once (``repeat_near``); at the end the
+    boundary's probes run again (``confirm``), and where one's verdict changes the search
+    goes on from there, at most ``CONFIRM_ROUNDS`` times."""
+    for _ in range(CONFIRM_ROUNDS):
+        while (x := look.next()) is not None:
+            label = look.point(x).label
+            progress(f"probing {label}")
+            if look.record(x, measure(x)).near and repeat_near:
+                progress(f"{label} is near a bound, again")
+                look.record(x, measure(x), repeated=True)
+            answered()
+        moved = False
+        for x in look.unconfirmed() if confirm else []:
+            progress(f"{look.point(x).label} again, to confirm the boundary")
+            moved = look.confirm(x, measure(x)) or moved
+            answered()
+        if not moved:
+            return

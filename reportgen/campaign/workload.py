@@ -102,6 +102,13 @@ class FindMax(_Model):
         "of all of them.",
     )
 
+    confirm: bool = Field(
+        True,
+        description="Before answering, run the boundary's two probes (the lowest failure and "
+        "the highest pass) once more, after the others, and decide each on all its runs; a "
+        "verdict that changes moves the search on.",
+    )
+
     @field_validator("slo")
     @classmethod
     def _bounds(cls, value: str) -> str:

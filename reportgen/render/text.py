@@ -399,6 +399,21 @@ def search_said(record: Any) -> str:
         if low is not None and record.converged:
             why = ""
             head += f": the boundary lies between {at(record.best)} and {at(low)}"
+    confirmed = sorted((p for p in record.probes if getattr(p, "confirmed", False)), key=where)
+    if confirmed:  # the boundary probed again at the end (``find_max.confirm``)
+        again = ", ".join(
+            f"{at(where(p))} {'passed' if p.passed else 'failed'} on its {p.runs} runs"
+            for p in confirmed
+        )
+        head += f" (probed again at the end: {again})"
+    ends = getattr(record, "interval", None)
+    if ends and ends != [record.best, low]:  # noise moves an end of the answer's interval
+        lo, hi = ends
+        head += (
+            f"; allowing for noise, the answer lies between "
+            f"{at(lo) if lo is not None else 'the lowest probe or below'} and "
+            f"{at(hi) if hi is not None else 'beyond the probes'}"
+        )
     near = [p for p in record.probes if getattr(p, "near", False)]
     note = ""
     if near:

@@ -143,6 +143,8 @@ class SearchProbe(_Model):
     intervals: dict[str, list[float]] = Field(default_factory=dict)
     near: bool = False  # a bound's value inside its interval: pass or fail within noise
     repeated: bool = False  # its repetitions ran once more, because it was near
+    confirmed: bool = False  # run again at the end as a boundary's probe (``find_max.confirm``)
+    runs: int = 0  # the level runs it was decided on (0: not recorded, before this field)
 
     @property
     def point(self) -> Point:
@@ -159,6 +161,9 @@ class SearchRecord(_Model):
     best: float | None = None
     lowest_failure: float | None = None
     converged: bool = False
+    # where the answer lies, noise allowed for (``Search.interval``): [highest sure pass,
+    # lowest sure failure], None at an end the probes do not pin
+    interval: list[float | None] | None = None
     start: float = 1
     max: float = 1024
     probes_allowed: int = 8
@@ -168,6 +173,10 @@ class SearchRecord(_Model):
     def _whole(self, value: float | None) -> float | int | None:
         # a concurrency stays a whole number, as results.json had it
         return int(value) if value is not None and float(value).is_integer() else value
+
+    @field_serializer("interval")
+    def _whole_ends(self, value: list[float | None] | None) -> list[float | int | None] | None:
+        return None if value is None else [self._whole(x) for x in value]
 
 
 class Window(_Model):

@@ -24,7 +24,7 @@ from reportgen.load.records import RequestRecord
 from reportgen.load.tokens import Tokenizer
 from reportgen.observe import events, evidence
 from reportgen.observe.gpu import GpuSource
-from reportgen.results.levels import Level, SearchRecord
+from reportgen.results.levels import Level, SearchRecord, Summary
 from reportgen.results.model import Experiment, Point, ProbeAnswer, Ready, Session, Stop
 from reportgen.results.rundir import RunDir
 from reportgen.results.verdicts import FAILED_DURING
@@ -304,19 +304,34 @@ class ServerSession:
             over=find.over,
             cap=self.launch.experiment.workload.concurrency[0],
         )
-        while (x := look.next()) is not None:
+
+        def measure(x: float) -> list[Summary]:
             point = look.point(x)
-            self.ctx.progress.phase(f"find-max: probing {point.label}")
-            reps = list(self.launch.repetitions)
-            runs = [self._level(drv, point, rep).summary for rep in reps]
-            probe = look.record(x, runs)
-            if probe.near and find.repeat_near:
-                self.ctx.progress.phase(f"find-max: {point.label} is near a bound, again")
-                more = [max(reps) + 1 + i for i in range(len(reps))]
-                runs += [self._level(drv, point, rep).summary for rep in more]
-                look.record(x, runs, repeated=True)
-            record.best, record.lowest_failure = look.best, look.lowest_failure
-            record.converged = look.converged
+            for rep in self._after(point):
+                self._level(drv, point, rep)
+            return [lv.summary for lv in self.levels if lv.point == point]
+
+        search.drive(
+            look,
+            measure,
+            repeat_near=find.repeat_near,
+            confirm=find.confirm,
+            progress=lambda said: self.ctx.progress.phase(f"find-max: {said}"),
+            answered=lambda: self._answer(record, look),
+        )
+
+    def _after(self, point: Point) -> list[int]:
+        """The repetitions to run at ``point``: the launch's, or where it ran before (a
+        search's probe again), as many numbered on after those."""
+        ran = [lv.repetition for lv in self.levels if lv.point == point]
+        if not ran:
+            return list(self.launch.repetitions)
+        return [max(ran) + 1 + i for i in range(len(self.launch.repetitions))]
+
+    @staticmethod
+    def _answer(record: SearchRecord, look: search.Search) -> None:
+        record.best, record.lowest_failure = look.best, look.lowest_failure
+        record.converged, record.interval = look.converged, look.interval
 
     def _stop(self) -> None:
         interrupt.stopping()  # after a stop signal: another must not cut this short

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.analysis.search import Bound, Search, parse
+from reportgen.analysis.search import Bound, Search, drive, parse
 from reportgen.render.text import search_said
 from reportgen.results.levels import Dist, SearchProbe, SearchRecord, Summary
 from tests.conftest import Sim, reportgen_main
@@ -111,6 +111,77 @@ def test_what_the_search_found_in_words() -> None:
         "The highest concurrency meeting ttft_ms.p99<100 is C=9; C=10 did not "
         "(ttft_ms.p99<100 100): the boundary lies between C=9 and C=10, found in 8 probes."
     )
+
+
+def _stalled_once(at: int, stall: float) -> tuple[list[int], object]:
+    """``measure`` for ``drive`` on a server whose TTFT p99 is 5 ms x C (the bound of 100
+    ms holds up to C=19), whose first run at C=``at`` held a stall (its p99 ``stall``);
+    two repetitions a probe. Also the probes in the order run."""
+    ran: dict[int, list[Summary]] = {}
+    order: list[int] = []
+
+    def measure(x: float) -> list[Summary]:
+        c = int(x)
+        order.append(c)
+        first = c not in ran
+        new = [_run(stall if first and c == at else 5.0 * c), _run(5.0 * c)]
+        ran.setdefault(c, []).extend(new)
+        return ran[c]
+
+    return order, measure
+
+
+def test_a_failure_from_one_stall_is_probed_again_and_the_search_goes_on() -> None:
+    """A rate search once answered "15 req/s" on one stalled repetition at 16 that a sweep
+    passed far above. The boundary's probes run again at the end, each decided on all its
+    runs: the stall, diluted, no longer fails C=16, and the search goes on to the true
+    boundary; the answer comes with the interval noise allows."""
+    order, measure = _stalled_once(16, 180.0)
+    once = Search(parse("ttft_ms.p99<100"), probes=10)
+    drive(once, measure, confirm=False)
+    assert (once.best, once.lowest_failure) == (15, 16)  # the stall set the answer
+
+    order, measure = _stalled_once(16, 180.0)
+    look = Search(parse("ttft_ms.p99<100"), probes=14)
+    drive(look, measure)
+    assert (look.best, look.lowest_failure, look.converged) == (19, 20, True)
+    sixteen = next(p for p in look.done if p.concurrency == 16)
+    assert sixteen.passed and sixteen.confirmed and sixteen.repeated and sixteen.runs == 6
+    assert order.count(16) == 3  # its probe, again as near a bound, again to confirm
+    # (16 and 15 were the boundary first; 16 passing on all its runs moved the search on)
+    # both ends of the final boundary were confirmed too, each on its own four runs
+    ends = {p.concurrency: p for p in look.done if p.concurrency in (19, 20)}
+    assert all(p.confirmed and p.runs == 4 for p in ends.values())
+    assert look.interval == [19, 20]
+    record = SearchRecord(
+        slo="ttft_ms.p99<100", bounds=["ttft_ms.p99<100"], probes=look.done, best=19,
+        lowest_failure=20, converged=True, interval=look.interval,
+    )  # fmt: skip
+    said = search_said(record)
+    assert order == [1, 2, 4, 8, 16, 16, 12, 14, 15, 16, 15, 32, 24, 20, 18, 19, 20, 19]
+    assert (
+        "the boundary lies between C=19 and C=20 (probed again at the end: C=15 passed on its 4 "
+        "runs, C=16 passed on its 6 runs, C=19 passed on its 4 runs, C=20 failed on its 4 runs)"
+    ) in said
+    assert "allowing for noise" not in said  # the interval is the boundary itself
+
+
+def test_the_answers_interval_widens_where_the_boundary_is_within_noise() -> None:
+    """A boundary pass or failure whose interval holds the bound (near) does not pin the
+    answer: its interval runs to the nearest probes that clear the bound either way."""
+    look = Search(parse("ttft_ms.p99<100"))
+    look.record(4, [_run(60), _run(62), _run(61)])
+    look.record(8, [_run(88), _run(112), _run(95)])  # passes, within noise
+    look.record(12, [_run(99), _run(111), _run(104)])  # fails, within noise
+    look.record(16, [_run(150), _run(152), _run(149)])
+    assert (look.best, look.lowest_failure) == (8, 12)
+    assert look.interval == [4, 16]
+    record = SearchRecord(
+        slo="ttft_ms.p99<100", bounds=["ttft_ms.p99<100"], probes=look.done, best=8,
+        lowest_failure=12, converged=False, interval=look.interval,
+    )  # fmt: skip
+    assert "allowing for noise, the answer lies between C=4 and C=16" in search_said(record)
+    assert Search(parse("ttft_ms.p99<100")).interval is None
 
 
 @pytest.mark.slow
