@@ -209,7 +209,10 @@ def _merged(problems: Sequence[dict[str, str]], number: Mapping[str, int]) -> li
     out = []
     for (title, st, hint), found in groups.items():
         if len(found) == 1:
-            out.append({**found[0], "experiment": _who(found, number)})
+            one = found[0]
+            out.append(
+                {**one, "experiment": _who(found, number), "evidence": _cut(one["evidence"])}
+            )
             continue
         head, mids, tail = _factor([p["evidence"] for p in found])
         # experiments apart by "; ", or by " | " where their own parts are "; "-separated
@@ -225,11 +228,24 @@ def _merged(problems: Sequence[dict[str, str]], number: Mapping[str, int]) -> li
                 "experiment": _who(found, number),
                 "title": title,
                 "status": st,
-                "evidence": f"{head}{said}{tail}",
+                "evidence": _cut(f"{head}{said}{tail}"),
                 "hint": hint,
             }
         )
     return out
+
+
+PRINTED_EVIDENCE = 360  # characters of a check's evidence on paper, cut between clauses
+
+
+def _cut(evidence: str) -> str:
+    """A check's evidence as print shows it: whole, or past ``PRINTED_EVIDENCE`` characters
+    cut at the last clause ("; ") that fits, saying the rest is on screen."""
+    if len(evidence) <= PRINTED_EVIDENCE:
+        return evidence
+    at = evidence.rfind("; ", 0, PRINTED_EVIDENCE)
+    kept = evidence[: at if at > PRINTED_EVIDENCE // 2 else PRINTED_EVIDENCE].rstrip(" ;,|")
+    return f"{kept}; … (the rest in the HTML report)"
 
 
 def _who(found: Sequence[dict[str, str]], number: Mapping[str, int]) -> str:

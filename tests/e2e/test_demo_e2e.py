@@ -167,7 +167,7 @@ def test_pdf_reads_back_with_ids_and_numbers(demo_run: Any) -> None:
         assert exp in text, exp
     assert fmt_num(baseline_c1(run_dir)) in text
     assert "Simulated engine" in text
-    # six experiments, two of them failed with their log's end: within a page an experiment
+    # six experiments, two of them failed with their log's end: within about a page each
     assert 3 <= len(reader.pages) <= 8
 
 
