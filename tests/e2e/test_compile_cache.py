@@ -111,10 +111,16 @@ def test_identical_configurations_agree_and_a_real_change_is_adopted(
     again = exps["baseline-again"]
     assert all(abs(r - 1) < 0.02 for r in ratios(again).values()), ratios(again)
     assert again["decision"]["verdict"] in ("equivalent", "inconclusive")
-    # a 25% change adopted at two repetitions
+    # a 25% change adopted at two repetitions; on a host whose other work slows one pair's
+    # sides unlike (two pairs: one degree of freedom) the run's own noise may say it cannot
+    # tell yet, never that it is no better
     faster = exps["faster-decode"]
-    assert faster["decision"]["verdict"] == "adopted", faster["decision"]["explanation"]
+    said = faster["decision"]["explanation"]
     assert all(1.15 < r < 1.4 for r in ratios(faster).values()), ratios(faster)
+    if faster["decision"]["verdict"] != "adopted":
+        assert faster["decision"]["verdict"] == "inconclusive", said
+        lows = [c["ci_low"] for c in faster["decision"]["vs_parent"]]
+        assert min(lows) < 1.05 and "The data cannot tell yet" in said, said
     # the baseline measured again at the end: no drift on this host
     end = exps["baseline-end"]
     assert end["role"] == "bracket" and end["parent"] == "baseline"
