@@ -255,10 +255,11 @@ def test_open_loop_sends_on_schedule_whatever_is_in_flight(start_sim: Any) -> No
         assert r.status == "ok", r.error
         assert r.scheduled == pytest.approx(r.index * 0.02)
         assert r.start >= (r.scheduled or 0)
-    # sent on time, not after a completion: each request went out while the four due before
-    # it were still in flight, late by a small part of what a request takes
-    for r in lv.records[4:]:
-        assert r.start < lv.records[r.index - 4].end, r.index
+    # sent on time, not after a completion: each request went out while the three due before
+    # it were still in flight (about 40 ms to spare; the fourth before it ends about when it
+    # is due, 1 ms apart on a loaded host), late by a small part of what a request takes
+    for r in lv.records[3:]:
+        assert r.start < lv.records[r.index - 3].end, r.index
     late = statistics.median(r.start - (r.scheduled or 0) for r in lv.records)
     assert late < 0.2 * statistics.median(r.end - r.start for r in lv.records)
     s = summarize(lv.records, lv.duration_s)
