@@ -206,18 +206,31 @@ def test_confirm_runs_the_best_again_and_each_adopted_change_left_out(
     run_dir = next((out / "confirm").iterdir())
     data = json.loads((run_dir / "results.json").read_text())
     exps = {e["id"]: e for e in data["experiments"]}
-    assert data["best"] == "fast-prefill"  # confirmations never change the best
+    # fast-decode (2.3x) is always adopted; fast-prefill (1.8x on top) is too unless a busy
+    # host spread the one start each side ran on ("more starts would decide"): the best is
+    # the last adopted either way, and confirmations never change it
+    adopted = [
+        e["id"] for e in data["experiments"]
+        if e["role"] == "experiment" and (e.get("decision") or {}).get("verdict") == "adopted"
+    ]  # fmt: skip
+    assert adopted in (["fast-decode", "fast-prefill"], ["fast-decode"]), adopted
+    best = adopted[-1]
+    assert data["best"] == best
     again = exps["confirm-best"]
-    assert again["role"] == "confirm" and again["parent"] == "fast-prefill"
-    assert again["args"] == exps["fast-prefill"]["args"]
+    assert again["role"] == "confirm" and again["parent"] == best
+    assert again["args"] == exps[best]["args"]
+    for change in adopted:  # each adopted change left out of the best, one at a time
+        out_of = exps[f"without-{change}"]
+        assert out_of["role"] == "leave-one-out" and out_of["leaves_out"] == change
+        assert out_of["parent"] == "confirm-best"
     without = exps["without-fast-decode"]
-    assert without["role"] == "leave-one-out" and without["leaves_out"] == "fast-decode"
-    assert without["parent"] == "confirm-best"
-    assert without["args"]["itl-ms"] == 20.0 and without["args"]["ttft-ms"] == 5.0
-    # the faster decode still pays with the faster prefill in
+    assert without["args"]["itl-ms"] == 20.0
+    # the faster decode still pays in the final configuration
     assert without["decision"]["verdict"] == "rejected"
     assert "fast-decode still pays in the final configuration" in without["decision"]["explanation"]
-    assert exps["without-fast-prefill"]["args"]["ttft-ms"] == 40.0
+    if best == "fast-prefill":
+        assert without["args"]["ttft-ms"] == 5.0
+        assert exps["without-fast-prefill"]["args"]["ttft-ms"] == 40.0
     page = (run_dir / "report.html").read_text()
     assert "Confirmation:" in page and "fast-decode still pays" in page
     check = reportgen_main("verify", run_dir / "report.html")
