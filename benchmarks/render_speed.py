@@ -78,7 +78,8 @@ from reportgen.campaign import loads as load_campaign  # noqa: E402
 from reportgen.load import sizing  # noqa: E402
 from reportgen.load.records import RequestRecord  # noqa: E402
 from reportgen.observe import evidence, fingerprint, sources, telemetry  # noqa: E402
-from reportgen.results.levels import ClientLoad, Level, Summary, Window  # noqa: E402
+from reportgen.results.engine_log import LogEvidence  # noqa: E402
+from reportgen.results.levels import ClientLoad, GpuWindow, Level, Summary, Window  # noqa: E402
 from reportgen.results.model import (  # noqa: E402
     EngineRecord,
     ProbeAnswer,
@@ -775,7 +776,9 @@ def build_run(
                 w0, w1 = lv.window.t0_monotonic, lv.window.end
                 lo = int(np.searchsorted(ts, w0, side="left"))
                 hi = int(np.searchsorted(ts, w1, side="right"))
-                lv.telemetry = telemetry.window(tele[lo:hi], w0, w1)
+                lv.telemetry = [
+                    GpuWindow.model_validate(g) for g in telemetry.window(tele[lo:hi], w0, w1)
+                ]
             entry.telemetry = TelemetryInfo(hz=HZ, rows=len(tele), late_samples=0, error=None)
             results.save_telemetry(run_dir, r.id, tele)
             counts["telemetry_rows"] += len(tele)
@@ -792,7 +795,7 @@ def build_run(
                 patterns[f"campaign:{k}"] = str(chk.log_contains or chk.log_absent)
         log = server_log(r, ready_s, logged)
         results.atomic_write_bytes(run_dir / str(entry.log_file), log.encode("utf-8"))
-        entry.log_evidence = evidence.log_evidence(log, patterns)
+        entry.log_evidence = LogEvidence.model_validate(evidence.log_evidence(log, patterns))
         entry.model_files = evidence.model_files(r.args, run_dir)
         entry.status = "ok"
         entry.finished_at = iso(clock)

@@ -18,7 +18,7 @@ import io
 import multiprocessing as mp
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -158,9 +158,11 @@ class Drawing:
     its output is the same whichever process draws it: constant hash salts, no shared
     state), so the caller can lay out the printed page meanwhile. ``result()`` waits."""
 
-    def __init__(self, charts: Sequence[Chart], pdf: bool = False) -> None:
+    def __init__(self, charts: Sequence[Chart], pdf: Collection[str] = ()) -> None:
+        """``pdf``: the names of the charts to draw as PDF too (those the printed page
+        holds; ``on_page``)."""
         workers = min(os.cpu_count() or 1, 8)
-        jobs = [(c, pdf) for c in charts]
+        jobs = [(c, c.name in pdf) for c in charts]
         self._pool: ProcessPoolExecutor | None = None
         if len(jobs) < PARALLEL_FROM or workers < 2 or "fork" not in mp.get_all_start_methods():
             self._done: list[tuple[str, str, bytes | None]] | None = [_draw(j) for j in jobs]
@@ -208,6 +210,12 @@ def all_charts(series: Sequence[Series]) -> dict[str, Markup]:
 
 def throughput(series: Sequence[Series]) -> Markup:
     return draw(overview(series)[0])[1]
+
+
+def on_page(page: str) -> set[str]:
+    """The charts a printed page holds (their ``placeholder`` boxes): only these are drawn as
+    PDF, not every experiment's distributions and telemetry, which only the screen shows."""
+    return set(re.findall(r'<svg class="chart" role="img" data-chart="([^"]+)"', page))
 
 
 def placeholder(name: str, size: tuple[float, float]) -> Markup:

@@ -114,8 +114,8 @@ def render_pages(
     charts as PDF (``Pages``)."""
     report = view.build(run)
     todo = chart_list(report, run, telemetry, latencies)
-    with charts.Drawing(todo, pdf=for_print) as drawing:
-        printed = _print_page(report, todo) if for_print else None
+    printed = _print_page(report, todo) if for_print else None
+    with charts.Drawing(todo, pdf=charts.on_page(printed or "")) as drawing:
         svgs, pdfs = drawing.result()
     data = Markup(embed(run.dump(), tables or {}))
     return Pages(html.render_page(report, svgs, data), printed, pdfs)
@@ -146,11 +146,11 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     report = view.build(run)
     telemetry, latencies = chart_inputs(run_dir, run)
     todo = chart_list(report, run, telemetry, latencies)
-    with charts.Drawing(todo, pdf=pdf) as drawing:
+    page = _print_page(report, todo) if pdf else None
+    with charts.Drawing(todo, pdf=charts.on_page(page or "")) as drawing:
         # while other processes draw the charts: the PDF's layout, or the rest of the work
         printed = None
-        if pdf:
-            page = _print_page(report, todo)
+        if page is not None:
             printed = printer.html_to_pdf(page, run_dir, lambda: drawing.result()[1])
         embedded = Markup(embed(run.dump(), table_hashes(run_dir)))
         where = RunDir(run_dir)
