@@ -24,6 +24,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _ratio(text: str) -> float:
+    """'0.5' -> 0.5: a share from 0 up to, not including, 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number from 0 up to 1 (not 1), e.g. 0.5")
+    return value
+
+
 def _levels(text: str) -> list[int]:
     """'1,4,16' -> [1, 4, 16]: whole numbers of 1 or more, each once."""
     try:
@@ -210,6 +221,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--input-tokens", type=_positive_int, default=256, metavar="N")
     b.add_argument("--output-tokens", type=_positive_int, default=128, metavar="N")
+    b.add_argument(
+        "--range-ratio",
+        type=_ratio,
+        default=0.0,
+        metavar="R",
+        help="lengths drawn uniformly within +-R of --input-tokens and --output-tokens, as "
+        "vLLM's --random-range-ratio (default 0: all alike; e.g. 0.5, so that requests do "
+        "not finish together in waves)",
+    )
     b.add_argument(
         "--dataset",
         default="random",

@@ -34,8 +34,13 @@
 #                            server flags in BENCH_ARGS, e.g. "--load-format dummy"), then `reportgen bench http://127.0.0.1:PORT OPTIONS`
 #                            against it (and, with BENCH_THEN, a second `reportgen bench` with
 #                            those options), then the server stopped by its process group
+#   watch ENGINE STARTS [OPTIONS]
+#                            STARTS server starts, each benchmarked by `bench` (OPTIONS) while
+#                            scripts/gpu/host_watch.py samples every CPU's busy and stolen share
+#                            and every process's CPU into RUNS/watch/ (odd starts placed by the
+#                            system, even ones with the server and the client on CPUs of their own)
 #   pack RUN_DIR FILE        the run directory as one tar.xz (to bring back)
-#   detach ENGINE CAMPAIGN [reportgen run options]
+#   detach ENGINE CAMPAIGN [reportgen run options]     (DETACH_AS=watch: detach ENGINE STARTS ...)
 #                            `all`, in a process session of its own that outlives the command
 #                            which started it, from a copy of the checkout in RG_COPY (default
 #                            /tmp/rg: a later transfer of the checkout does not touch it); its
@@ -222,14 +227,17 @@ bench() {  # ENGINE [reportgen bench options]: the engine started by hand, then 
   engine_env "$engine"
   cd "$root"
   mkdir -p "$RUNS"
-  local log=$RUNS/$engine-bench-server.log model=${BENCH_MODEL:-output/models/small-moe-eos}
-  local port=${BENCH_PORT:-8000} extra=()
+  local log=${BENCH_LOG:-$RUNS/$engine-bench-server.log} model=${BENCH_MODEL:-output/models/small-moe-eos}
+  local port=${BENCH_PORT:-8000} extra=() wrap=() cwrap=()
   [ -n "${BENCH_ARGS:-}" ] && read -r -a extra <<< "$BENCH_ARGS"
+  # BENCH_PIN_SERVER / BENCH_PIN_CLIENT: CPU lists (taskset -c) for the server and the client
+  [ -n "${BENCH_PIN_SERVER:-}" ] && wrap=(taskset -c "$BENCH_PIN_SERVER")
+  [ -n "${BENCH_PIN_CLIENT:-}" ] && cwrap=(taskset -c "$BENCH_PIN_CLIENT")
   if [ "$engine" = vllm ]; then
-    setsid python3 -m vllm.entrypoints.cli.main serve "$model" --port "$port" \
+    setsid "${wrap[@]}" python3 -m vllm.entrypoints.cli.main serve "$model" --port "$port" \
       --gpu-memory-utilization 0.85 --max-model-len 4096 "${extra[@]}" > "$log" 2>&1 &
   else
-    setsid python3 -m sglang.launch_server --model-path "$model" --port "$port" \
+    setsid "${wrap[@]}" python3 -m sglang.launch_server --model-path "$model" --port "$port" \
       --attention-backend triton --sampling-backend pytorch --enable-metrics \
       --mem-fraction-static 0.8 "${extra[@]}" > "$log" 2>&1 &
   fi
@@ -248,7 +256,7 @@ while time.monotonic() < deadline:
 sys.exit(1)
 ' "$port" || say "bench: the server did not answer /health in time"
   say "bench: $engine answered /health after $((SECONDS - t0)) s"
-  python3 -m reportgen bench "http://127.0.0.1:$port" --output "$RUNS" --no-pdf "$@" || say "bench: reportgen exited $?"
+  "${cwrap[@]}" python3 -m reportgen bench "http://127.0.0.1:$port" --output "$RUNS" --no-pdf "$@" || say "bench: reportgen exited $?"
   if [ -n "${BENCH_THEN:-}" ]; then  # a second benchmark of the same server, these options
     eval "set -- $BENCH_THEN"
     python3 -m reportgen bench "http://127.0.0.1:$port" --output "$RUNS" --no-pdf "$@" || say "bench: reportgen exited $?"
@@ -259,6 +267,29 @@ sys.exit(1)
   say "bench: server stopped; its log is $log"
 }
 
+watch() {  # ENGINE STARTS [reportgen bench options]: STARTS server starts of BENCH_MODEL, each
+  # benchmarked by `bench` while scripts/gpu/host_watch.py samples the host's CPUs and processes
+  # into RUNS/watch/; odd starts as the system places them, even ones with the server on all
+  # CPUs but the last two and the client on those two
+  local engine=$1 starts=$2; shift 2
+  unpack "$engine"; model "$root/campaigns/$engine-h200.toml"  # the dense model only
+  local n; n=$(nproc)
+  local wdir=$RUNS/watch; mkdir -p "$wdir"
+  { lscpu; echo; cat /proc/cpuinfo | grep -m1 -i "model name\|flags" ; } > "$wdir/lscpu.txt" 2>&1 || true
+  local i w
+  for i in $(seq 1 "$starts"); do
+    python3 "$root/scripts/gpu/host_watch.py" "$wdir/start$i.jsonl" &
+    w=$!
+    if [ $((i % 2)) = 0 ]; then
+      BENCH_PIN_SERVER=0-$((n - 3)) BENCH_PIN_CLIENT=$((n - 2))-$((n - 1)) \
+        BENCH_LOG=$wdir/start$i.server.log bench "$engine" --name "watch-$i" "$@"
+    else
+      BENCH_LOG=$wdir/start$i.server.log bench "$engine" --name "watch-$i" "$@"
+    fi
+    kill -TERM "$w" 2>/dev/null || true; wait "$w" || true
+    say "watch: start $i of $starts done"
+  done
+}
 pack() {
   local dir=$1 file=$2
   tar -C "$(dirname "$dir")" -cf - "$(basename "$dir")" | xz -T0 -6 > "$file"
@@ -273,7 +304,8 @@ detach() {
   mkdir -p "$copy/output"
   [ "$RG_SRC" = "$root" ] && RG_SRC=$copy
   # setsid: its own session, so the end of the command that started it does not end it
-  RG_SRC=$RG_SRC setsid nohup bash -c '"$0" all "$@"; echo $? > "$RUNS/detached.rc"' \
+  # DETACH_AS: the subcommand run so (default all; watch for `watch ENGINE STARTS ...`)
+  RG_SRC=$RG_SRC setsid nohup bash -c '"$0" '"${DETACH_AS:-all}"' "$@"; echo $? > "$RUNS/detached.rc"' \
     "$copy/scripts/gpu/on_gpu_host.sh" "$@" > "$RUNS/detached.log" 2>&1 < /dev/null &
   say "detached: $* (pid $!, from $copy; output in $RUNS/detached.log)"
 }
@@ -286,6 +318,7 @@ poll() {
     last=$(ls -t "$RUNS"/*/*/results.json 2>/dev/null | head -1 || true)
     [ -n "$last" ] && cp "$last" "$dest/results.json"
     [ -f "$RUNS/detached.log" ] && tail -c 200000 "$RUNS/detached.log" > "$dest/detached.log"
+    [ -d "$RUNS/watch" ] && XZ_OPT="-1 -T0" tar -cJf "$dest/watch.tar.xz" -C "$RUNS" watch $(cd "$RUNS" && ls -d watch-* 2>/dev/null)
     if [ -f "$RUNS/detached.rc" ]; then
       cp "$RUNS/detached.rc" "$dest/"
       cp "$RUNS"/*-run.tar.xz "$dest/" 2>/dev/null || true
@@ -310,6 +343,7 @@ case "$cmd" in
   flags) flags "$@" ;;
   run) run "$@" ;;
   bench) bench "$@" ;;
+  watch) watch "$@" ;;
   pack) pack "$1" "$2" ;;
   detach) detach "$@" ;;
   poll) poll "$1" "$2" ;;

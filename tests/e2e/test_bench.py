@@ -9,6 +9,7 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.conftest import FAST_WARMUP, Sim, free_port, reportgen_main
@@ -23,8 +24,8 @@ def test_bench_measures_a_running_server_and_leaves_it_running(
     out = tmp_path / "out"
     res = reportgen_main(
         "bench", sim.url + "/v1", "--concurrency", "1,4", "--requests", "12",
-        "--output-tokens", "6", "--input-tokens", "32", "--warmup", "2",
-        "--output", out, "--no-pdf", cache=cache,
+        "--output-tokens", "6", "--input-tokens", "32", "--range-ratio", "0.5",
+        "--warmup", "2", "--output", out, "--no-pdf", cache=cache,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     assert "engine: sim (its /metrics names sim:* series)" in res.stdout
@@ -38,10 +39,13 @@ def test_bench_measures_a_running_server_and_leaves_it_running(
     campaign = tomllib.loads(written.read_text())
     assert campaign["server"] == {"engine": "sim", "base_url": sim.url, "ready_timeout_s": 60.0}
     assert campaign["workload"]["concurrency"] == [1, 4]
+    assert campaign["workload"]["range_ratio"] == 0.5  # as vLLM's --random-range-ratio
     (run_dir,) = (p.parent for p in (out / "bench").glob("*/results.json"))
     data = json.loads((run_dir / "results.json").read_text())
     (exp,) = data["experiments"]
     assert exp["status"] == "ok" and exp["base_url"] == sim.url and exp["command"] == []
+    asked = pd.read_parquet(run_dir / "requests" / "bench.parquet")["requested_output_tokens"]
+    assert asked.between(3, 9).all() and asked.nunique() > 2  # 6 +- 50%, not all alike
     info = exp["engine_info"]
     assert info["/version"] == {"version": info["/version"]["version"]}
     assert info["/v1/models"]["data"][0]["id"] == "sim-model"
@@ -69,6 +73,8 @@ def test_bench_of_nothing_and_of_a_bad_address_is_one_line(tmp_path: Path) -> No
     assert "error: reportgen bench: URL = 'localhost:8000': write http://host:port" in res.stderr
     res = reportgen_main("bench", "http://x", "--concurrency", "1,1")
     assert res.returncode == 2 and "give each level once" in res.stderr
+    res = reportgen_main("bench", "http://x", "--range-ratio", "1")
+    assert res.returncode == 2 and "'1': a number from 0 up to 1 (not 1), e.g. 0.5" in res.stderr
 
 
 def test_a_campaign_compares_a_server_it_starts_with_one_already_running(
