@@ -275,6 +275,7 @@ watch() {  # ENGINE STARTS [reportgen bench options]: STARTS server starts of BE
   unpack "$engine"; model "$root/campaigns/$engine-h200.toml"  # the dense model only
   local n; n=$(nproc)
   local wdir=$RUNS/watch; mkdir -p "$wdir"
+  help_text "$engine" "$wdir/$(name_of "$engine")-help.txt" || true
   { lscpu; echo; cat /proc/cpuinfo | grep -m1 -i "model name\|flags" ; } > "$wdir/lscpu.txt" 2>&1 || true
   local i w
   for i in $(seq 1 "$starts"); do
