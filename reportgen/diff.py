@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -476,10 +477,19 @@ def _same_runs(a: Sequence[Level], b: Sequence[Level], metric: str, level: Point
 
 
 def parse_threshold(text: str) -> float:
-    """'5%' or '0.05' -> 0.05 (ValueError when it is neither, or not above 0). Above 100% is
-    allowed: a latency can more than double (a throughput then never counts)."""
+    """'5%' or '0.05' -> 0.05. ValueError, its message saying what to write, when it is
+    neither, not above 0, or a bare number of 1 or more ('5': 5% or 500%? as a fraction it
+    would gate nothing a user meant). Above 100% is allowed written as a percentage: a latency
+    can more than double (a throughput then never counts)."""
     raw = text.strip()
-    value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    if not 0 < value < float("inf"):
-        raise ValueError(f"{text!r} is not a positive percentage")
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise ValueError("not a percentage above 0; give one such as 5% (or 0.05)")
+    if not raw.endswith("%") and value >= 1:
+        raise ValueError(
+            f"a bare {raw} could be {raw}% or {value:.0%}; write {raw}% (or {value / 100:g})"
+        )
     return value

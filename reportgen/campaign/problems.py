@@ -8,6 +8,7 @@ parents, unset keys, objective levels) are checked on the raw data beside them.
 from __future__ import annotations
 
 import hashlib
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -74,19 +75,22 @@ def loads(
     text: str, filename: str = "<campaign>", overrides: Mapping[str, Any] | None = None
 ) -> Campaign:
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text, parse_float=_float)
     except tomllib.TOMLDecodeError as exc:
         raise CampaignError([Problem(filename, "", MISSING, f"invalid TOML: {exc}")]) from None
     if overrides:
         data = _merged(data, overrides)
     problems: list[Problem] = []
     model: CampaignModel | None = None
+    unstorable = _unstorable(data, filename)
     try:
         model = CampaignModel.model_validate(data)
     except ValidationError as exc:
-        problems.extend(problems_from_pydantic(exc, data, filename))
+        # a value said to be unstorable is said once, as that (nan: not "less than 1")
+        said = {p.key for p in unstorable}
+        problems.extend(p for p in problems_from_pydantic(exc, data, filename) if p.key not in said)
     problems.extend(_cross_checks(data, filename))
-    problems.extend(_unstorable(data, filename))
+    problems.extend(unstorable)
     if model is not None and not problems:
         problems.extend(_merged_workloads(model, filename))
     if problems or model is None:
@@ -135,6 +139,15 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
                     based_on,
                     "the first experiment is the baseline and cannot have a parent; "
                     "remove based_on",
+                )
+            )
+        elif isinstance(based_on, str) and based_on == ident:
+            out.append(
+                Problem(
+                    filename,
+                    f"{where}.based_on",
+                    based_on,
+                    'names this experiment itself; a parent is an earlier experiment (or "best")',
                 )
             )
         elif isinstance(based_on, str) and based_on != "best" and based_on not in seen:
@@ -200,14 +213,27 @@ def _cross_checks(data: Mapping[str, Any], filename: str) -> list[Problem]:
                 )
     levels: set[Any] = set()
     workload = table(data.get("workload"))
+    rated = workload.get("request_rate") is not None  # every level a rate, capped by concurrency
     for source in [workload] + [table(e.get("workload")) for e in experiments]:
         conc = source.get("concurrency")
-        if isinstance(conc, list):
+        if isinstance(conc, list) and not rated and source.get("request_rate") is None:
             levels |= {c for c in conc if isinstance(c, int)}
-    if not isinstance(workload.get("concurrency"), list):
+    if not isinstance(workload.get("concurrency"), list) and not rated:
         levels.add(1)  # the default level
     objective = table(table(data.get("campaign")).get("objective"))
     wanted = objective.get("concurrency")
+    if isinstance(wanted, list) and wanted and rated and not levels:
+        out.append(
+            Problem(
+                filename,
+                "campaign.objective.concurrency",
+                wanted,
+                "no level runs closed-loop: the levels are workload.request_rate's rates, which "
+                "workload.concurrency only caps; choose among them with objective.request_rate "
+                "(or remove objective.concurrency: every level counts)",
+            )
+        )
+        wanted = []
     for c in wanted if isinstance(wanted, list) else []:
         if isinstance(c, int) and c not in levels:
             out.append(
@@ -271,10 +297,33 @@ def _merged_workloads(model: CampaignModel, filename: str) -> list[Problem]:
 _INT64 = 2**63
 
 
+class _Overflow(float):
+    """A number written too large for a float (1e400): TOML reads it as infinity; kept with
+    its text so that it is refused rather than taken for inf ("every request at once")."""
+
+    text = ""
+
+    def __repr__(self) -> str:  # as written: 1e400
+        return self.text
+
+
+def _float(text: str) -> float:
+    """TOML's floats, as ``float`` reads them, but a finite number too large to hold is an
+    ``_Overflow`` (``tomllib``'s ``parse_float``; it passes "inf", "+inf" and "-inf" too)."""
+    value = float(text)
+    if math.isinf(value) and text.lstrip("+-") != "inf":
+        out = _Overflow(value)
+        out.text = text
+        return out
+    return value
+
+
 def _unstorable(data: Any, filename: str, path: str = "") -> list[Problem]:
     """Values a run could not record or pass on: whole numbers beyond 64 bits (JSON tools
     and results cannot hold them), text with a NUL character (no program argument or
-    environment variable can), each said with its key."""
+    environment variable can), nan (no setting means "not a number", and strict JSON cannot
+    hold it), numbers too large to hold (1e400, which TOML reads as infinity), each said with
+    its key."""
     out: list[Problem] = []
     items = (
         data.items()
@@ -292,6 +341,18 @@ def _unstorable(data: Any, filename: str, path: str = "") -> list[Problem]:
                 out.append(
                     Problem(filename, where, value, "too large: whole numbers must fit in 64 bits")
                 )
+        elif isinstance(value, _Overflow):
+            out.append(
+                Problem(
+                    filename,
+                    where,
+                    value,
+                    "too large to hold as a number (it would be read as infinity); write inf "
+                    "where infinity is meant, or a smaller number",
+                )
+            )
+        elif isinstance(value, float) and math.isnan(value):
+            out.append(Problem(filename, where, value, "not a number; give a number"))
         elif isinstance(value, str) and "\x00" in value:
             out.append(
                 Problem(

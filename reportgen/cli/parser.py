@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from reportgen import __version__
@@ -35,10 +36,24 @@ def _ratio(text: str) -> float:
     return value
 
 
+def _margin(text: str) -> float:
+    """'3%' or '0.03' -> 0.03: a share above 0 and below 1 (a bare 3 is refused: 3% or 300%?)."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = -1.0
+    if not raw.endswith("%") and value >= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: {raw}% or {value:.0%}? write {raw}%")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a share such as 3% or 0.03")
+    return value
+
+
 def _levels(text: str) -> list[int]:
     """'1,4,16' -> [1, 4, 16]: whole numbers of 1 or more, each once."""
     try:
-        levels = [_positive_int(t) for t in text.split(",") if t.strip()]
+        levels = [_positive_int(t) for t in text.split(",")]  # "1,,2": refused, not [1, 2]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r}: comma-separated whole numbers, e.g. 1,4,16"
@@ -49,12 +64,22 @@ def _levels(text: str) -> list[int]:
 
 
 def _rates(text: str) -> list[float]:
-    """'1,2,inf' -> [1.0, 2.0, inf]: request rates above 0, each once."""
-    try:
-        rates = [float(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        rates = []
-    if not rates or any(not r > 0 for r in rates) or len(set(rates)) != len(rates):
+    """'1,2,inf' -> [1.0, 2.0, inf]: request rates above 0, each once ("1,,2" and a number
+    too large to hold, 1e400, refused rather than read as [1, 2] or inf)."""
+    rates = []
+    for item in text.split(","):
+        word = item.strip().lower()
+        try:
+            rate = float(word)
+        except ValueError:
+            rate = math.nan
+        if math.isinf(rate) and word.lstrip("+") not in ("inf", "infinity"):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: {item.strip()} is too large to hold; write inf for every request at "
+                "once"
+            )
+        rates.append(rate)
+    if any(not r > 0 for r in rates) or len(set(rates)) != len(rates):
         raise argparse.ArgumentTypeError(
             f"{text!r}: comma-separated requests per second above 0, each once, e.g. 1,2,4,inf"
         )
@@ -305,13 +330,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compare run B (after) with run A (before), e.g. the same campaign before "
         "and after an engine upgrade: differences that make the runs incomparable (GPUs, "
         "model checkpoint, workload) in a banner, every other difference in the environment "
-        "and the setup, and per experiment and level each headline metric B / A with its 95%% "
+        "and the setup, and per experiment and level each headline metric B / A with its 95% "
         "confidence interval and a verdict (improved, regressed, equivalent, inconclusive), "
         "verdicts that changed and new failures. Writes diff.html, diff.pdf, diff.md and "
         "diff.json. Exit 1 when --fail-on-regression is given and a regression beyond it is "
         "certain, 0 otherwise.",
         epilog="example:\n  reportgen diff output/demo/RUN_A output/demo/RUN_B "
-        "--fail-on-regression 5%%",
+        "--fail-on-regression 5%",
         formatter_class=_Formatter,
     )
     for name, when in (("run_a", "before"), ("run_b", "after")):
@@ -325,7 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-on-regression",
         metavar="PCT",
         default=None,
-        help="exit 1 when some metric is certainly worse in B by more than PCT (e.g. 5%%)",
+        help="exit 1 when some metric is certainly worse in B by more than PCT: 5%% or 0.05 "
+        "(a bare 5 is refused: 5%% or 500%%?)",
     )
     df.add_argument(
         "--metric",
@@ -335,10 +361,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     df.add_argument(
         "--margin",
-        metavar="FRAC",
-        type=float,
+        metavar="SHARE",
+        type=_margin,
         default=None,
-        help="changes within this fraction are equivalent (default: B's campaign margin)",
+        help="changes within this share are equivalent: 3%% or 0.03 (default: B's campaign margin)",
     )
     df.add_argument(
         "--out", type=Path, default=None, help="folder for the files (default: beside B's run)"
@@ -353,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
         "calibrate",
         help="measure this host's client ceiling (chunks per CPU-second)",
         description="Measure how much streaming the load generator can process on this host, "
-        "against a zero-delay simulator. Runs record it and flag levels that came within 80%% "
+        "against a zero-delay simulator. Runs record it and flag levels that came within 80% "
         "of it as client-limited. Cached per host and reportgen version.",
         epilog="example:\n  reportgen calibrate --refresh",
         formatter_class=_Formatter,

@@ -93,7 +93,7 @@ def main() -> None:
             now_cpu, now_proc = cpu_times(), processes()
             cpus = {}
             for name, v in now_cpu.items():
-                d = [a - b for a, b in zip(v, before_cpu.get(name, v))]
+                d = [a - b for a, b in zip(v, before_cpu.get(name, v), strict=True)]
                 total = sum(d) or 1
                 # user nice system idle iowait irq softirq steal
                 cpus[name] = (round(1 - (d[3] + d[4] + d[7]) / total, 3), round(d[7] / total, 3))
@@ -116,8 +116,14 @@ def main() -> None:
             mine = now_proc.get(me)
             f.write(
                 json.dumps(
-                    {"t": t, "cpu": cpus, "procs": procs, "canary_ms": round(c, 4),
-                     "canary_cpu": mine[2] if mine else None, "new": new}
+                    {
+                        "t": t,
+                        "cpu": cpus,
+                        "procs": procs,
+                        "canary_ms": round(c, 4),
+                        "canary_cpu": mine[2] if mine else None,
+                        "new": new,
+                    }
                 )
                 + "\n"
             )

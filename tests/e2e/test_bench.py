@@ -73,6 +73,12 @@ def test_bench_of_nothing_and_of_a_bad_address_is_one_line(tmp_path: Path) -> No
     assert "error: reportgen bench: URL = 'localhost:8000': write http://host:port" in res.stderr
     res = reportgen_main("bench", "http://x", "--concurrency", "1,1")
     assert res.returncode == 2 and "give each level once" in res.stderr
+    for flag, value in (("--concurrency", "1,,2"), ("--request-rate", "1,,2")):
+        res = reportgen_main("bench", "http://x", flag, value)  # not read as 1,2
+        assert res.returncode == 2 and f"'{value}': comma-separated" in res.stderr
+    res = reportgen_main("bench", "http://x", "--request-rate", "2,1e400")  # not read as inf
+    assert res.returncode == 2
+    assert "'2,1e400': 1e400 is too large to hold; write inf for every request" in res.stderr
     res = reportgen_main("bench", "http://x", "--range-ratio", "1")
     assert res.returncode == 2 and "'1': a number from 0 up to 1 (not 1), e.g. 0.5" in res.stderr
 

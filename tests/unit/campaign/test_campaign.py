@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,37 @@ def test_an_objective_of_no_levels_is_refused_not_judged_two_ways() -> None:
         (found,) = problems(text)
         assert found.startswith(f"c.toml: campaign.objective.{key.split()[0]} = []: an empty ")
         assert "leave the key out to judge every level" in found
+
+
+def test_values_that_read_as_something_else_are_refused_at_their_key() -> None:
+    """Four campaigns that validated, or were refused for the wrong reason: nan read as "should
+    be less than 1", 1e400 read as infinity (every request at once), a parent naming its own
+    experiment said to "come later", and a closed-loop objective over rate levels, whose
+    headline then judged nothing and said no experiment beat the baseline."""
+    (found,) = problems(GOOD.replace('title = "T"\n', 'title = "T"\nmargin = nan\n'))
+    assert found == "c.toml: campaign.margin = nan: not a number; give a number"
+    text = GOOD.replace("concurrency = [1, 4]\n", "concurrency = [1]\nrequest_rate = [2, 1e400]\n")
+    found = problems(text.replace("concurrency = [1] }", "request_rate = [2] }"))
+    assert found == [
+        "c.toml: workload.request_rate[1] = 1e400: too large to hold as a number (it would be "
+        "read as infinity); write inf where infinity is meant, or a smaller number"
+    ]
+    itself = GOOD.replace('id = "car"\nbased_on = "best"', 'id = "car"\nbased_on = "car"')
+    (found,) = problems(itself)
+    assert found.endswith(
+        "based_on = 'car': names this experiment itself; a parent is an earlier experiment "
+        '(or "best")'
+    )
+    text = GOOD.replace("concurrency = [1, 4]\n", "concurrency = [1]\nrequest_rate = [1, 2, inf]\n")
+    (found,) = problems(text)
+    assert found.startswith(
+        "c.toml: campaign.objective.concurrency = [1]: no level runs closed-loop: the levels "
+        "are workload.request_rate's rates"
+    )
+    # inf, written as such, stays every request at once; the objective by rate is accepted
+    text = text.replace("workload = { concurrency = [1, 4, 64] }\n", "")
+    ok = campaign.loads(text.replace("concurrency = [1] }", "request_rate = [2, inf] }"), "c.toml")
+    assert ok.model.workload.request_rate == [1, 2, math.inf]
 
 
 def test_invalid_toml_and_missing_file_are_one_line_problems(tmp_path: Path) -> None:

@@ -157,9 +157,18 @@ def test_a_run_compared_with_itself_is_equivalent_throughout(
     runs: tuple[Path, Path], tmp_path: Path
 ) -> None:
     a, _ = runs
-    res = _diff(str(a), str(a), "--out", str(tmp_path), "--no-pdf", "--fail-on-regression", "1%")
+    res = _diff(
+        str(a), str(a), "--out", str(tmp_path), "--no-pdf", "--fail-on-regression", "1%",
+        "--margin", "3%",
+    )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
+    # how the gate was read, said before what it decides
+    assert (
+        "gate: exit 1 if any headline metric is certainly worse in B by more than 1.0% "
+        "(--fail-on-regression 1%)" in res.stdout
+    )
     d = json.loads((tmp_path / "diff.json").read_text())
+    assert d["margin"] == pytest.approx(0.03)  # --margin 3%, as written
     assert d["changed"] == [] and d["incomparable"] == [] and not d["only_a"]
     counts = d["counts"]
     assert counts["equivalent"] == 3 * 5 * 2 and sum(counts.values()) == counts["equivalent"]
@@ -173,6 +182,13 @@ def test_bad_input_is_one_line_naming_what_to_do(runs: tuple[Path, Path], tmp_pa
     res = _diff(str(a), str(a), "--fail-on-regression", "lots")
     assert res.returncode == 2 and "--fail-on-regression lots" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+    # a CI gate written as a bare 5 was read as 500%, silently off: now refused, in one line
+    res = _diff(str(a), str(a), "--fail-on-regression", "5")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--fail-on-regression 5: a bare 5 could be 5% or 500%; write 5%" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    res = _diff(str(a), str(a), "--margin", "3")
+    assert res.returncode == 2 and "'3': 3% or 300%? write 3%" in res.stderr
 
 
 # -- on edited copies of a run -------------------------------------------------------------------
@@ -257,5 +273,8 @@ def test_threshold_parsing() -> None:
     assert diff.parse_threshold("0.1") == pytest.approx(0.1)
     assert diff.parse_threshold("150%") == pytest.approx(1.5)  # latencies can more than double
     for bad in ("0", "-5%", "x", "nan"):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="not a percentage above 0"):
             diff.parse_threshold(bad)
+    # a bare number of 1 or more: 5% or 500%? refused, saying what to write
+    with pytest.raises(ValueError, match=r"a bare 5 could be 5% or 500%; write 5% \(or 0.05\)"):
+        diff.parse_threshold("5")
