@@ -24,7 +24,7 @@ SIMULATED_ENGINES = ("sim",)  # every other engine is bracketed by default (see 
 DEFAULT_MARGIN = 0.03  # relative changes smaller than this are "equivalent"
 ENGINES = ("sim", "sglang", "vllm", "transformers", "generic")
 
-_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 ArgValue = bool | int | float | str | list[bool | int | float | str] | dict[str, Any]
 # A server's address: http(s)://host[:port][/path] (the path a prefix before /v1/...)
 BASE_URL = r"^https?://[^/\s]+(/\S*)?$"

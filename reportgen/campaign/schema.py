@@ -24,10 +24,10 @@ from pydantic.fields import FieldInfo
 
 from reportgen import engines
 from reportgen.campaign.base import (
-    _ID,
     COMPILING_ENGINES,
     DEFAULT_MARGIN,
     ENGINES,
+    ID,
     METRICS,
     SIMULATED_ENGINES,
     ArgValue,
@@ -76,7 +76,7 @@ class Objective(_Model):
 
 
 class CampaignInfo(_Model):
-    name: str = Field(pattern=_ID, description="Short name, used for the output directory.")
+    name: str = Field(pattern=ID, description="Short name, used for the output directory.")
     title: str = Field(description="One-line title shown on the report.")
     description: str = Field("", description="Free text: the context of the campaign.")
     objective: Objective = Field(default_factory=lambda: Objective())  # type: ignore[call-arg]
@@ -312,7 +312,7 @@ class GoldenPrompt(_Model):
 
 
 class ExperimentSpec(_Model):
-    id: str = Field(pattern=_ID)
+    id: str = Field(pattern=ID)
     why: str = Field(min_length=1, description="Why this change is tried.")
     expect: str = Field("", description="What you expect to see.")
     based_on: str | None = Field(

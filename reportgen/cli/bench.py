@@ -9,6 +9,7 @@ directory, results, report and exit codes.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import re
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from reportgen.campaign.base import BASE_URL
+from reportgen.campaign.base import BASE_URL, ID
 from reportgen.errors import CampaignError, Problem
 
 # --dataset NAME[:PATH]: the campaign's prompt sources
@@ -26,20 +27,39 @@ DATASETS = ("random", "shared-prefix", "sharegpt", "jsonl")
 def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
     import tomli_w
 
+    from reportgen import campaign
     from reportgen.cli.runs import RunRequest, run_campaign
-    from reportgen.run import external
+    from reportgen.run import external, static
 
     url = args.url.rstrip("/").removesuffix("/v1")
     if not re.match(BASE_URL, url):
         raise CampaignError(
             [Problem("reportgen bench", "URL", args.url, "write http://host:port (or https://)")]
         )
+    if not re.fullmatch(ID, args.name):  # before the server is asked anything
+        raise CampaignError(
+            [
+                Problem(
+                    "reportgen bench",
+                    "--name",
+                    args.name,
+                    "the run's folder under --output: letters, digits, '.', '_' and '-' "
+                    "(at most 64, the first a letter or digit)",
+                )
+            ]
+        )
     engine, how = args.engine, "as given (--engine)"
     if engine == "auto":
         engine, how = external.detect_engine(url, external.auth_headers())
     (err if args.json else out).print(f"engine: {engine} ({how})", markup=False)
     data = campaign_data(args, url, engine)
+    # checked before anything is written: a refused benchmark leaves no file behind (and a
+    # name such as ../x never makes a folder outside --output)
+    found = static.check(campaign.loads(tomli_w.dumps(data), "reportgen bench"))
+    if found.errors or found.not_here:
+        raise CampaignError(found.errors + found.not_here)
     folder = args.output / data["campaign"]["name"]
+    made = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     path = folder / f"bench-{stamp}.toml"
@@ -53,7 +73,14 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
     asked = RunRequest(
         campaign=path, output=args.output, no_pdf=args.no_pdf, quiet=args.quiet, json=args.json
     )
-    return run_campaign(asked, out, err)
+    try:
+        return run_campaign(asked, out, err)
+    except CampaignError as exc:  # refused before it ran (a prompt file missing, say)
+        path.unlink(missing_ok=True)  # no file kept, and none named
+        if made and not any(folder.iterdir()):
+            folder.rmdir()
+        named = [dataclasses.replace(p, file="reportgen bench") for p in exc.problems]
+        raise CampaignError(named) from None
 
 
 def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, Any]:

@@ -83,6 +83,25 @@ def test_bench_of_nothing_and_of_a_bad_address_is_one_line(tmp_path: Path) -> No
     assert res.returncode == 2 and "'1': a number from 0 up to 1 (not 1), e.g. 0.5" in res.stderr
 
 
+def test_a_refused_bench_writes_nothing_anywhere(tmp_path: Path) -> None:
+    """A --name of ../../evil once wrote bench-*.toml two folders up before it was refused, and
+    every refused call left a stray bench-*.toml behind: now nothing is written."""
+    out = tmp_path / "a" / "b" / "out"
+    res = reportgen_main("bench", "http://127.0.0.1:1", "--name", "../../evil", "--output", out)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "error: reportgen bench: --name = '../../evil': the run's folder under --output" in (
+        res.stderr
+    )
+    res = reportgen_main(
+        "bench", "http://127.0.0.1:1", "--engine", "sim", "--dataset",
+        f"jsonl:{tmp_path / 'missing.jsonl'}", "--output", out,
+    )  # fmt: skip
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "error: reportgen bench: experiment 'bench': workload.prompts.path" in res.stderr
+    assert "file not found" in res.stderr
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
 def test_a_campaign_compares_a_server_it_starts_with_one_already_running(
     tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
 ) -> None:
