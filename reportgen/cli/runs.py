@@ -176,6 +176,13 @@ def _exit_code(data: Run, err: Console, interrupted: bool, strict: bool) -> int:
         )
     failed += untrusted
     baseline = data.baseline
+    if baseline is not None and baseline.id in untrusted:
+        err.print(
+            f"the baseline ({baseline.id}) failed a check that invalidates its numbers, so "
+            "nothing measured can be relied on or compared with it",
+            markup=False,
+        )
+        return EXIT_FAILED
     if baseline is not None and baseline.status == "failed":
         # failures are results, but not the reference's: with no baseline nothing was compared
         err.print(

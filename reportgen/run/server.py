@@ -311,6 +311,15 @@ class ServerProcess:
                         generation_checks += 1
                         status = self._one_token(client, api, model)
                         last_answer = f"HTTP {status}"
+                        if status in (401, 403):  # it will not answer by waiting longer
+                            sent = "a key it refused" if self.headers else "no key"
+                            raise ServerError(
+                                f"server refused a one-token generation with HTTP {status} "
+                                f"({sent}): it wants an API key; set OPENAI_API_KEY to its "
+                                "key (sent as a bearer token, never recorded)",
+                                self.log_tail(),
+                                kind="not ready",
+                            )
                         if status == 200:
                             return Readiness(
                                 ready_s=time.monotonic() - self.started_at,

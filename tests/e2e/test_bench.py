@@ -83,6 +83,39 @@ def test_bench_of_nothing_and_of_a_bad_address_is_one_line(tmp_path: Path) -> No
     assert res.returncode == 2 and "'1': a number from 0 up to 1 (not 1), e.g. 0.5" in res.stderr
 
 
+def test_bench_fails_when_it_measured_nothing_or_half(
+    tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
+) -> None:
+    """Against a server that wants an API key bench waited its whole ready timeout, advised
+    raising it and exited 0; after most requests failed it printed "bench: ok" and exited 0."""
+    keyed = start_sim("--api-key", "sekrit")
+    res = reportgen_main(
+        "bench", keyed.url, "--requests", "4", "--output", tmp_path, "--no-pdf", "--quiet",
+        "--ready-timeout", "600", cache=cache,
+    )  # fmt: skip
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert (
+        "server refused a one-token generation with HTTP 401 (no key): it wants an API "
+        "key; set OPENAI_API_KEY" in res.stdout
+    )
+    assert "ready_timeout_s" not in res.stdout  # not "raise server.ready_timeout_s"
+    failing = start_sim("--fault", "http-500", "--fault-after", "10")
+    res = reportgen_main(
+        "bench", failing.url, "--requests", "16", "--warmup", "0", "--repetitions", "1",
+        "--output", tmp_path, "--no-pdf", "--quiet", "--json", cache=cache,
+    )  # fmt: skip
+    assert res.returncode == 1, res.stdout + res.stderr
+    said = json.loads(res.stdout)
+    assert said["exit_code"] == 1 and said["experiments"][0]["outcome"] == "failed"
+    assert "the baseline (bench) failed a check that invalidates its numbers" in res.stderr
+    res = reportgen_main(
+        "bench", failing.url, "--requests", "16", "--warmup", "0", "--repetitions", "1",
+        "--output", tmp_path, "--no-pdf", "--quiet", cache=cache,
+    )  # fmt: skip
+    assert res.returncode == 1 and "bench: ok" not in res.stdout
+    assert "bench: NOT VALID, failed: Requests succeeded" in res.stdout  # the table's footer
+
+
 def test_a_refused_bench_writes_nothing_anywhere(tmp_path: Path) -> None:
     """A --name of ../../evil once wrote bench-*.toml two folders up before it was refused, and
     every refused call left a stray bench-*.toml behind: now nothing is written."""
