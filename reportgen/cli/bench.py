@@ -96,6 +96,7 @@ def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, 
         "repetitions": args.repetitions,
         "warmup_requests": args.warmup,
         "seed": args.seed,
+        "request_timeout_s": args.request_timeout,
     }
     if args.duration is not None:
         workload["duration_s"] = args.duration

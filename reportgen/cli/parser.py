@@ -36,6 +36,17 @@ def _ratio(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> float:
+    """'30' -> 30.0: seconds above 0, finite."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds above 0, e.g. 30")
+    return value
+
+
 def _margin(text: str) -> float:
     """'3%' or '0.03' -> 0.03: a share above 0 and below 1 (a bare 3 is refused: 3% or 300%?)."""
     raw = text.strip()
@@ -268,6 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--warmup", type=int, default=8, metavar="N", help="requests sent first and discarded"
     )
     b.add_argument("--seed", type=int, default=0)
+    b.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=600.0,
+        metavar="S",
+        help="a request not answered in full within S seconds fails as a timeout (default 600)",
+    )
     b.add_argument(
         "--ready-timeout",
         type=float,

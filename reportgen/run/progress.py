@@ -12,6 +12,8 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
@@ -75,6 +77,24 @@ class Quiet:
         pass
 
 
+STALL_S = 10.0  # a level with requests out and none finished for this long says so
+
+
+class _Stall(ProgressColumn):
+    """On the level's bar, while requests are out and none has finished for ``STALL_S``:
+    how long (a stalled stream otherwise looks like a frozen bar until its timeout)."""
+
+    def __init__(self, live: Live) -> None:
+        super().__init__()
+        self.live = live
+
+    def render(self, task: Task) -> Text:
+        quiet = self.live.quiet_s()
+        if task.id != self.live.level or quiet is None or quiet < STALL_S:
+            return Text("")
+        return Text(f"no request finished for {quiet:.0f} s", style="yellow")
+
+
 class Live:
     """Rich progress: the campaign bar with time left, and the current level's live tok/s."""
 
@@ -89,6 +109,7 @@ class Live:
             TextColumn("elapsed,"),
             TimeRemainingColumn(),
             TextColumn("left"),
+            _Stall(self),
             console=console,
             transient=False,
         )
@@ -98,7 +119,15 @@ class Live:
         self._level_t0 = 0.0
         self._level_tokens = 0
         self._errors = 0
+        self._last_done: float | None = None  # a level's start or its last request's end
         self.progress.start()
+
+    def quiet_s(self, now: float | None = None) -> float | None:
+        """Seconds since the running level started or last finished a request; None outside
+        a level."""
+        if self._last_done is None:
+            return None
+        return (time.monotonic() if now is None else now) - self._last_done
 
     def campaign_start(
         self, total_requests: int, experiments: int, run_dir: Path | None = None
@@ -117,6 +146,7 @@ class Live:
         self.console.print(f"[bold]{self.exp}[/bold]")
 
     def phase(self, text: str) -> None:
+        self._last_done = None  # not measuring: a warm-up or a server start is not a stall
         if self.level is not None:
             self.progress.update(self.level, description=f"  {text}")
         else:
@@ -130,11 +160,14 @@ class Live:
     ) -> None:
         desc = f"  {label} rep {repetition + 1}/{repetitions}"
         self._level_t0, self._level_tokens, self._errors = time.monotonic(), 0, 0
+        self._last_done = self._level_t0
         if self.level is not None:
             self.progress.remove_task(self.level)
         self.level = self.progress.add_task(desc, total=requests, rate="")
 
     def request_done(self, output_tokens: int, ok: bool) -> None:
+        if self._last_done is not None:
+            self._last_done = time.monotonic()
         self._level_tokens += output_tokens
         self._errors += 0 if ok else 1
         elapsed = max(time.monotonic() - self._level_t0, 1e-6)
@@ -147,6 +180,7 @@ class Live:
             self.progress.update(self.campaign, advance=1)
 
     def experiment_end(self, exp_id: str, status: str, note: str, skipped: int) -> None:
+        self._last_done = None
         # Requests a failed experiment never sent still count as done for the time left.
         if self.campaign is not None and skipped:
             self.progress.update(self.campaign, advance=skipped)

@@ -116,6 +116,26 @@ def test_bench_fails_when_it_measured_nothing_or_half(
     assert "bench: NOT VALID, failed: Requests succeeded" in res.stdout  # the table's footer
 
 
+def test_a_stalled_stream_times_out_at_the_request_timeout(
+    tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
+) -> None:
+    """A stream that stalls (two chunks, then nothing) held bench for the default 600 s a
+    request: --request-timeout ends each such request, counted as a timeout."""
+    stalled = start_sim("--fault", "hang")
+    res = reportgen_main(
+        "bench", stalled.url, "--requests", "2", "--warmup", "0", "--repetitions", "1",
+        "--request-timeout", "1.5", "--output", tmp_path, "--no-pdf", "--quiet", cache=cache,
+    )  # fmt: skip
+    assert res.returncode == 1, res.stdout + res.stderr
+    (written,) = (tmp_path / "bench").glob("bench-*.toml")
+    assert tomllib.loads(written.read_text())["workload"]["request_timeout_s"] == 1.5
+    (run_dir,) = (p.parent for p in (tmp_path / "bench").glob("*/results.json"))
+    errors = pd.read_parquet(run_dir / "requests" / "bench.parquet")["error"]
+    assert list(errors) == ["timeout: no complete response within 1.5 s"] * 2
+    res = reportgen_main("bench", stalled.url, "--request-timeout", "0")
+    assert res.returncode == 2 and "'0': seconds above 0, e.g. 30" in res.stderr
+
+
 def test_a_refused_bench_writes_nothing_anywhere(tmp_path: Path) -> None:
     """A --name of ../../evil once wrote bench-*.toml two folders up before it was refused, and
     every refused call left a stray bench-*.toml behind: now nothing is written."""
