@@ -275,11 +275,15 @@ LONG_FIRST = (
 
 
 def run_campaign(
-    tmp_path: Path, text: str, cache: Path, env: Mapping[str, str | None] | None = None
+    tmp_path: Path,
+    text: str,
+    cache: Path,
+    env: Mapping[str, str | None] | None = None,
+    code: int = 0,
 ) -> tuple[dict[str, Any], Path]:
     """`reportgen run` of a campaign file's ``text`` (its "PORT" a free port) in this process,
-    quiet and without a PDF, into ``tmp_path``/out (no GPU capture unless ``env`` names one):
-    the run's results and its directory."""
+    quiet and without a PDF, into ``tmp_path``/out (no GPU capture unless ``env`` names one),
+    exiting ``code``: the run's results and its directory."""
     from reportgen.observe.sources import CAPTURE_ENV
 
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -289,7 +293,7 @@ def run_campaign(
         "run", path, "--output", tmp_path / "out", "--quiet", "--no-pdf",
         cache=cache, env={CAPTURE_ENV: None, **(env or {})},
     )  # fmt: skip
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == code, res.stdout + res.stderr
     run_dir = next(p for p in (tmp_path / "out").glob("*/*") if p.is_dir())
     return json.loads((run_dir / "results.json").read_text()), run_dir
 

@@ -94,12 +94,12 @@ def _lone_table(out: Console, data: Run) -> None:
     status = "" if data.status == "complete" else f" - {data.status.upper()}"
     said = e.status
     if e.ok and data.outcome(e) == "failed":  # measured, but a check voids its numbers
-        voided = [c.title for c in e.checks if c.status == "fail"]
-        said = f"NOT VALID, failed: {'; '.join(voided)}"
+        from reportgen.analysis.checks import invalidated
+
+        said = f"NOT VALID, failed: {'; '.join(invalidated(e.checks))}"
     table = Table(
         title=f"{data.settings.title}{status}",
-        caption=f"{e.id}: {said}; means over {_reps_said(e)}; errors: failed "
-        "requests of all sent",
+        caption=f"{e.id}: {said}; means over {_reps_said(e)}; errors: failed requests of all sent",
         title_justify="left",
         caption_justify="left",
     )
