@@ -10,7 +10,8 @@ worker process runs ``process_main``, which talks to the parent over one duplex 
     worker -> parent   ("error", text)                 it failed (a bug, not a request error)
 
 Anything else arriving from the parent, or the pipe closing (the parent died), stops the
-worker at once. Workers ignore SIGINT: the parent owns Ctrl-C and terminates them.
+worker at once. Workers ignore SIGINT and SIGHUP: the parent owns Ctrl-C and a closed terminal,
+and terminates them.
 
 Before its start, every event loop opens its share's connections (``Share.preopen``, see
 ``client.preopen``) and keeps them in its session's pool, so no request of the level waits
@@ -322,7 +323,8 @@ class _Stopped(Exception):
 
 def process_main(share: Share, conn: Connection, counter: Any) -> None:
     """A worker process's entry point (see the module docstring for the protocol)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's to handle (a terminal sends
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # both to the whole process group)
     sender: _Sender | None = None
     try:
         raise_fd_limit(share.clients or len(share.arrivals or ()))

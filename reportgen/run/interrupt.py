@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM during a run: raised as KeyboardInterrupt, and remembered.
+"""Ctrl-C, SIGTERM and SIGHUP during a run: raised as KeyboardInterrupt, and remembered.
 
 Python runs a signal's handler in the main thread at the next bytecode it executes, and that
 can be inside a finaliser (an object's ``__del__``, a weakref callback: a closed event loop, a
@@ -13,6 +13,10 @@ after the first (:func:`stopping`): one then is noted, not raised (it would leav
 running or results unsaved), and said on stderr. Once the report is being rendered
 (:func:`rendering`), another stops the rendering, and one that came in between stops it at
 once, so a second Ctrl-C always ends with the command that renders the report.
+
+SIGHUP (the terminal closed) stops the run as the others do; what would have been printed
+goes to /dev/null from then on, since a terminal that is gone fails every write (EIO), and a
+failed write must not lose the results or the partial report.
 """
 
 from __future__ import annotations
@@ -28,15 +32,21 @@ _stopping = False  # servers being stopped, results saved, after the first signa
 
 
 def install() -> None:
-    """Handle SIGINT and SIGTERM in this process (the main thread) from now on."""
+    """Handle SIGINT, SIGTERM and SIGHUP in this process (the main thread) from now on."""
     global _received, _again, _raise_again, _stopping
     _received, _again, _raise_again, _stopping = None, 0, False, False
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
+    signal.signal(signal.SIGHUP, _handler)
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
     global _received, _again
+    if signum == signal.SIGHUP:  # the terminal is gone: its writes would fail from now on
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
+        os.close(quiet)
     if _received is None:
         _received = signal.Signals(signum).name
         raise KeyboardInterrupt
@@ -71,7 +81,8 @@ def check() -> None:
 
 def exit_code() -> int:
     """What a shell expects of a process stopped by a signal: 128 + its number (130 for
-    SIGINT, 143 for SIGTERM); 130 when none was recorded (a KeyboardInterrupt of its own)."""
+    SIGINT, 143 for SIGTERM, 129 for SIGHUP); 130 when none was recorded (a KeyboardInterrupt
+    of its own)."""
     if _received is None:
         return 128 + signal.SIGINT
     return 128 + signal.Signals[_received].value

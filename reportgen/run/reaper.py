@@ -151,7 +151,8 @@ def leftovers(paths: Iterable[Path]) -> list[tuple[Path, ServerRecord]]:
 
 def main(argv: list[str]) -> int:
     pgid, grace_s = int(argv[0]), float(argv[1])
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C and hangup are the
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # parent's: it stops the servers itself
     got = b""
     with contextlib.suppress(OSError):
         while chunk := sys.stdin.buffer.read(64):

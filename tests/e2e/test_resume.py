@@ -242,6 +242,37 @@ def test_sigint_while_a_server_is_starting_stops_it(tmp_path: Path, cache: Path)
     assert "INCOMPLETE REPORT" in (run_dir / "report.html").read_text().upper()
 
 
+def test_a_closed_terminal_stops_the_run_as_ctrl_c_does(tmp_path: Path, cache: Path) -> None:
+    """SIGHUP (the terminal closed) exited 129 with no partial report and results.json left
+    "running": now the servers are stopped, what finished is saved and the partial report
+    written, though the terminal's streams are gone (their writes fail)."""
+    port = free_port()
+    campaign = small_demo(tmp_path, port)
+    out = tmp_path / "out"
+    proc = start_run(campaign, out, cache, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not second_experiment_running(out):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(0.2)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the terminal is gone: every later write to it fails
+        proc.stderr.close()
+        assert proc.wait(timeout=90) == 128 + signal.SIGHUP
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    (run_dir,) = (out / "demo").iterdir()
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["status"] == "incomplete"
+    assert [e["status"] for e in data["experiments"][:2]] == ["ok", "interrupted"]
+    assert "INCOMPLETE REPORT" in (run_dir / "report.html").read_text().upper()
+    assert port_is_free("127.0.0.1", port)  # its server stopped
+
+
 # reportgen run, with a finaliser that receives SIGTERM after the first experiment's decision:
 # Python runs the handler inside __del__, where its KeyboardInterrupt is printed and dropped.
 DROPPED = """
