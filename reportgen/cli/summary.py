@@ -92,7 +92,7 @@ def _lone_table(out: Console, data: Run) -> None:
 
     (e,) = data.experiments
     status = "" if data.status == "complete" else f" - {data.status.upper()}"
-    said = e.status
+    said: str = e.status
     if e.ok and data.outcome(e) == "failed":  # measured, but a check voids its numbers
         from reportgen.analysis.checks import invalidated
 
