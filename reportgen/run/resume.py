@@ -31,7 +31,8 @@ def resumable(campaign: Campaign, run_dir: Path) -> Run:
     a ResultsError saying what to do when the run cannot be continued (complete, with nothing
     new to run, or the campaign file changed in what its finished experiments were run with)."""
     saved = store.load(run_dir)
-    if saved.campaign_file.sha256 != campaign.sha256:
+    # nothing finished (stopped in the first experiment): nothing is kept, so any edit goes
+    if saved.campaign_file.sha256 != campaign.sha256 and saved.finished_prefix():
         changed = campaign_changes(saved, campaign)
         if changed:
             more = f"; and {len(changed) - 3} more" if len(changed) > 3 else ""

@@ -240,6 +240,17 @@ def test_sigint_while_a_server_is_starting_stops_it(tmp_path: Path, cache: Path)
     assert first["status"] == "interrupted" and first["stop"]["group_gone"]
     assert port_is_free("127.0.0.1", port)
     assert "INCOMPLETE REPORT" in (run_dir / "report.html").read_text().upper()
+    # stopped in the first experiment, nothing is kept: an edit anywhere is resumed, not
+    # refused for "finished experiments" there are none of
+    text = text.replace(", startup-s = 60 }", " }").replace(
+        "requests_per_level = 12", "requests_per_level = 10"
+    )
+    campaign.write_text(text)
+    res = reportgen(str(campaign), "--output", str(out), "--resume", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"resuming {run_dir}: kept 0 finished experiment(s)" in res.stdout
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["status"] == "complete" and data["campaign"]["workload"]["requests_per_level"] == 10
 
 
 def test_a_closed_terminal_stops_the_run_as_ctrl_c_does(tmp_path: Path, cache: Path) -> None:
