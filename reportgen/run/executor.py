@@ -59,6 +59,18 @@ class RemoteError(ReportgenError):
     """The GPU host could not be reached, or runs another reportgen."""
 
 
+def _python_failed(out: subprocess.CompletedProcess[str]) -> bool:
+    """Whether the Python named there is missing (127, no such file) or ran and could not
+    import reportgen, rather than the way there failing."""
+    err = out.stderr
+    return (
+        out.returncode == 127
+        or "No such file or directory" in err
+        or "ModuleNotFoundError" in err
+        or "ImportError" in err
+    )
+
+
 class Ssh:
     """Servers and load on ``spec``'s host, through ``python -m reportgen.run.remote``."""
 
@@ -126,6 +138,18 @@ class Ssh:
         """The far side's reportgen version (``ASK_VERSION``'s answer), refused unless its
         Python imports this very reportgen."""
         version = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+        said = out.stderr.strip().splitlines()
+        cause = next(
+            (x for word in ("fatal", "error") for x in said if word in x.lower()),
+            said[-1] if said else "",
+        )
+        if out.returncode != 0 and cause and not _python_failed(out):
+            # the way there failed, not the import (srun with no controller, a python that is
+            # not there): its own words are the cause
+            raise RemoteError(
+                f"{self.where}: asking {self.python} there for reportgen's version failed: "
+                f"{cause.strip()[:300]}; nothing was started"
+            )
         if out.returncode != 0 or not version:
             raise RemoteError(
                 f"{self.where}: {self.python} there cannot import reportgen; nothing was "

@@ -30,13 +30,27 @@ def new_run_id(campaign: Campaign, now: dt.datetime | None = None) -> str:
     return f"{now:%Y%m%dT%H%M%SZ}-{campaign.sha256[:6]}"
 
 
-def command_line(campaign: Campaign, r: Resolved) -> list[str]:
+def python_there(campaign: Campaign) -> str:
+    """The Python that runs the servers' default commands: this one for a local run, the far
+    side's (``host.ssh.python``, ``host.slurm.python`` or, on Slurm, this path) elsewhere."""
+    host = campaign.model.host
+    far = host.ssh if host.executor == "ssh" else host.slurm if host.executor == "slurm" else None
+    return (far.python if far is not None else "") or sys.executable
+
+
+def command_line(campaign: Campaign, r: Resolved, python: str | None = None) -> list[str]:
     """What starts ``r``'s server: the engine's command and flags, across ``r.nodes`` nodes
-    through ``run.nodes`` (which adds each rank's flags)."""
+    through ``run.nodes`` (which adds each rank's flags). A default command runs under
+    ``python`` (default: ``python_there``; the process that starts the server passes its own,
+    ``sys.executable``, there); a command the campaign gives runs as given."""
     engine = engines.get(campaign.model.server.engine)
-    argv = engine.command(campaign.model.server.command) + engine.format_args(r.args)
+    python = python or python_there(campaign)
+    argv = engine.command(campaign.model.server.command)
+    if not campaign.model.server.command:
+        argv = [python if a == sys.executable else a for a in argv]
+    argv += engine.format_args(r.args)
     if r.nodes > 1:
-        launcher = [sys.executable, "-m", "reportgen.run.nodes", "--engine", engine.name]
+        launcher = [python, "-m", "reportgen.run.nodes", "--engine", engine.name]
         return [*launcher, "--nodes", str(r.nodes), "--", *argv]
     return argv
 

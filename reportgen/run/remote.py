@@ -148,9 +148,10 @@ def _prepare(job: Job, relay: Relay) -> dict[str, Any]:
 def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
     from reportgen.analysis import verdict
     from reportgen.observe import fingerprint, sources
+    from reportgen.redact import redact_argv
     from reportgen.run import calibrate
     from reportgen.run.experiment import run_experiment
-    from reportgen.run.plan import campaign_secrets
+    from reportgen.run.plan import campaign_secrets, command_line
     from reportgen.run.session import Context
 
     assert job.r is not None and job.run is not None
@@ -188,6 +189,8 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
             shutil.rmtree(folder, ignore_errors=True)
     if moved is not None:
         entry.warnings.append(moved)
+    if job.r.base_url is None:  # what ran here: this Python, not the one the run there named
+        entry.command = redact_argv(command_line(job.campaign, job.r, sys.executable))
     slurm = {k: os.environ[v] for k, v in SLURM.items() if os.environ.get(v)}
     entry.ran_on = RanOn.model_validate(
         {"host": socket.gethostname(), **slurm, "fingerprint": node}

@@ -7,6 +7,7 @@ the session's record), so an error or a Ctrl-C halfway keeps what was measured u
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -134,7 +135,7 @@ class ServerSession:
             )
             return
         self.srv = ServerProcess(
-            command_line(ctx.campaign, cfg),
+            command_line(ctx.campaign, cfg, sys.executable),  # this process's Python
             env=cfg.env,
             log_path=ctx.run_dir / name,
             host=ctx.m.server.host,

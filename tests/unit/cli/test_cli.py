@@ -140,6 +140,29 @@ def test_plan_prints_commands_and_redacts_secrets(tmp_path: Path) -> None:
     assert res.stdout.count("workload: chat, C=1,4,16") == 6
 
 
+def test_plan_shows_the_python_that_runs_the_servers_over_ssh(tmp_path: Path) -> None:
+    """With host.ssh.python set, the far side runs that interpreter: the plan (and what the
+    run records) said this machine's instead."""
+    text = (ROOT / "campaigns" / "demo.toml").read_text()
+    there = "/opt/serving/venv/bin/python"
+    path = tmp_path / "c.toml"
+    path.write_text(
+        text.replace(
+            "[server]\n",
+            f'[host]\nexecutor = "ssh"\nssh = {{ host = "gpu-box", python = "{there}" }}\n\n'
+            "[server]\n",
+            1,
+        )
+    )
+    res = reportgen("plan", str(path), "--json")
+    assert res.returncode == 0, res.stderr
+    commands = [e["command"] for e in json.loads(res.stdout) if e["command"]]
+    assert commands and all(c[:3] == [there, "-m", "reportgen.sim"] for c in commands)
+    res = reportgen("plan", str(path))
+    assert f"command:  {there} -m reportgen.sim" in res.stdout
+    assert sys.executable not in res.stdout
+
+
 def test_plan_says_what_one_repetition_per_start_would_buy(tmp_path: Path) -> None:
     """Three repetitions an experiment on the default two starts: `plan` says what one
     repetition per start did in simulated campaigns, and where to read it; set to three
