@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -99,6 +100,22 @@ def test_validate_json_for_scripts(tmp_path: Path) -> None:
     assert any("no module named 'vllm'" in w["message"] for w in other["warnings"])
     ok = reportgen("validate", "--json", "campaigns/demo.toml")
     assert ok.returncode == 0 and json.loads(ok.stdout)["ok"] is True
+
+
+def test_the_readmes_completion_lines_work_on_a_fresh_machine(tmp_path: Path) -> None:
+    """They wrote into ~/.local/share/bash-completion/completions/, which a fresh machine does
+    not have: the shell refused the redirection."""
+    readme = (ROOT / "README.md").read_text().splitlines()
+    lines = [ln.split("  #")[0] for ln in readme if "bash-completion/completions" in ln]
+    assert len(lines) == 2 and lines[0].startswith("mkdir -p"), lines
+    env = {**os.environ, "HOME": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:"
+           + os.environ["PATH"]}  # fmt: skip
+    got = subprocess.run(
+        ["bash", "-ec", "\n".join(lines)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert got.returncode == 0, got.stderr
+    written = tmp_path / ".local/share/bash-completion/completions/reportgen"
+    assert "_shtab_reportgen" in written.read_text()
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh"])
