@@ -33,9 +33,19 @@ _VERDICT_WORDS = (
 _VALUE_WORDS = (
     (
         "down",
-        re.compile(r"\b(lower|fewer|less|shorter|reduced?|falls?|drops?|cuts?|halves)\b", re.I),
+        re.compile(
+            r"\b(lower|fewer|less|shorter|reduced?|falls?|drops?|cuts?|halves"
+            r"|down by|(goes|went|comes|came) down)\b",
+            re.I,
+        ),
     ),
-    ("up", re.compile(r"\b(higher|longer|grows?|rises?|increases?|doubles?)\b", re.I)),
+    (
+        "up",
+        re.compile(
+            r"\b(higher|longer|grows?|rises?|increases?|doubles?|up by|(goes|went) up)\b",
+            re.I,
+        ),
+    ),
 )
 
 
