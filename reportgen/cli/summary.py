@@ -86,9 +86,17 @@ LONE = (
 )
 
 
+# Where a terminal is too narrow for every column, these go first, in this order (the level,
+# output tok/s, requests in flight, errors and the SLO are never left out or cut).
+DROPPED_FIRST = ("e2e_ms_p50", "itl_ms_p99", "itl_ms_p50", "ttft_ms_p50", "req_s", "ttft_ms_p99")
+
+
 def _lone_table(out: Console, data: Run) -> None:
-    """One configuration, nothing to compare: its headline numbers per level."""
+    """One configuration, nothing to compare: its headline numbers per level, lowest level
+    first; on a terminal too narrow for them all, the least needed columns left out (said
+    under the table) rather than every column cut to "..."."""
     from reportgen.render.fmt import fmt_num, level_head
+    from reportgen.results.model import sorted_points
 
     (e,) = data.experiments
     status = "" if data.status == "complete" else f" - {data.status.upper()}"
@@ -97,27 +105,52 @@ def _lone_table(out: Console, data: Run) -> None:
         from reportgen.analysis.checks import invalidated
 
         said = f"NOT VALID, failed: {'; '.join(invalidated(e.checks))}"
-    table = Table(
-        title=f"{data.settings.title}{status}",
-        caption=f"{e.id}: {said}; means over {_reps_said(e)}; errors: failed requests of all sent",
-        title_justify="left",
-        caption_justify="left",
-    )
-    table.add_column(level_head(lv.point for lv in e.levels), justify="right", no_wrap=True)
-    for _, label in LONE:
-        table.add_column(label, justify="right", no_wrap=True)
-    table.add_column("in flight", justify="right", no_wrap=True)
-    table.add_column("errors", justify="right", no_wrap=True)
     met = {p.point: p.passed for p in e.search.probes} if e.search else {}
+    # by level, lowest first (a search's probes run in the order it tried them)
+    order = {p: i for i, p in enumerate(sorted_points(agg.point for agg in e.by_level))}
+    rows = sorted(e.by_level, key=lambda a: order[a.point])
+    columns: list[tuple[str, str, list[str]]] = [  # (key, header, cells)
+        ("level", level_head(lv.point for lv in e.levels), [str(a.point) for a in rows])
+    ]
+    for key, label in LONE:
+        cells = [fmt_num(a.stat(key).mean) if a.stat(key).mean is not None else "–" for a in rows]
+        columns.append((key, label, cells))
+    columns.append(("in_flight", "in flight", [_in_flight(e, a.point) for a in rows]))
+    errors = []
+    for a in rows:
+        sent = sum(lv.summary.requests for lv in e.levels if lv.point == a.point)
+        ok = sum(lv.summary.ok for lv in e.levels if lv.point == a.point)
+        errors.append(f"{sent - ok}/{sent}")
+    columns.append(("errors", "errors", errors))
     if e.search:
-        table.add_column("SLO", no_wrap=True)
-    for agg in e.by_level:
-        cells = [fmt_num(agg.stat(key).mean) if agg.stat(key).mean is not None else "–"
-                 for key, _ in LONE]  # fmt: skip
-        sent = sum(lv.summary.requests for lv in e.levels if lv.point == agg.point)
-        ok = sum(lv.summary.ok for lv in e.levels if lv.point == agg.point)
-        slo = ["met" if met.get(agg.point) else "missed"] if e.search else []
-        table.add_row(str(agg.point), *cells, _in_flight(e, agg.point), f"{sent - ok}/{sent}", *slo)
+        columns.append(("slo", "SLO", ["met" if met.get(a.point) else "missed" for a in rows]))
+    caption = f"{e.id}: {said}; means over {_reps_said(e)}; errors: failed requests of all sent"
+
+    def build(shown: list[tuple[str, str, list[str]]], note: str) -> Table:
+        table = Table(
+            title=f"{data.settings.title}{status}",
+            caption=caption + note,
+            title_justify="left",
+            caption_justify="left",
+        )
+        for key, label, _ in shown:
+            table.add_column(label, justify="left" if key == "slo" else "right", no_wrap=True)
+        for i in range(len(rows)):
+            table.add_row(*(cells[i] for _, _, cells in shown))
+        return table
+
+    table, left_out = build(columns, ""), []
+    if out.is_terminal:
+        from rich.measure import Measurement
+
+        for key in DROPPED_FIRST:
+            wide = out.options.update_width(1_000)
+            if Measurement.get(out, wide, table).maximum <= out.width:
+                break
+            left_out.append(dict(LONE)[key].replace("\n", " "))
+            columns = [c for c in columns if c[0] != key]
+            note = f"; left out at this width: {', '.join(left_out)} (the report has them)"
+            table = build(columns, note)
     _print_table(out, table)
     if e.search:
         from reportgen.render.text import search_said

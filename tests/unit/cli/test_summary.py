@@ -1,0 +1,37 @@
+"""The console's table of a lone configuration (`reportgen bench`): on a narrow terminal its
+key columns stay whole, and a search's levels come in order."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from reportgen import results
+from reportgen.cli import summary
+from tests.conftest import ROOT
+
+SEARCH = ROOT / "docs" / "examples" / "bench-rate-search-sglang-h200"
+
+
+def _shown(width: int) -> list[str]:
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=width, color_system=None)
+    summary._lone_table(console, results.load(SEARCH))
+    return buf.getvalue().splitlines()
+
+
+def test_a_narrow_terminal_leaves_columns_out_rather_than_cutting_the_key_ones() -> None:
+    lines = _shown(80)
+    rows = [ln for ln in lines if ln.startswith("│")]
+    assert rows and not any("…" in r for r in rows), "\n".join(lines)
+    levels = [r.split("│")[1].strip() for r in rows]
+    # lowest first, not in the order the search probed them
+    assert levels == ["R=8/s", "R=12/s", "R=14/s", "R=15/s", "R=16/s"]
+    assert [r.split("│")[-2].strip() for r in rows] == ["met"] * 4 + ["missed"]
+    said = " ".join(" ".join(lines).split())
+    assert "left out at this width: E2E p50 ms, ITL p99 ms, ITL p50 ms (the report has them)" in (
+        said
+    )
+    wide = _shown(200)
+    assert "left out" not in " ".join(wide) and any("E2E" in ln for ln in wide)
