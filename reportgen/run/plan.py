@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
+from collections.abc import Collection
 from typing import Literal
 
 from reportgen import engines
@@ -159,10 +160,13 @@ def planned_requests(campaign: Campaign, r: Resolved) -> int:
     return (wl.requests_per_level or 0) * len(wl.points) * reps * sides
 
 
-def total_requests(campaign: Campaign) -> int:
-    steps = plan(campaign)
-    if any(r.workload.requests_per_level is None for r in steps):
-        return 0  # duration-based levels: no request count to show
+def total_requests(campaign: Campaign, kept: Collection[str] = ()) -> int:
+    """The measured requests the campaign's experiments will send, but those in ``kept``
+    (finished before a resumption); 0, no total to show, where levels run for a duration or
+    a search decides its levels while running (its probes are not known before)."""
+    steps = [r for r in plan(campaign) if r.id not in kept]
+    if any(r.workload.requests_per_level is None or r.workload.find_max for r in steps):
+        return 0
     return sum(planned_requests(campaign, r) for r in steps)
 
 

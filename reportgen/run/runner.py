@@ -82,7 +82,9 @@ class Runner:
         run.client_ceiling = self.executor.client_ceiling()
         self.ctx.client_ceiling = run.client_ceiling
         exps = self.campaign.experiments
-        self.progress.campaign_start(total_requests(self.campaign), len(exps), self.ctx.run_dir)
+        kept = {e.id for e in run.experiments if e.finished} if self.resume is not None else ()
+        total = total_requests(self.campaign, kept)
+        self.progress.campaign_start(total, len(exps), self.ctx.run_dir)
         try:
             if self.m.campaign.parallel > 1:
                 self._parallel(run)

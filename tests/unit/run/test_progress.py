@@ -33,3 +33,24 @@ def test_a_level_with_nothing_finished_for_long_says_so() -> None:
         assert stall.render(live.progress.tasks[-1]).plain == ""
     finally:
         live.close()
+
+
+def test_the_campaign_bar_counts_only_what_is_still_to_run() -> None:
+    """A search read "1024/128" (its probes are decided while running), and a resumed run
+    ended at "144/432, 0:00:25 left" (the experiments kept from before were counted)."""
+    from reportgen import campaign
+    from reportgen.run.plan import plan, planned_requests, total_requests
+    from tests.conftest import ROOT
+
+    demo = campaign.load(ROOT / "campaigns" / "demo.toml")
+    steps = plan(demo)
+    every = total_requests(demo)
+    assert every == sum(planned_requests(demo, r) for r in steps) > 0
+    kept = {steps[0].id, steps[1].id}
+    assert total_requests(demo, kept) == every - sum(planned_requests(demo, r) for r in steps[:2])
+    text = (ROOT / "campaigns" / "demo.toml").read_text()
+    search = text.replace(
+        "requests_per_level = 16\n",
+        'requests_per_level = 16\nfind_max = { slo = "ttft_ms.p99<500" }\n',
+    )
+    assert total_requests(campaign.loads(search, "c.toml")) == 0  # no total: a count alone
