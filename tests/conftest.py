@@ -210,13 +210,13 @@ def reportgen_main(
     """`reportgen ARGS` run in this process through ``cli.main``, as a subprocess would run
     it but without a new interpreter's imports (seconds each): its stdout and stderr
     captured, its exit code returned (argparse's SystemExit too). The environment (``env``,
-    and XDG_CACHE_HOME = ``cache``), the working folder and the SIGINT and SIGTERM handlers
-    that a run installs are put back afterwards. For everything but signals, rlimits and
-    this process's own group: those tests start `python -m reportgen` themselves."""
+    and XDG_CACHE_HOME = ``cache``), the working folder and the SIGINT, SIGTERM and SIGHUP
+    handlers that a run installs are put back afterwards. For everything but signals, rlimits
+    and this process's own group: those tests start `python -m reportgen` themselves."""
     from reportgen import cli
 
     out, err = io.StringIO(), io.StringIO()
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     here = os.getcwd()
     changes: dict[str, str | None] = dict(env or {})
     if cache is not None:

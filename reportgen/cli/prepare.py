@@ -323,9 +323,19 @@ def cmd_calibrate(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         out.print_json(json.dumps(result))
         return EXIT_OK
+    by = result.get("measured_by")
+    if not result.get("cached"):
+        origin = "measured now"
+    elif by == calibrate.installation():
+        origin = f"cached, measured {result['measured_at']} by this installation"
+    else:  # the cache is per host and version: another checkout or environment may have
+        origin = (
+            f"cached, measured {result['measured_at']} by "
+            + (f"another installation, {by}" if by else "an installation it does not name")
+            + "; `reportgen calibrate --refresh` measures this one"
+        )
     out.print(
-        f"client ceiling on {result['host']} ({result['cpu_count']} CPUs), measured "
-        f"{result['measured_at']}:\n"
+        f"client ceiling on {result['host']} ({result['cpu_count']} CPUs), {origin}:\n"
         f"  {result['chunks_per_cpu_s']:,.0f} chunks per CPU-second, "
         f"{result['requests_per_cpu_s']:,.1f} requests per CPU-second "
         f"({result['requests']} requests x 256 chunks at C={result['concurrency']})\n"

@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,8 @@ def measure(
     return {
         "measured_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "reportgen_version": __version__,
+        # which installation measured it: the cache is shared by every checkout of a version
+        "measured_by": installation(),
         "host": socket.gethostname(),
         "cpu_count": os.cpu_count(),
         "concurrency": concurrency,
@@ -90,10 +93,16 @@ def measure(
     }
 
 
+def installation() -> str:
+    """This reportgen's folder and the Python running it."""
+    return f"{Path(__file__).resolve().parents[1]} ({sys.executable})"
+
+
 def calibrate(refresh: bool = False) -> dict[str, Any]:
-    """The cached ceiling for this host, measured now if missing (or if asked to)."""
+    """The cached ceiling for this host, measured now if missing (or if asked to); a cached
+    one says so (``"cached": true``, not stored)."""
     if not refresh and (cached := load_cached()) is not None:
-        return cached
+        return {**cached, "cached": True}
     result = measure()
     # A read-only home only costs a re-measurement next time.
     with contextlib.suppress(OSError):

@@ -102,6 +102,26 @@ def test_validate_json_for_scripts(tmp_path: Path) -> None:
     assert ok.returncode == 0 and json.loads(ok.stdout)["ok"] is True
 
 
+def test_calibrate_says_whose_cached_figure_it_shows(tmp_path: Path, cache: Path) -> None:
+    """The cache is per host and version, shared by every checkout: a figure another
+    installation measured was shown as this one's."""
+    from reportgen.run import calibrate
+
+    (cached,) = (cache / "reportgen").glob("calibration-*.json")
+    mine = tmp_path / "reportgen" / cached.name
+    mine.parent.mkdir()
+    data = json.loads(cached.read_text())
+    for by, said in (
+        (calibrate.installation(), "by this installation:"),
+        ("/elsewhere/reportgen (/usr/bin/python3)", "by another installation, /elsewhere/"
+         "reportgen (/usr/bin/python3); `reportgen calibrate --refresh` measures this one:"),
+    ):  # fmt: skip
+        mine.write_text(json.dumps({**data, "measured_by": by}))
+        res = reportgen_main("calibrate", cache=tmp_path)
+        assert res.returncode == 0, res.stderr
+        assert f"cached, measured {data['measured_at']} {said}" in " ".join(res.stdout.split())
+
+
 def test_the_readmes_completion_lines_work_on_a_fresh_machine(tmp_path: Path) -> None:
     """They wrote into ~/.local/share/bash-completion/completions/, which a fresh machine does
     not have: the shell refused the redirection."""
