@@ -78,8 +78,10 @@ def summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dict
 LONE = (
     ("req_s", "req/s"),
     ("output_tok_s", "output\ntok/s"),
+    ("total_tok_s", "total\ntok/s"),
     ("ttft_ms_p50", "TTFT\np50 ms"),
     ("ttft_ms_p99", "TTFT\np99 ms"),
+    ("tpot_ms_p50", "TPOT\np50 ms"),
     ("itl_ms_p50", "ITL\np50 ms"),
     ("itl_ms_p99", "ITL\np99 ms"),
     ("e2e_ms_p50", "E2E\np50 ms"),
@@ -88,7 +90,17 @@ LONE = (
 
 # Where a terminal is too narrow for every column, these go first, in this order (the level,
 # output tok/s, requests in flight, errors and the SLO are never left out or cut).
-DROPPED_FIRST = ("e2e_ms_p50", "itl_ms_p99", "itl_ms_p50", "ttft_ms_p50", "req_s", "ttft_ms_p99")
+DROPPED_FIRST = (
+    "e2e_ms_p50",
+    "itl_ms_p99",
+    "itl_ms_p50",
+    "duration",
+    "total_tok_s",
+    "ttft_ms_p50",
+    "req_s",
+    "tpot_ms_p50",
+    "ttft_ms_p99",
+)
 
 
 def _lone_table(out: Console, data: Run) -> None:
@@ -115,6 +127,11 @@ def _lone_table(out: Console, data: Run) -> None:
     for key, label in LONE:
         cells = [fmt_num(a.stat(key).mean) if a.stat(key).mean is not None else "–" for a in rows]
         columns.append((key, label, cells))
+    seconds = []
+    for a in rows:
+        spans = [lv.summary.duration_s for lv in e.levels if lv.point == a.point]
+        seconds.append(f"{sum(spans) / len(spans):.1f}" if spans else "–")
+    columns.append(("duration", "duration\ns", seconds))  # a repetition's, on average
     columns.append(("in_flight", "in flight", [_in_flight(e, a.point) for a in rows]))
     errors = []
     for a in rows:
@@ -147,7 +164,8 @@ def _lone_table(out: Console, data: Run) -> None:
             wide = out.options.update_width(1_000)
             if Measurement.get(out, wide, table).maximum <= out.width:
                 break
-            left_out.append(dict(LONE)[key].replace("\n", " "))
+            header = next(label for k, label, _ in columns if k == key)
+            left_out.append(header.replace("\n", " "))
             columns = [c for c in columns if c[0] != key]
             note = f"; left out at this width: {', '.join(left_out)} (the report has them)"
             table = build(columns, note)
