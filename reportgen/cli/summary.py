@@ -33,7 +33,7 @@ def summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dict
 
     experiments = []
     for e in data.experiments:
-        levels = {}
+        levels, measured = {}, {}
         for agg in e.by_level:
             stat = agg.stat(key)
             levels[str(agg.point)] = {
@@ -41,6 +41,7 @@ def summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dict
                 "sd": stat.sd,
                 "repetitions": agg.repetitions,
             }
+            measured[str(agg.point)] = _level_json(e, agg)
         d = e.decision
         experiments.append(
             {
@@ -50,6 +51,7 @@ def summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dict
                 "reason": e.reason,
                 "parent": e.parent,
                 key: levels,
+                "levels": measured,
                 "vs_parent": compared(d.vs_parent) if d else [],
                 "vs_baseline": compared(d.vs_baseline) if d else [],
                 "search": e.search.model_dump(mode="json") if e.search else None,
@@ -71,6 +73,47 @@ def summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dict
         "experiments": experiments,
         "reports": {kinds.get(p.suffix, "tables"): str(p) for p in paths},
     }
+
+
+def _level_json(e: Any, agg: Any) -> dict[str, Any]:
+    """One level of ``run --json`` (and bench's): every metric's mean and sd over its
+    repetitions (throughputs, and the p50, p90 and p99 of TTFT, TPOT, ITL and E2E in ms), and
+    what its repetitions sent, finished and took, summed (tokens, requests) or averaged
+    (duration, requests in flight)."""
+    from reportgen.campaign.base import rate_kept
+
+    runs = [lv for lv in e.levels if lv.point == agg.point]
+    sums = {
+        name: sum(getattr(lv.summary, name) for lv in runs)
+        for name in ("requests", "ok", "errors", "input_tokens", "output_tokens")
+    }
+    flight = [x for lv in runs if (x := lv.summary.in_flight) is not None]
+    spans = [lv.summary.duration_s for lv in runs]
+    out: dict[str, Any] = {
+        "concurrency": agg.concurrency,
+        "rate": None if agg.rate is None else rate_kept(agg.rate),  # inf: "inf" (strict JSON)
+        "repetitions": agg.repetitions,
+        **sums,
+        "duration_s": sum(spans) / len(spans) if spans else None,
+        "in_flight": sum(flight) / len(flight) if flight else None,
+    }
+    for name in JSON_METRICS:
+        stat = agg.stat(name)
+        out[name] = {"mean": stat.mean, "sd": stat.sd}
+    return out
+
+
+JSON_METRICS = (  # every level's metrics in --json, by their key in results.json
+    "output_tok_s",
+    "total_tok_s",
+    "req_s",
+    "goodput_req_s",
+    *(
+        f"{m}_{p}"
+        for m in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+        for p in ("p50", "p90", "p99")
+    ),
+)
 
 
 # A lone configuration's table (``reportgen bench``): per level, what `vllm bench serve`

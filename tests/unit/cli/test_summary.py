@@ -40,3 +40,29 @@ def test_a_narrow_terminal_leaves_columns_out_rather_than_cutting_the_key_ones()
     heads = " ".join(" ".join(ln.split()) for ln in wide if ln.startswith("┃"))
     for word in ("TPOT", "total", "duration", "E2E"):
         assert word in heads, heads
+
+
+def test_json_gives_every_metric_of_every_level() -> None:
+    """`--json` carried output tok/s alone (mean and sd per level): a `vllm bench serve` user
+    reads TTFT, TPOT, ITL and E2E percentiles, req/s, the duration and token totals."""
+    import json
+    from pathlib import Path
+
+    rates = ROOT / "docs" / "examples" / "bench-rates-sglang-h200"
+    data = results.load(rates)
+    said = summary.summary_json(Path(rates), data, [], 0)
+    text = json.dumps(said, allow_nan=False)  # strict JSON: an infinite rate is "inf"
+    (e,) = json.loads(text)["experiments"]
+    (exp,) = data.experiments
+    assert set(e["levels"]) == {str(a.point) for a in exp.by_level}
+    for agg in exp.by_level:
+        level = e["levels"][str(agg.point)]
+        runs = [lv for lv in exp.levels if lv.point == agg.point]
+        assert level["requests"] == sum(lv.summary.requests for lv in runs)
+        assert level["output_tokens"] == sum(lv.summary.output_tokens for lv in runs)
+        assert level["duration_s"] > 0 and level["repetitions"] == agg.repetitions
+        for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+            for p in ("p50", "p90", "p99"):
+                assert level[f"{name}_{p}"]["mean"] == agg.stat(f"{name}_{p}").mean
+        assert level["total_tok_s"]["mean"] == agg.stat("total_tok_s").mean
+    assert any(level["rate"] == "inf" for level in e["levels"].values())
