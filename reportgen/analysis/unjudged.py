@@ -55,6 +55,8 @@ LOAD_KEYS = (
     "think_s",
     "prompts",
     "arrival",
+    "burstiness",
+    "extra_body",
 )
 MAX_CHANGES = 4  # changes named in a reason; the rest are counted
 

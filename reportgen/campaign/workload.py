@@ -19,6 +19,13 @@ from reportgen.campaign.base import DEFAULT_REQUESTS_PER_LEVEL, _Model, rate_kep
 from reportgen.campaign.levels import Point
 from reportgen.campaign.prompts import PromptSource
 
+# What reportgen sends in every request body itself (``load.records.RequestSpec.body``): not
+# for ``extra_body``, which would change what is measured behind its back
+RESERVED_BODY = frozenset(
+    {"model", "messages", "prompt", "stream", "stream_options", "max_tokens",
+     "max_completion_tokens", "min_tokens", "ignore_eos"}
+)  # fmt: skip
+
 
 class SteadyWarmup(_Model):
     """Before a level's first repetition on a server: the level's own load (its concurrency,
@@ -187,6 +194,14 @@ class Workload(_Model):
     arrival: Literal["poisson", "constant"] = Field(
         "poisson", description="Open loop: exponential (seeded) or constant gaps."
     )
+    burstiness: float = Field(
+        1.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Open loop, Poisson arrivals: gamma-distributed gaps of this shape and "
+        "the rate's mean gap, as vLLM's --burstiness: 1 is a Poisson process, below 1 "
+        "burstier (requests in clumps), above 1 more even.",
+    )
     requests_per_level: int | None = Field(None, ge=1)
     duration_s: float | None = Field(None, gt=0, allow_inf_nan=False)
     max_duration_s: float | None = Field(
@@ -282,6 +297,24 @@ class Workload(_Model):
     )
     seed: int = 0
     request_timeout_s: float = Field(600, gt=0, allow_inf_nan=False)
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Sent in every request's JSON body besides what reportgen sends: sampling "
+        "parameters (temperature, top_p, top_k...; reportgen's own is temperature 0) or "
+        "an engine's own fields, e.g. { temperature = 0.7, top_p = 0.9 }. Not model, "
+        "messages, prompt, stream or the lengths (output_tokens sets them).",
+    )
+
+    @field_validator("extra_body")
+    @classmethod
+    def _not_reportgens(cls, body: dict[str, Any]) -> dict[str, Any]:
+        taken = sorted(set(body) & RESERVED_BODY)
+        if taken:
+            raise ValueError(
+                f"{', '.join(taken)}: reportgen sets these itself (the lengths through "
+                "output_tokens, which asks the engine for exactly that many); remove them"
+            )
+        return body
 
     @model_validator(mode="before")
     @classmethod

@@ -98,6 +98,21 @@ def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, 
         "seed": args.seed,
         "request_timeout_s": args.request_timeout,
     }
+    if args.burstiness != 1.0:
+        workload["burstiness"] = args.burstiness
+    body = dict(args.extra_body or {})
+    for name in ("temperature", "top_p", "top_k"):
+        if getattr(args, name) is not None:
+            body[name] = getattr(args, name)
+    if body:
+        workload["extra_body"] = body
+    if args.tokenizer:
+        local = Path(args.tokenizer)
+        workload["tokenizer"] = str(local.resolve()) if local.exists() else args.tokenizer
+    if args.goodput:
+        workload["slo"] = dict(args.goodput)
+    if args.multi_turn > 1:
+        workload["turns"] = args.multi_turn
     if args.duration is not None:
         workload["duration_s"] = args.duration
     else:

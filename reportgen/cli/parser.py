@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -34,6 +35,46 @@ def _ratio(text: str) -> float:
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: a number from 0 up to 1 (not 1), e.g. 0.5")
     return value
+
+
+def _positive_float(text: str) -> float:
+    """'0.5' -> 0.5: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number above 0, e.g. 0.5")
+    return value
+
+
+def _json_object(text: str) -> dict[str, object]:
+    """'{"top_p": 0.9}' -> {"top_p": 0.9}: a JSON object."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r}: a JSON object, e.g. '{{\"top_p\": 0.9}}'")
+    return value
+
+
+SLO_KEYS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2el": "e2e_ms"}  # vLLM's --goodput names
+
+
+def _slo(text: str) -> tuple[str, float]:
+    """'ttft:500' -> ("ttft_ms", 500.0): vLLM's --goodput KEY:VALUE, in milliseconds."""
+    key, _, ms = text.partition(":")
+    name = SLO_KEYS.get(key.strip().lower().removesuffix("_ms"))
+    try:
+        value = float(ms)
+    except ValueError:
+        value = math.nan
+    if name is None or not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: KEY:MILLISECONDS with KEY one of ttft, tpot, e2el, e.g. ttft:500"
+        )
+    return name, value
 
 
 def _seconds(text: str) -> float:
@@ -277,6 +318,46 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument(
         "--warmup", type=int, default=8, metavar="N", help="requests sent first and discarded"
+    )
+    b.add_argument(
+        "--burstiness",
+        type=_positive_float,
+        default=1.0,
+        metavar="B",
+        help="open loop: gamma-distributed gaps of shape B, as vLLM's --burstiness (default 1: "
+        "Poisson; below 1 burstier, above 1 more even)",
+    )
+    b.add_argument(
+        "--extra-body",
+        type=_json_object,
+        default=None,
+        metavar="JSON",
+        help="more fields in every request's body, e.g. '{\"top_p\": 0.9}' (reportgen's "
+        "own: temperature 0 and the exact lengths)",
+    )
+    for flag, kind in (("--temperature", float), ("--top-p", float), ("--top-k", int)):
+        b.add_argument(flag, type=kind, default=None, help="sampling, sent in every request")
+    b.add_argument(
+        "--tokenizer",
+        default=None,
+        metavar="PATH",
+        help="the model's tokenizer (a folder or hub name): exact prompt lengths, counted outputs",
+    )
+    b.add_argument(
+        "--goodput",
+        nargs="+",
+        type=_slo,
+        default=None,
+        metavar="KEY:MS",
+        help="SLOs a request must meet to count as goodput, as vLLM's: ttft:500 tpot:50 e2el:2000 "
+        "(milliseconds)",
+    )
+    b.add_argument(
+        "--multi-turn",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="each client holds conversations of N turns, re-sending the history (default 1)",
     )
     b.add_argument("--seed", type=int, default=0)
     b.add_argument(

@@ -64,11 +64,14 @@ def arrival_times(
     *,
     requests: int | None = None,
     duration_s: float | None = None,
+    burstiness: float = 1.0,
 ) -> list[float]:
     """Send times in seconds after t0: the first at 0, then exponential (Poisson process,
     ``random.Random(seed)``, the same for a seed on every platform) or constant gaps of mean
     ``1 / rate``. ``requests`` of them, or as many as fall before ``duration_s``. A rate of
-    ``inf`` sends all ``requests`` at once (the concurrency cap then paces them)."""
+    ``inf`` sends all ``requests`` at once (the concurrency cap then paces them).
+    ``burstiness`` other than 1 (a Poisson arrival's): gamma-distributed gaps of that shape
+    and the same mean, as vLLM's ``--burstiness``: below 1 burstier, above 1 more even."""
     if not rate > 0 or math.isnan(rate):
         raise ValueError(f"rate must be a positive number of requests/s, got {rate!r}")
     if math.isinf(rate):
@@ -84,7 +87,12 @@ def arrival_times(
     t = 0.0
     while (len(out) < requests) if requests is not None else (t < (duration_s or 0.0)):
         out.append(t)
-        t = t + rng.expovariate(rate) if arrival == "poisson" else len(out) / rate
+        if arrival != "poisson":
+            t = len(out) / rate
+        elif burstiness == 1.0:
+            t += rng.expovariate(rate)
+        else:
+            t += rng.gammavariate(burstiness, 1.0 / (rate * burstiness))
     return out
 
 
@@ -99,6 +107,7 @@ def run_load(
     rate: float | None = None,
     arrival: str = "poisson",
     seed: int = 0,
+    burstiness: float = 1.0,
     timeout_s: float = 600.0,
     workers: int | None = None,
     on_request: Callable[[RequestRecord], None] | None = None,
@@ -158,7 +167,9 @@ def run_load(
     if schedule is not None:
         arrivals = list(enumerate(schedule))
     elif rate is not None:
-        times = arrival_times(rate, arrival, seed, requests=requests, duration_s=duration_s)
+        times = arrival_times(
+            rate, arrival, seed, requests=requests, duration_s=duration_s, burstiness=burstiness
+        )
         arrivals = list(enumerate(times))
     per_request = round(sum(outputs) / len(outputs)) if outputs else spec.output_tokens
     if schedule:  # the trace's mean rate, for the choice of workers

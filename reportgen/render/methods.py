@@ -97,6 +97,12 @@ def methods(
             "soon as the previous one ends, so C requests are in flight (apart from the start "
             "and the end of a level). " + stagger(wl, exps)
         )
+    if float(wl.burstiness) != 1.0 and (rate or rates_of(wl) is not None):
+        loop += (
+            f" The gaps between arrivals are gamma-distributed of shape "
+            f"{float(wl.burstiness):g} with the rate's mean gap (burstiness, as vLLM's: below "
+            "1 burstier than Poisson, above 1 more even)."
+        )
     turns = int(wl.turns or 1)
     if turns > 1:
         think = float(wl.think_s or 0)
@@ -162,6 +168,9 @@ def methods(
         "geometric means (the mean of log values), the same number wherever a ratio appears.",
         f"Request timeout: {wl.request_timeout_s} s.",
     ]
+    if wl.extra_body:
+        sent = ", ".join(f"{k} = {v}" for k, v in sorted(wl.extra_body.items()))
+        load.append(f"Every request also sends {sent} (workload.extra_body).")
     if interleave:
         load.append(
             "Interleaved: each experiment's repetitions alternated with fresh runs of its "

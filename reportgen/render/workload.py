@@ -124,8 +124,13 @@ def load_mode(wl: Workload) -> str:
         out += f", open loop at {rate:g} requests/s ({wl.arrival} arrivals)"
     elif rates_of(wl) is not None:
         out += f", open loop ({wl.arrival} arrivals; inf: every request at once)"
+    if float(wl.burstiness) != 1.0 and (rate or rates_of(wl) is not None):
+        out += f", arrival gaps gamma-distributed of shape {float(wl.burstiness):g} (burstiness)"
     if not wl.stream:
         out += ", not streamed (no TTFT or ITL)"
+    if wl.extra_body:
+        sent = ", ".join(f"{k} = {v}" for k, v in sorted(wl.extra_body.items()))
+        out += f", each request also sending {sent}"
     slo = slo_set(wl)
     if slo:
         out += ", SLO " + ", ".join(f"{k} ≤ {v:g}" for k, v in slo.items())

@@ -368,7 +368,7 @@ class ServerSession:
             api=wl.api,
             model=model,
             output_tokens=wl.output_tokens,
-            extras=self.engine.request_extras(wl.output_tokens),
+            extras={**self.engine.request_extras(wl.output_tokens), **wl.extra_body},
             stream=wl.stream,
             keep_text_chars=keep_text_chars(tokenizer),
             headers=self.srv.headers,

@@ -306,8 +306,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="append one JSON line per request to PATH: request_id (also sent as the "
         "x-sim-request-id header), the prompt's first 64 characters, t_recv and sends, the "
         "wall-clock times (time.time(), seconds) at which each output chunk had been written "
-        "to the transport; lets a load generator's timing be checked against the server's "
-        "(default: off)",
+        "to the transport, and sampling, the sampling fields it asked for (temperature, top_p, "
+        "top_k, min_p, seed); lets a load generator's timing and requests be checked against "
+        "the server's (default: off)",
     )
 
 

@@ -55,6 +55,9 @@ def _error(message: str, status: int = 400) -> web.Response:
     )
 
 
+SAMPLING = ("temperature", "top_p", "top_k", "min_p", "seed")  # kept by --record-sends
+
+
 class _Sim:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -94,10 +97,19 @@ class _Sim:
         # Send log (--record-sends): one line per finished request, buffered, closed on shutdown.
         self.sends_log = open(args.record_sends, "a") if args.record_sends else None  # noqa: SIM115
 
-    def record_sends(self, request_id: str, prompt: str, t_recv: float, sends: list[float]) -> None:
+    def record_sends(
+        self,
+        request_id: str,
+        prompt: str,
+        t_recv: float,
+        sends: list[float],
+        body: dict[str, Any] | None = None,
+    ) -> None:
         if self.sends_log is not None:
             line = {"request_id": request_id, "prompt": prompt[:64], "t_recv": t_recv}
-            self.sends_log.write(json.dumps({**line, "sends": sends}) + "\n")
+            # the sampling fields the request asked for (what a client sends, checked)
+            asked = {k: v for k, v in (body or {}).items() if k in SAMPLING}
+            self.sends_log.write(json.dumps({**line, "sends": sends, "sampling": asked}) + "\n")
 
     def delay_s(self, base_ms: float, growth: float, tokens: int = 1, cold: float = 1.0) -> float:
         """Delay in seconds for `tokens` tokens, given the load at this moment."""
@@ -316,7 +328,7 @@ class _Sim:
                 choice["message"] = {"role": "assistant", "content": text}
             else:
                 choice["text"] = text
-            self.record_sends(head["id"], prompt, t_recv, [time.time()])  # the body is ready
+            self.record_sends(head["id"], prompt, t_recv, [time.time()], body)  # body ready
             return web.json_response(
                 {**head, "choices": [choice], "usage": usage}, headers=id_header
             )
@@ -387,7 +399,7 @@ class _Sim:
         except ConnectionResetError:
             pass  # client went away mid-stream; generate()'s finally frees the slot
         finally:
-            self.record_sends(head["id"], prompt, t_recv, sends)
+            self.record_sends(head["id"], prompt, t_recv, sends, body)
         return resp
 
     async def _fault_mid_stream(

@@ -269,3 +269,41 @@ def test_an_api_key_for_a_running_server_is_sent_and_never_written(
     assert redact_tree(answer) == {
         "model_path": "/m", "api_key": REDACTED, "nested": [{"hf_token": REDACTED}]
     }  # fmt: skip
+
+
+def test_bench_takes_the_flags_a_vllm_bench_serve_user_brings(
+    tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
+) -> None:
+    """--burstiness (gamma arrivals), --extra-body and the sampling flags (sent in every
+    request), --goodput (vLLM's KEY:MS SLOs), --tokenizer and --multi-turn become the
+    campaign's workload; the simulator records the sampling each request asked for."""
+    sends = tmp_path / "sends.jsonl"
+    sim = start_sim("--ttft-ms", "5", "--itl-ms", "1", "--record-sends", str(sends))
+    out = tmp_path / "out"
+    res = reportgen_main(
+        "bench", sim.url, "--request-rate", "50", "--requests", "24", "--repetitions", "1",
+        "--warmup", "0", "--output-tokens", "4", "--burstiness", "0.25",
+        "--extra-body", '{"top_p": 0.9, "seed": 3}', "--temperature", "0.7",
+        "--goodput", "ttft:500", "tpot:50", "--output", out, "--no-pdf", "--quiet",
+        cache=cache,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    (written,) = (out / "bench").glob("bench-*.toml")
+    wl = tomllib.loads(written.read_text())["workload"]
+    assert wl["burstiness"] == 0.25 and wl["slo"] == {"ttft_ms": 500.0, "tpot_ms": 50.0}
+    assert wl["extra_body"] == {"top_p": 0.9, "seed": 3, "temperature": 0.7}
+    asked = [json.loads(line)["sampling"] for line in sends.read_text().splitlines()]
+    measured = [a for a in asked if a.get("seed") == 3]
+    assert len(measured) >= 24 and all(
+        a == {"temperature": 0.7, "top_p": 0.9, "seed": 3} for a in measured
+    )
+    (run_dir,) = (p.parent for p in (out / "bench").glob("*/results.json"))
+    html = " ".join((run_dir / "report.html").read_text().split())
+    assert "The gaps between arrivals are gamma-distributed of shape 0.25" in html
+    assert "Every request also sends seed = 3, temperature = 0.7, top_p = 0.9" in html
+    bad = reportgen_main("bench", sim.url, "--extra-body", '{"max_tokens": 5}', "--output", out)
+    assert bad.returncode == 2 and "max_tokens: reportgen sets these itself" in bad.stderr
+    bad = reportgen_main("bench", sim.url, "--goodput", "ttfb:500")
+    assert bad.returncode == 2 and "KEY:MILLISECONDS with KEY one of ttft, tpot, e2el" in (
+        bad.stderr
+    )

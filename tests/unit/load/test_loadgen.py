@@ -236,6 +236,21 @@ def test_poisson_arrivals_are_seeded_and_have_the_asked_rate() -> None:
 
 
 @one_transport
+def test_burstiness_keeps_the_rate_and_changes_the_clumping() -> None:
+    """vLLM's --burstiness: gamma gaps of shape B and the rate's mean; their squared
+    coefficient of variation is 1/B (1: Poisson's exponential gaps)."""
+    for b in (0.25, 4.0):
+        a = arrival_times(50.0, "poisson", seed=7, requests=8000, burstiness=b)
+        gaps = [y - x for x, y in zip(a, a[1:], strict=False)]
+        assert (len(a) - 1) / a[-1] == pytest.approx(50.0, rel=0.06)
+        cv2 = (statistics.stdev(gaps) / statistics.mean(gaps)) ** 2
+        assert cv2 == pytest.approx(1 / b, rel=0.15), b
+    assert arrival_times(50.0, seed=7, requests=50, burstiness=1.0) == arrival_times(
+        50.0, seed=7, requests=50
+    )  # 1: the Poisson draws as before
+
+
+@one_transport
 def test_constant_arrivals() -> None:
     assert arrival_times(4.0, "constant", requests=4) == [0.0, 0.25, 0.5, 0.75]
     assert arrival_times(4.0, "constant", duration_s=1.0) == [0.0, 0.25, 0.5, 0.75]
