@@ -48,6 +48,13 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
                 )
             ]
         )
+    # the flags checked together as a campaign before the server is asked anything
+    campaign.loads(
+        tomli_w.dumps(
+            campaign_data(args, url, "generic" if args.engine == "auto" else args.engine)
+        ),
+        "reportgen bench",
+    )
     engine, how = args.engine, "as given (--engine)"
     if engine == "auto":
         engine, how = external.detect_engine(url, external.auth_headers())

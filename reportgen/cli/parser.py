@@ -19,6 +19,17 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
 
+def _count(text: str) -> int:
+    """'0' -> 0: a whole number of 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of 0 or more")
+    return value
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -265,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--requests", type=_positive_int, default=100, help="requests per level (default 100)"
     )
     amount.add_argument(
-        "--duration", type=float, default=None, metavar="S", help="seconds per level instead"
+        "--duration", type=_seconds, default=None, metavar="S", help="seconds per level instead"
     )
     b.add_argument(
         "--find-max",
@@ -317,7 +328,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--repetitions", type=_positive_int, default=2, help="runs of each level (default 2)"
     )
     b.add_argument(
-        "--warmup", type=int, default=8, metavar="N", help="requests sent first and discarded"
+        "--warmup",
+        type=_count,
+        default=8,
+        metavar="N",
+        help="requests sent first and discarded",
     )
     b.add_argument(
         "--burstiness",
@@ -369,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument(
         "--ready-timeout",
-        type=float,
+        type=_seconds,
         default=60.0,
         metavar="S",
         help="how long to wait for a one-token answer before measuring (default 60)",

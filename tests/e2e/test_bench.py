@@ -79,6 +79,17 @@ def test_bench_of_nothing_and_of_a_bad_address_is_one_line(tmp_path: Path) -> No
     res = reportgen_main("bench", "http://x", "--request-rate", "2,1e400")  # not read as inf
     assert res.returncode == 2
     assert "'2,1e400': 1e400 is too large to hold; write inf for every request" in res.stderr
+    for flag, value, said in (
+        ("--duration", "-5", "'-5': seconds above 0"),
+        ("--warmup", "-3", "'-3': a whole number of 0 or more"),
+        ("--ready-timeout", "inf", "'inf': seconds above 0"),
+    ):
+        res = reportgen_main("bench", "http://x", flag, value)
+        assert res.returncode == 2 and said in res.stderr, flag
+    # flags wrong together: said before the server is asked anything (nothing answers here)
+    res = reportgen_main("bench", f"http://127.0.0.1:{port}", "--find-max", "ttft<5")
+    assert res.returncode == 2 and "nothing answers" not in res.stderr
+    assert "reportgen bench: workload.find_max.slo = 'ttft<5'" in res.stderr
     res = reportgen_main("bench", "http://x", "--range-ratio", "1")
     assert res.returncode == 2 and "'1': a number from 0 up to 1 (not 1), e.g. 0.5" in res.stderr
 
