@@ -162,9 +162,16 @@ def problems_from_pydantic(
             )
         elif kind == "literal_error":
             expected = err.get("ctx", {}).get("expected", "")
-            problems.append(
-                Problem(filename, key, _value_at(data, loc), f"must be one of {expected}")
-            )
+            value = _value_at(data, loc)
+            options = re.findall(r"'([^']*)'", str(expected))
+            hint = ""
+            if isinstance(value, str) and value:
+                # 'ttft' for 'ttft_ms', 'chat-completions' for 'chat': the one option it
+                # begins or begins with, else one near it
+                begun = [o for o in options if o and (o.startswith(value) or value.startswith(o))]
+                hint = f"; did you mean {begun[0]!r}?" if len(begun) == 1 else ""
+                hint = hint or did_you_mean(value, options)
+            problems.append(Problem(filename, key, value, f"must be one of {expected}{hint}"))
         elif kind == "string_pattern_mismatch" and tuple(loc[-2:]) == ("ssh", "host"):
             problems.append(
                 Problem(

@@ -186,6 +186,14 @@ def test_values_that_read_as_something_else_are_refused_at_their_key() -> None:
     assert ok.model.workload.request_rate == [1, 2, math.inf]
 
 
+def test_a_value_outside_a_choice_is_pointed_to_the_one_meant() -> None:
+    (found,) = problems(GOOD.replace('metric = "output_tok_s"', 'metric = "ttft"'))
+    assert found.endswith("'ttft_ms', 'itl_ms', 'tpot_ms' or 'e2e_ms'; did you mean 'ttft_ms'?")
+    api = GOOD.replace("requests_per_level = 8", 'requests_per_level = 8\napi = "chat-completions"')
+    (found,) = problems(api)
+    assert found.endswith("must be one of 'chat' or 'completions'; did you mean 'chat'?")
+
+
 def test_invalid_toml_and_missing_file_are_one_line_problems(tmp_path: Path) -> None:
     found = problems("[campaign\nname=1")
     assert len(found) == 1 and found[0].startswith("c.toml: invalid TOML:")
