@@ -31,7 +31,23 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.cli.runs import RunRequest, run_campaign
     from reportgen.run import external, static
 
-    url = args.url.rstrip("/").removesuffix("/v1")
+    url, named = args.url.rstrip("/"), None
+    for path, api in (("/v1/chat/completions", "chat"), ("/v1/completions", "completions")):
+        if url.endswith(path):  # an endpoint, as `vllm bench serve --endpoint` names one
+            url, named = url.removesuffix(path), api
+    url = url.removesuffix("/v1")
+    if args.api and named and args.api != named:
+        raise CampaignError(
+            [
+                Problem(
+                    "reportgen bench",
+                    "--api",
+                    args.api,
+                    f"the URL names the {named} API's endpoint; give one of the two",
+                )
+            ]
+        )
+    args.api = args.api or named or "chat"
     if not re.match(BASE_URL, url):
         raise CampaignError(
             [Problem("reportgen bench", "URL", args.url, "write http://host:port (or https://)")]
@@ -86,8 +102,8 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
         path.unlink(missing_ok=True)  # no file kept, and none named
         if made and not any(folder.iterdir()):
             folder.rmdir()
-        named = [dataclasses.replace(p, file="reportgen bench") for p in exc.problems]
-        raise CampaignError(named) from None
+        said = [dataclasses.replace(p, file="reportgen bench") for p in exc.problems]
+        raise CampaignError(said) from None
 
 
 def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, Any]:

@@ -253,7 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="which engine serves there (default: told from its endpoints)",
     )
     b.add_argument("--model", help="model name to request (default: the first /v1/models lists)")
-    b.add_argument("--api", choices=["chat", "completions"], default="chat")
+    b.add_argument(
+        "--api",
+        choices=["chat", "completions"],
+        default=None,
+        help="default: the one the URL names (.../v1/completions), else chat",
+    )
     b.add_argument(
         "--concurrency",
         type=_levels,

@@ -23,7 +23,7 @@ def test_bench_measures_a_running_server_and_leaves_it_running(
     sim = start_sim("--ttft-ms", "10", "--itl-ms", "2")
     out = tmp_path / "out"
     res = reportgen_main(
-        "bench", sim.url + "/v1", "--concurrency", "1,4", "--requests", "12",
+        "bench", sim.url + "/v1/completions", "--concurrency", "1,4", "--requests", "12",
         "--output-tokens", "6", "--input-tokens", "32", "--range-ratio", "0.5",
         "--warmup", "2", "--output", out, "--no-pdf", cache=cache,
     )  # fmt: skip
@@ -38,6 +38,8 @@ def test_bench_measures_a_running_server_and_leaves_it_running(
     (written,) = (out / "bench").glob("bench-*.toml")  # the benchmark as a campaign file
     campaign = tomllib.loads(written.read_text())
     assert campaign["server"] == {"engine": "sim", "base_url": sim.url, "ready_timeout_s": 60.0}
+    # an endpoint in the URL, as `vllm bench serve --endpoint` names one: its API, its server
+    assert campaign["workload"]["api"] == "completions"
     assert campaign["workload"]["concurrency"] == [1, 4]
     assert campaign["workload"]["range_ratio"] == 0.5  # as vLLM's --random-range-ratio
     (run_dir,) = (p.parent for p in (out / "bench").glob("*/results.json"))
@@ -90,6 +92,8 @@ def test_bench_of_nothing_and_of_a_bad_address_is_one_line(tmp_path: Path) -> No
     res = reportgen_main("bench", f"http://127.0.0.1:{port}", "--find-max", "ttft<5")
     assert res.returncode == 2 and "nothing answers" not in res.stderr
     assert "reportgen bench: workload.find_max.slo = 'ttft<5'" in res.stderr
+    res = reportgen_main("bench", "http://x/v1/completions", "--api", "chat")
+    assert res.returncode == 2 and "the URL names the completions API's endpoint" in res.stderr
     res = reportgen_main("bench", "http://x", "--range-ratio", "1")
     assert res.returncode == 2 and "'1': a number from 0 up to 1 (not 1), e.g. 0.5" in res.stderr
 
