@@ -153,6 +153,11 @@ def detect_engine(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> 
         ok("/v1/models")
     if not answered:  # nothing listens there
         first = failures[0]
+        if base.startswith("https://") and "WRONG_VERSION_NUMBER" in str(first):
+            raise ServerError(  # a plain HTTP server asked for TLS
+                f"{base} does not answer with TLS ({type(first).__name__}: {first}); a server "
+                "listens there without it: write http://"
+            )
         raise ServerError(
             f"nothing answers at {base} ({type(first).__name__}: {first}); "
             "start the server first, or check the address"

@@ -64,8 +64,11 @@ def test_bench_measures_a_running_server_and_leaves_it_running(
     assert reportgen_main("verify", run_dir).returncode == 0
 
 
-def test_bench_of_nothing_and_of_a_bad_address_is_one_line(tmp_path: Path) -> None:
+def test_bench_of_nothing_and_of_a_bad_address_is_one_line(
+    tmp_path: Path, start_sim: Callable[..., Sim]
+) -> None:
     port = free_port()
+    sim_url = start_sim().url
     res = reportgen_main("bench", f"http://127.0.0.1:{port}", "--output", tmp_path)
     assert res.returncode == 1 and "Traceback" not in res.stderr
     assert f"error: nothing answers at http://127.0.0.1:{port} (ConnectError" in res.stderr
@@ -92,6 +95,10 @@ def test_bench_of_nothing_and_of_a_bad_address_is_one_line(tmp_path: Path) -> No
     res = reportgen_main("bench", f"http://127.0.0.1:{port}", "--find-max", "ttft<5")
     assert res.returncode == 2 and "nothing answers" not in res.stderr
     assert "reportgen bench: workload.find_max.slo = 'ttft<5'" in res.stderr
+    https = sim_url.replace("http://", "https://")
+    res = reportgen_main("bench", https, "--requests", "2")
+    assert res.returncode == 1 and "does not answer with TLS" in res.stderr
+    assert "a server listens there without it: write http://" in res.stderr
     res = reportgen_main("bench", "http://x/v1/completions", "--api", "chat")
     assert res.returncode == 2 and "the URL names the completions API's endpoint" in res.stderr
     res = reportgen_main("bench", "http://x", "--range-ratio", "1")
