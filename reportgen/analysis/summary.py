@@ -177,30 +177,16 @@ def _meets(r: RequestRecord, slo: Mapping[str, float | None]) -> bool:
     return True
 
 
-def summarize(
-    records: Iterable[RequestRecord],
-    duration_s: float,
-    *,
-    slo: Mapping[str, float | None] | None = None,
-    trim: bool = False,
-    client: ClientLoad | None = None,
-) -> Summary:
-    """Summary of one level run from its request records (``client``: the client's own load,
-    measured beside them)."""
-    recs = list(records)
-    ok = [r for r in recs if r.status == "ok"]
+def latency_samples(ok: Iterable[RequestRecord]) -> dict[str, np.ndarray]:
+    """Every latency sample of a level's successful requests, in ms, by metric: TTFT and E2E
+    one a request, TPOT one a request of two or more tokens, ITL one a gap between chunks
+    (``itl_token_ms``: per token, a chunk of k tokens k gaps of a k-th of its own)."""
     ttft: list[float] = []
     itl: list[np.ndarray] = []
     itl_tok: list[np.ndarray] = []
     tpot: list[float] = []
     e2e: list[float] = []
-    out_tokens = in_tokens = chunks = 0
-    busy_s = sum(max(0.0, r.end - r.start) for r in recs)
-    short = silent = 0  # silent: tokens counted by the engine, but no text streamed
     for r in ok:
-        out_tokens += int(r.output_tokens)
-        in_tokens += int(r.input_tokens or 0)
-        chunks += len(r.chunk_times)
         e2e_s = r.end - r.start
         e2e.append(e2e_s * 1e3)
         first = r.first_token
@@ -215,6 +201,35 @@ def summarize(
             per_chunk = chunk_tokens(r)[1:]
             counts = np.maximum(1, np.rint(per_chunk)).astype(int)
             itl_tok.append(np.repeat(gaps / np.maximum(per_chunk, 1e-9), counts))
+    return {
+        "ttft_ms": np.asarray(ttft, dtype=float),
+        "tpot_ms": np.asarray(tpot, dtype=float),
+        "itl_ms": np.concatenate(itl) if itl else np.asarray([], dtype=float),
+        "itl_token_ms": np.concatenate(itl_tok) if itl_tok else np.asarray([], dtype=float),
+        "e2e_ms": np.asarray(e2e, dtype=float),
+    }
+
+
+def summarize(
+    records: Iterable[RequestRecord],
+    duration_s: float,
+    *,
+    slo: Mapping[str, float | None] | None = None,
+    trim: bool = False,
+    client: ClientLoad | None = None,
+) -> Summary:
+    """Summary of one level run from its request records (``client``: the client's own load,
+    measured beside them)."""
+    recs = list(records)
+    ok = [r for r in recs if r.status == "ok"]
+    samples = latency_samples(ok)
+    out_tokens = in_tokens = chunks = 0
+    busy_s = sum(max(0.0, r.end - r.start) for r in recs)
+    short = silent = 0  # silent: tokens counted by the engine, but no text streamed
+    for r in ok:
+        out_tokens += int(r.output_tokens)
+        in_tokens += int(r.input_tokens or 0)
+        chunks += len(r.chunk_times)
         if r.requested_output_tokens and r.output_tokens < r.requested_output_tokens:
             short += 1
         if r.output_tokens and len(r.chunk_times) == 0:
@@ -275,11 +290,11 @@ def summarize(
         chunk_s=chunks / duration_s if duration_s > 0 else float("nan"),
         achieved_concurrency=busy_s / duration_s if duration_s > 0 else float("nan"),
         window_concurrency=window_concurrency,
-        ttft_ms=_dist(ttft),
-        itl_ms=_dist(np.concatenate(itl) if itl else []),
-        itl_token_ms=_dist(np.concatenate(itl_tok) if itl_tok else []),
-        tpot_ms=_dist(tpot),
-        e2e_ms=_dist(e2e),
+        ttft_ms=_dist(samples["ttft_ms"]),
+        itl_ms=_dist(samples["itl_ms"]),
+        itl_token_ms=_dist(samples["itl_token_ms"]),
+        tpot_ms=_dist(samples["tpot_ms"]),
+        e2e_ms=_dist(samples["e2e_ms"]),
         client=client,
     )
 

@@ -94,7 +94,12 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
     path.write_text(header + tomli_w.dumps(data), encoding="utf-8")
     (err if args.json else out).print(f"campaign file: {path}", markup=False)
     asked = RunRequest(
-        campaign=path, output=args.output, no_pdf=args.no_pdf, quiet=args.quiet, json=args.json
+        campaign=path,
+        output=args.output,
+        no_pdf=args.no_pdf,
+        quiet=args.quiet,
+        json=args.json,
+        percentiles=args.percentiles,
     )
     try:
         return run_campaign(asked, out, err)

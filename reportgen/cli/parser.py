@@ -88,6 +88,19 @@ def _slo(text: str) -> tuple[str, float]:
     return name, value
 
 
+def _percentiles(text: str) -> tuple[float, ...]:
+    """'25,50,99.9' -> (25.0, 50.0, 99.9): percentiles above 0, at most 100, each once."""
+    try:
+        got = tuple(float(t) for t in text.split(","))
+    except ValueError:
+        got = ()
+    if not got or any(not 0 < p <= 100 for p in got) or len(set(got)) != len(got):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: comma-separated percentiles above 0 and at most 100, e.g. 25,50,99.9"
+        )
+    return got
+
+
 def _seconds(text: str) -> float:
     """'30' -> 30.0: seconds above 0, finite."""
     try:
@@ -371,6 +384,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY:MS",
         help="SLOs a request must meet to count as goodput, as vLLM's: ttft:500 tpot:50 e2el:2000 "
         "(milliseconds)",
+    )
+    b.add_argument(
+        "--percentiles",
+        type=_percentiles,
+        default=(),
+        metavar="P[,P...]",
+        help="also show TTFT, TPOT, ITL and E2E at these percentiles, e.g. 25,50,99.9 (in "
+        "--json too; as vLLM's --metric-percentiles)",
     )
     b.add_argument(
         "--multi-turn",

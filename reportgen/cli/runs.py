@@ -35,6 +35,7 @@ class RunRequest:
     quiet: bool = False
     strict: bool = False
     json: bool = False
+    percentiles: tuple[float, ...] = ()  # bench --percentiles: more latency percentiles shown
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> RunRequest:
@@ -95,7 +96,7 @@ def run_campaign(args: RunRequest, out: Console, err: Console) -> int:
             return interrupt.exit_code()
         data = results.load(run_dir)
     if not args.json:
-        summary.summary_table(out, data)
+        summary.summary_table(out, data, run_dir, args.percentiles)
     try:
         if interrupted:
             interrupt.rendering()
@@ -111,7 +112,8 @@ def run_campaign(args: RunRequest, out: Console, err: Console) -> int:
         said.print(f"report: {p}", markup=False)
     code = EXIT_FAILED if lost else _exit_code(data, err, interrupted, strict=args.strict)
     if args.json:
-        out.print_json(json.dumps(summary.summary_json(run_dir, data, paths, code), default=str))
+        outcome = summary.summary_json(run_dir, data, paths, code, args.percentiles)
+        out.print_json(json.dumps(outcome, default=str))
     return code
 
 

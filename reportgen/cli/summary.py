@@ -4,6 +4,7 @@ serve`` prints them) and, with ``--json``, the same for scripts."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,10 +15,14 @@ if TYPE_CHECKING:
     from reportgen.results.model import Run
 
 
-def summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dict[str, Any]:
+def summary_json(
+    run_dir: Path, data: Run, paths: list[Path], code: int, percentiles: Sequence[float] = ()
+) -> dict[str, Any]:
     """``run --json``: what the summary table and the report paths say, for scripts. Each
     experiment's objective per level is the mean and standard deviation over repetitions;
-    its comparisons are the decision's, against its parent and the baseline."""
+    its comparisons are the decision's, against its parent and the baseline. With
+    ``percentiles`` (bench's --percentiles), each level's ``percentiles`` too
+    (``latency_percentiles``)."""
     from reportgen import metrics
 
     key = metrics.key(data.metric)
@@ -42,6 +47,9 @@ def summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dict
                 "repetitions": agg.repetitions,
             }
             measured[str(agg.point)] = _level_json(e, agg)
+        if percentiles:
+            for point, got in latency_percentiles(run_dir, e, percentiles).items():
+                measured[str(point)]["percentiles"] = got
         d = e.decision
         experiments.append(
             {
@@ -73,6 +81,45 @@ def summary_json(run_dir: Path, data: Run, paths: list[Path], code: int) -> dict
         "experiments": experiments,
         "reports": {kinds.get(p.suffix, "tables"): str(p) for p in paths},
     }
+
+
+LATENCIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+
+
+def latency_percentiles(
+    run_dir: Path, e: Any, percentiles: Sequence[float]
+) -> dict[Any, dict[str, dict[str, dict[str, float | None]]]]:
+    """Per level, each latency's asked percentiles from the request tables (as the level
+    summaries compute them, ``analysis.summary.latency_samples``): each repetition's, then
+    their mean and sd ({point: {"ttft_ms": {"p25": {"mean", "sd"}}}})."""
+    import numpy as np
+
+    from reportgen.analysis.summary import latency_samples
+    from reportgen.results import store
+
+    rows = [r for r in store.read_requests(run_dir, e.id) if r.status == "ok"]
+    out: dict[Any, dict[str, dict[str, dict[str, float | None]]]] = {}
+    for agg in e.by_level:
+        runs = [lv for lv in e.levels if lv.point == agg.point]
+        per_run = []
+        for lv in runs:
+            mine = [
+                r for r in rows
+                if r.concurrency == lv.concurrency and r.rate == lv.rate
+                and r.repetition == lv.repetition
+            ]  # fmt: skip
+            per_run.append(latency_samples(mine))
+        level: dict[str, dict[str, dict[str, float | None]]] = {}
+        for name in LATENCIES:
+            level[name] = {}
+            for p in percentiles:
+                got = [float(np.percentile(x[name], p)) for x in per_run if x[name].size]
+                level[name][f"p{p:g}"] = {
+                    "mean": sum(got) / len(got) if got else None,
+                    "sd": float(np.std(got, ddof=1)) if len(got) > 1 else None,
+                }
+        out[agg.point] = level
+    return out
 
 
 def _level_json(e: Any, agg: Any) -> dict[str, Any]:
@@ -219,6 +266,29 @@ def _lone_table(out: Console, data: Run) -> None:
         out.print(search_said(e.search), markup=False, highlight=False)
 
 
+def _percentile_table(out: Console, data: Run, run_dir: Path, percentiles: Sequence[float]) -> None:
+    """bench --percentiles: each latency at each asked percentile, per level (ms, the mean
+    over repetitions), as `vllm bench serve --metric-percentiles` prints them."""
+    from reportgen.render.fmt import fmt_num, level_head
+    from reportgen.results.model import sorted_points
+
+    (e,) = data.experiments
+    got = latency_percentiles(run_dir, e, percentiles)
+    table = Table(
+        caption="latency percentiles, ms: the mean over repetitions of each one's own",
+        caption_justify="left",
+    )
+    table.add_column(level_head(lv.point for lv in e.levels), justify="right", no_wrap=True)
+    names = [(m, f"p{p:g}") for m in LATENCIES for p in percentiles]
+    for m, p in names:
+        label = m.removesuffix("_ms").upper()
+        table.add_column(f"{label}\n{p}", justify="right", no_wrap=True)
+    for point in sorted_points(got):
+        cells = [got[point][m][p]["mean"] for m, p in names]
+        table.add_row(str(point), *(fmt_num(c) if c is not None else "–" for c in cells))
+    _print_table(out, table)
+
+
 def _print_table(out: Console, table: Table) -> None:
     """A table in full where the output is a file or a pipe (a log keeps every digit); fitted
     to the width of a terminal, as rich does, where it is one."""
@@ -252,10 +322,15 @@ def _reps_said(e: Any) -> str:
     return f"{len(reps)} repetition{'s' if len(reps) != 1 else ''}"
 
 
-def summary_table(out: Console, data: Run) -> None:
-    """One screen: each experiment's verdict and objective metric per level (mean ± sd)."""
+def summary_table(
+    out: Console, data: Run, run_dir: Path | None = None, percentiles: Sequence[float] = ()
+) -> None:
+    """One screen: each experiment's verdict and objective metric per level (mean ± sd); a
+    lone configuration's headline numbers, and with ``percentiles`` a table of them."""
     if len(data.experiments) == 1 and data.experiments[0].by_level:
         _lone_table(out, data)
+        if percentiles and run_dir is not None:
+            _percentile_table(out, data, run_dir, percentiles)
         return
     from reportgen import metrics
     from reportgen.render.fmt import fmt_num

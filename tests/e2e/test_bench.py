@@ -329,3 +329,31 @@ def test_bench_takes_the_flags_a_vllm_bench_serve_user_brings(
     assert bad.returncode == 2 and "KEY:MILLISECONDS with KEY one of ttft, tpot, e2el" in (
         bad.stderr
     )
+
+
+def test_percentiles_asked_are_shown_and_agree_with_the_summaries(
+    tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
+) -> None:
+    """--percentiles 25,50,99.9 (vLLM's --metric-percentiles): each latency at each, per level,
+    in the JSON and as a table; the p50 is the level summaries' own."""
+    sim = start_sim("--ttft-ms", "5", "--itl-ms", "1", "--jitter", "0.2")
+    args = ["bench", sim.url, "--concurrency", "1,2", "--requests", "8", "--warmup", "1",
+            "--percentiles", "25,50,99.9", "--output", tmp_path, "--no-pdf", "--quiet"]  # fmt: skip
+    res = reportgen_main(*args, "--json", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (e,) = json.loads(res.stdout)["experiments"]
+    for level in e["levels"].values():
+        got = level["percentiles"]
+        assert set(got) == {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}
+        for name in got:
+            assert set(got[name]) == {"p25", "p50", "p99.9"}
+            assert got[name]["p50"]["mean"] == pytest.approx(level[f"{name}_p50"]["mean"])
+            assert (
+                got[name]["p25"]["mean"] <= got[name]["p50"]["mean"] <= got[name]["p99.9"]["mean"]
+            )
+    res = reportgen_main(*args, cache=cache)
+    assert "latency percentiles, ms: the mean over repetitions" in res.stdout
+    heads = " ".join(ln for ln in res.stdout.splitlines() if ln.startswith("┃"))
+    assert "p99.9" in heads and "TPOT" in heads
+    bad = reportgen_main("bench", sim.url, "--percentiles", "50,150")
+    assert bad.returncode == 2 and "percentiles above 0 and at most 100" in bad.stderr
