@@ -52,6 +52,17 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise CampaignError(
             [Problem("reportgen bench", "URL", args.url, "write http://host:port (or https://)")]
         )
+    if args.save_result is not None and args.save_result.is_dir():
+        raise CampaignError(
+            [
+                Problem(
+                    "reportgen bench",
+                    "--save-result",
+                    str(args.save_result),
+                    "a folder: name a file",
+                )
+            ]
+        )
     if not re.fullmatch(ID, args.name):  # before the server is asked anything
         raise CampaignError(
             [
@@ -100,6 +111,7 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
         quiet=args.quiet,
         json=args.json,
         percentiles=args.percentiles,
+        save_result=args.save_result,
     )
     try:
         return run_campaign(asked, out, err)

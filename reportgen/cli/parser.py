@@ -421,6 +421,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-pdf", action="store_true", help="render HTML only")
     b.add_argument("--quiet", action="store_true", help="one line per experiment, no live bars")
     b.add_argument("--json", action="store_true", help="print the outcome as JSON (as run)")
+    b.add_argument(
+        "--save-result",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write that JSON to FILE (as vllm bench serve's --save-result)",
+    )
 
     rd = sub.add_parser(
         "render",

@@ -36,6 +36,7 @@ class RunRequest:
     strict: bool = False
     json: bool = False
     percentiles: tuple[float, ...] = ()  # bench --percentiles: more latency percentiles shown
+    save_result: Path | None = None  # bench --save-result: the --json object, also in a file
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> RunRequest:
@@ -111,9 +112,15 @@ def run_campaign(args: RunRequest, out: Console, err: Console) -> int:
     for p in paths:
         said.print(f"report: {p}", markup=False)
     code = EXIT_FAILED if lost else _exit_code(data, err, interrupted, strict=args.strict)
-    if args.json:
+    if args.json or args.save_result is not None:
         outcome = summary.summary_json(run_dir, data, paths, code, args.percentiles)
-        out.print_json(json.dumps(outcome, default=str))
+        text = json.dumps(outcome, default=str, indent=2)
+        if args.save_result is not None:
+            args.save_result.parent.mkdir(parents=True, exist_ok=True)
+            results.atomic_write_bytes(args.save_result, (text + "\n").encode())
+            said.print(f"result: {args.save_result}", markup=False)
+        if args.json:
+            out.print_json(text)
     return code
 
 

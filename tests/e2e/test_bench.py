@@ -339,8 +339,10 @@ def test_percentiles_asked_are_shown_and_agree_with_the_summaries(
     sim = start_sim("--ttft-ms", "5", "--itl-ms", "1", "--jitter", "0.2")
     args = ["bench", sim.url, "--concurrency", "1,2", "--requests", "8", "--warmup", "1",
             "--percentiles", "25,50,99.9", "--output", tmp_path, "--no-pdf", "--quiet"]  # fmt: skip
-    res = reportgen_main(*args, "--json", cache=cache)
+    saved = tmp_path / "results" / "bench.json"  # as vllm bench serve's --save-result
+    res = reportgen_main(*args, "--json", "--save-result", saved, cache=cache)
     assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads(saved.read_text()) == json.loads(res.stdout)
     (e,) = json.loads(res.stdout)["experiments"]
     for level in e["levels"].values():
         got = level["percentiles"]
@@ -355,5 +357,7 @@ def test_percentiles_asked_are_shown_and_agree_with_the_summaries(
     assert "latency percentiles, ms: the mean over repetitions" in res.stdout
     heads = " ".join(ln for ln in res.stdout.splitlines() if ln.startswith("┃"))
     assert "p99.9" in heads and "TPOT" in heads
+    bad = reportgen_main("bench", sim.url, "--save-result", tmp_path)
+    assert bad.returncode == 2 and "--save-result = " in bad.stderr and "a folder" in bad.stderr
     bad = reportgen_main("bench", sim.url, "--percentiles", "50,150")
     assert bad.returncode == 2 and "percentiles above 0 and at most 100" in bad.stderr
