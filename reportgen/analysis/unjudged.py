@@ -57,6 +57,7 @@ LOAD_KEYS = (
     "arrival",
     "burstiness",
     "extra_body",
+    "headers",
 )
 MAX_CHANGES = 4  # changes named in a reason; the rest are counted
 

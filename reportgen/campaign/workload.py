@@ -5,6 +5,7 @@ that meets them."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -18,6 +19,7 @@ from pydantic import (
 from reportgen.campaign.base import DEFAULT_REQUESTS_PER_LEVEL, _Model, rate_kept
 from reportgen.campaign.levels import Point
 from reportgen.campaign.prompts import PromptSource
+from reportgen.redact import is_secret_name
 
 # What reportgen sends in every request body itself (``load.records.RequestSpec.body``): not
 # for ``extra_body``, which would change what is measured behind its back
@@ -304,6 +306,28 @@ class Workload(_Model):
         "an engine's own fields, e.g. { temperature = 0.7, top_p = 0.9 }. Not model, "
         "messages, prompt, stream or the lengths (output_tokens sets them).",
     )
+
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers sent with every request (and the readiness checks), e.g. "
+        '{ X-Route = "pool-a" }. Not credentials: they are written in the results and '
+        "reports; a key goes in OPENAI_API_KEY (sent as a bearer token, never written).",
+    )
+
+    @field_validator("headers")
+    @classmethod
+    def _plain_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", name):
+                raise ValueError(f"{name!r} is not a header name (letters, digits, '-')")
+            if any(c in value for c in "\r\n\0"):
+                raise ValueError(f"{name}: a header value is one line")
+            if is_secret_name(name) or name.lower() == "cookie":
+                raise ValueError(
+                    f"{name}: its value would be written in the results and reports; send a "
+                    "key with OPENAI_API_KEY (a bearer token, never written) instead"
+                )
+        return headers
 
     @field_validator("extra_body")
     @classmethod

@@ -153,6 +153,8 @@ def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, 
         workload["slo"] = dict(args.goodput)
     if args.multi_turn > 1:
         workload["turns"] = args.multi_turn
+    if args.header:
+        workload["headers"] = dict(args.header)
     if args.duration is not None:
         workload["duration_s"] = args.duration
     else:

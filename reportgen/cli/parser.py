@@ -88,6 +88,15 @@ def _slo(text: str) -> tuple[str, float]:
     return name, value
 
 
+def _header(text: str) -> tuple[str, str]:
+    """'X-Route=pool-a' (or 'X-Route: pool-a') -> ("X-Route", "pool-a")."""
+    sep = "=" if "=" in text and (":" not in text or text.index("=") < text.index(":")) else ":"
+    name, found, value = text.partition(sep)
+    if not found or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: NAME=VALUE, e.g. X-Route=pool-a")
+    return name.strip(), value.strip()
+
+
 def _percentiles(text: str) -> tuple[float, ...]:
     """'25,50,99.9' -> (25.0, 50.0, 99.9): percentiles above 0, at most 100, each once."""
     try:
@@ -384,6 +393,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY:MS",
         help="SLOs a request must meet to count as goodput, as vLLM's: ttft:500 tpot:50 e2el:2000 "
         "(milliseconds)",
+    )
+    b.add_argument(
+        "--header",
+        action="append",
+        type=_header,
+        default=None,
+        metavar="NAME=VALUE",
+        help="an HTTP header sent with every request (repeatable), e.g. X-Route=pool-a; not "
+        "a credential: a key goes in OPENAI_API_KEY",
     )
     b.add_argument(
         "--percentiles",

@@ -171,6 +171,9 @@ def methods(
     if wl.extra_body:
         sent = ", ".join(f"{k} = {v}" for k, v in sorted(wl.extra_body.items()))
         load.append(f"Every request also sends {sent} (workload.extra_body).")
+    if wl.headers:
+        sent = ", ".join(f"{k}: {v}" for k, v in sorted(wl.headers.items()))
+        load.append(f"Every request carries the headers {sent} (workload.headers).")
     if interleave:
         load.append(
             "Interleaved: each experiment's repetitions alternated with fresh runs of its "

@@ -130,7 +130,7 @@ class ServerSession:
                 cfg.base_url,
                 log_path=ctx.run_dir / name,
                 engine=engine,
-                headers=external.auth_headers(),
+                headers={**cfg.workload.headers, **external.auth_headers()},
                 secrets=ctx.secrets,
             )
             return
@@ -142,7 +142,7 @@ class ServerSession:
             port=engine.port(cfg.args),
             engine=engine,
             stop_timeout_s=ctx.m.server.stop_timeout_s,
-            headers=engine.auth_headers(cfg.args),
+            headers={**cfg.workload.headers, **engine.auth_headers(cfg.args)},
             secrets=ctx.secrets,
         )
 

@@ -22,7 +22,7 @@ import sys
 import time
 import traceback
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -104,12 +104,16 @@ class _Sim:
         t_recv: float,
         sends: list[float],
         body: dict[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         if self.sends_log is not None:
             line = {"request_id": request_id, "prompt": prompt[:64], "t_recv": t_recv}
-            # the sampling fields the request asked for (what a client sends, checked)
+            # the sampling fields and x- headers the request came with (what a client sends)
             asked = {k: v for k, v in (body or {}).items() if k in SAMPLING}
-            self.sends_log.write(json.dumps({**line, "sends": sends, "sampling": asked}) + "\n")
+            extra = {k.lower(): v for k, v in (headers or {}).items() if k.lower().startswith("x-")}
+            extra.pop("x-sim-request-id", None)
+            said = {**line, "sends": sends, "sampling": asked, "headers": extra}
+            self.sends_log.write(json.dumps(said) + "\n")
 
     def delay_s(self, base_ms: float, growth: float, tokens: int = 1, cold: float = 1.0) -> float:
         """Delay in seconds for `tokens` tokens, given the load at this moment."""
@@ -328,7 +332,7 @@ class _Sim:
                 choice["message"] = {"role": "assistant", "content": text}
             else:
                 choice["text"] = text
-            self.record_sends(head["id"], prompt, t_recv, [time.time()], body)  # body ready
+            self.record_sends(head["id"], prompt, t_recv, [time.time()], body, request.headers)
             return web.json_response(
                 {**head, "choices": [choice], "usage": usage}, headers=id_header
             )
@@ -399,7 +403,7 @@ class _Sim:
         except ConnectionResetError:
             pass  # client went away mid-stream; generate()'s finally frees the slot
         finally:
-            self.record_sends(head["id"], prompt, t_recv, sends, body)
+            self.record_sends(head["id"], prompt, t_recv, sends, body, request.headers)
         return resp
 
     async def _fault_mid_stream(

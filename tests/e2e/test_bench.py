@@ -306,15 +306,18 @@ def test_bench_takes_the_flags_a_vllm_bench_serve_user_brings(
         "bench", sim.url, "--request-rate", "50", "--requests", "24", "--repetitions", "1",
         "--warmup", "0", "--output-tokens", "4", "--burstiness", "0.25",
         "--extra-body", '{"top_p": 0.9, "seed": 3}', "--temperature", "0.7",
-        "--goodput", "ttft:500", "tpot:50", "--output", out, "--no-pdf", "--quiet",
-        cache=cache,
+        "--goodput", "ttft:500", "tpot:50", "--header", "X-Route=pool-a", "--output", out,
+        "--no-pdf", "--quiet", cache=cache,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     (written,) = (out / "bench").glob("bench-*.toml")
     wl = tomllib.loads(written.read_text())["workload"]
     assert wl["burstiness"] == 0.25 and wl["slo"] == {"ttft_ms": 500.0, "tpot_ms": 50.0}
     assert wl["extra_body"] == {"top_p": 0.9, "seed": 3, "temperature": 0.7}
-    asked = [json.loads(line)["sampling"] for line in sends.read_text().splitlines()]
+    lines = [json.loads(line) for line in sends.read_text().splitlines()]
+    assert all(x["headers"] == {"x-route": "pool-a"} for x in lines)  # readiness checks too
+    assert wl["headers"] == {"X-Route": "pool-a"}
+    asked = [x["sampling"] for x in lines]
     measured = [a for a in asked if a.get("seed") == 3]
     assert len(measured) >= 24 and all(
         a == {"temperature": 0.7, "top_p": 0.9, "seed": 3} for a in measured
@@ -323,6 +326,11 @@ def test_bench_takes_the_flags_a_vllm_bench_serve_user_brings(
     html = " ".join((run_dir / "report.html").read_text().split())
     assert "The gaps between arrivals are gamma-distributed of shape 0.25" in html
     assert "Every request also sends seed = 3, temperature = 0.7, top_p = 0.9" in html
+    assert "Every request carries the headers X-Route: pool-a" in html
+    # a credential in a header would be written into the campaign file and the results
+    bad = reportgen_main("bench", sim.url, "--header", "Authorization=Bearer abc", "--output", out)
+    assert bad.returncode == 2 and "authorization: its value would be written" in bad.stderr
+    assert "OPENAI_API_KEY" in bad.stderr and "abc" not in bad.stderr
     bad = reportgen_main("bench", sim.url, "--extra-body", '{"max_tokens": 5}', "--output", out)
     assert bad.returncode == 2 and "max_tokens: reportgen sets these itself" in bad.stderr
     bad = reportgen_main("bench", sim.url, "--goodput", "ttfb:500")

@@ -186,6 +186,25 @@ def test_values_that_read_as_something_else_are_refused_at_their_key() -> None:
     assert ok.model.workload.request_rate == [1, 2, math.inf]
 
 
+def test_headers_are_plain_one_line_and_never_credentials() -> None:
+    def with_headers(table: str) -> str:
+        return GOOD.replace("requests_per_level = 8", f"requests_per_level = 8\nheaders = {table}")
+
+    def headers(table: str) -> list[str]:
+        return problems(with_headers(table))
+
+    (found,) = headers('{ "X Route" = "a" }')
+    assert "'X Route' is not a header name" in found
+    (found,) = headers('{ X-Route = "a\\nX-Other: b" }')
+    assert "a header value is one line" in found
+    for name in ("Authorization", "X-Api-Key", "Cookie"):
+        (found,) = headers(f'{{ {name} = "s3cret-value" }}')
+        assert "its value would be written in the results and reports" in found
+        assert "OPENAI_API_KEY" in found and "s3cret" not in found
+    ok = campaign.loads(with_headers('{ X-Route = "pool-a" }'), "c.toml")
+    assert ok.model.workload.headers == {"X-Route": "pool-a"}
+
+
 def test_a_value_outside_a_choice_is_pointed_to_the_one_meant() -> None:
     (found,) = problems(GOOD.replace('metric = "output_tok_s"', 'metric = "ttft"'))
     assert found.endswith("'ttft_ms', 'itl_ms', 'tpot_ms' or 'e2e_ms'; did you mean 'ttft_ms'?")
