@@ -79,6 +79,8 @@ class ExternalServer(ServerProcess):
     """A running server at ``url`` (http://host:port, with a path prefix where the API is
     served under one; a trailing /v1 is the API's own and is left out)."""
 
+    running_before = True  # a 404 to its readiness request will not go away by waiting
+
     def __init__(
         self,
         url: str,

@@ -270,6 +270,8 @@ class ServerProcess:
             )
         return None
 
+    running_before = False  # a server reportgen did not start (``external.ExternalServer``)
+
     def wait_ready(self, timeout_s: float, api: str, model: str | None = None) -> Readiness:
         """Block until the server serves a one-token generation, or raise ServerError;
         ``model``: the one to ask for (default: the first /v1/models lists)."""
@@ -311,6 +313,16 @@ class ServerProcess:
                         generation_checks += 1
                         status = self._one_token(client, api, model)
                         last_answer = f"HTTP {status}"
+                        if status == 404 and self.running_before:
+                            # a server that was already up: no such model or endpoint, for good
+                            raise ServerError(
+                                f"server answered a one-token generation of model {model!r} "
+                                f"with HTTP 404: it serves no such model (or no such endpoint "
+                                f"at {self.base_url}); name one it serves (server.model, "
+                                "bench --model), or check the address",
+                                self.log_tail(),
+                                kind="not ready",
+                            )
                         if status in (401, 403):  # it will not answer by waiting longer
                             sent = "a key it refused" if self.headers else "no key"
                             raise ServerError(

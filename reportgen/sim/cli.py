@@ -78,6 +78,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="served model name (default: %(default)s)",
     )
     a(
+        "--strict-model",
+        action="store_true",
+        help="answer 404 to a generation that names another model, as vLLM does (default: "
+        "any model name is served)",
+    )
+    a(
         "--engine-version",
         metavar="TEXT",
         default=__version__,

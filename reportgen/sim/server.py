@@ -305,6 +305,10 @@ class _Sim:
             return _error(f"malformed JSON body: {exc}")
         except BadRequest as exc:
             return _error(str(exc))
+        asked = body.get("model")
+        if self.args.strict_model and asked is not None and asked != self.args.model:
+            # as vLLM answers a model it does not serve
+            return _error(f"The model `{asked}` does not exist.", status=404)
 
         tokens, finish = self.text(prompt, n)
         usage = {

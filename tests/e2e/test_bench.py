@@ -369,3 +369,21 @@ def test_percentiles_asked_are_shown_and_agree_with_the_summaries(
     assert bad.returncode == 2 and "--save-result = " in bad.stderr and "a folder" in bad.stderr
     bad = reportgen_main("bench", sim.url, "--percentiles", "50,150")
     assert bad.returncode == 2 and "percentiles above 0 and at most 100" in bad.stderr
+
+
+def test_a_model_the_server_does_not_serve_fails_at_once(
+    tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
+) -> None:
+    """--model with a typo: vLLM answers 404 ("The model `x` does not exist."), and bench
+    waited its whole ready timeout, then advised raising it."""
+    sim = start_sim("--strict-model")
+    res = reportgen_main(
+        "bench", sim.url, "--model", "sim-modle", "--requests", "4", "--ready-timeout", "600",
+        "--output", tmp_path, "--no-pdf", "--quiet", cache=cache,
+    )  # fmt: skip
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert (
+        "server answered a one-token generation of model 'sim-modle' with HTTP 404: it "
+        "serves no such model" in " ".join(res.stdout.split())
+    )
+    assert "ready_timeout_s" not in res.stdout
