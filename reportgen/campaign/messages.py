@@ -8,7 +8,7 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Union
 
 from pydantic import BaseModel, ValidationError
@@ -111,8 +111,14 @@ def _arg_value_loc(loc: Sequence[int | str]) -> list[int | str] | None:
 
 
 def problems_from_pydantic(
-    exc: ValidationError, data: Mapping[str, Any], filename: str
+    exc: ValidationError,
+    data: Mapping[str, Any],
+    filename: str,
+    said: Collection[str] = (),
 ) -> list[Problem]:
+    """Pydantic's errors as problems, one a key. ``said``: keys whose value a rule across the
+    file already refused (``problems._unstorable``: nan, 1e400): only the key's own rule (a
+    validator's ``value_error``) speaks of them again, not a bound that nan fails to meet."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for err in exc.errors():
@@ -137,7 +143,7 @@ def problems_from_pydantic(
             continue
         # Union members that failed each add an error; keep the first per location.
         key = _key_path(data, loc)
-        if key in seen:
+        if key in seen or (key in said and kind != "value_error"):
             continue
         seen.add(key)
         if kind == "extra_forbidden":

@@ -87,12 +87,11 @@ def loads(
         model = CampaignModel.model_validate(data)
     except ValidationError as exc:
         # a value said to be unstorable is said once: as that (nan: not "less than 1"), or by
-        # the key's own rule where it speaks of nan itself ("nan is no bound")
-        found = problems_from_pydantic(exc, data, filename)
-        own = {p.key for p in found if "nan" in p.message.lower()}
+        # the key's own rule where it has one ("nan is no bound")
+        found = problems_from_pydantic(exc, data, filename, {p.key for p in unstorable})
+        own = {p.key for p in found}
         unstorable = [p for p in unstorable if p.key not in own]
-        said = {p.key for p in unstorable}
-        problems.extend(p for p in found if p.key not in said)
+        problems.extend(found)
     problems.extend(_cross_checks(data, filename))
     problems.extend(unstorable)
     if model is not None and not problems:

@@ -9,7 +9,6 @@ directory, results, report and exit codes.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import re
 from pathlib import Path
@@ -37,43 +36,19 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
             url, named = url.removesuffix(path), api
     url = url.removesuffix("/v1")
     if args.api and named and args.api != named:
-        raise CampaignError(
-            [
-                Problem(
-                    "reportgen bench",
-                    "--api",
-                    args.api,
-                    f"the URL names the {named} API's endpoint; give one of the two",
-                )
-            ]
-        )
+        said = f"the URL names the {named} API's endpoint; give one of the two"
+        raise _refused("--api", args.api, said)
     args.api = args.api or named or "chat"
     if not re.match(BASE_URL, url):
-        raise CampaignError(
-            [Problem("reportgen bench", "URL", args.url, "write http://host:port (or https://)")]
-        )
+        raise _refused("URL", args.url, "write http://host:port (or https://)")
     if args.save_result is not None and args.save_result.is_dir():
-        raise CampaignError(
-            [
-                Problem(
-                    "reportgen bench",
-                    "--save-result",
-                    str(args.save_result),
-                    "a folder: name a file",
-                )
-            ]
-        )
+        raise _refused("--save-result", str(args.save_result), "a folder: name a file")
     if not re.fullmatch(ID, args.name):  # before the server is asked anything
-        raise CampaignError(
-            [
-                Problem(
-                    "reportgen bench",
-                    "--name",
-                    args.name,
-                    "the run's folder under --output: letters, digits, '.', '_' and '-' "
-                    "(at most 64, the first a letter or digit)",
-                )
-            ]
+        raise _refused(
+            "--name",
+            args.name,
+            "the run's folder under --output: letters, digits, '.', '_' and '-' (at most 64, "
+            "the first a letter or digit)",
         )
     # the flags checked together as a campaign before the server is asked anything
     campaign.loads(
@@ -93,7 +68,6 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
     if found.errors or found.not_here:
         raise CampaignError(found.errors + found.not_here)
     folder = args.output / data["campaign"]["name"]
-    made = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     path = folder / f"bench-{stamp}.toml"
@@ -113,14 +87,12 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
         percentiles=args.percentiles,
         save_result=args.save_result,
     )
-    try:
-        return run_campaign(asked, out, err)
-    except CampaignError as exc:  # refused before it ran (a prompt file missing, say)
-        path.unlink(missing_ok=True)  # no file kept, and none named
-        if made and not any(folder.iterdir()):
-            folder.rmdir()
-        said = [dataclasses.replace(p, file="reportgen bench") for p in exc.problems]
-        raise CampaignError(said) from None
+    return run_campaign(asked, out, err)
+
+
+def _refused(flag: str, value: str, message: str) -> CampaignError:
+    """A flag (or the URL) bench refuses, said as one line naming it."""
+    return CampaignError([Problem("reportgen bench", flag, value, message)])
 
 
 def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from reportgen import __version__
@@ -48,15 +49,23 @@ def _ratio(text: str) -> float:
     return value
 
 
-def _positive_float(text: str) -> float:
-    """'0.5' -> 0.5: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"{text!r}: a number above 0, e.g. 0.5")
-    return value
+def _above_zero(what: str, example: str) -> Callable[[str], float]:
+    """An argparse type: a finite number above 0 ('0.5' -> 0.5), refused as "WHAT above 0"."""
+
+    def read(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 < value < math.inf:
+            raise argparse.ArgumentTypeError(f"{text!r}: {what} above 0, e.g. {example}")
+        return value
+
+    return read
+
+
+_positive_float = _above_zero("a number", "0.5")
+_seconds = _above_zero("seconds", "30")
 
 
 def _json_object(text: str) -> dict[str, object]:
@@ -108,17 +117,6 @@ def _percentiles(text: str) -> tuple[float, ...]:
             f"{text!r}: comma-separated percentiles above 0 and at most 100, e.g. 25,50,99.9"
         )
     return got
-
-
-def _seconds(text: str) -> float:
-    """'30' -> 30.0: seconds above 0, finite."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"{text!r}: seconds above 0, e.g. 30")
-    return value
 
 
 def _margin(text: str) -> float:

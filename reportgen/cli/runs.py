@@ -96,8 +96,10 @@ def run_campaign(args: RunRequest, out: Console, err: Console) -> int:
         if not results.RunDir(run_dir).results.exists():
             return interrupt.exit_code()
         data = results.load(run_dir)
+    # bench --percentiles: read from the request tables once, for the table and the JSON
+    asked = summary.latency_percentiles(run_dir, data, args.percentiles)
     if not args.json:
-        summary.summary_table(out, data, run_dir, args.percentiles)
+        summary.summary_table(out, data, asked)
     try:
         if interrupted:
             interrupt.rendering()
@@ -113,7 +115,7 @@ def run_campaign(args: RunRequest, out: Console, err: Console) -> int:
         said.print(f"report: {p}", markup=False)
     code = EXIT_FAILED if lost else _exit_code(data, err, interrupted, strict=args.strict)
     if args.json or args.save_result is not None:
-        outcome = summary.summary_json(run_dir, data, paths, code, args.percentiles)
+        outcome = summary.summary_json(run_dir, data, paths, code, asked)
         text = json.dumps(outcome, default=str, indent=2)
         if args.save_result is not None:
             args.save_result.parent.mkdir(parents=True, exist_ok=True)

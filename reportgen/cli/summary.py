@@ -11,19 +11,24 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from reportgen import metrics
+
 if TYPE_CHECKING:
-    from reportgen.results.model import Run
+    from reportgen.results.model import Point, Run
+
+    # bench --percentiles, per experiment and level: each latency's asked percentiles, as the
+    # mean and sd over repetitions ({id: {point: {"ttft_ms": {"p25": {"mean", "sd"}}}}})
+    Asked = dict[str, dict[Point, dict[str, dict[str, dict[str, float | None]]]]]
 
 
 def summary_json(
-    run_dir: Path, data: Run, paths: list[Path], code: int, percentiles: Sequence[float] = ()
+    run_dir: Path, data: Run, paths: list[Path], code: int, asked: Asked | None = None
 ) -> dict[str, Any]:
     """``run --json``: what the summary table and the report paths say, for scripts. Each
     experiment's objective per level is the mean and standard deviation over repetitions;
-    its comparisons are the decision's, against its parent and the baseline. With
-    ``percentiles`` (bench's --percentiles), each level's ``percentiles`` too
-    (``latency_percentiles``)."""
-    from reportgen import metrics
+    its comparisons are the decision's, against its parent and the baseline. With ``asked``
+    (bench's --percentiles, ``latency_percentiles``), each level's ``percentiles`` too."""
+    from reportgen.results.levels import by_point
 
     key = metrics.key(data.metric)
 
@@ -39,6 +44,7 @@ def summary_json(
     experiments = []
     for e in data.experiments:
         levels, measured = {}, {}
+        runs = by_point(e.levels)
         for agg in e.by_level:
             stat = agg.stat(key)
             levels[str(agg.point)] = {
@@ -46,10 +52,9 @@ def summary_json(
                 "sd": stat.sd,
                 "repetitions": agg.repetitions,
             }
-            measured[str(agg.point)] = _level_json(e, agg)
-        if percentiles:
-            for point, got in latency_percentiles(run_dir, e, percentiles).items():
-                measured[str(point)]["percentiles"] = got
+            measured[str(agg.point)] = _level_json(agg, runs.get(agg.point, []))
+            if asked and e.id in asked:
+                measured[str(agg.point)]["percentiles"] = asked[e.id][agg.point]
         d = e.decision
         experiments.append(
             {
@@ -83,53 +88,59 @@ def summary_json(
     }
 
 
-LATENCIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+# The latencies the console and --json show: the registry's, less ITL per token (a chunk of
+# k tokens as k gaps), which only the report shows
+SHOWN = tuple(m for m in metrics.LATENCIES if m != "itl_token_ms")
+
+JSON_METRICS = (  # every level's metrics in --json, by their key in results.json
+    *metrics.THROUGHPUTS,
+    *(f"{m}_{p}" for m in SHOWN for p in metrics.PERCENTILES),
+)
 
 
-def latency_percentiles(
-    run_dir: Path, e: Any, percentiles: Sequence[float]
-) -> dict[Any, dict[str, dict[str, dict[str, float | None]]]]:
-    """Per level, each latency's asked percentiles from the request tables (as the level
-    summaries compute them, ``analysis.summary.latency_samples``): each repetition's, then
-    their mean and sd ({point: {"ttft_ms": {"p25": {"mean", "sd"}}}})."""
+def latency_percentiles(run_dir: Path, data: Run, percentiles: Sequence[float]) -> Asked:
+    """Each lone experiment's latencies at ``percentiles``, level by level, from its request
+    table, through the samples its level summaries are computed from
+    (``analysis.summary.latency_samples``): each repetition's own, then their mean and sd.
+    Read once, for both the console and --json (empty where none was asked)."""
+    if not percentiles:
+        return {}
     import numpy as np
 
     from reportgen.analysis.summary import latency_samples
+    from reportgen.campaign.levels import point_of
     from reportgen.results import store
+    from reportgen.results.levels import by_point
 
-    rows = [r for r in store.read_requests(run_dir, e.id) if r.status == "ok"]
-    out: dict[Any, dict[str, dict[str, dict[str, float | None]]]] = {}
-    for agg in e.by_level:
-        runs = [lv for lv in e.levels if lv.point == agg.point]
-        per_run = []
-        for lv in runs:
-            mine = [
-                r for r in rows
-                if r.concurrency == lv.concurrency and r.rate == lv.rate
-                and r.repetition == lv.repetition
-            ]  # fmt: skip
-            per_run.append(latency_samples(mine))
-        level: dict[str, dict[str, dict[str, float | None]]] = {}
-        for name in LATENCIES:
-            level[name] = {}
-            for p in percentiles:
-                got = [float(np.percentile(x[name], p)) for x in per_run if x[name].size]
-                level[name][f"p{p:g}"] = {
-                    "mean": sum(got) / len(got) if got else None,
-                    "sd": float(np.std(got, ddof=1)) if len(got) > 1 else None,
-                }
-        out[agg.point] = level
+    out: Asked = {}
+    for e in data.experiments:
+        rows: dict[tuple[Point, int], list[Any]] = {}
+        for r in store.read_requests(run_dir, e.table):
+            if r.status == "ok":
+                rows.setdefault((point_of(r), r.repetition), []).append(r)
+        mine = out.setdefault(e.id, {})
+        for point, runs in by_point(e.levels).items():
+            samples = [latency_samples(rows.get(lv.key, [])) for lv in runs]
+            level: dict[str, dict[str, dict[str, float | None]]] = {}
+            for name in SHOWN:
+                level[name] = {}
+                for p in percentiles:
+                    got = [float(np.percentile(x[name], p)) for x in samples if x[name].size]
+                    level[name][f"p{p:g}"] = {
+                        "mean": sum(got) / len(got) if got else None,
+                        "sd": float(np.std(got, ddof=1)) if len(got) > 1 else None,
+                    }
+            mine[point] = level
     return out
 
 
-def _level_json(e: Any, agg: Any) -> dict[str, Any]:
+def _level_json(agg: Any, runs: Sequence[Any]) -> dict[str, Any]:
     """One level of ``run --json`` (and bench's): every metric's mean and sd over its
     repetitions (throughputs, and the p50, p90 and p99 of TTFT, TPOT, ITL and E2E in ms), and
-    what its repetitions sent, finished and took, summed (tokens, requests) or averaged
-    (duration, requests in flight)."""
+    what its repetitions (``runs``) sent, finished and took, summed (tokens, requests) or
+    averaged (duration, requests in flight)."""
     from reportgen.campaign.base import rate_kept
 
-    runs = [lv for lv in e.levels if lv.point == agg.point]
     sums = {
         name: sum(getattr(lv.summary, name) for lv in runs)
         for name in ("requests", "ok", "errors", "input_tokens", "output_tokens")
@@ -148,19 +159,6 @@ def _level_json(e: Any, agg: Any) -> dict[str, Any]:
         stat = agg.stat(name)
         out[name] = {"mean": stat.mean, "sd": stat.sd}
     return out
-
-
-JSON_METRICS = (  # every level's metrics in --json, by their key in results.json
-    "output_tok_s",
-    "total_tok_s",
-    "req_s",
-    "goodput_req_s",
-    *(
-        f"{m}_{p}"
-        for m in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
-        for p in ("p50", "p90", "p99")
-    ),
-)
 
 
 # A lone configuration's table (``reportgen bench``): per level, what `vllm bench serve`
@@ -198,7 +196,7 @@ def _lone_table(out: Console, data: Run) -> None:
     first; on a terminal too narrow for them all, the least needed columns left out (said
     under the table) rather than every column cut to "..."."""
     from reportgen.render.fmt import fmt_num, level_head
-    from reportgen.results.model import sorted_points
+    from reportgen.results.levels import by_point
 
     (e,) = data.experiments
     status = "" if data.status == "complete" else f" - {data.status.upper()}"
@@ -209,25 +207,19 @@ def _lone_table(out: Console, data: Run) -> None:
         said = f"NOT VALID, failed: {'; '.join(invalidated(e.checks))}"
     met = {p.point: p.passed for p in e.search.probes} if e.search else {}
     # by level, lowest first (a search's probes run in the order it tried them)
-    order = {p: i for i, p in enumerate(sorted_points(agg.point for agg in e.by_level))}
-    rows = sorted(e.by_level, key=lambda a: order[a.point])
+    rows = sorted(e.by_level, key=lambda a: a.point.order)
+    runs = by_point(e.levels)
+    totals = [_level_json(a, runs.get(a.point, [])) for a in rows]  # as --json says them
     columns: list[tuple[str, str, list[str]]] = [  # (key, header, cells)
         ("level", level_head(lv.point for lv in e.levels), [str(a.point) for a in rows])
     ]
     for key, label in LONE:
         cells = [fmt_num(a.stat(key).mean) if a.stat(key).mean is not None else "–" for a in rows]
         columns.append((key, label, cells))
-    seconds = []
-    for a in rows:
-        spans = [lv.summary.duration_s for lv in e.levels if lv.point == a.point]
-        seconds.append(f"{sum(spans) / len(spans):.1f}" if spans else "–")
+    seconds = [f"{t['duration_s']:.1f}" if t["duration_s"] is not None else "–" for t in totals]
     columns.append(("duration", "duration\ns", seconds))  # a repetition's, on average
     columns.append(("in_flight", "in flight", [_in_flight(e, a.point) for a in rows]))
-    errors = []
-    for a in rows:
-        sent = sum(lv.summary.requests for lv in e.levels if lv.point == a.point)
-        ok = sum(lv.summary.ok for lv in e.levels if lv.point == a.point)
-        errors.append(f"{sent - ok}/{sent}")
+    errors = [f"{t['requests'] - t['ok']}/{t['requests']}" for t in totals]
     columns.append(("errors", "errors", errors))
     if e.search:
         columns.append(("slo", "SLO", ["met" if met.get(a.point) else "missed" for a in rows]))
@@ -266,20 +258,21 @@ def _lone_table(out: Console, data: Run) -> None:
         out.print(search_said(e.search), markup=False, highlight=False)
 
 
-def _percentile_table(out: Console, data: Run, run_dir: Path, percentiles: Sequence[float]) -> None:
+def _percentile_table(out: Console, data: Run, asked: Asked) -> None:
     """bench --percentiles: each latency at each asked percentile, per level (ms, the mean
     over repetitions), as `vllm bench serve --metric-percentiles` prints them."""
     from reportgen.render.fmt import fmt_num, level_head
     from reportgen.results.model import sorted_points
 
     (e,) = data.experiments
-    got = latency_percentiles(run_dir, e, percentiles)
+    got = asked[e.id]
+    first = next(iter(got.values()), {})  # every level asked the same percentiles
     table = Table(
         caption="latency percentiles, ms: the mean over repetitions of each one's own",
         caption_justify="left",
     )
     table.add_column(level_head(lv.point for lv in e.levels), justify="right", no_wrap=True)
-    names = [(m, f"p{p:g}") for m in LATENCIES for p in percentiles]
+    names = [(m, p) for m in SHOWN for p in first.get(m, {})]
     for m, p in names:
         label = m.removesuffix("_ms").upper()
         table.add_column(f"{label}\n{p}", justify="right", no_wrap=True)
@@ -322,17 +315,15 @@ def _reps_said(e: Any) -> str:
     return f"{len(reps)} repetition{'s' if len(reps) != 1 else ''}"
 
 
-def summary_table(
-    out: Console, data: Run, run_dir: Path | None = None, percentiles: Sequence[float] = ()
-) -> None:
+def summary_table(out: Console, data: Run, asked: Asked | None = None) -> None:
     """One screen: each experiment's verdict and objective metric per level (mean ± sd); a
-    lone configuration's headline numbers, and with ``percentiles`` a table of them."""
+    lone configuration's headline numbers, and with ``asked`` (bench's --percentiles,
+    ``latency_percentiles``) a table of them."""
     if len(data.experiments) == 1 and data.experiments[0].by_level:
         _lone_table(out, data)
-        if percentiles and run_dir is not None:
-            _percentile_table(out, data, run_dir, percentiles)
+        if asked:
+            _percentile_table(out, data, asked)
         return
-    from reportgen import metrics
     from reportgen.render.fmt import fmt_num
     from reportgen.render.levels import achieved, summaries_by_level
     from reportgen.results.model import sorted_points

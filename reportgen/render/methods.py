@@ -13,9 +13,11 @@ from reportgen.campaign.workload import Workload
 from reportgen.render.content import Methods
 from reportgen.render.text import parse_doc
 from reportgen.render.workload import (
+    burstiness,
     lengths_said,
     level_warmup,
     line,
+    pairs,
     rate_of,
     rates_of,
     slo_set,
@@ -97,10 +99,11 @@ def methods(
             "soon as the previous one ends, so C requests are in flight (apart from the start "
             "and the end of a level). " + stagger(wl, exps)
         )
-    if float(wl.burstiness) != 1.0 and (rate or rates_of(wl) is not None):
+    shape = burstiness(wl)
+    if shape is not None:
         loop += (
             f" The gaps between arrivals are gamma-distributed of shape "
-            f"{float(wl.burstiness):g} with the rate's mean gap (burstiness, as vLLM's: below "
+            f"{shape:g} with the rate's mean gap (burstiness, as vLLM's: below "
             "1 burstier than Poisson, above 1 more even)."
         )
     turns = int(wl.turns or 1)
@@ -169,11 +172,13 @@ def methods(
         f"Request timeout: {wl.request_timeout_s} s.",
     ]
     if wl.extra_body:
-        sent = ", ".join(f"{k} = {v}" for k, v in sorted(wl.extra_body.items()))
-        load.append(f"Every request also sends {sent} (workload.extra_body).")
+        load.append(
+            f"Every request also sends {pairs(wl.extra_body, ' = ')} (workload.extra_body)."
+        )
     if wl.headers:
-        sent = ", ".join(f"{k}: {v}" for k, v in sorted(wl.headers.items()))
-        load.append(f"Every request carries the headers {sent} (workload.headers).")
+        load.append(
+            f"Every request carries the headers {pairs(wl.headers, ': ')} (workload.headers)."
+        )
     if interleave:
         load.append(
             "Interleaved: each experiment's repetitions alternated with fresh runs of its "

@@ -9,7 +9,7 @@ A workload here is typed: ``plan``'s own, or a saved one read by
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportgen.analysis import sequential
@@ -124,17 +124,30 @@ def load_mode(wl: Workload) -> str:
         out += f", open loop at {rate:g} requests/s ({wl.arrival} arrivals)"
     elif rates_of(wl) is not None:
         out += f", open loop ({wl.arrival} arrivals; inf: every request at once)"
-    if float(wl.burstiness) != 1.0 and (rate or rates_of(wl) is not None):
-        out += f", arrival gaps gamma-distributed of shape {float(wl.burstiness):g} (burstiness)"
+    shape = burstiness(wl)
+    if shape is not None:
+        out += f", arrival gaps gamma-distributed of shape {shape:g} (burstiness)"
     if not wl.stream:
         out += ", not streamed (no TTFT or ITL)"
     if wl.extra_body:
-        sent = ", ".join(f"{k} = {v}" for k, v in sorted(wl.extra_body.items()))
-        out += f", each request also sending {sent}"
+        out += f", each request also sending {pairs(wl.extra_body, ' = ')}"
     slo = slo_set(wl)
     if slo:
         out += ", SLO " + ", ".join(f"{k} ≤ {v:g}" for k, v in slo.items())
     return out
+
+
+def burstiness(wl: Workload) -> float | None:
+    """The gamma shape of an open loop's arrival gaps, where it is not a Poisson process's 1
+    (None: a closed loop, or Poisson arrivals)."""
+    shape = float(wl.burstiness)
+    open_loop = rate_of(wl) or rates_of(wl) is not None
+    return shape if shape != 1.0 and open_loop else None
+
+
+def pairs(values: Mapping[str, Any], sep: str) -> str:
+    """A table's keys and values in one line, by key: "seed = 3, top_p = 0.9"."""
+    return ", ".join(f"{k}{sep}{v}" for k, v in sorted(values.items()))
 
 
 def slo_set(wl: Workload) -> dict[str, float]:

@@ -70,6 +70,15 @@ def start_run(campaign: Path, out: Path, cache: Path, **popen: Any) -> subproces
     )
 
 
+def wait_for(proc: subprocess.Popen[Any], when: Callable[[], bool]) -> None:
+    """Until ``when()`` holds (at most 120 s), the run ``proc`` still going."""
+    deadline = time.monotonic() + 120
+    while not when():
+        assert time.monotonic() < deadline, "the moment to interrupt never came"
+        assert proc.poll() is None, "the run ended before the moment to interrupt"
+        time.sleep(0.05)
+
+
 def interrupted_run(
     campaign: Path, out: Path, cache: Path, sig: signal.Signals, when: Callable[[], bool]
 ) -> None:
@@ -87,11 +96,7 @@ def interrupted_run(
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
-        deadline = time.monotonic() + 120
-        while not when():
-            assert time.monotonic() < deadline, "the moment to interrupt never came"
-            assert proc.poll() is None, "the run ended before the moment to interrupt"
-            time.sleep(0.05)
+        wait_for(proc, when)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=90)
     finally:
@@ -262,10 +267,7 @@ def test_a_closed_terminal_stops_the_run_as_ctrl_c_does(tmp_path: Path, cache: P
     out = tmp_path / "out"
     proc = start_run(campaign, out, cache, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while not second_experiment_running(out):
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        wait_for(proc, lambda: second_experiment_running(out))
         proc.send_signal(signal.SIGHUP)
         time.sleep(0.2)
         assert proc.stdout is not None and proc.stderr is not None
@@ -420,10 +422,7 @@ def test_sigkill_leaves_no_server_and_resume_stops_one_left_running(
     out = tmp_path / "out"
     proc = start_run(campaign, out, cache, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while not second_experiment_running(out):
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        wait_for(proc, lambda: second_experiment_running(out))
         (run_dir,) = (out / "demo").iterdir()
         ((record_path, record),) = reaper.leftovers(RunDir(run_dir).server_records())
         assert record.port == port and record.running()
@@ -485,10 +484,7 @@ def test_a_second_ctrl_c_always_ends_with_how_to_render(tmp_path: Path, cache: P
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
-        while not second_experiment_running(out):
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        wait_for(proc, lambda: second_experiment_running(out))
         proc.send_signal(signal.SIGINT)
         time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
