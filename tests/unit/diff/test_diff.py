@@ -5,6 +5,7 @@ and the decisions' changes on edited copies of a run."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,7 +144,9 @@ def test_the_other_way_round_the_regression_fails_the_ci_gate(
     res = _diff(str(b), str(a), "--out", str(tmp_path), "--no-pdf", "--fail-on-regression", "5%")
     assert res.returncode == 1, res.stdout + res.stderr
     assert "regression: baseline output_tok_s at C=1" in res.stderr
-    assert "itl_ms at C=4" in res.stderr  # twice the time per token: latencies regress too
+    # twice the time per token: latencies regress too (which of them a 5% gate can call
+    # certain at C=4 depends on the host's noise: on a loaded 2-core CI host it was e2e_ms only)
+    assert re.search(r"regression: \S+ (itl|e2e|tpot)_ms at C=4", res.stderr), res.stderr
     # only the named metrics count for the gate: time per token doubled, time to first token
     # grew far less; a threshold no change reaches passes
     gate = ["--out", str(tmp_path), "--no-pdf", "--fail-on-regression", "50%"]
