@@ -34,10 +34,11 @@ from reportgen.analysis.decide import point_of
 from reportgen.analysis.summary import applied_slo, by_level, summarize, trims
 from reportgen.errors import ResultsError
 from reportgen.load.records import RequestRecord
-from reportgen.observe import telemetry
+from reportgen.observe import host, telemetry
 from reportgen.render import chart_inputs, render_html
 from reportgen.results import rundir
 from reportgen.results.embed import extract, table_hashes, without_data
+from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Run
 from reportgen.results.verdicts import Comparison, Decision
 
@@ -196,24 +197,40 @@ def _slo_of(workload: Mapping[str, Any], recs: Sequence[RequestRecord]) -> dict[
 
 
 def _check_telemetry(out: Verification, run: Run, run_dir: Path, found: Mapping[str, str]) -> None:
-    problems = []
-    windows = 0
-    for e in run.experiments:
-        if f"telemetry/{e.table}.parquet" not in found:
-            continue
-        rows = store.telemetry_records(run_dir, e.table)
-        for lv in e.all_levels():
-            w = lv.window
-            if w is None or not w.t0_monotonic:
-                continue  # a level the runner could not place on the telemetry's clock
-            fresh = telemetry.window(rows, w.t0_monotonic, w.end)
-            windows += 1
-            kept = None if lv.telemetry is None else [g.model_dump() for g in lv.telemetry]
-            if kept is None or not _close(kept, fresh):
-                where = f"{e.id} {lv.point.label} repetition {lv.repetition + 1}"
-                problems.append(f"{where}: GPU telemetry window")
-    if windows or problems:
-        out.add("telemetry windows", problems, f"{windows} window(s) recomputed")
+    """Each level's GPU and host windows recomputed from the samples saved beside them."""
+
+    def gpu(lv: Level) -> Any:
+        return None if lv.telemetry is None else [g.model_dump() for g in lv.telemetry]
+
+    def cpu(lv: Level) -> Any:
+        return None if lv.host is None else lv.host.model_dump()
+
+    kinds = (
+        ("telemetry", "GPU telemetry", store.telemetry_records, telemetry.window, gpu),
+        ("host", "host CPU", store.host_records, host.window, cpu),
+    )
+    for folder, name, records, summarise, kept_of in kinds:
+        problems = []
+        windows = 0
+        for e in run.experiments:
+            if f"{folder}/{e.table}.parquet" not in found:
+                continue
+            rows = records(run_dir, e.table)
+            for lv in e.all_levels():
+                w = lv.window
+                if w is None or not w.t0_monotonic:
+                    continue  # a level the runner could not place on the samples' clock
+                fresh = summarise(rows, w.t0_monotonic, w.end)
+                windows += 1
+                kept = kept_of(lv)
+                if not (kept is None and fresh in (None, [])) and (
+                    kept is None or not _close(kept, fresh)
+                ):
+                    where = f"{e.id} {lv.point.label} repetition {lv.repetition + 1}"
+                    problems.append(f"{where}: {name} window")
+        if windows or problems:
+            title = "telemetry windows" if folder == "telemetry" else "host CPU windows"
+            out.add(title, problems, f"{windows} window(s) recomputed")
 
 
 def _check_aggregates(out: Verification, run: Run, fresh: Run) -> None:

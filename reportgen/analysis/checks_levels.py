@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from reportgen.analysis.checks_telemetry import telemetry_checks
+from reportgen.analysis.checks_telemetry import host_speed, telemetry_checks
 from reportgen.analysis.summary import steady_window
 from reportgen.campaign.workload import Workload
 from reportgen.load.records import RequestRecord
@@ -60,6 +60,7 @@ def measurement_checks(
         warmed_up(entry),
         engine_events(entry.levels),
         *telemetry_checks(entry),
+        *host_speed(entry, earlier),
     ]
 
 

@@ -1,13 +1,25 @@
-"""The GPU telemetry's checks of an experiment: whether telemetry was recorded for its measured
-windows, whether the GPUs were throttled (a slowdown reason set in a window's samples), and
-whether their SM clocks held steady while busy."""
+"""The telemetry's checks of an experiment: whether GPU telemetry was recorded for its measured
+windows, whether the GPUs were throttled (a slowdown reason set in a window's samples),
+whether their SM clocks held steady while busy, and whether the host's CPU ran at the speed it
+ran at before (``host_speed``, from ``observe.host``'s canary)."""
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
+
+from reportgen.results.levels import Level
 from reportgen.results.model import Experiment
 from reportgen.results.verdicts import Check
 
 CLOCK_CV_BOUND = 0.05
+# A window whose canary took this much longer or shorter than the run's typical one: the
+# host's CPU ran at another speed (the H100 VM of 2026-12-06 moved 6% between two 10-s windows
+# of one server start, and 1.0-1.8 ms between its 4-s bins, its throughput with it)
+HOST_BOUND = 0.10
+# A window with fewer canary samples (3 s at observe.host's 4 Hz) is not judged: one sample
+# varies about 10% on an idle core, and a short level's own load weighs on it
+HOST_SAMPLES = 12
 # Clock events that are not a slowdown: an idle GPU, clocks set by the user, a sync boost.
 NOT_SLOWDOWNS = ("gpu_idle", "applications_clocks_setting", "sync_boost")
 
@@ -72,4 +84,72 @@ def telemetry_checks(entry: Experiment) -> list[Check]:
             else "clocks moved during windows: lock them or "
             "compare only runs with the same behaviour",
         ),
+    ]
+
+
+def _canary(lv: Level) -> float | None:
+    h = lv.host
+    if h is None or h.canary_ms is None or h.samples < HOST_SAMPLES:
+        return None
+    return h.canary_ms
+
+
+def host_speed(entry: Experiment, earlier: Sequence[Experiment] = ()) -> list[Check]:
+    """Whether the host's CPU ran each of this experiment's windows at the speed it ran the
+    run's earlier experiments' windows at the same level (for the first experiment, its own
+    windows at that level): the canary's median per window within HOST_BOUND of theirs (the
+    level's own load on the host is then the same). None when no window has host samples (a
+    run recorded before they were taken)."""
+    sampled = [lv for lv in entry.levels if lv.host is not None and lv.host.samples]
+    if not sampled:
+        return []
+    title = "The host's CPU ran at one speed"
+    mine = [(lv, c) for lv in sampled if (c := _canary(lv)) is not None]
+    if not mine:
+        return [
+            Check(
+                id="host_speed",
+                title=title,
+                status="skip",
+                evidence=f"{len(sampled)} window(s), none with {HOST_SAMPLES} samples of the "
+                "host's CPU: too short to judge its speed",
+            )
+        ]
+    before: dict[object, list[float]] = {}
+    for e in earlier:
+        for lv in e.levels:
+            if (c := _canary(lv)) is not None:
+                before.setdefault(lv.point, []).append(c)
+    own: dict[object, list[float]] = {}
+    for lv, c in mine:
+        own.setdefault(lv.point, []).append(c)
+    offs = []
+    for lv, c in mine:
+        ref = statistics.median(before.get(lv.point) or own[lv.point])
+        offs.append((abs(c / ref - 1), c / ref - 1, lv, ref))
+    _, off, worst, ref = max(offs, key=lambda o: o[0])
+    whose = "the experiments before it" if before.get(worst.point) else "its own windows"
+    steal = [s for lv, _ in mine if lv.host and (s := lv.host.steal_max) is not None]
+    lo, hi = min(c for _, c in mine), max(c for _, c in mine)
+    evidence = (
+        f"a fixed piece of Python work took {lo:.2f}-{hi:.2f} ms (median per window) in "
+        f"{len(mine)} window(s); furthest from the same level's {ref:.2f} ms in {whose}: "
+        f"{worst.point.label} repetition {worst.repetition + 1}, {off:+.0%}"
+    )
+    if steal:
+        evidence += f"; the hypervisor took up to {max(steal):.1%} of the CPUs"
+    ok = abs(off) <= HOST_BOUND
+    return [
+        Check(
+            id="host_speed",
+            title=title,
+            status="pass" if ok else "warn",
+            evidence=evidence,
+            hint=""
+            if ok
+            else "the CPUs ran at another speed in these windows (a busy neighbour on the "
+            "machine, a lower clock): an engine whose host side sets the pace (a scheduler or "
+            "HTTP front end using a whole core) moves with them; compare on a quiet host, or "
+            "measure the baseline again at the end",
+        )
     ]

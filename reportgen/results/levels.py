@@ -58,6 +58,20 @@ def sampled(windows: Iterable[GpuWindow], name: str, which: Which) -> list[float
     return [v for w in windows if (v := w.value(name, which)) is not None]
 
 
+class HostWindow(_AsGiven):
+    """The host's CPU over a level's measured window (``observe.host.window``): how long a fixed
+    piece of Python work took (median and range of its samples, ms), the CPUs busy (mean, in
+    cores) and the share the hypervisor took (mean and largest)."""
+
+    samples: int = 0
+    canary_ms: float | None = None
+    canary_min_ms: float | None = None
+    canary_max_ms: float | None = None
+    busy_cores: float | None = None
+    steal_share: float | None = None
+    steal_max: float | None = None
+
+
 class Dist(_Model):
     """A latency's distribution over a level's requests (ms); None where none was measured."""
 
@@ -247,6 +261,7 @@ class Level(_Model):
     window: Window | None = None
     summary: Summary = Field(default_factory=Summary)
     telemetry: list[GpuWindow] | None = None  # per GPU, over its window
+    host: HostWindow | None = None  # the host's CPU over its window
     engine_metrics: dict[str, Any] | None = None  # Prometheus deltas over the level
     aborted: str | None = None  # why it was cut short (its server died), or FAILED_DURING
     stagger: Stagger | None = None  # closed loop: how its clients started (None: open loop)

@@ -6,6 +6,7 @@
     results.json                    ``model.Run``, rewritten atomically after every experiment
     requests/<table>.parquet        one row per request, every chunk's arrival
     telemetry/<table>.parquet       GPU samples
+    host/<table>.parquet            the host's CPU samples (``observe.host``)
     logs/<experiment>.server.log    each server start's output (``Session.log_file``)
     logs/<experiment>.server.json   a running server's record, for the reaper
     report.html, report.pdf, report.md, tables/*.csv     what ``reportgen render`` writes
@@ -31,10 +32,11 @@ PDF = "report.pdf"
 MARKDOWN = "report.md"
 REQUESTS = "requests"
 TELEMETRY = "telemetry"
+HOST = "host"
 LOGS = "logs"
 TABLES = "tables"
-TABLE_FOLDERS = (REQUESTS, TELEMETRY)  # the raw tables, hashed into every report
-SENT = (REQUESTS, TELEMETRY, LOGS)  # what an experiment on another host writes and sends back
+TABLE_FOLDERS = (REQUESTS, TELEMETRY, HOST)  # the raw tables, hashed into every report
+SENT = (REQUESTS, TELEMETRY, HOST, LOGS)  # what an experiment on another host writes and sends back
 PACKED = ".xz"  # what compaction writes: a third smaller than gzip -9 on results
 _READ = {".xz": lzma.decompress, ".gz": gzip.decompress}  # what reading unpacks
 
@@ -56,8 +58,11 @@ class RunDir:
     def telemetry(self, table: str) -> Path:
         return self.path / TELEMETRY / f"{table}.parquet"
 
+    def host(self, table: str) -> Path:
+        return self.path / HOST / f"{table}.parquet"
+
     def tables(self, folder: str) -> list[Path]:
-        """The Parquet tables of one folder (``REQUESTS`` or ``TELEMETRY``), sorted."""
+        """The Parquet tables of one folder (``REQUESTS``, ``TELEMETRY`` or ``HOST``), sorted."""
         return sorted((self.path / folder).glob("*.parquet"))
 
     @staticmethod

@@ -263,6 +263,26 @@ def load_telemetry(
     return read_table(path, columns).to_pandas()
 
 
+HOST_COLUMNS = ("t", "canary_ms", "busy_cores", "steal_share")
+
+
+def save_host(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) -> Path:
+    """Write one experiment's host CPU samples (``reportgen.observe.host``) as a Parquet table."""
+    frame = pd.DataFrame(rows, columns=list(HOST_COLUMNS))
+    return _save_table(RunDir(run_dir).host(experiment), frame)
+
+
+def host_records(run_dir: Path, experiment: str) -> list[dict[str, Any]]:
+    """One experiment's host CPU samples as records, missing values as None (none saved:
+    empty)."""
+    path = RunDir(run_dir).host(experiment)
+    if not path.exists():
+        return []
+    frame = read_table(path).to_pandas()
+    out = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return [{str(k): v for k, v in r.items()} for r in out]
+
+
 TIME_COLUMNS = ("concurrency", "rate", "status", "start", "first_token", "end")
 
 

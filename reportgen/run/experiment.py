@@ -17,10 +17,10 @@ from reportgen.analysis.summary import by_level
 from reportgen.campaign import Resolved, repetitions_range
 from reportgen.errors import ReportgenError
 from reportgen.load.records import RequestRecord
-from reportgen.observe import evidence, telemetry
+from reportgen.observe import evidence, host, telemetry
 from reportgen.observe.telemetry import Telemetry
 from reportgen.results.engine_log import LogEvidence, LogValues
-from reportgen.results.levels import GpuWindow
+from reportgen.results.levels import GpuWindow, HostWindow
 from reportgen.results.model import (
     Control,
     Experiment,
@@ -76,6 +76,7 @@ def run_experiment(
     rows: dict[str, list[RequestRecord]] = {"experiment": [], "control": [], "prime": []}
     logs: list[tuple[str, str]] = []  # per server: (while serving, once asked to stop)
     tele = _telemetry_start(ctx, entry)
+    cpu = host.HostSampler().start()
 
     def launch(one: Launch) -> None:
         control = entry.control
@@ -120,6 +121,7 @@ def run_experiment(
         raise
     finally:
         _telemetry_end(ctx, r.id, entry, tele)
+        _host_end(ctx, r.id, entry, cpu)
         _evidence(ctx, r, entry, logs)
         entry.finished_at = utc_now()
         entry.by_level = by_level(entry.levels)
@@ -228,6 +230,18 @@ def _telemetry_start(ctx: Context, entry: Experiment) -> Telemetry | None:
     except Exception as exc:
         entry.gpu_counters = {"error": f"error counters unreadable: {exc}"}
     return Telemetry(ctx.gpu_source).start()
+
+
+def _host_end(ctx: Context, exp_id: str, entry: Experiment, cpu: host.HostSampler) -> None:
+    """The host's CPU samples summarised over each level's window, and kept."""
+    rows = cpu.stop()
+    for level in entry.all_levels():
+        w = level.window
+        if w is not None and w.t0_monotonic:
+            found = host.window(rows, w.t0_monotonic, w.end)
+            level.host = None if found is None else HostWindow.model_validate(found)
+    if rows:
+        store.save_host(ctx.run_dir, exp_id, rows)
 
 
 def _telemetry_end(ctx: Context, exp_id: str, entry: Experiment, tele: Telemetry | None) -> None:

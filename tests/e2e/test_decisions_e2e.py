@@ -185,8 +185,10 @@ def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
     res = verify(run_dir / "report.html")
     assert res.returncode == 0, res.stdout + res.stderr
     lines = res.stdout.splitlines()
-    assert "ok   raw tables: 5 table(s), each with the sha256 given" in lines
+    # requests, GPU telemetry (the replayed capture) and the host's CPU samples
+    assert "ok   raw tables: 7 table(s), each with the sha256 given" in lines
     assert "ok   telemetry windows: 12 window(s) recomputed" in lines
+    assert "ok   host CPU windows: 12 window(s) recomputed" in lines
     # 2 experiments x 2 levels x 2 repetitions, and the interleaved baseline runs
     assert "ok   level summaries: 12 level run(s) recomputed from their requests" in lines
     assert any(x.startswith("ok   decisions: ") for x in lines)
