@@ -1,9 +1,10 @@
 """The campaign stage: a TOML file in, a frozen ``Campaign`` out, every problem at once.
 
 - ``schema``: the file's tables and keys (pydantic models): the campaign, its objective,
-  server, checks and experiments; ``workload`` (the [workload] table), ``prompts`` (where
-  prompts come from), ``host`` (where it runs) and ``base`` (the metrics, the engines, the
-  margin's default and which way each metric improves) hold the rest of it.
+  server, checks and experiments; ``workload`` (the [workload] table, its own tables in
+  ``workload_tables``), ``prompts`` (where prompts come from), ``host`` (where it runs) and
+  ``base`` (the metrics, the engines, the margin's default and which way each metric improves)
+  hold the rest of it.
 - ``problems``: loading, with every problem reported at once, located and explained.
 - ``resolve``: experiments to configurations (parents, flags, environment, workload).
 
@@ -33,7 +34,8 @@ from reportgen.campaign.schema import (
     WorkloadOverride,
     json_schema,
 )
-from reportgen.campaign.workload import Repetitions, Slo, Workload, repetitions_range, resolve_trim
+from reportgen.campaign.workload import Workload, repetitions_range, resolve_trim
+from reportgen.campaign.workload_tables import Repetitions, Slo
 from reportgen.errors import CampaignError
 
 __all__ = [

@@ -38,7 +38,8 @@ from reportgen.campaign.base import (
 )
 from reportgen.campaign.host import Host
 from reportgen.campaign.levels import Point
-from reportgen.campaign.workload import Repetitions, Workload
+from reportgen.campaign.workload import Workload
+from reportgen.campaign.workload_tables import Repetitions
 
 
 class Objective(_Model):

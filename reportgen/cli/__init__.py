@@ -2,7 +2,8 @@
 0 success, 1 a run or render that failed, 2 bad input (campaign file, arguments, results file),
 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.
 
-- ``parser``: every command's arguments and help.
+- ``parser``: every command's arguments and help; ``argtypes``: the types its flags are read
+  with (each refuses a bad value saying how to write one).
 - ``prepare``: the commands before a run (validate, plan, calibrate, fingerprint, schema).
 - ``runs``: running a campaign (run, --resume) and reading a run back (render, verify);
   ``summary``: the table and ``--json`` a run ends with.

@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from reportgen.campaign.base import BASE_URL, ID
+from reportgen.cli.argtypes import _rps, _steps
 from reportgen.errors import CampaignError, Problem
 
 # --dataset NAME[:PATH]: the campaign's prompt sources
@@ -41,6 +42,15 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
     args.api = args.api or named or "chat"
     if not re.match(BASE_URL, url):
         raise _refused("URL", args.url, "write http://host:port (or https://)")
+    ramp = ramp_rates(args)
+    if ramp:
+        args.request_rate = ramp
+        (err if args.json else out).print(
+            f"ramp-up {args.ramp_up_strategy} from {args.ramp_up_start_rps:g} to "
+            f"{args.ramp_up_end_rps:g} req/s: measured as {len(ramp)} rate levels "
+            f"({', '.join(f'{r:g}' for r in ramp)} req/s), each rate a level of its own",
+            markup=False,
+        )
     if args.save_result is not None and args.save_result.is_dir():
         raise _refused("--save-result", str(args.save_result), "a folder: name a file")
     if not re.fullmatch(ID, args.name):  # before the server is asked anything
@@ -93,6 +103,82 @@ def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _refused(flag: str, value: str, message: str) -> CampaignError:
     """A flag (or the URL) bench refuses, said as one line naming it."""
     return CampaignError([Problem("reportgen bench", flag, value, message)])
+
+
+RAMPS = ("linear", "exponential")
+
+
+def ramp_arguments(b: argparse.ArgumentParser) -> None:
+    """bench's ramp-up flags, as `vllm bench serve` names them (``ramp_rates`` reads them)."""
+    b.add_argument(
+        "--ramp-up-strategy",
+        choices=RAMPS,
+        default=None,
+        help="as vLLM's: request rates rising from --ramp-up-start-rps to --ramp-up-end-rps, "
+        "measured as --ramp-up-steps rate levels (evenly spaced, or by a constant factor), each "
+        "rate a level of its own; instead of --request-rate",
+    )
+    b.add_argument(
+        "--ramp-up-start-rps",
+        type=_rps,
+        default=None,
+        metavar="R",
+        help="the ramp's first rate (req/s; 0 with linear: one step above 0)",
+    )
+    b.add_argument(
+        "--ramp-up-end-rps",
+        type=_rps,
+        default=None,
+        metavar="R",
+        help="the ramp's last rate (req/s)",
+    )
+    b.add_argument(
+        "--ramp-up-steps",
+        type=_steps,
+        default=5,
+        metavar="N",
+        help="rate levels the ramp is measured as (default: 5)",
+    )
+
+
+def ramp_rates(args: argparse.Namespace) -> list[float]:
+    """`vllm bench serve`'s ramp-up (--ramp-up-strategy, --ramp-up-start-rps,
+    --ramp-up-end-rps) as a staircase of --ramp-up-steps request-rate levels from the start
+    rate to the end rate, evenly (linear) or by a constant factor (exponential): each rate is
+    then measured by itself, where vLLM changes the rate inside one level and reports the
+    level as a whole. A linear ramp from 0 starts one step above it (a rate of 0 sends
+    nothing). Empty when no ramp was asked."""
+    strategy, start, end = args.ramp_up_strategy, args.ramp_up_start_rps, args.ramp_up_end_rps
+    if strategy is None:
+        for flag, value in (("--ramp-up-start-rps", start), ("--ramp-up-end-rps", end)):
+            if value is not None:
+                raise _refused(flag, f"{value:g}", "a ramp's rate: give --ramp-up-strategy too")
+        return []
+    if start is None or end is None:
+        missing = "--ramp-up-start-rps" if start is None else "--ramp-up-end-rps"
+        raise _refused("--ramp-up-strategy", strategy, f"give {missing} too")
+    if args.request_rate:
+        said = ",".join(f"{r:g}" for r in args.request_rate)
+        raise _refused("--request-rate", said, "the ramp sets the rates: give one of the two")
+    if args.find_max:
+        raise _refused("--find-max", args.find_max, "a search sets its own rates: drop the ramp")
+    if not (0 <= start < end):
+        said = f"{start:g} to {end:g}"
+        raise _refused(
+            "--ramp-up-start-rps", said, "a ramp rises: start at 0 or more, below the end"
+        )
+    if strategy == "exponential" and start == 0:
+        raise _refused("--ramp-up-start-rps", "0", "an exponential ramp starts above 0")
+    steps = args.ramp_up_steps
+    if strategy == "exponential":
+        rates = [start * (end / start) ** (k / (steps - 1)) for k in range(steps)]
+    elif start == 0:
+        rates = [end * (k + 1) / steps for k in range(steps)]
+    else:
+        rates = [start + (end - start) * k / (steps - 1) for k in range(steps)]
+    # three significant digits between the two ends the user gave, which stay as given
+    rates[0], rates[-1] = (rates[0] if start == 0 else start), end  # no rounding error at either
+    return [r if r in (start, end) else float(f"{r:.3g}") for r in rates]
 
 
 def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, Any]:

@@ -7,13 +7,14 @@
     Run, Report --exports--> report.md, tables/*.csv
 
 ``view`` builds the report from ``header``, ``brief`` (the first page, with ``expectations``),
-``experiment`` (one experiment's section, its table from ``levels``), ``methods`` (with
-``workload``, the workload in words) and ``evidence`` (the engine's and the GPUs' evidence);
-``text`` writes the rest of the prose, ``fmt`` every number. ``report`` ties them together.
-Imports go one way: ``content`` and ``fmt`` import nothing of render; evidence <- experiment <-
-view <- report; figures <- timeline <- charts <- report. Reads only saved files
-(``reportgen.results``), so any report can be rebuilt later without a GPU or a server; imports
-results and analysis, never run.
+``experiment`` (one experiment's section, its table from ``levels``), ``sentences`` (the
+summary and the run's other sentences), ``methods`` (with ``workload``, the workload in words)
+and ``evidence`` (the engine's and the GPUs' evidence); ``text`` writes the rest of the prose,
+``fmt`` every number. ``report`` ties them together. ``figures`` draws the charts, on ``axes``
+(where the levels sit, linear or log). Imports go one way: ``content`` and ``fmt`` import
+nothing of render; evidence <- experiment <- view <- report, sentences <- view; axes <- figures
+<- timeline <- charts <- report. Reads only saved files (``reportgen.results``), so any report
+can be rebuilt later without a GPU or a server; imports results and analysis, never run.
 """
 
 from reportgen.render.report import (

@@ -44,7 +44,7 @@ from reportgen.render.levels import (
     vs_baseline_table,
 )
 from reportgen.render.text import search_said
-from reportgen.results import model
+from reportgen.results import model, records
 from reportgen.results import verdicts as results_verdicts
 from reportgen.results.model import Point, sorted_points
 from reportgen.tracebacks import DISTILLED_HEADING, gist
@@ -167,7 +167,7 @@ def _ran(start: str | None, end: str | None) -> str:
     return f"{begun} to {ended} ({fmt_duration(start, end)})"
 
 
-def _ran_on(where: model.RanOn | None) -> str:
+def _ran_on(where: records.RanOn | None) -> str:
     """Where an experiment ran when not here (``Experiment.ran_on``), in a phrase."""
     if where is None:
         return ""
@@ -334,7 +334,7 @@ def comparisons(
     ]
 
 
-def _flag_diff(items: Sequence[model.FlagChange]) -> list[FlagChange]:
+def _flag_diff(items: Sequence[records.FlagChange]) -> list[FlagChange]:
     return [
         FlagChange(
             f.key,

@@ -1,6 +1,7 @@
 """The results stage: what a run saved, the contract every later stage reads.
 
-- ``model``: the typed results (``Run``, its experiments and sessions), ``levels`` (what a
+- ``model``: the typed results (``Run``, its experiments and sessions), ``records`` (an
+  experiment's smaller records: ``Failure``, ``Ready``, ``Stop``...), ``levels`` (what a
   level measured: ``Level``, ``Summary``, ``Aggregate``), ``verdicts`` (``Check``,
   ``Comparison``, ``Decision``), ``base`` (their base model: unknown keys kept).
 - ``rundir``: a run directory's layout (``RunDir``: where each file is, plain or gzipped).

@@ -13,7 +13,8 @@ One tree, written by the runner and read by analysis, render, verify and diff::
         Decision             the verdict, with its Comparisons against parent and baseline
 
 ``Level`` down and ``Aggregate`` are in ``results.levels``; ``Check``, ``Comparison`` and
-``Decision`` in ``results.verdicts``; this module holds the run, its experiments and sessions.
+``Decision`` in ``results.verdicts``; an experiment's smaller records (``Failure``, ``Ready``,
+``Stop``...) in ``results.records``; this module holds the run, its experiments and sessions.
 
 Keys this reportgen does not know (written by a later one) are kept as they are, so reading
 and saving a results file never loses anything. Per-request rows are not here: they are
@@ -32,17 +33,28 @@ from reportgen.campaign.base import higher_is_better as higher_is_better
 
 # the campaign's defaults, re-exported for readers of results
 from reportgen.campaign.levels import Point as Point
-from reportgen.campaign.levels import PointField
 from reportgen.campaign.levels import point_of as point_of
 from reportgen.campaign.levels import rate_text as rate_text
 from reportgen.campaign.levels import sorted_points as sorted_points
 from reportgen.campaign.schema import CampaignInfo, Objective
-from reportgen.campaign.workload import Repetitions, Workload
+from reportgen.campaign.workload import Workload
+from reportgen.campaign.workload_tables import Repetitions
 from reportgen.observe.environment import Environment
 from reportgen.results.as_run import _info_as_run, _objective, _workload_as_run, workload_as_run
-from reportgen.results.base import _AsGiven, _Model
+from reportgen.results.base import _Model
 from reportgen.results.engine_log import LogEvidence
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
+
+# an experiment's smaller records, re-exported: run and analysis import them from here
+from reportgen.results.records import Failure as Failure
+from reportgen.results.records import FlagChange as FlagChange
+from reportgen.results.records import Look as Look
+from reportgen.results.records import ProbeAnswer as ProbeAnswer
+from reportgen.results.records import RanOn as RanOn
+from reportgen.results.records import Ready as Ready
+from reportgen.results.records import Stop as Stop
+from reportgen.results.records import TelemetryInfo as TelemetryInfo
+from reportgen.results.records import Warmup as Warmup
 from reportgen.results.verdicts import Check, Decision, Redecision
 
 SCHEMA_VERSION = 3
@@ -56,41 +68,6 @@ FINISHED = ("ok", "failed")  # an experiment in either state is kept by --resume
 def control_table(exp_id: str) -> str:
     """The request table of an experiment's interleaved runs of its parent."""
     return f"{exp_id}{CONTROL_SUFFIX}"
-
-
-class FlagChange(_Model):
-    """One server flag that differs from the parent's (values redacted)."""
-
-    key: str
-    kind: Literal["added", "removed", "changed"]
-    before: Any = None
-    after: Any = None
-
-
-class Stop(_Model):
-    """How a server was stopped (``run.server.StopResult``)."""
-
-    signals: list[str] = Field(default_factory=list)
-    exit_code: int | None = None
-    stop_s: float = 0.0
-    group_gone: bool = False
-    port_free: bool = False
-
-
-class Warmup(_Model):
-    requests: int = 0
-    errors: int = 0
-    duration_s: float = 0.0
-    words_per_token: float | None = None  # prompt words per token after the correction
-
-
-class Ready(_Model):
-    """How the server became ready: seconds, the model it serves, the checks it answered."""
-
-    ready_s: float | None = None
-    model: str | None = None
-    health_checks: int = 0
-    generation_checks: int = 0
 
 
 class Session(_Model):
@@ -134,84 +111,6 @@ class Control(_Model):
         """Whether the experiment is compared with its runs pair by pair (interleaved, not
         grown): the parent's configuration ran beside it, on its machine."""
         return self.usable and not self.grown
-
-
-FailureKind = Literal["start", "not ready", "exited", "fatal", "other"]
-
-
-class Failure(_Model):
-    """Why an experiment failed, as data (its ``reason`` says it in words): what happened,
-    the server's exit code where it exited, and the level run and repetition it failed
-    during, where it failed during one."""
-
-    # "start": could not be started; "not ready": never became ready; "exited": its process
-    # ended; "fatal": it logged a line its engine calls fatal and could no longer generate;
-    # "other": any other failure (a check, the load, the host)
-    kind: FailureKind = "other"
-    exit_code: int | None = None
-    level: PointField | None = None
-    repetition: int | None = None  # from 0
-
-    @classmethod
-    def of(cls, exc: BaseException) -> Failure:
-        """What an exception says of the failure (``errors.ServerError`` carries it all)."""
-        said = getattr(exc, "kind", "other")
-        kinds: tuple[FailureKind, ...] = ("start", "not ready", "exited", "fatal")
-        kind: FailureKind = next((k for k in kinds if k == said), "other")
-        level = getattr(exc, "level", None)
-        return cls(
-            kind=kind,
-            exit_code=getattr(exc, "exit_code", None),
-            level=level if isinstance(level, Point) else None,
-            repetition=getattr(exc, "repetition", None),
-        )
-
-
-class Look(_Model):
-    """One look of adaptive repetitions: after ``repetitions`` of every level still in play,
-    the objective's levels whose verdict was still open (each gets one more, on a fresh
-    server, unless ``repetitions`` is the campaign's max)."""
-
-    repetitions: int
-    open: list[PointField] = Field(default_factory=list)
-
-
-class ProbeAnswer(_Model):
-    """One golden prompt's answer (``run.probes``)."""
-
-    prompt: str
-    expect: Any = None
-    answer: str | None = None
-    finish_reason: str | None = None
-    output_tokens: int | None = None
-    latency_s: float | None = None
-    error: str | None = None
-
-
-class TelemetryInfo(_Model):
-    """How an experiment's GPU sampling went (its rows are in telemetry/<id>.parquet)."""
-
-    hz: float | None = None
-    rows: int = 0
-    late_samples: int = 0
-    error: str | None = None
-
-
-class RanOn(_AsGiven):
-    """Where an experiment ran when not where reportgen ran (``host.executor``): the host, a
-    Slurm job's id and node, the nodes of one server across several, and the node's
-    fingerprint (``run.remote``)."""
-
-    host: str | None = None
-    slurm_job: str | None = None
-    node: str | None = None
-    nodes: list[str] | None = None
-    fingerprint: dict[str, Any] | None = None
-
-    @property
-    def name(self) -> str | None:
-        """The node's name, else the host's."""
-        return self.node or self.host
 
 
 class Experiment(_Model):

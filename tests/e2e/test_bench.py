@@ -387,3 +387,44 @@ def test_a_model_the_server_does_not_serve_fails_at_once(
         "serves no such model" in " ".join(res.stdout.split())
     )
     assert "ready_timeout_s" not in res.stdout
+
+
+def test_a_vllm_ramp_up_is_measured_as_a_staircase_of_rate_levels(
+    tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
+) -> None:
+    """`--ramp-up-strategy exponential --ramp-up-start-rps 5 --ramp-up-end-rps 20` (vLLM's
+    flags) runs rate levels 5, 10 and 20 req/s, each measured by itself and said so; the
+    flags vLLM refuses together are refused here in one line, before anything is written."""
+    sim = start_sim("--ttft-ms", "5", "--itl-ms", "1")
+    out = tmp_path / "out"
+    res = reportgen_main(
+        "bench", sim.url, "--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "5",
+        "--ramp-up-end-rps", "20", "--ramp-up-steps", "3", "--requests", "12",
+        "--repetitions", "1", "--warmup", "0", "--output-tokens", "4", "--output", out,
+        "--no-pdf", "--quiet", "--json", cache=cache,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "ramp-up exponential from 5 to 20 req/s: measured as 3 rate levels (5, 10, 20 " in (
+        res.stderr
+    )
+    (written,) = (out / "bench").glob("bench-*.toml")
+    assert tomllib.loads(written.read_text())["workload"]["request_rate"] == [5.0, 10.0, 20.0]
+    (bench,) = json.loads(res.stdout)["experiments"]
+    assert sorted(lv["rate"] for lv in bench["levels"].values()) == [5.0, 10.0, 20.0], bench
+    refused = {
+        ("--ramp-up-strategy", "linear", "--ramp-up-end-rps", "9"): "give --ramp-up-start-rps",
+        ("--ramp-up-end-rps", "9"): "a ramp's rate: give --ramp-up-strategy too",
+        ("--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "9",
+         "--request-rate", "4"): "the ramp sets the rates: give one of the two",
+        ("--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "0",
+         "--ramp-up-end-rps", "9"): "an exponential ramp starts above 0",
+        ("--ramp-up-strategy", "linear", "--ramp-up-start-rps", "9",
+         "--ramp-up-end-rps", "3"): "a ramp rises",
+        ("--ramp-up-strategy", "linear", "--ramp-up-steps", "1"): "2 or more",
+    }  # fmt: skip
+    for flags, message in refused.items():
+        bad = reportgen_main("bench", sim.url, *flags, "--output", tmp_path / "refused")
+        assert bad.returncode == 2 and message in bad.stderr, (flags, bad.stderr)
+        said = [line for line in bad.stderr.splitlines() if message in line]
+        assert "Traceback" not in bad.stderr and len(said) == 1, bad.stderr
+    assert not (tmp_path / "refused").exists()

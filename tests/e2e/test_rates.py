@@ -18,7 +18,8 @@ from reportgen.analysis.search import Search, parse
 from reportgen.campaign.workload import Workload
 from reportgen.render.text import search_said
 from reportgen.results.levels import Dist, SearchRecord, Summary
-from reportgen.results.model import Experiment, Look, Point
+from reportgen.results.model import Experiment, Point
+from reportgen.results.records import Look
 from tests.conftest import FAST_WARMUP, ROOT, Sim, free_port, reportgen_main
 
 

@@ -238,7 +238,7 @@ def test_an_experiment_measured_on_another_node_than_its_parent_is_not_judged(
     against it, one on the same node is, and where a node sent none the run's GPUs count."""
     from reportgen.analysis.unjudged import gpus_of
     from reportgen.observe import fingerprint, sources
-    from reportgen.results.model import RanOn
+    from reportgen.results.records import RanOn
 
     monkeypatch.setenv(sources.CAPTURE_ENV, str(ROOT / "tests/fixtures/gpu/h200-capture.json"))
     source, why = sources.open_source()
@@ -282,7 +282,7 @@ def test_the_parents_configuration_measured_again_on_the_childs_gpus_stands_in_f
     from reportgen.render import exports
     from reportgen.render import view as report_view
     from reportgen.render.html import render_page
-    from reportgen.results.model import RanOn
+    from reportgen.results.records import RanOn
 
     monkeypatch.setenv(sources.CAPTURE_ENV, str(ROOT / "tests/fixtures/gpu/h200-capture.json"))
     source, why_none = sources.open_source()

@@ -15,7 +15,7 @@ from pypdf import PdfReader
 from reportgen import results
 from reportgen.analysis.checks_engine import spec_length
 from reportgen.engines import get
-from reportgen.render import figures, view
+from reportgen.render import axes, view
 from reportgen.render.report import render_pages
 from reportgen.results.levels import Level
 from tests.builders import widened
@@ -87,7 +87,7 @@ def test_the_printed_level_table_headers_and_the_value_axis_label_stand_apart(
     assert "C achieved run" in text and "achievedrun" not in text
     assert "tok/\ns" not in text and text.count("tok/s req/s") == 1
     # (matplotlib draws the label as glyphs, at an x the figure's left margin sets)
-    assert figures._left(True) > figures._left(False)
+    assert axes._left(True) > axes._left(False)
 
 
 def test_every_interval_beside_a_ratio_says_its_own_confidence() -> None:

@@ -37,7 +37,8 @@ from reportgen.render import (
 )
 from reportgen.results.embed import extract, table_hashes
 from reportgen.results.engine_log import LogEvidence
-from reportgen.results.model import FlagChange, Run
+from reportgen.results.model import Run
+from reportgen.results.records import FlagChange
 from reportgen.results.verdicts import Check
 from tests.conftest import ROOT
 

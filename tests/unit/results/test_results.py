@@ -15,7 +15,8 @@ from reportgen.analysis import drift, verdict
 from reportgen.errors import ResultsError
 from reportgen.load.records import RequestRecord
 from reportgen.results.levels import Level, Summary
-from reportgen.results.model import SCHEMA_VERSION, Control, Experiment, FlagChange, Run
+from reportgen.results.model import SCHEMA_VERSION, Control, Experiment, Run
+from reportgen.results.records import FlagChange
 from reportgen.results.verdicts import Check
 from tests.conftest import ROOT
 
@@ -49,7 +50,8 @@ def test_a_failure_is_data_and_older_words_are_read_once_by_the_migration() -> N
     them once, and everything after reads the data: the levels finished before the failure,
     the server-stability check."""
     from reportgen.analysis.checks_server import server_stable
-    from reportgen.results.model import Failure, Point
+    from reportgen.results.model import Point
+    from reportgen.results.records import Failure
 
     run = results.load(H200)  # version 1: its words, read by the migration
     died = next(e for e in run.experiments if e.id == "eager-attention")
