@@ -356,7 +356,10 @@ class _Sim:
         resp = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", **id_header}
         )
-        await resp.prepare(request)
+        try:
+            await resp.prepare(request)
+        except ConnectionResetError:  # the client left before its headers went out (a level
+            return resp  # that ended, a timed-out probe): not the server's error, no traceback
 
         async def send(choices: list[dict[str, Any]], **extra: Any) -> None:
             if include_usage and "usage" not in extra:

@@ -404,3 +404,30 @@ def test_each_start_draws_its_own_speed_and_drifts_from_the_last(tmp_path: Path)
     assert statistics.stdev(spread) == pytest.approx(0.03, rel=0.15)
     assert speeds(tmp_path / "c", 3, drift=-0.1) == pytest.approx([1, 0.9, 0.81])
     assert len((tmp_path / "c").read_text().split()) == 3
+
+
+def test_clients_that_leave_at_once_leave_no_traceback_in_the_log(
+    start_sim: Callable[..., Sim],
+) -> None:
+    """Streams whose clients reset the connection as soon as they have asked (a level that
+    ended, a probe that timed out) are not the server's errors: a campaign's log check for
+    "Traceback" once failed on them beside a loaded suite."""
+    import socket
+    import struct
+
+    sim = start_sim("--ttft-ms", "50")
+    host, port = sim.url.removeprefix("http://").split(":")
+    body = json.dumps({"model": "sim-model", "stream": True, "max_tokens": 4,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: "
+            f"application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
+    for _ in range(30):
+        s = socket.create_connection((host, int(port)))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST
+        s.sendall(head + body)
+        s.close()
+    with httpx.stream("POST", sim.url + "/v1/chat/completions", content=body,
+                      headers={"Content-Type": "application/json"}) as r:  # fmt: skip
+        assert r.status_code == 200 and "[DONE]" in r.read().decode()  # still serving
+    time.sleep(0.3)
+    assert "Traceback" not in sim.log_text(), sim.log_text()
