@@ -160,8 +160,12 @@ def detect_engine(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> 
                 f"{base} does not answer with TLS ({type(first).__name__}: {first}); a server "
                 "listens there without it: write http://"
             )
-        raise ServerError(
-            f"nothing answers at {base} ({type(first).__name__}: {first}); "
-            "start the server first, or check the address"
-        )
+        said = "start the server first, or check the address"
+        if httpx.URL(base).port is None:  # http://host means port 80, which engines never use
+            port = 443 if base.startswith("https://") else 80
+            said += (
+                f" (it names no port, so {port}: vLLM serves on 8000 by default, SGLang on "
+                "30000; write http://host:PORT)"
+            )
+        raise ServerError(f"nothing answers at {base} ({type(first).__name__}: {first}); {said}")
     return "generic", "none of its endpoints named an engine"

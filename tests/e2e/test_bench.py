@@ -73,6 +73,10 @@ def test_bench_of_nothing_and_of_a_bad_address_is_one_line(
     assert res.returncode == 1 and "Traceback" not in res.stderr
     assert f"error: nothing answers at http://127.0.0.1:{port} (ConnectError" in res.stderr
     assert "start the server first, or check the address" in res.stderr
+    assert "it names no port" not in res.stderr
+    # no port: 80, where no engine serves (nothing listens on 80 on a test host)
+    res = reportgen_main("bench", "http://127.0.0.1", "--output", tmp_path)
+    assert res.returncode == 1 and "it names no port, so 80: vLLM serves on 8000" in res.stderr
     res = reportgen_main("bench", "localhost:8000", "--output", tmp_path)
     assert res.returncode == 2
     assert "error: reportgen bench: URL = 'localhost:8000': write http://host:port" in res.stderr
