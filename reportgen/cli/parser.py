@@ -242,6 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, kind in (("--temperature", float), ("--top-p", float), ("--top-k", int)):
         b.add_argument(flag, type=kind, default=None, help="sampling, sent in every request")
     b.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        help="as vLLM's, and always so here: every request asks the engine for exactly "
+        "--output-tokens (ignore_eos, min_tokens where the engine takes them)",
+    )
+    b.add_argument(
         "--tokenizer",
         default=None,
         metavar="PATH",

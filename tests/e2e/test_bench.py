@@ -310,7 +310,8 @@ def test_bench_takes_the_flags_a_vllm_bench_serve_user_brings(
         "bench", sim.url, "--request-rate", "50", "--requests", "24", "--repetitions", "1",
         "--warmup", "0", "--output-tokens", "4", "--burstiness", "0.25",
         "--extra-body", '{"top_p": 0.9, "seed": 3}', "--temperature", "0.7",
-        "--goodput", "ttft:500", "tpot:50", "--header", "X-Route=pool-a", "--output", out,
+        "--goodput", "ttft:500", "tpot:50", "--header", "X-Route=pool-a", "--ignore-eos",
+        "--output", out,
         "--no-pdf", "--quiet", cache=cache,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
