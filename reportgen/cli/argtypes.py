@@ -64,7 +64,9 @@ def _rps(text: str) -> float:
     except ValueError:
         value = math.nan
     if not 0 <= value < math.inf:
-        raise argparse.ArgumentTypeError(f"{text!r}: a finite rate in requests a second, 0 or more, e.g. 2")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a finite rate in requests a second, 0 or more, e.g. 2"
+        )
     return value
 
 
