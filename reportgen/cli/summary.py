@@ -191,6 +191,11 @@ DROPPED_FIRST = (
 )
 
 
+# The checks a lone table says under its numbers when they warn: the measurement itself in
+# doubt (the rest, GPU telemetry missing say, are in the report)
+SAID_UNDER = ("host_speed", "repetition_spread", "steady_state", "engine_events", "warmed_up")
+
+
 def _lone_table(out: Console, data: Run) -> None:
     """One configuration, nothing to compare: its headline numbers per level, lowest level
     first; on a terminal too narrow for them all, the least needed columns left out (said
@@ -256,6 +261,9 @@ def _lone_table(out: Console, data: Run) -> None:
         from reportgen.render.text import search_said
 
         out.print(search_said(e.search), markup=False, highlight=False)
+    for check in e.checks:  # what a lone benchmark's reader acts on, under its numbers
+        if check.status == "warn" and check.id in SAID_UNDER:
+            out.print(f"warn: {check.title}: {check.evidence}", markup=False, highlight=False)
 
 
 def _percentile_table(out: Console, data: Run, asked: Asked) -> None:

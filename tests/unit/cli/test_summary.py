@@ -66,3 +66,24 @@ def test_json_gives_every_metric_of_every_level() -> None:
                 assert level[f"{name}_{p}"]["mean"] == agg.stat(f"{name}_{p}").mean
         assert level["total_tok_s"]["mean"] == agg.stat("total_tok_s").mean
     assert any(level["rate"] == "inf" for level in e["levels"].values())
+
+
+def test_a_measurement_in_doubt_is_said_under_the_numbers() -> None:
+    """A lone benchmark whose host ran slower in one window (or whose repetitions spread)
+    says so under its table, in one line a check, where the reader of the numbers is; a check
+    that doubts nothing of the numbers (GPU telemetry missing) stays in the report."""
+    from reportgen.results.verdicts import Check
+
+    data = results.load(SEARCH)
+    (e,) = data.experiments
+    e.checks = [
+        Check(id="host_speed", title="The host's CPU ran at one speed", status="warn",
+              evidence="furthest: C=64 repetition 2, +21%"),
+        Check(id="telemetry", title="GPU telemetry recorded", status="warn", evidence="none"),
+        Check(id="repetition_spread", title="Repetitions agree", status="pass", evidence="2%"),
+    ]  # fmt: skip
+    buf = io.StringIO()
+    summary._lone_table(Console(file=buf, width=200, color_system=None), data)
+    lines = buf.getvalue().splitlines()
+    assert "warn: The host's CPU ran at one speed: furthest: C=64 repetition 2, +21%" in lines
+    assert not any("GPU telemetry" in ln or "Repetitions agree" in ln for ln in lines)
