@@ -13,7 +13,9 @@ also runs where reportgen's other dependencies are not installed (the recording 
 
 Telemetry fields (one row per GPU per sample): ``sm_clock_mhz``, ``mem_clock_mhz``,
 ``power_w``, ``temp_c``, ``util_gpu_pct``, ``util_mem_pct``, ``mem_used_bytes``,
-``clock_events`` (NVML's clock-event reasons bitmask; ``CLOCK_EVENTS`` names the bits).
+``clock_events`` (NVML's clock-event reasons bitmask; ``CLOCK_EVENTS`` names the bits),
+``energy_mj`` (NVML's total energy consumption since the driver loaded, in millijoules; None
+where the GPU or the recording has none).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ TELEMETRY_FIELDS = (
     "util_mem_pct",
     "mem_used_bytes",
     "clock_events",
+    "energy_mj",
 )
 # nvmlGpuTopologyLevel_t
 TOPOLOGY_LEVELS = {

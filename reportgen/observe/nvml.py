@@ -280,6 +280,7 @@ class NvmlSource:
                             h,
                         )
                     ),
+                    "energy_mj": _num(self._call("nvmlDeviceGetTotalEnergyConsumption", h)),
                 }
             )
         return rows

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reportgen.observe.gpu import GpuSource, GpuUnavailable
+from reportgen.observe.gpu import TELEMETRY_FIELDS, GpuSource, GpuUnavailable
 from reportgen.observe.nvml import NvmlSource
 
 
@@ -34,6 +34,8 @@ class FakeSource:
         self.capture = data
         self.samples: list[list[dict[str, Any]]] = data["samples"]
         self.position = 0
+        # every field a sample has today, None where the capture predates it (energy_mj)
+        self.blank: dict[str, Any] = dict.fromkeys(TELEMETRY_FIELDS)
         # NVML failing in the middle of a run: a capture may say after how many samples.
         self.fail_after: int | None = data.get("fail_after_samples")
         self.recorded = len(data["info"].get("devices") or [])
@@ -101,13 +103,13 @@ class FakeSource:
         t = time.perf_counter()
         if self.gpus is None:
             rows = self.samples[position % len(self.samples)]
-            return [{**row, "t": t} for row in rows]
+            return [{**self.blank, **row, "t": t} for row in rows]
         out = []
         for k in range(self.gpus):
             g, copy = self._copy(k)
             ahead = copy * len(self.samples) // self.copies
             rows = self.samples[(position + ahead) % len(self.samples)]
-            out += [{**row, "gpu": k, "t": t} for row in rows if row.get("gpu") == g]
+            out += [{**self.blank, **row, "gpu": k, "t": t} for row in rows if row.get("gpu") == g]
         return out
 
     def counters(self) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ import math
 import threading
 import time
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 from reportgen.observe.gpu import CLOCK_EVENTS, SLOWDOWNS, GpuSource
@@ -65,11 +66,31 @@ def _stats(values: Sequence[float]) -> dict[str, float | None]:
     return {"mean": mean, "min": min(values), "max": max(values)}
 
 
+def energy(
+    rows: Sequence[dict[str, Any]], start: float, end: float
+) -> tuple[float | None, str | None]:
+    """One GPU's energy over ``start``-``end`` (J) from its rows inside it, and where it came
+    from: NVML's energy counter read at the first and last sample ("counter"), else the
+    sampled power integrated (trapezoids: "power integrated"); either scaled from the samples'
+    span to the window's. (None, None) with fewer than two samples of either."""
+    span = end - start
+    counted = [(r["t"], float(r["energy_mj"])) for r in rows if r.get("energy_mj") is not None]
+    if len(counted) > 1 and counted[-1][0] > counted[0][0] and counted[-1][1] >= counted[0][1]:
+        (t0, e0), (t1, e1) = counted[0], counted[-1]
+        return (e1 - e0) / 1e3 * span / (t1 - t0), "counter"
+    powered = [(r["t"], float(r["power_w"])) for r in rows if r.get("power_w") is not None]
+    if len(powered) > 1 and powered[-1][0] > powered[0][0]:
+        area = sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in pairwise(powered))
+        return area * span / (powered[-1][0] - powered[0][0]), "power integrated"
+    return None, None
+
+
 def window(rows: Sequence[dict[str, Any]], start: float, end: float) -> list[dict[str, Any]]:
     """Per GPU, the rows with ``start <= t <= end`` summarised: how many and how often,
     clocks (with their coefficient of variation while the GPU was busy), power, temperature,
-    utilisation, memory, and the share of samples each clock-event reason was set (plus
-    ``slowdown_share``: any reason that means the GPU ran slower than it could)."""
+    utilisation, memory, the share of samples each clock-event reason was set (plus
+    ``slowdown_share``: any reason that means the GPU ran slower than it could), and the
+    energy it used over the window (``energy``)."""
     by_gpu: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
         if start <= r["t"] <= end:
@@ -99,6 +120,7 @@ def window(rows: Sequence[dict[str, Any]], start: float, end: float) -> list[dic
             if events and any(e & bit for e in events)
         }
         span = max(r["t"] for r in rs) - min(r["t"] for r in rs)
+        joules, how = energy(rs, start, end)
         out.append(
             {
                 "gpu": g,
@@ -115,6 +137,8 @@ def window(rows: Sequence[dict[str, Any]], start: float, end: float) -> list[dic
                 "slowdown_share": (
                     sum(1 for e in events if e & SLOWDOWNS) / len(events) if events else None
                 ),
+                "energy_j": joules,
+                "energy_from": how,
             }
         )
     return out

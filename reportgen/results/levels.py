@@ -32,7 +32,8 @@ class GpuWindow(_AsGiven):
     """One GPU's telemetry over a level's measured window (``observe.telemetry.window``):
     how many samples and how often, its clocks (the SM clock's coefficient of variation while
     busy), power, temperature, utilisation and memory in use, the share of samples each
-    clock-event reason was set, and ``slowdown_share``: any reason that slowed the GPU."""
+    clock-event reason was set, ``slowdown_share``: any reason that slowed the GPU, and the
+    energy it used over the window (J) with where that came from."""
 
     gpu: int
     samples: int = 0
@@ -46,6 +47,10 @@ class GpuWindow(_AsGiven):
     mem_used_bytes: Sampled = Field(default_factory=Sampled)
     clock_events: dict[str, float] = Field(default_factory=dict)
     slowdown_share: float | None = None
+    # over the window: from NVML's energy counter ("counter"), else its sampled power
+    # integrated ("power integrated"); absent in runs recorded before it was kept
+    energy_j: float | None = None
+    energy_from: str | None = None
 
     def value(self, name: str, which: Which) -> float | None:
         """The ``which`` of the sampled quantity ``name`` (``power_w``, ``util_gpu_pct``...)."""

@@ -97,6 +97,25 @@ def test_window_by_hand() -> None:
     assert w0["clock_events"] == {"gpu_idle": 0.25, "sw_power_cap": 0.25}
     assert w0["slowdown_share"] == 0.25
     assert w1["gpu"] == 1 and w1["samples"] == 1 and w1["hz"] is None
+    # no energy counter here: the power (100 W + t) integrated over 0-3 s, 300 + 4.5 J
+    assert w0["energy_from"] == "power integrated" and w0["energy_j"] == pytest.approx(304.5)
+    assert w1["energy_j"] is None and w1["energy_from"] is None  # one sample: no span
+
+
+def test_energy_comes_from_the_counter_where_the_gpu_has_one() -> None:
+    """NVML's energy counter (mJ since the driver loaded) read at a window's first and last
+    samples, scaled from their span to the window's: 2 kJ over the 2 s between the samples at
+    0.5 and 2.5 s of a 0-3 s window reads 3 kJ (1 kW), whatever the power samples said."""
+    rows = [
+        {"t": 0.5 + k * 0.5, "gpu": 0, "power_w": 10.0, "energy_mj": 5_000_000 + k * 500_000}
+        for k in range(5)
+    ]
+    (w,) = telemetry.window(rows, 0.0, 3.0)
+    assert w["energy_from"] == "counter" and w["energy_j"] == pytest.approx(3000.0)
+    # a counter that went back (a driver reload) is not read as energy: the power is
+    rows[-1]["energy_mj"] = 10
+    (w,) = telemetry.window(rows, 0.0, 3.0)
+    assert w["energy_from"] == "power integrated" and w["energy_j"] == pytest.approx(30.0)
 
 
 def test_counter_deltas_name_what_got_worse() -> None:
@@ -252,6 +271,7 @@ def test_nvml_on_a_real_gpu() -> None:
         assert info["count"] >= 1 and info["devices"][0]["name"]
         rows = source.sample()
         assert len(rows) == info["count"] and rows[0]["sm_clock_mhz"] > 0
+        assert isinstance(rows[0]["energy_mj"], int)  # Volta and later keep the counter
         assert source.counters()[0]["gpu"] == 0
     finally:
         source.close()
