@@ -31,7 +31,7 @@ from typing import Any
 from reportgen import results as store
 from reportgen.analysis import drift, search, verdict
 from reportgen.analysis.decide import point_of
-from reportgen.analysis.summary import applied_slo, by_level, summarize, trims
+from reportgen.analysis.summary import applied_slo, by_level, energy_rates, summarize, trims
 from reportgen.errors import ResultsError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import host, telemetry
@@ -176,6 +176,8 @@ def _check_levels(
                     trim=trims(wl),  # as the run resolved it (on for duration levels)
                     client=stored.client,  # the client's own CPU use: measured, not derivable
                 )
+                # from its GPU windows (recomputed from theirs by _check_telemetry)
+                lv.summary.power_w, lv.summary.output_tok_per_j = energy_rates(lv)
                 runs += 1
                 # a key a later reportgen added is not in older results: not compared there
                 later = ["window_concurrency"] if stored.window_concurrency is None else []

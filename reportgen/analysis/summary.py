@@ -16,6 +16,9 @@ see ``reportgen.load.wire``):
 - ``total_tok_s``: (input + output tokens) of successful requests / duration.
 - ``req_s``: successful requests / duration.
 - ``goodput_req_s``: successful requests that met every SLO the campaign sets / duration.
+- ``output_tok_per_j``: output tok/s / ``power_w``, the GPUs' mean power over the level's
+  measured window (their energy over it, summed: NVML's energy counter, else the sampled power
+  integrated; over the window's length); none without GPU telemetry.
 - ``achieved_concurrency``: sum of request durations / level duration (time-weighted mean of
   requests in flight).
 - ``window_concurrency``: for a trimmed level, the same inside the window the throughputs
@@ -297,6 +300,23 @@ def summarize(
         e2e_ms=_dist(samples["e2e_ms"]),
         client=client,
     )
+
+
+def energy_rates(level: Level) -> tuple[float | None, float | None]:
+    """A level run's GPUs' mean power over its window (W: their energy over it, summed, over
+    its span) and its output tokens per joule (its output tok/s over that power); None where
+    a GPU has no energy for the window (no telemetry, or too few samples)."""
+    w, gpus = level.window, level.telemetry or []
+    joules = [g.energy_j for g in gpus if g.energy_j is not None]
+    if w is None or not w.t0_monotonic or not joules or len(joules) < len(gpus):
+        return None, None
+    span = w.end - w.t0_monotonic
+    if span <= 0:
+        return None, None
+    power = sum(joules) / span
+    tok_s = level.summary.output_tok_s
+    per_j = tok_s / power if tok_s is not None and power > 0 else None
+    return power, per_j
 
 
 AGGREGATED = [(m, None) for m in THROUGHPUTS] + [(m, s) for m in LATENCIES for s in KEPT]

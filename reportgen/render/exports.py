@@ -63,7 +63,7 @@ def tables(run: Run) -> dict[str, str]:
 
 def _levels(exps: Sequence[Experiment]) -> str:
     counts = ("requests", "ok", "errors", "short_outputs", "input_tokens", "output_tokens")
-    scalars = ("duration_s", *THROUGHPUTS, "achieved_concurrency", "window_concurrency")
+    scalars = ("duration_s", *THROUGHPUTS, "power_w", "achieved_concurrency", "window_concurrency")
     header = ["experiment", "role", "concurrency", "request_rate", "repetition"]
     header += [*counts, *scalars] + [f"{m}_{s}" for m in LATENCIES for s in STATS]
     header += ["window_start_s", "window_end_s", "stagger_s"]

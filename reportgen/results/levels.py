@@ -118,6 +118,10 @@ class Summary(_Model):
     total_tok_s: float | None = None
     req_s: float | None = None
     goodput_req_s: float | None = None
+    # the GPUs' mean power over the window, from their energy (W; None without telemetry or
+    # energy), and output tok/s over it (``analysis.summary.energy_rates``)
+    power_w: float | None = None
+    output_tok_per_j: float | None = None
     slo_attainment: float | None = None
     chunk_s: float | None = None
     achieved_concurrency: float | None = None
@@ -314,6 +318,7 @@ class Aggregate(_Model):
     total_tok_s: Stat = Field(default_factory=Stat)
     req_s: Stat = Field(default_factory=Stat)
     goodput_req_s: Stat = Field(default_factory=Stat)
+    output_tok_per_j: Stat = Field(default_factory=Stat)
     ttft_ms_p50: Stat = Field(default_factory=Stat)
     ttft_ms_p90: Stat = Field(default_factory=Stat)
     ttft_ms_p99: Stat = Field(default_factory=Stat)

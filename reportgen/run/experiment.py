@@ -13,7 +13,7 @@ from typing import Any
 from reportgen import results as store
 from reportgen.analysis import checks as checks_mod
 from reportgen.analysis.recheck import prefix_expect
-from reportgen.analysis.summary import by_level
+from reportgen.analysis.summary import by_level, energy_rates
 from reportgen.campaign import Resolved, repetitions_range
 from reportgen.errors import ReportgenError
 from reportgen.load.records import RequestRecord
@@ -253,6 +253,7 @@ def _telemetry_end(ctx: Context, exp_id: str, entry: Experiment, tele: Telemetry
         if w is not None and w.t0_monotonic:
             windows = telemetry.window(rows, w.t0_monotonic, w.end)
             level.telemetry = [GpuWindow.model_validate(g) for g in windows]
+            level.summary.power_w, level.summary.output_tok_per_j = energy_rates(level)
     entry.telemetry = TelemetryInfo(
         hz=tele.hz, rows=len(rows), late_samples=tele.late_samples, error=tele.error
     )

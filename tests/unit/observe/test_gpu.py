@@ -224,6 +224,17 @@ def test_a_campaign_records_telemetry_per_level(tmp_path: Path, cache: Path) -> 
     assert windows  # (a level shorter than the 50 ms sampling period may have no sample)
     for w in windows:
         assert w["gpu"] == 0 and w["samples"] >= 1 and w["sm_clock_mhz"]["max"] > 0
+    # energy: the capture predates NVML's counter, so its power integrated, and per level run
+    # the GPU's mean power and output tokens per joule, aggregated like any throughput
+    powered = [lv for lv in exp["levels"] if (lv["telemetry"] or [{}])[0].get("energy_j")]
+    assert powered and all(lv["telemetry"][0]["energy_from"] == "power integrated" for lv in powered)
+    for lv in powered:
+        span = lv["window"]["duration_s"]
+        power, per_j = lv["summary"]["power_w"], lv["summary"]["output_tok_per_j"]
+        assert power == pytest.approx(lv["telemetry"][0]["energy_j"] / span)
+        assert 50 < power < 800  # the H200's idle to its 700 W cap
+        assert per_j == pytest.approx(lv["summary"]["output_tok_s"] / power)
+    assert exp["by_level"][0]["output_tok_per_j"]["n"] >= 1
     frame = data["_telemetry"]
     assert list(frame.columns) == ["t", "gpu", *gpu.TELEMETRY_FIELDS] and len(frame) > 5
     assert data["environment"]["gpus"]["devices"][0]["name"] == "NVIDIA H200"
@@ -435,3 +446,25 @@ def test_the_gate_on_gpu_count_tells_one_gpu_from_four(
         )
     ]
     assert "NOT COMPARABLE" in (tmp_path / "diff" / "diff.html").read_text()
+
+
+def test_energy_per_level_run_needs_every_gpus_energy() -> None:
+    """Two GPUs using 3 kJ and 1 kJ over a 10-s window: 400 W; at 2,000 output tok/s, 5
+    tokens per joule. A GPU without energy for the window (too few samples) leaves it unsaid
+    rather than counting the other alone."""
+    from reportgen.analysis.summary import energy_rates
+    from reportgen.results.levels import Level
+
+    def level(*joules: float | None) -> Level:
+        return Level.model_validate(
+            {
+                "concurrency": 8,
+                "window": {"t0_monotonic": 100.0, "duration_s": 10.0},
+                "summary": {"output_tok_s": 2000.0},
+                "telemetry": [{"gpu": g, "energy_j": j} for g, j in enumerate(joules)],
+            }
+        )
+
+    assert energy_rates(level(3000.0, 1000.0)) == (400.0, 5.0)
+    assert energy_rates(level(3000.0, None)) == (None, None)
+    assert energy_rates(level()) == (None, None)
