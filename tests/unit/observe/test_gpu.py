@@ -227,7 +227,8 @@ def test_a_campaign_records_telemetry_per_level(tmp_path: Path, cache: Path) -> 
     # energy: the capture predates NVML's counter, so its power integrated, and per level run
     # the GPU's mean power and output tokens per joule, aggregated like any throughput
     powered = [lv for lv in exp["levels"] if (lv["telemetry"] or [{}])[0].get("energy_j")]
-    assert powered and all(lv["telemetry"][0]["energy_from"] == "power integrated" for lv in powered)
+    assert powered
+    assert all(lv["telemetry"][0]["energy_from"] == "power integrated" for lv in powered)
     for lv in powered:
         span = lv["window"]["duration_s"]
         power, per_j = lv["summary"]["power_w"], lv["summary"]["output_tok_per_j"]
