@@ -163,7 +163,7 @@ class ExperimentView:
     levels: list[LevelRow]
     notes: list[str]  # measurement caveats by level: client-limited, short outputs, goodput
     trims: list[str]  # where each level's throughputs were trimmed to its steady state
-    telemetry: list[dict[str, str]]  # per level and repetition, during the measured window
+    telemetry: list[dict[str, Any]]  # per level and repetition, during the measured window
     telemetry_windows: list[tuple[float, float, str]]  # (start, end, label), records' clock
     telemetry_note: str  # why there is none, or how it was sampled
     gpu_errors: list[str]  # error counters that grew during the experiment

@@ -243,15 +243,19 @@ def idle_overview(exps: Sequence[Experiment]) -> str:
     )
 
 
-def telemetry_rows(e: Experiment) -> list[dict[str, str]]:
+def telemetry_rows(e: Experiment) -> list[dict[str, Any]]:
     """One row per level and repetition, over all GPUs: mean of the GPUs' means, the lowest
     minimum and highest maximum, and for clock events the worst GPU's share; samples: the
-    fewest of any GPU."""
+    fewest of any GPU; output tokens per joule (and joules per token) where the GPUs' energy
+    is known, and whether it came from their sampled power."""
     groups: dict[tuple[Point, int], list[list[GpuWindow]]] = {}
+    per_j: dict[tuple[Point, int], list[float]] = {}
     for lv in e.levels:
         gpus = [g for g in lv.telemetry or [] if g.samples]
         if gpus:
             groups.setdefault((lv.point, lv.repetition), []).append(gpus)
+        if lv.summary.output_tok_per_j is not None:
+            per_j.setdefault((lv.point, lv.repetition), []).append(lv.summary.output_tok_per_j)
     rows = []
     for key, runs in groups.items():
         gpus = [g for run in runs for g in run]
@@ -273,9 +277,19 @@ def telemetry_rows(e: Experiment) -> list[dict[str, str]]:
                 )
                 or "none",
                 "samples": str(sum(min(g.samples for g in run) for run in runs)),
+                # output tokens per joule and joules per output token ("" without energy)
+                "tok_per_j": _per_joule(per_j.get(key, [])),
+                "integrated": any(g.energy_from == "power integrated" for g in gpus),
             }
         )
     return rows
+
+
+def _per_joule(values: Sequence[float]) -> str:
+    if not values:
+        return ""
+    mean = sum(values) / len(values)
+    return f"{fmt_num(mean)} ({fmt_num(1 / mean)})" if mean > 0 else NONE
 
 
 def telemetry_gpu_rows(e: Experiment) -> list[dict[str, str]]:

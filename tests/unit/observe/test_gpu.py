@@ -245,6 +245,12 @@ def test_a_campaign_records_telemetry_per_level(tmp_path: Path, cache: Path) -> 
     assert "<svg" in figure and "SM clock (MHz)" in page and "Power (W)" in page
     assert "clock events (share of samples, worst GPU)" in page
     assert "GPU 0: every field NVML gave" in page and "Not Supported" in page
+    # each level run's output tokens per joule (and joules per token) beside its power
+    assert '<th class="num">output tok/J (J/tok)</th>' in page
+    assert re.search(r'<td class="num">[\d.,]+ \([\d.,]+\)</td></tr>', page)
+    assert "Energy from the GPUs&#39; sampled power, integrated" in page or (
+        "Energy from the GPUs' sampled power, integrated" in page
+    )
 
 
 @pytest.mark.slow
