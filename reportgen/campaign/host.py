@@ -82,6 +82,32 @@ class SlurmHost(_FarSide):
     )
 
 
+class Price(_Model):
+    """What the serving host costs: per hour whole, or per GPU-hour (times the GPUs it has)."""
+
+    per_hour: float | None = Field(
+        None, gt=0, allow_inf_nan=False,
+        description="What the serving host costs an hour, GPUs and all (e.g. 27.5).",
+    )  # fmt: skip
+    per_gpu_hour: float | None = Field(
+        None, gt=0, allow_inf_nan=False,
+        description="What one GPU costs an hour; times host.expect.gpu_count, else the GPUs "
+        "the run saw.",
+    )  # fmt: skip
+    currency: str = Field("USD", min_length=1, max_length=8, description='e.g. "USD", "EUR".')
+    source: str = Field(
+        ..., min_length=1,
+        description="Where the price came from (a provider's list price and its date, say): "
+        "the report quotes it.",
+    )  # fmt: skip
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> Price:
+        if (self.per_hour is None) == (self.per_gpu_hour is None):
+            raise ValueError("give one of per_hour (the whole host) or per_gpu_hour")
+        return self
+
+
 class Host(_Model):
     executor: Literal["local", "ssh", "slurm"] = Field(
         "local",
@@ -93,6 +119,11 @@ class Host(_Model):
         None, description='The cluster\'s settings, for executor = "slurm".'
     )
     expect: HostExpect = Field(default_factory=lambda: HostExpect())  # type: ignore[call-arg]
+    price: Price | None = Field(
+        None,
+        description="What the serving host costs, for the cost per million tokens of each "
+        'level: { per_gpu_hour = 3.2, source = "..." } or { per_hour = 25.6, ... }.',
+    )
     repos: list[str] = Field(
         default_factory=list,
         description="Git checkouts whose commit and uncommitted changes the run records (an "

@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from reportgen.campaign.base import BASE_URL, ID
-from reportgen.cli.argtypes import _rps, _steps
+from reportgen.cli.argtypes import _positive_float, _rps, _steps
 from reportgen.errors import CampaignError, Problem
 
 # --dataset NAME[:PATH]: the campaign's prompt sources
@@ -108,8 +108,14 @@ def _refused(flag: str, value: str, message: str) -> CampaignError:
 RAMPS = ("linear", "exponential")
 
 
-def ramp_arguments(b: argparse.ArgumentParser) -> None:
-    """bench's ramp-up flags, as `vllm bench serve` names them (``ramp_rates`` reads them)."""
+def ramp_and_price_arguments(b: argparse.ArgumentParser) -> None:
+    """bench's ramp-up flags, as `vllm bench serve` names them (``ramp_rates`` reads them),
+    and its price (``host.price``)."""
+    b.add_argument("--price", type=_positive_float, default=None, metavar="PER_HOUR",
+                   help="what the server's host costs an hour (USD): the report gives the cost "
+                   "of a million output and input tokens at each level")  # fmt: skip
+    b.add_argument("--price-source", default="given to reportgen bench --price", metavar="TEXT",
+                   help="where that price came from, quoted in the report")  # fmt: skip
     b.add_argument(
         "--ramp-up-strategy",
         choices=RAMPS,
@@ -252,7 +258,9 @@ def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, 
     }
     if args.model:
         server["model"] = args.model
+    host = {"price": {"per_hour": args.price, "source": args.price_source}} if args.price else {}
     return {
+        **({"host": host} if host else {}),
         "campaign": {
             "name": args.name,
             "title": args.title or f"Benchmark of {url}",

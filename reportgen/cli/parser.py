@@ -20,7 +20,7 @@ from reportgen.cli.argtypes import (
     _seconds,
     _slo,
 )
-from reportgen.cli.bench import ramp_arguments
+from reportgen.cli.bench import ramp_and_price_arguments
 from reportgen.metrics import HEADLINE
 
 # shtab's markers for file and folder arguments (what its completion offers for them)
@@ -230,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="open loop: gamma-distributed gaps of shape B, as vLLM's --burstiness (default 1: "
         "Poisson; below 1 burstier, above 1 more even)",
     )
-    ramp_arguments(b)
+    ramp_and_price_arguments(b)
     b.add_argument(
         "--extra-body",
         type=_json_object,

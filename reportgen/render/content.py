@@ -315,3 +315,5 @@ class Report:
     telemetry_levels: list[Point] = field(default_factory=list)
     telemetry_overview: list[dict[str, Any]] = field(default_factory=list)
     telemetry_idle: str = ""  # which experiments' GPUs were mostly idle, in a sentence
+    costs: list[dict[str, Any]] = field(default_factory=list)  # ``costs.cost_rows``
+    cost_basis: str = ""  # the price and where it came from (``costs.hourly``)

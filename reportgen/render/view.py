@@ -19,7 +19,7 @@ from reportgen.analysis.allocation import allocation
 from reportgen.analysis.explain import explain
 from reportgen.campaign.schema import Reference as CampaignReference
 from reportgen.metrics import THROUGHPUTS
-from reportgen.render import brief, evidence, methods, text
+from reportgen.render import brief, costs, evidence, methods, text
 from reportgen.render.content import (
     Assumptions,
     ExperimentView,
@@ -98,6 +98,8 @@ def build(run: Run) -> Report:
         telemetry_levels=levels,
         telemetry_overview=evidence.telemetry_overview(exps, levels),
         telemetry_idle=evidence.idle_overview(exps),
+        costs=costs.cost_rows(run),
+        cost_basis=costs.hourly(run)[1],
         assumptions=_assumptions(views),
         series=[
             _series(i + 1, e, e is baseline, e.id == run.best)

@@ -433,3 +433,39 @@ def test_a_vllm_ramp_up_is_measured_as_a_staircase_of_rate_levels(
         said = [line for line in bad.stderr.splitlines() if message in line]
         assert "Traceback" not in bad.stderr and len(said) == 1, bad.stderr
     assert not (tmp_path / "refused").exists()
+
+
+def test_a_price_gives_the_cost_of_a_million_tokens_at_each_level(
+    tmp_path: Path, cache: Path, start_sim: Callable[..., Sim]
+) -> None:
+    """`--price 36` (an hour of the host) gives, per level, the cost of a million output and
+    input tokens (the hour over the tokens an hour makes), quoting where the price came from;
+    a campaign without a price (and without GPU energy) has no such table."""
+    sim = start_sim("--ttft-ms", "5", "--itl-ms", "2")
+    out = tmp_path / "out"
+    res = reportgen_main(
+        "bench", sim.url, "--concurrency", "1,4", "--requests", "12", "--repetitions", "1",
+        "--warmup", "0", "--output-tokens", "8", "--price", "36", "--price-source",
+        "list price, 2026-12", "--output", out, "--no-pdf", "--quiet", cache=cache,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    (written,) = (out / "bench").glob("bench-*.toml")
+    price = tomllib.loads(written.read_text())["host"]["price"]
+    assert price == {"per_hour": 36.0, "source": "list price, 2026-12"}
+    (run_dir,) = (p.parent for p in (out / "bench").glob("*/results.json"))
+    data = json.loads((run_dir / "results.json").read_text())
+    page = " ".join((run_dir / "report.html").read_text().split())
+    assert "Cost at 36 USD an hour (list price, 2026-12)" in page
+    for agg in data["experiments"][0]["by_level"]:
+        out_s = agg["output_tok_s"]["mean"]
+        in_s = agg["total_tok_s"]["mean"] - out_s
+        expect = [f"{36 / 3600 / x * 1e6:.4g}" for x in (out_s, in_s)]
+        row = f'<td class="num">{expect[0]}</td><td class="num">{expect[1]}</td>'
+        assert row in page, (expect, page[page.index('id="costs"') :][:1500])
+    # no price, no energy: no cost table
+    res = reportgen_main(
+        "bench", sim.url, "--requests", "4", "--repetitions", "1", "--warmup", "0",
+        "--output", tmp_path / "plain", "--no-pdf", "--quiet", cache=cache,
+    )  # fmt: skip
+    (plain,) = (p.parent for p in (tmp_path / "plain" / "bench").glob("*/results.json"))
+    assert 'id="costs"' not in (plain / "report.html").read_text()

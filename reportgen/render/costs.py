@@ -1,0 +1,81 @@
+"""The report's cost and efficiency table: per experiment and objective level, what a million
+output (and input) tokens cost at the campaign's price (``host.price``), and the output tokens
+per joule its GPUs' energy gives; empty (no section) where a run has neither."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from reportgen.campaign.host import Price
+from reportgen.render.fmt import NONE, fmt_num
+from reportgen.results.model import Run
+
+
+def price_of(run: Run) -> Price | None:
+    """The campaign's ``host.price`` typed (None where it gave none)."""
+    given = (run.campaign.get("host") or {}).get("price")
+    if not given:
+        return None
+    try:
+        return Price.model_validate(given)
+    except ValidationError:
+        return None  # the run validated it; a hand-edited results file is not priced
+
+
+def hourly(run: Run) -> tuple[float | None, str]:
+    """What the serving host cost an hour, and the words for where that came from (None where
+    a price per GPU-hour met no count of GPUs)."""
+    price = price_of(run)
+    if price is None:
+        return None, ""
+    quoted = f"{price.source}"
+    if price.per_hour is not None:
+        return price.per_hour, f"{price.per_hour:g} {price.currency} an hour ({quoted})"
+    assert price.per_gpu_hour is not None
+    expected = (run.campaign.get("host") or {}).get("expect", {}).get("gpu_count")
+    seen = len(run.fingerprint.gpus.devices)
+    gpus, whose = (expected, "host.expect.gpu_count") if expected else (seen, "the GPUs it saw")
+    rate = f"{price.per_gpu_hour:g} {price.currency} per GPU-hour ({quoted})"
+    if not gpus:
+        return None, f"{rate}, but no GPU was counted: set host.expect.gpu_count"
+    return price.per_gpu_hour * gpus, f"{rate} x {gpus} GPUs ({whose})"
+
+
+def cost_rows(run: Run) -> list[dict[str, Any]]:
+    """Per experiment that measured something and each level that decides: output tok/s, the
+    cost of a million output tokens and of a million input tokens at ``hourly``, and output
+    tokens per joule; empty where the run has neither a price nor any energy."""
+    per_hour, _ = hourly(run)
+    rows = []
+    for e in run.experiments:
+        for agg in sorted(e.by_level, key=lambda a: a.point.order):
+            if not run.decides(agg.point):
+                continue
+            out = agg.stat("output_tok_s").mean
+            total = agg.stat("total_tok_s").mean
+            per_j = agg.stat("output_tok_per_j").mean
+            inputs = None if total is None else total - (out or 0)
+            rows.append(
+                {
+                    "id": e.id,
+                    "level": str(agg.point),
+                    "out_tok_s": fmt_num(out),
+                    "out_cost": _per_million(per_hour, out),
+                    "in_cost": _per_million(per_hour, inputs),
+                    "per_j": fmt_num(per_j) if per_j is not None else NONE,
+                    "priced": per_hour is not None,
+                    "energy": per_j is not None,
+                }
+            )
+    if not any(r["priced"] or r["energy"] for r in rows) and price_of(run) is None:
+        return []  # (a price that could not be applied keeps the table, to say why)
+    return rows
+
+
+def _per_million(per_hour: float | None, tok_s: float | None) -> str:
+    """The cost of a million tokens at ``tok_s`` on a host costing ``per_hour``."""
+    if per_hour is None or not tok_s or tok_s <= 0:
+        return NONE
+    return f"{per_hour / 3600 / tok_s * 1e6:.4g}"

@@ -1,0 +1,36 @@
+"""The cost of a million tokens: the host's price per hour, whole or per GPU-hour times the
+GPUs (the campaign's expected count, else the GPUs the run saw), and what it cannot price."""
+
+from __future__ import annotations
+
+from reportgen import results
+from reportgen.render import costs
+from tests.conftest import ROOT
+
+H100 = ROOT / "docs" / "examples" / "vllm-h100"  # one H100 seen
+
+
+def test_a_price_per_gpu_hour_counts_the_gpus_it_names_or_saw() -> None:
+    run = results.load(H100)
+    assert costs.hourly(run) == (None, "") and costs.cost_rows(run) == []  # no price, no energy
+    run.campaign["host"] = {"price": {"per_gpu_hour": 3.5, "source": "a list price"}}
+    per_hour, said = costs.hourly(run)
+    assert per_hour == 3.5 and said.endswith("x 1 GPUs (the GPUs it saw)")
+    run.campaign["host"]["expect"] = {"gpu_count": 8}
+    assert costs.hourly(run)[0] == 28.0
+    rows = costs.cost_rows(run)
+    assert rows and all(r["priced"] for r in rows)
+    (base,) = [e for e in run.experiments if e.id == "baseline"]
+    agg = next(a for a in base.by_level if run.decides(a.point))
+    first = next(r for r in rows if r["id"] == "baseline")
+    out = agg.stat("output_tok_s").mean
+    assert out and first["out_cost"] == f"{28 / 3600 / out * 1e6:.4g}"
+
+
+def test_a_price_per_gpu_hour_with_no_gpu_counted_is_not_a_cost() -> None:
+    run = results.load(H100)
+    run.campaign["host"] = {"price": {"per_gpu_hour": 3.5, "source": "a list price"}}
+    run.environment["gpus"] = {"available": False, "reason": "no NVML"}
+    per_hour, said = costs.hourly(run)
+    assert per_hour is None and "no GPU was counted: set host.expect.gpu_count" in said
+    assert costs.cost_rows(run) and not any(r["priced"] for r in costs.cost_rows(run))
