@@ -96,10 +96,9 @@ def _canary(lv: Level) -> float | None:
 
 def host_speed(entry: Experiment, earlier: Sequence[Experiment] = ()) -> list[Check]:
     """Whether the host's CPU ran each of this experiment's windows at the speed it ran the
-    run's earlier experiments' windows at the same level (for the first experiment, its own
-    windows at that level): the canary's median per window within HOST_BOUND of theirs (the
-    level's own load on the host is then the same). None when no window has host samples (a
-    run recorded before they were taken)."""
+    run's earlier experiments (on the same machine) at the same level, or else its own other
+    windows at that level: the canary's median per window within HOST_BOUND of theirs. None
+    when no window has host samples (a run recorded before they were taken)."""
     sampled = [lv for lv in entry.levels if lv.host is not None and lv.host.samples]
     if not sampled:
         return []
@@ -117,24 +116,36 @@ def host_speed(entry: Experiment, earlier: Sequence[Experiment] = ()) -> list[Ch
         ]
     before: dict[object, list[float]] = {}
     for e in earlier:
+        if e.ran_on != entry.ran_on:
+            continue  # another machine's CPU is not this one's speed
         for lv in e.levels:
             if (c := _canary(lv)) is not None:
                 before.setdefault(lv.point, []).append(c)
-    own: dict[object, list[float]] = {}
-    for lv, c in mine:
-        own.setdefault(lv.point, []).append(c)
     offs = []
     for lv, c in mine:
-        ref = statistics.median(before.get(lv.point) or own[lv.point])
-        offs.append((abs(c / ref - 1), c / ref - 1, lv, ref))
+        # the same level before it, else its own other windows there (never itself)
+        others = before.get(lv.point) or [x for o, x in mine if o.point == lv.point and o is not lv]
+        ref = statistics.median(others) if others else None
+        if ref:
+            offs.append((abs(c / ref - 1), c / ref - 1, lv, ref))
+    if not offs:
+        return [
+            Check(
+                id="host_speed",
+                title=title,
+                status="skip",
+                evidence=f"{len(mine)} window(s), each the only one at its level: nothing to "
+                "compare the host's speed with",
+            )
+        ]
     _, off, worst, ref = max(offs, key=lambda o: o[0])
-    whose = "the experiments before it" if before.get(worst.point) else "its own windows"
+    whose = "the experiments before it" if before.get(worst.point) else "its other windows"
     steal = [s for lv, _ in mine if lv.host and (s := lv.host.steal_max) is not None]
     lo, hi = min(c for _, c in mine), max(c for _, c in mine)
     evidence = (
         f"a fixed piece of Python work took {lo:.2f}-{hi:.2f} ms (median per window) in "
         f"{len(mine)} window(s); furthest from the same level's {ref:.2f} ms in {whose}: "
-        f"{worst.point.label} repetition {worst.repetition + 1}, {off:+.0%}"
+        f"{worst.point.label} repetition {worst.repetition + 1}, {off:+.1%}"
     )
     if steal:
         evidence += f"; the hypervisor took up to {max(steal):.1%} of the CPUs"

@@ -16,9 +16,10 @@ see ``reportgen.load.wire``):
 - ``total_tok_s``: (input + output tokens) of successful requests / duration.
 - ``req_s``: successful requests / duration.
 - ``goodput_req_s``: successful requests that met every SLO the campaign sets / duration.
-- ``output_tok_per_j``: output tok/s / ``power_w``, the GPUs' mean power over the level's
-  measured window (their energy over it, summed: NVML's energy counter, else the sampled power
-  integrated; over the window's length); none without GPU telemetry.
+- ``output_tok_per_j``: output tokens of successful requests / the energy of every GPU NVML
+  sees over the level's measured window (NVML's energy counter, else the sampled power
+  integrated), the whole window (a trimmed level's ramp and drain too); ``power_w`` is that
+  energy over the window's length. None without GPU telemetry.
 - ``achieved_concurrency``: sum of request durations / level duration (time-weighted mean of
   requests in flight).
 - ``window_concurrency``: for a trimmed level, the same inside the window the throughputs
@@ -304,8 +305,9 @@ def summarize(
 
 def energy_rates(level: Level) -> tuple[float | None, float | None]:
     """A level run's GPUs' mean power over its window (W: their energy over it, summed, over
-    its span) and its output tokens per joule (its output tok/s over that power); None where
-    a GPU has no energy for the window (no telemetry, or too few samples)."""
+    its span) and its output tokens per joule (the level's output tokens over that energy:
+    both over the whole window, a trimmed level's ramp and drain included); None where a GPU
+    has no energy for the window (no telemetry, or too little of the window sampled)."""
     w, gpus = level.window, level.telemetry or []
     joules = [g.energy_j for g in gpus if g.energy_j is not None]
     if w is None or not w.t0_monotonic or not joules or len(joules) < len(gpus):
@@ -313,10 +315,9 @@ def energy_rates(level: Level) -> tuple[float | None, float | None]:
     span = w.end - w.t0_monotonic
     if span <= 0:
         return None, None
-    power = sum(joules) / span
-    tok_s = level.summary.output_tok_s
-    per_j = tok_s / power if tok_s is not None and power > 0 else None
-    return power, per_j
+    energy = sum(joules)
+    per_j = level.summary.output_tokens / energy if energy > 0 else None
+    return energy / span, per_j
 
 
 AGGREGATED = [(m, None) for m in THROUGHPUTS] + [(m, s) for m in LATENCIES for s in KEPT]

@@ -184,7 +184,13 @@ def ramp_rates(args: argparse.Namespace) -> list[float]:
         rates = [start + (end - start) * k / (steps - 1) for k in range(steps)]
     # three significant digits between the two ends the user gave, which stay as given
     rates[0], rates[-1] = (rates[0] if start == 0 else start), end  # no rounding error at either
-    return [r if r in (start, end) else float(f"{r:.3g}") for r in rates]
+    for digits in range(3, 10):  # three significant digits, more where they would merge rates
+        shown = [r if r in (start, end) else float(f"{r:.{digits}g}") for r in rates]
+        if len(set(shown)) == len(shown):
+            return shown
+    raise _refused(
+        "--ramp-up-steps", str(steps), f"too many steps for {start:g} to {end:g}: ask fewer"
+    )
 
 
 def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, Any]:

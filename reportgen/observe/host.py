@@ -21,6 +21,7 @@ one level's measured window.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -137,7 +138,8 @@ class HostSampler:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(timeout=STOP_S)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
             except ProcessLookupError:
                 pass

@@ -19,6 +19,8 @@ from typing import Any
 from reportgen.observe.gpu import CLOCK_EVENTS, SLOWDOWNS, GpuSource
 
 DEFAULT_HZ = 20.0
+COVERED = 0.8  # the share of a window its energy's samples must span
+EDGE_S = 0.15  # or all of it but this much (three periods at 20 Hz), whichever is less strict
 
 
 class Telemetry:
@@ -72,14 +74,22 @@ def energy(
     """One GPU's energy over ``start``-``end`` (J) from its rows inside it, and where it came
     from: NVML's energy counter read at the first and last sample ("counter"), else the
     sampled power integrated (trapezoids: "power integrated"); either scaled from the samples'
-    span to the window's. (None, None) with fewer than two samples of either."""
+    span to the window's. (None, None) where neither spans COVERED of the window (NVML stopped
+    answering early, a level shorter than two samples)."""
     span = end - start
+    # samples spanning less of the window are not scaled up to it (a short window's edges
+    # may fall up to a sampling period from its first and last samples)
+    least = span - max((1 - COVERED) * span, EDGE_S)
     counted = [(r["t"], float(r["energy_mj"])) for r in rows if r.get("energy_mj") is not None]
-    if len(counted) > 1 and counted[-1][0] > counted[0][0] and counted[-1][1] >= counted[0][1]:
+    if (
+        len(counted) > 1
+        and counted[-1][0] - counted[0][0] >= max(least, 1e-9)
+        and counted[-1][1] >= counted[0][1]
+    ):
         (t0, e0), (t1, e1) = counted[0], counted[-1]
         return (e1 - e0) / 1e3 * span / (t1 - t0), "counter"
     powered = [(r["t"], float(r["power_w"])) for r in rows if r.get("power_w") is not None]
-    if len(powered) > 1 and powered[-1][0] > powered[0][0]:
+    if len(powered) > 1 and powered[-1][0] - powered[0][0] >= max(least, 1e-9):
         area = sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in pairwise(powered))
         return area * span / (powered[-1][0] - powered[0][0]), "power integrated"
     return None, None

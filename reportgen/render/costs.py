@@ -35,11 +35,14 @@ def hourly(run: Run) -> tuple[float | None, str]:
         return price.per_hour, f"{price.per_hour:g} {price.currency} an hour ({quoted})"
     assert price.per_gpu_hour is not None
     expected = (run.campaign.get("host") or {}).get("expect", {}).get("gpu_count")
-    seen = len(run.fingerprint.gpus.devices)
+    # the GPUs reportgen saw are the server's only where it started the server itself
+    elsewhere = any(e.base_url for e in run.experiments)
+    seen = 0 if elsewhere else len(run.fingerprint.gpus.devices)
     gpus, whose = (expected, "host.expect.gpu_count") if expected else (seen, "the GPUs it saw")
     rate = f"{price.per_gpu_hour:g} {price.currency} per GPU-hour ({quoted})"
     if not gpus:
-        return None, f"{rate}, but no GPU was counted: set host.expect.gpu_count"
+        why = "a server reportgen did not start" if elsewhere else "no GPU was counted"
+        return None, f"{rate}, but {why}: set host.expect.gpu_count"
     return price.per_gpu_hour * gpus, f"{rate} x {gpus} GPUs ({whose})"
 
 

@@ -76,7 +76,9 @@ def run_experiment(
     rows: dict[str, list[RequestRecord]] = {"experiment": [], "control": [], "prime": []}
     logs: list[tuple[str, str]] = []  # per server: (while serving, once asked to stop)
     tele = _telemetry_start(ctx, entry)
-    cpu = host.HostSampler().start()
+    # the host's CPU where the server runs: here, not a server elsewhere's (bench URL)
+    local = not entry.base_url or external.is_local(entry.base_url)
+    cpu = host.HostSampler().start() if local else None
 
     def launch(one: Launch) -> None:
         control = entry.control
@@ -120,8 +122,10 @@ def run_experiment(
         entry.reason = f"reportgen stopped on an internal error: {type(exc).__name__}: {exc}"
         raise
     finally:
-        _telemetry_end(ctx, r.id, entry, tele)
-        _host_end(ctx, r.id, entry, cpu)
+        try:
+            _telemetry_end(ctx, r.id, entry, tele)
+        finally:
+            _host_end(ctx, r.id, entry, cpu)  # its process stopped whatever happened
         _evidence(ctx, r, entry, logs)
         entry.finished_at = utc_now()
         entry.by_level = by_level(entry.levels)
@@ -232,9 +236,13 @@ def _telemetry_start(ctx: Context, entry: Experiment) -> Telemetry | None:
     return Telemetry(ctx.gpu_source).start()
 
 
-def _host_end(ctx: Context, exp_id: str, entry: Experiment, cpu: host.HostSampler) -> None:
+def _host_end(ctx: Context, exp_id: str, entry: Experiment, cpu: host.HostSampler | None) -> None:
     """The host's CPU samples summarised over each level's window, and kept."""
+    if cpu is None:
+        return
     rows = cpu.stop()
+    if cpu.error:
+        entry.warnings.append(cpu.error)
     for level in entry.all_levels():
         w = level.window
         if w is not None and w.t0_monotonic:

@@ -104,10 +104,11 @@ def test_window_by_hand() -> None:
 
 def test_energy_comes_from_the_counter_where_the_gpu_has_one() -> None:
     """NVML's energy counter (mJ since the driver loaded) read at a window's first and last
-    samples, scaled from their span to the window's: 2 kJ over the 2 s between the samples at
-    0.5 and 2.5 s of a 0-3 s window reads 3 kJ (1 kW), whatever the power samples said."""
+    samples, scaled from their span to the window's: 2.5 kJ over the 2.5 s between the
+    samples at 0.25 and 2.75 s of a 0-3 s window reads 3 kJ (1 kW), whatever the power
+    samples said."""
     rows = [
-        {"t": 0.5 + k * 0.5, "gpu": 0, "power_w": 10.0, "energy_mj": 5_000_000 + k * 500_000}
+        {"t": 0.25 + k * 0.625, "gpu": 0, "power_w": 10.0, "energy_mj": 5_000_000 + k * 625_000}
         for k in range(5)
     ]
     (w,) = telemetry.window(rows, 0.0, 3.0)
@@ -116,6 +117,9 @@ def test_energy_comes_from_the_counter_where_the_gpu_has_one() -> None:
     rows[-1]["energy_mj"] = 10
     (w,) = telemetry.window(rows, 0.0, 3.0)
     assert w["energy_from"] == "power integrated" and w["energy_j"] == pytest.approx(30.0)
+    # samples over a third of the window (NVML stopped answering): not scaled up to all of it
+    (w,) = telemetry.window(rows[:2], 0.0, 3.0)
+    assert w["energy_j"] is None and w["energy_from"] is None
 
 
 def test_counter_deltas_name_what_got_worse() -> None:
@@ -234,7 +238,7 @@ def test_a_campaign_records_telemetry_per_level(tmp_path: Path, cache: Path) -> 
         power, per_j = lv["summary"]["power_w"], lv["summary"]["output_tok_per_j"]
         assert power == pytest.approx(lv["telemetry"][0]["energy_j"] / span)
         assert 50 < power < 800  # the H200's idle to its 700 W cap
-        assert per_j == pytest.approx(lv["summary"]["output_tok_s"] / power)
+        assert per_j == pytest.approx(lv["summary"]["output_tokens"] / (power * span))
     assert exp["by_level"][0]["output_tok_per_j"]["n"] >= 1
     frame = data["_telemetry"]
     assert list(frame.columns) == ["t", "gpu", *gpu.TELEMETRY_FIELDS] and len(frame) > 5
@@ -456,7 +460,7 @@ def test_the_gate_on_gpu_count_tells_one_gpu_from_four(
 
 
 def test_energy_per_level_run_needs_every_gpus_energy() -> None:
-    """Two GPUs using 3 kJ and 1 kJ over a 10-s window: 400 W; at 2,000 output tok/s, 5
+    """Two GPUs using 3 kJ and 1 kJ over a 10-s window: 400 W; 20,000 output tokens in it, 5
     tokens per joule. A GPU without energy for the window (too few samples) leaves it unsaid
     rather than counting the other alone."""
     from reportgen.analysis.summary import energy_rates
@@ -467,7 +471,7 @@ def test_energy_per_level_run_needs_every_gpus_energy() -> None:
             {
                 "concurrency": 8,
                 "window": {"t0_monotonic": 100.0, "duration_s": 10.0},
-                "summary": {"output_tok_s": 2000.0},
+                "summary": {"output_tok_s": 2000.0, "output_tokens": 20_000},
                 "telemetry": [{"gpu": g, "energy_j": j} for g, j in enumerate(joules)],
             }
         )

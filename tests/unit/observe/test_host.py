@@ -87,12 +87,17 @@ def test_a_window_the_host_ran_slower_warns_naming_it() -> None:
     assert ok.status == "pass", ok
     (warn,) = host_speed(slow, [base, same])
     assert warn.status == "warn"
-    assert "C=64 repetition 3, +21%" in warn.evidence, warn.evidence
+    assert "C=64 repetition 3, +20.5%" in warn.evidence, warn.evidence
     assert "the experiments before it" in warn.evidence and "2.0% of the CPUs" in warn.evidence
     assert "quiet host" in warn.hint
-    # the first experiment: its windows against each other
+    # the first experiment: each window against its others at the level (never itself, so
+    # two repetitions 22% apart warn, where a median of both would halve the gap)
     (first,) = host_speed(_experiment("baseline", [(64, 1.5), (64, 1.5), (64, 1.9)]))
-    assert first.status == "warn" and "its own windows" in first.evidence
+    assert first.status == "warn" and "its other windows" in first.evidence
+    (two,) = host_speed(_experiment("bench", [(64, 1.00), (64, 1.22)]))
+    assert two.status == "warn" and "+22.0%" in two.evidence, two.evidence
+    (one,) = host_speed(_experiment("bench", [(64, 1.00)]))
+    assert one.status == "skip" and "the only one at its level" in one.evidence
 
 
 def test_short_windows_are_not_judged_and_old_runs_have_no_check() -> None:
