@@ -3,10 +3,11 @@
 Python runs a signal's handler in the main thread at the next bytecode it executes, and that
 can be inside a finaliser (an object's ``__del__``, a weakref callback: a closed event loop, a
 transport, a subprocess being collected at the end of a level). An exception raised there is
-printed as "Exception ignored in ..." and dropped, and the run would go on as if the signal
-had never come. So the handler also records the signal, and the runner calls :func:`check` at
-each step's boundary (after a level, after an experiment, before the run is called complete):
-a signal whose KeyboardInterrupt was dropped is raised again there.
+printed as "Exception ignored in ..." and dropped (reportgen's hook keeps it off stderr once a
+signal came), and the run would go on as if the signal had never come. So the handler also
+records the signal, and the runner calls :func:`check` at each step's boundary (after a level,
+after an experiment, before the run is called complete): a signal whose KeyboardInterrupt was
+dropped is raised again there.
 
 A signal raises at once, except while reportgen stops its servers and saves what finished
 after the first (:func:`stopping`): one then is noted, not raised (it would leave a server
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from types import FrameType
 
 _received: str | None = None  # the name of the signal that asked us to stop, once one did
@@ -38,6 +40,16 @@ def install() -> None:
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
     signal.signal(signal.SIGHUP, _handler)
+    sys.unraisablehook = _unraisable
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """Once a stop signal came, a finaliser it interrupted (or left half-made: an event loop
+    whose constructor the signal cut short fails in its ``__del__``) is not printed as
+    "Exception ignored in ...": the stop is said, and ``check`` raises it again. Before one,
+    Python's own hook prints it."""
+    if _received is None:
+        sys.__unraisablehook__(unraisable)
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
