@@ -201,6 +201,11 @@ def _slo_of(workload: Mapping[str, Any], recs: Sequence[RequestRecord]) -> dict[
 LATER_KEYS = ("energy_j", "energy_from")  # GPU window keys runs recorded before lack
 
 
+def _as_kept(fresh: dict[str, Any], kept: dict[str, Any]) -> dict[str, Any]:
+    """A recomputed GPU window without the keys added since the kept one was recorded."""
+    return {k: v for k, v in fresh.items() if k in kept or k not in LATER_KEYS}
+
+
 def _check_telemetry(out: Verification, run: Run, run_dir: Path, found: Mapping[str, str]) -> None:
     """Each level's GPU and host windows recomputed from the samples saved beside them."""
 
@@ -210,11 +215,12 @@ def _check_telemetry(out: Verification, run: Run, run_dir: Path, found: Mapping[
     def cpu(lv: Level) -> Any:
         return None if lv.host is None else lv.host.model_dump()
 
-    kinds = (
-        ("telemetry", "GPU telemetry", store.telemetry_records, telemetry.window, gpu),
-        ("host", "host CPU", store.host_records, host.window, cpu),
-    )
-    for folder, name, records, summarise, kept_of in kinds:
+    kinds = (  # (folder, what a window is, its line's title, reading, summarising, kept)
+        ("telemetry", "GPU telemetry", "telemetry windows", store.telemetry_records,
+         telemetry.window, gpu),
+        ("host", "host CPU", "host CPU windows", store.host_records, host.window, cpu),
+    )  # fmt: skip
+    for folder, name, title, records, summarise, kept_of in kinds:
         problems = []
         windows = 0
         for e in run.experiments:
@@ -228,19 +234,14 @@ def _check_telemetry(out: Verification, run: Run, run_dir: Path, found: Mapping[
                 fresh = summarise(rows, w.t0_monotonic, w.end)
                 windows += 1
                 kept = kept_of(lv)
-                if isinstance(kept, list) and isinstance(fresh, list):
-                    # a window recorded before a key was kept (energy_j): compared without it
-                    fresh = [
-                        {k: v for k, v in f.items() if k in k_ or k not in LATER_KEYS}
-                        for f, k_ in zip(fresh, kept, strict=False)
-                    ] + fresh[len(kept) :]
+                if isinstance(kept, list) and isinstance(fresh, list) and len(kept) == len(fresh):
+                    fresh = [_as_kept(f, k) for f, k in zip(fresh, kept, strict=True)]
                 if not (kept is None and fresh in (None, [])) and (
                     kept is None or not _close(kept, fresh)
                 ):
                     where = f"{e.id} {lv.point.label} repetition {lv.repetition + 1}"
                     problems.append(f"{where}: {name} window")
         if windows or problems:
-            title = "telemetry windows" if folder == "telemetry" else "host CPU windows"
             out.add(title, problems, f"{windows} window(s) recomputed")
 
 

@@ -25,10 +25,10 @@ experiment's verdict "failed", whatever its numbers say.
   reasons.
 - ``clock_stability``: SM clock coefficient of variation while busy at most 5% (warn beyond).
 - ``host_speed``: the host's CPU ran each window at the speed it ran the same level of the
-  run's earlier experiments (the first experiment: its own windows at that level): a fixed
+  run's earlier experiments on the same machine (else the level's other windows): a fixed
   piece of Python work, timed 4 times a second by a process beside the run, took within 10%
-  of their median (warn beyond; windows under 12 samples are not judged; runs recorded
-  before the samples were taken have no such check).
+  of their median (warn beyond; windows under 12 samples, or alone at their level, are not
+  judged; runs recorded before the samples were taken have no such check).
 - ``gpu_errors``: no new ECC, remapped-row, PCIe-replay or XID errors (fail otherwise).
 - ``gpus_free_at_start``: no other process on the GPUs when the run began (warn).
 - ``cuda_graphs``: the engine's log says CUDA graph capture finished (engines that print it).

@@ -6,51 +6,37 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
-from reportgen.campaign.host import Price
 from reportgen.render.fmt import NONE, fmt_num
+from reportgen.results.as_run import host_as_run
 from reportgen.results.model import Run
 
 
-def price_of(run: Run) -> Price | None:
-    """The campaign's ``host.price`` typed (None where it gave none)."""
-    given = (run.campaign.get("host") or {}).get("price")
-    if not given:
-        return None
-    try:
-        return Price.model_validate(given)
-    except ValidationError:
-        return None  # the run validated it; a hand-edited results file is not priced
-
-
 def hourly(run: Run) -> tuple[float | None, str]:
-    """What the serving host cost an hour, and the words for where that came from (None where
-    a price per GPU-hour met no count of GPUs)."""
-    price = price_of(run)
+    """What the serving host cost an hour (``host.price``), and the words for where that came
+    from (None where a price per GPU-hour met no count of GPUs; ("", None) with no price)."""
+    host = host_as_run(run.campaign.get("host"))
+    price = host.price
     if price is None:
         return None, ""
-    quoted = f"{price.source}"
     if price.per_hour is not None:
-        return price.per_hour, f"{price.per_hour:g} {price.currency} an hour ({quoted})"
+        return price.per_hour, f"{price.per_hour:g} {price.currency} an hour ({price.source})"
     assert price.per_gpu_hour is not None
-    expected = (run.campaign.get("host") or {}).get("expect", {}).get("gpu_count")
     # the GPUs reportgen saw are the server's only where it started the server itself
     elsewhere = any(e.base_url for e in run.experiments)
     seen = 0 if elsewhere else len(run.fingerprint.gpus.devices)
+    expected = host.expect.gpu_count
     gpus, whose = (expected, "host.expect.gpu_count") if expected else (seen, "the GPUs it saw")
-    rate = f"{price.per_gpu_hour:g} {price.currency} per GPU-hour ({quoted})"
+    rate = f"{price.per_gpu_hour:g} {price.currency} per GPU-hour ({price.source})"
     if not gpus:
         why = "a server reportgen did not start" if elsewhere else "no GPU was counted"
         return None, f"{rate}, but {why}: set host.expect.gpu_count"
     return price.per_gpu_hour * gpus, f"{rate} x {gpus} GPUs ({whose})"
 
 
-def cost_rows(run: Run) -> list[dict[str, Any]]:
+def cost_rows(run: Run, per_hour: float | None) -> list[dict[str, Any]]:
     """Per experiment that measured something and each level that decides: output tok/s, the
-    cost of a million output tokens and of a million input tokens at ``hourly``, and output
-    tokens per joule; empty where the run has neither a price nor any energy."""
-    per_hour, _ = hourly(run)
+    cost of a million output tokens and of a million input tokens at ``per_hour`` (``hourly``),
+    and output tokens per joule; empty where the run has neither a price nor any energy."""
     rows = []
     for e in run.experiments:
         for agg in sorted(e.by_level, key=lambda a: a.point.order):
@@ -72,7 +58,8 @@ def cost_rows(run: Run) -> list[dict[str, Any]]:
                     "energy": per_j is not None,
                 }
             )
-    if not any(r["priced"] or r["energy"] for r in rows) and price_of(run) is None:
+    priced = bool(host_as_run(run.campaign.get("host")).price)
+    if not any(r["priced"] or r["energy"] for r in rows) and not priced:
         return []  # (a price that could not be applied keeps the table, to say why)
     return rows
 

@@ -86,6 +86,7 @@ def build(run: Run) -> Report:
     levels = sorted_points(lv.point for e in exps for lv in e.levels)
     env = run.fingerprint
     gpus = env.gpus.devices
+    per_hour, cost_basis = costs.hourly(run)
     return Report(
         header=header(run),
         objective=objective,
@@ -98,8 +99,8 @@ def build(run: Run) -> Report:
         telemetry_levels=levels,
         telemetry_overview=evidence.telemetry_overview(exps, levels),
         telemetry_idle=evidence.idle_overview(exps),
-        costs=costs.cost_rows(run),
-        cost_basis=costs.hourly(run)[1],
+        costs=costs.cost_rows(run, per_hour),
+        cost_basis=cost_basis,
         assumptions=_assumptions(views),
         series=[
             _series(i + 1, e, e is baseline, e.id == run.best)

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from reportgen.campaign.host import Host
 from reportgen.campaign.schema import CampaignInfo, Objective, Reference
 from reportgen.campaign.workload import Workload
 
@@ -70,6 +71,15 @@ def references_as_run(saved: Any) -> list[Reference]:
             kept = table if isinstance(table, dict) else {}
             out.append(Reference.model_construct(**{**_UNREAD_REFERENCE, **kept}))
     return out
+
+
+def host_as_run(saved: Any) -> Host:
+    """A saved campaign's [host] table typed; one this version's schema refuses reads as the
+    default host (nothing expected, no price): results are read, not judged."""
+    try:
+        return Host.model_validate(saved if isinstance(saved, dict) else {})
+    except ValidationError:
+        return Host.model_validate({})
 
 
 @functools.lru_cache(maxsize=256)

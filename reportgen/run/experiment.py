@@ -77,8 +77,7 @@ def run_experiment(
     logs: list[tuple[str, str]] = []  # per server: (while serving, once asked to stop)
     tele = _telemetry_start(ctx, entry)
     # the host's CPU where the server runs: here, not a server elsewhere's (bench URL)
-    local = not entry.base_url or external.is_local(entry.base_url)
-    cpu = host.HostSampler().start() if local else None
+    cpu = host.HostSampler().start() if _server_here(entry) else None
 
     def launch(one: Launch) -> None:
         control = entry.control
@@ -217,13 +216,19 @@ def check(
     )
 
 
+def _server_here(entry: Experiment) -> bool:
+    """Whether the experiment's server runs on this host (one reportgen starts, or a
+    ``base_url`` here), so its GPUs and CPUs are the ones sampled here."""
+    return not entry.base_url or external.is_local(entry.base_url)
+
+
 def _telemetry_start(ctx: Context, entry: Experiment) -> Telemetry | None:
     """Error counters now, and GPU sampling from before the server starts (its loading
     shows in the charts) until after it stops."""
     if ctx.gpu_source is None:
         entry.telemetry = TelemetryInfo(error=f"no GPU telemetry: {ctx.gpu_why}")
         return None
-    if entry.base_url and not external.is_local(entry.base_url):
+    if not _server_here(entry):
         entry.telemetry = TelemetryInfo(
             error=f"no GPU telemetry: the server runs on another host ({entry.base_url}), "
             "whose GPUs NVML here cannot see"

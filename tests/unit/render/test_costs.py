@@ -12,13 +12,14 @@ H100 = ROOT / "docs" / "examples" / "vllm-h100"  # one H100 seen
 
 def test_a_price_per_gpu_hour_counts_the_gpus_it_names_or_saw() -> None:
     run = results.load(H100)
-    assert costs.hourly(run) == (None, "") and costs.cost_rows(run) == []  # no price, no energy
+    # no price, no energy: no table
+    assert costs.hourly(run) == (None, "") and costs.cost_rows(run, None) == []
     run.campaign["host"] = {"price": {"per_gpu_hour": 3.5, "source": "a list price"}}
     per_hour, said = costs.hourly(run)
     assert per_hour == 3.5 and said.endswith("x 1 GPUs (the GPUs it saw)")
     run.campaign["host"]["expect"] = {"gpu_count": 8}
     assert costs.hourly(run)[0] == 28.0
-    rows = costs.cost_rows(run)
+    rows = costs.cost_rows(run, 28.0)
     assert rows and all(r["priced"] for r in rows)
     (base,) = [e for e in run.experiments if e.id == "baseline"]
     agg = next(a for a in base.by_level if run.decides(a.point))
@@ -33,4 +34,5 @@ def test_a_price_per_gpu_hour_with_no_gpu_counted_is_not_a_cost() -> None:
     run.environment["gpus"] = {"available": False, "reason": "no NVML"}
     per_hour, said = costs.hourly(run)
     assert per_hour is None and "no GPU was counted: set host.expect.gpu_count" in said
-    assert costs.cost_rows(run) and not any(r["priced"] for r in costs.cost_rows(run))
+    rows = costs.cost_rows(run, per_hour)  # kept, to say why there is no cost
+    assert rows and not any(r["priced"] for r in rows)
