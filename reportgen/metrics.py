@@ -50,9 +50,9 @@ REGISTRY: dict[str, Metric] = {
         Metric("total_tok_s", "total tok/s", "tok/s", True),
         Metric("req_s", "req/s", "req/s", True, headline=True),
         Metric("goodput_req_s", "goodput req/s", "req/s", True),
-        # output tok/s over the GPUs' mean power in the window (``analysis.summary.
-        # energy_rates``): known when the experiment's telemetry ends, so not yet an objective
-        Metric("output_tok_per_j", "output tok/J", "tok/J", True, named=False),
+        # output tokens over the GPUs' energy in the window (``analysis.summary.energy_rates``),
+        # known at each level's end: an objective where NVML sees the server's GPUs
+        Metric("output_tok_per_j", "output tok/J", "tok/J", True),
         Metric("ttft_ms", "TTFT", "ms", False, headline=True, tail=True),
         Metric("itl_ms", "ITL", "ms", False, headline=True),
         # ITL per token: a chunk's gap spread over the tokens it carried (summary only)

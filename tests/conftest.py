@@ -242,34 +242,36 @@ def reportgen_main(
     return Ran(0 if code is None else int(code), out.getvalue(), err.getvalue())
 
 
-# The files whose tests take longest (a whole campaign or more), longest first, as each file
-# took run alone on two cores (test_compile_cache.py with its runs interleaved: about 90 s).
-# pytest-xdist hands files to its
-# workers in the order collected (run with --no-loadscope-reorder: by default it puts the
+# The files whose tests take longest (a whole campaign or more), longest first, by the sum of
+# their tests' durations in a full run of the suite on two cores (`--durations=0`,
+# 2026-12-06: test_resume.py 148 s down to test_driver.py 30 s). pytest-xdist hands files to
+# its workers in the order collected (run with --no-loadscope-reorder: by default it puts the
 # files with the most tests first): these start at once, the short ones fill in around them.
 LONG_FIRST = (
-    "test_ssh.py",
-    "test_demo_e2e.py",
     "test_resume.py",
+    "test_ssh.py",
     "test_slurm.py",
-    "test_adaptive.py",
     "test_compile_cache.py",
-    "test_transformers_serve.py",
-    "test_rates.py",
-    "test_decisions_e2e.py",
-    "test_workloads.py",
-    "test_slurm_nodes.py",
-    "test_resume_elsewhere.py",
-    "test_slump.py",
-    "test_diff.py",
-    "test_cli.py",
-    "test_faults.py",
-    "test_render.py",
-    "test_verify.py",
+    "test_bench.py",
+    "test_adaptive.py",
+    "test_demo_e2e.py",
     "test_gpu.py",
-    "test_packaging.py",
-    "test_driver.py",
+    "test_diff.py",
+    "test_rates.py",
+    "test_transformers_serve.py",
+    "test_workloads.py",
+    "test_slump.py",
+    "test_resume_elsewhere.py",
+    "test_unjudged.py",
+    "test_cli.py",
+    "test_decisions_e2e.py",
+    "test_slurm_nodes.py",
+    "test_render.py",
     "test_loadgen.py",
+    "test_faults.py",
+    "test_driver.py",
+    "test_verify.py",
+    "test_packaging.py",
     "test_cli_fuzz.py",
 )
 

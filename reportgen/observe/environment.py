@@ -79,6 +79,8 @@ class Gpus(_Loose):
     cuda_driver_version: Any = None
     count: Any = None
     topology: Any = None
+    # a capture's facts replayed (``sources.FakeSource``), not this host's GPUs: what it says
+    replayed: Any = None
     devices: list[GpuDevice] = Field(default_factory=list)
 
     _devices = field_validator("devices", mode="before")(_mappings)

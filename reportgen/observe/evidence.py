@@ -236,11 +236,61 @@ def model_files(args: Mapping[str, Any], base: Path) -> dict[str, Any]:
     config = folder / "config.json"
     if config.is_file():
         try:
-            quant = json.loads(config.read_text()).get("quantization_config")
+            data = json.loads(config.read_text())
         except ValueError:
-            quant = None
-        if quant is not None:
+            data = None
+        found = data if isinstance(data, dict) else {}
+        quant = found.get("quantization_config")
+        if found:
+            out["shape"] = model_shape(found)
+        if isinstance(quant, dict):
             canonical = json.dumps(quant, sort_keys=True).encode()
             out["quantization_config_sha256"] = hashlib.sha256(canonical).hexdigest()
             out["quantization"] = quant.get("quant_method") or quant.get("quant_algo")
+    return out
+
+
+# config.json's keys that say how large a model is and how it attends (``analysis.roofline``
+# counts its weights and KV cache from them)
+SHAPE_KEYS = (
+    "architectures",
+    "model_type",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "tie_word_embeddings",
+    "torch_dtype",
+    "dtype",
+    "num_experts",
+    "num_local_experts",
+    "n_routed_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "n_shared_experts",
+    "shared_expert_intermediate_size",
+    "first_k_dense_replace",
+    "decoder_sparse_step",
+    "mlp_only_layers",
+    "layer_types",
+    "full_attention_interval",
+    "kv_lora_rank",
+    "use_sliding_window",
+)
+
+
+def model_shape(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a model's config.json says its size (a multimodal model's ``text_config`` read
+    from there), with its quantization's method and bits."""
+    text = config.get("text_config")
+    src = {**config, **text} if isinstance(text, Mapping) else config
+    out = {k: src[k] for k in SHAPE_KEYS if k in src}
+    quant = config.get("quantization_config")
+    if isinstance(quant, Mapping):
+        out["quantization"] = {
+            k: quant[k] for k in ("quant_method", "quant_algo", "bits", "group_size") if k in quant
+        }
     return out

@@ -56,6 +56,8 @@ class FakeSource:
 
     def info(self) -> dict[str, Any]:
         info = dict(json.loads(json.dumps(self.capture["info"])))
+        # said wherever the GPUs' facts are shown: not this host's, and not this load's power
+        info.setdefault("replayed", "a capture recorded on a real GPU, replayed")
         if self.gpus is None:
             return info
         recorded = info.get("devices") or []

@@ -9,6 +9,7 @@ sampling stops, ``error`` says why and when, and the run goes on.
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 import time
@@ -43,6 +44,21 @@ class Telemetry:
         if self._thread.is_alive():
             self._thread.join(timeout=5)
         return self.rows
+
+    def rows_until(self, end: float, since: float | None = None) -> list[dict[str, Any]]:
+        """The rows so far, once one was sampled past ``end`` (waiting at most three periods,
+        or not at all once sampling stopped); with ``since``, only rows from there on."""
+        wait = time.perf_counter() + 3 * self.period
+        while (
+            self._thread.is_alive()
+            and not (self.rows and self.rows[-1]["t"] > end)
+            and time.perf_counter() < wait
+        ):
+            time.sleep(self.period / 4)
+        rows = list(self.rows)  # (appended to by the sampling thread meanwhile)
+        if since is None:
+            return rows
+        return rows[bisect.bisect_left(rows, since, key=lambda r: r["t"]) :]
 
     def _run(self) -> None:
         due = time.perf_counter()

@@ -1,14 +1,19 @@
 """The report's cost and efficiency table: per experiment and objective level, what a million
-output (and input) tokens cost at the campaign's price (``host.price``), and the output tokens
-per joule its GPUs' energy gives; empty (no section) where a run has neither."""
+output (and input) tokens cost at the campaign's price (``host.price``), the output tokens per
+joule its GPUs' energy gives, and how close the level ran to its GPUs' bounds
+(``analysis.roofline``: decode against memory bandwidth, prefill against tensor throughput);
+empty (no section) where a run has none of them."""
 
 from __future__ import annotations
 
+from statistics import fmean
 from typing import Any
 
+from reportgen.analysis import roofline
 from reportgen.render.fmt import NONE, fmt_num
 from reportgen.results.as_run import host_as_run
-from reportgen.results.model import Run
+from reportgen.results.levels import Level
+from reportgen.results.model import Experiment, Run
 
 
 def hourly(run: Run) -> tuple[float | None, str]:
@@ -36,9 +41,12 @@ def hourly(run: Run) -> tuple[float | None, str]:
 def cost_rows(run: Run, per_hour: float | None) -> list[dict[str, Any]]:
     """Per experiment that measured something and each level that decides: output tok/s, the
     cost of a million output tokens and of a million input tokens at ``per_hour`` (``hourly``),
-    and output tokens per joule; empty where the run has neither a price nor any energy."""
+    output tokens per joule, and decode's and prefill's share of their bounds (``roofs``);
+    empty where the run has neither a price nor any energy nor a bound."""
     rows = []
+    roofs = roof_models(run)
     for e in run.experiments:
+        roof = roofs.get(e.id)
         for agg in sorted(e.by_level, key=lambda a: a.point.order):
             if not run.decides(agg.point):
                 continue
@@ -46,6 +54,13 @@ def cost_rows(run: Run, per_hour: float | None) -> list[dict[str, Any]]:
             total = agg.stat("total_tok_s").mean
             per_j = agg.stat("output_tok_per_j").mean
             inputs = None if total is None else total - (out or 0)
+            decode = prefill = None
+            if isinstance(roof, tuple):
+                levels = [lv for lv in e.levels if lv.point == agg.point and not lv.aborted]
+                b = level_bound(roof, levels)
+                if b is not None:
+                    decode = roofline.percent(out, b.decode_tok_s)
+                    prefill = roofline.percent(inputs, b.prefill_tok_s)
             rows.append(
                 {
                     "id": e.id,
@@ -54,14 +69,110 @@ def cost_rows(run: Run, per_hour: float | None) -> list[dict[str, Any]]:
                     "out_cost": _per_million(per_hour, out),
                     "in_cost": _per_million(per_hour, inputs),
                     "per_j": fmt_num(per_j) if per_j is not None else NONE,
+                    "decode_pct": _pct(decode),
+                    "prefill_pct": _pct(prefill),
                     "priced": per_hour is not None,
                     "energy": per_j is not None,
+                    "roofline": decode is not None,
                 }
             )
     priced = bool(host_as_run(run.campaign.get("host")).price)
-    if not any(r["priced"] or r["energy"] for r in rows) and not priced:
+    if not any(r["priced"] or r["energy"] or r["roofline"] for r in rows) and not priced:
         return []  # (a price that could not be applied keeps the table, to say why)
     return rows
+
+
+Roof = tuple[roofline.Model, roofline.Gpu, roofline.Parallel]
+
+
+def roof_models(run: Run) -> dict[str, Roof | str]:
+    """Per experiment, its model's size, its GPU's figures and its parallelism, or why its
+    levels get no bound. The GPUs are the run's as reportgen saw them (a server elsewhere:
+    none), the model's shape as its config.json said when the experiment ran."""
+    devices = run.fingerprint.gpus.devices
+    names = sorted({str(d.name) for d in devices if d.name})
+    out: dict[str, Roof | str] = {}
+    for e in run.experiments:
+        out[e.id] = _roof(e, names)
+    return out
+
+
+def _roof(e: Experiment, names: list[str]) -> Roof | str:
+    if e.base_url:
+        return "a server reportgen did not start: its GPUs and model were not seen"
+    if len(names) != 1:
+        return "no GPU seen" if not names else f"GPUs of several kinds ({', '.join(names)})"
+    gpu = roofline.gpu(names[0])
+    if gpu is None:
+        return f"{names[0]} is not among the GPUs whose figures reportgen knows"
+    shape = (e.model_files or {}).get("shape")
+    if not isinstance(shape, dict):
+        why = (e.model_files or {}).get("error") or "its config.json was not read (an older run)"
+        return f"the model's shape is unknown: {why}"
+    model = roofline.model(shape, roofline.kv_dtype(e.args))
+    if isinstance(model, str):
+        return model
+    return model, gpu, roofline.parallel(e.args)
+
+
+def level_bound(roof: Roof, levels: list[Level]) -> roofline.Bound | None:
+    """The bounds at one level, from its runs: the requests in flight where the throughputs
+    were counted (the batch), and each request's mean prompt and answer (its context halfway
+    through its answer)."""
+    ok = sum(lv.summary.ok for lv in levels)
+    batch = [
+        c
+        for lv in levels
+        if (c := lv.summary.window_concurrency or lv.summary.achieved_concurrency) is not None
+    ]
+    if not ok or not batch:
+        return None
+    prompt = sum(lv.summary.input_tokens for lv in levels) / ok
+    answer = sum(lv.summary.output_tokens for lv in levels) / ok
+    model, gpu, par = roof
+    return roofline.bound(model, gpu, par, fmean(batch), prompt + answer / 2, prompt)
+
+
+def replayed(run: Run) -> str:
+    """Where the GPUs' facts were a capture replayed rather than measured: the words that say
+    the energy (and the roofline's GPU) is simulated; empty otherwise."""
+    gpus = run.fingerprint.gpus
+    if not gpus.replayed:
+        return ""
+    return (
+        f"The GPUs here are {gpus.replayed} (REPORTGEN_GPU_CAPTURE), not this host's: their "
+        "power follows the capture, not this load, so the energy and tokens per joule are "
+        "simulated."
+    )
+
+
+def roof_basis(run: Run) -> list[str]:
+    """What the bounds were taken from, once per model and GPU, for the table's caption; and
+    why experiments that measured got none, once per reason."""
+    said: dict[str, list[str]] = {}
+    for eid, roof in roof_models(run).items():
+        e = next(x for x in run.experiments if x.id == eid)
+        if not e.by_level:
+            continue
+        if isinstance(roof, str):
+            said.setdefault(f"none for {{}}: {roof}", []).append(eid)
+            continue
+        m, g, par = roof
+        sharded = f", {par.shards} GPUs a server" if par.shards > 1 else ""
+        size = f"{m.params / 1e9:.2f} B parameters"
+        if m.experts:
+            size += f" ({m.active / 1e9:.2f} B active, {m.top_k} of {m.experts} experts)"
+        tflops = f", {g.bf16_tflops:g} TFLOP/s BF16 dense" if g.bf16_tflops else ""
+        text = (
+            f"{size} of {m.weight_bytes:g} bytes, {m.kv_bytes / 1024:g} KiB of KV cache a token; "
+            f"{g.name}: {g.bandwidth_gb_s:,.0f} GB/s{tflops}{sharded} ({g.source})"
+        )
+        said.setdefault(text, [])
+    return [t.format(", ".join(ids)) if ids else t for t, ids in said.items()]
+
+
+def _pct(v: float | None) -> str:
+    return NONE if v is None else (f"{v:.1f}%" if v < 10 else f"{v:.0f}%")
 
 
 def _per_million(per_hour: float | None, tok_s: float | None) -> str:

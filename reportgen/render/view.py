@@ -100,6 +100,8 @@ def build(run: Run) -> Report:
         telemetry_overview=evidence.telemetry_overview(exps, levels),
         telemetry_idle=evidence.idle_overview(exps),
         costs=costs.cost_rows(run, per_hour),
+        roof_basis=costs.roof_basis(run),
+        energy_replayed=costs.replayed(run),
         cost_basis=cost_basis,
         assumptions=_assumptions(views),
         series=[

@@ -13,14 +13,14 @@ from typing import Any
 from reportgen import results as store
 from reportgen.analysis import checks as checks_mod
 from reportgen.analysis.recheck import prefix_expect
-from reportgen.analysis.summary import by_level, energy_rates
+from reportgen.analysis.summary import by_level
 from reportgen.campaign import Resolved, repetitions_range
 from reportgen.errors import ReportgenError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence, host, telemetry
 from reportgen.observe.telemetry import Telemetry
 from reportgen.results.engine_log import LogEvidence, LogValues
-from reportgen.results.levels import GpuWindow, HostWindow
+from reportgen.results.levels import HostWindow
 from reportgen.results.model import (
     Control,
     Experiment,
@@ -33,7 +33,7 @@ from reportgen.results.model import (
 from reportgen.run import external
 from reportgen.run.plan import Role, interleaved, server_sessions
 from reportgen.run.resume import utc_now
-from reportgen.run.session import Context, Launch, ServerSession
+from reportgen.run.session import Context, Launch, ServerSession, level_gpu
 
 # After each round of adaptive repetitions: the objective levels still undecided, given the
 # experiment's request records so far by table (``verdict.open_levels``, with what the
@@ -84,7 +84,7 @@ def run_experiment(
         if one.role == "control" and control is not None and control.error:
             return  # the parent's configuration failed once: no more control runs
         try:
-            ServerSession(ctx, one, entry, rows[one.role], logs).run()
+            ServerSession(ctx, one, entry, rows[one.role], logs, tele).run()
         except ReportgenError as exc:
             if one.role != "control" or control is None:
                 raise
@@ -261,12 +261,8 @@ def _telemetry_end(ctx: Context, exp_id: str, entry: Experiment, tele: Telemetry
     if tele is None or ctx.gpu_source is None:
         return
     rows = tele.stop()
-    for level in entry.all_levels():
-        w = level.window
-        if w is not None and w.t0_monotonic:
-            windows = telemetry.window(rows, w.t0_monotonic, w.end)
-            level.telemetry = [GpuWindow.model_validate(g) for g in windows]
-            level.summary.power_w, level.summary.output_tok_per_j = energy_rates(level)
+    for level in entry.all_levels():  # again, with every sample: the same, or more complete
+        level_gpu(level, rows)
     entry.telemetry = TelemetryInfo(
         hz=tele.hz, rows=len(rows), late_samples=tele.late_samples, error=tele.error
     )

@@ -32,6 +32,21 @@ def preflight(
             + ". Nothing was started; run on the host the campaign was written for, "
             "or change host.expect"
         )
+    gpus = Environment.of(environment).gpus
+    metric = m.campaign.objective.metric
+    if metric == "output_tok_per_j" and not gpus.available:
+        raise CampaignError(
+            [
+                Problem(
+                    campaign.path,
+                    "campaign.objective.metric",
+                    metric,
+                    "tokens per joule need the GPUs' energy, from NVML, which is not available "
+                    f"here ({gpus.reason or 'no GPU seen'}); nothing was started: run where "
+                    "NVML sees the server's GPUs, or choose another metric",
+                )
+            ]
+        )
     found = static.check(campaign)
     if found.errors or found.not_here:
         raise CampaignError(

@@ -16,6 +16,7 @@ from typing import Any
 
 from reportgen import engines
 from reportgen.analysis import search, steady
+from reportgen.analysis.summary import energy_rates
 from reportgen.campaign import Campaign, CampaignModel, Resolved, repetitions_range
 from reportgen.campaign.workload import FindMax
 from reportgen.errors import ReportgenError, ServerError
@@ -23,9 +24,10 @@ from reportgen.load import tokens
 from reportgen.load.loadgen import RequestSpec
 from reportgen.load.records import RequestRecord
 from reportgen.load.tokens import Tokenizer
-from reportgen.observe import events, evidence
+from reportgen.observe import events, evidence, telemetry
 from reportgen.observe.gpu import GpuSource
-from reportgen.results.levels import Level, SearchRecord, Summary
+from reportgen.observe.telemetry import Telemetry
+from reportgen.results.levels import GpuWindow, Level, SearchRecord, Summary
 from reportgen.results.model import Experiment, Point, ProbeAnswer, Ready, Session, Stop
 from reportgen.results.rundir import RunDir
 from reportgen.results.verdicts import FAILED_DURING
@@ -98,8 +100,10 @@ class ServerSession:
         entry: Experiment,
         rows: list[RequestRecord],
         logs: list[tuple[str, str]],
+        gpu: Telemetry | None = None,
     ) -> None:
         self.ctx = ctx
+        self.gpu = gpu  # the experiment's GPU sampler: each level's energy at its end
         self.launch = launch
         self.entry = entry
         self.rows = rows
@@ -248,6 +252,9 @@ class ServerSession:
             first = level.events
             level, recs = self._measured(drv, point, rep, most)
             level.remeasured = first
+        if self.gpu is not None and level.window is not None:
+            w = level.window  # its energy now: an objective in tok/J decides adaptive rounds
+            level_gpu(level, self.gpu.rows_until(w.end, since=w.t0_monotonic - 1.0))
         self.levels.append(level)
         self.rows.extend(recs)
         failed = self._failure_after(recs, f"during {point.label} repetition {rep + 1}")
@@ -432,6 +439,17 @@ class ServerSession:
         failed = self.srv.failure(when)
         if failed is not None:
             raise failed
+
+
+def level_gpu(level: Level, rows: list[dict[str, Any]]) -> None:
+    """A level's GPU windows from the telemetry rows around it, and its mean power and output
+    tokens per joule from them."""
+    w = level.window
+    if w is None or not w.t0_monotonic:
+        return
+    windows = telemetry.window(rows, w.t0_monotonic, w.end)
+    level.telemetry = [GpuWindow.model_validate(g) for g in windows]
+    level.summary.power_w, level.summary.output_tok_per_j = energy_rates(level)
 
 
 def _model_from_args(args: dict[str, Any]) -> str | None:

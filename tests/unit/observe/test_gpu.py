@@ -319,8 +319,10 @@ def test_the_report_shows_a_real_h200_fingerprint() -> None:
 def test_the_capture_replayed_as_four_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
     recorded = capture()
     one, four = FakeSource(H200), FakeSource(H200, gpus=4)
-    # as recorded, without replication or with as many GPUs as were recorded
-    assert one.info() == recorded["info"] == FakeSource(H200, gpus=1).info()
+    # as recorded, without replication or with as many GPUs as were recorded, saying that it
+    # is a capture replayed
+    said = {**recorded["info"], "replayed": "a capture recorded on a real GPU, replayed"}
+    assert one.info() == said == FakeSource(H200, gpus=1).info()
     assert [r["sm_clock_mhz"] for r in one.sample()] == [recorded["samples"][0][0]["sm_clock_mhz"]]
     info = four.info()
     assert info["count"] == 4 and [d["index"] for d in info["devices"]] == [0, 1, 2, 3]
@@ -477,3 +479,113 @@ def test_energy_per_level_run_needs_every_gpus_energy() -> None:
     assert energy_rates(level(3000.0, 1000.0)) == (400.0, 5.0)
     assert energy_rates(level(3000.0, None)) == (None, None)
     assert energy_rates(level()) == (None, None)
+
+
+ENERGY = """
+[campaign]
+name = "small"
+title = "tokens per joule decide"
+objective = {{ metric = "output_tok_per_j", concurrency = [1, 4] }}
+
+[server]
+engine = "sim"
+args = {{ port = {port}, ttft-ms = 5, itl-ms = 4, model = "MODEL" }}
+ready_timeout_s = 30
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 12
+input_tokens = 32
+output_tokens = 16
+repetitions = 2
+warmup_requests = 2
+warmup = {{ max_s = 10 }}
+{extra}
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+
+[[experiment]]
+id = "faster-decode"
+why = "half the time per output token, at the same power"
+args = {{ itl-ms = 2 }}
+"""
+
+DENSE8B = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 14336,
+    "vocab_size": 8192,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+
+
+@pytest.mark.slow
+def test_tokens_per_joule_decide_and_each_level_shows_its_roofline(
+    tmp_path: Path, cache: Path
+) -> None:
+    # the sim's model argument names a folder with an 8B-shaped config.json; the GPU facts
+    # are the H200 capture's, its power replayed whatever the load: twice the tokens at the
+    # same power are twice the tokens per joule
+    folder = tmp_path / "dense8b"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(DENSE8B))
+    template = ENERGY.replace("MODEL", str(folder))
+    # the H200's capture with its power held at 500 W: a replayed capture's power follows the
+    # capture's own load (78-696 W over its 9 s), which would decide instead of the tokens
+    flat = capture()
+    for sample in flat["samples"]:
+        for row in sample:
+            row["power_w"] = 500.0
+    held = tmp_path / "flat-power.json"
+    held.write_text(json.dumps(flat))
+    data = run_small(tmp_path, "", cache, {sources.CAPTURE_ENV: str(held)}, template=template)
+    base, faster = data["experiments"]
+    # each level's energy was known when it ended, and tokens per joule decided
+    assert all(lv["summary"]["output_tok_per_j"] for lv in faster["levels"])
+    ratios = {c["concurrency"]: c["ratio"] for c in faster["decision"]["vs_parent"]}
+    assert all(c["metric"] == "output_tok_per_j" for c in faster["decision"]["vs_parent"])
+    assert all(r > 1.3 for r in ratios.values()), ratios
+    assert faster["decision"]["verdict"] == "adopted", faster["decision"]["explanation"]
+    # the model's shape, as its config.json said, kept with the experiment
+    assert base["model_files"]["shape"]["num_key_value_heads"] == 8
+    page = (data["_run_dir"] / "report.html").read_text()
+    table = page[page.index('<h3 id="costs">') :]
+    table = table[: table.index("</table>")]
+    assert "decode, of its bound" in table and "prefill, of its bound" in table
+    rows = re.findall(r"<tr><td>(.*?)</td>(.*?)</tr>", table, re.S)
+    assert [r[0] for r in rows] == ["baseline", "baseline", "faster-decode", "faster-decode"]
+    for _, cells in rows:
+        decode, prefill = re.findall(r'<td class="num">([^<]*)</td>', cells)[-2:]
+        assert decode.endswith("%") and prefill.endswith("%"), cells
+    # the caption names what the bounds came from: the model counted, the GPU's source
+    assert "7.05 B parameters of 2 bytes, 128 KiB of KV cache a token" in page
+    assert "H200: 4,800 GB/s, 989.5 TFLOP/s BF16 dense" in page
+    assert "nvidia.com/en-us/data-center/h200" in page
+    # and that the energy is a replayed capture's, not measured
+    assert "so the energy and tokens per joule are simulated" in page
+
+
+def test_tokens_per_joule_without_a_gpu_stop_before_anything_starts(
+    tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(ENERGY.format(port=18431, extra="").replace("MODEL", "m"))
+    res = reportgen_main(
+        "run", path, "--output", tmp_path / "out", "--quiet", cache=cache,
+        env={sources.CAPTURE_ENV: None},
+    )  # fmt: skip
+    if DEVICE_NODES:
+        pytest.skip("this host has a GPU")
+    assert res.returncode != 0
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert lines[1:] == ["1 problem found."], res.stderr  # one line, as every campaign error
+    assert f"{path}: campaign.objective.metric = 'output_tok_per_j'" in lines[0]
+    assert "NVML" in lines[0] and "nothing was started" in lines[0]
+    assert "Traceback" not in res.stdout + res.stderr

@@ -1,0 +1,130 @@
+"""The roofline: a model's size counted from its config, and the bounds a GPU puts on decode and
+prefill, checked by hand against published shapes and figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from reportgen.analysis import roofline
+
+# scripts/build_model.py --preset dense8b: Llama-3.1-8B's shape with an 8,192-token vocabulary
+DENSE8B = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 14336,
+    "vocab_size": 8192,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_a_dense_model_is_counted_as_its_builder_counted_it() -> None:
+    m = roofline.model(DENSE8B)
+    assert isinstance(m, roofline.Model)
+    # build_model printed 7,046,696,960 parameters, 266,240 of them RMSNorm weights
+    assert m.params == 7_046_696_960 - 266_240
+    # dense: every weight multiplies every token, but the input embedding is a lookup
+    assert m.active == m.params - 8192 * 4096
+    # K and V, 32 layers, 8 heads of 128, 2 bytes: 128 KiB a token of context
+    assert m.kv_bytes == 2 * 32 * 8 * 128 * 2 == 131_072
+
+
+def test_the_8b_shaped_model_at_c1_on_an_h200_is_bound_near_340_tok_s() -> None:
+    m = roofline.model(DENSE8B)
+    assert isinstance(m, roofline.Model)
+    h200 = roofline.gpu("NVIDIA H200")
+    assert h200 is not None and h200.bandwidth_gb_s == 4800
+    # a step at batch 1 reads 7.01 G weights (14.03 GB) and 256 tokens of KV (0.03 GB)
+    b = roofline.bound(m, h200, roofline.parallel({}), batch=1, context=256, prompt=128)
+    assert b.step_bytes == pytest.approx(14.059e9, rel=1e-3)
+    assert b.decode_tok_s == pytest.approx(4.8e12 / 14.059e9, rel=1e-3)  # 341 tok/s
+    # the H200 runs of campaigns/vllm-h200.toml measured 209-217 output tok/s at C=1
+    assert roofline.percent(209.0, b.decode_tok_s) == pytest.approx(61.2, abs=0.1)
+    # prefill: 2 FLOPs a weight and a token, plus attention: about 70 k tokens/s of compute
+    assert b.prefill_tok_s == pytest.approx(989.5e12 / (2 * m.active + 2 * 32 * 4096 * 128), 1e-9)
+
+
+def test_the_bound_grows_with_the_batch_until_the_kv_cache_dominates() -> None:
+    m = roofline.model(DENSE8B)
+    assert isinstance(m, roofline.Model)
+    h100 = roofline.gpu("NVIDIA H100 80GB HBM3")
+    assert h100 is not None and h100.name == "H100 SXM"
+    bounds = [
+        roofline.bound(m, h100, roofline.parallel({}), b, 256, 128).decode_tok_s
+        for b in (1, 16, 64)
+    ]
+    assert bounds[0] < bounds[1] < bounds[2] < 64 * bounds[0]
+    # a cap on running requests caps the batch the bound is taken at
+    capped = roofline.bound(m, h100, roofline.parallel({"max-num-seqs": 48}), 64, 256, 128)
+    assert capped.batch == 48 and capped.decode_tok_s < bounds[2]
+    # tensor parallelism pools the GPUs' bandwidth; data parallelism adds replicas
+    tp2 = roofline.bound(m, h100, roofline.parallel({"tensor-parallel-size": 2}), 1, 256, 128)
+    assert tp2.decode_tok_s == pytest.approx(2 * bounds[0])
+
+
+def test_a_mixture_of_experts_reads_only_the_experts_its_batch_chooses() -> None:
+    moe = {
+        **DENSE8B,
+        "num_experts": 32,
+        "num_experts_per_tok": 4,
+        "moe_intermediate_size": 384,
+        "hidden_size": 1024,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "head_dim": 64,
+        "num_hidden_layers": 12,
+        "intermediate_size": 2048,
+    }
+    m = roofline.model(moe)
+    assert isinstance(m, roofline.Model)
+    assert m.active < m.params and m.experts == 32 and m.moe_layers == 12
+    h200 = roofline.gpu("NVIDIA H200")
+    assert h200 is not None
+    one = roofline.bound(m, h200, roofline.parallel({}), 1, 256, 128)
+    many = roofline.bound(m, h200, roofline.parallel({}), 64, 256, 128)
+    # one token reads 4 experts a layer; 64 read nearly all 32
+    assert one.step_bytes < many.step_bytes
+    assert many.step_bytes - 64 * 256 * m.kv_bytes == pytest.approx(
+        m.dense_bytes + 12 * 32 * (1 - (1 - 4 / 32) ** 64) * m.expert_bytes
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "said"),
+    [
+        ({**DENSE8B, "layer_types": ["linear_attention", "full_attention"]}, "kinds of attention"),
+        ({**DENSE8B, "kv_lora_rank": 512}, "latent attention"),
+        ({**DENSE8B, "quantization": {"quant_method": "bitsandbytes"}}, "bitsandbytes"),
+        ({k: v for k, v in DENSE8B.items() if k != "torch_dtype"}, "no dtype"),
+        ({k: v for k, v in DENSE8B.items() if k != "hidden_size"}, "lacks hidden_size"),
+    ],
+)
+def test_what_it_cannot_count_it_says_rather_than_guess(shape: dict, said: str) -> None:
+    got = roofline.model(shape)
+    assert isinstance(got, str) and said in got
+
+
+def test_quantized_weights_count_their_bytes() -> None:
+    fp8 = roofline.model({**DENSE8B, "quantization": {"quant_method": "fp8"}})
+    nvfp4 = roofline.model({**DENSE8B, "quantization": {"quant_algo": "NVFP4"}})
+    assert isinstance(fp8, roofline.Model) and isinstance(nvfp4, roofline.Model)
+    assert fp8.weight_bytes == 1.0 and nvfp4.weight_bytes == 0.5625
+    # the KV cache stays in the model's dtype unless the server's flags say fp8
+    assert fp8.kv_bytes == 131_072
+    kv8 = roofline.model(DENSE8B, roofline.kv_dtype({"kv-cache-dtype": "fp8_e4m3"}))
+    assert isinstance(kv8, roofline.Model) and kv8.kv_bytes == 65_536
+
+
+def test_gpus_are_matched_by_the_name_nvml_gives_and_unknown_ones_are_none() -> None:
+    assert roofline.gpu("NVIDIA H200 NVL").name == "H200 NVL"  # type: ignore[union-attr]
+    assert roofline.gpu("NVIDIA H100 PCIe").name == "H100 PCIe"  # type: ignore[union-attr]
+    pro = roofline.gpu("NVIDIA RTX PRO 6000 Blackwell Server Edition")
+    assert pro is not None and pro.bf16_tflops is None  # no dense figure published
+    assert roofline.gpu("NVIDIA GeForce RTX 4090") is None
+    assert roofline.gpu(None) is None
+    for g in roofline.GPUS:
+        assert "nvidia.com" in g.source
