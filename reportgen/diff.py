@@ -50,9 +50,12 @@ VERDICT = {
     "equivalent": "equivalent",
     "inconclusive": "inconclusive",
 }
-HIGHER_IS_BETTER = dict(metrics.HEADLINE)
-# Headline metrics as they are named in by_level (latencies compared at their p50).
-LEVEL_KEY = {m: metrics.key(m) for m, _ in metrics.HEADLINE}
+# What is compared at every level both runs ran: the headline metrics, and the output tokens
+# per joule where both sides measured their GPUs' energy (a level without it compares none)
+COMPARED = (*metrics.HEADLINE, ("output_tok_per_j", True))
+HIGHER_IS_BETTER = dict(COMPARED)
+# Compared metrics as they are named in by_level (latencies compared at their p50).
+LEVEL_KEY = {m: metrics.key(m) for m, _ in COMPARED}
 
 # Fields that change from one run to the next without saying anything about the setup.
 VOLATILE = {
@@ -405,10 +408,10 @@ class _Noise:
 
 
 def _headline(a: Experiment, b: Experiment, margin: float, noise_of: _Noise) -> list[Comparison]:
-    """Every headline metric (p50 for latencies) B / A at every level both ran, with the two
+    """Every compared metric (p50 for latencies) B / A at every level both ran, with the two
     runs' noise model."""
     out: list[Comparison] = []
-    for metric, higher in metrics.HEADLINE:
+    for metric, higher in COMPARED:
         out += decide.compare_sides(
             noise.own_runs(a.levels, f"A:{a.id}", "experiment", metric),
             noise.own_runs(b.levels, f"B:{b.id}", "experiment", metric),

@@ -339,6 +339,14 @@ def build_parser() -> argparse.ArgumentParser:
         "adapters (log lines re-read from the saved server logs), then every decision "
         "(as --redecide); what changed is saved with the run",
     )
+    rd.add_argument(
+        "--model-config",
+        type=Path,
+        metavar="CONFIG_JSON",
+        help="the model's config.json, for a run recorded before reportgen kept the model's "
+        "shape: read into every experiment whose recorded config.json has the same sha256 "
+        "(the roofline needs it), and saved with the run",
+    ).complete = FILE  # type: ignore[attr-defined]
 
     vf = sub.add_parser(
         "verify",

@@ -258,11 +258,54 @@ def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
 
 
 def cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
+    if args.model_config is not None:
+        _model_shape(args.run_dir, args.model_config, out)
     if args.redecide or args.recheck:
         _redecide(args.run_dir, out, recheck=args.recheck)
     for p in _render_paths(args.run_dir, pdf=not args.no_pdf):
         out.print(f"report: {p}", markup=False)
     return EXIT_OK
+
+
+def _model_shape(run_dir: Path, config: Path, out: Console) -> None:
+    """``render --model-config``: the model's shape read from ``config`` into each experiment
+    that recorded a config.json of the same sha256 (so it is the file the run's server read),
+    and saved; one line naming what matched, or why nothing did."""
+    import hashlib
+    import json
+
+    from reportgen import results as store
+    from reportgen.observe.evidence import model_shape
+
+    try:
+        raw = config.read_bytes()
+        data = json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise ResultsError(
+            f"{config}: not a readable config.json ({exc}); nothing changed"
+        ) from None
+    if not isinstance(data, dict):
+        raise ResultsError(f"{config}: not a model's config.json (no object); nothing changed")
+    digest = hashlib.sha256(raw).hexdigest()
+    run = store.load(run_dir)
+    matched = []
+    recorded = set()
+    for e in run.experiments:
+        files = (e.model_files or {}).get("files") or {}
+        if files.get("config.json"):
+            recorded.add(str(files["config.json"])[:12])
+        if files.get("config.json") == digest and e.model_files is not None:
+            e.model_files["shape"] = model_shape(data)
+            matched.append(e.id)
+    if not matched:
+        raise ResultsError(
+            f"{config}: sha256 {digest[:12]}... matches no experiment's recorded config.json "
+            f"({', '.join(sorted(recorded)) or 'none recorded'}): not the file the run's server "
+            "read; nothing changed"
+        )
+    store.save(run_dir, run, [])
+    out.print(f"model shape from {config} (sha256 {digest[:12]}...): {', '.join(matched)}",
+              markup=False)  # fmt: skip
 
 
 def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:

@@ -303,6 +303,47 @@ def detectable(run: Run) -> str:
 _Z = statistics.NormalDist().inv_cdf(0.975) + statistics.NormalDist().inv_cdf(POWER)
 
 
+MEETS = ("adopted", "equivalent")  # verdicts of a configuration that meets the objective
+
+
+def cheapest(run: Run) -> str:
+    """The configuration that meets the objective for the least energy a token, where it is
+    not the best: among the baseline, the best and every experiment adopted or found
+    equivalent to its parent, the one with the most output tokens per joule over the
+    objective's levels (their geometric mean; every candidate measured at each of them). On
+    one host a price makes the fastest the cheapest in money: energy is what tells them apart.
+    Empty without energy, or where the best is the cheapest (within the campaign's margin)."""
+    best = run.experiment(run.best) if run.best else run.baseline
+    if best is None:
+        return ""
+    candidates = [
+        e
+        for e in run.experiments
+        if e.ok
+        and e.role == "experiment"
+        and (e is best or e is run.baseline or (e.decision and e.decision.verdict in MEETS))
+    ]
+    levels = sorted({a.point for a in best.by_level if run.decides(a.point)})
+    scores: dict[str, float] = {}
+    for e in candidates:
+        got = {a.point: a.stat("output_tok_per_j").mean for a in e.by_level}
+        values = [got.get(p) for p in levels]
+        if levels and all(v is not None and v > 0 for v in values):
+            scores[e.id] = statistics.geometric_mean([float(v) for v in values if v])
+    if best.id not in scores or len(scores) < 2:
+        return ""
+    low = max(scores, key=lambda k: scores[k])
+    if low == best.id or scores[low] < scores[best.id] * (1 + run.margin):
+        return ""  # the best is the cheapest, or as cheap within the campaign's margin
+    at = ", ".join(str(p) for p in levels)
+    return (
+        f"Cheapest in energy: {low}, at {scores[low]:.3g} output tokens per joule against "
+        f"{scores[best.id]:.3g} for {best.id} (x{scores[low] / scores[best.id]:.2f}, geometric "
+        f"mean over {at}; means of its repetitions, not a verdict): it meets the objective "
+        "as well, and the cost and efficiency table has its numbers level by level."
+    )
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%" if x < 0.1 else f"{100 * x:.0f}%"
 
@@ -336,6 +377,7 @@ def build(run: Run) -> Brief:
             expectations=expectations(run),
             next_steps=_next_steps(run, None, [], columns),
             detect=detectable(run),
+            cheapest=cheapest(run),
         )
     cells = _cells(run, best, base, key, metric)
     # (they import this module)
@@ -366,4 +408,5 @@ def build(run: Run) -> Brief:
         next_steps=_next_steps(run, best, cells, columns),
         kv_cache=kv_cache(best, request_tokens(best)),
         detect=detectable(run),
+        cheapest=cheapest(run),
     )

@@ -84,6 +84,7 @@ BUILDERS: dict[str, Callable[..., Figure]] = {  # a chart's kind: the function t
     "throughput": figures.throughput,
     "latency": figures.latency,
     "tradeoff": figures.tradeoff,
+    "efficiency": figures.efficiency,
     "distributions": figures.distributions,
     "telemetry": timeline.telemetry,
 }
@@ -115,11 +116,14 @@ def overview(series: Sequence[Series], gpus: int = 1, bounds: figures.Bounds = (
     """The campaign-wide charts (section 3); ``gpus``: the host's, for throughput per GPU;
     ``bounds``: the lines a rate search's SLO draws across the panels it bounds."""
     legend = tuple(figures.entries(series))
-    return [
+    out = [
         Chart("throughput", "throughput", (series, tuple(bounds)), legend),
         Chart("latency", "latency", (series, tuple(bounds)), legend),
         Chart("tradeoff", "tradeoff", (series, gpus), legend),
     ]
+    if any(j is not None for s in series for j in s.mean.get("output_tok_per_j", ())):
+        out.append(Chart("efficiency", "efficiency", (series, gpus), legend))
+    return out
 
 
 def distributions_chart(name: str, data: Any, levels: Sequence[Point]) -> Chart:
@@ -177,7 +181,9 @@ class Drawing:
                 initializer=_yield_cpu if pdf else None,
             )
             # the costliest first, so no worker is left with a long one at the end
-            jobs.sort(key=lambda j: j[0].kind not in ("latency", "throughput", "tradeoff"))
+            jobs.sort(
+                key=lambda j: j[0].kind not in ("latency", "throughput", "tradeoff", "efficiency")
+            )
             self._futures = [self._pool.submit(_draw, j) for j in jobs]
 
     def result(self) -> tuple[dict[str, Markup], dict[str, bytes]]:

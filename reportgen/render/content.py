@@ -53,6 +53,9 @@ class Brief:
     # per objective level, the smallest change the run could decide, against the margin
     detect: str = ""
     base_url: str = ""  # the configuration shown was already running there (no command)
+    # where it is not the best: the configuration that meets the objective for the least
+    # energy a token (and money, with a price), in a sentence (``brief.cheapest``)
+    cheapest: str = ""
 
 
 @dataclass(frozen=True)

@@ -437,6 +437,46 @@ def tradeoff(series: Sequence[Series], gpus: int = 1) -> Figure:
     return fig
 
 
+def efficiency(series: Sequence[Series], gpus: int = 1) -> Figure:
+    """What each configuration yields of its GPUs against what it costs them in energy:
+    output tokens per second per GPU against output tokens per joule, one point per level, a
+    line per experiment (where its levels have energy). Up and to the right is better: more
+    from each GPU, for less energy a token."""
+    fig = new_figure(PLOT_IN)
+    ax = fig.add_subplot()
+    per_gpu = max(1, int(gpus))
+    drawn = False
+    for s, (_, style) in zip(series, entries(series), strict=True):
+        pts = [
+            (y / per_gpu, j, c)
+            for c, y, j in zip(
+                s.levels, s.mean["output_tok_s"], s.mean["output_tok_per_j"], strict=True
+            )
+            if y is not None and j is not None
+        ]
+        if not pts:
+            continue
+        xs, ys, _ = zip(*pts, strict=True)
+        ax.plot(xs, ys, **style)
+        drawn = True
+        if s.is_baseline or s.is_best:
+            for x, y, c in pts:
+                ax.annotate(c.label, (x, y), textcoords="offset points", xytext=(5, 5),
+                            fontsize=7, color=style["color"])  # fmt: skip
+    if drawn:
+        ax.set_xlabel("output tokens / s per GPU" if per_gpu > 1 else "output tokens / s (1 GPU)")
+        ax.set_ylabel("output tokens per joule")
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+    else:
+        empty(ax, "no experiment with the GPUs' energy to plot")
+    ax.set_title("Throughput per GPU against tokens per joule (up and to the right is better)",
+                 loc="left")  # fmt: skip
+    fig.subplots_adjust(left=_left(False), right=0.98)
+    legend_below(fig, entries(series))
+    return fig
+
+
 def distributions(
     data: Mapping[Point, Mapping[str, Sequence[float]]], levels: Sequence[Point]
 ) -> Figure:

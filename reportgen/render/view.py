@@ -59,6 +59,7 @@ CHART_KEYS = (
     "itl_ms_p50",
     "itl_ms_p99",
     "tpot_ms_p50",
+    "output_tok_per_j",
 )
 
 
