@@ -347,6 +347,12 @@ def build_parser() -> argparse.ArgumentParser:
         "shape: read into every experiment whose recorded config.json has the same sha256 "
         "(the roofline needs it), and saved with the run",
     ).complete = FILE  # type: ignore[attr-defined]
+    rd.add_argument(
+        "--energy",
+        action="store_true",
+        help="each level's GPU energy, mean power and output tokens per joule computed from "
+        "the run's telemetry tables and saved (runs recorded before reportgen kept them)",
+    )
 
     vf = sub.add_parser(
         "verify",

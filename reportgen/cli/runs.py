@@ -260,6 +260,8 @@ def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
 def cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.model_config is not None:
         _model_shape(args.run_dir, args.model_config, out)
+    if args.energy:
+        _energy(args.run_dir, out)
     if args.redecide or args.recheck:
         _redecide(args.run_dir, out, recheck=args.recheck)
     for p in _render_paths(args.run_dir, pdf=not args.no_pdf):
@@ -306,6 +308,34 @@ def _model_shape(run_dir: Path, config: Path, out: Console) -> None:
     store.save(run_dir, run, [])
     out.print(f"model shape from {config} (sha256 {digest[:12]}...): {', '.join(matched)}",
               markup=False)  # fmt: skip
+
+
+def _energy(run_dir: Path, out: Console) -> None:
+    """``render --energy``: every level's GPU windows computed again from the telemetry table
+    beside it (as ``verify`` does), with their energy, and each level run's mean power and
+    output tokens per joule from them; the aggregates again; saved."""
+    from reportgen import results as store
+    from reportgen.analysis.summary import by_level
+    from reportgen.results.rundir import RunDir
+    from reportgen.run.session import level_gpu
+
+    run = store.load(run_dir)
+    d = RunDir(run_dir)
+    done = []
+    for e in run.experiments:
+        if not d.telemetry(e.table).exists():
+            continue
+        rows = store.telemetry_records(run_dir, e.table)
+        for lv in e.all_levels():
+            level_gpu(lv, rows)
+        e.by_level = by_level(e.levels)
+        if e.control is not None:
+            e.control.by_level = by_level(e.control.levels)
+        done.append(e.id)
+    if not done:
+        raise ResultsError(f"{run_dir}: no telemetry table: no GPU was sampled; nothing changed")
+    store.save(run_dir, run, [])
+    out.print(f"energy from the telemetry tables: {', '.join(done)}", markup=False)
 
 
 def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:

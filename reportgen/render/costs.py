@@ -99,7 +99,10 @@ def roof_models(run: Run) -> dict[str, Roof | str]:
 
 def _roof(e: Experiment, names: list[str]) -> Roof | str:
     if e.base_url:
-        return "a server reportgen did not start: its GPUs and model were not seen"
+        return (
+            "a server reportgen did not start: its model's config.json was not read (and its "
+            "GPUs may not be this host's)"
+        )
     if len(names) != 1:
         return "no GPU seen" if not names else f"GPUs of several kinds ({', '.join(names)})"
     gpu = roofline.gpu(names[0])
