@@ -124,6 +124,23 @@ def decide_experiment(
     return _said(run, entry, decision)
 
 
+def energy_vs_parent(run: Run, entry: Experiment) -> list[Comparison]:
+    """Output tokens per joule against the parent at the objective's levels, by the method
+    and false-alarm rate its decision used (the run's noise model for this metric): the cost
+    and efficiency table's comparison where tokens per joule are not the objective (where they
+    are, the decision's own). Empty without a decision, a parent, or energy on both sides."""
+    d = entry.decision
+    if d is None or not entry.ok or run.baseline is None or entry.id == run.baseline.id:
+        return []
+    parent_side, _ = sides(run, entry)
+    if parent_side is None or not parent_side.ok:
+        return []
+    if run.metric == "output_tok_per_j":
+        return list(d.vs_parent)
+    compare = Comparer(run, entry, d.method, d.alpha)
+    return compare.objective_like(parent_side, "output_tok_per_j", higher_is_better=True)
+
+
 def why_unjudged(
     run: Run, entry: Experiment, parent_side: Side | None, rows: Rows
 ) -> list[Unjudged]:
@@ -280,6 +297,13 @@ class Comparer:
         points = {lv.point for lv in (*side.levels, *side.grown, *self.entry.levels)}
         levels = run.objective_points(points)
         return self.compare(side, run.metric, run.higher_is_better, levels=levels)
+
+    def objective_like(self, side: Side, metric: str, higher_is_better: bool) -> list[Comparison]:
+        """``metric`` compared as the objective is: at the levels that decide, with its
+        intervals."""
+        points = {lv.point for lv in (*side.levels, *side.grown, *self.entry.levels)}
+        levels = self.run.objective_points(points)
+        return self.compare(side, metric, higher_is_better, levels=levels)
 
     def compare(
         self,

@@ -9,11 +9,12 @@ from __future__ import annotations
 from statistics import fmean
 from typing import Any
 
-from reportgen.analysis import roofline
-from reportgen.render.fmt import NONE, fmt_num
+from reportgen.analysis import roofline, verdict
+from reportgen.render.fmt import NONE, fmt_ci, fmt_num, fmt_ratio
 from reportgen.results.as_run import host_as_run
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Run
+from reportgen.results.verdicts import Comparison
 
 
 def hourly(run: Run) -> tuple[float | None, str]:
@@ -47,6 +48,7 @@ def cost_rows(run: Run, per_hour: float | None) -> list[dict[str, Any]]:
     roofs = roof_models(run)
     for e in run.experiments:
         roof = roofs.get(e.id)
+        vs = {c.point: c for c in verdict.energy_vs_parent(run, e)}
         for agg in sorted(e.by_level, key=lambda a: a.point.order):
             if not run.decides(agg.point):
                 continue
@@ -69,6 +71,7 @@ def cost_rows(run: Run, per_hour: float | None) -> list[dict[str, Any]]:
                     "out_cost": _per_million(per_hour, out),
                     "in_cost": _per_million(per_hour, inputs),
                     "per_j": fmt_num(per_j) if per_j is not None else NONE,
+                    "per_j_vs": _versus(vs.get(agg.point)),
                     "decode_pct": _pct(decode),
                     "prefill_pct": _pct(prefill),
                     "priced": per_hour is not None,
@@ -172,6 +175,14 @@ def roof_basis(run: Run) -> list[str]:
         )
         said.setdefault(text, [])
     return [t.format(", ".join(ids)) if ids else t for t, ids in said.items()]
+
+
+def _versus(c: Comparison | None) -> str:
+    """A tokens-per-joule comparison with the parent, in a cell: its ratio, interval and
+    verdict; empty where none was made (the baseline, a level without energy)."""
+    if c is None or c.ratio is None:
+        return ""
+    return f"{fmt_ratio(c.ratio)} ({fmt_ci(c.ci_low, c.ci_high)}), {c.verdict}"
 
 
 def _pct(v: float | None) -> str:

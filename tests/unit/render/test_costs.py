@@ -12,8 +12,23 @@ H100 = ROOT / "docs" / "examples" / "vllm-h100"  # one H100 seen
 
 def test_a_price_per_gpu_hour_counts_the_gpus_it_names_or_saw() -> None:
     run = results.load(H100)
-    # no price, no energy: no table
-    assert costs.hourly(run) == (None, "") and costs.cost_rows(run, None) == []
+    # no price: no cost, but the energy its telemetry gave and the roofline its model's shape
+    # gave (render --energy, --model-config) each have a column
+    assert costs.hourly(run) == (None, "")
+    rows = costs.cost_rows(run, None)
+    assert rows and not any(r["priced"] for r in rows)
+    assert all(r["energy"] and r["roofline"] for r in rows)
+    # decode at C=1 on the H100: 160.6 tok/s of the 238 its 3.35 TB/s allow (README)
+    first = rows[0]
+    assert (first["id"], first["level"], first["decode_pct"]) == ("baseline", "1", "67%")
+    # without energy or a shape (a run kept before them), and no price: no table
+    for e in run.experiments:
+        e.model_files = None
+        for lv in e.all_levels():
+            lv.summary.output_tok_per_j = None
+        for a in e.by_level:
+            a.output_tok_per_j.mean = None
+    assert costs.cost_rows(run, None) == []
     run.campaign["host"] = {"price": {"per_gpu_hour": 3.5, "source": "a list price"}}
     per_hour, said = costs.hourly(run)
     assert per_hour == 3.5 and said.endswith("x 1 GPUs (the GPUs it saw)")
