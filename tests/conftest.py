@@ -256,6 +256,7 @@ LONG_FIRST = (
     "test_adaptive.py",
     "test_demo_e2e.py",
     "test_gpu.py",
+    "test_energy.py",
     "test_diff.py",
     "test_rates.py",
     "test_transformers_serve.py",

@@ -20,6 +20,7 @@ import math
 import shlex
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from reportgen import metrics
 from reportgen.analysis import unjudged
@@ -306,16 +307,25 @@ _Z = statistics.NormalDist().inv_cdf(0.975) + statistics.NormalDist().inv_cdf(PO
 MEETS = ("adopted", "equivalent")  # verdicts of a configuration that meets the objective
 
 
-def cheapest(run: Run) -> str:
+@dataclass(frozen=True)
+class Cheapest:
+    id: str
+    per_j: float  # geometric mean of its output tokens per joule over ``levels``
+    best: str
+    best_per_j: float
+    levels: list[Point]
+
+
+def cheapest_choice(run: Run) -> Cheapest | None:
     """The configuration that meets the objective for the least energy a token, where it is
     not the best: among the baseline, the best and every experiment adopted or found
     equivalent to its parent, the one with the most output tokens per joule over the
     objective's levels (their geometric mean; every candidate measured at each of them). On
     one host a price makes the fastest the cheapest in money: energy is what tells them apart.
-    Empty without energy, or where the best is the cheapest (within the campaign's margin)."""
+    None without energy, or where the best is the cheapest (within the campaign's margin)."""
     best = run.experiment(run.best) if run.best else run.baseline
     if best is None:
-        return ""
+        return None
     candidates = [
         e
         for e in run.experiments
@@ -331,16 +341,24 @@ def cheapest(run: Run) -> str:
         if levels and all(v is not None and v > 0 for v in values):
             scores[e.id] = statistics.geometric_mean([float(v) for v in values if v])
     if best.id not in scores or len(scores) < 2:
-        return ""
+        return None
     low = max(scores, key=lambda k: scores[k])
     if low == best.id or scores[low] < scores[best.id] * (1 + run.margin):
-        return ""  # the best is the cheapest, or as cheap within the campaign's margin
-    at = ", ".join(str(p) for p in levels)
+        return None  # the best is the cheapest, or as cheap within the campaign's margin
+    return Cheapest(low, scores[low], best.id, scores[best.id], levels)
+
+
+def cheapest(run: Run) -> str:
+    """``cheapest_choice`` in a sentence for the first page; empty where there is none."""
+    c = cheapest_choice(run)
+    if c is None:
+        return ""
+    at = ", ".join(str(p) for p in c.levels)
     return (
-        f"Cheapest in energy: {low}, at {scores[low]:.3g} output tokens per joule against "
-        f"{scores[best.id]:.3g} for {best.id} (x{scores[low] / scores[best.id]:.2f}, geometric "
-        f"mean over {at}; means of its repetitions, not a verdict): it meets the objective "
-        "as well, and the cost and efficiency table has its numbers level by level."
+        f"Cheapest in energy: {c.id}, at {c.per_j:.3g} output tokens per joule against "
+        f"{c.best_per_j:.3g} for {c.best} (x{c.per_j / c.best_per_j:.2f}, geometric mean over "
+        f"{at}; means of its repetitions, not a verdict): it meets the objective as well, and "
+        "the cost and efficiency table has its numbers level by level."
     )
 
 

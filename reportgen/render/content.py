@@ -320,5 +320,6 @@ class Report:
     telemetry_idle: str = ""  # which experiments' GPUs were mostly idle, in a sentence
     costs: list[dict[str, Any]] = field(default_factory=list)  # ``costs.cost_rows``
     cost_basis: str = ""  # the price and where it came from (``costs.hourly``)
+    costs_print: list[dict[str, Any]] = field(default_factory=list)  # on paper: the choices
     roof_basis: list[str] = field(default_factory=list)  # ``costs.roof_basis``
     energy_replayed: str = ""  # ``costs.replayed``

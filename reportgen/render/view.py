@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from reportgen import engines, metrics
 from reportgen.analysis.allocation import allocation
@@ -88,6 +89,7 @@ def build(run: Run) -> Report:
     env = run.fingerprint
     gpus = env.gpus.devices
     per_hour, cost_basis = costs.hourly(run)
+    cost_rows = costs.cost_rows(run, per_hour)
     return Report(
         header=header(run),
         objective=objective,
@@ -100,7 +102,8 @@ def build(run: Run) -> Report:
         telemetry_levels=levels,
         telemetry_overview=evidence.telemetry_overview(exps, levels),
         telemetry_idle=evidence.idle_overview(exps),
-        costs=costs.cost_rows(run, per_hour),
+        costs=cost_rows,
+        costs_print=_printed_costs(run, cost_rows),
         roof_basis=costs.roof_basis(run),
         energy_replayed=costs.replayed(run),
         cost_basis=cost_basis,
@@ -315,6 +318,16 @@ def _drawn(e: model.Experiment) -> bool:
     """Whether an experiment gets a line in the charts: it succeeded, or it failed after
     finishing some levels (those are drawn, dashed, as "failed")."""
     return bool(e.by_level) and (e.ok or bool(e.finished_before_failure()))
+
+
+def _printed_costs(run: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cost table's rows on paper: the baseline's, the best's and the cheapest's (the
+    configurations a reader chooses between); the HTML report has every experiment's."""
+    chosen = {run.baseline.id if run.baseline else "", run.best or ""}
+    cheap = brief.cheapest_choice(run)
+    if cheap is not None:
+        chosen.add(cheap.id)
+    return [r for r in rows if r["id"] in chosen]
 
 
 def _series(index: int, e: model.Experiment, is_baseline: bool, is_best: bool) -> Series:
