@@ -128,3 +128,19 @@ def widened(source: Path, dest: Path, experiments: int) -> Path:
     run.experiments[at:at] = clones
     results.save(dest, run)
     return dest
+
+
+# scripts/build_model.py --preset dense8b's config.json, as the roofline reads it: Llama-3.1-8B's
+# shape with an 8,192-token vocabulary
+DENSE8B = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 14336,
+    "vocab_size": 8192,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}

@@ -6,20 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reportgen.analysis import roofline
-
-# scripts/build_model.py --preset dense8b: Llama-3.1-8B's shape with an 8,192-token vocabulary
-DENSE8B = {
-    "architectures": ["LlamaForCausalLM"],
-    "hidden_size": 4096,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "intermediate_size": 14336,
-    "vocab_size": 8192,
-    "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16",
-}
+from tests.builders import DENSE8B
 
 
 def test_a_dense_model_is_counted_as_its_builder_counted_it() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from reportgen.observe import sources
-from tests.builders import run_small
+from tests.builders import DENSE8B, run_small
 from tests.conftest import ROOT, reportgen_main
 
 H200 = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
@@ -56,19 +56,6 @@ why = "half the time per output token, at the same power"
 args = {{ itl-ms = 2 }}
 """
 
-DENSE8B = {
-    "architectures": ["LlamaForCausalLM"],
-    "hidden_size": 4096,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "intermediate_size": 14336,
-    "vocab_size": 8192,
-    "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16",
-}
-
 
 def flat_power(tmp_path: Path) -> Path:
     """The H200's capture with its power held at 500 W: a replayed capture's power follows the
@@ -82,19 +69,26 @@ def flat_power(tmp_path: Path) -> Path:
     return held
 
 
-@pytest.mark.slow
-def test_tokens_per_joule_decide_and_each_level_shows_its_roofline(
-    tmp_path: Path, cache: Path
-) -> None:
-    # the sim's model argument names a folder with an 8B-shaped config.json; the GPU facts
-    # are the H200 capture's, its power replayed whatever the load: twice the tokens at the
-    # same power are twice the tokens per joule
+@pytest.fixture(scope="module")
+def energy_run(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> dict[str, Any]:
+    """One campaign judged by tokens per joule: the sim's model argument names a folder with
+    an 8B-shaped config.json, the GPU facts are the H200 capture's with its power held (twice
+    the tokens at the same power are twice the tokens per joule)."""
+    tmp_path = tmp_path_factory.mktemp("energy")
     folder = tmp_path / "dense8b"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(DENSE8B))
     template = ENERGY.replace("MODEL", str(folder))
     held = flat_power(tmp_path)
     data = run_small(tmp_path, "", cache, {sources.CAPTURE_ENV: str(held)}, template=template)
+    return dict(data, _config=folder / "config.json")
+
+
+@pytest.mark.slow
+def test_tokens_per_joule_decide_and_each_level_shows_its_roofline(
+    energy_run: dict[str, Any],
+) -> None:
+    data = energy_run
     base, faster = data["experiments"]
     # each level's energy was known when it ended, and tokens per joule decided
     assert all(lv["summary"]["output_tok_per_j"] for lv in faster["levels"])
@@ -142,16 +136,11 @@ def test_tokens_per_joule_without_a_gpu_stop_before_anything_starts(
 
 @pytest.mark.slow
 def test_a_run_kept_before_shape_and_energy_gets_them_back_and_compares_them(
-    tmp_path: Path, cache: Path
+    energy_run: dict[str, Any], tmp_path: Path, cache: Path
 ) -> None:
-    folder = tmp_path / "dense8b"
-    folder.mkdir()
-    config = folder / "config.json"
-    config.write_text(json.dumps(DENSE8B))
-    template = ENERGY.replace("MODEL", str(folder)).replace("itl-ms = 2", "itl-ms = 3")
-    held = flat_power(tmp_path)
-    data = run_small(tmp_path, "", cache, {sources.CAPTURE_ENV: str(held)}, template=template)
-    run_dir = data["_run_dir"]
+    config = energy_run["_config"]
+    run_dir = tmp_path / "run"
+    shutil.copytree(energy_run["_run_dir"], run_dir)
     kept = json.loads((run_dir / "results.json").read_text())
     # as a reportgen before them kept it: no shape, no energy
     old = json.loads(json.dumps(kept))
