@@ -403,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     df.add_argument(
         "--metric",
         action="append",
-        choices=[m for m, _ in HEADLINE],
+        choices=[*(m for m, _ in HEADLINE), "output_tok_per_j"],
         help="only these metrics count for --fail-on-regression (repeatable; default: all)",
     )
     df.add_argument(

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
-from reportgen.diff import Change, ExperimentDiff, RunDiff
-from reportgen.metrics import HEADLINE, REGISTRY
+from reportgen.diff import COMPARED, Change, ExperimentDiff, RunDiff
+from reportgen.metrics import REGISTRY
 from reportgen.render import html
 from reportgen.render.fmt import fmt_ci, fmt_num, fmt_ratio, fmt_time, level_head
 
 TEMPLATE = "diff.html.j2"
 NAMES = {"html": "diff.html", "pdf": "diff.pdf", "markdown": "diff.md", "json": "diff.json"}
-METRIC_LABELS = {m: REGISTRY[m].labelled(unit=True) for m, _ in HEADLINE}
+METRIC_LABELS = {m: REGISTRY[m].labelled(unit=True) for m, _ in COMPARED}
 
 
 @dataclass(frozen=True)

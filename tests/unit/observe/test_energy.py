@@ -185,6 +185,8 @@ def test_a_run_kept_before_shape_and_energy_gets_them_back_and_compares_them(
     rows = [m for e in compared["experiments"] for m in e["metrics"]]
     energy = [m for m in rows if m["metric"] == "output_tok_per_j"]
     assert len(energy) == 4 and all(m["verdict"] == "equivalent" for m in energy)
+    page = (tmp_path / "d" / "diff.html").read_text()
+    assert "<td>output tok/J</td>" in page or ">output tok/J<" in page
     # the first page names the cheapest configuration that meets the objective where it is
     # not the best: made so here by calling the baseline the best
     from reportgen import results
