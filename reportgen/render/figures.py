@@ -450,7 +450,10 @@ def efficiency(series: Sequence[Series], gpus: int = 1) -> Figure:
         pts = [
             (y / per_gpu, j, c)
             for c, y, j in zip(
-                s.levels, s.mean["output_tok_s"], s.mean["output_tok_per_j"], strict=True
+                s.levels,
+                s.mean["output_tok_s"],
+                s.mean.get("output_tok_per_j") or [None] * len(s.levels),
+                strict=True,
             )
             if y is not None and j is not None
         ]
