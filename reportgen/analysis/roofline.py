@@ -114,8 +114,10 @@ BATCH_CAPS = ("max-num-seqs", "max-running-requests")
 
 
 def gpu(name: str | None) -> Gpu | None:
-    """The known GPU whose name NVML gives, or None."""
+    """The known GPU whose name NVML gives, or None (the GH200's Hopper has other memory)."""
     low = (name or "").lower()
+    if "gh200" in low:
+        return None
     return next((g for g in GPUS if any(m in low for m in g.match)), None)
 
 
@@ -136,8 +138,13 @@ class Model:
     weight_bytes: float  # bytes per weight
 
 
-def model(shape: Mapping[str, Any], kv_dtype_bytes: float | None = None) -> Model | str:
-    """The model's size from its shape, or why it cannot be counted."""
+def model(
+    shape: Mapping[str, Any],
+    kv_dtype_bytes: float | None = None,
+    args: Mapping[str, Any] | None = None,
+) -> Model | str:
+    """The model's size from its shape (and the server's flags ``args``: a quantization or
+    dtype they set), or why it cannot be counted."""
     why = _unmodelled(shape)
     if why:
         return why
@@ -156,9 +163,11 @@ def model(shape: Mapping[str, Any], kv_dtype_bytes: float | None = None) -> Mode
     )
     top_k = int(shape.get("num_experts_per_tok") or 0) if experts else 0
     moe_inter = int(shape.get("moe_intermediate_size") or inter)
-    wbytes = _weight_bytes(shape)
+    wbytes = _weight_bytes(shape, _flags(args or {}))
     if isinstance(wbytes, str):
         return wbytes
+    # a quantized model keeps its embedding and output head at 16 bits
+    head_bytes = 2.0 if wbytes < 2.0 else wbytes
     attn = h * heads * hd * 2 + h * kv_heads * hd * 2  # q and o, k and v
     dense_mlp = 3 * h * inter
     first_dense = int(shape.get("first_k_dense_replace") or 0) if experts else layers
@@ -174,13 +183,16 @@ def model(shape: Mapping[str, Any], kv_dtype_bytes: float | None = None) -> Mode
     head = 0 if shape.get("tie_word_embeddings") else vocab * h
     fixed = first_dense * per_dense_layer + moe_layers * per_moe_layer_fixed
     params = fixed + moe_layers * experts * expert + embed + head
-    active = fixed + moe_layers * top_k * expert + vocab * h  # the output projection
+    # what a prompt token multiplies (logits are computed for a prompt's last token only:
+    # the output head is left out of prefill's operations)
+    active = fixed + moe_layers * top_k * expert
     # the KV cache in the model's dtype unless the server's flags say otherwise
-    kv = kv_dtype_bytes if kv_dtype_bytes is not None else (_dtype_bytes(shape) or 2.0)
+    kv = kv_dtype_bytes if kv_dtype_bytes is not None else min(_dtype_bytes(shape) or 2.0, 2.0)
     return Model(
         params=float(params),
         active=float(active),
-        dense_bytes=(fixed + vocab * h) * wbytes,  # the input embedding's B rows: negligible
+        # every step reads the output head too (the input embedding's B rows: negligible)
+        dense_bytes=fixed * wbytes + vocab * h * head_bytes,
         expert_bytes=expert * wbytes,
         moe_layers=moe_layers,
         experts=experts,
@@ -211,6 +223,9 @@ def _unmodelled(shape: Mapping[str, Any]) -> str | None:
         return "the model has dense layers among its experts (mlp_only_layers), not modelled"
     if int(shape.get("decoder_sparse_step") or 1) != 1:
         return "the model has experts in every n-th layer only (decoder_sparse_step), not modelled"
+    if shape.get("uncounted"):
+        keys = ", ".join(shape["uncounted"])
+        return f"the model's config has expert settings this does not count ({keys})"
     return None
 
 
@@ -219,7 +234,19 @@ def _dtype_bytes(shape: Mapping[str, Any]) -> float | None:
     return DTYPE_BYTES.get(str(dtype)) if dtype else None
 
 
-def _weight_bytes(shape: Mapping[str, Any]) -> float | str:
+def _flags(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The server's flags with their names in one spelling (``tensor_parallel_size`` as
+    ``tensor-parallel-size``)."""
+    return {str(k).replace("_", "-"): v for k, v in args.items()}
+
+
+def _weight_bytes(shape: Mapping[str, Any], flags: Mapping[str, Any]) -> float | str:
+    served = str(flags.get("quantization") or "").lower()
+    if served and served not in ("none", "null"):
+        if served.startswith("fp8"):
+            return 1.0  # the engine quantizes the checkpoint's weights as it loads them
+        if not isinstance(shape.get("quantization"), Mapping):
+            return f"the server quantizes the weights ({served}), which this does not count"
     quant = shape.get("quantization")
     if isinstance(quant, Mapping):
         method = str(quant.get("quant_method") or "").lower()
@@ -232,37 +259,50 @@ def _weight_bytes(shape: Mapping[str, Any]) -> float | str:
         if method in ("gptq", "awq") and isinstance(bits, int) and isinstance(group, int):
             return bits / 8 + 2 / max(group, 1)  # a 16-bit scale a group (zeros left out)
         return f"its quantization ({method or algo or 'unnamed'}) is not one this counts"
+    dtype = str(flags.get("dtype") or "auto").lower()
+    if dtype in ("half", "float16", "bfloat16", "fp16", "bf16"):
+        return 2.0
+    if dtype in ("float", "float32", "fp32"):
+        return 4.0
     found = _dtype_bytes(shape)
     if found is None:
         return "config.json names no dtype this counts (torch_dtype)"
-    return found
+    return min(found, 2.0)  # "auto": vLLM and SGLang serve a float32 checkpoint at 16 bits
 
 
 @dataclass(frozen=True)
 class Parallel:
-    shards: int  # GPUs one replica's weights are split over (tensor x pipeline)
+    shards: int  # GPUs one replica's weights are split over (tensor parallel)
     replicas: int  # data parallel
     batch_cap: int | None  # the engine's most running requests, where set
 
 
-def parallel(args: Mapping[str, Any]) -> Parallel:
+def parallel(args: Mapping[str, Any]) -> Parallel | str:
+    """How the server spreads the model over its GPUs, from its flags, or why this does not
+    model it."""
+    flags = _flags(args)
+
     def first(keys: tuple[str, ...]) -> int:
         for k in keys:
-            v = args.get(k)
+            v = flags.get(k)
             if isinstance(v, (int, str)) and str(v).isdigit() and int(v) > 0:
                 return int(v)
         return 1
 
+    if first(PP_ARGS) > 1:
+        return "pipeline parallelism (its stages take a token in turn), not modelled"
+    if flags.get("enable-dp-attention"):
+        return "data-parallel attention (SGLang's --enable-dp-attention), not modelled"
     cap = next(
-        (int(args[k]) for k in BATCH_CAPS if str(args.get(k, "")).isdigit()),
+        (int(flags[k]) for k in BATCH_CAPS if str(flags.get(k, "")).isdigit()),
         None,
     )
-    return Parallel(first(TP_ARGS) * first(PP_ARGS), first(DP_ARGS), cap)
+    return Parallel(first(TP_ARGS), first(DP_ARGS), cap)
 
 
 def kv_dtype(args: Mapping[str, Any]) -> float | None:
     """The KV cache's bytes per value where the server's flags set it (fp8: 1)."""
-    v = str(args.get("kv-cache-dtype") or "")
+    v = str(_flags(args).get("kv-cache-dtype") or "")
     return 1.0 if v.startswith("fp8") else None
 
 
@@ -278,18 +318,21 @@ class Bound:
 def bound(m: Model, g: Gpu, par: Parallel, batch: float, context: float, prompt: float) -> Bound:
     """The bandwidth bound on decode at ``batch`` requests of ``context`` tokens each, and the
     compute bound on prefilling prompts of ``prompt`` tokens, for one server of ``par``."""
-    b = max(1.0, batch / par.replicas)  # each replica's batch
+    # the replicas the load keeps busy (one request busies one), and each one's batch
+    busy = max(1, min(par.replicas, math.ceil(batch)))
+    b = max(1.0, batch / busy)
     if par.batch_cap is not None:
         b = min(b, float(par.batch_cap))
     touched = m.experts * (1 - (1 - m.top_k / m.experts) ** b) if m.experts else 0.0
     step = m.dense_bytes + m.moe_layers * touched * m.expert_bytes + b * context * m.kv_bytes
     bw = g.bandwidth_gb_s * 1e9 * par.shards
-    decode = par.replicas * b * bw / step
+    decode = busy * b * bw / step
     prefill = None
     if g.bf16_tflops is not None:
-        # 2 FLOPs a weight, and attention over half the prompt on average (QK and AV)
+        # 2 FLOPs a weight, and attention over half the prompt on average (QK and AV); the
+        # BF16 peak whatever the weights' format (an FP8 model's is twice it)
         flops = 2 * m.active + 2 * 2 * m.layers * m.attn_width * prompt / 2
-        prefill = par.replicas * g.bf16_tflops * 1e12 * par.shards / flops
+        prefill = busy * g.bf16_tflops * 1e12 * par.shards / flops
     return Bound(decode, prefill, b, context, step)
 
 

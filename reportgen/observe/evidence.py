@@ -279,7 +279,19 @@ SHAPE_KEYS = (
     "full_attention_interval",
     "kv_lora_rank",
     "use_sliding_window",
+    "interleave_moe_layer_step",
+    "attention_chunk_size",
 )
+# expert settings the roofline counts; any other (``moe_*``, ``*expert*``) makes it refuse
+COUNTED_EXPERT_KEYS = {
+    "num_experts",
+    "num_local_experts",
+    "n_routed_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "n_shared_experts",
+    "shared_expert_intermediate_size",
+}
 
 
 def model_shape(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -288,6 +300,16 @@ def model_shape(config: Mapping[str, Any]) -> dict[str, Any]:
     text = config.get("text_config")
     src = {**config, **text} if isinstance(text, Mapping) else config
     out = {k: src[k] for k in SHAPE_KEYS if k in src}
+    uncounted = sorted(
+        str(k)
+        for k, v in src.items()
+        if ("expert" in str(k) or str(k).startswith("moe_"))
+        and k not in COUNTED_EXPERT_KEYS
+        and v not in (None, False, 0, [], "")
+    )
+    uncounted += [k for k in ("interleave_moe_layer_step", "attention_chunk_size") if src.get(k)]
+    if uncounted:
+        out["uncounted"] = uncounted
     quant = config.get("quantization_config")
     if isinstance(quant, Mapping):
         out["quantization"] = {

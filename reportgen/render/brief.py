@@ -304,9 +304,6 @@ def detectable(run: Run) -> str:
 _Z = statistics.NormalDist().inv_cdf(0.975) + statistics.NormalDist().inv_cdf(POWER)
 
 
-MEETS = ("adopted", "equivalent")  # verdicts of a configuration that meets the objective
-
-
 @dataclass(frozen=True)
 class Cheapest:
     id: str
@@ -314,38 +311,47 @@ class Cheapest:
     best: str
     best_per_j: float
     levels: list[Point]
+    objective: float  # its objective against the best's (geometric mean; above 1: better)
 
 
 def cheapest_choice(run: Run) -> Cheapest | None:
     """The configuration that meets the objective for the least energy a token, where it is
-    not the best: among the baseline, the best and every experiment adopted or found
-    equivalent to its parent, the one with the most output tokens per joule over the
-    objective's levels (their geometric mean; every candidate measured at each of them). On
-    one host a price makes the fastest the cheapest in money: energy is what tells them apart.
-    None without energy, or where the best is the cheapest (within the campaign's margin)."""
+    not the best: among the experiments that finished (not a failed check's), those whose
+    objective is within the campaign's margin of the best's or better (the geometric mean of
+    its ratios at the objective's levels, from the means of their repetitions), the one with
+    the most output tokens per joule over those levels (their geometric mean). On one host a
+    price makes the fastest the cheapest in money: energy is what tells them apart. None
+    without energy, or where the best is the cheapest (within the campaign's margin)."""
     best = run.experiment(run.best) if run.best else run.baseline
     if best is None:
         return None
-    candidates = [
-        e
-        for e in run.experiments
-        if e.ok
-        and e.role == "experiment"
-        and (e is best or e is run.baseline or (e.decision and e.decision.verdict in MEETS))
-    ]
     levels = sorted({a.point for a in best.by_level if run.decides(a.point)})
-    scores: dict[str, float] = {}
-    for e in candidates:
-        got = {a.point: a.stat("output_tok_per_j").mean for a in e.by_level}
+    key = metrics.key(run.metric)
+
+    def geo(e: Experiment, name: str) -> float | None:
+        got = {a.point: a.mean(name) for a in e.by_level}
         values = [got.get(p) for p in levels]
-        if levels and all(v is not None and v > 0 for v in values):
-            scores[e.id] = statistics.geometric_mean([float(v) for v in values if v])
+        if not levels or not all(v is not None and v > 0 for v in values):
+            return None
+        return statistics.geometric_mean([float(v) for v in values if v])
+
+    mine = geo(best, key)
+    scores: dict[str, tuple[float, float]] = {}  # (tokens per joule, objective vs the best)
+    for e in run.experiments:
+        if not e.ok or e.role != "experiment" or (e.decision and e.decision.verdict == "failed"):
+            continue
+        per_j, objective = geo(e, "output_tok_per_j"), geo(e, key)
+        if per_j is None or objective is None or mine is None:
+            continue
+        ratio = objective / mine if run.higher_is_better else mine / objective
+        if ratio >= 1 - run.margin:
+            scores[e.id] = (per_j, ratio)
     if best.id not in scores or len(scores) < 2:
         return None
-    low = max(scores, key=lambda k: scores[k])
-    if low == best.id or scores[low] < scores[best.id] * (1 + run.margin):
+    low = max(scores, key=lambda k: scores[k][0])
+    if low == best.id or scores[low][0] < scores[best.id][0] * (1 + run.margin):
         return None  # the best is the cheapest, or as cheap within the campaign's margin
-    return Cheapest(low, scores[low], best.id, scores[best.id], levels)
+    return Cheapest(low, scores[low][0], best.id, scores[best.id][0], levels, scores[low][1])
 
 
 def cheapest(run: Run) -> str:
@@ -356,9 +362,10 @@ def cheapest(run: Run) -> str:
     at = ", ".join(str(p) for p in c.levels)
     return (
         f"Cheapest in energy: {c.id}, at {c.per_j:.3g} output tokens per joule against "
-        f"{c.best_per_j:.3g} for {c.best} (x{c.per_j / c.best_per_j:.2f}, geometric mean over "
-        f"{at}; means of its repetitions, not a verdict): it meets the objective as well, and "
-        "the cost and efficiency table has its numbers level by level."
+        f"{c.best_per_j:.3g} for {c.best} (x{c.per_j / c.best_per_j:.2f}), its "
+        f"{run.metric} x{c.objective:.2f} the best's, within the {run.margin:.0%} margin "
+        f"(geometric means over {at} of the means of repetitions, not a verdict); the cost and "
+        "efficiency table has its numbers level by level."
     )
 
 

@@ -115,10 +115,13 @@ def _roof(e: Experiment, names: list[str]) -> Roof | str:
     if not isinstance(shape, dict):
         why = (e.model_files or {}).get("error") or "its config.json was not read (an older run)"
         return f"the model's shape is unknown: {why}"
-    model = roofline.model(shape, roofline.kv_dtype(e.args))
+    model = roofline.model(shape, roofline.kv_dtype(e.args), e.args)
     if isinstance(model, str):
         return model
-    return model, gpu, roofline.parallel(e.args)
+    par = roofline.parallel(e.args)
+    if isinstance(par, str):
+        return par
+    return model, gpu, par
 
 
 def level_bound(roof: Roof, levels: list[Level]) -> roofline.Bound | None:
@@ -141,7 +144,7 @@ def level_bound(roof: Roof, levels: list[Level]) -> roofline.Bound | None:
 
 def replayed(run: Run) -> str:
     """Where the GPUs' facts were a capture replayed rather than measured: the words that say
-    the energy (and the roofline's GPU) is simulated; empty otherwise."""
+    the energy is simulated; empty otherwise."""
     gpus = run.fingerprint.gpus
     if not gpus.replayed:
         return ""
@@ -161,7 +164,7 @@ def roof_basis(run: Run) -> list[str]:
         if not e.by_level:
             continue
         if isinstance(roof, str):
-            said.setdefault(f"none for {{}}: {roof}", []).append(eid)
+            said.setdefault(f"none for \0: {roof}", []).append(eid)
             continue
         m, g, par = roof
         sharded = f", {par.shards} GPUs a server" if par.shards > 1 else ""
@@ -174,7 +177,7 @@ def roof_basis(run: Run) -> list[str]:
             f"{g.name}: {g.bandwidth_gb_s:,.0f} GB/s{tflops}{sharded} ({g.source})"
         )
         said.setdefault(text, [])
-    return [t.format(", ".join(ids)) if ids else t for t, ids in said.items()]
+    return [t.replace("\0", ", ".join(ids)) if ids else t for t, ids in said.items()]
 
 
 def _versus(c: Comparison | None) -> str:

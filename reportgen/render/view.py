@@ -359,7 +359,8 @@ def _references(refs: Sequence[CampaignReference], run: Run, host_gpus: int = 0)
     for r in refs:
         value, gpus = float(r.value or 0), int(r.gpus or 1)
         metric, level = str(r.metric), r.concurrency
-        throughput = metric in THROUGHPUTS
+        # compared per GPU: a rate (tokens per joule are the GPUs' together already)
+        throughput = metric in THROUGHPUTS and metric.endswith("_s")
         agg = chosen.get(Point(int(level))) if level is not None else None
         measured = agg.mean(metrics.key(metric)) if agg is not None else None
         mine = measured / host_gpus if measured is not None and throughput and host_gpus else None

@@ -9,7 +9,7 @@ from reportgen import engines
 from reportgen.campaign import Campaign
 from reportgen.errors import CampaignError, GpuError, Problem, ServerError
 from reportgen.observe.environment import Environment
-from reportgen.run import static
+from reportgen.run import external, static
 from reportgen.run.plan import plan
 from reportgen.run.progress import ProgressSink
 from reportgen.run.server import port_is_free
@@ -47,6 +47,26 @@ def preflight(
                 )
             ]
         )
+    if metric == "output_tok_per_j":
+        for r in plan(campaign):
+            if r.base_url and not external.is_local(r.base_url):
+                raise CampaignError(
+                    [
+                        Problem(
+                            campaign.path,
+                            f"experiment {r.id!r}: base_url",
+                            r.base_url,
+                            "tokens per joule need the server's GPUs' energy, and this server "
+                            "runs on another host, whose GPUs NVML here cannot see; nothing was "
+                            "started: run reportgen on that host, or choose another metric",
+                        )
+                    ]
+                )
+        if gpus.replayed:
+            progress.warn(
+                f"the GPUs are {gpus.replayed} (REPORTGEN_GPU_CAPTURE): tokens per joule, the "
+                "objective, follow the capture's power, not this load's"
+            )
     found = static.check(campaign)
     if found.errors or found.not_here:
         raise CampaignError(
