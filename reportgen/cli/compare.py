@@ -72,7 +72,8 @@ def cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print(f"  {c.area}: {c.key}: {c.a} -> {c.b} ({diffpage.where(c)})", markup=False)
     if len(d.changed) > 8:
         out.print(f"  ... {len(d.changed) - 8} more in diff.html", markup=False)
-    for path in diffpage.write(d, out_dir, threshold, pdf=not args.no_pdf).values():
+    pairs = diffpage.cost_pairs(a, b)
+    for path in diffpage.write(d, out_dir, threshold, pdf=not args.no_pdf, pairs=pairs).values():
         out.print(f"diff: {path}", markup=False)
     if threshold is None:
         return EXIT_OK

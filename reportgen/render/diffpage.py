@@ -15,8 +15,9 @@ from typing import Any
 from reportgen import __version__
 from reportgen.diff import COMPARED, Change, ExperimentDiff, RunDiff
 from reportgen.metrics import REGISTRY
-from reportgen.render import html
+from reportgen.render import costs, html
 from reportgen.render.fmt import fmt_ci, fmt_num, fmt_ratio, fmt_time, level_head
+from reportgen.results.model import Run
 
 TEMPLATE = "diff.html.j2"
 NAMES = {"html": "diff.html", "pdf": "diff.pdf", "markdown": "diff.md", "json": "diff.json"}
@@ -93,7 +94,32 @@ def _order(metric: str) -> int:
     return names.index(metric) if metric in names else len(names)
 
 
-def render_html(d: RunDiff, threshold: float | None = None) -> str:
+def cost_pairs(a: Run, b: Run) -> list[dict[str, str]]:
+    """The cost and efficiency table of each run (``costs.cost_rows``, each at its own price)
+    side by side, per experiment both ran and level either decided: output tok/s, the cost
+    of a million output tokens, output tokens per joule and decode's share of its bound, A
+    then B. Empty where neither run has a price, energy or a bound."""
+    rows_a = {(r["id"], r["level"]): r for r in costs.cost_rows(a, costs.hourly(a)[0])}
+    rows_b = {(r["id"], r["level"]): r for r in costs.cost_rows(b, costs.hourly(b)[0])}
+    out = []
+    for key in [k for k in rows_a if k in rows_b]:
+        ra, rb = rows_a[key], rows_b[key]
+        out.append(
+            {
+                "id": key[0],
+                "level": key[1],
+                **{f"{k}_{side}": r[k] for side, r in (("a", ra), ("b", rb)) for k in COST_KEYS},
+            }
+        )
+    return out
+
+
+COST_KEYS = ("out_tok_s", "out_cost", "per_j", "decode_pct")
+
+
+def render_html(
+    d: RunDiff, threshold: float | None = None, pairs: list[dict[str, str]] | None = None
+) -> str:
     env = html.environment()
     context: dict[str, Any] = {
         "d": d,
@@ -108,6 +134,7 @@ def render_html(d: RunDiff, threshold: float | None = None) -> str:
         "fmt_time": fmt_time,
         "regressions": d.regressions(threshold) if threshold is not None else [],
         "labels": METRIC_LABELS,
+        "costs": pairs or [],
         "level_head": level_head(m.point for e in d.experiments for m in e.metrics),
     }
     return env.get_template(TEMPLATE).render(context)
@@ -153,13 +180,18 @@ def _md(text: str) -> str:
 
 
 def write(
-    d: RunDiff, out_dir: Path, threshold: float | None = None, pdf: bool = True
+    d: RunDiff,
+    out_dir: Path,
+    threshold: float | None = None,
+    pdf: bool = True,
+    pairs: list[dict[str, str]] | None = None,
 ) -> dict[str, Path]:
-    """diff.html, diff.pdf, diff.md and diff.json in ``out_dir`` (each written atomically)."""
+    """diff.html, diff.pdf, diff.md and diff.json in ``out_dir`` (each written atomically);
+    ``pairs``: the runs' cost and efficiency tables side by side (``cost_pairs``)."""
     from reportgen.render import pdf as printer
     from reportgen.render.report import _write
 
-    page = render_html(d, threshold)
+    page = render_html(d, threshold, pairs)
     instead = "give reportgen diff another folder with --out"
     out = {"html": _write(out_dir / NAMES["html"], page.encode("utf-8"), instead)}
     if pdf:
@@ -167,7 +199,12 @@ def write(
             out_dir / NAMES["pdf"], printer.html_to_pdf(page, out_dir).data, instead
         )
     out["markdown"] = _write(out_dir / NAMES["markdown"], markdown(d, threshold).encode(), instead)
-    data = {**d.as_dict(), "threshold": threshold, "reportgen_version": __version__}
+    data = {
+        **d.as_dict(),
+        "threshold": threshold,
+        "reportgen_version": __version__,
+        "costs": pairs or [],
+    }
     text = json.dumps(data, indent=1, allow_nan=False) + "\n"
     out["json"] = _write(out_dir / NAMES["json"], text.encode("utf-8"), instead)
     return out

@@ -187,6 +187,13 @@ def test_a_run_kept_before_shape_and_energy_gets_them_back_and_compares_them(
     assert len(energy) == 4 and all(m["verdict"] == "equivalent" for m in energy)
     page = (tmp_path / "d" / "diff.html").read_text()
     assert "<td>output tok/J</td>" in page or ">output tok/J<" in page
+    # and each run's cost and efficiency table, side by side
+    assert '<h3 id="costs">Cost and efficiency, A and B</h3>' in page
+    pairs = compared["costs"]
+    assert [(c["id"], c["level"]) for c in pairs] == [
+        ("baseline", "1"), ("baseline", "4"), ("faster-decode", "1"), ("faster-decode", "4")
+    ]  # fmt: skip
+    assert all(c["per_j_a"] == c["per_j_b"] and c["decode_pct_a"].endswith("%") for c in pairs)
     # the first page names the cheapest configuration that meets the objective where it is
     # not the best: made so here by calling the baseline the best
     from reportgen import results
