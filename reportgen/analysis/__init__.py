@@ -16,6 +16,8 @@ printing; every estimator named in its module's docstring.
 - ``differences``: what differs between two records, leaf by leaf. ``text``: degenerate
   answers and word agreement. ``allocation``: the repetitions per server start a run's own
   costs and spreads call for. ``selection``: the best's gain shrunk for having been chosen.
+- ``roofline``: a model's weights and KV cache counted from its config, and the bounds its
+  GPUs' published bandwidth and tensor throughput put on decode and prefill.
 
 Imports ``reportgen.results`` (the typed model), ``reportgen.load.records``,
 ``reportgen.campaign`` and ``reportgen.metrics``; nothing of run, observe or render.

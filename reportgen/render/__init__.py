@@ -9,7 +9,8 @@
 ``view`` builds the report from ``header``, ``brief`` (the first page, with ``expectations``),
 ``experiment`` (one experiment's section, its table from ``levels``), ``sentences`` (the
 summary and the run's other sentences), ``methods`` (with ``workload``, the workload in words)
-and ``evidence`` (the engine's and the GPUs' evidence); ``text`` writes the rest of the prose,
+and ``evidence`` (the engine's and the GPUs' evidence), ``costs`` (the cost and efficiency
+table: price, energy, the roofline); ``text`` writes the rest of the prose,
 ``fmt`` every number. ``report`` ties them together. ``figures`` draws the charts, on ``axes``
 (where the levels sit, linear or log). Imports go one way: ``content`` and ``fmt`` import
 nothing of render; evidence <- experiment <- view <- report, sentences <- view; axes <- figures
