@@ -27,6 +27,7 @@ from reportgen.analysis import unjudged
 from reportgen.analysis.decide import MAX_REPS, POWER
 from reportgen.analysis.welch import values_by_level
 from reportgen.metrics import REGISTRY
+from reportgen.render import costs
 from reportgen.render.content import Brief, BriefCell
 from reportgen.render.evidence import failure_hint, kv_cache
 from reportgen.render.expectations import expectations
@@ -354,6 +355,33 @@ def cheapest_choice(run: Run) -> Cheapest | None:
     return Cheapest(low, scores[low][0], best.id, scores[best.id][0], levels, scores[low][1])
 
 
+def cost_line(run: Run) -> str:
+    """What the configuration to run costs a token at the objective's levels: its output
+    tokens per joule (and joules a token), and with a price what a million output tokens cost
+    (the cost and efficiency table's numbers); empty with neither."""
+    chosen = run.best or (run.baseline.id if run.baseline else None)
+    per_hour, basis = costs.hourly(run)
+    rows = [r for r in costs.cost_rows(run, per_hour) if r["id"] == chosen]
+    energy = [r for r in rows if r["energy"]]
+    priced = [r for r in rows if r["priced"] and r["out_cost"] != "–"]
+    said = []
+    if energy:
+        said.append(
+            f"{_listed([r['per_j'] for r in energy])} output tokens per joule at "
+            f"{_listed([r['label'] for r in energy])}"
+        )
+    if priced:
+        said.append(
+            f"{_listed([r['out_cost'] for r in priced])} per million output tokens at "
+            f"{_listed([r['label'] for r in priced])} ({basis})"
+        )
+    return f"What {chosen} costs: {'; '.join(said)}." if said else ""
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def cheapest(run: Run) -> str:
     """``cheapest_choice`` in a sentence for the first page; empty where there is none."""
     c = cheapest_choice(run)
@@ -403,6 +431,7 @@ def build(run: Run) -> Brief:
             next_steps=_next_steps(run, None, [], columns),
             detect=detectable(run),
             cheapest=cheapest(run),
+            cost=cost_line(run),
         )
     cells = _cells(run, best, base, key, metric)
     # (they import this module)
@@ -434,4 +463,5 @@ def build(run: Run) -> Brief:
         kv_cache=kv_cache(best, request_tokens(best)),
         detect=detectable(run),
         cheapest=cheapest(run),
+        cost=cost_line(run),
     )

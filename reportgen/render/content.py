@@ -56,6 +56,8 @@ class Brief:
     # where it is not the best: the configuration that meets the objective for the least
     # energy a token (and money, with a price), in a sentence (``brief.cheapest``)
     cheapest: str = ""
+    # what the configuration to run costs a token (``brief.cost_line``)
+    cost: str = ""
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ def cost_rows(run: Run, per_hour: float | None) -> list[dict[str, Any]]:
                 {
                     "id": e.id,
                     "level": str(agg.point),
+                    "label": agg.point.label,
                     "out_tok_s": fmt_num(out),
                     "out_cost": _per_million(per_hour, out),
                     "in_cost": _per_million(per_hour, inputs),

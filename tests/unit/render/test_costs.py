@@ -51,3 +51,19 @@ def test_a_price_per_gpu_hour_with_no_gpu_counted_is_not_a_cost() -> None:
     assert per_hour is None and "no GPU was counted: set host.expect.gpu_count" in said
     rows = costs.cost_rows(run, per_hour)  # kept, to say why there is no cost
     assert rows and not any(r["priced"] for r in rows)
+
+
+def test_page_one_says_what_the_configuration_to_run_costs_a_token() -> None:
+    from reportgen.render import brief
+
+    run = results.load(H100)  # nothing adopted: the baseline is what to run
+    said = brief.cost_line(run)
+    assert said == (
+        "What baseline costs: 0.38, 4.48 and 11.8 output tokens per joule at C=1, C=16 and C=64."
+    )
+    run.campaign["host"] = {"price": {"per_hour": 3.5, "source": "a list price"}}
+    priced = brief.cost_line(run)
+    out = next(a for a in run.baseline.by_level if a.point.label == "C=1")  # type: ignore[union-attr]
+    per_m = f"{3.5 / 3600 / out.stat('output_tok_s').mean * 1e6:.4g}"
+    assert f"; {per_m}, " in priced and "per million output tokens at C=1, C=16 and C=64" in priced
+    assert priced.endswith("(3.5 USD an hour (a list price)).")
