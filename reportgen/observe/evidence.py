@@ -250,6 +250,16 @@ def model_files(args: Mapping[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
+# expert settings the roofline counts; any other (``moe_*``, ``*expert*``) makes it refuse
+COUNTED_EXPERT_KEYS = (
+    "num_experts",
+    "num_local_experts",
+    "n_routed_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "n_shared_experts",
+    "shared_expert_intermediate_size",
+)
 # config.json's keys that say how large a model is and how it attends (``analysis.roofline``
 # counts its weights and KV cache from them)
 SHAPE_KEYS = (
@@ -265,13 +275,7 @@ SHAPE_KEYS = (
     "tie_word_embeddings",
     "torch_dtype",
     "dtype",
-    "num_experts",
-    "num_local_experts",
-    "n_routed_experts",
-    "num_experts_per_tok",
-    "moe_intermediate_size",
-    "n_shared_experts",
-    "shared_expert_intermediate_size",
+    *COUNTED_EXPERT_KEYS,
     "first_k_dense_replace",
     "decoder_sparse_step",
     "mlp_only_layers",
@@ -282,18 +286,6 @@ SHAPE_KEYS = (
     "interleave_moe_layer_step",
     "attention_chunk_size",
 )
-# expert settings the roofline counts; any other (``moe_*``, ``*expert*``) makes it refuse
-COUNTED_EXPERT_KEYS = {
-    "num_experts",
-    "num_local_experts",
-    "n_routed_experts",
-    "num_experts_per_tok",
-    "moe_intermediate_size",
-    "n_shared_experts",
-    "shared_expert_intermediate_size",
-}
-
-
 def model_shape(config: Mapping[str, Any]) -> dict[str, Any]:
     """What of a model's config.json says its size (a multimodal model's ``text_config`` read
     from there), with its quantization's method and bits."""
