@@ -229,14 +229,15 @@ def model_files(args: Mapping[str, Any], base: Path) -> dict[str, Any]:
     if not folder.is_dir():
         return {"model": model, "error": "not a local folder (a hub id?): nothing to hash"}
     out: dict[str, Any] = {"model": model, "files": {}}
+    raw: dict[str, bytes] = {}
     for name in CONFIG_FILES:
         path = folder / name
         if path.is_file():
-            out["files"][name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    config = folder / "config.json"
-    if config.is_file():
+            raw[name] = path.read_bytes()
+            out["files"][name] = hashlib.sha256(raw[name]).hexdigest()
+    if "config.json" in raw:
         try:
-            data = json.loads(config.read_text())
+            data = json.loads(raw["config.json"])
         except ValueError:
             data = None
         found = data if isinstance(data, dict) else {}
@@ -286,6 +287,8 @@ SHAPE_KEYS = (
     "interleave_moe_layer_step",
     "attention_chunk_size",
 )
+
+
 def model_shape(config: Mapping[str, Any]) -> dict[str, Any]:
     """What of a model's config.json says its size (a multimodal model's ``text_config`` read
     from there), with its quantization's method and bits."""

@@ -32,6 +32,7 @@ from reportgen.render.content import Brief, BriefCell
 from reportgen.render.evidence import failure_hint, kv_cache
 from reportgen.render.expectations import expectations
 from reportgen.render.experiment import request_tokens
+from reportgen.render.fmt import NONE
 from reportgen.render.levels import samples, summaries_by_level
 from reportgen.results.model import Experiment, Point, Run
 from reportgen.results.verdicts import Comparison
@@ -355,15 +356,15 @@ def cheapest_choice(run: Run) -> Cheapest | None:
     return Cheapest(low, scores[low][0], best.id, scores[best.id][0], levels, scores[low][1])
 
 
-def cost_line(run: Run) -> str:
+def cost_line(run: Run, table: costs.Table | None = None) -> str:
     """What the configuration to run costs a token at the objective's levels: its output
-    tokens per joule (and joules a token), and with a price what a million output tokens cost
-    (the cost and efficiency table's numbers); empty with neither."""
+    tokens per joule, and with a price what a million output tokens cost (the cost and
+    efficiency table's numbers, ``table``: made here where not given); empty with neither."""
+    table = costs.table(run) if table is None else table
     chosen = run.best or (run.baseline.id if run.baseline else None)
-    per_hour, basis = costs.hourly(run)
-    rows = [r for r in costs.cost_rows(run, per_hour) if r["id"] == chosen]
+    rows = [r for r in table.rows if r["id"] == chosen]
     energy = [r for r in rows if r["energy"]]
-    priced = [r for r in rows if r["priced"] and r["out_cost"] != "–"]
+    priced = [r for r in rows if r["priced"] and r["out_cost"] != NONE]
     said = []
     if energy:
         said.append(
@@ -373,7 +374,7 @@ def cost_line(run: Run) -> str:
     if priced:
         said.append(
             f"{_listed([r['out_cost'] for r in priced])} per million output tokens at "
-            f"{_listed([r['label'] for r in priced])} ({basis})"
+            f"{_listed([r['label'] for r in priced])} ({table.basis})"
         )
     return f"What {chosen} costs: {'; '.join(said)}." if said else ""
 
@@ -401,7 +402,9 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%" if x < 0.1 else f"{100 * x:.0f}%"
 
 
-def build(run: Run) -> Brief:
+def build(run: Run, table: costs.Table | None = None) -> Brief:
+    """The first page; ``table``: the run's cost and efficiency table where the caller made
+    it already (``costs.table``)."""
     metric = str(run.objective.get("metric") or "output_tok_s")
     key = metrics.key(metric)
     base = run.baseline
@@ -431,7 +434,7 @@ def build(run: Run) -> Brief:
             next_steps=_next_steps(run, None, [], columns),
             detect=detectable(run),
             cheapest=cheapest(run),
-            cost=cost_line(run),
+            cost=cost_line(run, table),
         )
     cells = _cells(run, best, base, key, metric)
     # (they import this module)
@@ -463,5 +466,5 @@ def build(run: Run) -> Brief:
         kv_cache=kv_cache(best, request_tokens(best)),
         detect=detectable(run),
         cheapest=cheapest(run),
-        cost=cost_line(run),
+        cost=cost_line(run, table),
     )

@@ -6,6 +6,7 @@ empty (no section) where a run has none of them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
@@ -15,6 +16,23 @@ from reportgen.results.as_run import host_as_run
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Run
 from reportgen.results.verdicts import Comparison
+
+
+@dataclass(frozen=True)
+class Table:
+    """A run's cost and efficiency table, made once for every place that shows it (the
+    report's section, its first page, ``diff``)."""
+
+    per_hour: float | None  # what the host cost an hour (``hourly``)
+    basis: str  # where that price came from, or why there is none
+    rows: list[dict[str, Any]]  # ``cost_rows``
+    roof_basis: list[str]  # ``roof_basis``
+
+
+def table(run: Run) -> Table:
+    per_hour, basis = hourly(run)
+    roofs = roof_models(run)
+    return Table(per_hour, basis, cost_rows(run, per_hour, roofs), roof_basis(run, roofs))
 
 
 def hourly(run: Run) -> tuple[float | None, str]:
@@ -39,13 +57,16 @@ def hourly(run: Run) -> tuple[float | None, str]:
     return price.per_gpu_hour * gpus, f"{rate} x {gpus} GPUs ({whose})"
 
 
-def cost_rows(run: Run, per_hour: float | None) -> list[dict[str, Any]]:
+def cost_rows(
+    run: Run, per_hour: float | None, roofs: dict[str, Roof | str] | None = None
+) -> list[dict[str, Any]]:
     """Per experiment that measured something and each level that decides: output tok/s, the
     cost of a million output tokens and of a million input tokens at ``per_hour`` (``hourly``),
-    output tokens per joule, and decode's and prefill's share of their bounds (``roofs``);
-    empty where the run has neither a price nor any energy nor a bound."""
+    output tokens per joule, and decode's and prefill's share of their bounds (``roofs``:
+    ``roof_models``, made here where not given); empty where the run has neither a price nor
+    any energy nor a bound."""
     rows = []
-    roofs = roof_models(run)
+    roofs = roof_models(run) if roofs is None else roofs
     for e in run.experiments:
         roof = roofs.get(e.id)
         vs = {c.point: c for c in verdict.energy_vs_parent(run, e)}
@@ -93,12 +114,8 @@ def roof_models(run: Run) -> dict[str, Roof | str]:
     """Per experiment, its model's size, its GPU's figures and its parallelism, or why its
     levels get no bound. The GPUs are the run's as reportgen saw them (a server elsewhere:
     none), the model's shape as its config.json said when the experiment ran."""
-    devices = run.fingerprint.gpus.devices
-    names = sorted({str(d.name) for d in devices if d.name})
-    out: dict[str, Roof | str] = {}
-    for e in run.experiments:
-        out[e.id] = _roof(e, names)
-    return out
+    names = sorted({str(d.name) for d in run.fingerprint.gpus.devices if d.name})
+    return {e.id: _roof(e, names) for e in run.experiments}
 
 
 def _roof(e: Experiment, names: list[str]) -> Roof | str:
@@ -156,16 +173,18 @@ def replayed(run: Run) -> str:
     )
 
 
-def roof_basis(run: Run) -> list[str]:
+def roof_basis(run: Run, roofs: dict[str, Roof | str] | None = None) -> list[str]:
     """What the bounds were taken from, once per model and GPU, for the table's caption; and
-    why experiments that measured got none, once per reason."""
+    why experiments that measured got none, once per reason (``roofs``: ``roof_models``,
+    made here where not given)."""
+    roofs = roof_models(run) if roofs is None else roofs
     said: dict[str, list[str]] = {}
-    for eid, roof in roof_models(run).items():
-        e = next(x for x in run.experiments if x.id == eid)
+    for e in run.experiments:
+        roof = roofs[e.id]
         if not e.by_level:
             continue
         if isinstance(roof, str):
-            said.setdefault(f"none for \0: {roof}", []).append(eid)
+            said.setdefault(f"none for \0: {roof}", []).append(e.id)
             continue
         m, g, par = roof
         sharded = f", {par.shards} GPUs a server" if par.shards > 1 else ""

@@ -99,8 +99,8 @@ def cost_pairs(a: Run, b: Run) -> list[dict[str, str]]:
     side by side, per experiment both ran and level either decided: output tok/s, the cost
     of a million output tokens, output tokens per joule and decode's share of its bound, A
     then B. Empty where neither run has a price, energy or a bound."""
-    rows_a = {(r["id"], r["level"]): r for r in costs.cost_rows(a, costs.hourly(a)[0])}
-    rows_b = {(r["id"], r["level"]): r for r in costs.cost_rows(b, costs.hourly(b)[0])}
+    rows_a = {(r["id"], r["level"]): r for r in costs.table(a).rows}
+    rows_b = {(r["id"], r["level"]): r for r in costs.table(b).rows}
     out = []
     for key in [k for k in rows_a if k in rows_b]:
         ra, rb = rows_a[key], rows_b[key]

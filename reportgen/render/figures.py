@@ -385,6 +385,11 @@ def latency(series: Sequence[Series], bounds: Bounds = ()) -> Figure:
     return fig
 
 
+def _per_gpu_label(per_gpu: int) -> str:
+    """The axis of output tokens per second per GPU (the trade-off's, the efficiency's)."""
+    return "output tokens / s per GPU" if per_gpu > 1 else "output tokens / s (1 GPU)"
+
+
 def tradeoff(series: Sequence[Series], gpus: int = 1) -> Figure:
     """The trade-off vLLM's sweeps plot: output tokens per second per GPU (what the hardware
     yields) against output tokens per second per user (1000 / the median time per output
@@ -418,7 +423,7 @@ def tradeoff(series: Sequence[Series], gpus: int = 1) -> Figure:
                             va="bottom" if side > 0 else "top")  # fmt: skip
     if xs_all:
         ax.set_xlabel("output tokens / s per user (1000 / TPOT p50)")
-        ax.set_ylabel("output tokens / s per GPU" if per_gpu > 1 else "output tokens / s (1 GPU)")
+        ax.set_ylabel(_per_gpu_label(per_gpu))
         for values, log, lim in (
             (xs_all, ax.set_xscale, ax.set_xlim),
             (ys_all, ax.set_yscale, ax.set_ylim),
@@ -467,7 +472,7 @@ def efficiency(series: Sequence[Series], gpus: int = 1) -> Figure:
                 ax.annotate(c.label, (x, y), textcoords="offset points", xytext=(5, 5),
                             fontsize=7, color=style["color"])  # fmt: skip
     if drawn:
-        ax.set_xlabel("output tokens / s per GPU" if per_gpu > 1 else "output tokens / s (1 GPU)")
+        ax.set_xlabel(_per_gpu_label(per_gpu))
         ax.set_ylabel("output tokens per joule")
         ax.set_xlim(left=0)
         ax.set_ylim(bottom=0)

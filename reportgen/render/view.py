@@ -88,8 +88,7 @@ def build(run: Run) -> Report:
     levels = sorted_points(lv.point for e in exps for lv in e.levels)
     env = run.fingerprint
     gpus = env.gpus.devices
-    per_hour, cost_basis = costs.hourly(run)
-    cost_rows = costs.cost_rows(run, per_hour)
+    cost = costs.table(run)
     return Report(
         header=header(run),
         objective=objective,
@@ -102,11 +101,11 @@ def build(run: Run) -> Report:
         telemetry_levels=levels,
         telemetry_overview=evidence.telemetry_overview(exps, levels),
         telemetry_idle=evidence.idle_overview(exps),
-        costs=cost_rows,
-        costs_print=_printed_costs(run, cost_rows),
-        roof_basis=costs.roof_basis(run),
+        costs=cost.rows,
+        costs_print=_printed_costs(run, cost.rows),
+        roof_basis=cost.roof_basis,
         energy_replayed=costs.replayed(run),
-        cost_basis=cost_basis,
+        cost_basis=cost.basis,
         assumptions=_assumptions(views),
         series=[
             _series(i + 1, e, e is baseline, e.id == run.best)
@@ -141,7 +140,7 @@ def build(run: Run) -> Report:
             f"reportgen run {shlex.quote(path)}",
             f"reportgen render {shlex.quote(run_dir_hint(run))}",
         ],
-        brief=brief.build(run),
+        brief=brief.build(run, cost),
     )
 
 

@@ -34,6 +34,7 @@ def preflight(
         )
     gpus = Environment.of(environment).gpus
     metric = m.campaign.objective.metric
+    planned = plan(campaign)
     if metric == "output_tok_per_j" and not gpus.available:
         raise CampaignError(
             [
@@ -48,7 +49,7 @@ def preflight(
             ]
         )
     if metric == "output_tok_per_j":
-        for r in plan(campaign):
+        for r in planned:
             if r.base_url and not external.is_local(r.base_url):
                 raise CampaignError(
                     [
@@ -78,7 +79,7 @@ def preflight(
         )
     for p in found.advice:
         progress.warn(str(p))
-    started = [r for r in plan(campaign) if r.base_url is None]  # already running: not ours
+    started = [r for r in planned if r.base_url is None]  # already running: not ours
     flags = check_flags(campaign, progress) if started else None
     host = m.server.host
     for port in sorted({engine.port(r.args) for r in started}):
