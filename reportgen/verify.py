@@ -118,7 +118,7 @@ def verify(report: Path, run_dir: Path | None = None) -> Verification:
     _check_telemetry(out, run, run_dir, found)
     _check_aggregates(out, run, fresh)
     if any(e.search for e in run.experiments):
-        _check_search(out, run, fresh)
+        _check_search(out, run, fresh, rows_of)
     legacy = raw.get("schema_version") != store.SCHEMA_VERSION
     problems, compared = _decisions(run, fresh, rows_of, legacy)
     out.add("decisions", problems, f"{compared} comparison(s) and their verdicts recomputed")
@@ -180,7 +180,10 @@ def _check_levels(
                 lv.summary.power_w, lv.summary.output_tok_per_j = energy_rates(lv)
                 runs += 1
                 # a key a later reportgen added is not in older results: not compared there
-                later = ["window_concurrency"] if stored.window_concurrency is None else []
+                later = [
+                    k for k in ("window_concurrency", "schedule_kept")
+                    if getattr(stored, k) is None
+                ]  # fmt: skip
                 bad = _diff_keys(stored.model_dump(), lv.summary.model_dump(), skip=later)
                 if bad:
                     where = f"{table} {lv.point.label} repetition {lv.repetition + 1}"
@@ -259,19 +262,23 @@ def _check_aggregates(out: Verification, run: Run, fresh: Run) -> None:
     out.add("aggregates across repetitions", problems, f"{groups} level(s)")
 
 
-def _check_search(out: Verification, run: Run, fresh: Run) -> None:
+def _check_search(out: Verification, run: Run, fresh: Run, rows_of: Rows) -> None:
     """A find_max search taken again (``analysis.search``) from the recomputed summaries of
-    its probes: each probe's pass or fail and numbers, and the answer."""
+    its probes and their requests: each probe's pass or fail and numbers, and the answer."""
     problems = []
     for e, again in zip(run.experiments, fresh.experiments, strict=True):
         if e.search is None:
             continue
         rec = e.search
         cap = rec.probes[0].concurrency if rec.probes else 0
-        look = search.Search(search.parse(rec.slo), over=rec.over, cap=cap)
+        look = search.Search(search.parse(rec.slo), over=rec.over, cap=cap, pooled=rec.pooled)
+        rows = rows_of.get(e.table, [])
         for probe in rec.probes:
             where = probe.point
-            runs = [lv.summary for lv in again.levels if lv.point == where]
+            runs = search.search_runs(
+                [lv for lv in again.levels if lv.point == where],
+                [r for r in rows if point_of(r) == where],
+            )
             got = look.record(
                 look.at(probe), runs, repeated=probe.repeated, confirmed=probe.confirmed
             )

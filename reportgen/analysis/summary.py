@@ -22,6 +22,11 @@ see ``reportgen.load.wire``):
   energy over the window's length. None without GPU telemetry.
 - ``achieved_concurrency``: sum of request durations / level duration (time-weighted mean of
   requests in flight).
+- ``schedule_kept``: an open loop's scheduled send times' span over its actual sends' span (1.0
+  when the client sent every request when it was due; the rate the server was offered is the
+  level's rate times this). The requests per second above count completions, so a level of a
+  fixed number of requests includes its drain and reads under the offered rate even when the
+  server kept up: this, not ``req_s``, says whether the load was offered.
 - ``window_concurrency``: for a trimmed level, the same inside the window the throughputs
   count, each request's time in flight clipped to it (the clients' ramp and drain left out).
 
@@ -137,6 +142,20 @@ def applied_slo(workload: Mapping[str, Any]) -> dict[str, Any]:
     if workload.get("stream") is False:
         slo["ttft_ms"] = slo["tpot_ms"] = None
     return slo
+
+
+def schedule_kept(records: Sequence[RequestRecord]) -> float | None:
+    """An open loop's scheduled send times' span over its actual sends' span (None for a
+    closed loop: no request scheduled; or fewer than two requests, or an infinite rate, where
+    every request is due at once)."""
+    if len(records) < 2 or any(r.scheduled is None for r in records):
+        return None
+    due = [float(r.scheduled) for r in records if r.scheduled is not None]
+    sent = [float(r.start) for r in records]
+    want, took = max(due) - min(due), max(sent) - min(sent)
+    if want <= 0 or took <= 0:
+        return None
+    return want / took
 
 
 def steady_window(records: Sequence[RequestRecord]) -> tuple[float, float] | None:
@@ -294,6 +313,7 @@ def summarize(
         chunk_s=chunks / duration_s if duration_s > 0 else float("nan"),
         achieved_concurrency=busy_s / duration_s if duration_s > 0 else float("nan"),
         window_concurrency=window_concurrency,
+        schedule_kept=schedule_kept(recs),
         ttft_ms=_dist(samples["ttft_ms"]),
         itl_ms=_dist(samples["itl_ms"]),
         itl_token_ms=_dist(samples["itl_token_ms"]),

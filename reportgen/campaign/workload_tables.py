@@ -63,7 +63,8 @@ class FindMax(_Model):
         description="Bounds every probed level must meet, as metric.stat<value joined by "
         "commas: ttft_ms.p99<500,itl_ms.p99<50 (latencies at p50, p90, p99 or mean; a "
         "throughput without a stat, output_tok_s>1000); a level also fails if more than 1% "
-        "of its requests fail.",
+        "of its requests fail. A latency is taken over the requests of all the level's "
+        "repetitions together (p99: 99 of 100 of them), a throughput as their mean.",
     )
     over: Literal["concurrency", "request_rate"] = Field(
         "concurrency",
@@ -90,8 +91,9 @@ class FindMax(_Model):
     repeat_near: bool = Field(
         True,
         description="Run a probe's repetitions once more when a bound's value lies inside the "
-        "95% interval of its mean over them (pass or fail within noise), and decide on the mean "
-        "of all of them.",
+        "95% interval of what it is judged on (pass or fail within noise: a latency's "
+        "percentile over the requests of all its runs, its runs resampled; a throughput's "
+        "mean over them), and decide on all of them.",
     )
 
     confirm: bool = Field(

@@ -360,11 +360,20 @@ def _holds_differ(bound: str, ci: Sequence[float]) -> bool:
     return b.holds(ci[0]) != b.holds(ci[1])
 
 
+def _latency(bound: str) -> bool:
+    """Whether a bound (as written) is on a latency's statistic, not a throughput."""
+    from reportgen.campaign.bounds import parse
+
+    (b,) = parse(bound)
+    return b.stat is not None
+
+
 def search_said(record: Any) -> str:
     """A search's answer in a sentence (``workload.find_max``): the highest concurrency, or
     request rate, meeting the bounds."""
     bounds = " and ".join(record.bounds) or record.slo
     n = len(record.probes)
+    pooled = bool(getattr(record, "pooled", False))  # latency bounds over all runs' requests
     rates = getattr(record, "over", "concurrency") == "request_rate"
     what = "request rate" if rates else "concurrency"
 
@@ -423,9 +432,14 @@ def search_said(record: Any) -> str:
                 (k, v) for k, v in p.intervals.items() if v and _holds_differ(k, v)
             )
             again = ", after its repetitions ran again" if p.repeated else ""
+            how = (
+                "its runs resampled, their requests pooled"
+                if pooled and _latency(bound)
+                else "over its repetitions on one server"
+            )
             said.append(
                 f"{at(where(p))} {'passed' if p.passed else 'failed'} within noise ({bound}: 95% "
-                f"interval {lo:.4g}-{hi:.4g} over its repetitions on one server{again})"
+                f"interval {lo:.4g}-{hi:.4g}, {how}{again})"
             )
         note = "; " + "; ".join(said)
     if record.converged:

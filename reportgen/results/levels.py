@@ -130,6 +130,11 @@ class Summary(_Model):
     # mean above takes in the clients' ramp at the start and the drain at the end, which
     # with requests seconds long is a tenth of a 12-s level
     window_concurrency: float | None = None
+    # an open loop's schedule as the client kept it: the span of its requests' scheduled send
+    # times over the span of their actual sends (1.0: every request went when it was due; under
+    # 1, the client or a concurrency cap held requests back, and the server saw less than the
+    # offered rate). None for a closed loop, or a reportgen before it kept this.
+    schedule_kept: float | None = None
     ttft_ms: Dist = Field(default_factory=Dist)
     itl_ms: Dist = Field(default_factory=Dist)
     itl_token_ms: Dist = Field(default_factory=Dist)
@@ -160,9 +165,12 @@ class SearchProbe(_Model):
     concurrency: int
     rate: Rate = None
     passed: bool
-    values: dict[str, float | None] = Field(default_factory=dict)  # bound -> mean over reps
+    # bound -> its value: a latency's percentile over the requests of every run (a search
+    # that pooled, ``SearchRecord.pooled``), else the mean over the runs
+    values: dict[str, float | None] = Field(default_factory=dict)
     error_share: float = 0.0
-    # bound -> the 95% t interval of that mean over the repetitions (two or more)
+    # bound -> the 95% interval of that value (two runs or more): a bootstrap resampling the
+    # runs for a pooled percentile, else the t interval of the mean
     intervals: dict[str, list[float]] = Field(default_factory=dict)
     near: bool = False  # a bound's value inside its interval: pass or fail within noise
     repeated: bool = False  # its repetitions ran once more, because it was near
@@ -191,6 +199,9 @@ class SearchRecord(_Model):
     max: float = 1024
     probes_allowed: int = 8
     over: Literal["concurrency", "request_rate"] = "concurrency"
+    # latency bounds judged on the requests of each level's runs together (``analysis.search``);
+    # False in a search recorded before: on the mean of the runs' own percentiles
+    pooled: bool = False
 
     @field_serializer("best", "lowest_failure", "start", "max")
     def _whole(self, value: float | None) -> float | int | None:

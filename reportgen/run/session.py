@@ -18,6 +18,7 @@ from reportgen import engines
 from reportgen.analysis import search, steady
 from reportgen.analysis.summary import energy_rates
 from reportgen.campaign import Campaign, CampaignModel, Resolved, repetitions_range
+from reportgen.campaign.levels import point_of
 from reportgen.campaign.workload import FindMax
 from reportgen.errors import ReportgenError, ServerError
 from reportgen.load import tokens
@@ -27,7 +28,7 @@ from reportgen.load.tokens import Tokenizer
 from reportgen.observe import events, evidence, telemetry
 from reportgen.observe.gpu import GpuSource
 from reportgen.observe.telemetry import Telemetry
-from reportgen.results.levels import GpuWindow, Level, SearchRecord, Summary
+from reportgen.results.levels import GpuWindow, Level, SearchRecord
 from reportgen.results.model import Experiment, Point, ProbeAnswer, Ready, Session, Stop
 from reportgen.results.rundir import RunDir
 from reportgen.results.verdicts import FAILED_DURING
@@ -300,6 +301,7 @@ class ServerSession:
             max=find.max,
             probes_allowed=find.probes,
             over=find.over,
+            pooled=True,
         )
         self.entry.search = record
         look = search.Search(
@@ -313,11 +315,14 @@ class ServerSession:
             cap=self.launch.experiment.workload.concurrency[0],
         )
 
-        def measure(x: float) -> list[Summary]:
+        def measure(x: float) -> list[search.Ran]:
             point = look.point(x)
             for rep in self._after(point):
                 self._level(drv, point, rep)
-            return [lv.summary for lv in self.levels if lv.point == point]
+            return search.search_runs(
+                [lv for lv in self.levels if lv.point == point],
+                [r for r in self.rows if point_of(r) == point],
+            )
 
         search.drive(
             look,

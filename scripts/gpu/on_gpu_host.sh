@@ -39,6 +39,9 @@
 #                            scripts/gpu/host_watch.py samples every CPU's busy and stolen share
 #                            and every process's CPU into RUNS/watch/ (odd starts placed by the
 #                            system, even ones with the server and the client on CPUs of their own)
+#   search ENGINE [OPTIONS]  unpack, the test models, then `bench` (OPTIONS; BENCH_THEN as there),
+#                            every bench run directory packed as RUNS/ENGINE-VERSION-bench-run.tar.xz
+#                            (what `detach` runs with DETACH_AS=search)
 #   pack RUN_DIR FILE        the run directory as one tar.xz (to bring back)
 #   detach ENGINE CAMPAIGN [reportgen run options]     (DETACH_AS=watch: detach ENGINE STARTS ...)
 #                            `all`, in a process session of its own that outlives the command
@@ -291,6 +294,18 @@ watch() {  # ENGINE STARTS [reportgen bench options]: STARTS server starts of BE
     say "watch: start $i of $starts done"
   done
 }
+search() {  # ENGINE [reportgen bench options]: a bench run on a fresh host, packed to bring back
+  local engine=$1; shift
+  unpack "$engine"; model ""
+  local before; before=$(ls -d "$RUNS"/*/*/ 2>/dev/null | sort || true)
+  bench "$engine" "$@"
+  local new; new=$(comm -13 <(echo "$before") <(ls -d "$RUNS"/*/*/ 2>/dev/null | sort) | sed 's:/$::')
+  [ -n "$new" ] || die "search: bench left no run directory in $RUNS"
+  # relative to RUNS: NAME/RUN_ID for each run the bench made
+  tar -C "$RUNS" -cf - $(for d in $new; do echo "${d#"$RUNS"/}"; done) | xz -T0 -6 > "$RUNS/$(name_of "$engine")-bench-run.tar.xz"
+  say "search: packed $(echo "$new" | wc -l) bench run(s) into $RUNS/$(name_of "$engine")-bench-run.tar.xz"
+}
+
 pack() {
   local dir=$1 file=$2
   tar -C "$(dirname "$dir")" -cf - "$(basename "$dir")" | xz -T0 -6 > "$file"
@@ -305,7 +320,8 @@ detach() {
   mkdir -p "$copy/output"
   [ "$RG_SRC" = "$root" ] && RG_SRC=$copy
   # setsid: its own session, so the end of the command that started it does not end it
-  # DETACH_AS: the subcommand run so (default all; watch for `watch ENGINE STARTS ...`)
+  # DETACH_AS: the subcommand run so (default all; watch for `watch ENGINE STARTS ...`,
+  # search for `search ENGINE OPTIONS`)
   RG_SRC=$RG_SRC setsid nohup bash -c '"$0" '"${DETACH_AS:-all}"' "$@"; echo $? > "$RUNS/detached.rc"' \
     "$copy/scripts/gpu/on_gpu_host.sh" "$@" > "$RUNS/detached.log" 2>&1 < /dev/null &
   say "detached: $* (pid $!, from $copy; output in $RUNS/detached.log)"
@@ -345,6 +361,7 @@ case "$cmd" in
   run) run "$@" ;;
   bench) bench "$@" ;;
   watch) watch "$@" ;;
+  search) search "$@" ;;
   pack) pack "$1" "$2" ;;
   detach) detach "$@" ;;
   poll) poll "$1" "$2" ;;

@@ -188,6 +188,27 @@ def test_trim_keeps_only_the_steady_state() -> None:
     assert untrimmed.window_concurrency is None and untrimmed.in_flight == pytest.approx(1.5)
 
 
+def test_an_open_loop_says_whether_its_requests_went_when_they_were_due() -> None:
+    # 8 requests due every 0.25 s, each answered in 2 s: the server kept up, yet completions
+    # spread over the sends and the last answer: 8 / 3.75 s = 2.1 req/s against 4 offered
+    due = [i * 0.25 for i in range(8)]
+    on_time = [
+        rec(t, [t + 1.0, t + 2.0], t + 2.0, 2) for t in due
+    ]  # fmt: skip
+    for r, t in zip(on_time, due, strict=True):
+        r.scheduled = t
+    s = summarize(on_time, duration_s=3.75)
+    assert s.req_s == pytest.approx(8 / 3.75)
+    assert s.schedule_kept == pytest.approx(1.0)
+    # held back (a concurrency cap): the same requests sent over 3.5 s instead of 1.75
+    held = [rec(2 * t, [2 * t + 1.0], 2 * t + 2.0, 1) for t in due]
+    for r, t in zip(held, due, strict=True):
+        r.scheduled = t
+    assert summarize(held, duration_s=5.5).schedule_kept == pytest.approx(0.5)
+    # a closed loop schedules nothing
+    assert summarize([rec(0.0, [0.1], 0.2, 1), rec(0.2, [0.3], 0.4, 1)], 0.4).schedule_kept is None
+
+
 def test_smallest_detectable_effect_and_repetitions_needed_by_hand() -> None:
     """Two runs a side at 100 and 110 tok/s: log values 4.6052 and 4.7005, variance 0.004541
     per side; se = sqrt(2 x 0.004541 / 2) = 0.06739 with 2 degrees of freedom, where

@@ -106,6 +106,22 @@ def test_a_level_below_its_nominal_load_is_flagged() -> None:
     assert got["status"] == "warn" and "6.00 of 8 req/s offered" in got["evidence"]
 
 
+def test_an_open_loop_is_judged_by_what_its_client_sent_not_by_its_completions() -> None:
+    # 256 requests at 32 req/s with 2-s answers: 26 completions a second over the level and
+    # its drain, every request sent on time (an H100 rate search flagged 7 of 8 probes so)
+    on_time = level(0) | {"rate": 32.0}
+    on_time["summary"] |= {"req_s": 26.4, "schedule_kept": 0.999}
+    # a concurrency cap held requests back: 256 due over 8 s went out over 10.7 s
+    held = level(0) | {"rate": 32.0, "repetition": 1}
+    held["summary"] |= {"req_s": 23.0, "schedule_kept": 0.75}
+    got = by_id(run_checks(entry([on_time, held]), ENV))["achieved_load"]
+    assert got["status"] == "warn"
+    assert got["evidence"] == (
+        "1 of 2 level run(s) below 90%: R=32/s repetition 2: 24.00 of 32 req/s sent"
+    )
+    assert "concurrency cap" in got["hint"]
+
+
 def test_an_engine_event_left_in_a_window_warns_and_one_measured_again_passes() -> None:
     jit = {
         "kind": "jit",
