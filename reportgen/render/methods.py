@@ -55,6 +55,7 @@ def methods(
     else:
         amount = f"{wl.duration_s} s per level"
     rate = rate_of(wl)
+    searched_rates = wl.find_max is not None and wl.find_max.over == "request_rate"
     if wl.prompts.source == "trace":
         amount = (
             f"the trace's first {wl.requests_per_level} requests per level"
@@ -66,7 +67,7 @@ def methods(
             "or not earlier ones have finished; the concurrency level C caps the requests in "
             "flight (a request that must wait is timed from when it is actually sent)."
         )
-    elif rates_of(wl) is not None:
+    elif rates_of(wl) is not None or searched_rates:
         caps = wl.concurrency or [0]
         cap = (
             f"at most {caps[0]} requests in flight (a request that must wait is timed from "
@@ -74,9 +75,10 @@ def methods(
             if caps[0]
             else "with no cap on the requests in flight"
         )
+        chosen = " (the rates the search chose)" if searched_rates else ""
         loop = (
-            "Open loop with the request rate as the level: at each level's rate R, requests "
-            f"arrive R per second ({wl.arrival} arrivals, seeded; R = inf: "
+            f"Open loop with the request rate as the level{chosen}: at each level's rate R, "
+            f"requests arrive R per second ({wl.arrival} arrivals, seeded; R = inf: "
             f"every request of the level at its start), whether or not earlier ones have "
             f"finished, {cap}."
         )

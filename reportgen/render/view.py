@@ -321,7 +321,11 @@ def _drawn(e: model.Experiment) -> bool:
 
 def _printed_costs(run: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The cost table's rows on paper: the baseline's, the best's and the cheapest's (the
-    configurations a reader chooses between); the HTML report has every experiment's."""
+    configurations a reader chooses between); the HTML report has every experiment's. None
+    for a lone configuration with neither a price nor a roofline: page one's cost line gives
+    its tokens per joule at each level, all such a table would say."""
+    if len(run.experiments) == 1 and not any(r.get("priced") or r.get("roofline") for r in rows):
+        return []
     chosen = {run.baseline.id if run.baseline else "", run.best or ""}
     cheap = brief.cheapest_choice(run)
     if cheap is not None:

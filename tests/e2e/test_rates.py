@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import lzma
 import math
 from pathlib import Path
 from typing import Any
@@ -218,8 +219,9 @@ EXAMPLES = ROOT / "docs" / "examples"
 
 
 def test_the_rate_runs_against_sglang_on_the_h200_verify() -> None:
-    """`reportgen bench --request-rate 16,64,256,inf` and a rate search against SGLang 0.5.17
-    on one H200 (scripts/gpu/on_gpu_host.sh bench sglang): each verifies, and says what ran."""
+    """`reportgen bench --request-rate 16,64,256,inf` against SGLang 0.5.17 on one H200 and a
+    rate search on one H100 (scripts/gpu/on_gpu_host.sh bench and search): each verifies, and
+    says what ran."""
     from reportgen import results
 
     sweep = results.load(EXAMPLES / "bench-rates-sglang-h200")
@@ -229,10 +231,21 @@ def test_the_rate_runs_against_sglang_on_the_h200_verify() -> None:
     req_s = [a.mean("req_s") for a in e.by_level]
     assert req_s[0] == pytest.approx(16, rel=0.1) and req_s[1] == pytest.approx(64, rel=0.1)
     assert req_s[2] < 200 < 256  # beyond what the server keeps up with: it falls behind
-    found = results.load(EXAMPLES / "bench-rate-search-sglang-h200").experiments[0].search
-    assert found is not None and found.over == "request_rate"
-    assert [p.rate for p in found.probes] == [16, 8, 12, 14, 15]
-    assert (found.best, found.lowest_failure, found.converged) == (15, 16, True)
-    for name in ("bench-rates-sglang-h200", "bench-rate-search-sglang-h200"):
+    # the search again on an H100 (2026-12-06), latency bounds over each level's requests
+    # together: a stall failed R=32 on its first four runs; probed again at the end it
+    # passed on six, and the search went on from there to R=96
+    found = results.load(EXAMPLES / "bench-rate-search-sglang-h100").experiments[0].search
+    assert found is not None and found.over == "request_rate" and found.pooled
+    assert [p.rate for p in found.probes] == [16, 32, 24, 28, 30, 64, 128, 96]
+    assert (found.best, found.lowest_failure, found.converged) == (96, 128, False)
+    r32 = next(p for p in found.probes if p.rate == 32)
+    assert r32.passed and r32.near and r32.confirmed and r32.runs == 6
+    # its methods say what ran: an open loop at the rates the search chose, not a closed one
+    page = lzma.decompress(
+        (EXAMPLES / "bench-rate-search-sglang-h100" / "report.html.xz").read_bytes()
+    ).decode()
+    assert "Open loop with the request rate as the level (the rates the search chose)" in page
+    assert "Closed loop: at concurrency C" not in page
+    for name in ("bench-rates-sglang-h200", "bench-rate-search-sglang-h100"):
         res = reportgen_main("verify", EXAMPLES / name)
         assert res.returncode == 0, res.stdout

@@ -107,7 +107,7 @@ def test_a_searched_bound_is_drawn_across_the_panel_it_bounds() -> None:
 
 
 def test_the_rate_search_example_draws_its_bound(tmp_path: Path) -> None:
-    copy = shutil.copytree(ROOT / "docs/examples/bench-rate-search-sglang-h200", tmp_path / "run")
+    copy = shutil.copytree(ROOT / "docs/examples/bench-rate-search-sglang-h100", tmp_path / "run")
     assert reportgen_main("render", copy, "--no-pdf").returncode == 0
     page = lzma.decompress((copy / "report.html.xz").read_bytes()).decode()
     assert "the search's bound: ttft_ms.p99&lt;200" in page  # in the latency chart's SVG
