@@ -87,7 +87,7 @@ def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
     assert "unrecognized arguments: --itl-msec 2" in failed["log_tail"]
     # bigger-batches was based on "best", which had become fast-decode-kernel.
     assert exps["bigger-batches"]["parent"] == "fast-decode-kernel"
-    assert {"key": "itl-growth", "kind": "changed", "before": 0.03, "after": 0.09} in exps[
+    assert {"key": "itl-growth", "kind": "changed", "before": 0.03, "after": 0.15} in exps[
         "bigger-batches"
     ]["flag_diff"]
     for e in exps.values():
@@ -105,7 +105,7 @@ def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
     assert {m for m, _ in every} == {
         "output_tok_s", "req_s", "ttft_ms", "itl_ms", "e2e_ms", "ttft_ms_p99", "e2e_ms_p99"
     }  # fmt: skip
-    # its ratio above 1 (1.35 by design, diluted toward 1 when other tests share the cores:
+    # its ratio above 1 (by design, diluted toward 1 when other tests share the cores:
     # 1.09 seen once); no interval: 3 x 16 requests a side hold under one above p99
     tail = every[("e2e_ms_p99", 16)]
     assert tail["ratio"] > 1.03 and tail["ci_low"] is None
