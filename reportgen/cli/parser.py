@@ -348,6 +348,22 @@ def build_parser() -> argparse.ArgumentParser:
         "(the roofline needs it), and saved with the run",
     ).complete = FILE  # type: ignore[attr-defined]
     rd.add_argument(
+        "--price",
+        type=_positive_float,
+        default=None,
+        metavar="PER_HOUR",
+        help="what the serving host costs an hour (the campaign's [host] price, for a run "
+        "recorded without one): the cost of a million output and input tokens per level, "
+        "saved with the run; --price-source says where it came from",
+    )
+    rd.add_argument(
+        "--price-source",
+        default=None,
+        metavar="TEXT",
+        help="where that price came from (a provider's list price and its date), quoted in "
+        "the report; required with --price",
+    )
+    rd.add_argument(
         "--energy",
         action="store_true",
         help="each level's GPU energy, mean power and output tokens per joule computed from "

@@ -262,6 +262,8 @@ def cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
         _model_shape(args.run_dir, args.model_config, out)
     if args.energy:
         _energy(args.run_dir, out)
+    if args.price is not None or args.price_source is not None:
+        _price(args.run_dir, args.price, args.price_source, out)
     if args.redecide or args.recheck:
         _redecide(args.run_dir, out, recheck=args.recheck)
     for p in _render_paths(args.run_dir, pdf=not args.no_pdf):
@@ -308,6 +310,26 @@ def _model_shape(run_dir: Path, config: Path, out: Console) -> None:
     store.save(run_dir, run, [])
     out.print(f"model shape from {config} (sha256 {digest[:12]}...): {', '.join(matched)}",
               markup=False)  # fmt: skip
+
+
+def _price(run_dir: Path, per_hour: float | None, source: str | None, out: Console) -> None:
+    """``render --price PER_HOUR --price-source TEXT``: what the host cost an hour, into the
+    run's campaign (``host.price``, as the campaign file would have given it), and saved."""
+    from reportgen import results as store
+    from reportgen.campaign.host import Price
+
+    if per_hour is None or not (source or "").strip():
+        raise ResultsError(
+            f"{run_dir}: render --price needs both a price an hour and --price-source (where "
+            "it came from, quoted in the report); nothing changed"
+        )
+    run = store.load(run_dir)
+    price = Price.model_validate({"per_hour": per_hour, "source": str(source).strip()})
+    host = dict(run.campaign.get("host") or {})
+    host["price"] = price.model_dump(exclude_none=True)
+    run.campaign["host"] = host
+    store.save(run_dir, run, [])
+    out.print(f"price: {per_hour:g} {price.currency} an hour ({price.source})", markup=False)
 
 
 def _energy(run_dir: Path, out: Console) -> None:

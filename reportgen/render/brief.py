@@ -373,8 +373,9 @@ def cost_line(run: Run, table: costs.Table | None = None) -> str:
         )
     if priced:
         said.append(
-            f"{_listed([r['out_cost'] for r in priced])} per million output tokens at "
-            f"{_listed([r['label'] for r in priced])} ({table.basis})"
+            f"{_listed([r['out_cost'] for r in priced])} {table.currency} per million output "
+            "tokens at "
+            f"{_listed([r['label'] for r in priced])} (at {table.basis})"
         )
     return f"What {chosen} costs: {'; '.join(said)}." if said else ""
 

@@ -27,12 +27,17 @@ class Table:
     basis: str  # where that price came from, or why there is none
     rows: list[dict[str, Any]]  # ``cost_rows``
     roof_basis: list[str]  # ``roof_basis``
+    currency: str = ""  # the price's ("USD"), "" with none
 
 
 def table(run: Run) -> Table:
     per_hour, basis = hourly(run)
     roofs = roof_models(run)
-    return Table(per_hour, basis, cost_rows(run, per_hour, roofs), roof_basis(run, roofs))
+    price = host_as_run(run.campaign.get("host")).price
+    return Table(
+        per_hour, basis, cost_rows(run, per_hour, roofs), roof_basis(run, roofs),
+        price.currency if price is not None else "",
+    )  # fmt: skip
 
 
 def hourly(run: Run) -> tuple[float | None, str]:
