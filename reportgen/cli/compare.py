@@ -73,7 +73,11 @@ def cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
     if len(d.changed) > 8:
         out.print(f"  ... {len(d.changed) - 8} more in diff.html", markup=False)
     pairs = diffpage.cost_pairs(a, b)
-    for path in diffpage.write(d, out_dir, threshold, pdf=not args.no_pdf, pairs=pairs).values():
+    drawn = diffpage.efficiency_svg(a, b)
+    written = diffpage.write(
+        d, out_dir, threshold, pdf=not args.no_pdf, pairs=pairs, efficiency=drawn
+    )
+    for path in written.values():
         out.print(f"diff: {path}", markup=False)
     if threshold is None:
         return EXIT_OK

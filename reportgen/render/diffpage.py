@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from reportgen import __version__
 from reportgen.diff import COMPARED, Change, ExperimentDiff, RunDiff
 from reportgen.metrics import REGISTRY
@@ -117,8 +119,36 @@ def cost_pairs(a: Run, b: Run) -> list[dict[str, str]]:
 COST_KEYS = ("out_tok_s", "out_cost", "per_j", "decode_pct")
 
 
+def efficiency_svg(a: Run, b: Run) -> str:
+    """Both runs' configurations on the report's efficiency chart (output tok/s per GPU
+    against output tokens per joule, a point per level), each line named with its run ("A"
+    or "B"); "" where neither run has the GPUs' energy."""
+    from dataclasses import replace
+
+    from reportgen.render import charts, figures, view
+    from reportgen.render.content import Series
+
+    series: list[Series] = []
+    for tag, run in (("A", a), ("B", b)):
+        base = run.baseline.id if run.baseline is not None else None
+        for i, e in enumerate(run.experiments, start=1):
+            if not e.ok or not e.by_level:
+                continue
+            s = view.series_of(i, e, e.id == base, e.id == run.best)
+            series.append(replace(s, id=f"{e.id} ({tag})", index=len(series) + 1))
+    if not any(j is not None for s in series for j in s.mean.get("output_tok_per_j", ())):
+        return ""
+    gpus = max(len(a.fingerprint.gpus.devices), len(b.fingerprint.gpus.devices), 1)
+    chart = charts.Chart("diff-efficiency", "efficiency", (series, gpus),
+                         tuple(figures.entries(series)))  # fmt: skip
+    return str(charts.draw(chart)[1])
+
+
 def render_html(
-    d: RunDiff, threshold: float | None = None, pairs: list[dict[str, str]] | None = None
+    d: RunDiff,
+    threshold: float | None = None,
+    pairs: list[dict[str, str]] | None = None,
+    efficiency: str = "",
 ) -> str:
     env = html.environment()
     context: dict[str, Any] = {
@@ -135,6 +165,7 @@ def render_html(
         "regressions": d.regressions(threshold) if threshold is not None else [],
         "labels": METRIC_LABELS,
         "costs": pairs or [],
+        "efficiency": Markup(efficiency),
         "level_head": level_head(m.point for e in d.experiments for m in e.metrics),
     }
     return env.get_template(TEMPLATE).render(context)
@@ -185,13 +216,15 @@ def write(
     threshold: float | None = None,
     pdf: bool = True,
     pairs: list[dict[str, str]] | None = None,
+    efficiency: str = "",
 ) -> dict[str, Path]:
     """diff.html, diff.pdf, diff.md and diff.json in ``out_dir`` (each written atomically);
-    ``pairs``: the runs' cost and efficiency tables side by side (``cost_pairs``)."""
+    ``pairs``: the runs' cost and efficiency tables side by side (``cost_pairs``),
+    ``efficiency``: both runs on the efficiency chart (``efficiency_svg``)."""
     from reportgen.render import pdf as printer
     from reportgen.render.report import _write
 
-    page = render_html(d, threshold, pairs)
+    page = render_html(d, threshold, pairs, efficiency)
     instead = "give reportgen diff another folder with --out"
     out = {"html": _write(out_dir / NAMES["html"], page.encode("utf-8"), instead)}
     if pdf:

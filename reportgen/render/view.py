@@ -333,6 +333,11 @@ def _printed_costs(run: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
     return [r for r in rows if r["id"] in chosen]
 
 
+def series_of(index: int, e: model.Experiment, is_baseline: bool, is_best: bool) -> Series:
+    """One experiment's numbers for the charts (``diff`` draws both runs' with them)."""
+    return _series(index, e, is_baseline, is_best)
+
+
 def _series(index: int, e: model.Experiment, is_baseline: bool, is_best: bool) -> Series:
     levels = by_level(e)
     if not e.ok:  # only the levels it finished before its server failed

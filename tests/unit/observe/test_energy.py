@@ -187,8 +187,12 @@ def test_a_run_kept_before_shape_and_energy_gets_them_back_and_compares_them(
     assert len(energy) == 4 and all(m["verdict"] == "equivalent" for m in energy)
     page = (tmp_path / "d" / "diff.html").read_text()
     assert "<td>output tok/J</td>" in page or ">output tok/J<" in page
-    # and each run's cost and efficiency table, side by side
+    # and each run's cost and efficiency table, side by side, and both on the efficiency chart
     assert '<h3 id="costs">Cost and efficiency, A and B</h3>' in page
+    chart = page[page.index('<figure class="chart" id="efficiency">') :]
+    chart = chart[: chart.index("</figure>")]
+    assert "Throughput per GPU against tokens per joule" in chart
+    assert "baseline (A)" in chart and "faster-decode (B)" in chart
     pairs = compared["costs"]
     assert [(c["id"], c["level"]) for c in pairs] == [
         ("baseline", "1"), ("baseline", "4"), ("faster-decode", "1"), ("faster-decode", "4")
