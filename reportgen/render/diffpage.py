@@ -134,7 +134,9 @@ def efficiency_svg(a: Run, b: Run) -> str:
         for i, e in enumerate(run.experiments, start=1):
             if not e.ok or not e.by_level:
                 continue
-            s = view.series_of(i, e, e.id == base, e.id == run.best)
+            # B's baseline drawn as a report draws its baseline; A's in a colour of its own
+            ours = tag == "B"
+            s = view.series_of(i, e, ours and e.id == base, ours and e.id == run.best)
             series.append(replace(s, id=f"{e.id} ({tag})", index=len(series) + 1))
     if not any(j is not None for s in series for j in s.mean.get("output_tok_per_j", ())):
         return ""
