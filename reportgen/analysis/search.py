@@ -8,9 +8,9 @@ and at most ``MAX_ERROR_SHARE`` of its requests failed.
 A latency bound is about requests: ``ttft_ms.p99<300`` means 99 of 100 requests see their first
 token within 300 ms at that load. So it is judged on the requests of all the level's runs
 together (``Search.pooled``): their 99th percentile, not the mean of each run's own. Stalls
-come in runs: on an H100 one run in three held a stall of 0.3-1.2 s that slowed a handful of
-requests, which put 2.6% of a level's requests over a 200 ms bound while the mean of its four
-runs' p99s read 174 ms and passed it. Its 95% interval resamples whole runs (a percentile
+come in runs: on an H100 at 64 req/s one run of four held a stall that put 27 of its 256
+requests over a 200 ms bound, 2.6% of the level's, while the mean of the four runs' p99s
+read 174 ms and passed it. Its 95% interval resamples whole runs (a percentile
 bootstrap over them: a stall's requests stay together). A throughput bound is judged on the
 mean over the repetitions, with its 95% t interval (on one server: the spread between server
 starts is not in it); so is every bound of a search recorded before it pooled. A probe whose
