@@ -108,7 +108,7 @@ def test_a_level_below_its_nominal_load_is_flagged() -> None:
 
 def test_an_open_loop_is_judged_by_what_its_client_sent_not_by_its_completions() -> None:
     # 256 requests at 32 req/s with 2-s answers: 26 completions a second over the level and
-    # its drain, every request sent on time (an H100 rate search flagged 7 of 8 probes so)
+    # its drain, every request sent on time (an H100 rate search flagged 6 of 8 probes so)
     on_time = level(0) | {"rate": 32.0}
     on_time["summary"] |= {"req_s": 26.4, "schedule_kept": 0.999}
     # a concurrency cap held requests back: 256 due over 8 s went out over 10.7 s
