@@ -132,6 +132,19 @@ def _chosen(run: Run) -> str:
     )
 
 
+def _bracket_said(verdict: str, ratio: str) -> str:
+    """The baseline measured again at the end (``campaign.bracket``) against the first, in
+    words: whether the campaign's host drifted between them."""
+    again = "the baseline measured again at the end"
+    if verdict == "equivalent":
+        return f"{again} is equivalent to the first{ratio}: no drift"
+    if verdict in ("adopted", "rejected"):
+        return f"{again} differs from the first{ratio}: the host drifted during the campaign"
+    if verdict == "failed":
+        return f"{again} failed"
+    return f"{again} neither matches nor differs from the first{ratio}: drift cannot be ruled out"
+
+
 def _confirmation(run: Run) -> str:
     """The confirmation runs of ``campaign.confirm``, in a sentence ("" without them)."""
     parts = []
@@ -142,7 +155,7 @@ def _confirmation(run: Run) -> str:
         first = next(iter(d.vs_parent), None)
         ratio = f" ({fmt_ratio(first.ratio)} at {first.point.label})" if first else ""
         if e.role == "bracket":
-            parts.append(f"the baseline measured again at the end: {d.verdict}{ratio} (drift)")
+            parts.append(_bracket_said(d.verdict, ratio))
         elif e.role == "confirm":
             parts.append(f"run again, the best configuration measured {d.verdict}{ratio}")
         elif d.verdict == "rejected":

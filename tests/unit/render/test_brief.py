@@ -199,3 +199,19 @@ def test_warnings_shared_by_experiments_are_merged_without_misattributing_a_part
     ])  # fmt: skip
     assert few[1] == ["C=1: 12-16", "C=1: 9-11 (too few even for a p90)"]
     assert few[2] == "; a p99 needs 100, a p90 10"
+
+
+def test_the_baseline_measured_again_at_the_end_says_whether_the_host_drifted() -> None:
+    """The bracket's verdict in words ("equivalent (drift)" read as if drift were found)."""
+    from reportgen.render import sentences
+
+    examples = ROOT / "docs" / "examples"
+    said = sentences._confirmation(results.load(examples / "vllm-h100"))
+    assert "the baseline measured again at the end is equivalent to the first" in said
+    assert said.endswith(": no drift.")
+    said = sentences._confirmation(results.load(examples / "sglang-h100"))  # open at C=64
+    assert said.endswith("neither matches nor differs from the first (1.00× at C=1): drift "
+                         "cannot be ruled out.")  # fmt: skip
+    assert "differs from the first (0.90×): the host drifted" in sentences._bracket_said(
+        "rejected", " (0.90×)"
+    )
