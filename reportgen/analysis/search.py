@@ -44,6 +44,7 @@ import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -83,14 +84,12 @@ def search_runs(levels: Sequence[Level], rows: Sequence[RequestRecord]) -> list[
     return [Ran(lv.summary, latency_samples(by_rep.get(lv.repetition, []))) for lv in levels]
 
 
-def _stat(values: np.ndarray, stat: str) -> float | None:
-    """A latency statistic of ``values``: ``mean``, or ``pNN`` (numpy's linear interpolation,
-    as the level summaries take them)."""
-    if values.size == 0:
-        return None
+def _stat(values: np.ndarray, stat: str, axis: int | None = None) -> Any:
+    """A latency statistic of ``values`` (along ``axis``, for many at once): ``mean``, or
+    ``pNN`` (numpy's linear interpolation, as the level summaries take them)."""
     if stat == "mean":
-        return float(values.mean())
-    return float(np.percentile(values, float(stat.removeprefix("p"))))
+        return values.mean(axis=axis)
+    return np.percentile(values, float(stat.removeprefix("p")), axis=axis)
 
 
 def pooled_interval(
@@ -103,17 +102,15 @@ def pooled_interval(
         return None
     rng = np.random.default_rng(0)
     picks = rng.integers(0, len(per_run), size=(BOOTSTRAP_DRAWS, len(per_run)))
-    if len({len(v) for v in per_run}) == 1 and per_run[0].size:  # in bulk: runs alike in size
-        drawn = np.stack(per_run)[picks].reshape(BOOTSTRAP_DRAWS, -1)
-        if stat == "mean":
-            seen = drawn.mean(axis=1)
-        else:
-            seen = np.percentile(drawn, float(stat.removeprefix("p")), axis=1)
-    else:
-        got = [_stat(np.concatenate([per_run[i] for i in row]), stat) for row in picks]
-        seen = np.asarray([g for g in got if g is not None], dtype=float)
-    if seen.size == 0:
+    if not any(v.size for v in per_run):
         return None
+    if len({len(v) for v in per_run}) == 1:  # in bulk: runs alike in size
+        seen = _stat(np.stack(per_run)[picks].reshape(BOOTSTRAP_DRAWS, -1), stat, axis=1)
+    else:
+        drawn = (np.concatenate([per_run[i] for i in row]) for row in picks)
+        seen = np.asarray([_stat(d, stat) for d in drawn if d.size], dtype=float)
+        if seen.size == 0:
+            return None
     tail = (1 - confidence) / 2 * 100
     lo, hi = np.percentile(seen, [tail, 100 - tail])
     return float(lo), float(hi)
@@ -239,7 +236,8 @@ class Search:
             mean: float | None
             if self.pooled and b.stat is not None and ran and all(v is not None for v in lat):
                 per_run = [np.asarray(v, dtype=float) for v in lat if v is not None]
-                mean = _stat(np.concatenate(per_run), b.stat)
+                pooled = np.concatenate(per_run)
+                mean = float(_stat(pooled, b.stat)) if pooled.size else None
                 ci = pooled_interval(per_run, b.stat)
             else:
                 seen = [

@@ -258,12 +258,20 @@ def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
 
 
 def cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
-    if args.model_config is not None:
-        _model_shape(args.run_dir, args.model_config, out)
-    if args.energy:
-        _energy(args.run_dir, out)
-    if args.price is not None or args.price_source is not None:
-        _price(args.run_dir, args.price, args.price_source, out)
+    priced = args.price is not None or args.price_source is not None
+    if args.model_config is not None or args.energy or priced:
+        # what a run kept before reportgen recorded it, given back: read once, each part
+        # applied, saved once (one refused leaves the run as it was)
+        from reportgen import results as store
+
+        run = store.load(args.run_dir)
+        if args.model_config is not None:
+            _model_shape(run, args.model_config, out)
+        if args.energy:
+            _energy(run, args.run_dir, out)
+        if priced:
+            _price(run, args.run_dir, args.price, args.price_source, out)
+        store.save(args.run_dir, run, [])
     if args.redecide or args.recheck:
         _redecide(args.run_dir, out, recheck=args.recheck)
     for p in _render_paths(args.run_dir, pdf=not args.no_pdf):
@@ -271,14 +279,13 @@ def cmd_render(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
-def _model_shape(run_dir: Path, config: Path, out: Console) -> None:
+def _model_shape(run: Run, config: Path, out: Console) -> None:
     """``render --model-config``: the model's shape read from ``config`` into each experiment
-    that recorded a config.json of the same sha256 (so it is the file the run's server read),
-    and saved; one line naming what matched, or why nothing did."""
+    that recorded a config.json of the same sha256 (so it is the file the run's server read);
+    one line naming what matched, or why nothing did."""
     import hashlib
     import json
 
-    from reportgen import results as store
     from reportgen.observe.evidence import model_shape
 
     try:
@@ -291,7 +298,6 @@ def _model_shape(run_dir: Path, config: Path, out: Console) -> None:
     if not isinstance(data, dict):
         raise ResultsError(f"{config}: not a model's config.json (no object); nothing changed")
     digest = hashlib.sha256(raw).hexdigest()
-    run = store.load(run_dir)
     matched = []
     recorded = set()
     for e in run.experiments:
@@ -307,15 +313,15 @@ def _model_shape(run_dir: Path, config: Path, out: Console) -> None:
             f"({', '.join(sorted(recorded)) or 'none recorded'}): not the file the run's server "
             "read; nothing changed"
         )
-    store.save(run_dir, run, [])
     out.print(f"model shape from {config} (sha256 {digest[:12]}...): {', '.join(matched)}",
               markup=False)  # fmt: skip
 
 
-def _price(run_dir: Path, per_hour: float | None, source: str | None, out: Console) -> None:
+def _price(
+    run: Run, run_dir: Path, per_hour: float | None, source: str | None, out: Console
+) -> None:
     """``render --price PER_HOUR --price-source TEXT``: what the host cost an hour, into the
-    run's campaign (``host.price``, as the campaign file would have given it), and saved."""
-    from reportgen import results as store
+    run's campaign (``host.price``, as the campaign file would have given it)."""
     from reportgen.campaign.host import Price
 
     if per_hour is None or not (source or "").strip():
@@ -323,25 +329,22 @@ def _price(run_dir: Path, per_hour: float | None, source: str | None, out: Conso
             f"{run_dir}: render --price needs both a price an hour and --price-source (where "
             "it came from, quoted in the report); nothing changed"
         )
-    run = store.load(run_dir)
     price = Price.model_validate({"per_hour": per_hour, "source": str(source).strip()})
     host = dict(run.campaign.get("host") or {})
     host["price"] = price.model_dump(exclude_none=True)
     run.campaign["host"] = host
-    store.save(run_dir, run, [])
     out.print(f"price: {per_hour:g} {price.currency} an hour ({price.source})", markup=False)
 
 
-def _energy(run_dir: Path, out: Console) -> None:
+def _energy(run: Run, run_dir: Path, out: Console) -> None:
     """``render --energy``: every level's GPU windows computed again from the telemetry table
     beside it (as ``verify`` does), with their energy, and each level run's mean power and
-    output tokens per joule from them; the aggregates again; saved."""
+    output tokens per joule from them; the aggregates again."""
     from reportgen import results as store
     from reportgen.analysis.summary import by_level
     from reportgen.results.rundir import RunDir
     from reportgen.run.session import level_gpu
 
-    run = store.load(run_dir)
     d = RunDir(run_dir)
     done = []
     for e in run.experiments:
@@ -356,7 +359,6 @@ def _energy(run_dir: Path, out: Console) -> None:
         done.append(e.id)
     if not done:
         raise ResultsError(f"{run_dir}: no telemetry table: no GPU was sampled; nothing changed")
-    store.save(run_dir, run, [])
     out.print(f"energy from the telemetry tables: {', '.join(done)}", markup=False)
 
 

@@ -435,11 +435,7 @@ def tradeoff(series: Sequence[Series], gpus: int = 1) -> Figure:
                 lim(0, max(values) * 1.12)
     else:
         empty(ax, "no successful experiment to plot")
-    ax.set_title("Throughput per GPU against speed per user (up and to the right is better)",
-                 loc="left")  # fmt: skip
-    fig.subplots_adjust(left=_left(log_y), right=0.98)
-    legend_below(fig, entries(series))
-    return fig
+    return _titled(fig, ax, "Throughput per GPU against speed per user", series, log_y)
 
 
 def efficiency(series: Sequence[Series], gpus: int = 1) -> Figure:
@@ -478,9 +474,14 @@ def efficiency(series: Sequence[Series], gpus: int = 1) -> Figure:
         ax.set_ylim(bottom=0)
     else:
         empty(ax, "no experiment with the GPUs' energy to plot")
-    ax.set_title("Throughput per GPU against tokens per joule (up and to the right is better)",
-                 loc="left")  # fmt: skip
-    fig.subplots_adjust(left=_left(False), right=0.98)
+    return _titled(fig, ax, "Throughput per GPU against tokens per joule", series, False)
+
+
+def _titled(fig: Figure, ax: Axes, title: str, series: Sequence[Series], log_y: bool) -> Figure:
+    """A one-panel chart of the experiments finished: its title ("up and to the right is
+    better"), its margins, the experiments' legend below."""
+    ax.set_title(f"{title} (up and to the right is better)", loc="left")
+    fig.subplots_adjust(left=_left(log_y), right=0.98)
     legend_below(fig, entries(series))
     return fig
 

@@ -108,7 +108,7 @@ def build(run: Run) -> Report:
         cost_basis=cost.basis,
         assumptions=_assumptions(views),
         series=[
-            _series(i + 1, e, e is baseline, e.id == run.best)
+            series_of(i + 1, e, e is baseline, e.id == run.best)
             for i, e in enumerate(exps)
             if _drawn(e)
         ],
@@ -334,11 +334,7 @@ def _printed_costs(run: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def series_of(index: int, e: model.Experiment, is_baseline: bool, is_best: bool) -> Series:
-    """One experiment's numbers for the charts (``diff`` draws both runs' with them)."""
-    return _series(index, e, is_baseline, is_best)
-
-
-def _series(index: int, e: model.Experiment, is_baseline: bool, is_best: bool) -> Series:
+    """One experiment's numbers for the charts (the report's, and ``diff``'s of both runs)."""
     levels = by_level(e)
     if not e.ok:  # only the levels it finished before its server failed
         keep = set(e.finished_before_failure())
