@@ -339,7 +339,7 @@ def _campaigns(a: Run, b: Run, gate: list[Change], other: list[Change]) -> None:
     )
 
 
-def _model(exp: Experiment) -> dict[str, Any]:
+def model_identity(exp: Experiment) -> dict[str, Any]:
     """What identifies the model checkpoint: the server's model argument and, for a local
     folder, the sha256 of its configuration files and quantization block."""
     args = exp.args
@@ -358,7 +358,7 @@ def _experiment_setup(
     """One matched experiment's setup: model and workload gate; flags, the engine's
     resolved arguments, environment variables, command and engine info do not."""
     one = (exp_id,)
-    gate += _differences("model", _model(a), _model(b), "", one)
+    gate += _differences("model", model_identity(a), model_identity(b), "", one)
     gate += _differences("workload", a.workload, b.workload, "workload", one)
     other += _differences("server arguments", a.args, b.args, "", one)
     resolved_a = evidence.server_args(a.log_evidence.found if a.log_evidence else {})

@@ -7,7 +7,7 @@
 - ``prepare``: the commands before a run (validate, plan, calibrate, fingerprint, schema).
 - ``runs``: running a campaign (run, --resume) and reading a run back (render, verify);
   ``summary``: the table and ``--json`` a run ends with.
-- ``compare``: ``reportgen diff``.
+- ``compare``: ``reportgen diff``; ``history``: ``reportgen history``.
 - ``codes``: the exit codes.
 
 Each command imports the stage it calls when it runs, so ``reportgen --help`` stays quick.
@@ -28,6 +28,7 @@ from rich.console import Console
 from reportgen.cli.bench import cmd_bench
 from reportgen.cli.codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from reportgen.cli.compare import cmd_diff
+from reportgen.cli.history import cmd_history
 from reportgen.cli.parser import build_parser
 from reportgen.cli.prepare import (
     cmd_calibrate,
@@ -127,6 +128,7 @@ class _Tolerant(io.TextIOBase):
 
 _COMMANDS: dict[str, Handler] = {
     "diff": cmd_diff,
+    "history": cmd_history,
     "validate": cmd_validate,
     "plan": cmd_plan,
     "run": cmd_run,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from reportgen import __version__
 from reportgen.cli.argtypes import (
@@ -21,7 +22,7 @@ from reportgen.cli.argtypes import (
     _slo,
 )
 from reportgen.cli.bench import ramp_and_price_arguments
-from reportgen.metrics import HEADLINE
+from reportgen.metrics import HEADLINE, REGISTRY
 
 # shtab's markers for file and folder arguments (what its completion offers for them)
 FILE = {"bash": "_shtab_compgen_files", "zsh": "_files"}
@@ -434,6 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     df.add_argument("--no-pdf", action="store_true", help="skip the PDF")
 
+    _history_parser(sub)
+
     # `reportgen sim ...` is handed to the simulator's own parser (see main); listed here for
     # the command overview.
     sub.add_parser("sim", help="run the simulated OpenAI-compatible server (no GPU needed)")
@@ -511,3 +514,61 @@ def _where_arguments(parser: argparse.ArgumentParser) -> None:
         help="with Slurm: up to N experiments at once, each on a node of its own, as soon as "
         "the one it builds on is decided (campaign.parallel)",
     )
+
+
+def _history_parser(sub: Any) -> None:
+    """``reportgen history add|show|check|report``."""
+    hp = sub.add_parser(
+        "history",
+        help="record runs across software versions; find where a regression happened",
+        description="A history of runs of the same campaign, kept in one SQLite file "
+        "(default output/history.sqlite): each run's fingerprint and each experiment's level "
+        "summaries with their repetitions; the raw tables stay in the run directories, named "
+        "by their sha256. Series per experiment and objective level break where the GPUs, "
+        "model checkpoint or workload change; change points within them are located at the "
+        "run where they happened, with the fingerprint fields that changed there.",
+        formatter_class=_Formatter,
+    )
+    hsub = hp.add_subparsers(dest="history_command", metavar="ACTION", required=True)
+    add = hsub.add_parser(
+        "add",
+        help="record runs (a run recorded already is left as it is)",
+        epilog="example:\n  reportgen history add output/demo/*/",
+        formatter_class=_Formatter,
+    )
+    runs = add.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR", help="run directories")
+    runs.complete = DIRECTORY
+    add.add_argument(
+        "--label", default=None, help="a version label for these runs (default: the engine's)"
+    )
+    for name, what in (
+        ("show", "per experiment and level, the series, breaks and change points"),
+        ("check", "the newest run against the runs before it: exit 0 not regressed, 1 "
+                  "regressed, 3 cannot tell"),
+        ("report", "history.html, history.pdf, history.md and history.json"),
+    ):  # fmt: skip
+        cp = hsub.add_parser(name, help=what, description=what[:1].upper() + what[1:] + ".",
+                             epilog=f"example:\n  reportgen history {name} demo"
+                             + (" --fail-on-regression 5%%" if name == "check" else ""),
+                             formatter_class=_Formatter)  # fmt: skip
+        cp.add_argument("campaign", metavar="CAMPAIGN", help="the campaign's name")
+        cp.add_argument("--by", choices=("time", "version"), default="time",
+                        help="order runs by when they started, or by version (the label, "
+                        "else the engine's version)")  # fmt: skip
+        cp.add_argument("--metric", default=None, choices=sorted(REGISTRY),
+                        help="the metric (default: the newest run's objective)")  # fmt: skip
+        cp.add_argument("--all-levels", action="store_true",
+                        help="every level, not only those the objective decides on")  # fmt: skip
+        if name in ("check", "report"):
+            cp.add_argument("--fail-on-regression", metavar="PCT",
+                            required=name == "check", default=None,
+                            help="the regression threshold: 5%% or 0.05" + (
+                                "" if name == "check" else " (default 5%%)"))  # fmt: skip
+        if name == "report":
+            cp.add_argument("--out", type=Path, default=None,
+                            help="folder for the files (default: history-CAMPAIGN beside "
+                            "the store)")  # fmt: skip
+            cp.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+    for p in (add, *(hsub.choices[n] for n in ("show", "check", "report"))):
+        p.add_argument("--store", type=Path, default=Path("output") / "history.sqlite",
+                       help="the history file (default: output/history.sqlite)")  # fmt: skip

@@ -32,7 +32,7 @@ from reportgen.render.content import Series
 from reportgen.results.model import Point, sorted_points
 
 
-def _to_svg(fig: Figure) -> Markup:
+def to_svg(fig: Figure) -> Markup:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
     return Markup(_clean(buf.getvalue()))
@@ -142,7 +142,7 @@ def draw(chart: Chart, pdf: bool = False) -> tuple[str, Markup, bytes | None]:
     args = tuple(a.func(*a.args) if isinstance(a, Lazy) else a for a in chart.args)
     with matplotlib.rc_context({**figures.RC, "svg.hashsalt": f"reportgen-{chart.name}"}):
         fig = BUILDERS[chart.kind](*args)
-        return chart.name, _to_svg(fig), _to_pdf(fig) if pdf else None
+        return chart.name, to_svg(fig), _to_pdf(fig) if pdf else None
 
 
 def _draw(job: tuple[Chart, bool]) -> tuple[str, str, bytes | None]:

@@ -1,0 +1,16 @@
+"""The history of a campaign across runs: where a regression happened, and what changed there.
+
+- ``record``: what is kept of a run (``RunRecord``: identity, fingerprint as flat text split
+  into what breaks a series and what a change could come from, each experiment's level values
+  per repetition), made from a loaded ``Run``;
+- ``store``: the SQLite file that keeps them (``open_store``, ``Store.add``/``runs``);
+- ``changes``: the statistics: change points in a comparable stretch of runs (binary
+  segmentation, Student's t, Bonferroni over the splits) and the gate on the newest run;
+- ``series``: a campaign's runs as series per experiment and level, their breaks, change points
+  and suspects;
+- ``text``: the words the terminal and the history report share.
+
+Imports ``reportgen.results`` (the runs), ``reportgen.diff`` (which fields are volatile, the
+model's identity), ``reportgen.analysis`` (level values, flattening) and ``render.fmt``; the
+history report itself is ``render.historypage``.
+"""

@@ -1,0 +1,257 @@
+"""The history store: one SQLite file (the standard library's ``sqlite3``) a user can copy.
+
+SQLite and not DuckDB: what the history keeps is small (a few hundred numbers a run, its
+fingerprint as text) and read whole, so DuckDB's columnar reading of parquet would earn
+nothing here, while it would add a 40 MB wheel; the raw request tables stay in the run
+directories, named by their sha256 in ``run_tables``. SQLite's own locking makes concurrent
+``history add`` safe: each add is one ``BEGIN IMMEDIATE`` transaction (writers queue behind
+each other for up to ``BUSY_S``), in write-ahead-log mode so that readers never block them.
+
+Tables: ``meta`` (the format), ``runs`` (one row a run: identity, objective, fingerprint as
+JSON), ``run_tables`` (its raw tables' hashes), ``levels`` (each experiment's metric at each
+level, its repetitions as JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from reportgen.errors import ResultsError
+from reportgen.history.record import LevelValues, RunRecord
+
+FORMAT = 1
+BUSY_S = 60.0  # how long an add waits for another one to finish before it gives up
+DEFAULT = Path("output") / "history.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    campaign TEXT NOT NULL,
+    title TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL,
+    results_sha256 TEXT NOT NULL,
+    path TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    objective_levels TEXT NOT NULL,
+    margin REAL NOT NULL,
+    engine TEXT NOT NULL,
+    engine_version TEXT,
+    label TEXT,
+    gate TEXT NOT NULL,
+    setup TEXT NOT NULL,
+    experiments TEXT NOT NULL,
+    added_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_campaign ON runs (campaign, started_at);
+CREATE TABLE IF NOT EXISTS run_tables (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (run_id, path)
+);
+CREATE TABLE IF NOT EXISTS levels (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    experiment TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    concurrency INTEGER NOT NULL,
+    rate REAL,
+    n INTEGER NOT NULL,
+    mean REAL NOT NULL,
+    reps TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS levels_by_run ON levels (run_id);
+"""
+
+
+@dataclass(frozen=True)
+class Added:
+    run_id: str
+    campaign: str
+    new: bool  # False: it was in the history already, nothing was written
+    changed: bool = False  # already there, but its results file has changed since
+
+
+class Store:
+    """A history file, opened for reading and adding (``open_store``)."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+        self.db = db
+        self.path = path
+
+    def add(self, record: RunRecord) -> Added:
+        """Record a run; a run already recorded (by its id) is left as it is."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute(
+                "SELECT results_sha256 FROM runs WHERE run_id = ?", (record.run_id,)
+            ).fetchone()
+            if row is not None:
+                db.execute("ROLLBACK")
+                return Added(record.run_id, record.campaign, False, row[0] != record.results_sha256)
+            db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.run_id,
+                    record.campaign,
+                    record.title,
+                    record.started_at,
+                    record.finished_at,
+                    record.status,
+                    record.results_sha256,
+                    record.path,
+                    record.metric,
+                    json.dumps(record.objective_levels),
+                    record.margin,
+                    record.engine,
+                    record.engine_version,
+                    record.label,
+                    json.dumps(record.gate, sort_keys=True),
+                    json.dumps(record.setup, sort_keys=True),
+                    json.dumps(record.experiments),
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                ),
+            )
+            db.executemany(
+                "INSERT INTO run_tables VALUES (?, ?, ?)",
+                [(record.run_id, p, h) for p, h in sorted(record.tables.items())],
+            )
+            db.executemany(
+                "INSERT INTO levels VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        record.run_id,
+                        lv.experiment,
+                        lv.metric,
+                        lv.concurrency,
+                        lv.rate,
+                        len(lv.values),
+                        sum(lv.values) / len(lv.values),
+                        json.dumps(lv.values),
+                    )
+                    for lv in record.levels
+                ],
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return Added(record.run_id, record.campaign, True)
+
+    def campaigns(self) -> dict[str, int]:
+        """Every campaign in the history, with how many runs it has."""
+        rows = self.db.execute(
+            "SELECT campaign, COUNT(*) FROM runs GROUP BY campaign ORDER BY campaign"
+        ).fetchall()
+        return {name: n for name, n in rows}
+
+    def runs(self, campaign: str) -> list[RunRecord]:
+        """A campaign's runs, oldest first (by when each started)."""
+        rows = self.db.execute(
+            "SELECT run_id, campaign, title, started_at, finished_at, status, results_sha256, "
+            "path, metric, objective_levels, margin, engine, engine_version, label, gate, setup, "
+            "experiments FROM runs WHERE campaign = ? ORDER BY started_at, run_id",
+            (campaign,),
+        ).fetchall()
+        out = []
+        for r in rows:
+            record = RunRecord(
+                run_id=r[0],
+                campaign=r[1],
+                title=r[2],
+                started_at=r[3],
+                finished_at=r[4],
+                status=r[5],
+                results_sha256=r[6],
+                path=r[7],
+                metric=r[8],
+                objective_levels=json.loads(r[9]),
+                margin=r[10],
+                engine=r[11],
+                engine_version=r[12],
+                label=r[13],
+                gate=json.loads(r[14]),
+                setup=json.loads(r[15]),
+                experiments=json.loads(r[16]),
+            )
+            record.tables = dict(
+                self.db.execute(
+                    "SELECT path, sha256 FROM run_tables WHERE run_id = ? ORDER BY path",
+                    (record.run_id,),
+                ).fetchall()
+            )
+            record.levels = [
+                LevelValues(e, m, c, rate, tuple(json.loads(reps)))
+                for e, m, c, rate, reps in self.db.execute(
+                    "SELECT experiment, metric, concurrency, rate, reps FROM levels "
+                    "WHERE run_id = ? ORDER BY rowid",
+                    (record.run_id,),
+                ).fetchall()
+            ]
+            out.append(record)
+        return out
+
+
+@contextmanager
+def open_store(path: Path, create: bool = True) -> Iterator[Store]:
+    """The history at ``path``, made there if ``create`` and it is not there yet. A file that
+    is not a reportgen history, or of a later format, is refused (ResultsError, one line)."""
+    if not path.exists() and not create:
+        raise ResultsError(
+            f"{path}: no history here; record runs first: reportgen history add RUN_DIR "
+            f"--store {path}"
+        )
+    if path.is_dir():
+        raise ResultsError(f"{path}: a folder, not a history file; give a file such as {DEFAULT}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        db = sqlite3.connect(path, timeout=BUSY_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise ResultsError(f"{path}: cannot open the history: {exc}") from None
+    with closing(db):
+        try:
+            _prepare(db, path)
+        except sqlite3.DatabaseError as exc:
+            raise ResultsError(
+                f"{path}: not a reportgen history ({exc}); give another --store"
+            ) from None
+        yield Store(db, path)
+
+
+def _prepare(db: sqlite3.Connection, path: Path) -> None:
+    """Check that the file is a history of a format this reads, or make one of an empty file:
+    in one transaction, so that two adds making the same new file do it once."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        made = not names
+        if made:
+            for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
+                db.execute(statement)
+            db.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT),))
+        elif not {"meta", "runs", "levels"} <= names:
+            raise ResultsError(
+                f"{path}: a SQLite file, but not a reportgen history (no runs table); "
+                "give another --store"
+            )
+        row = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        if row is None or int(row[0]) > FORMAT:
+            raise ResultsError(
+                f"{path}: a history of format {row[0] if row else '?'}, newer than this "
+                f"reportgen reads ({FORMAT}); upgrade reportgen"
+            )
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    if made:  # readers never block an add, nor an add them
+        db.execute("PRAGMA journal_mode = WAL")

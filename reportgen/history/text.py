@@ -1,0 +1,166 @@
+"""The history's words, one home for the terminal (``history show``/``check``) and the
+history report: each run's line, a series' rows, its breaks and change points, the gate."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from reportgen.history import series
+from reportgen.history.changes import Change, Gate
+from reportgen.history.record import RunRecord
+from reportgen.metrics import REGISTRY
+from reportgen.render.fmt import fmt_num
+
+SUSPECTS_SHOWN = 4  # per change point on the terminal; the report lists them all
+
+
+def metric_label(metric: str) -> str:
+    known = REGISTRY.get(metric)
+    return known.labelled(unit=True) if known else metric
+
+
+def heading(runs: Sequence[RunRecord], by: str) -> str:
+    newest = runs[-1]
+    return (
+        f"{newest.title or newest.campaign}: {len(runs)} run(s), ordered by "
+        f"{'time' if by == 'time' else 'version'}; objective {metric_label(newest.metric)}"
+    )
+
+
+def run_name(r: RunRecord) -> str:
+    """``20261206T1026Z-35b790 (sglang 0.5.17)``: the run and its version."""
+    version = series.version_of(r)
+    return f"{r.run_id} ({r.engine}{' ' + version if version else ''})"
+
+
+def run_lines(runs: Sequence[RunRecord]) -> list[str]:
+    return [
+        f"{run_name(r)}, started {r.started_at}, {r.status}"
+        + (f", GPUs {r.gate.get('GPUs')}" if r.gate.get("GPUs") else "")
+        for r in runs
+    ]
+
+
+def interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean of a run's repetitions and its t interval (the mean alone for one)."""
+    from scipy import stats
+
+    n = len(values)
+    m = sum(values) / n
+    if n < 2:
+        return m, math.nan, math.nan
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    h = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+    return m, m - h, m + h
+
+
+def table(group: Sequence[series.Series], runs: Sequence[RunRecord]) -> list[list[str]]:
+    """One experiment's series side by side: per run that measured any, its place, id, each
+    level's mean with its 95% interval (and repetitions), and what changed since the run
+    before (a break or a change point said first)."""
+    exp = group[0].experiment
+    measured = sorted({i for s in group for i in s.runs})
+    breaks = {b.at for s in group for b in s.breaks}
+    cps = {c.at: c for s in group for c in s.changes}
+    out = []
+    prev: int | None = None
+    for i in measured:
+        row = [str(i + 1)]
+        for s in group:
+            if i not in s.values:
+                row.append("–")
+                continue
+            m, low, high = interval(s.values[i])
+            ci = "" if math.isnan(low) else f" ({fmt_num(low)}-{fmt_num(high)})"
+            row.append(f"{fmt_num(m)}{ci} n={len(s.values[i])}")
+        note = []
+        if prev is not None:
+            if i in breaks:
+                gate = series.incomparable(runs[prev], runs[i], exp)
+                note.append("BREAK: " + "; ".join(f.said() for f in gate[:2]))
+            elif i in cps:
+                note.append("CHANGE " + change_said(cps[i].change))
+            moved = series.suspects(runs[prev], runs[i], exp)
+            if moved:
+                shown = "; ".join(f.said() for f in moved[:SUSPECTS_SHOWN])
+                more = len(moved) - SUSPECTS_SHOWN
+                note.append(shown + (f" (+{more} more)" if more > 0 else ""))
+        row.append(" | ".join(note))
+        out.append(row)
+        prev = i
+    return out
+
+
+def too_few(group: Sequence[series.Series]) -> str | None:
+    """Where no series of an experiment has three comparable runs, why no change point is
+    looked for; None otherwise."""
+    longest = max((len(st) for s in group for st in s.stretches()), default=0)
+    if longest >= 3:
+        return None
+    return (
+        f"{group[0].experiment}: {longest} comparable run(s) in a row; a change point needs "
+        "three at least (history check compares the newest with the runs before it)"
+    )
+
+
+def by_experiment(found: Sequence[series.Series]) -> list[list[series.Series]]:
+    groups: dict[str, list[series.Series]] = {}
+    for s in found:
+        groups.setdefault(s.experiment, []).append(s)
+    return list(groups.values())
+
+
+def change_said(c: Change) -> str:
+    """``x0.86 (95% CI 0.83-0.89)``: the change's size, after / before."""
+    return f"x{c.ratio:.3f} (95% CI {c.ci_low:.3f}-{c.ci_high:.3f})"
+
+
+def direction(c: Change, higher_is_better: bool) -> str:
+    better = (c.ratio > 1) == higher_is_better
+    return "improvement" if better else "regression"
+
+
+def findings(s: series.Series, runs: Sequence[RunRecord]) -> list[str]:
+    """The series' breaks and change points, in words."""
+    out = []
+    for b in s.breaks:
+        out.append(
+            f"{s.label} breaks at run {b.at + 1} ({runs[b.at].run_id}): not comparable with "
+            "the run before, " + "; ".join(f.said() for f in b.fields)
+        )
+    for cp in s.changes:
+        c = cp.change
+        who = "; ".join(f.said() for f in cp.suspects) or "nothing recorded differs"
+        out.append(
+            f"{s.label}: {direction(c, s.higher_is_better)} at run {c.at + 1} "
+            f"({runs[c.at].run_id}): {change_said(c)} against the {c.n_before} run(s) "
+            f"before; p = {c.p_value:.2g} over {c.splits} splits; suspects: {who}"
+        )
+    if not s.changes and max((len(st) for st in s.stretches()), default=0) >= 3:
+        out.append(
+            f"{s.label}: no change point (Student's t either side of each split, "
+            "Bonferroni over the splits: a 5% false-alarm rate)"
+        )
+    return out
+
+
+def gate_heading(runs: Sequence[RunRecord], threshold: float) -> str:
+    newest = runs[-1]
+    return (
+        f"newest run {run_name(newest)} against the runs before it since the last change "
+        f"point; regression threshold {threshold:.0%}:"
+    )
+
+
+def gate_said(g: Gate) -> str:
+    if g.ratio is None:
+        return f"{g.answer}: {g.why}"
+    size = f"x{g.ratio:.3f} (95% CI {g.ci_low:.3f}-{g.ci_high:.3f}) against {g.n_before} run(s)"
+    if g.answer != "cannot tell":
+        return f"{g.answer}: {size}"
+    return f"cannot tell: {size}; {g.why}"
+
+
+def gate_line(v: series.Verdict) -> str:
+    return f"{v.series.label}: {gate_said(v.gate)}"
