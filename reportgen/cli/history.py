@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from reportgen.cli.codes import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
 from reportgen.errors import ResultsError
@@ -74,14 +75,14 @@ def _show(args: argparse.Namespace, out: Console, err: Console) -> int:
     for i, line in enumerate(text.run_lines(runs)):
         out.print(f"  {i + 1}. {line}", markup=False)
     for group in text.by_experiment(found):
-        table = Table(title=f"{group[0].experiment}: {text.metric_label(group[0].metric)}",
+        table = Table(title=Text(f"{group[0].experiment}: {text.metric_label(group[0].metric)}"),
                       title_justify="left")  # fmt: skip
         table.add_column("#", justify="right")
         for s in group:
             table.add_column(s.point.label, justify="right")
         table.add_column("what changed since the run before")
         for row in text.table(group, runs):
-            table.add_row(*row)
+            table.add_row(*(Text(cell) for cell in row))
         out.print(table)
         lines = [line for s in group for line in text.findings(s, runs)]
         few = text.too_few(group)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from scipy import stats
 
@@ -114,7 +114,9 @@ def _reps(obs: Sequence[Obs]) -> float:
 
 def _noise(sides: Sequence[Sequence[Obs]]) -> _Noise | None:
     """The variance of a run mean from the runs of these sides (each around its own mean),
-    floored at what their repetitions show; None where neither says anything."""
+    never below what their repetitions show; its degrees of freedom are the between-run
+    estimate's (the within-run one's only where no side has two runs). None where neither
+    says anything."""
     runs = [o for side in sides for o in side]
     within, within_df = _within(runs)
     floor = within / _reps(runs) if runs else 0.0
@@ -127,24 +129,29 @@ def _noise(sides: Sequence[Sequence[Obs]]) -> _Noise | None:
             ss += sum((x - m) ** 2 for x in means)
             df += len(side) - 1
     between = ss / df if df else 0.0
-    if df and between >= floor and between > 0:
-        return _Noise(between, float(df), within, within_df)
-    if within_df and floor > 0:
-        return _Noise(floor, within_df, within, within_df)
-    if df and between > 0:
-        return _Noise(between, float(df), within, within_df)
-    return None
+    var = max(between, floor)
+    if var <= 0:
+        return None
+    if df:
+        return _Noise(var, float(df), within, within_df)
+    return _Noise(var, within_df, within, within_df) if within_df else None
 
 
 def _mean(side: Sequence[Obs]) -> float:
     return sum(o.mean_log for o in side) / len(side)
 
 
-def _split(obs: Sequence[Obs], k: int) -> tuple[float, float, float] | None:
-    """(difference of mean logs after - before, its standard error, df) for a split before
-    ``obs[k]``; None where the noise cannot be told."""
-    before, after = obs[:k], obs[k:]
-    noise = _noise([before, after])
+def _test(
+    obs: Sequence[Obs], cuts: Sequence[int], lo: int, k: int, hi: int
+) -> tuple[float, float, float] | None:
+    """(difference of mean logs after - before, its standard error, df) for splitting
+    ``obs[lo:hi]`` before ``obs[k]``: the noise from the two sides and every other segment of
+    the stretch (each around its own mean); None where it cannot be told."""
+    bounds = [0, *sorted(cuts), len(obs)]
+    others = [list(obs[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)
+              if b > a and (b <= lo or a >= hi)]  # fmt: skip
+    before, after = obs[lo:k], obs[k:hi]
+    noise = _noise([*others, before, after])
     if noise is None:
         return None
     se = math.sqrt(noise.var * (1 / len(before) + 1 / len(after)))
@@ -152,56 +159,51 @@ def _split(obs: Sequence[Obs], k: int) -> tuple[float, float, float] | None:
 
 
 def find(obs: Sequence[Obs], alpha: float = ALPHA) -> list[Change]:
-    """The change points of one comparable stretch of runs, oldest first (module docstring)."""
-    found: list[int] = []
-    _segment(list(obs), alpha, found)
-    found.sort()
+    """The change points of one comparable stretch of runs, oldest first (module docstring):
+    the whole stretch is split where |t| is largest if that is significant, then each part
+    the same way, the noise always pooled over every segment found so far."""
+    cuts: list[int] = []
+    todo = [(0, len(obs))]
+    while todo:
+        lo, hi = todo.pop()
+        if hi - lo < 2 or len(obs) < 3:
+            continue
+        best: tuple[float, int, float] | None = None  # (|t|, k, p)
+        for k in range(lo + 1, hi):
+            got = _test(obs, cuts, lo, k, hi)
+            if got is None:
+                continue
+            d, se, df = got
+            t = abs(d) / se if se > 0 else math.inf
+            if best is None or t > best[0]:
+                best = (t, k, float(2 * stats.t.sf(t, df)))
+        if best is None or best[2] * (hi - lo - 1) >= alpha:
+            continue
+        cuts.append(best[1])
+        todo += [(lo, best[1]), (best[1], hi)]
+    cuts.sort()
     out = []
-    bounds = [0, *found, len(obs)]
-    for i, k in enumerate(found):
-        before, after = obs[bounds[i] : k], obs[k : bounds[i + 2]]
-        got = _split([*before, *after], len(before))
+    bounds = [0, *cuts, len(obs)]
+    for i, k in enumerate(cuts):
+        lo, hi = bounds[i], bounds[i + 2]
+        got = _test(obs, [c for c in cuts if c != k], lo, k, hi)
         if got is None:
             continue
         d, se, df = got
         t_crit = stats.t.ppf(0.5 + LEVEL / 2, df)
-        p = 2 * stats.t.sf(abs(d / se), df) if se > 0 else 0.0
         out.append(
             Change(
                 at=obs[k].index,
                 ratio=math.exp(d),
                 ci_low=math.exp(d - t_crit * se),
                 ci_high=math.exp(d + t_crit * se),
-                p_value=float(p),
-                splits=len(before) + len(after) - 1,
-                n_before=len(before),
-                n_after=len(after),
+                p_value=float(2 * stats.t.sf(abs(d / se), df)) if se > 0 else 0.0,
+                splits=hi - lo - 1,
+                n_before=k - lo,
+                n_after=hi - k,
             )
         )
     return out
-
-
-def _segment(obs: list[Obs], alpha: float, found: list[int]) -> None:
-    n = len(obs)
-    if n < 3:
-        return
-    best: tuple[float, int, float] | None = None  # (|t|, k, p)
-    for k in range(1, n):
-        got = _split(obs, k)
-        if got is None:
-            continue
-        d, se, df = got
-        t = abs(d) / se if se > 0 else math.inf
-        if best is None or t > best[0]:
-            best = (t, k, float(2 * stats.t.sf(t, df)))
-    if best is None:
-        return
-    _, k, p = best
-    if p * (n - 1) >= alpha:
-        return
-    found.append(obs[k].index)
-    _segment(obs[:k], alpha, found)
-    _segment(obs[k:], alpha, found)
 
 
 def check(
@@ -271,11 +273,3 @@ def check(
         "another by more than their repetitions do): run the campaign again"
     )
     return Gate("cannot tell", ratio, low, high, len(before), more, why)
-
-
-@dataclass
-class Stretch:
-    """Runs of a series that may be compared (no break between them)."""
-
-    obs: list[Obs] = field(default_factory=list)
-    changes: list[Change] = field(default_factory=list)

@@ -12,8 +12,9 @@ A ``RunRecord`` is made from a loaded ``Run`` (``of_run``) and is all that ``his
   holds everything else a change could come from (driver, CUDA, packages, the engine and its
   build, reportgen, each experiment's flags as written and as the engine resolved them, its
   environment variables; not what the server said of itself at each start, nor its seed or
-  ports): where a change point falls, the fields that differ there are its suspects. Fields that change from run to run without saying anything (``diff.VOLATILE``:
-  memory in use, serial numbers...) are left out, as ``reportgen diff`` leaves them out.
+  ports): where a change point falls, the fields that differ there are its suspects. Fields
+  that change from run to run without saying anything (``diff.VOLATILE``: memory in use,
+  serial numbers...) are left out, as ``reportgen diff`` leaves them out.
 - **Levels**: each experiment's value of each compared metric at each level, one per
   repetition (a latency at its p50), the unit every statistic of the history starts from.
 """
