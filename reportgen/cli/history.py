@@ -74,13 +74,17 @@ def _show(args: argparse.Namespace, out: Console, err: Console) -> int:
     out.print(text.heading(runs, args.by), markup=False)
     for i, line in enumerate(text.run_lines(runs)):
         out.print(f"  {i + 1}. {line}", markup=False)
+    if len(runs) > 1:
+        out.print("what changed from one run to the next:", markup=False)
+        for line in text.between(runs):
+            out.print(f"  {line}", markup=False)
     for group in text.by_experiment(found):
         table = Table(title=Text(f"{group[0].experiment}: {text.metric_label(group[0].metric)}"),
                       title_justify="left")  # fmt: skip
         table.add_column("#", justify="right")
         for s in group:
             table.add_column(s.point.label, justify="right")
-        table.add_column("what changed since the run before")
+        table.add_column("break or change here")
         for row in text.table(group, runs):
             table.add_row(*(Text(cell) for cell in row))
         out.print(table)

@@ -22,8 +22,10 @@ has only 10 distinct arrangements, so no permutation p-value can fall below 0.1.
 
 **The gate** (``check``): the newest run against the runs before it in its stretch, since the
 last change point among them: the ratio newest / before with its 95% interval, and one of
-Pinpoint's three answers for a threshold: regressed, not regressed, or cannot tell (with how
-many more repetitions of the newest run would tell, where more repetitions can).
+Pinpoint's three answers for a threshold: regressed (the whole interval beyond it: certain, as
+``reportgen diff --fail-on-regression`` decides), not regressed (the whole interval short of
+it), or cannot tell (with how many more repetitions of the newest run would tell, where more
+repetitions can).
 """
 
 from __future__ import annotations
@@ -213,10 +215,10 @@ def check(
     higher_is_better: bool,
 ) -> Gate:
     """The newest run (``obs[-1]``) against the runs before it since the last change point
-    before it: regressed (the interval wholly on the worse side of 1 and the estimate beyond
-    ``threshold``), not regressed (the interval excludes a regression beyond it), or cannot
-    tell. A change point found at the newest run itself does not shorten what it is compared
-    with: it is what the gate judges."""
+    before it: regressed (the whole 95% interval beyond ``threshold``: a regression beyond it
+    is certain, as ``diff --fail-on-regression`` decides), not regressed (the interval
+    excludes a regression beyond it), or cannot tell. A change point found at the newest run
+    itself does not shorten what it is compared with: it is what the gate judges."""
     newest = obs[-1]
     place = {o.index: i for i, o in enumerate(obs)}
     cuts = sorted({place[c.at] for c in changes if c.at < newest.index and c.at in place})
@@ -247,20 +249,17 @@ def check(
     low, high = math.exp(d - t_crit * se), math.exp(d + t_crit * se)
     ratio = math.exp(d)
     worse_edge = 1 - threshold if higher_is_better else 1 + threshold
-    if higher_is_better:
-        regressed = high < 1 and ratio < worse_edge
-        clear = low > worse_edge
+    if higher_is_better:  # as ``diff --fail-on-regression``: certain, beyond the threshold
+        regressed, clear = high < worse_edge, low > worse_edge
     else:
-        regressed = low > 1 and ratio > worse_edge
-        clear = high < worse_edge
+        regressed, clear = low > worse_edge, high < worse_edge
     if regressed:
         return Gate("regressed", ratio, low, high, len(before))
     if clear:
         return Gate("not regressed", ratio, low, high, len(before))
-    # how many repetitions of the newest run would let the interval decide: an estimate beyond
-    # the threshold needs the interval clear of 1 (regressed), any other clear of the threshold
-    beyond = ratio < worse_edge if higher_is_better else ratio > worse_edge
-    room = abs(d) if beyond else abs(d - math.log(worse_edge))
+    # how many repetitions of the newest run would put the interval clear of the threshold,
+    # on either side
+    room = abs(d - math.log(worse_edge))
     more = None
     for reps in range(r_new + 1, r_new + MAX_MORE + 1):
         if t_crit * se_for(reps) < room:

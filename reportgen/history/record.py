@@ -8,13 +8,14 @@ A ``RunRecord`` is made from a loaded ``Run`` (``of_run``) and is all that ``his
   directory: the store references them, it does not copy them).
 - **Setup**: the run's fingerprint as flat ``key -> value`` text, in two parts. ``gate`` holds
   what makes two runs' numbers incomparable (the GPUs' model and count, each experiment's model
-  checkpoint and workload): where it differs between neighbours a series breaks. ``setup``
-  holds everything else a change could come from (driver, CUDA, packages, the engine and its
-  build, reportgen, each experiment's flags as written and as the engine resolved them, its
-  environment variables; not what the server said of itself at each start, nor its seed or
-  ports): where a change point falls, the fields that differ there are its suspects. Fields
-  that change from run to run without saying anything (``diff.VOLATILE``: memory in use,
-  serial numbers...) are left out, as ``reportgen diff`` leaves them out.
+  checkpoint and workload, typed as it ran): runs whose gate differs are never compared (each
+  kind its own stretch of a series). ``setup`` holds everything else a change could come from
+  (driver, CUDA, packages, the engine and its build, reportgen, each experiment's flags as
+  written and as the engine resolved them, its environment variables; not what the server said
+  of itself at each start, nor its seed or ports): where a change point falls, the fields that
+  differ there are its suspects. Fields that change from run to run without saying anything
+  (``diff.VOLATILE``: memory in use, serial numbers...) are left out, as ``reportgen diff``
+  leaves them out.
 - **Levels**: each experiment's value of each compared metric at each level, one per
   repetition (a latency at its p50), the unit every statistic of the history starts from.
 """
@@ -101,7 +102,7 @@ def of_run(run: Run, path: Path, label: str | None = None) -> RunRecord:
         finished_at=run.finished_at,
         status=run.status,
         results_sha256=digest,
-        path=str(folder.resolve()),
+        path=str(folder),
         metric=run.metric,
         objective_levels=run.objective_levels,
         margin=run.margin,
@@ -161,7 +162,6 @@ def setup_of(run: Run) -> tuple[dict[str, str], dict[str, str]]:
     env = run.fingerprint
     gpus = env.gpus
     gate = {"GPUs": gpus.summary()}
-    gate.update(_flat("workload", run.default_workload))
     setup: dict[str, str] = {}
     for key, value in (
         ("driver", gpus.driver),
@@ -183,8 +183,9 @@ def setup_of(run: Run) -> tuple[dict[str, str], dict[str, str]]:
     setup.update(_flat("host", env.host.fields()))
     for e in run.experiments:
         gate.update(_flat(f"model[{e.id}]", diff.model_identity(e)))
-        if e.workload is not None:
-            gate.update(_flat(f"workload[{e.id}]", e.workload))
+        ran = e.ran_workload  # typed as it ran: a field added since reads as its default then
+        if ran is not None:
+            gate.update(_flat(f"workload[{e.id}]", ran.model_dump(mode="json")))
         setup.update(_flat(f"flags[{e.id}]", e.args))
         resolved = evidence.server_args(e.log_evidence.found if e.log_evidence else {})
         setup.update(_flat(f"resolved[{e.id}]", resolved or {}))

@@ -2,12 +2,15 @@
 with where the series breaks (incomparable neighbours) and its change points, each with its
 suspects (what else differed between the two runs where it fell).
 
-Runs are ordered by when they started, or by version (``--by version``: the label given at
-``history add``, else the engine's version, compared as versions are, ``0.9 < 0.10``).
+Runs of another kind (GPUs, model checkpoint, workload) are never compared: each kind is its
+own stretch of the series, in which change points are looked for. Runs are ordered by when
+they started, or by version (``--by version``: the label given at ``history add``, else the
+engine's version, compared as versions are, ``0.9 < 0.10``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +35,18 @@ class Field:
     after: str
 
     def said(self) -> str:
-        return f"{self.key}: {self.before} -> {self.after}"
+        return f"{self.key}: {_short(self.before)} -> {_short(self.after)}"
+
+    @property
+    def area(self) -> str:
+        """``model`` of ``model[baseline].files.config.json``, ``packages`` of
+        ``packages.vllm``."""
+        return re.split(r"[\[.]", self.key, maxsplit=1)[0]
+
+
+def _short(value: str, most: int = 64) -> str:
+    """A long value (a sha256, a command) cut in the middle."""
+    return value if len(value) <= most else f"{value[:16]}…{value[-8:]}"
 
 
 @dataclass(frozen=True)
@@ -63,20 +77,21 @@ class Series:
     values: dict[int, tuple[float, ...]]  # by run index: its repetitions
     breaks: list[Break] = field(default_factory=list)
     changes: list[ChangePoint] = field(default_factory=list)
+    # by run index: what makes its numbers comparable (its gate's fields for this experiment)
+    kinds: dict[int, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
         return f"{self.experiment} {self.point.label}"
 
     def stretches(self) -> list[list[int]]:
-        """The run indexes between breaks."""
-        cuts = {b.at for b in self.breaks}
-        out: list[list[int]] = []
+        """The run indexes that may be compared, in order: runs of one kind (the same GPUs,
+        model and workload) together, wherever they fall (H200 runs between H100 runs still
+        form one stretch)."""
+        groups: dict[str, list[int]] = {}
         for i in self.runs:
-            if not out or i in cuts:
-                out.append([])
-            out[-1].append(i)
-        return out
+            groups.setdefault(self.kinds.get(i, ""), []).append(i)
+        return list(groups.values())
 
 
 def order(records: Sequence[RunRecord], by: Order = "time") -> list[RunRecord]:
@@ -109,7 +124,8 @@ def _fields(a: dict[str, str], b: dict[str, str], experiment: str | None) -> tup
     return tuple(
         Field(k, a.get(k, "–"), b.get(k, "–"))
         for k in keys
-        if a.get(k) != b.get(k) and _owner(k) in (None, experiment)
+        if a.get(k, "–") != b.get(k, "–")
+        and (experiment is None or _owner(k) in (None, experiment))
     )
 
 
@@ -160,7 +176,15 @@ def build(
     return out
 
 
+def kind(record: RunRecord, experiment: str) -> str:
+    """What makes a run's numbers for one experiment comparable, as one string."""
+    return json.dumps(
+        {k: v for k, v in sorted(record.gate.items()) if _owner(k) in (None, experiment)}
+    )
+
+
 def _analyse(s: Series, records: Sequence[RunRecord], alpha: float) -> None:
+    s.kinds = {i: kind(records[i], s.experiment) for i in s.runs}
     for before, after in zip(s.runs, s.runs[1:], strict=False):
         why = incomparable(records[before], records[after], s.experiment)
         if why:
@@ -168,7 +192,7 @@ def _analyse(s: Series, records: Sequence[RunRecord], alpha: float) -> None:
     for stretch in s.stretches():
         obs = [changes.Obs(i, s.values[i]) for i in stretch]
         for c in changes.find(obs, alpha):
-            prev = stretch[stretch.index(c.at) - 1]
+            prev = stretch[stretch.index(c.at) - 1]  # the run of its kind before it
             s.changes.append(ChangePoint(c, suspects(records[prev], records[c.at], s.experiment)))
 
 

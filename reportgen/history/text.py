@@ -4,6 +4,7 @@ history report: each run's line, a series' rows, its breaks and change points, t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from reportgen.history import series
@@ -56,9 +57,9 @@ def interval(values: Sequence[float]) -> tuple[float, float, float]:
 
 
 def table(group: Sequence[series.Series], runs: Sequence[RunRecord]) -> list[list[str]]:
-    """One experiment's series side by side: per run that measured any, its place, id, each
-    level's mean with its 95% interval (and repetitions), and what changed since the run
-    before (a break or a change point said first)."""
+    """One experiment's series side by side: per run that measured any, its place, each
+    level's mean with its 95% interval (and repetitions), and where the series breaks or
+    changes there."""
     exp = group[0].experiment
     measured = sorted({i for s in group for i in s.runs})
     breaks = {b.at for s in group for b in s.breaks}
@@ -75,20 +76,54 @@ def table(group: Sequence[series.Series], runs: Sequence[RunRecord]) -> list[lis
             ci = "" if math.isnan(low) else f" ({fmt_num(low)}-{fmt_num(high)})"
             row.append(f"{fmt_num(m)}{ci} n={len(s.values[i])}")
         note = []
-        if prev is not None:
-            if i in breaks:
-                gate = series.incomparable(runs[prev], runs[i], exp)
-                note.append("BREAK: " + "; ".join(f.said() for f in gate[:2]))
-            elif i in cps:
-                note.append("CHANGE " + change_said(cps[i].change))
-            moved = series.suspects(runs[prev], runs[i], exp)
-            if moved:
-                shown = "; ".join(f.said() for f in moved[:SUSPECTS_SHOWN])
-                more = len(moved) - SUSPECTS_SHOWN
-                note.append(shown + (f" (+{more} more)" if more > 0 else ""))
+        if prev is not None and i in breaks:
+            moved = series.incomparable(runs[prev], runs[i], exp)
+            note.append("break: " + ", ".join(dict.fromkeys(f.area for f in moved)))
+        elif i in cps:
+            note.append(f"{direction(cps[i].change, group[0].higher_is_better)} "
+                        f"{change_said(cps[i].change)}")  # fmt: skip
         row.append(" | ".join(note))
         out.append(row)
         prev = i
+    return out
+
+
+def areas(fields: Sequence[series.Field], shown: int = 2) -> str:
+    """``GPUs: 1 x H200 -> 1 x H100; workload (4 fields: input_tokens 256 -> 128, ...)``:
+    differences grouped by area, a lone one said whole, a few of each group shown."""
+    groups: dict[str, list[series.Field]] = {}
+    seen = set()
+    for f in fields:
+        # the same difference in every experiment said once, without the experiment
+        key = re.sub(r"\[[^\]]*\]", "", f.key)
+        if (key, f.before, f.after) in seen:
+            continue
+        seen.add((key, f.before, f.after))
+        groups.setdefault(f.area, []).append(series.Field(key, f.before, f.after))
+    parts = []
+    for area, group in groups.items():
+        if len(group) == 1:
+            parts.append(group[0].said())
+            continue
+        head = "; ".join(f.said() for f in group[:shown])
+        more = f"; +{len(group) - shown} more" if len(group) > shown else ""
+        parts.append(f"{area} ({len(group)} fields: {head}{more})")
+    return "; ".join(parts)
+
+
+def between(runs: Sequence[RunRecord]) -> list[str]:
+    """Per run after the first: what differs from the run before, what makes them
+    incomparable first."""
+    out = []
+    for i in range(1, len(runs)):
+        gate = series.incomparable(runs[i - 1], runs[i])
+        rest = series.suspects(runs[i - 1], runs[i])
+        said = []
+        if gate:
+            said.append(f"NOT COMPARABLE: {areas(gate)}")
+        if rest:
+            said.append(areas(rest))
+        out.append(f"{i} -> {i + 1}: " + (" | ".join(said) or "nothing recorded differs"))
     return out
 
 
@@ -122,13 +157,9 @@ def direction(c: Change, higher_is_better: bool) -> str:
 
 
 def findings(s: series.Series, runs: Sequence[RunRecord]) -> list[str]:
-    """The series' breaks and change points, in words."""
+    """The series' change points in words, each with every suspect (breaks are said once
+    for the whole history: ``between``)."""
     out = []
-    for b in s.breaks:
-        out.append(
-            f"{s.label} breaks at run {b.at + 1} ({runs[b.at].run_id}): not comparable with "
-            "the run before, " + "; ".join(f.said() for f in b.fields)
-        )
     for cp in s.changes:
         c = cp.change
         who = "; ".join(f.said() for f in cp.suspects) or "nothing recorded differs"

@@ -131,14 +131,8 @@ def context(
 
 
 def _since(runs: Sequence[RunRecord], i: int) -> str:
-    """What differs from the run before: the gate's fields first (a break), then a few more."""
-    if i == 0:
-        return "–"
-    gate = series.incomparable(runs[i - 1], runs[i])
-    rest = series.suspects(runs[i - 1], runs[i])
-    said = [f"not comparable: {f.said()}" for f in gate[:2]] + [f.said() for f in rest[:3]]
-    more = len(gate) + len(rest) - len(said)
-    return "; ".join(said) + (f" (+{more} more)" if more > 0 else "") if said else "nothing"
+    """What differs from the run before (``text.between``)."""
+    return "–" if i == 0 else text.between(runs)[i - 1].split(": ", 1)[1]
 
 
 def markdown(ctx: dict[str, Any]) -> str:
