@@ -107,8 +107,8 @@ def _check(args: argparse.Namespace, out: Console, err: Console) -> int:
     verdicts = series.check(found, len(runs) - 1, threshold)
     answer = series.overall(verdicts)
     out.print(text.gate_heading(runs, threshold), markup=False)
-    for v in verdicts:
-        out.print(f"  {text.gate_line(v)}", markup=False)
+    for line in text.gate_lines(verdicts):
+        out.print(f"  {line['said']}", markup=False)
     out.print(f"{answer}", markup=False)
     if answer == "regressed":
         return EXIT_FAILED

@@ -44,9 +44,11 @@ class Field:
         return re.split(r"[\[.]", self.key, maxsplit=1)[0]
 
 
-def _short(value: str, most: int = 64) -> str:
-    """A long value (a sha256, a command) cut in the middle."""
-    return value if len(value) <= most else f"{value[:16]}…{value[-8:]}"
+def _short(value: str, most: int = 80) -> str:
+    """A hash as its first 12 digits; another long value (a command) cut in the middle."""
+    if re.fullmatch(r"[0-9a-f]{32,}", value):
+        return f"{value[:12]}…"
+    return value if len(value) <= most else f"{value[:48]}…{value[-16:]}"
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def build(
     newest = records[-1]
     metric = metric or newest.metric
     higher = higher_is_better(metric)
-    experiments = list(dict.fromkeys(e for r in records for e in r.experiments))
+    experiments = newest.experiments  # the campaign as it is now: its newest run's experiments
     out = []
     for exp in experiments:
         points: dict[Point, dict[int, tuple[float, ...]]] = {}

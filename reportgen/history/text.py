@@ -195,3 +195,23 @@ def gate_said(g: Gate) -> str:
 
 def gate_line(v: series.Verdict) -> str:
     return f"{v.series.label}: {gate_said(v.gate)}"
+
+
+def gate_lines(verdicts: Sequence[series.Verdict]) -> list[dict[str, str]]:
+    """Each series' answer (``answer``, ``said``), those with nothing to be judged against
+    said once."""
+    alone = [v for v in verdicts if v.gate.ratio is None]
+    out = [
+        {"answer": v.gate.answer, "said": gate_line(v)}
+        for v in verdicts
+        if v.gate.ratio is not None
+    ]
+    if alone:
+        why = "; ".join(dict.fromkeys(v.gate.why for v in alone))
+        where = (
+            ", ".join(v.series.label for v in alone)
+            if len(alone) < len(verdicts)
+            else "every series"
+        )
+        out.append({"answer": "cannot tell", "said": f"{where}: cannot tell: {why}"})
+    return out

@@ -26,52 +26,55 @@ from reportgen.render import charts, figures, html
 TEMPLATE = "history.html.j2"
 NAMES = {"html": "history.html", "pdf": "history.pdf", "markdown": "history.md",
          "json": "history.json"}  # fmt: skip
-CHART_IN = 2.3  # a series' chart height: three to a printed page with their captions
+CHART_IN = 2.2  # an experiment's chart height (a panel per level): three to a printed page
 CHANGE_COLOUR = "#D55E00"
 BREAK_COLOUR = "#999999"
 
 
-def chart(s: series.Series, runs: Sequence[RunRecord]) -> Markup:
-    """One series: each run's mean with its interval, each stretch's segments (between change
-    points) at their mean, a dashed line where the series breaks, a solid one at a change."""
+def chart(group: Sequence[series.Series], runs: Sequence[RunRecord]) -> Markup:
+    """One experiment's series, a panel per level: each run's mean with its interval, each
+    stretch's segments (between change points) at their mean, a dashed line where the series
+    breaks, a solid one at a change point, labelled with its size."""
     with rc_context(figures.RC):
         fig = figures.new_figure(CHART_IN)
-        ax = fig.add_axes((0.09, 0.2, 0.89, 0.68))
-        cuts = {c.at for c in s.changes}
-        for stretch in s.stretches():
-            xs = [i + 1 for i in stretch]
-            stats = [text.interval(s.values[i]) for i in stretch]
-            means = [m for m, _, _ in stats]
-            low = [m - lo if not math.isnan(lo) else 0 for m, lo, _ in stats]
-            high = [hi - m if not math.isnan(hi) else 0 for m, _, hi in stats]
-            ax.errorbar(xs, means, yerr=[low, high], fmt="o-", color=figures.PALETTE[0],
-                        markersize=4, linewidth=1, capsize=2)  # fmt: skip
-            start = 0
-            bounds = [k for k, i in enumerate(stretch) if i in cuts] + [len(stretch)]
-            for end in bounds:
-                if end > start:
-                    seg = means[start:end]
-                    level = math.exp(sum(math.log(v) for v in seg) / len(seg))
-                    ax.hlines(level, xs[start] - 0.3, xs[end - 1] + 0.3, colors="#444444",
-                              linewidth=1.6, alpha=0.6)  # fmt: skip
-                start = end
-        for b in s.breaks:
-            ax.axvline(b.at + 0.5, color=BREAK_COLOUR, linestyle="--", linewidth=1)
-            ax.annotate("break", (b.at + 0.5, 1), xycoords=("data", "axes fraction"),
-                        fontsize=7, color=BREAK_COLOUR, ha="center", va="bottom")  # fmt: skip
-        for c in s.changes:
-            ax.axvline(c.at + 0.5, color=CHANGE_COLOUR, linewidth=1.4)
-            ax.annotate(f"x{c.change.ratio:.2f}", (c.at + 0.5, 1),
-                        xycoords=("data", "axes fraction"), fontsize=7, color=CHANGE_COLOUR,
-                        ha="center", va="bottom")  # fmt: skip
-        ax.set_xlim(0.5, len(runs) + 0.5)
-        ax.set_xticks(range(1, len(runs) + 1))
-        ax.set_xlabel("run (oldest first)")
-        ax.set_ylabel(text.metric_label(s.metric))
-        ax.set_title(s.label, loc="left", pad=12)
-        figures.few_ticks(ax)
-        ax.set_xticks(range(1, len(runs) + 1))
+        axes = fig.subplots(1, len(group), squeeze=False)[0]
+        for ax, s in zip(axes, group, strict=True):
+            _panel(ax, s, len(runs))
+        axes[0].set_ylabel(text.metric_label(group[0].metric))
+        fig.subplots_adjust(left=0.09, right=0.98, bottom=0.2, top=0.8, wspace=0.3)
         return charts.to_svg(fig)
+
+
+def _panel(ax: Any, s: series.Series, n: int) -> None:
+    cuts = {c.at for c in s.changes}
+    for k, stretch in enumerate(s.stretches()):
+        xs = [i + 1 for i in stretch]
+        got = [text.interval(s.values[i]) for i in stretch]
+        means = [m for m, _, _ in got]
+        low = [m - lo if not math.isnan(lo) else 0 for m, lo, _ in got]
+        high = [hi - m if not math.isnan(hi) else 0 for m, _, hi in got]
+        colour = figures.PALETTE[k % len(figures.PALETTE)]
+        ax.errorbar(xs, means, yerr=[low, high], fmt="o-", color=colour, markersize=4,
+                    linewidth=1, capsize=2)  # fmt: skip
+        start = 0
+        for end in [k for k, i in enumerate(stretch) if i in cuts] + [len(stretch)]:
+            if end > start:
+                seg = means[start:end]
+                level = math.exp(sum(math.log(v) for v in seg) / len(seg))
+                ax.hlines(level, xs[start] - 0.3, xs[end - 1] + 0.3, colors="#444444",
+                          linewidth=1.6, alpha=0.6)  # fmt: skip
+            start = end
+    for b in s.breaks:
+        ax.axvline(b.at + 0.5, color=BREAK_COLOUR, linestyle="--", linewidth=1)
+    for c in s.changes:
+        ax.axvline(c.at + 0.5, color=CHANGE_COLOUR, linewidth=1.4)
+        ax.annotate(f"x{c.change.ratio:.2f}", (c.at + 0.5, 1), xycoords=("data", "axes fraction"),
+                    fontsize=7, color=CHANGE_COLOUR, ha="center", va="bottom")  # fmt: skip
+    ax.set_xlim(0.5, n + 0.5)
+    figures.few_ticks(ax)
+    ax.set_xticks(range(1, n + 1))
+    ax.set_xlabel("run")
+    ax.set_title(s.point.label, loc="left", pad=10)
 
 
 def context(
@@ -97,42 +100,38 @@ def context(
                 "started": r.started_at,
                 "status": r.status,
                 "gpus": r.gate.get("GPUs", "–"),
-                "since": _since(runs, i),
             }  # fmt: skip
             for i, r in enumerate(runs)
         ],
-        "series": [
-            {
-                "label": s.label,
-                "chart": chart(s, runs),
-                "findings": text.findings(s, runs),
-                "changes": [
-                    {
-                        "run": c.at + 1,
-                        "id": runs[c.at].run_id,
-                        "kind": text.direction(c.change, s.higher_is_better),
-                        "size": text.change_said(c.change),
-                        "p": f"{c.change.p_value:.2g}",
-                        "suspects": [f.said() for f in c.suspects],
-                    }  # fmt: skip
-                    for c in s.changes
-                ],
-            }
-            for s in found
-        ],
-        "verdicts": [
-            {"series": v.series.label, "said": text.gate_said(v.gate), "answer": v.gate.answer}
-            for v in verdicts
-        ],  # fmt: skip
+        "between": text.between(runs),
+        "series": [_experiment(group, runs) for group in text.by_experiment(found)],
+        "verdicts": text.gate_lines(verdicts),
         "answer": series.overall(verdicts),
         "threshold": threshold,
         "newest": text.run_name(newest),
     }
 
 
-def _since(runs: Sequence[RunRecord], i: int) -> str:
-    """What differs from the run before (``text.between``)."""
-    return "–" if i == 0 else text.between(runs)[i - 1].split(": ", 1)[1]
+def _experiment(group: Sequence[series.Series], runs: Sequence[RunRecord]) -> dict[str, Any]:
+    few = text.too_few(group)
+    return {
+        "label": group[0].experiment,
+        "chart": chart(group, runs),
+        "findings": [x for s in group for x in text.findings(s, runs)] + ([few] if few else []),
+        "changes": [
+            {
+                "run": c.at + 1,
+                "id": runs[c.at].run_id,
+                "level": s.point.label,
+                "kind": text.direction(c.change, s.higher_is_better),
+                "size": text.change_said(c.change),
+                "p": f"{c.change.p_value:.2g}",
+                "suspects": [f.said() for f in c.suspects],
+            }
+            for s in group
+            for c in s.changes
+        ],
+    }
 
 
 def markdown(ctx: dict[str, Any]) -> str:
@@ -142,7 +141,8 @@ def markdown(ctx: dict[str, Any]) -> str:
               for r in ctx["runs"]]  # fmt: skip
     lines += ["", f"**Newest run** {ctx['newest']}: **{ctx['answer']}** "
                   f"(threshold {ctx['threshold']:.0%})", ""]  # fmt: skip
-    lines += [f"- {v['series']}: {v['said']}" for v in ctx["verdicts"]]
+    lines += [f"- {v['said']}" for v in ctx["verdicts"]]
+    lines += ["", "What changed from one run to the next:", ""] + [f"- {x}" for x in ctx["between"]]
     for s in ctx["series"]:
         lines += ["", f"## {s['label']}", ""] + [f"- {f}" for f in s["findings"]]
     return "\n".join(lines) + "\n"
