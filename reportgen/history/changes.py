@@ -265,10 +265,18 @@ def check(
         if t_crit * se_for(reps) < room:
             more = reps - r_new
             break
-    why = (
-        f"run the newest configuration's levels {more} more time(s)"
-        if more is not None
-        else "more repetitions within the newest run would not tell (runs differ from one "
-        "another by more than their repetitions do): run the campaign again"
-    )
+    if more is not None:
+        why = f"{more} more repetition(s) of the newest run would tell"
+    elif between > 0:
+        why = (
+            "more repetitions of the newest run alone would not tell (runs differ from one "
+            "another by more than their repetitions do): run the campaign again"
+        )
+    else:
+        why = (
+            "more repetitions of the newest run alone would not tell (the earlier runs' own "
+            "spread is as wide): run the campaign again"
+        )
+    if len(before) == 1 and noise.df == noise.within_df:
+        why += "; with one earlier run, the interval knows only the runs' own repetitions"
     return Gate("cannot tell", ratio, low, high, len(before), more, why)

@@ -189,7 +189,8 @@ def gate_said(g: Gate) -> str:
         return f"{g.answer}: {g.why}"
     size = f"x{g.ratio:.3f} (95% CI {g.ci_low:.3f}-{g.ci_high:.3f}) against {g.n_before} run(s)"
     if g.answer != "cannot tell":
-        return f"{g.answer}: {size}"
+        alone = " (one earlier run: the interval knows only the runs' own repetitions)"
+        return f"{g.answer}: {size}" + (alone if g.n_before == 1 else "")
     return f"cannot tell: {size}; {g.why}"
 
 

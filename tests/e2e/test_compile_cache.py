@@ -1,7 +1,8 @@
 """Steady state on an engine that compiles kernels per batch shape and caches them on disk
 (the simulator's --compile-ms and --compile-cache, as vLLM's Triton JIT does): with each
-level warmed up at its own load, a priming start and the baseline measured again at the end,
-identical configurations measure the same and a real change is decided at two repetitions;
+level warmed up at its own load and a priming start, identical configurations measure the same
+and a real change is decided at two repetitions (the baseline measured again at the end is
+tested in test_adaptive and test_resume_elsewhere: here it would add four starts);
 without them, the compilations land inside the measured windows, where the server's log
 shows them and the level is measured again."""
 
@@ -90,8 +91,9 @@ def ratios(exp: dict[str, Any]) -> dict[int, float]:
 def test_identical_configurations_agree_and_a_real_change_is_adopted(
     tmp_path: Path, cache: Path
 ) -> None:
-    got = run(tmp_path, cache)
+    got = run(tmp_path, cache, bracket="false")
     exps = {e["id"]: e for e in got["experiments"]}
+    assert "baseline-end" not in exps
     base = exps["baseline"]
     # the priming start compiled every batch shape (its log says so) and measured nothing
     prime = base["sessions"][0]
@@ -122,13 +124,8 @@ def test_identical_configurations_agree_and_a_real_change_is_adopted(
         assert faster["decision"]["verdict"] == "inconclusive", said
         lows = [c["ci_low"] for c in faster["decision"]["vs_parent"]]
         assert min(lows) < 1.05 and "The data cannot tell yet" in said, said
-    # the baseline measured again at the end: no drift on this host
-    end = exps["baseline-end"]
-    assert end["role"] == "bracket" and end["parent"] == "baseline"
-    assert all(abs(r - 1) < 0.05 for r in ratios(end).values()), ratios(end)
-    assert end["decision"]["verdict"] in ("equivalent", "inconclusive")
     report = (got["run_dir"] / "report.html").read_text()
-    assert "Priming:" in report and "Bracketing:" in report
+    assert "Priming:" in report
     assert "priming start (nothing measured)" in report
 
 

@@ -97,7 +97,7 @@ def test_the_gate_regressed_not_regressed_and_cannot_tell() -> None:
     close = obs(1000, 1001, 999, 1000, 1002, 998, 1000, 1001, 965, spread=0.02)
     gate = changes.check(close, [], 0.05, True)
     assert gate.answer == "cannot tell" and gate.more is not None and 2 < gate.more < 20, gate
-    assert f"{gate.more} more time(s)" in gate.why
+    assert f"{gate.more} more repetition(s) of the newest run would tell" in gate.why
     # two runs alone: the earlier run's own uncertainty stays whatever the newest does
     gate = changes.check(obs(1000, 965, spread=0.02), [], 0.05, True)
     assert gate.answer == "cannot tell" and gate.more is None and "run the campaign" in gate.why

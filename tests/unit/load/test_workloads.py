@@ -197,14 +197,15 @@ def test_goodput_can_be_the_objective(tmp_path: Path, cache: Path) -> None:
     starts."""
     wl = {"concurrency": [1, 4], "requests_per_level": 8, "repetitions": 2,
           "warmup_requests": 2, "input_tokens": 16, "output_tokens": 8,
-          "slo": {"ttft_ms": 80}}  # fmt: skip
+          "slo": {"ttft_ms": 100}}  # fmt: skip
     # (the baseline's first token takes 30-35 ms, clear of the SLO on a loaded host too: with a
-    # 40 ms SLO one of its starts missed it at C=4 and the two starts' goodputs split, and with
-    # 60 ms a fresh clone's loaded run once split them enough to leave the verdict open)
-    # a first token of 120 ms misses the 80 ms SLO every time: its goodput falls to none
-    slow = {"id": "slow-start", "why": "w", "args": {"ttft-ms": 120}}
+    # 40 ms SLO one of its starts missed it at C=4 and the two starts' goodputs split, with
+    # 60 ms a fresh clone's loaded run once split them enough to leave the verdict open, and
+    # with 80 ms once more beside eight test workers on two cores)
+    # a first token of 150 ms misses the 100 ms SLO every time: its goodput falls to none
+    slow = {"id": "slow-start", "why": "w", "args": {"ttft-ms": 150}}
     # ... and one slower still, against it: neither meets the SLO, nothing to tell them apart
-    still = {"id": "slower-still", "why": "w", "based_on": "slow-start", "args": {"ttft-ms": 160}}
+    still = {"id": "slower-still", "why": "w", "based_on": "slow-start", "args": {"ttft-ms": 200}}
     path = _campaign(tmp_path, wl, free_port(), [slow, still])
     text = path.read_text().replace('"output_tok_s"', '"goodput_req_s"', 1)
     path.write_text(text)
@@ -222,7 +223,7 @@ def test_goodput_can_be_the_objective(tmp_path: Path, cache: Path) -> None:
     assert "C=1: no request met the SLO on either side" in still["decision"]["explanation"]
     assert "No request met the SLO on either side" in still["decision"]["explanation"]
     assert reportgen_main("verify", next((tmp_path / "out").glob("*/*/"))).returncode == 0
-    path.write_text(text.replace("ttft_ms = 80", "").replace('"ttft_ms" = 80', ""))
+    path.write_text(text.replace("ttft_ms = 100", "").replace('"ttft_ms" = 100', ""))
     res = reportgen_main("validate", path)
     assert res.returncode == 2
     assert "campaign.objective.metric = 'goodput_req_s': goodput counts the requests" in (

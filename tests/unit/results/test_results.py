@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -81,7 +80,7 @@ def _contains(new: object, old: object) -> bool:
 
 
 def test_keys_of_a_later_reportgen_are_kept(tmp_path: Path) -> None:
-    shutil.copy(SAMPLE / "results.json", tmp_path / "results.json")
+    (tmp_path / "results.json").write_bytes(results.RunDir(SAMPLE).read_bytes("results.json"))
     data = json.loads((tmp_path / "results.json").read_text())
     data["experiments"][0]["levels"][0]["summary"]["tokens_per_joule"] = 3.5
     data["experiments"][0]["energy"] = {"joules": 12}
@@ -106,7 +105,7 @@ def test_keys_of_a_later_reportgen_are_kept(tmp_path: Path) -> None:
 def test_a_bad_file_is_refused_in_one_line(
     tmp_path: Path, edit: dict[str, object], message: str
 ) -> None:
-    data = {**json.loads((SAMPLE / "results.json").read_text()), **edit}
+    data = {**json.loads(results.RunDir(SAMPLE).read_bytes("results.json")), **edit}
     (tmp_path / "results.json").write_text(json.dumps(data))
     with pytest.raises(ResultsError, match=re.escape(message)) as err:
         results.load(tmp_path)
@@ -114,7 +113,7 @@ def test_a_bad_file_is_refused_in_one_line(
 
 
 def test_a_damaged_level_names_its_key(tmp_path: Path) -> None:
-    data = json.loads((SAMPLE / "results.json").read_text())
+    data = json.loads(results.RunDir(SAMPLE).read_bytes("results.json"))
     data["experiments"][1]["levels"][2]["concurrency"] = "sixteen"
     (tmp_path / "results.json").write_text(json.dumps(data))
     with pytest.raises(ResultsError, match=r"experiments\.1\.levels\.2\.concurrency"):

@@ -4,7 +4,6 @@ again from it, so that page and results agree but the numbers do not say what th
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from collections.abc import Callable
@@ -49,9 +48,7 @@ def test_the_committed_report_and_one_of_the_previous_schema_verify(copy: Path) 
     # as the first reportgen wrote it: its results as schema 1 (decided each comparison by
     # its own runs, a failed experiment's finished levels not compared), rendered by this
     # reportgen, the page's data embedded as schema 1
-    (copy / "results.json").write_bytes(
-        gzip.decompress((SCHEMA_1 / "results.json.gz").read_bytes())
-    )
+    (copy / "results.json").write_bytes(store.RunDir(SCHEMA_1).read_bytes("results.json"))
     rendered = reportgen_main("render", copy, "--no-pdf")
     assert rendered.returncode == 0, rendered.stderr
     page = (copy / "report.html").read_text()
