@@ -180,3 +180,12 @@ def _rates(text: str) -> list[float]:
             f"{text!r}: comma-separated requests per second above 0, each once, e.g. 1,2,4,inf"
         )
     return rates
+
+
+# shtab's markers for file and folder arguments (what its completion offers for them)
+FILE = {"bash": "_shtab_compgen_files", "zsh": "_files"}
+DIRECTORY = {"bash": "_shtab_compgen_dirs", "zsh": "_files -/"}
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    pass

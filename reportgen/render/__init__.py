@@ -12,10 +12,12 @@ summary and the run's other sentences), ``methods`` (with ``workload``, the work
 and ``evidence`` (the engine's and the GPUs' evidence), ``costs`` (the cost and efficiency
 table: price, energy, the roofline); ``text`` writes the rest of the prose,
 ``fmt`` every number. ``report`` ties them together. ``figures`` draws the charts, on ``axes``
-(where the levels sit, linear or log). Imports go one way: ``content`` and ``fmt`` import
-nothing of render; evidence <- experiment <- view <- report, sentences <- view; axes <- figures
-<- timeline <- charts <- report. Reads only saved files (``reportgen.results``), so any report
-can be rebuilt later without a GPU or a server; imports results and analysis, never run.
+(where the levels sit, linear or log), ``tradeoffs`` the trade-off and efficiency charts.
+``diffpage`` and ``historypage`` are the pages of ``reportgen diff`` and ``reportgen history``.
+Imports go one way: ``content`` and ``fmt`` import nothing of render; evidence <- experiment <-
+view <- report, sentences <- view; axes <- figures <- tradeoffs, timeline <- charts <- report.
+Reads only saved files (``reportgen.results``), so any report can be rebuilt later without a GPU
+or a server; imports results and analysis, never run.
 """
 
 from reportgen.render.report import (

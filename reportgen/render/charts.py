@@ -27,7 +27,7 @@ import matplotlib
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
-from reportgen.render import figures, timeline
+from reportgen.render import figures, timeline, tradeoffs
 from reportgen.render.content import Series
 from reportgen.results.model import Point, sorted_points
 
@@ -83,8 +83,8 @@ class Lazy:
 BUILDERS: dict[str, Callable[..., Figure]] = {  # a chart's kind: the function that draws it
     "throughput": figures.throughput,
     "latency": figures.latency,
-    "tradeoff": figures.tradeoff,
-    "efficiency": figures.efficiency,
+    "tradeoff": tradeoffs.tradeoff,
+    "efficiency": tradeoffs.efficiency,
     "distributions": figures.distributions,
     "telemetry": timeline.telemetry,
 }
