@@ -68,7 +68,7 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _show(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from reportgen.history import text
+    from reportgen.render import historytext as text
 
     runs, found = _load(args)
     out.print(text.heading(runs, args.by), markup=False)
@@ -97,7 +97,8 @@ def _show(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def _check(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen import diff
-    from reportgen.history import series, text
+    from reportgen.history import series
+    from reportgen.render import historytext as text
 
     try:
         threshold = diff.parse_threshold(args.fail_on_regression)

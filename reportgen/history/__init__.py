@@ -7,10 +7,10 @@
 - ``changes``: the statistics: change points in a comparable stretch of runs (binary
   segmentation, Student's t, Bonferroni over the splits) and the gate on the newest run;
 - ``series``: a campaign's runs as series per experiment and level, their breaks, change points
-  and suspects;
-- ``text``: the words the terminal and the history report share.
+  and suspects.
 
 Imports ``reportgen.results`` (the runs), ``reportgen.diff`` (which fields are volatile, the
-model's identity), ``reportgen.analysis`` (level values, flattening) and ``render.fmt``; the
-history report itself is ``render.historypage``.
+model's identity) and ``reportgen.analysis`` (level values, flattening), nothing of render: its
+words (``render.historytext``, shared by the terminal and the page) and the history report
+(``render.historypage``) are render's.
 """

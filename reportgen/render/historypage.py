@@ -19,9 +19,10 @@ from markupsafe import Markup
 from matplotlib import rc_context
 
 from reportgen import __version__
-from reportgen.history import series, text
+from reportgen.history import series
 from reportgen.history.record import RunRecord
 from reportgen.render import charts, figures, html
+from reportgen.render import historytext as text
 
 TEMPLATE = "history.html.j2"
 NAMES = {"html": "history.html", "pdf": "history.pdf", "markdown": "history.md",

@@ -1,5 +1,6 @@
-"""The history's words, one home for the terminal (``history show``/``check``) and the
-history report: each run's line, a series' rows, its breaks and change points, the gate."""
+"""The history's words (``reportgen.history``), one home for the terminal (``history
+show``/``check``) and the history report (``historypage``): each run's line, a series' rows,
+its breaks and change points, the gate."""
 
 from __future__ import annotations
 
