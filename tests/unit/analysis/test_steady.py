@@ -67,7 +67,9 @@ def test_clients_start_one_warmup_request_time_over_c_apart(start_sim: Any, tmp_
     level, recs = run_level(drv, 8)
     st = level.stagger
     assert st is not None and st.measured == "warm-up" and not st.capped
-    assert st.request_s == pytest.approx(0.1, rel=0.3)
+    # a loaded host adds to the simulator's 100 ms (133 ms measured beside the whole suite on two
+    # cores), never takes from it
+    assert 0.09 < st.request_s < 0.2, st.request_s
     assert st.step_s == pytest.approx(st.request_s / 8)
     first = surely_first_starts(recs)
     assert len(first) >= 6, first  # most clients started within the first request's time
