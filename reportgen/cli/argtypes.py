@@ -57,6 +57,17 @@ _positive_float = _above_zero("a number", "0.5")
 _seconds = _above_zero("seconds", "30")
 
 
+def _seconds_or_none(text: str) -> float:
+    """'0' -> 0.0, '30' -> 30.0: seconds, 0 for none."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds, 0 or more, e.g. 30 (0: none)")
+    return value
+
+
 def _rps(text: str) -> float:
     """A ramp's request rate: a finite number of requests a second, 0 or more ('0' -> 0.0)."""
     try:

@@ -210,6 +210,9 @@ def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, 
     }
     if args.burstiness != 1.0:
         workload["burstiness"] = args.burstiness
+    if args.level_warmup_max is not None:
+        most = args.level_warmup_max
+        workload["warmup"] = {"max_s": most} if most > 0 else {"steady": False}
     body = dict(args.extra_body or {})
     for name in ("temperature", "top_p", "top_k"):
         if getattr(args, name) is not None:

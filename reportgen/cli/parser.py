@@ -20,6 +20,7 @@ from reportgen.cli.argtypes import (
     _rates,
     _ratio,
     _seconds,
+    _seconds_or_none,
     _slo,
 )
 from reportgen.cli.bench import ramp_and_price_arguments
@@ -215,6 +216,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=8,
         metavar="N",
         help="requests sent first and discarded",
+    )
+    b.add_argument(
+        "--level-warmup-max",
+        type=_seconds_or_none,
+        default=None,
+        metavar="S",
+        help="most seconds each level warms up at its own load until steady (default 120; "
+        "0: none, only --warmup's requests)",
     )
     b.add_argument(
         "--burstiness",

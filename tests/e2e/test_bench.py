@@ -25,7 +25,7 @@ def test_bench_measures_a_running_server_and_leaves_it_running(
     res = reportgen_main(
         "bench", sim.url + "/v1/completions", "--concurrency", "1,4", "--requests", "12",
         "--output-tokens", "6", "--input-tokens", "32", "--range-ratio", "0.5",
-        "--warmup", "2", "--output", out, "--no-pdf", cache=cache,
+        "--warmup", "2", "--level-warmup-max", "2", "--output", out, "--no-pdf", cache=cache,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     assert "engine: sim (its /metrics names sim:* series)" in res.stdout
@@ -116,7 +116,8 @@ def test_bench_fails_when_it_measured_nothing_or_half(
     raising it and exited 0; after most requests failed it printed "bench: ok" and exited 0."""
     keyed = start_sim("--api-key", "sekrit")
     res = reportgen_main(
-        "bench", keyed.url, "--requests", "4", "--output", tmp_path, "--no-pdf", "--quiet",
+        "bench", keyed.url, "--requests", "4", "--level-warmup-max", "2", "--output", tmp_path,
+        "--no-pdf", "--quiet",
         "--ready-timeout", "600", cache=cache,
     )  # fmt: skip
     assert res.returncode == 1, res.stdout + res.stderr
@@ -127,7 +128,8 @@ def test_bench_fails_when_it_measured_nothing_or_half(
     assert "ready_timeout_s" not in res.stdout  # not "raise server.ready_timeout_s"
     failing = start_sim("--fault", "http-500", "--fault-after", "10")
     res = reportgen_main(
-        "bench", failing.url, "--requests", "16", "--warmup", "0", "--repetitions", "1",
+        "bench", failing.url, "--requests", "16", "--warmup", "0",
+        "--level-warmup-max", "2", "--repetitions", "1",
         "--output", tmp_path, "--no-pdf", "--quiet", "--json", cache=cache,
     )  # fmt: skip
     assert res.returncode == 1, res.stdout + res.stderr
@@ -135,7 +137,8 @@ def test_bench_fails_when_it_measured_nothing_or_half(
     assert said["exit_code"] == 1 and said["experiments"][0]["outcome"] == "failed"
     assert "the baseline (bench) failed a check that invalidates its numbers" in res.stderr
     res = reportgen_main(
-        "bench", failing.url, "--requests", "16", "--warmup", "0", "--repetitions", "1",
+        "bench", failing.url, "--requests", "16", "--warmup", "0",
+        "--level-warmup-max", "2", "--repetitions", "1",
         "--output", tmp_path, "--no-pdf", "--quiet", cache=cache,
     )  # fmt: skip
     assert res.returncode == 1 and "bench: ok" not in res.stdout
@@ -149,7 +152,8 @@ def test_a_stalled_stream_times_out_at_the_request_timeout(
     request: --request-timeout ends each such request, counted as a timeout."""
     stalled = start_sim("--fault", "hang")
     res = reportgen_main(
-        "bench", stalled.url, "--requests", "2", "--warmup", "0", "--repetitions", "1",
+        "bench", stalled.url, "--requests", "2", "--warmup", "0",
+        "--level-warmup-max", "2", "--repetitions", "1",
         "--request-timeout", "1.5", "--output", tmp_path, "--no-pdf", "--quiet", cache=cache,
     )  # fmt: skip
     assert res.returncode == 1, res.stdout + res.stderr
@@ -281,6 +285,7 @@ def test_an_api_key_for_a_running_server_is_sent_and_never_written(
     out = tmp_path / "out"
     res = reportgen_main(
         "bench", sim.url, "--requests", "4", "--output-tokens", "4", "--warmup", "1",
+        "--level-warmup-max", "2",
         "--repetitions", "1", "--output", out, "--no-pdf", "--quiet", cache=cache,
         env={"OPENAI_API_KEY": key},
     )  # fmt: skip
@@ -308,8 +313,8 @@ def test_bench_takes_the_flags_a_vllm_bench_serve_user_brings(
     out = tmp_path / "out"
     res = reportgen_main(
         "bench", sim.url, "--request-rate", "50", "--requests", "24", "--repetitions", "1",
-        "--warmup", "0", "--output-tokens", "4", "--burstiness", "0.25",
-        "--extra-body", '{"top_p": 0.9, "seed": 3}', "--temperature", "0.7",
+        "--warmup", "0", "--level-warmup-max", "2", "--output-tokens", "4", "--burstiness",
+        "0.25", "--extra-body", '{"top_p": 0.9, "seed": 3}', "--temperature", "0.7",
         "--goodput", "ttft:500", "tpot:50", "--header", "X-Route=pool-a", "--ignore-eos",
         "--output", out,
         "--no-pdf", "--quiet", cache=cache,
@@ -318,6 +323,7 @@ def test_bench_takes_the_flags_a_vllm_bench_serve_user_brings(
     (written,) = (out / "bench").glob("bench-*.toml")
     wl = tomllib.loads(written.read_text())["workload"]
     assert wl["burstiness"] == 0.25 and wl["slo"] == {"ttft_ms": 500.0, "tpot_ms": 50.0}
+    assert wl["warmup"] == {"max_s": 2.0}
     assert wl["extra_body"] == {"top_p": 0.9, "seed": 3, "temperature": 0.7}
     lines = [json.loads(line) for line in sends.read_text().splitlines()]
     assert all(x["headers"] == {"x-route": "pool-a"} for x in lines)  # readiness checks too
@@ -351,6 +357,7 @@ def test_percentiles_asked_are_shown_and_agree_with_the_summaries(
     in the JSON and as a table; the p50 is the level summaries' own."""
     sim = start_sim("--ttft-ms", "5", "--itl-ms", "1", "--jitter", "0.2")
     args = ["bench", sim.url, "--concurrency", "1,2", "--requests", "8", "--warmup", "1",
+    "--level-warmup-max", "2",
             "--percentiles", "25,50,99.9", "--output", tmp_path, "--no-pdf", "--quiet"]  # fmt: skip
     saved = tmp_path / "results" / "bench.json"  # as vllm bench serve's --save-result
     res = reportgen_main(*args, "--json", "--save-result", saved, cache=cache)
@@ -405,7 +412,8 @@ def test_a_vllm_ramp_up_is_measured_as_a_staircase_of_rate_levels(
     res = reportgen_main(
         "bench", sim.url, "--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "5",
         "--ramp-up-end-rps", "20", "--ramp-up-steps", "3", "--requests", "12",
-        "--repetitions", "1", "--warmup", "0", "--output-tokens", "4", "--output", out,
+        "--repetitions", "1", "--warmup", "0",
+        "--level-warmup-max", "2", "--output-tokens", "4", "--output", out,
         "--no-pdf", "--quiet", "--json", cache=cache,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
@@ -445,7 +453,8 @@ def test_a_price_gives_the_cost_of_a_million_tokens_at_each_level(
     out = tmp_path / "out"
     res = reportgen_main(
         "bench", sim.url, "--concurrency", "1,4", "--requests", "12", "--repetitions", "1",
-        "--warmup", "0", "--output-tokens", "8", "--price", "36", "--price-source",
+        "--warmup", "0",
+        "--level-warmup-max", "2", "--output-tokens", "8", "--price", "36", "--price-source",
         "list price, 2026-12", "--output", out, "--no-pdf", "--quiet", cache=cache,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
@@ -465,6 +474,7 @@ def test_a_price_gives_the_cost_of_a_million_tokens_at_each_level(
     # no price, no energy: no cost table
     res = reportgen_main(
         "bench", sim.url, "--requests", "4", "--repetitions", "1", "--warmup", "0",
+        "--level-warmup-max", "2",
         "--output", tmp_path / "plain", "--no-pdf", "--quiet", cache=cache,
     )  # fmt: skip
     (plain,) = (p.parent for p in (tmp_path / "plain" / "bench").glob("*/results.json"))
