@@ -181,7 +181,8 @@ def test_bench_sweeps_rates_and_searches_the_highest_rate(
     out = tmp_path / "out"
     res = reportgen_main(
         "bench", sim.url, "--request-rate", "10,inf", "--requests", "16", "--output-tokens", "4",
-        "--input-tokens", "16", "--warmup", "2", "--output", out, "--no-pdf", cache=cache,
+        "--input-tokens", "16", "--warmup", "2", "--level-warmup-max", "2", "--output", out,
+        "--no-pdf", cache=cache,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert "R=10/s" in res.stdout and "R=inf/s" in res.stdout
@@ -194,8 +195,8 @@ def test_bench_sweeps_rates_and_searches_the_highest_rate(
     res = reportgen_main(
         "bench", sim.url, "--find-max", "ttft_ms.p99<40", "--request-rate", "8",
         "--find-max-probes", "5", "--requests", "24", "--output-tokens", "4",
-        "--input-tokens", "16", "--warmup", "2", "--output", out, "--no-pdf", "--json",
-        cache=cache,
+        "--input-tokens", "16", "--warmup", "2", "--level-warmup-max", "2", "--output", out,
+        "--no-pdf", "--json", cache=cache,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     found = json.loads(res.stdout)["experiments"][0]["search"]

@@ -241,7 +241,7 @@ def test_bench_find_max_searches_a_running_server(
     res = reportgen_main(
         "bench", sim.url, "--find-max", "ttft_ms.p99<60", "--find-max-probes", "6",
         "--requests", "24", "--output-tokens", "4", "--input-tokens", "16", "--warmup", "2",
-        "--output", out, "--no-pdf", "--json", cache=cache,
+        "--level-warmup-max", "2", "--output", out, "--no-pdf", "--json", cache=cache,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     found = json.loads(res.stdout)["experiments"][0]["search"]
