@@ -134,7 +134,9 @@ def test_an_engine_upgrade_shows_what_changed_and_which_differences_are_real(
     text = "\n".join(p.extract_text() for p in PdfReader(tmp_path / "diff.pdf").pages)
     assert "baseline" in text and "bigger-chunks" in text and "improved" in text
     md = (tmp_path / "diff.md").read_text()
-    assert "| bigger-chunks |" in md and "output tok/s C=1" in md
+    # (an improvement certain at C=1, C=4 or both: beside the whole suite on two cores C=1's
+    # interval once reached 1)
+    assert "| bigger-chunks |" in md and re.search(r"output tok/s C=[14] ", md), md
 
 
 def test_the_other_way_round_the_regression_fails_the_ci_gate(
@@ -143,7 +145,8 @@ def test_the_other_way_round_the_regression_fails_the_ci_gate(
     a, b = runs
     res = _diff(str(b), str(a), "--out", str(tmp_path), "--no-pdf", "--fail-on-regression", "5%")
     assert res.returncode == 1, res.stdout + res.stderr
-    assert "regression: baseline output_tok_s at C=1" in res.stderr
+    # (certain at C=1, C=4 or both, as the host's noise allows: one loaded run had C=4 only)
+    assert re.search(r"regression: baseline output_tok_s at C=[14]", res.stderr), res.stderr
     # twice the time per token: latencies regress too (which of them a 5% gate can call
     # certain at C=4 depends on the host's noise: on a loaded 2-core CI host it was e2e_ms only)
     assert re.search(r"regression: \S+ (itl|e2e|tpot)_ms at C=4", res.stderr), res.stderr
