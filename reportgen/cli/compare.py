@@ -13,16 +13,24 @@ from reportgen.cli.codes import EXIT_FAILED, EXIT_OK
 from reportgen.errors import ResultsError
 
 
+def gate_threshold(text: str | None) -> float | None:
+    """``--fail-on-regression``'s value as a share (``diff.parse_threshold``), None when not
+    given; one it cannot read is refused (ResultsError, one line)."""
+    from reportgen import diff
+
+    if text is None:
+        return None
+    try:
+        return diff.parse_threshold(text)
+    except ValueError as exc:
+        raise ResultsError(f"--fail-on-regression {text}: {exc}") from None
+
+
 def cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen import diff, results
     from reportgen.render import diffpage
 
-    threshold = None
-    if args.fail_on_regression is not None:
-        try:
-            threshold = diff.parse_threshold(args.fail_on_regression)
-        except ValueError as exc:
-            raise ResultsError(f"--fail-on-regression {args.fail_on_regression}: {exc}") from None
+    threshold = gate_threshold(args.fail_on_regression)
     a, b = results.load(args.run_a), results.load(args.run_b)
     paths = (str(results.results_path(args.run_a)), str(results.results_path(args.run_b)))
     d = diff.compare(a, b, margin=args.margin, paths=paths)

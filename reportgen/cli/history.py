@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reportgen.cli.codes import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
+from reportgen.cli.compare import gate_threshold
 from reportgen.errors import ResultsError
 
 
@@ -96,14 +97,11 @@ def _show(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _check(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from reportgen import diff
     from reportgen.history import series
     from reportgen.render import historytext as text
 
-    try:
-        threshold = diff.parse_threshold(args.fail_on_regression)
-    except ValueError as exc:
-        raise ResultsError(f"--fail-on-regression {args.fail_on_regression}: {exc}") from None
+    threshold = gate_threshold(args.fail_on_regression)
+    assert threshold is not None  # required by the parser
     runs, found = _load(args)
     verdicts = series.check(found, len(runs) - 1, threshold)
     answer = series.overall(verdicts)
@@ -119,16 +117,10 @@ def _check(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _report(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from reportgen import diff
     from reportgen.history import series
     from reportgen.render import historypage
 
-    threshold = 0.05
-    if args.fail_on_regression is not None:
-        try:
-            threshold = diff.parse_threshold(args.fail_on_regression)
-        except ValueError as exc:
-            raise ResultsError(f"--fail-on-regression {args.fail_on_regression}: {exc}") from None
+    threshold = gate_threshold(args.fail_on_regression) or 0.05
     runs, found = _load(args)
     verdicts = series.check(found, len(runs) - 1, threshold)
     folder = args.out or Path(args.store).parent / f"history-{args.campaign}"
