@@ -7,7 +7,8 @@
 - ``prepare``: the commands before a run (validate, plan, calibrate, fingerprint, schema).
 - ``runs``: running a campaign (run, --resume) and reading a run back (render, verify);
   ``summary``: the table and ``--json`` a run ends with.
-- ``compare``: ``reportgen diff``; ``history``: ``reportgen history``.
+- ``compare``: ``reportgen diff``; ``history``: ``reportgen history``; ``compare_args``: the
+  arguments of both.
 - ``codes``: the exit codes.
 
 Each command imports the stage it calls when it runs, so ``reportgen --help`` stays quick.
