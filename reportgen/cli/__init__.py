@@ -1,6 +1,6 @@
 """The ``reportgen`` command. It parses arguments, calls the core, and maps errors to exit codes:
 0 success, 1 a run or render that failed, 2 bad input (campaign file, arguments, results file),
-130 interrupted (Ctrl-C), 143 stopped by SIGTERM.
+3 ``history check`` cannot tell, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.
 
 - ``parser``: every command's arguments and help; ``argtypes``: the types its flags are read
   with (each refuses a bad value saying how to write one).
