@@ -46,10 +46,14 @@ def _add(args: argparse.Namespace, out: Console, err: Console) -> int:
             got = db.add(r)
             if got.new:
                 out.print(f"added {got.run_id} ({got.campaign}) to {args.store}", markup=False)
+            elif got.updated:
+                out.print(
+                    f"updated {got.run_id} in {args.store}: its results file has changed since "
+                    "it was added (resumed, or rendered again)",
+                    markup=False,
+                )
             else:
-                note = "; its results file has changed since" if got.changed else ""
-                out.print(f"{got.run_id} is in {args.store} already: nothing added{note}",
-                          markup=False)  # fmt: skip
+                out.print(f"{got.run_id} is in {args.store} already: nothing added", markup=False)
     return EXIT_OK
 
 

@@ -5,7 +5,9 @@ fingerprint as text) and read whole, so DuckDB's columnar reading of parquet wou
 nothing here, while it would add a 40 MB wheel; the raw request tables stay in the run
 directories, named by their sha256 in ``run_tables``. SQLite's own locking makes concurrent
 ``history add`` safe: each add is one ``BEGIN IMMEDIATE`` transaction (writers queue behind
-each other for up to ``BUSY_S``), in write-ahead-log mode so that readers never block them.
+each other for up to ``BUSY_S``), in write-ahead-log mode so that readers never block them. A
+run is known by its id: added again with the same results file, nothing changes; with another
+(resumed to its end, rendered again with a price), its record is replaced.
 
 Tables: ``meta`` (the format), ``runs`` (one row a run: identity, objective, fingerprint as
 JSON), ``run_tables`` (its raw tables' hashes), ``levels`` (each experiment's metric at each
@@ -76,8 +78,10 @@ CREATE INDEX IF NOT EXISTS levels_by_run ON levels (run_id);
 class Added:
     run_id: str
     campaign: str
-    new: bool  # False: it was in the history already, nothing was written
-    changed: bool = False  # already there, but its results file has changed since
+    new: bool  # False: it was in the history already
+    # already there, but its results file has changed since (a run resumed to its end, or
+    # rendered again with a price): its record was replaced by what it holds now
+    updated: bool = False
 
 
 class Store:
@@ -88,16 +92,21 @@ class Store:
         self.path = path
 
     def add(self, record: RunRecord) -> Added:
-        """Record a run; a run already recorded (by its id) is left as it is."""
+        """Record a run. A run already recorded (by its id) is left as it is when its results
+        file is the same, and its record replaced when that file has changed since."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
             row = db.execute(
                 "SELECT results_sha256 FROM runs WHERE run_id = ?", (record.run_id,)
             ).fetchone()
-            if row is not None:
+            if row is not None and row[0] == record.results_sha256:
                 db.execute("ROLLBACK")
-                return Added(record.run_id, record.campaign, False, row[0] != record.results_sha256)
+                return Added(record.run_id, record.campaign, False)
+            updated = row is not None
+            if updated:
+                for table in ("levels", "run_tables", "runs"):
+                    db.execute(f"DELETE FROM {table} WHERE run_id = ?", (record.run_id,))
             db.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -145,7 +154,7 @@ class Store:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        return Added(record.run_id, record.campaign, True)
+        return Added(record.run_id, record.campaign, not updated, updated)
 
     def campaigns(self) -> dict[str, int]:
         """Every campaign in the history, with how many runs it has."""

@@ -1,11 +1,14 @@
 """A history of simulator runs with a slowdown planted at the fourth: ``reportgen history add``
-records them (once each, even when added twice or by several processes at once), ``show``
+records them (once each, even when added twice or by several processes at once; again when
+their results file has changed), ``show``
 locates the change at the run where it happened with the flag that changed there, ``check``
 gates on it, and the history report says so in HTML (opened in Chromium) and PDF."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -75,8 +78,17 @@ def test_a_planted_slowdown_is_found_where_it_happened_and_fails_the_gate(
     assert added.stdout.count("added ") == 5
     again = history("add", runs[2], "--store", store)
     assert again.returncode == 0 and "already: nothing added" in again.stdout
+    # the same run with its results file written again (as a resumed or re-rendered run's
+    # is): its record replaced, not added twice
+    copy = Path(shutil.copytree(runs[2], tmp_path / "again"))
+    results = copy / "results.json"
+    results.write_text(json.dumps(json.loads(results.read_text()), indent=2))
+    redone = history("add", copy, "--store", store)
+    assert redone.returncode == 0 and redone.stdout.startswith("updated "), redone.stdout
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone() == (5,)
+        (path,) = db.execute("SELECT path FROM runs WHERE path LIKE '%again'").fetchone()
+        assert path == str(copy)
 
     shown = history("show", "nightly", "--store", store)
     assert shown.returncode == 0, shown.stderr
