@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -20,6 +21,10 @@ from rich.text import Text
 from reportgen.cli.codes import EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED
 from reportgen.cli.compare import gate_threshold
 from reportgen.errors import ResultsError
+
+if TYPE_CHECKING:
+    from reportgen.history.record import RunRecord
+    from reportgen.history.series import Series
 
 
 def cmd_history(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -57,7 +62,8 @@ def _add(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
-def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _load(args: argparse.Namespace) -> tuple[list[RunRecord], list[Series]]:
+    """The campaign's runs in the order asked for, and their series."""
     from reportgen.history import series, store
 
     with store.open_store(args.store, create=False) as db:

@@ -23,14 +23,17 @@ A ``RunRecord`` is made from a loaded ``Run`` (``of_run``) and is all that ``his
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reportgen import diff, metrics
+from reportgen import diff
 from reportgen.analysis.differences import flatten
 from reportgen.analysis.welch import values_by_level
+from reportgen.campaign.schema import Objective
 from reportgen.observe import evidence
+from reportgen.results.as_run import _objective
 from reportgen.results.embed import table_hashes
 from reportgen.results.model import Point, Run
 from reportgen.results.rundir import read_bytes
@@ -38,7 +41,7 @@ from reportgen.results.store import results_path
 
 # What is kept per level: the headline metrics, the objective's own metric when it is another
 # one, and the output tokens per joule where the GPUs' energy was measured.
-KEPT = (*(m for m, _ in diff.COMPARED),)
+KEPT = tuple(m for m, _ in diff.COMPARED)
 
 
 @dataclass(frozen=True)
@@ -66,9 +69,7 @@ class RunRecord:
     status: str
     results_sha256: str
     path: str
-    metric: str  # the campaign's objective metric
-    objective_levels: list[int] | None  # the concurrencies that decide; None: all
-    margin: float
+    objective: dict[str, Any]  # the campaign's [campaign] objective, as written (``goal``)
     engine: str  # the engine's name
     engine_version: str | None
     label: str | None = None  # a version label given at ``history add --label``
@@ -77,6 +78,16 @@ class RunRecord:
     tables: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
     levels: list[LevelValues] = field(default_factory=list)
     experiments: list[str] = field(default_factory=list)  # ids, in the campaign's order
+
+    @property
+    def goal(self) -> Objective:
+        """The objective typed as the run read it (``results.as_run``): which metric, which
+        way it improves, which levels decide."""
+        return _objective(json.dumps(self.objective, sort_keys=True))
+
+    @property
+    def metric(self) -> str:
+        return str(self.goal.metric)
 
     def values(self, experiment: str, metric: str) -> dict[Point, tuple[float, ...]]:
         """An experiment's metric by level (``Point``), each level's repetitions."""
@@ -103,9 +114,7 @@ def of_run(run: Run, path: Path, label: str | None = None) -> RunRecord:
         status=run.status,
         results_sha256=digest,
         path=str(folder),
-        metric=run.metric,
-        objective_levels=run.objective_levels,
-        margin=run.margin,
+        objective=run.objective,
         engine=engine,
         engine_version=engine_version(run),
         label=label,
@@ -132,10 +141,6 @@ def engine_version(run: Run) -> str | None:
     return None
 
 
-def _text(value: Any) -> str:
-    return diff.fmt_value(value)
-
-
 # Beyond ``diff.VOLATILE``: what an engine reports differently at every start (its seed, the
 # ports it took, how long its start took, what memory it found), which would make every pair of
 # neighbours differ and bury the suspects that matter
@@ -153,7 +158,7 @@ NOISE = {
 
 
 def _flat(prefix: str, value: Any) -> dict[str, str]:
-    return {k: _text(v) for k, v in flatten(value, prefix, skip=NOISE).items() if k}
+    return {k: diff.fmt_value(v) for k, v in flatten(value, prefix, skip=NOISE).items() if k}
 
 
 def setup_of(run: Run) -> tuple[dict[str, str], dict[str, str]]:
@@ -163,19 +168,16 @@ def setup_of(run: Run) -> tuple[dict[str, str], dict[str, str]]:
     gpus = env.gpus
     gate = {"GPUs": gpus.summary()}
     setup: dict[str, str] = {}
+    soft = env.software
     for key, value in (
         ("driver", gpus.driver),
         ("CUDA driver", gpus.cuda_driver_version),
+        ("packages.installed_packages_sha256", soft.installed_packages_sha256),
     ):
         if value is not None:
-            setup[key] = _text(value)
+            setup[key] = diff.fmt_value(value)
     setup.update(_flat("GPU settings", [d.fields() for d in gpus.devices]))
-    soft = env.software
     setup.update(_flat("packages", soft.packages))
-    for key in ("installed_packages_sha256",):
-        value = getattr(soft, key)
-        if value is not None:
-            setup[f"packages.{key}"] = _text(value)
     setup.update(_flat("reportgen", soft.reportgen.fields()))
     setup.update(_flat("torch stack", soft.torch_stack))
     setup.update(_flat("environment variables", soft.env))
@@ -206,8 +208,3 @@ def levels_of(run: Run) -> list[LevelValues]:
                 if clean:
                     out.append(LevelValues(e.id, metric, point.concurrency, point.rate, clean))
     return out
-
-
-def higher_is_better(metric: str) -> bool:
-    known = metrics.REGISTRY.get(metric)
-    return known.higher_is_better if known else True

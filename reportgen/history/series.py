@@ -18,8 +18,9 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
+from reportgen.campaign.base import higher_is_better
 from reportgen.history import changes
-from reportgen.history.record import RunRecord, higher_is_better
+from reportgen.history.record import RunRecord
 from reportgen.results.model import Point
 
 Order = Literal["time", "version"]
@@ -148,13 +149,15 @@ def build(
     objective_only: bool = True,
 ) -> list[Series]:
     """Every series of these runs (already ordered): per experiment and level, the newest
-    run's objective metric (or ``metric``), at the levels its objective decides on unless
-    ``objective_only`` is False; breaks and change points found."""
+    run's objective metric (or ``metric``), at the levels its objective decides on
+    (``Objective.decides``) unless ``objective_only`` is False; breaks and change points
+    found."""
     if not records:
         return []
     newest = records[-1]
-    metric = metric or newest.metric
-    higher = higher_is_better(metric)
+    goal = newest.goal  # its rules: which way the metric improves, which levels decide
+    metric = metric or str(goal.metric)
+    higher = goal.better() == "higher" if metric == goal.metric else higher_is_better(metric)
     experiments = newest.experiments  # the campaign as it is now: its newest run's experiments
     out = []
     for exp in experiments:
@@ -163,13 +166,7 @@ def build(
             for point, reps in r.values(exp, metric).items():
                 points.setdefault(point, {})[i] = reps
         for point in sorted(points, key=lambda p: p.order):
-            decides = newest.objective_levels
-            if (
-                objective_only
-                and decides
-                and point.rate is None
-                and point.concurrency not in decides
-            ):
+            if objective_only and not goal.decides(point):
                 continue
             values = points[point]
             s = Series(exp, point, metric, higher, sorted(values), values)

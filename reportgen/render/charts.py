@@ -27,7 +27,7 @@ import matplotlib
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
-from reportgen.render import figures, timeline, tradeoffs
+from reportgen.render import figures, historychart, timeline, tradeoffs
 from reportgen.render.content import Series
 from reportgen.results.model import Point, sorted_points
 
@@ -87,6 +87,7 @@ BUILDERS: dict[str, Callable[..., Figure]] = {  # a chart's kind: the function t
     "efficiency": tradeoffs.efficiency,
     "distributions": figures.distributions,
     "telemetry": timeline.telemetry,
+    "history": historychart.history,
 }
 
 

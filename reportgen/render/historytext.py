@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Sequence
 
+from reportgen.analysis.search import interval as t_interval
 from reportgen.history import series
 from reportgen.history.changes import Change, Gate
 from reportgen.history.record import RunRecord
@@ -45,16 +47,9 @@ def run_lines(runs: Sequence[RunRecord]) -> list[str]:
 
 
 def interval(values: Sequence[float]) -> tuple[float, float, float]:
-    """Mean of a run's repetitions and its t interval (the mean alone for one)."""
-    from scipy import stats
-
-    n = len(values)
-    m = sum(values) / n
-    if n < 2:
-        return m, math.nan, math.nan
-    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
-    h = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
-    return m, m - h, m + h
+    """Mean of a run's repetitions and its 95% t interval (``search.interval``; NaN for one)."""
+    low, high = t_interval(values) or (math.nan, math.nan)
+    return statistics.fmean(values), low, high
 
 
 def table(group: Sequence[series.Series], runs: Sequence[RunRecord]) -> list[list[str]]:

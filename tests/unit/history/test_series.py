@@ -15,8 +15,9 @@ def record(i: int, values: tuple[float, ...], *, gpus: str = "1 x H100", engine:
            label: str | None = None) -> RunRecord:  # fmt: skip
     return RunRecord(
         run_id=f"run{i}", campaign="nightly", title="nightly", started_at=f"2026-12-{i + 1:02d}",
-        finished_at=None, status="complete", results_sha256=str(i), path="", metric="output_tok_s",
-        objective_levels=[8], margin=0.05, engine="vllm", engine_version=engine, label=label,
+        finished_at=None, status="complete", results_sha256=str(i), path="",
+        objective={"metric": "output_tok_s", "concurrency": [8]}, engine="vllm",
+        engine_version=engine, label=label,
         gate={"GPUs": gpus}, setup={"packages.vllm": engine, "driver": "580"},
         levels=[LevelValues("baseline", "output_tok_s", 8, None, values),
                 LevelValues("baseline", "output_tok_s", 1, None, values)],
