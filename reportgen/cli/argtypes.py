@@ -57,28 +57,24 @@ _positive_float = _above_zero("a number", "0.5")
 _seconds = _above_zero("seconds", "30")
 
 
-def _seconds_or_none(text: str) -> float:
-    """'0' -> 0.0, '30' -> 30.0: seconds, 0 for none."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value < math.inf:
-        raise argparse.ArgumentTypeError(f"{text!r}: seconds, 0 or more, e.g. 30 (0: none)")
-    return value
+def _zero_or_more(what: str, example: str) -> Callable[[str], float]:
+    """An argparse type: a finite number of 0 or more ('0' -> 0.0), refused as "WHAT, 0 or
+    more"."""
+
+    def read(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 <= value < math.inf:
+            raise argparse.ArgumentTypeError(f"{text!r}: {what}, 0 or more, e.g. {example}")
+        return value
+
+    return read
 
 
-def _rps(text: str) -> float:
-    """A ramp's request rate: a finite number of requests a second, 0 or more ('0' -> 0.0)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value < math.inf:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: a finite rate in requests a second, 0 or more, e.g. 2"
-        )
-    return value
+_seconds_or_none = _zero_or_more("seconds", "30 (0: none)")
+_rps = _zero_or_more("a finite rate in requests a second", "2")  # a ramp's request rate
 
 
 def _steps(text: str) -> int:
