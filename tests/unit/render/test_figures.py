@@ -53,6 +53,23 @@ def test_a_bar_wider_than_its_mean_stops_above_zero_on_a_log_axis() -> None:
     assert any(abs(lo - 80) < 1e-6 and abs(hi - 500) < 1e-6 for lo, hi in got)
 
 
+def test_a_log_axis_is_labelled_in_plain_numbers() -> None:
+    """Tok/s read as "2,000", not mathtext's 2 × 10³ (whose parser was a fifth of a report's
+    chart drawing)."""
+    from reportgen.render.charts import to_svg
+
+    fig = figures.throughput([series("baseline", 1, [430, 4100, 8900], [5, 40, 90])])
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "log"
+    fig.canvas.draw()
+    labels = {t.get_text() for t in ax.get_yticklabels(minor=True) + ax.get_yticklabels()}
+    labels.discard("")
+    assert {"100", "1,000", "10,000"} <= labels, labels
+    assert not any("$" in t or "10^" in t for t in labels), labels
+    svg = to_svg(fig)
+    assert "10,000" in svg and "mathdefault" not in svg
+
+
 def test_an_experiment_far_below_the_baseline_is_drawn_apart_on_its_own_scale() -> None:
     """Eager mode at a tenth of the baseline would set the value axis for every candidate:
     it gets a narrow panel of its own, and the candidates' axis spans only theirs."""
