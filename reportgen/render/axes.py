@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
 
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, LogFormatter, NullLocator
@@ -70,8 +69,8 @@ class PlainLog(LogFormatter):
         return f"{x:,.0f}" if x >= 1 else f"{x:.2g}"
 
 
-def log_scale(ax: Axes, which: Literal["x", "y"]) -> None:
-    """``ax``'s x or y axis logarithmic (base 10), labelled with plain numbers
+def log_scale(ax: Axes, which: str) -> None:
+    """``ax``'s x axis (``which`` "x") or y axis logarithmic (base 10), labelled with plain numbers
     (``PlainLog``), its minor ticks between decades labelled where the axis spans few of
     them, as matplotlib does."""
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
