@@ -54,8 +54,7 @@ def test_a_bar_wider_than_its_mean_stops_above_zero_on_a_log_axis() -> None:
 
 
 def test_a_log_axis_is_labelled_in_plain_numbers() -> None:
-    """Tok/s read as "2,000", not mathtext's 2 × 10³ (whose parser was a fifth of a report's
-    chart drawing)."""
+    """Tok/s read as "2,000", not mathtext's 2 × 10³."""
     from reportgen.render.charts import to_svg
 
     fig = figures.throughput([series("baseline", 1, [430, 4100, 8900], [5, 40, 90])])
