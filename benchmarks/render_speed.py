@@ -516,6 +516,8 @@ def telemetry_rows(
         util = np.where(loading, rng.integers(0, 35, k), util)
         mem = np.where(loading, np.linspace(0.6e9, 128.1e9, k).astype(np.int64), int(128.4e9))
         temp = (31 + (power - 78) / 21).astype(int) + g % 2
+        # NVML's energy counter (mJ since the driver loaded): the power integrated
+        energy = (5e9 + np.cumsum(power / HZ) * 1000).astype(np.int64)
         cols.append(
             [
                 t.tolist(),
@@ -528,6 +530,7 @@ def telemetry_rows(
                 (util * 3 // 10).tolist(),
                 mem.tolist(),
                 events.tolist(),
+                energy.tolist(),
             ]
         )
     keys = results.TELEMETRY_COLUMNS

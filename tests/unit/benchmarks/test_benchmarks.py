@@ -28,3 +28,19 @@ def test_the_simulated_parent_grows_only_beside_adaptive_rounds() -> None:
                 assert c.n_parent == c.n_child  # two each, then one more each a round
                 grew |= c.n_child > 2
     assert grew  # some level was open after the first round, and the parent grew with it
+
+
+def test_the_render_benchmarks_telemetry_has_every_column_a_run_saves() -> None:
+    """benchmarks/render_speed.py writes GPU telemetry as a run saves it: it stopped with a
+    ValueError once runs saved NVML's energy counter too."""
+    import render_speed
+
+    from reportgen import results
+
+    rows = render_speed.telemetry_rows(
+        np.random.default_rng(0), 2, 100.0, 101.0, 104.0, [(101.5, 102.5, 4)], 4
+    )
+    assert rows and all(tuple(r) == results.TELEMETRY_COLUMNS for r in rows)
+    assert {r["gpu"] for r in rows} == {0, 1}
+    energy = [r["energy_mj"] for r in rows if r["gpu"] == 0]
+    assert energy == sorted(energy) and energy[-1] > energy[0]  # a counter, growing
