@@ -60,8 +60,8 @@ def _left(log: bool) -> float:
 class PlainLog(LogFormatter):
     """A log axis's tick labels as plain numbers ("2,000", "0.5"), where matplotlib writes
     mathtext ("2 × 10³"): the same ticks labelled (``LogFormatter`` chooses), numbers a reader
-    of tok/s and ms reads at once, and no mathtext to lay out (a report's charts drawn in
-    about 0.75 of the time)."""
+    of tok/s and ms reads at once, and no mathtext to lay out (the SGLang H100 example's
+    charts: 0.74-0.80 CPU-s, against 1.02-1.19 with mathtext)."""
 
     def __call__(self, x: float, pos: int | None = None) -> str:
         if not super().__call__(x, pos):
@@ -70,9 +70,9 @@ class PlainLog(LogFormatter):
 
 
 def log_scale(ax: Axes, which: str) -> None:
-    """``ax``'s x axis (``which`` "x") or y axis logarithmic (base 10), labelled with plain numbers
-    (``PlainLog``), its minor ticks between decades labelled where the axis spans few of
-    them, as matplotlib does."""
+    """``ax``'s x axis (``which`` "x") or y axis logarithmic (base 10), labelled with plain
+    numbers (``PlainLog``), its minor ticks between decades labelled where the axis spans
+    few of them, as matplotlib does."""
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     axis = ax.xaxis if which == "x" else ax.yaxis
     axis.set_major_formatter(PlainLog())

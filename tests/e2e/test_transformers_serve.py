@@ -19,7 +19,8 @@ from reportgen.run.server import port_is_free
 from tests.conftest import ROOT, Ran, free_port, reportgen_main
 
 # Found, not imported: every xdist worker collects this file, and importing torch and fastapi
-# there cost each worker 2.4 s of CPU for an engine that runs in a process of its own.
+# there cost each worker 1.7 s of CPU (collecting this file alone: 2.83 -> 1.12 CPU-s) for an
+# engine that runs in a process of its own.
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
@@ -84,7 +85,7 @@ repetitions = 1
 warmup_requests = 2
 # generate() one request at a time on a shared CPU: its windows agree late (20 s at C=1 on a
 # busy host), and the warm-up is not what this test reads: each level is measured after 1 s
-# (5 s cost each run's three levels 15 s of the CPU's busiest work)
+# (with 5 s, three of a run's four level warm-ups ran the whole 5 s)
 warmup = {{ max_s = 1 }}
 
 [[probe]]

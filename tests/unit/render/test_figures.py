@@ -12,6 +12,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from reportgen.render import figures
+from reportgen.render.charts import to_svg
 from reportgen.render.content import Series
 from reportgen.results.model import Point
 from tests.conftest import ROOT, reportgen_main
@@ -55,8 +56,6 @@ def test_a_bar_wider_than_its_mean_stops_above_zero_on_a_log_axis() -> None:
 
 def test_a_log_axis_is_labelled_in_plain_numbers() -> None:
     """Tok/s read as "2,000", not mathtext's 2 × 10³."""
-    from reportgen.render.charts import to_svg
-
     fig = figures.throughput([series("baseline", 1, [430, 4100, 8900], [5, 40, 90])])
     (ax,) = fig.axes
     assert ax.get_yscale() == "log"
