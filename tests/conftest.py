@@ -519,7 +519,8 @@ def demo_outcomes(stdout: str) -> Path:
     assert said["fast-but-broken"] == said["typo-in-flag"] == "failed", said
     assert said["fast-decode-kernel"] in ("adopted", "inconclusive"), said
     # (where run: ``lighter_demo(without=...)`` may leave them out)
-    assert said.get("bigger-batches", "rejected") in ("rejected", "equivalent", "inconclusive")
+    bigger = said.get("bigger-batches", "rejected")
+    assert bigger in ("rejected", "equivalent", "inconclusive"), said
     assert said.get("prefill-chunk", "equivalent") in ("equivalent", "inconclusive"), said
     run_dir = Path(got["run_dir"])
     results = json.loads((run_dir / "results.json").read_text())

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from reportgen.render.axes import DECADE, _left, log_scale
+from reportgen.render.axes import _left, _spans_decade, log_scale
 from reportgen.render.content import Series
 from reportgen.render.figures import PLOT_IN, empty, entries, legend_below, new_figure
 
@@ -55,7 +55,7 @@ def tradeoff(series: Sequence[Series], gpus: int = 1) -> Figure:
         ax.set_xlabel("output tokens / s per user (1000 / TPOT p50)")
         ax.set_ylabel(_per_gpu_label(per_gpu))
         for values, which, lim in ((xs_all, "x", ax.set_xlim), (ys_all, "y", ax.set_ylim)):
-            if max(values) / min(values) > DECADE:
+            if _spans_decade(values):
                 log_scale(ax, which)
                 log_y = log_y or which == "y"
             else:

@@ -29,7 +29,7 @@ def test_a_server_across_two_nodes_serves_from_rank_0_and_a_lost_node_fails_it(
     path = slurm_campaign(tmp_path, port, seconds=6)
     text = path.read_text().replace("[server]\n", "[server]\nnodes = 2\n")
     # the baseline's levels of 12 requests, faster's of 6 s: time to lose rank 1 mid-level
-    # (the baseline's two repetitions of 6 s were 5,600 requests the test never read; alone
+    # (the baseline's two repetitions of 6 s were 5,662 requests in one run, never read; alone
     # on two cores the test took 44 s, now 31 s)
     text = text.replace("workload = { requests_per_level = 12 }\n", "")
     text = text.replace(
