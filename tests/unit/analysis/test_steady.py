@@ -68,8 +68,8 @@ def test_clients_start_one_warmup_request_time_over_c_apart(start_sim: Any, tmp_
     st = level.stagger
     assert st is not None and st.measured == "warm-up" and not st.capped
     # a loaded host adds to the simulator's 100 ms (133 ms measured beside the whole suite on two
-    # cores), never takes from it
-    assert 0.09 < st.request_s < 0.2, st.request_s
+    # cores), never takes from it; the whole warm-up of 4 requests would be 0.4 s
+    assert 0.09 < st.request_s < 0.3, st.request_s
     assert st.step_s == pytest.approx(st.request_s / 8)
     first = surely_first_starts(recs)
     assert len(first) >= 6, first  # most clients started within the first request's time

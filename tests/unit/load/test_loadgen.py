@@ -89,13 +89,13 @@ def test_closed_loop_level_records_every_chunk(sim: Sim, api: str) -> None:
         assert r.chunk_times == sorted(r.chunk_times)
         assert r.scheduled is None
         # --ttft-ms 20 --itl-ms 2 (growth with 4 active): TTFT 20-40 ms, chunks >= 2 ms apart
-        assert 0.015 < r.first_token - r.start < 0.2
+        assert 0.015 < r.first_token - r.start < 0.5  # a busy machine only adds to it
     s = summarize(lv.records, lv.duration_s)
     assert s.ok == 8 and s.errors == 0
     assert s.output_tokens == 80
     assert s.output_tok_s == pytest.approx(80 / lv.duration_s)
     assert 1.5 < s.achieved_concurrency <= 4.01
-    assert 15 < s.ttft_ms.p50 < 200
+    assert 15 < s.ttft_ms.p50 < 500
     # 2 ms between tokens as the server paces them. Chunks that arrive while the client is
     # busy share one kernel timestamp, and a first chunk read late makes the rest a burst, so
     # on a loaded machine the gaps can average under 2 ms (1.31 ms seen in CI): the pace is
