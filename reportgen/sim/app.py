@@ -1,4 +1,4 @@
-"""The simulator's aiohttp application (``serve``): its routes and API key, the start-up it
+"""The simulator's application (``serve``): its routes and API key, the start-up it
 waits out before it says ready (across nodes with ``--nnodes``), and the shutdown on a signal
 that aborts the requests still in flight."""
 
@@ -9,9 +9,8 @@ import asyncio
 import signal
 from collections.abc import Awaitable, Callable
 
-from aiohttp import web
-
 from reportgen.sim import nodes
+from reportgen.sim.http import Request, Response, Server, json_response
 from reportgen.sim.server import _Sim
 
 
@@ -27,37 +26,33 @@ async def serve(args: argparse.Namespace) -> int:
         return await nodes.follow(args)
     sim = _Sim(args)
 
-    @web.middleware
-    async def auth(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        guarded = args.api_key and request.path.startswith("/v1/")
-        if guarded and request.headers.get("Authorization") != f"Bearer {args.api_key}":
-            return web.json_response({"error": "Unauthorized"}, status=401)
-        return await handler(request)
+    routes: dict[tuple[str, str], Callable[[Request], Awaitable[Response | None]]] = {
+        ("GET", "/health"): sim.health,
+        ("GET", "/v1/models"): sim.models,
+        ("GET", "/version"): sim.version,
+        ("GET", "/metrics"): sim.metrics,
+        ("POST", "/v1/completions"): sim.completions,
+        ("POST", "/v1/chat/completions"): sim.chat,
+    }
+    paths = {path for _, path in routes}
 
-    app = web.Application(
-        client_max_size=64 * 1024 * 1024,  # long prompts: up to 64 MiB bodies
-        middlewares=[auth],
-    )
-    app.add_routes(
-        [
-            web.get("/health", sim.health),
-            web.get("/v1/models", sim.models),
-            web.get("/version", sim.version),
-            web.get("/metrics", sim.metrics),
-            web.post("/v1/completions", sim.completions),
-            web.post("/v1/chat/completions", sim.chat),
-        ]
-    )
+    async def handle(request: Request) -> Response | None:
+        guarded = args.api_key and request.path.startswith("/v1/")
+        if guarded and request.headers.get("authorization") != f"Bearer {args.api_key}":
+            return json_response({"error": "Unauthorized"}, status=401)
+        route = routes.get((request.method, request.path))
+        if route is None:
+            known = request.path in paths
+            return json_response({"detail": "Method Not Allowed" if known else "Not Found"},
+                                 status=405 if known else 404)  # fmt: skip
+        return await route(request)
+
     # No access log: at 1024 concurrent streams it costs more than the simulated work.
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-    await runner.setup()
+    server = Server(handle)
     try:
-        await web.TCPSite(runner, args.host, args.port, backlog=4096).start()
+        await server.listen(args.host, args.port, backlog=4096)
     except OSError as exc:
         print(f"sim: cannot listen on {args.host}:{args.port}: {exc}", flush=True)
-        await runner.cleanup()
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -66,7 +61,7 @@ async def serve(args: argparse.Namespace) -> int:
     head = nodes.Head(args, stop) if args.nnodes > 1 else None
     if head is not None and (said := await head.start()) is not None:
         print(said, flush=True)
-        await runner.cleanup()
+        await server.close()
         return 1
 
     async def load() -> None:  # socket already listens; /health says 503 until "loaded"
@@ -87,7 +82,7 @@ async def serve(args: argparse.Namespace) -> int:
     print(f"sim: shutting down, aborting {len(sim.handlers)} in-flight requests", flush=True)
     for task in list(sim.handlers):
         task.cancel()
-    await runner.cleanup()
+    await server.close()
     if sim.sends_log is not None:  # None first: a handler still unwinding must not write
         log, sim.sends_log = sim.sends_log, None
         log.close()

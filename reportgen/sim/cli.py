@@ -347,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
     want = 8192 if hard == resource.RLIM_INFINITY else min(hard, 8192)
     if soft != resource.RLIM_INFINITY and soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    from reportgen.sim.app import serve  # (aiohttp: only to serve, not to parse flags)
+    from reportgen.sim.app import serve  # (the server: only to serve, not to parse flags)
 
     return asyncio.run(serve(args))
 

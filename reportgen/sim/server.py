@@ -26,8 +26,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
+from reportgen.sim.http import Request, Response, Stream, json_response, text_response
 from reportgen.sim.speed import start_speed
 from reportgen.sim.text import BadRequest, generated_tokens, request_prompt
 
@@ -46,9 +45,9 @@ def _dead_generation_loop(note: str) -> None:
     raise RuntimeError(f"{DEAD_LOOP_MESSAGE} ({note})")
 
 
-def _error(message: str, status: int = 400) -> web.Response:
+def _error(message: str, status: int = 400) -> Response:
     kind = "invalid_request_error" if status == 400 else "service_unavailable"
-    return web.json_response(
+    return json_response(
         {"error": {"message": message, "type": kind, "param": None, "code": status}}, status=status
     )
 
@@ -237,35 +236,35 @@ class _Sim:
             if self.slots is not None:
                 self.slots.release()
 
-    async def health(self, request: web.Request) -> web.Response:
+    async def health(self, request: Request) -> Response:
         if not self.ready or self.args.fault == "never-ready":
-            return web.json_response({"status": "loading"}, status=503)
-        return web.json_response({"status": "ok"})
+            return json_response({"status": "loading"}, status=503)
+        return json_response({"status": "ok"})
 
-    async def metrics(self, request: web.Request) -> web.Response:
+    async def metrics(self, request: Request) -> Response:
         """Prometheus text format, as engines expose it."""
         lines = []
         for name, value in self.counted.items():
             lines += [f"# TYPE sim:{name}_total counter", f"sim:{name}_total {value}"]
         lines += ["# TYPE sim:num_running_reqs gauge", f"sim:num_running_reqs {self.active}"]
-        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+        return text_response("\n".join(lines) + "\n")
 
-    async def version(self, request: web.Request) -> web.Response:
-        return web.json_response({"version": self.args.engine_version})
+    async def version(self, request: Request) -> Response:
+        return json_response({"version": self.args.engine_version})
 
-    async def models(self, request: web.Request) -> web.Response:
+    async def models(self, request: Request) -> Response:
         card = {"id": self.args.model, "object": "model", "created": 0, "owned_by": "reportgen"}
-        return web.json_response({"object": "list", "data": [card]})
+        return json_response({"object": "list", "data": [card]})
 
-    async def completions(self, request: web.Request) -> web.StreamResponse:
+    async def completions(self, request: Request) -> Response | None:
         return await self._tracked(self._serve(request, chat=False))
 
-    async def chat(self, request: web.Request) -> web.StreamResponse:
+    async def chat(self, request: Request) -> Response | None:
         return await self._tracked(self._serve(request, chat=True))
 
-    async def _tracked(self, work: Coroutine[Any, Any, web.StreamResponse]) -> web.StreamResponse:
+    async def _tracked(self, work: Coroutine[Any, Any, Response | None]) -> Response | None:
         # Remember in-flight handlers so shutdown can abort them at once (as real engines do)
-        # instead of aiohttp waiting out its graceful timeout on every open stream.
+        # instead of waiting for every open stream to end.
         task = asyncio.current_task()
         assert task is not None
         self.handlers.add(task)
@@ -274,7 +273,8 @@ class _Sim:
         finally:
             self.handlers.discard(task)
 
-    async def _serve(self, request: web.Request, chat: bool) -> web.StreamResponse:
+    async def _serve(self, request: Request, chat: bool) -> Response | None:
+        """A completion, whole or streamed (None: streamed, or the client left)."""
         t_recv = time.time()  # wall clock, like the send times in --record-sends
         if not self.ready:
             return _error("model is still loading", status=503)
@@ -290,7 +290,7 @@ class _Sim:
                     sys.stdout.flush()
             return _error("generation loop is not running", status=503)
         try:
-            body = await request.json()
+            body = request.json()
             if not isinstance(body, dict):
                 raise BadRequest("request body must be a JSON object")
             prompt = request_prompt(body, chat)
@@ -335,9 +335,7 @@ class _Sim:
             else:
                 choice["text"] = text
             self.record_sends(head["id"], prompt, t_recv, [time.time()], body, request.headers)
-            return web.json_response(
-                {**head, "choices": [choice], "usage": usage}, headers=id_header
-            )
+            return json_response({**head, "choices": [choice], "usage": usage}, headers=id_header)
 
         self.streamed += 1
         fault = self.args.fault if self.streamed > self.args.fault_after else None
@@ -353,13 +351,12 @@ class _Sim:
         opts = body.get("stream_options")
         include_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
         head["object"] = "chat.completion.chunk" if chat else "text_completion"
-        resp = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", **id_header}
-        )
         try:
-            await resp.prepare(request)
+            resp = await request.stream(
+                {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", **id_header}
+            )
         except ConnectionResetError:  # the client left before its headers went out (a level
-            return resp  # that ended, a timed-out probe): not the server's error, no traceback
+            return None  # that ended, a timed-out probe): not the server's error, no traceback
 
         async def send(choices: list[dict[str, Any]], **extra: Any) -> None:
             if include_usage and "usage" not in extra:
@@ -382,15 +379,15 @@ class _Sim:
                 )
             if fault == "bad-sse":
                 await resp.write(b"<html><body>502 Bad Gateway</body></html>\n")
-                await resp.write_eof()
-                return resp
+                await resp.end()
+                return None
             sent = 0
             # aclosing: if the client leaves, free the slot now rather than at garbage collection
             async with aclosing(self.generate(tokens, self.args.tokens_per_chunk)) as gen:
                 async for piece in gen:
                     if fault and sent >= 2 * self.args.tokens_per_chunk:
-                        await self._fault_mid_stream(fault, request, resp)
-                        return resp
+                        await self._fault_mid_stream(fault, resp)
+                        return None
                     sent += self.args.tokens_per_chunk
                     choice = {
                         "index": 0,
@@ -404,16 +401,14 @@ class _Sim:
             if include_usage:
                 await send([], usage=usage)
             await resp.write(b"data: [DONE]\n\n")
-            await resp.write_eof()
+            await resp.end()
         except ConnectionResetError:
             pass  # client went away mid-stream; generate()'s finally frees the slot
         finally:
             self.record_sends(head["id"], prompt, t_recv, sends, body, request.headers)
-        return resp
+        return None
 
-    async def _fault_mid_stream(
-        self, fault: str, request: web.Request, resp: web.StreamResponse
-    ) -> None:
+    async def _fault_mid_stream(self, fault: str, resp: Stream) -> None:
         """After two chunks of a stream: the fault (--fault) instead of the rest."""
         if fault == "hang":
             print("sim: fault: stream hung (--fault hang)", flush=True)
@@ -421,13 +416,12 @@ class _Sim:
         elif fault == "bad-json":
             await resp.write(b'data: {"choices": [{"delta": oops}\n\n')
             await resp.write(b"data: [DONE]\n\n")
-            await resp.write_eof()
+            await resp.end()
         elif fault == "drop":
             print("sim: fault: connection dropped (--fault drop)", flush=True)
-            if request.transport is not None:
-                request.transport.abort()
+            resp.abort()
         elif fault == "error-in-stream":
             err = {"error": {"message": "simulated fault: CUDA out of memory", "code": 500}}
             await resp.write(f"data: {json.dumps(err)}\n\n".encode())
             await resp.write(b"data: [DONE]\n\n")
-            await resp.write_eof()
+            await resp.end()
