@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -216,6 +217,22 @@ def test_bad_requests_get_400(sim: Sim, path: str) -> None:
     )
     assert r.status_code == 400
     assert r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_http_paths_methods_and_a_pipelined_connection(sim: Sim) -> None:
+    assert httpx.get(sim.url + "/v2/nothing").status_code == 404
+    assert httpx.get(sim.url + "/v1/completions").status_code == 405
+    port = int(sim.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        # two requests in one write: answered in order on the one connection, then closed
+        conn.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n"
+                     b"GET /nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")  # fmt: skip
+        got = b"".join(iter(lambda: conn.recv(65536), b""))
+    assert got.startswith(b"HTTP/1.1 200 OK\r\n") and got.count(b"HTTP/1.1 ") == 2, got
+    assert b"HTTP/1.1 404 Not Found\r\n" in got and got.endswith(b'{"detail": "Not Found"}')
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+        assert conn.recv(65536).startswith(b"HTTP/1.1 400 Bad Request\r\n")
 
 
 def _mean_itl_ms(url: str, concurrency: int, n: int) -> float:
