@@ -27,7 +27,7 @@ import matplotlib
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
-from reportgen.render import figures, historychart, timeline, tradeoffs
+from reportgen.render import figures, timeline, tradeoffs
 from reportgen.render.content import Series
 from reportgen.results.model import Point, sorted_points
 
@@ -80,6 +80,14 @@ class Lazy:
     args: tuple[Any, ...] = ()
 
 
+def _history(*args: Any) -> Figure:
+    # imported when a history is drawn: its change points need scipy.stats (0.5 CPU-s to
+    # import), which no campaign report does
+    from reportgen.render import historychart
+
+    return historychart.history(*args)
+
+
 BUILDERS: dict[str, Callable[..., Figure]] = {  # a chart's kind: the function that draws it
     "throughput": figures.throughput,
     "latency": figures.latency,
@@ -87,7 +95,7 @@ BUILDERS: dict[str, Callable[..., Figure]] = {  # a chart's kind: the function t
     "efficiency": tradeoffs.efficiency,
     "distributions": figures.distributions,
     "telemetry": timeline.telemetry,
-    "history": historychart.history,
+    "history": _history,
 }
 
 
