@@ -128,6 +128,25 @@ def test_rendering_twice_gives_identical_html(run_dir: Path, sample: Run) -> Non
     assert render_html(sample) == render_html(_copy_of(sample))
 
 
+def test_charts_drawn_by_workers_or_here_give_the_same_page(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers draw the charts only while the host has idle cores (the load average under
+    its core count): either way the same page."""
+    pools: list[object] = []
+    made = charts.ProcessPoolExecutor
+    monkeypatch.setattr(
+        charts, "ProcessPoolExecutor", lambda *a, **k: pools.append(1) or made(*a, **k)
+    )
+    monkeypatch.setattr(charts.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(charts, "PARALLEL_FROM", 2)  # (the sample run has fewer than 8)
+    monkeypatch.setattr(charts.os, "getloadavg", lambda: (1.9, 0.0, 0.0))
+    pooled = render(run_dir, pdf=False).html.read_bytes()
+    assert pools == [1]
+    monkeypatch.setattr(charts.os, "getloadavg", lambda: (2.0, 0.0, 0.0))
+    assert render(run_dir, pdf=False).html.read_bytes() == pooled and pools == [1]
+
+
 def test_embedded_results_render_the_same_page(run_dir: Path) -> None:
     """What ``reportgen verify`` relies on: the results a report embeds (this schema's dump,
     whatever schema results.json had) render the same page again, byte for byte."""
