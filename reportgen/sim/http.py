@@ -151,6 +151,10 @@ class _Connection(asyncio.Protocol):
     def on_message_begin(self) -> None:
         self._url, self._headers, self._body, self._size = b"", {}, [], 0
 
+    def on_headers_complete(self) -> None:
+        if self._headers.get("expect", "").lower() == "100-continue" and self.transport:
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # (curl waits 1 s for it)
+
     def on_url(self, url: bytes) -> None:
         self._url += url
 

@@ -237,9 +237,7 @@ base_url = "{deployed.url}"
     assert base["base_url"] is None and base["command"] and base["stop"]["group_gone"]
     assert dep["base_url"] == deployed.url and dep["command"] == [] and dep["stop"] is None
     assert dep["args"] == {} and dep["flag_diff"] == []
-    # 65 ms a request against 245 (3.8x); requests long enough that a stall of a busy
-    # machine's (1 ms between tokens, 25 ms a request, was once judged x2.86, 0.53-15.45)
-    # leaves the repetitions alike
+    # 65 ms a request against 245 (3.8x): at 25 ms a stall once left it x2.86 (0.53-15.45)
     assert dep["decision"]["verdict"] == "adopted", dep["decision"]["explanation"]
     assert dep["decision"]["explanation"].startswith(
         f"deployed is a server already running at {deployed.url}, not started by reportgen: "

@@ -144,8 +144,7 @@ def test_every_fault_is_recorded_and_the_campaign_goes_on(tmp_path: Path, cache:
     assert decided["verdict"] == "failed" and decided["before_failure"] == [1]
     (c1,) = decided["vs_baseline"]
     assert (c1["metric"], c1["concurrency"]) == ("output_tok_s", 1)
-    # its C=1 against the baseline's, whatever a busy machine made of either (0.19 was seen
-    # beside the suite, from a stall in 50 ms requests)
+    # its C=1 over the baseline's, whatever a busy host made of either (0.19 was seen)
     tok_s = [e["levels"][0]["summary"]["output_tok_s"] for e in (later, exps["baseline"])]
     assert c1["ratio"] == pytest.approx(tok_s[0] / tok_s[1], rel=1e-6), (c1, tok_s)
     assert "The levels it finished before that (C=1) are compared, but decide nothing" in html

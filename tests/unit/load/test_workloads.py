@@ -205,7 +205,7 @@ def test_goodput_can_be_the_objective(tmp_path: Path, cache: Path) -> None:
           "warmup_requests": 2, "input_tokens": 16, "output_tokens": 8,
           "slo": {"ttft_ms": 100}, "warmup": {"steady": False}}  # fmt: skip
     # (no warm-up to steady: 8 tokens in a burst after 150-200 ms never gave 0.1 s windows
-    # that agree, and each level warmed up for its 10 s at most, 27 s of the test's 41)
+    # that agree, and levels warmed up to their 10 s cap, 27 s of the test's 41)
     # (the baseline's first token takes 30-35 ms, clear of the SLO on a loaded host too: with a
     # 40 ms SLO one of its starts missed it at C=4 and the two starts' goodputs split, with
     # 60 ms a fresh clone's loaded run once split them enough to leave the verdict open, and

@@ -131,8 +131,7 @@ def test_rendering_twice_gives_identical_html(run_dir: Path, sample: Run) -> Non
 def test_charts_drawn_by_workers_or_here_give_the_same_page(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Workers draw the charts only while the host has idle cores (the load average under
-    its core count): either way the same page."""
+    """Workers draw charts only while the host has idle cores; either way the same page."""
     pools: list[object] = []
     made = charts.ProcessPoolExecutor
     monkeypatch.setattr(

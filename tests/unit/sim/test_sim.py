@@ -230,6 +230,11 @@ def test_http_paths_methods_and_a_pipelined_connection(sim: Sim) -> None:
         got = b"".join(iter(lambda: conn.recv(65536), b""))
     assert got.startswith(b"HTTP/1.1 200 OK\r\n") and got.count(b"HTTP/1.1 ") == 2, got
     assert b"HTTP/1.1 404 Not Found\r\n" in got and got.endswith(b'{"detail": "Not Found"}')
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:  # as curl asks
+        conn.sendall(
+            b"POST /v1/completions HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"
+        )
+        assert conn.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
     with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
         conn.sendall(b"NOT HTTP AT ALL\r\n\r\n")
         assert conn.recv(65536).startswith(b"HTTP/1.1 400 Bad Request\r\n")
