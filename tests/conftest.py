@@ -451,8 +451,7 @@ def slurm_campaign(tmp_path: Path, port: int, *, seconds: float = 0) -> Path:
 
 # A level's warm-up in windows of 0.1 s (0.25 s at least by default) that agree within 10%
 # (5%): the simulator is steady from its first request, so its levels settle in about 0.6 s
-# instead of 1.5 s (1 s on average beside the suite at 5%). For tests of how a campaign runs;
-# tests of the warm-up itself keep the default.
+# instead of 1.5 s. For tests of how a campaign runs; tests of the warm-up keep the default.
 FAST_WARMUP = "{ max_s = 10, window_s = 0.1, tolerance = 0.1 }"
 
 
