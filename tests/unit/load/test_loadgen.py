@@ -316,7 +316,7 @@ def test_two_workers_give_the_same_records_as_one(sim: Sim) -> None:
     assert len(seen) == 30
     assert [r.output_text for r in one.records] == [r.output_text for r in two.records]
     assert two.client_cpu_s > 0 and two.duration_s > 0 and two.loop_lag_ms["max"] >= 0
-    assert 0 < two.records[0].start < 0.1  # both workers share the parent's t0
+    assert 0 < two.records[0].start < 0.5  # both workers share the parent's t0
     assert not multiprocessing.active_children()
 
 

@@ -363,7 +363,7 @@ def test_record_sends_logs_when_each_chunk_was_written(
     # ITL 10 ms): a send may be late on a busy host, never early, so the last is at least
     # 30 + 4 x 10 ms after the arrival (the first, if late, narrows the span between them)
     assert sends == sorted(sends) and sends[-1] - entry["t_recv"] >= 0.069
-    assert sends[-1] - sends[0] < 0.2
+    assert sends[-1] - sends[0] < 0.35
 
 
 def _metric(url: str, name: str) -> float:
