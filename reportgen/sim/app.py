@@ -79,9 +79,8 @@ async def serve(args: argparse.Namespace) -> int:
     loader.cancel()
     if head is not None:
         await head.close()
-    print(f"sim: shutting down, aborting {len(sim.handlers)} in-flight requests", flush=True)
-    for task in list(sim.handlers):
-        task.cancel()
+    # the requests in flight are aborted at once (as real engines do), not waited for
+    print(f"sim: shutting down, aborting {len(server.handlers)} in-flight requests", flush=True)
     await server.close()
     if sim.sends_log is not None:  # None first: a handler still unwinding must not write
         log, sim.sends_log = sim.sends_log, None

@@ -21,7 +21,7 @@ import sys
 import time
 import traceback
 import uuid
-from collections.abc import AsyncGenerator, Coroutine, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -83,7 +83,6 @@ class _Sim:
         self.slump: tuple[float, float] | None = None  # --slump-after: from, until (monotonic)
         self.streamed = 0  # streamed requests received (for --fault-after)
         self.dead = False  # --fault dead-loop: the generation loop has died
-        self.handlers: set[asyncio.Task[Any]] = set()
         self.noise = random.Random(args.seed)
         self.speed = start_speed(args)  # --start-spread and --drift: this start's own
         # Lognormal with mean 1 and relative sd `jitter`: sigma^2 = ln(1 + jitter^2).
@@ -257,21 +256,10 @@ class _Sim:
         return json_response({"object": "list", "data": [card]})
 
     async def completions(self, request: Request) -> Response | None:
-        return await self._tracked(self._serve(request, chat=False))
+        return await self._serve(request, chat=False)
 
     async def chat(self, request: Request) -> Response | None:
-        return await self._tracked(self._serve(request, chat=True))
-
-    async def _tracked(self, work: Coroutine[Any, Any, Response | None]) -> Response | None:
-        # Remember in-flight handlers so shutdown can abort them at once (as real engines do)
-        # instead of waiting for every open stream to end.
-        task = asyncio.current_task()
-        assert task is not None
-        self.handlers.add(task)
-        try:
-            return await work
-        finally:
-            self.handlers.discard(task)
+        return await self._serve(request, chat=True)
 
     async def _serve(self, request: Request, chat: bool) -> Response | None:
         """A completion, whole or streamed (None: streamed, or the client left)."""
