@@ -121,6 +121,7 @@ def test_render_html_only(run_dir: Path) -> None:
     assert not (run_dir / "report.pdf").exists()
 
 
+@pytest.mark.usefixtures("fresh_charts")
 def test_rendering_twice_gives_identical_html(run_dir: Path, sample: Run) -> None:
     first = render(run_dir, pdf=False).html.read_bytes()
     second = render(run_dir, pdf=False).html.read_bytes()
@@ -128,6 +129,7 @@ def test_rendering_twice_gives_identical_html(run_dir: Path, sample: Run) -> Non
     assert render_html(sample) == render_html(_copy_of(sample))
 
 
+@pytest.mark.usefixtures("fresh_charts")
 def test_charts_drawn_by_workers_or_here_give_the_same_page(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -146,6 +148,7 @@ def test_charts_drawn_by_workers_or_here_give_the_same_page(
     assert render(run_dir, pdf=False).html.read_bytes() == pooled and pools == [1]
 
 
+@pytest.mark.usefixtures("fresh_charts")
 def test_embedded_results_render_the_same_page(run_dir: Path) -> None:
     """What ``reportgen verify`` relies on: the results a report embeds (this schema's dump,
     whatever schema results.json had) render the same page again, byte for byte."""
@@ -318,6 +321,7 @@ def test_user_text_is_escaped_everywhere(sample: Run) -> None:
     assert "<script" not in svg and "&lt;script&gt;" in svg
 
 
+@pytest.mark.usefixtures("fresh_charts")
 def test_charts_are_inline_svg_and_deterministic(sample: Run) -> None:
     series = view.build(sample).series
     first, second = charts.all_charts(series), charts.all_charts(series)
@@ -520,6 +524,7 @@ def _percentiles(levels: list[int], scale: float) -> dict[int, dict[str, list[fl
     }
 
 
+@pytest.mark.usefixtures("fresh_charts")
 def test_charts_drawn_on_kept_figures_are_byte_identical_to_new_ones() -> None:
     """The per-experiment charts reuse one figure per kind and process; whatever was drawn
     before (more levels, more GPUs, a legend, an empty panel), a chart comes out the same."""
