@@ -98,8 +98,8 @@ def serve(hz: float, parent: int) -> None:
 class HostSampler:
     """The sampler's process, started by ``start()`` and stopped by ``stop()`` (its rows)."""
 
-    def __init__(self, hz: float = HZ) -> None:
-        self.hz = hz
+    def __init__(self, hz: float | None = None) -> None:
+        self.hz = HZ if hz is None else hz
         self.rows: list[dict[str, Any]] = []
         self.error: str | None = None
         self._proc: subprocess.Popen[str] | None = None
