@@ -453,8 +453,8 @@ def slurm_campaign(tmp_path: Path, port: int, *, seconds: float = 0) -> Path:
     return two_experiments(tmp_path / "cluster.toml", "cluster", slurm, port, amount)
 
 
-# A level's warm-up in two windows (3) of 0.1 s (0.25 s at least) that agree within 10% (5%):
-# the simulator is steady from its first request, so its levels settle in about 0.5 s instead
+# A level's warm-up in two windows (3) of 0.05 s (0.25 s at least) that agree within 10% (5%):
+# the simulator is steady from its first request, so its levels settle in about 0.4 s instead
 # of 1.5 s. For tests of how a campaign runs; tests of the warm-up keep the default.
 FAST_WARMUP = "{ max_s = 10, window_s = 0.05, tolerance = 0.1, windows = 2 }"
 
