@@ -27,7 +27,7 @@ import pytest
 import reportgen
 from reportgen import sim as simulator
 from reportgen import tls
-from reportgen.observe import host
+from reportgen.observe import host as observe_host
 from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
 from reportgen.run.server import free_port
 
@@ -51,7 +51,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 os.environ[NO_TORCH_PROBE_ENV] = "1"
 # The host's canary once a second, not four times, in the runs made in this process (2% of a
 # core each): none of the tests of a campaign reads its numbers; test_host.py sets its own.
-host.HZ = 1.0
+observe_host.HZ = 1.0
 
 
 def group_alive(pgid: int) -> bool:
