@@ -543,22 +543,19 @@ def demo_outcomes(stdout: str) -> Path:
 # after ``run``, an example rendered by several tests) draws none twice (the verify tests: 112
 # of their 188 charts). A chart is a pure function of its data (``charts``: the same bytes
 # from one drawing to the next); the tests of that draw afresh (``fresh_charts``).
-_REAL_DRAW: list[Callable[..., Any]] = []
-
-
 @pytest.fixture(autouse=True, scope="session")
-def _charts_drawn_once() -> Iterator[None]:
+def _charts_drawn_once() -> Iterator[Callable[..., Any]]:
+    """Yields the real ``charts.draw``."""
     import hashlib
     import pickle
 
     from reportgen.render import charts
 
     drawn: dict[bytes, Any] = {}
-    _REAL_DRAW[:] = [real := charts.draw]
+    real = charts.draw
 
     def draw(chart: charts.Chart, pdf: bool = False) -> Any:
-        args = tuple(a.func(*a.args) if isinstance(a, charts.Lazy) else a for a in chart.args)
-        chart = charts.Chart(chart.name, chart.kind, args, chart.legend)
+        chart = chart.loaded()  # the data, not the files it is read from, is the key
         key = hashlib.sha256(pickle.dumps((chart, pdf), protocol=5)).digest()
         if key not in drawn:
             if len(drawn) >= 256:
@@ -567,13 +564,13 @@ def _charts_drawn_once() -> Iterator[None]:
         return drawn[key]
 
     charts.draw = draw
-    yield
+    yield real
     charts.draw = real
 
 
 @pytest.fixture
-def fresh_charts(monkeypatch: pytest.MonkeyPatch) -> None:
+def fresh_charts(monkeypatch: pytest.MonkeyPatch, _charts_drawn_once: Callable[..., Any]) -> None:
     """Every chart drawn again (``_charts_drawn_once`` off): for tests that two drawings agree."""
     from reportgen.render import charts
 
-    monkeypatch.setattr(charts, "draw", _REAL_DRAW[0])
+    monkeypatch.setattr(charts, "draw", _charts_drawn_once)

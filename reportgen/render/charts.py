@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import matplotlib
@@ -110,6 +110,11 @@ class Chart:
     args: tuple[Any, ...]
     legend: tuple[tuple[str, Mapping[str, Any]], ...] = ()
 
+    def loaded(self) -> Chart:
+        """This chart with its ``Lazy`` arguments loaded."""
+        args = tuple(a.func(*a.args) if isinstance(a, Lazy) else a for a in self.args)
+        return replace(self, args=args)
+
     def size(self) -> tuple[float, float]:
         """(width, height) in points before drawing: the printed report lays out the page
         with a box of this size while the chart is drawn elsewhere."""
@@ -148,7 +153,7 @@ def telemetry_chart(name: str, data: Any, windows: Sequence[tuple[float, float, 
 
 def draw(chart: Chart, pdf: bool = False) -> tuple[str, Markup, bytes | None]:
     """One chart as inline SVG and, with ``pdf``, as a one-page PDF of the same figure."""
-    args = tuple(a.func(*a.args) if isinstance(a, Lazy) else a for a in chart.args)
+    args = chart.loaded().args
     with matplotlib.rc_context({**figures.RC, "svg.hashsalt": f"reportgen-{chart.name}"}):
         fig = BUILDERS[chart.kind](*args)
         return chart.name, to_svg(fig), _to_pdf(fig) if pdf else None
