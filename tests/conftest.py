@@ -328,7 +328,8 @@ def plain_copy(run_dir: Path, dest: Path, *, pdf: bool = False) -> Path:
 
 
 def port_open(port: int) -> bool:
-    """Whether something listens on 127.0.0.1:``port``."""
+    """Whether something listens on 127.0.0.1:``port`` (a server gone: not ``port_is_free``,
+    which any client connection whose own port has that number makes False)."""
     try:
         socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
         return True

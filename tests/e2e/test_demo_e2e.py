@@ -18,8 +18,7 @@ from pypdf import PdfReader
 from reportgen import results
 from reportgen.observe.fingerprint import NO_TORCH_PROBE_ENV
 from reportgen.render.fmt import fmt_num
-from reportgen.run.server import port_is_free
-from tests.conftest import ROOT, Ran, free_port, reportgen_main, small_demo
+from tests.conftest import ROOT, Ran, free_port, port_open, reportgen_main, small_demo
 
 DEMO = ROOT / "campaigns" / "demo.toml"
 DEMO_PORT = 18427
@@ -54,7 +53,7 @@ def test_demo_runs_to_the_end_and_prints_the_report(demo_run: Any) -> None:
     assert f"report: {run_dir / 'report.html'}" in res.stdout
     assert f"report: {run_dir / 'report.pdf'}" in res.stdout
     assert "typo-in-flag" in res.stdout  # the closing summary table lists every experiment
-    assert port_is_free("127.0.0.1", DEMO_PORT), "a server was left running"
+    assert not port_open(DEMO_PORT), "a server was left running"
 
 
 def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
@@ -259,4 +258,4 @@ def test_ctrl_c_stops_the_server_and_leaves_a_partial_report(tmp_path: Path, cac
     assert data["experiments"][1]["stop"]["group_gone"]
     assert (results.parent / "report.html").exists()
     assert "INCOMPLETE" in (results.parent / "report.html").read_text().upper()
-    assert port_is_free("127.0.0.1", port)
+    assert not port_open(port)

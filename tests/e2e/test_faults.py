@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.run.server import port_is_free
-from tests.conftest import Ran, free_port, reportgen_main
+from tests.conftest import Ran, free_port, port_open, reportgen_main
 
 # experiment id -> (--fault, what the request errors say)
 REQUEST_FAULTS = {
@@ -162,7 +161,7 @@ def test_every_fault_is_recorded_and_the_campaign_goes_on(tmp_path: Path, cache:
     for e in data["experiments"]:
         stop = e.get("stop") or {}
         assert stop.get("group_gone", True) and stop.get("port_free", True), e["id"]
-    assert port_is_free("127.0.0.1", port) and sims_alive(port) == []
+    assert not port_open(port) and sims_alive(port) == []
 
 
 CUT_SHORT = """
@@ -255,7 +254,7 @@ def test_a_level_is_cut_short_when_its_server_dies(tmp_path: Path, cache: Path) 
     }
     html = (run_dir / "report.html").read_text()
     assert "C=2 repetition 1: cut short after " in html and "(server exited with code 3)" in html
-    assert port_is_free("127.0.0.1", port) and sims_alive(port) == []
+    assert not port_open(port) and sims_alive(port) == []
 
 
 def test_a_failed_baseline_fails_the_run(tmp_path: Path, cache: Path) -> None:
@@ -276,4 +275,4 @@ def test_a_failed_baseline_fails_the_run(tmp_path: Path, cache: Path) -> None:
     assert "the baseline (baseline) failed, so no experiment could be compared with it" in err
     (run_dir,) = (tmp_path / "out" / "faults").iterdir()
     assert (run_dir / "report.html").exists()  # the report of what happened is still written
-    assert port_is_free("127.0.0.1", port)
+    assert not port_open(port)

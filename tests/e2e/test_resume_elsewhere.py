@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.run.server import port_is_free
-from tests.conftest import ROOT, free_port, reportgen_main, small_demo
+from tests.conftest import ROOT, free_port, port_open, reportgen_main, small_demo
 from tests.e2e.test_resume import interrupted_run, second_experiment_running
 
 pytestmark = pytest.mark.slow
@@ -62,4 +61,4 @@ def test_a_run_resumed_on_other_gpus_judges_against_the_bracket_measured_there(
     html = (run_dir / "report.html").read_text()
     assert "this experiment / baseline-end (baseline's configuration measured again" in html
     assert reportgen_main("verify", run_dir).returncode == 0
-    assert port_is_free("127.0.0.1", port)
+    assert not port_open(port)

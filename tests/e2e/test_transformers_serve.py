@@ -15,8 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reportgen.run.server import port_is_free
-from tests.conftest import ROOT, Ran, free_port, reportgen_main
+from tests.conftest import ROOT, Ran, free_port, port_open, reportgen_main
 
 # Found, not imported: every xdist worker collects this file, and importing torch and fastapi
 # there cost each worker 1.7 s of CPU (collecting this file alone: 2.83 -> 1.12 CPU-s) for an
@@ -158,7 +157,7 @@ def test_a_campaign_against_transformers_serve(model: Path, tmp_path: Path, cach
     assert log.count("GET /v1/models") == 1 and log.count("GET /health") > 4
     html = (run_dir / "report.html").read_text()
     assert "continuous-batching" in html and "random weights" in html
-    assert port_is_free("127.0.0.1", port)
+    assert not port_open(port)
 
 
 def test_a_misspelt_flag_stops_the_campaign_before_anything_starts(
@@ -177,7 +176,7 @@ def test_a_misspelt_flag_stops_the_campaign_before_anything_starts(
     assert f"{path}: experiment 'typo': args.continous-batching = True: not a flag" in err
     assert "did you mean --continuous-batching?" in err and "nothing was started" in err
     assert not list((tmp_path / "out").rglob("results.json"))
-    assert port_is_free("127.0.0.1", port)
+    assert not port_open(port)
 
 
 @pytest.mark.parametrize(
