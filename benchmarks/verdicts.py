@@ -67,7 +67,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's reportgen
 
-from reportgen.analysis import adopt, decide, drift, selection, sides, tails, verdict  # noqa: E402
+from reportgen.analysis import adopt, decide, drift, online, selection, sides, tails, verdict  # noqa: E402
 from reportgen.analysis import noise as noise_mod  # noqa: E402
 from reportgen.results.levels import Level, Summary
 from reportgen.results.model import CampaignFile, EngineRecord, Experiment, Run, Session
@@ -724,52 +724,73 @@ def drift_main(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def bonferroni(on: bool) -> Iterator[None]:
+    """``alpha_scope = "campaign"`` as it was decided before 2026-12-07 (alpha / k for every
+    experiment) where ``on``; else the fallback procedure (``analysis.online``)."""
+    if not on:
+        yield
+        return
+    kept = online.rate_for
+    online.rate_for = lambda run, entry: run.settings.alpha / online.compared(run)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        online.rate_for = kept  # type: ignore[assignment]
+
+
 def campaign_wide_main(args: argparse.Namespace) -> int:
-    """``--campaign-wide``: campaigns of eight experiments, seven changing nothing and one a
-    real 10% gain, decided with ``campaign.alpha_scope`` "experiment" and "campaign", without
-    the bracket and with it (``--bracket``: the baseline's configuration measured again at
-    the end on a host that does not drift, then ``drift.drift_check``, as a campaign of a
-    real engine ends by default): how often a campaign holds a wrong call (one of the seven
-    adopted or rejected), and how often the gain is adopted."""
-    children = (1.0,) * 7 + (1.10,)
+    """``--campaign-wide``: campaigns of eight experiments, decided with
+    ``campaign.alpha_scope`` "experiment" and "campaign" (the fallback procedure;
+    "bonferroni": alpha / k each, as before 2026-12-07), without the bracket and with it
+    (``--bracket``: the baseline's configuration measured again at the end on a host that does
+    not drift, then ``drift.drift_check``, as a campaign of a real engine ends by default).
+    Two mixes: seven changing nothing and one a real 10% gain, last; and three real 10% gains
+    (first, second and last) among five changing nothing. A row says how often a campaign
+    holds a wrong call (one of the identical ones adopted or rejected), that per identical
+    experiment, and the share of real gains adopted."""
+    mixes = {"1 gain": (1.0,) * 7 + (1.10,), "3 gains": (1.10, 1.10) + (1.0,) * 5 + (1.10,)}
     print(
-        f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; eight experiments a campaign: "
-        "seven identical to the baseline, one 10% faster; 'wrong': campaigns where one of the "
-        "seven was adopted or rejected (Monte-Carlo error in brackets); 'adopted': campaigns "
-        "where the 10% gain was adopted"
+        f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; eight experiments a campaign; "
+        "'wrong': campaigns where an identical one was adopted or rejected (Monte-Carlo error "
+        "in brackets); 'adopted': the share of 10% gains adopted"
     )
     print(
-        "| noise | starts | n | scope | bracket | wrong (campaign) | wrong (experiment) "
+        "| noise | starts | n | mix | scope | bracket | wrong (campaign) | wrong (experiment) "
         "| adopted 1.10 |"
     )
-    print("|---|---|---|---|---|---|---|---|")
-    for reps in args.reps:
-        for noise in args.within:
-            truth = Truth(noise, 0.03)
-            for scope, bracket in itertools.product(("experiment", "campaign"), args.bracket):
-                rng = np.random.default_rng(args.seed)
-                wrong = wrong_each = adopted = 0
-                for _ in range(args.trials):
-                    kept: list[Run] = []
+    print("|---|---|---|---|---|---|---|---|---|")
+    for reps, noise, (mix, children) in itertools.product(args.reps, args.within, mixes.items()):
+        truth = Truth(noise, 0.03)
+        scopes = ("experiment", "bonferroni", "campaign")
+        for scope, bracket in itertools.product(scopes, args.bracket):
+            rng = np.random.default_rng(args.seed)
+            wrong = wrong_each = adopted = 0
+            for _ in range(args.trials):
+                kept: list[Run] = []
+                with bonferroni(scope == "bonferroni"):
                     got = simulate(
-                        "pooled", truth, reps, rng, children, scope=scope,
+                        "pooled", truth, reps, rng, children,
+                        scope="experiment" if scope == "experiment" else "campaign",
                         bracket=1.0 if bracket == "on" else None, keep=kept,
                     )  # fmt: skip
-                    said = [(r, d) for r, _, d, _ in got[: len(children)]]
-                    if bracket == "on":
-                        after = after_drift_check(kept[0], len(children))
-                        said = list(zip(children, after, strict=True))
-                    calls = [d in ("adopted", "rejected") for r, d in said if r == 1.0]
-                    wrong += any(calls)
-                    wrong_each += sum(calls)
-                    adopted += any(d == "adopted" for r, d in said if r != 1.0)
-                p = wrong / args.trials
-                err = math.sqrt(p * (1 - p) / args.trials)
-                print(
-                    f"| {noise:.0%} | 3% | {reps} | {scope} | {bracket} | {p:.1%} (±{err:.1%}) | "
-                    f"{wrong_each / (7 * args.trials):.1%} | {adopted / args.trials:.0%} |",
-                    flush=True,
-                )
+                said = [(r, d) for r, _, d, _ in got[: len(children)]]
+                if bracket == "on":
+                    after = after_drift_check(kept[0], len(children))
+                    said = list(zip(children, after, strict=True))
+                calls = [d in ("adopted", "rejected") for r, d in said if r == 1.0]
+                wrong += any(calls)
+                wrong_each += sum(calls)
+                adopted += sum(d == "adopted" for r, d in said if r != 1.0)
+            p = wrong / args.trials
+            err = math.sqrt(p * (1 - p) / args.trials)
+            same = sum(r == 1.0 for r in children)
+            print(
+                f"| {noise:.0%} | 3% | {reps} | {mix} | {scope} | {bracket} | {p:.1%} "
+                f"(±{err:.1%}) | {wrong_each / (same * args.trials):.1%} "
+                f"| {adopted / ((len(children) - same) * args.trials):.0%} |",
+                flush=True,
+            )
     return 0
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from reportgen.analysis.decide import NONE_MET, ONE_START, ObjectiveVerdict
 from reportgen.analysis.sequential import level_label
-from reportgen.analysis.tails import TAIL_MIN, TOO_FEW
+from reportgen.analysis.tails import ORDERED, TAIL_MIN, TOO_FEW
 from reportgen.results.model import FlagChange
 from reportgen.results.verdicts import Comparison
 
@@ -36,7 +36,18 @@ def said(c: Comparison) -> str:
             "cannot decide)"
         )
     elif c.limit == TOO_FEW:
-        more = f" (fewer than {TAIL_MIN} requests above it a side: no interval)"
+        more = f" (fewer than {TAIL_MIN} requests above it a side: no interval"
+        if c.requests_needed:
+            more += f"; about {c.requests_needed:,} requests a side would give one"
+            if c.runs_needed:
+                more += f", or {c.runs_needed} runs of it all beyond the parent's"
+        more += ")"
+    elif c.limit == ORDERED:
+        more = (
+            f" (too few requests for an interval; every run's {c.metric.rsplit('_', 1)[-1]} "
+            f"lies {'above' if c.ratio and c.ratio > 1 else 'below'} every run's of the parent, "
+            f"an order chance gives {c.order_p:.1%} of the time)"
+        )
     elif c.verdict == "inconclusive" and c.limit == ONE_START:
         more = " (a side ran on one server start: more starts would decide, not repetitions)"
     if c.bound is not None and c.verdict in ("equivalent", "inconclusive"):

@@ -33,7 +33,8 @@ def drift_check(run: Run) -> list[str]:
     level still shows is withdrawn (inconclusive, said why) and the best chosen again: a host
     that sped up makes later experiments look better, one that slowed down, worse. Returns the
     ids withdrawn. Interleaved comparisons are left as they are: their drift cancels; so are
-    those against a stand-in for the parent (``unjudged.stand_in``). A bracket not judged
+    those against a stand-in for the parent (``unjudged.stand_in``) and those against the
+    baseline as measured nearest in time (``campaign.anchors``). A bracket not judged
     against the baseline (measured on another machine, another model build) measured no
     drift of this host: nothing is taken again."""
     from scipy import stats
@@ -53,8 +54,10 @@ def drift_check(run: Run) -> list[str]:
     withdrawn = []
     for e in run.experiments:
         d = e.decision
-        if e.role != "experiment" or d is None or d.paired or d.stand_in:
-            continue  # (beside its parent, or against its configuration on its own machine)
+        if e.role != "experiment" or d is None or d.paired or d.stand_in or d.measured_against:
+            # (beside its parent, against its configuration on its own machine, or against
+            # the baseline as measured nearest in time: ``campaign.anchors``)
+            continue
         if d.verdict not in ("adopted", "rejected"):
             continue
         shows = "better" if d.verdict == "adopted" else "worse"

@@ -57,11 +57,14 @@ from reportgen.results.model import Experiment, Point
 
 SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
 
-METHODS = ("levels", "pooled")  # newest first: how a run's noise model is estimated and used
-# (``Decision.method``): "levels", the spread between starts per level and a start term with
-# the starts' own degrees of freedom where a side ran on one start; "pooled", that spread
-# pooled over levels and Satterthwaite over both terms everywhere (runs decided before
-# 2026-12; kept so ``verify`` takes their decisions again as they were taken)
+METHODS = ("anchored", "levels", "pooled")  # newest first: how a run's noise model is
+# estimated and used (``Decision.method``): "anchored", as "levels", with a tail whose runs all
+# lie beyond the other side's decided by their order (``analysis.tails.ordered``) and the
+# campaign's false alarms held online (``analysis.online``); "levels", the spread between
+# starts per level and a start term with the starts' own degrees of freedom where a side ran
+# on one start (runs decided before 2026-12-07); "pooled", that spread pooled over levels and
+# Satterthwaite over both terms everywhere (runs decided before 2026-12-03). The older ones
+# are kept so ``verify`` takes a run's decisions again as they were taken.
 
 
 @dataclass(frozen=True)
@@ -310,7 +313,7 @@ def estimate(runs: Sequence[Run1], metric: str = "", method: str = METHODS[0]) -
     within_var, d0 = moderated.prior(variances, dofs)
     between = session_means(runs)
     restarts = _restarts(runs)
-    session_var, h, levels = _between(between, restarts, per_level=method == "levels")
+    session_var, h, levels = _between(between, restarts, per_level=method != "pooled")
     return Noise(
         metric=metric,
         within_var=within_var,

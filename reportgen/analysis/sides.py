@@ -27,6 +27,15 @@ class Side:
     # the parent's id where another experiment stands in for it (``unjudged.stand_in``: its
     # configuration measured again on the experiment's machine); this side is that one's
     stands_for: str | None = None
+    # the measurements of the baseline's configuration nearest in time that make this side
+    # (``nearest``: the baseline or its re-measurements, ``campaign.anchors``), each with its
+    # levels; () where the side is one experiment's own runs
+    parts: tuple[tuple[str, Sequence[Level]], ...] = ()
+
+    @property
+    def against(self) -> tuple[str, ...]:
+        """The experiments whose runs this side is: ``parts``' ids, else its own."""
+        return tuple(i for i, _ in self.parts) or (self.id,)
 
 
 def sides(
@@ -50,4 +59,49 @@ def sides(
     base_side = None if base is None else Side(base.id, base.ok, base.levels, base.table)
     if base_side and parent_side and parent_side.grown and parent_side.id == base_side.id:
         base_side = parent_side  # the parent is the baseline, grown: the same runs
+    if base is not None and run.settings.anchors and entry.role == "experiment":
+        near = nearest(run, entry)
+        if base_side is not None and near:
+            base_side = _of(base.id, base.ok, near)
+        if parent_side is not None and near and parent_side.id == base.id and not control:
+            parent_side = base_side
     return parent_side, base_side
+
+
+def remeasured(run: Run) -> list[Experiment]:
+    """The baseline and the run's measurements of its configuration again, in the run's
+    order: its re-measurements during the campaign and the bracket at its end (where the
+    campaign measured it again, ``campaign.anchors``)."""
+    base = run.baseline
+    if base is None:
+        return []
+    return [e for e in run.experiments if e is base or e.role in ("anchor", "bracket")]
+
+
+def nearest(run: Run, entry: Experiment) -> list[Experiment]:
+    """The baseline's configuration as measured nearest to ``entry`` in the run's order (its
+    time on the host): of the baseline and its re-measurements that ran to their end, the
+    nearest one, or the two either side where they are as near (their mean is the baseline
+    at ``entry``'s time wherever drift is straight between them)."""
+    order = {e.id: i for i, e in enumerate(run.experiments)}
+    here = order[entry.id]
+    ran = [e for e in remeasured(run) if e.ok and e.decision is not None and e.id != entry.id]
+    if not ran:
+        return []
+    gap = min(abs(order[e.id] - here) for e in ran)
+    return [e for e in ran if abs(order[e.id] - here) == gap]
+
+
+def against(run: Run, entry: Experiment) -> tuple[str, ...]:
+    """The measurements of the baseline ``entry``'s parent side would be now (``sides``;
+    () where it is not the baseline's as measured nearest in time)."""
+    parent, _ = sides(run, entry)
+    return parent.against if parent is not None and parent.parts else ()
+
+
+def _of(base_id: str, ok: bool, near: Sequence[Experiment]) -> Side:
+    """One side of the baseline's measurements ``near`` (named the baseline's; the first's
+    request table)."""
+    levels = [lv for e in near for lv in e.levels]
+    parts = tuple((e.id, e.levels) for e in near)
+    return Side(base_id, ok and all(e.ok for e in near), levels, near[0].table, parts=parts)

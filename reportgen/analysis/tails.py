@@ -1,7 +1,10 @@
 """Tail latencies compared from the requests themselves: p99 of TTFT and end-to-end latency,
 child over parent at every common level, with a two-level bootstrap interval (the runs, then
 the requests within each run), judged by the same rules as every other comparison. A side with
-fewer than ``TAIL_MIN`` requests above the percentile gets no interval."""
+fewer than ``TAIL_MIN`` requests above the percentile gets no interval; by the "anchored"
+method it is still decided where every run's percentile of one side lies beyond every run's of
+the other and that order is rare enough by chance (``ordered``), and otherwise says how many
+requests a side would give an interval."""
 
 from __future__ import annotations
 
@@ -19,6 +22,60 @@ from reportgen.results.verdicts import Comparison, Verdict
 
 TAIL_MIN = 20  # requests above a percentile, a side, for an interval on it
 TOO_FEW = "too few above"  # ``Comparison.limit``: fewer than TAIL_MIN above it
+ORDERED = "every run beyond"  # ``Comparison.limit``: decided by the runs' order, no interval
+
+
+def requests_for(q: float) -> int:
+    """Requests a side for ``TAIL_MIN`` of them above the ``q``th percentile (2,000 at p99)."""
+    return math.ceil(TAIL_MIN / (1 - q / 100) - 1e-9)
+
+
+def order_p(n_parent: int, n_child: int) -> float:
+    """The chance that every run of one side lies beyond every run of the other (either way)
+    when both sides' runs are draws of one law: 2 / C(n_parent + n_child, n_child)."""
+    return min(1.0, 2 / math.comb(n_parent + n_child, n_child))
+
+
+def runs_for_order(alpha: float, n_parent: int) -> int | None:
+    """The fewest runs of the child (beside ``n_parent`` of the parent's) whose complete order
+    could be told from chance at ``alpha``; None beyond 64."""
+    return next((n for n in range(1, 65) if order_p(n_parent, n) <= alpha), None)
+
+
+def ordered(
+    c: Comparison,
+    parent: Sequence[float],
+    child: Sequence[float],
+    *,
+    alpha: float,
+    margin: float,
+    q: float = 99,
+) -> Comparison:
+    """A tail comparison with too few requests above the percentile for an interval
+    (``too_few_above``), decided by the order of its runs where that can tell: worse (or
+    better) where every child run's percentile (``child``, ms) lies above (below) every parent
+    run's, the chance of that order when nothing changed (``order_p``, exact whatever the
+    latencies' law) is at most ``alpha``, and the ratio of the runs' geometric means is beyond
+    the margin. Otherwise it stays inconclusive, saying the requests a side an interval needs
+    (``requests_for``) and the child's runs an order test would (``runs_for_order``)."""
+    few = too_few_above(c).model_copy(
+        update={
+            "requests_needed": requests_for(q),
+            "runs_needed": runs_for_order(alpha, len(parent)),
+        }
+    )
+    if not parent or not child or c.ratio is None:
+        return few
+    above, below = min(child) > max(parent), max(child) < min(parent)
+    p = order_p(len(parent), len(child))
+    if not (above or below) or p > alpha:
+        return few
+    verdict = judge_interval(c.ratio, c.ratio, c.ratio, margin, higher_is_better=False)
+    if verdict not in ("better", "worse"):
+        return few
+    return few.model_copy(
+        update={"verdict": verdict, "limit": ORDERED, "order_p": p, "runs_needed": None}
+    )
 
 
 def too_few_above(c: Comparison) -> Comparison:

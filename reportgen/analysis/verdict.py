@@ -25,10 +25,11 @@ better).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from reportgen import metrics
-from reportgen.analysis import adopt, decide, sequential, tails, unjudged, welch
+from reportgen.analysis import adopt, decide, online, sequential, tails, unjudged, welch
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.drift import best_after, drift_check
@@ -43,12 +44,16 @@ from reportgen.results.verdicts import Comparison, Decision, NoiseRecord, Unjudg
 Rows = Mapping[str, Sequence[RequestRecord]]  # a request table's name -> its rows
 
 
-def experiment_alpha(run: Run) -> float:
-    """The false-alarm rate each experiment is decided at: ``campaign.alpha`` (5%), divided
-    by the campaign's compared experiments where ``alpha_scope = "campaign"``."""
+def experiment_alpha(run: Run, entry: Experiment | None = None) -> float:
+    """The false-alarm rate ``entry`` is decided at: ``campaign.alpha`` (5%); where
+    ``alpha_scope = "campaign"``, the fallback procedure's rate from the verdicts before it
+    (``analysis.online``; without ``entry``, alpha divided by the campaign's compared
+    experiments, Bonferroni's, as every experiment was decided before 2026-12-07)."""
     alpha = run.settings.alpha
     if run.settings.alpha_scope == "campaign":
-        alpha /= max(1, len(run.campaign.get("experiment") or []) - 1)
+        if entry is not None:
+            return online.rate_for(run, entry)
+        alpha /= online.compared(run)
     return alpha
 
 
@@ -120,6 +125,9 @@ def decide_experiment(
         ),
         unjudged=why,
         stand_in=parent_side.id if parent_side and parent_side.stands_for else None,
+        measured_against=list(parent_side.against)
+        if parent_side is not None and parent_side.parts
+        else None,
     )
     return _said(run, entry, decision)
 
@@ -270,7 +278,7 @@ class Comparer:
         reps = entry.repetitions_asked
         # one verdict over several objective levels: their intervals share its 5% (Bonferroni)
         levels = run.objective_count({lv.point for lv in entry.levels})
-        self.alpha = alpha if alpha is not None else experiment_alpha(run)
+        self.alpha = alpha if alpha is not None else experiment_alpha(run, entry)
         self.confidence = sequential.confidence_for(reps, 1 - self.alpha / max(1, levels))
         # "equivalent" by the two one-sided tests at alpha each, per level: an experiment
         # equivalent only where every level is (an intersection-union test) needs no share
@@ -328,8 +336,12 @@ class Comparer:
             )
         owner, role = (entry.id, "control") if side.paired else (side.id, "experiment")
         grown = noise_mod.own_runs(side.grown, entry.id, "control", metric, stat)
+        parts = side.parts or ((owner, side.levels),)  # each measurement its own sessions
+        theirs = [
+            r for who, levels in parts for r in noise_mod.own_runs(levels, who, role, metric, stat)
+        ]
         return decide.compare_sides(
-            noise_mod.own_runs(side.levels, owner, role, metric, stat) + grown,
+            theirs + grown,
             noise_mod.own_runs(entry.levels, entry.id, "experiment", metric, stat),
             self.noise(metric, stat),
             margin=run.margin,
@@ -351,13 +363,14 @@ def every_metric(
     p99 an observation of the same start-aware model, none with fewer than
     ``tails.TAIL_MIN`` requests above it a side), the two-level bootstrap before it."""
     out: dict[str, list[Comparison]] = {}
-    done: dict[tuple[str, bool, bool], list[Comparison]] = {}  # the parent: often the baseline
+    # the parent's side is often the baseline's: compared once
+    done: dict[tuple[str, bool, bool, tuple[str, ...]], list[Comparison]] = {}
     mine = rows.get(entry.table, ())
     margin = compare.run.margin
     for name, side in against:
         if side is None or not side.ok:
             continue
-        key = (side.table, side.paired, bool(side.grown))
+        key = (side.table, side.paired, bool(side.grown), side.against)
         if key not in done:
             found = [
                 c
@@ -375,15 +388,34 @@ def every_metric(
 
 def _tails(compare: Comparer, side: Side, entry: Experiment, q: float = 99) -> list[Comparison]:
     """p``q`` of TTFT and end-to-end latency, each run's an observation of the noise model;
-    without an interval where a side has fewer than ``tails.TAIL_MIN`` requests above it."""
+    without an interval where a side has fewer than ``tails.TAIL_MIN`` requests above it,
+    then by the "anchored" method decided by its runs' order where that can tell
+    (``tails.ordered``)."""
     stat = f"p{q:g}"
     out = []
+    theirs_all = [*side.levels, *side.grown]
     for metric in metrics.TAILS:
         for c in compare.compare(side, metric, False, stat=stat):
-            theirs = _above([*side.levels, *side.grown], c.point, q)
-            above = min(theirs, _above(entry.levels, c.point, q))
-            out.append(c if above >= tails.TAIL_MIN else tails.too_few_above(c))
+            above = min(_above(theirs_all, c.point, q), _above(entry.levels, c.point, q))
+            if above >= tails.TAIL_MIN:
+                out.append(c)
+            elif compare.method == ORDERED_TAILS:
+                parent = _values(theirs_all, c.point, metric, stat)
+                child = _values(entry.levels, c.point, metric, stat)
+                alpha = 1 - compare.confidence
+                out.append(tails.ordered(c, parent, child, alpha=alpha, margin=compare.run.margin))
+            else:
+                out.append(tails.too_few_above(c))
     return out
+
+
+ORDERED_TAILS = "anchored"  # the method from which a tail without an interval is decided by order
+
+
+def _values(levels: Sequence[Level], point: Point, metric: str, stat: str) -> list[float]:
+    """``metric`` at ``stat`` of each usable run at ``point``."""
+    got = (lv.summary.value(metric, stat) for lv in levels if lv.point == point and not lv.aborted)
+    return [v for v in got if v is not None and math.isfinite(v) and v > 0]
 
 
 def _above(levels: Sequence[Level], point: Point, q: float) -> float:
@@ -398,7 +430,9 @@ def with_sides(
     """``rows`` (request records by table) with ``entry``'s own table and those of the sides it
     is compared with (``sides``), each read by ``rows_of(table)`` where ``rows`` lacks it."""
     tables = dict(rows)
-    for table in (entry.table, *(s.table for s in sides(run, entry) if s is not None)):
+    theirs = [s for s in sides(run, entry) if s is not None]
+    parts = [e.table for s in theirs for i in s.against if (e := run.experiment(i))]
+    for table in (entry.table, *(s.table for s in theirs), *parts):
         if table not in tables:
             tables[table] = rows_of(table)
     return tables

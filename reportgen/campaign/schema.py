@@ -92,16 +92,17 @@ class CampaignInfo(_Model):
         gt=0,
         le=0.2,
         description="The chance that a change no different from its parent is adopted or "
-        "rejected anyway (shared by the objective's levels): for each experiment, or for the "
-        "whole campaign (alpha_scope).",
+        "rejected anyway (shared by the objective's levels): for the whole campaign, or for "
+        "each experiment (alpha_scope).",
     )
     alpha_scope: Literal["experiment", "campaign"] = Field(
-        "experiment",
-        description='"experiment": alpha holds for each experiment (a campaign of eight '
-        'changes that do nothing holds a wrong call more often); "campaign": for the '
-        "campaign as a whole, each of its k compared experiments decided at alpha / k "
-        "(Bonferroni: a campaign decides as it goes, so Holm's step-down, which needs every "
-        "result at once, cannot be used); fewer wrong calls, less power.",
+        "campaign",
+        description='"campaign": alpha holds for the campaign as a whole, online, by the '
+        "fallback procedure: of its k compared experiments each is decided at alpha / k, plus "
+        "the rate of the one before it where that one was adopted or rejected (a campaign "
+        "decides as it goes, so rules that need every result at once cannot be used); "
+        '"experiment": alpha holds for each experiment (more power each, but a campaign of '
+        "eight changes that do nothing holds a wrong call far more often).",
     )
     cv_bound: float = Field(
         0.05,
@@ -156,6 +157,19 @@ class CampaignInfo(_Model):
         "withdrawn), and one more start of the baseline for the noise model. Default: on for "
         "every engine but the simulator; off where reportgen did not start the server "
         "(server.base_url).",
+    )
+    anchors: int | None = Field(
+        None,
+        ge=0,
+        le=32,
+        description="Measure the baseline's configuration again, on one server start, after "
+        "every this many experiments (experiments <baseline>-again-1, -2, ...), so each "
+        "experiment whose parent is the baseline is compared with the baseline as measured "
+        "nearest in time (both, where two are as near): drift of the host over the campaign "
+        "then bends no ratio, and every re-measurement is one more start for the noise model. "
+        "0: never (the bracket at the end only). Default: 2 wherever the bracket is on; off "
+        "where reportgen did not start the baseline's server (base_url) or experiments run "
+        "at once (parallel).",
     )
     random_weights: bool = Field(
         False,
@@ -361,6 +375,55 @@ class CampaignModel(_Model):
         """Whether the baseline is measured again at the end (``campaign.bracket``)."""
         given = self.campaign.bracket
         return given if given is not None else self.server.engine not in SIMULATED_ENGINES
+
+    def recorded(self) -> dict[str, Any]:
+        """The campaign as a run's results keep it: its re-measurements of the baseline as
+        the run makes them (``campaign.anchors``, the default resolved for the engine)."""
+        dump = self.model_dump(mode="json")
+        dump["campaign"]["anchors"] = self.anchor_every
+        return dump
+
+    @property
+    def anchor_every(self) -> int:
+        """After how many experiments the baseline is measured again (``campaign.anchors``;
+        0: never)."""
+        given = self.campaign.anchors
+        if given is not None:
+            return given
+        started = self.server.base_url is None and self.experiment[0].base_url is None
+        plain = started and self.campaign.parallel == 1 and not self._searches
+        return 2 if self.brackets and plain else 0
+
+    @property
+    def _searches(self) -> bool:
+        """Whether the baseline's workload is a find_max search."""
+        own = self.experiment[0].workload
+        return self.workload.find_max is not None or getattr(own, "find_max", None) is not None
+
+    @model_validator(mode="after")
+    def _anchors(self) -> CampaignModel:
+        n = self.campaign.anchors
+        if not n:
+            return self
+        base = self.experiment[0]
+        if self.server.base_url is not None or base.base_url is not None:
+            raise ValueError(
+                f"campaign.anchors = {n} measures the baseline again on a fresh server, but "
+                "its server is already running at base_url and reportgen starts nothing: set "
+                "campaign.anchors = 0, or leave base_url out"
+            )
+        if self.campaign.parallel > 1:
+            raise ValueError(
+                f"campaign.anchors = {n} measures the baseline again between experiments, "
+                f"which campaign.parallel = {self.campaign.parallel} runs at once: set "
+                "campaign.anchors = 0, or parallel = 1"
+            )
+        if self._searches:
+            raise ValueError(
+                f"campaign.anchors = {n}: the baseline's workload is a find_max search, whose "
+                "answer is not a level to measure again: set campaign.anchors = 0"
+            )
+        return self
 
     @model_validator(mode="after")
     def _where_it_runs(self) -> CampaignModel:

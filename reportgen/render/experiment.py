@@ -311,7 +311,11 @@ LIMITS = {  # ``Comparison.limit``: what would decide, where repetitions would n
 
 def _decide_with(c: results_verdicts.Comparison) -> str:
     """The repetitions that would decide ``c``, or what would where repetitions would not."""
-    return str(c.reps_needed) if c.reps_needed else LIMITS.get(c.limit or "", "")
+    if c.reps_needed:
+        return str(c.reps_needed)
+    if c.requests_needed:  # a tail without an interval: requests a side that would give one
+        return f"{c.requests_needed:,} requests"
+    return LIMITS.get(c.limit or "", "")
 
 
 def comparisons(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from reportgen.analysis import selection
+from reportgen.analysis import online, selection
 from reportgen.analysis.adopt import ci_label
 from reportgen.analysis.sequential import level_label
 from reportgen.metrics import THROUGHPUTS
@@ -177,11 +177,14 @@ def _error_rate(run: Run) -> str:
     if not compared:
         return ""
     levels = run.objective_count({lv.point for e in compared for lv in e.levels})
+    cost = online.power_cost(run)
     return text.error_rate(
         run.settings.alpha,
         run.settings.alpha_scope,
-        max(1, len(run.campaign.get("experiment") or []) - 1),
+        online.compared(run),
         levels,
+        fallback=any(e.decision and e.decision.method == online.SINCE for e in compared),
+        cost=None if cost is None else (cost.mde, cost.mde_each),
     )
 
 

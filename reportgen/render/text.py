@@ -138,12 +138,39 @@ def allocation_line(a: Allocation | None) -> str:
     )
 
 
-def error_rate(alpha: float, scope: str, experiments: int, levels: int) -> str:
+def error_rate(
+    alpha: float,
+    scope: str,
+    experiments: int,
+    levels: int,
+    *,
+    fallback: bool = False,
+    cost: tuple[float, float] | None = None,
+) -> str:
     """Which false-alarm rate the verdicts hold, in a sentence: ``alpha`` for each
     experiment or for the campaign (over its ``experiments`` compared), shared by the
-    objective's ``levels``."""
+    objective's ``levels``; ``fallback``: held online by the fallback procedure (else
+    Bonferroni's equal shares, as campaigns were decided before 2026-12-07); ``cost``: the
+    median smallest detectable change as decided and as it would have been at ``alpha`` for
+    each experiment (``online.power_cost``)."""
     each = alpha / max(1, experiments) if scope == "campaign" else alpha
     shared = f", shared by the objective's {levels} levels" if levels > 1 else ""
+    if scope == "campaign" and fallback:
+        paid = (
+            f" What it cost: the smallest change the objective's comparisons could detect "
+            f"(80% power, median) was x{cost[0]:.3f}, against x{cost[1]:.3f} at "
+            f"{alpha:.0%} for each experiment."
+            if cost is not None
+            else ""
+        )
+        return (
+            f"False alarms are held for the campaign as a whole (campaign.alpha_scope = "
+            f'"campaign"): a campaign whose {experiments} compared experiments all change '
+            f"nothing holds a wrong call (one adopted or rejected) with probability at most "
+            f"{alpha:.0%}, by the fallback procedure (Wiens 2003; online, Tian and Ramdas "
+            f"2021): each experiment is decided at {each:.2%}, plus the rate of the one "
+            f"before it where that one was adopted or rejected{shared}.{paid}"
+        )
     if scope == "campaign":
         return (
             f"False alarms are held for the campaign as a whole (campaign.alpha_scope = "
@@ -167,7 +194,10 @@ def error_rate(alpha: float, scope: str, experiments: int, levels: int) -> str:
 
 
 METHOD_NAMES = {
-    "levels": "with the run's noise model (the spread between starts per level)",
+    "anchored": "with the run's noise model (the spread between starts per level; a tail "
+    "too thin for an interval decided by its runs' order)",
+    "levels": "with the run's noise model (the spread between starts per level, as reportgen "
+    "took decisions before 2026-12-07)",
     "pooled": "with the run's noise model (the spread between starts pooled over levels, "
     "as reportgen took decisions before 2026-12)",
     "welch": "by each comparison's own repetitions (Welch)",

@@ -38,9 +38,9 @@ def info_as_run(saved: Mapping[str, Any]) -> CampaignInfo:
     """A saved [campaign] table (a dumped ``CampaignInfo``) typed, as the run that wrote it
     ran it: what the absence of a key a later reportgen added meant then (one server start
     an experiment before ``starts``, no priming start before ``prime``, no bracket before
-    ``bracket``), keys a later reportgen wrote left out, the objective read as ``Run.goal``
-    reads it; every other key it lacks has today's default, which the reportgens before
-    shared."""
+    ``bracket``, false alarms held per experiment without ``alpha_scope``), keys a later
+    reportgen wrote left out, the objective read as ``Run.goal`` reads it; every other key
+    it lacks has today's default, which the reportgens before shared."""
     known = {k: v for k, v in saved.items() if k in CampaignInfo.model_fields}
     # a name as stored, whatever it is (results are read, not judged: the report escapes it);
     # results put together by hand (tests, benchmarks) may have none
@@ -49,6 +49,8 @@ def info_as_run(saved: Mapping[str, Any]) -> CampaignInfo:
     known.setdefault("starts", 1)
     known.setdefault("prime", False)
     known.setdefault("bracket", False)
+    known.setdefault("alpha_scope", "experiment")  # the default before 2026-12-07
+    known.setdefault("anchors", 0)  # none before 2026-12-07
     known["objective"] = _objective(json.dumps(known.get("objective") or {}, sort_keys=True))
     return CampaignInfo.model_validate({**known, "name": "campaign"}).model_copy(
         update={"name": name}

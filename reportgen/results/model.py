@@ -122,7 +122,7 @@ class Experiment(_Model):
     based_on: str | None = None
     # "experiment" (the campaign file's), or the end of a campaign with ``confirm``: "confirm"
     # (the best configuration run again) and "leave-one-out" (it without ``leaves_out``'s change)
-    role: Literal["experiment", "confirm", "leave-one-out", "bracket"] = "experiment"
+    role: Literal["experiment", "confirm", "leave-one-out", "bracket", "anchor"] = "experiment"
     leaves_out: str | None = None
     status: Status = "pending"
     reason: str | None = None

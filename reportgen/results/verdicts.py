@@ -32,6 +32,9 @@ class Check(_Model):
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 
 
+TAIL_FIELDS = ("requests_needed", "runs_needed", "order_p")  # saved only where set
+
+
 class Comparison(_Model):
     """Child / parent of one metric at one level, with its interval and verdict
     (``analysis.decide``)."""
@@ -64,6 +67,22 @@ class Comparison(_Model):
     # the largest relative change (either way) that the two one-sided tests' 90% interval
     # leaves possible: equivalent when within the margin ("levels" decisions; None before)
     bound: float | None = None
+    # a tail with too few requests above its percentile for an interval ("anchored"
+    # decisions): the requests a side that would give one, the child's runs whose order could
+    # decide, and where every run of one side lay beyond the other's, the chance of that order
+    requests_needed: int | None = None
+    runs_needed: int | None = None
+    order_p: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _tail_fields(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """The tail's fields saved only where set: a run decided before them keeps its form."""
+        out = handler(self)
+        if isinstance(out, dict):
+            for name in TAIL_FIELDS:
+                if out.get(name) is None:
+                    out.pop(name, None)
+        return out
 
     @property
     def point(self) -> Point:
@@ -159,12 +178,17 @@ class Decision(_Model):
     # runs being on others; None: the parent's own (or interleaved) runs. Left out of
     # results.json where None, as older runs have it.
     stand_in: str | None = None
+    # The measurements of the baseline's configuration its parent side was (``campaign.
+    # anchors``: the one nearest in time, or the two as near), where the run measured it
+    # again during the campaign; None: the parent's own runs. Left out of results.json where
+    # None, as older runs have it.
+    measured_against: list[str] | None = None
 
     @model_serializer(mode="wrap")
     def _unjudged_where_told(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)
         if isinstance(out, dict):
-            for key in ("unjudged", "stand_in"):
+            for key in ("unjudged", "stand_in", "measured_against"):
                 if key in out and out[key] is None:
                     del out[key]
         return out

@@ -51,6 +51,33 @@ def bracket(run: Run, resolved: dict[str, Resolved]) -> tuple[Experiment, Resolv
     return _entry(r, "bracket", None), r
 
 
+def anchor_id(base: str, k: int) -> str:
+    """The ``k``-th re-measurement of the baseline ``base`` during the campaign."""
+    return f"{base}-again-{k}"
+
+
+def anchor(run: Run, resolved: dict[str, Resolved], k: int) -> tuple[Experiment, Resolved] | None:
+    """The baseline's configuration measured again during the campaign (role "anchor", one
+    server start; ``campaign.anchors``): the experiments beside it in time are compared with
+    it rather than with a measurement further away (``analysis.sides``), and it is one more
+    start of the baseline's configuration for the noise model. None where the baseline did
+    not run or reportgen did not start its server."""
+    base = run.baseline
+    if base is None or not base.ok or base.id not in resolved:
+        return None
+    base_r = resolved[base.id]
+    if base_r.base_url is not None:
+        return None
+    r = again(
+        base_r,
+        anchor_id(base.id, k),
+        f"The baseline ({base.id}) measured again during the campaign: the experiments "
+        "beside it in time are compared with it, so drift of the host bends no ratio.",
+        f"Equivalent to {base.id}: a difference is drift of the host or the engine.",
+    )
+    return _entry(r, "anchor", None), r
+
+
 def again(of: Resolved, new_id: str, why: str, expect: str) -> Resolved:
     """``of``'s configuration as a new experiment compared with it (no flag changed)."""
     return dataclasses.replace(

@@ -63,7 +63,8 @@ def run_experiment(
                 r,
                 parent,
                 interleave=interleave,
-                starts=ctx.m.campaign.starts,
+                # a re-measurement of the baseline (``campaign.anchors``) is one more start
+                starts=1 if entry.role == "anchor" else ctx.m.campaign.starts,
                 prime=ctx.m.primes and entry.role == "experiment",
             )
         )

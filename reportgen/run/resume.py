@@ -152,7 +152,8 @@ def continue_run(
         for table in (entry.table, entry.control_table):  # what a try saved
             RunDir(run_dir).requests(table).unlink(missing_ok=True)
             RunDir(run_dir).telemetry(table).unlink(missing_ok=True)
-    run.experiments = entries[:n] + pending[n:]
+    kept = {e.id for e in entries[:n]}  # (re-measurements of the baseline among them)
+    run.experiments = entries[:n] + [e for e in pending if e.id not in kept]
     changed: dict[str, Any] = {}
     if run.campaign_file.sha256 != campaign.sha256:  # only what is still to run
         old_ids = [e.id for e in entries[n:]]
@@ -162,7 +163,7 @@ def continue_run(
             "added": [i for i in new_ids if i not in old_ids],
             "removed": [i for i in old_ids if i not in new_ids],
         }
-        run.campaign = campaign.model.model_dump(mode="json")
+        run.campaign = campaign.model.recorded()
         run.campaign_file = campaign_file(campaign)
     here = Environment.of(environment)
     run.resumed.append(

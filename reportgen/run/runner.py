@@ -18,6 +18,7 @@ from pathlib import Path
 from reportgen import __version__, engines
 from reportgen import results as store
 from reportgen.analysis import drift, unjudged, verdict
+from reportgen.analysis import sides as sides_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.errors import HostLost, ResultsError
@@ -88,19 +89,22 @@ class Runner:
         try:
             if self.m.campaign.parallel > 1:
                 self._parallel(run)
+            count = len(exps) + bool(self.m.brackets) + self._anchors_planned()
             for i, exp in enumerate(exps):
-                entry = run.experiments[i]
+                entry = run.experiment(exp.id)
+                assert entry is not None  # every experiment of the campaign has its entry
                 if entry.finished and (self.resume is not None or self.m.campaign.parallel > 1):
                     # kept from before the interruption: its parent as it was then
                     pid = entry.parent
                     self.resolved[exp.id] = resolve(
                         self.m, exp, self.resolved[pid] if pid else None
                     )
-                    continue
-                pid = parent_id(exp, i, exps[0].id, run.best or exps[0].id)
-                r = resolve(self.m, exp, self.resolved[pid] if pid else None)
-                # counted with the bracket's baseline-end, which follows them ([1/4] ... [4/4])
-                self._one(run, i, len(exps) + bool(self.m.brackets), entry, r)
+                else:
+                    pid = parent_id(exp, i, exps[0].id, run.best or exps[0].id)
+                    r = resolve(self.m, exp, self.resolved[pid] if pid else None)
+                    # counted with the anchors and the bracket's baseline-end ([1/4] ... [4/4])
+                    self._one(run, run.experiments.index(entry), count, entry, r)
+                self._anchor(run, i, entry, count)
             if self.m.brackets:
                 self._bracket(run)
             if self.m.campaign.confirm:
@@ -234,11 +238,59 @@ class Runner:
         skipped = max(0, planned_requests(self.campaign, r) - sent)
         self.progress.experiment_end(r.id, shown, note, skipped)
 
+    def _anchors_planned(self) -> int:
+        """The baseline's re-measurements the campaign makes (``campaign.anchors``): after
+        every N-th experiment but the last (the bracket, where on, follows that one)."""
+        n = self.m.anchor_every
+        return (len(self.campaign.experiments) - 2) // n if n else 0
+
+    def _anchor(self, run: Run, i: int, entry: Experiment, count: int) -> None:
+        """``campaign.anchors``: after the ``i``-th experiment (0 the baseline), where its
+        turn, the baseline measured again (``confirm.anchor``) right after ``entry``, then
+        the experiments now nearer to it than to what they were compared with decided
+        again, and the best chosen again."""
+        n, last = self.m.anchor_every, len(self.campaign.experiments) - 1
+        if not n or i == 0 or i % n or i >= last:
+            return
+        step = confirm.anchor(run, self.resolved, i // n)
+        if step is None:
+            return
+        fresh, r = step
+        done = run.experiment(r.id)
+        if done is not None and done.finished:  # measured before an interruption
+            self.resolved[r.id] = r
+            return
+        if done is not None:
+            run.experiments.remove(done)
+        at = run.experiments.index(entry) + 1
+        run.experiments.insert(at, fresh)
+        self._one(run, at, count, fresh, r)
+        self._nearer(run)
+
+    def _nearer(self, run: Run) -> None:
+        """Every decided experiment whose parent (or baseline) as measured nearest in time
+        is now another measurement than its decision used (``sides.nearest``): decided
+        again, in order, and the best chosen again."""
+        if not run.settings.anchors:
+            return
+        changed = False
+        for e in run.experiments:
+            d = e.decision
+            if d is None or d.verdict in ("baseline", "failed") or e.role != "experiment":
+                continue
+            if tuple(d.measured_against or ()) != sides_mod.against(run, e):
+                e.decision = verdict.decide_experiment(run, e, self._tables(run, e, {}))
+                changed = True
+        if changed:
+            drift.choose_best(run)
+            self._save()
+
     def _bracket(self, run: Run) -> None:
         """``campaign.bracket``: the baseline's configuration measured again at the end
         (``confirm.bracket``)."""
         step = confirm.bracket(run, self.resolved)
         self._at_end(run, [step] if step is not None else [])
+        self._nearer(run)  # the last experiments may be nearer the bracket
         self._stood_in(run)
         for eid in drift.drift_check(run):
             self.progress.warn(
@@ -300,7 +352,7 @@ class Runner:
             reportgen_version=__version__,
             run_id=self.run_dir.name,
             started_at=utc_now(),
-            campaign=self.m.model_dump(mode="json"),
+            campaign=self.m.recorded(),
             campaign_file=campaign_file(self.campaign),
             engine=EngineRecord(
                 name=self.engine.name,

@@ -101,7 +101,7 @@ def test_adaptive_rounds_run_only_open_levels_on_fresh_servers_and_verify(
             assert not any(c["paired"] for c in grown)
             # the parent is the baseline: compared with it, the same runs
             assert e["decision"]["vs_baseline"] == e["decision"]["vs_parent"]
-        assert e["decision"]["method"] == "levels"
+        assert e["decision"]["method"] == "anchored"
 
     # twice as fast is told apart at the first look, at the per-look level
     faster = exps["faster"]["decision"]
@@ -280,6 +280,7 @@ title = "a host that speeds up over the campaign"
 objective = {{ metric = "output_tok_s", concurrency = [1, 4] }}
 margin = 0.03
 bracket = true
+anchors = 0
 starts = 4
 
 [server]

@@ -12,7 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from reportgen.analysis import drift, noise, sequential, verdict
+from reportgen.analysis import adopt, drift, noise, online, sequential, tails, verdict
+from reportgen.render import sentences
 from reportgen.results.levels import Level, Summary
 from reportgen.results.model import CampaignFile, EngineRecord, Experiment, Run, Session
 from reportgen.results.verdicts import Decision
@@ -90,7 +91,7 @@ def test_seven_fold_with_every_run_on_its_side_is_faster_with_an_interval_exclud
     graphs = _exp("graphs", {c: [[619 * c**0.5], [634 * c**0.5]] for c in LEVELS})
     eager = _exp("eager", {c: [[60 * c**0.5], [88 * c**0.5]] for c in LEVELS})
     (d,) = _decide(_run(graphs, eager))
-    assert d.method == verdict.CURRENT == "levels" and d.verdict == "rejected"
+    assert d.method == verdict.CURRENT == "anchored" and d.verdict == "rejected"
     for c in d.vs_parent:
         assert c.verdict == "worse" and c.ci_high is not None and c.ci_high < 0.6
         assert 1 / 11 < c.ratio < 1 / 7  # geometric means: sqrt(60 x 88) / sqrt(619 x 634)
@@ -226,6 +227,37 @@ def test_a_campaign_wide_false_alarm_rate_decides_each_experiment_at_its_share()
     run.campaign = {"campaign": info}
     again = verdict.decide_experiment(run, child, {}, alpha=whole.alpha)
     assert again.vs_parent == whole.vs_parent
+
+
+def test_the_campaigns_rate_passes_on_from_a_change_that_found_something() -> None:
+    """The fallback procedure over k = 4 compared experiments at 5%: 1.25% each, and an
+    experiment after one adopted or rejected is decided at its own share plus that one's;
+    decided in a run, the rates follow the verdicts as they come, and the report says the
+    rule and what it cost in power."""
+    assert online.fallback([], 0.05, 4) == [0.0125]
+    rates = online.fallback(["adopted", "adopted", "inconclusive", "rejected"], 0.05, 4)
+    assert rates == pytest.approx([0.0125, 0.025, 0.0375, 0.0125, 0.025])
+
+    rng = np.random.default_rng(5)
+
+    def runs(scale: float) -> dict[int, list[list[float]]]:
+        return _two_starts(rng, scale, 0.01)
+
+    base = _exp("base", runs(1.0))
+    fast, same = _exp("fast", runs(1.3)), _exp("same", runs(1.0))
+    run = _run(base, fast, same)
+    info = run.campaign["campaign"]
+    run.campaign = {
+        "campaign": {**info, "alpha": 0.05, "alpha_scope": "campaign"},
+        "experiment": [{"id": f"e{i}"} for i in range(5)],  # a baseline and four changes
+    }
+    first, second = _decide(run)
+    assert first.verdict == "adopted" and first.alpha == pytest.approx(0.0125)
+    assert second.alpha == pytest.approx(0.025)  # its share and the adopted one's
+    cost = online.power_cost(run)
+    assert cost is not None and cost.comparisons == 6 and 1 < cost.mde_each < cost.mde
+    said = sentences._error_rate(run)
+    assert "fallback procedure" in said and f"x{cost.mde:.3f}" in said
 
 
 def test_equivalence_is_shown_by_two_one_sided_tests_and_says_the_largest_change_left() -> None:
@@ -394,11 +426,69 @@ def test_p99_is_compared_run_by_run_with_the_start_aware_model_or_not_at_all() -
         for c in tails:
             assert c.ratio == pytest.approx(1.4, rel=0.06)
             if decided:  # 2 x 1,000 requests a side: 20 above p99
-                assert c.method == "levels" and c.dof is not None and c.verdict == "worse"
+                assert c.method == "anchored" and c.dof is not None and c.verdict == "worse"
                 assert c.ci_low is not None and c.ci_low > 1.05
             else:
                 assert c.ci_low is None and c.verdict == "inconclusive"
                 assert c.limit == "too few above"
+                # two runs a side: their order tells little (1 in 3 by chance); said what would:
+                # 14 runs above both parent runs (2 / C(16, 2) = 1.7%, the 98.3% CI's share)
+                assert c.requests_needed == 2000 and c.runs_needed == 14
+                assert "about 2,000 requests a side would give one" in adopt.said(c)
+
+
+def _tail_exp(exp_id: str, p99s: dict[int, list[float]], requests: int = 40) -> Experiment:
+    """An experiment with one run per server start at each level, of these TTFT p99s (ms)."""
+    from reportgen.results.levels import Dist
+
+    e = _exp(exp_id, {c: [[100.0]] * len(v) for c, v in p99s.items()})
+    for lv in e.levels:
+        v = p99s[lv.concurrency][lv.session]
+        lv.summary = Summary(
+            requests=requests, ok=requests, output_tok_s=100.0, ttft_ms=Dist(p50=v / 10, p99=v)
+        )
+    return e
+
+
+def test_a_tail_too_thin_for_an_interval_is_decided_where_every_run_lies_beyond() -> None:
+    """A 13-fold TTFT p99 regression at C=1 with 40 requests a run (too few above p99 a side
+    for an interval) is called worse once five runs a side all lie above the parent's (an
+    order chance gives 2 / C(10, 5) = 0.8% of the time, within the 98.3% intervals' 1.7%);
+    four a side are not enough (2.9%), and say that five would; a level whose runs interleave
+    stays inconclusive."""
+    base = _tail_exp("base", {1: [50, 56, 61, 53, 58], 16: [80, 70, 90, 85, 77], 64: [90] * 5})
+    slow = _tail_exp("slow", {1: [700, 650, 810, 720, 760], 16: [82, 95, 75, 88, 79], 64: [90] * 5})
+    (d,) = _decide(_run(base, slow))
+    got = {c.concurrency: c for c in (d.metrics or {})["vs_parent"] if c.metric == "ttft_ms_p99"}
+    assert got[1].verdict == "worse" and got[1].limit == tails.ORDERED
+    assert got[1].order_p == pytest.approx(2 / 252) and got[1].ratio == pytest.approx(13, rel=0.05)
+    assert "every run's p99 lies above every run's of the parent" in adopt.said(got[1])
+    assert got[16].verdict == "inconclusive" and got[16].limit == tails.TOO_FEW
+
+    same = {16: [80, 70, 90, 85], 64: [80, 70, 90, 85]}  # three levels share the 5%
+    four = _tail_exp("four", {1: [50, 56, 61, 53], **same})
+    slow4 = _tail_exp("slow4", {1: [700, 650, 810, 720], **same})
+    (d4,) = _decide(_run(four, slow4))
+    c4 = next(c for c in (d4.metrics or {})["vs_parent"] if c.metric == "ttft_ms_p99")
+    assert c4.verdict == "inconclusive" and c4.runs_needed == 5 and c4.requests_needed == 2000
+    assert "or 5 runs of it all beyond the parent's" in adopt.said(c4)
+
+
+def test_the_tails_order_test_holds_its_false_alarm_rate() -> None:
+    """Identical configurations, five runs a side of a heavy-tailed p99 (log-normal, sd 0.6):
+    called better or worse in at most alpha of levels (2 / 252 expected; 600 levels)."""
+    rng = np.random.default_rng(7)
+    called = 0
+    for _ in range(200):
+        draw = {c: list(100 * np.exp(rng.normal(0, 0.6, 5))) for c in LEVELS}
+        other = {c: list(100 * np.exp(rng.normal(0, 0.6, 5))) for c in LEVELS}
+        (d,) = _decide(_run(_tail_exp("a", draw), _tail_exp("b", other)))
+        called += sum(
+            c.verdict in ("better", "worse")
+            for c in (d.metrics or {})["vs_parent"]
+            if c.metric == "ttft_ms_p99"
+        )
+    assert called / 600 <= 0.02
 
 
 def test_repetitions_per_start_follow_the_runs_measured_costs_and_spreads() -> None:

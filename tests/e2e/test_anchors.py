@@ -1,0 +1,106 @@
+"""The baseline measured again during a campaign (``campaign.anchors``), end to end: the
+simulator runs 3% faster at every start (a host that drifts), and four experiments change
+nothing but the served name."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FAST_WARMUP, free_port, reportgen_main
+
+DRIFTING = """
+[campaign]
+name = "anchored"
+title = "a host that speeds up over the campaign, the baseline measured again"
+objective = {{ metric = "output_tok_s", concurrency = [1, 4] }}
+margin = 0.03
+bracket = true
+anchors = 2
+starts = 1
+
+[server]
+engine = "sim"
+
+[server.args]
+port = {port}
+itl-ms = 4.0
+ttft-ms = 8.0
+jitter = 0.005
+drift = -0.03
+starts-file = "{starts}"
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 12
+input_tokens = 8
+output_tokens = 16
+warmup_requests = 2
+repetitions = 3
+warmup = {warmup}
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+{children}
+"""
+
+CHILD = """
+[[experiment]]
+id = "{id}"
+why = "the same engine under another served name: no change in speed"
+args = {{ model = "{id}" }}
+"""
+
+
+def _geomean(levels: list[dict[str, object]]) -> float:
+    values = [lv["summary"]["output_tok_s"] for lv in levels]  # type: ignore[index]
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+@pytest.mark.slow
+def test_experiments_are_decided_against_the_baseline_measured_nearest_in_time(
+    tmp_path: Path, cache: Path
+) -> None:
+    """baseline, x1, x2, then the baseline again (one start), x3, x4, then the bracket: eight
+    starts (the baseline's two), each about 3% faster than the one before. x4 against the baseline's first
+    measurement would read about x1.13; it is compared with the bracket right after it, x2
+    and x3 with the re-measurement beside them, so no ratio carries more than one start's
+    drift and none of the four is adopted; `verify` takes every decision again alike."""
+    children = "".join(CHILD.format(id=f"x{k}") for k in range(1, 5))
+    path = tmp_path / "c.toml"
+    path.write_text(
+        DRIFTING.format(
+            port=free_port(), starts=tmp_path / "starts", warmup=FAST_WARMUP, children=children
+        )
+    )
+    out = tmp_path / "out"
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next((out / "anchored").iterdir())
+    data = json.loads((run_dir / "results.json").read_text())
+    exps = {e["id"]: e for e in data["experiments"]}
+    assert list(exps) == ["baseline", "x1", "x2", "baseline-again-1", "x3", "x4", "baseline-end"]
+    assert exps["baseline-again-1"]["role"] == "anchor"
+    assert len(exps["baseline-again-1"]["sessions"]) == 1
+    # (the baseline on two starts, as with campaign.starts = 1 always; every other on one)
+    assert len((tmp_path / "starts").read_text().split()) == 8
+    against = {k: exps[k]["decision"]["measured_against"] for k in ("x1", "x2", "x3", "x4")}
+    assert against == {
+        "x1": ["baseline"],
+        "x2": ["baseline-again-1"],
+        "x3": ["baseline-again-1"],
+        "x4": ["baseline-end"],
+    }
+    # the drift was there: x4 is far faster than the baseline's first measurement
+    first = _geomean(exps["baseline"]["levels"])
+    assert _geomean(exps["x4"]["levels"]) / first > 1.06
+    for k in ("x1", "x2", "x3", "x4"):
+        d = exps[k]["decision"]
+        assert d["verdict"] != "adopted", (k, d["explanation"])
+        assert all(abs(math.log(c["ratio"])) < math.log(1.06) for c in d["vs_parent"]), k
+    assert data["best"] == "baseline"
+    assert reportgen_main("verify", run_dir).returncode == 0

@@ -1,0 +1,134 @@
+"""The baseline measured again during a campaign (``campaign.anchors``): each experiment is
+compared with the baseline as measured nearest in time, so a host that drifts bends no ratio.
+
+Hand-made runs on a host that speeds up 2% at every server start, whose experiments change
+nothing: against the baseline's first measurement the later ones look ever faster; against
+the nearest measurement they do not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reportgen.analysis import sides, verdict
+from reportgen.results.levels import Level, Summary
+from reportgen.results.model import CampaignFile, EngineRecord, Experiment, Run, Session
+from reportgen.results.verdicts import Decision
+
+LEVELS = (1, 16, 64)
+DRIFT = 1.02  # each start this much faster than the one before
+
+
+def _exp(
+    exp_id: str, start: int, rng: np.random.Generator, *, role: str = "experiment"
+) -> Experiment:
+    """The baseline's configuration under another name, on the ``start``-th server start of
+    the campaign, three repetitions a level 0.5% apart."""
+    e = Experiment(
+        id=exp_id,
+        status="ok",
+        parent=None,
+        command=["serve", "baseline" if role != "experiment" else exp_id],
+        workload={"repetitions": 3},
+        role=role,  # type: ignore[arg-type]
+    )
+    e.sessions = [Session(index=0, config=exp_id, log_file="")]
+    for c in LEVELS:
+        for rep in range(3):
+            value = 100 * c * DRIFT**start * float(np.exp(rng.normal(0, 0.005)))
+            summary = Summary(requests=10, ok=10, output_tok_s=value)
+            e.levels.append(Level(concurrency=c, repetition=rep, session=0, summary=summary))
+    return e
+
+
+def _campaign(anchors: int) -> Run:
+    """baseline, x1, x2, baseline-again-1, x3, x4, baseline-end (where ``anchors``), each a
+    start; decided in that order, as the runner decides them."""
+    rng = np.random.default_rng(11)
+    order = [("baseline", "experiment"), ("x1", "experiment"), ("x2", "experiment")]
+    if anchors:
+        order.append(("baseline-again-1", "anchor"))
+    order += [("x3", "experiment"), ("x4", "experiment")]
+    if anchors:
+        order.append(("baseline-end", "bracket"))
+    exps = [_exp(i, k, rng, role=role) for k, (i, role) in enumerate(order)]
+    for e in exps[1:]:
+        e.parent = "baseline"
+    run = Run(
+        reportgen_version="test",
+        run_id="test",
+        started_at="",
+        campaign={
+            "campaign": {
+                "margin": 0.03,
+                "objective": {"metric": "output_tok_s"},
+                "anchors": anchors,
+            },
+            "experiment": [{"id": i} for i in ("baseline", "x1", "x2", "x3", "x4")],
+        },
+        campaign_file=CampaignFile(path="c.toml", sha256=""),
+        engine=EngineRecord(name="sim"),
+        experiments=exps,
+    )
+    for e in exps:  # each decided as it finishes, the later ones not run yet
+        later = exps[exps.index(e) + 1 :]
+        for x in later:
+            x.status = "pending"
+        e.decision = (
+            Decision(verdict="baseline", explanation="")
+            if e.id == "baseline"
+            else verdict.decide_experiment(run, e, {})
+        )
+        for x in later:
+            x.status = "ok"
+    return run
+
+
+def test_each_experiment_is_compared_with_the_baseline_measured_nearest_in_time() -> None:
+    run = _campaign(anchors=2)
+    near = {e.id: [x.id for x in sides.nearest(run, e)] for e in run.experiments[1:]}
+    assert near["x1"] == ["baseline"]
+    assert near["x2"] == ["baseline-again-1"]  # right after it
+    assert near["x3"] == ["baseline-again-1"]
+    assert near["x4"] == ["baseline-end"]
+    # (x2 was decided before baseline-again-1 ran, against the baseline: the runner takes it
+    # again once a nearer measurement is there; ``against`` says so)
+    x2 = run.experiment("x2")
+    assert x2 is not None and x2.decision is not None
+    assert x2.decision.measured_against == ["baseline"]
+    assert sides.against(run, x2) == ("baseline-again-1",)
+
+
+def test_two_measurements_as_near_are_both_the_parent() -> None:
+    run = _campaign(anchors=2)
+    x3 = run.experiment("x3")
+    assert x3 is not None
+    run.experiments.remove(x3)  # x2 now sits between baseline-again-1 ... and x1's neighbour
+    x1 = run.experiment("x1")
+    assert x1 is not None
+    run.experiments.insert(run.experiments.index(x1) + 1, x3)  # baseline x1 x3 x2 again-1
+    x3_near = [e.id for e in sides.nearest(run, x3)]
+    assert x3_near == ["baseline", "baseline-again-1"]
+    parent, base = sides.sides(run, x3)
+    assert parent is base and parent is not None and parent.against == tuple(x3_near)
+    assert len(parent.levels) == 2 * 9  # both measurements' runs
+
+
+def test_drift_bends_no_ratio_against_the_nearest_measurement() -> None:
+    """Without re-measurements x4, four starts after the baseline, reads about x1.08 and is
+    adopted though it changes nothing; with them it is compared with the bracket right after
+    it and reads about x0.98, and no identical experiment is adopted."""
+    plain, anchored = _campaign(anchors=0), _campaign(anchors=2)
+    x4_plain = plain.experiment("x4")
+    assert x4_plain is not None and x4_plain.decision is not None
+    assert x4_plain.decision.verdict == "adopted"
+    assert all(c.ratio == pytest.approx(DRIFT**4, rel=0.02) for c in x4_plain.decision.vs_parent)
+    for e in anchored.experiments:
+        if e.role == "experiment" and e.id != "baseline":
+            e.decision = verdict.decide_experiment(anchored, e, {})  # as the runner ends
+            assert e.decision.verdict != "adopted", e.id
+    x4 = anchored.experiment("x4")
+    assert x4 is not None and x4.decision is not None
+    assert x4.decision.measured_against == ["baseline-end"]
+    assert all(c.ratio == pytest.approx(1 / DRIFT, rel=0.02) for c in x4.decision.vs_parent)
