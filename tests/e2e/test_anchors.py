@@ -66,8 +66,9 @@ def test_experiments_are_decided_against_the_baseline_measured_nearest_in_time(
     tmp_path: Path, cache: Path
 ) -> None:
     """baseline, x1, x2, then the baseline again (one start), x3, x4, then the bracket: eight
-    starts (the baseline's two), each about 3% faster than the one before. x4 against the baseline's first
-    measurement would read about x1.13; it is compared with the bracket right after it, x2
+    starts (the baseline's two), each about 3% faster than the one before. x4 against the
+    baseline's first measurement would read about x1.13; it is compared with the bracket
+    right after it, x2
     and x3 with the re-measurement beside them, so no ratio carries more than one start's
     drift and none of the four is adopted; `verify` takes every decision again alike."""
     children = "".join(CHILD.format(id=f"x{k}") for k in range(1, 5))

@@ -390,3 +390,38 @@ def test_every_engine_but_the_simulator_is_bracketed_by_default() -> None:
     assert not model("sim").brackets and not model("sim").primes
     assert not model("generic", "bracket = false\n").brackets
     assert model("sim", "bracket = true\n").brackets
+
+
+@pytest.mark.parametrize(
+    "edit, why",
+    [
+        (("[server]\n", '[server]\nbase_url = "http://127.0.0.1:1"\n'), "already running"),
+        (('title = "T"\n', 'title = "T"\nparallel = 2\n'), "campaign.parallel = 2 runs"),
+        (("requests_per_level = 8\n", 'find_max = { slo = "ttft_ms.p99<500" }\n'), "find_max"),
+    ],
+)
+def test_re_measuring_the_baseline_where_it_cannot_be_is_refused_at_its_key(
+    edit: tuple[str, str], why: str
+) -> None:
+    """``campaign.anchors`` asks for fresh starts of the baseline between experiments: a
+    server already running, experiments run at once and a find_max search cannot honour it;
+    each is refused naming the key, while the default then simply makes none."""
+    asked = GOOD.replace('title = "T"\n', 'title = "T"\nanchors = 2\n').replace(*edit)
+    found = [p for p in problems(asked) if "anchors" in p]
+    assert len(found) == 1 and found[0].startswith("c.toml: campaign.anchors = 2"), found
+    assert why in found[0] and "set campaign.anchors = 0" in found[0]
+    try:  # left out, the default makes none there: nothing to refuse
+        said = [str(p) for p in campaign.loads(GOOD.replace(*edit), "c.toml").model.experiment]
+    except CampaignError as exc:
+        said = [str(p) for p in exc.problems]
+    assert not [p for p in said if "anchors" in p]
+
+
+def test_the_baseline_is_re_measured_every_two_experiments_by_default_where_bracketed() -> None:
+    """The default (2) wherever the bracket is on (every engine but the simulator), recorded
+    resolved with the run; off for the simulator."""
+    c = campaign.loads(GOOD, "c.toml")
+    assert c.model.brackets and c.model.anchor_every == 2
+    assert c.model.recorded()["campaign"]["anchors"] == 2
+    sim = campaign.loads(GOOD.replace('engine = "sglang"', 'engine = "sim"'), "c.toml")
+    assert sim.model.anchor_every == 0
