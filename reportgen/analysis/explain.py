@@ -83,6 +83,14 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
             f"configuration measured again on {entry.id}'s ({decision.stand_in}) stands in "
             "for it: one machine on both sides."
         )
+    near = [i for i in decision.measured_against or [] if i != parent_id]
+    if near:
+        rest += (
+            f" Compared with {parent_id} as measured nearest in time: "
+            + " and ".join(near)
+            + " (the baseline's configuration started again), so the host's drift since "
+            f"{parent_id}'s first measurement is not in the ratio."
+        )
     if decision.paired:
         rest += (
             f" Compared pair by pair with {parent_id}'s configuration run "
@@ -165,6 +173,15 @@ def meaning(entry: Experiment, verdict: str) -> str:
             verdict,
             " Measured again, it differs from its first run: the first run's numbers were "
             "lucky or the host drifted, so read its gain with care.",
+        )
+    if entry.role == "anchor":
+        return {
+            "equivalent": " The host had not drifted measurably since the baseline.",
+            "inconclusive": " Whether the host drifted since the baseline cannot be told.",
+        }.get(
+            verdict,
+            " The same configuration measured differently: the host drifted since the "
+            "baseline; the experiments beside it are compared with it, not with the first.",
         )
     if entry.role == "bracket":
         return {

@@ -158,7 +158,8 @@ class Noise:
         estimate never falls below the within part alone and then keeps the starts' degrees
         of freedom."""
         a = within * inverse_n
-        if self.method == "pooled" or not one_start:
+        # ("anchored": the spread between starts carries a stated prior's degrees of freedom)
+        if self.method in ("pooled", "anchored") or not one_start:
             b = (self.between_var or 0.0) * start_weight
             if a + b <= 0:
                 return 0.0, None
@@ -302,9 +303,18 @@ def _between(
     return pooled, h, levels
 
 
-def estimate(runs: Sequence[Run1], metric: str = "", method: str = METHODS[0]) -> Noise:
+PRIOR_DOF = 4  # the weight of the stated spread between starts, in starts ("anchored")
+
+
+def estimate(
+    runs: Sequence[Run1],
+    metric: str = "",
+    method: str = METHODS[0],
+    start_prior: float | None = None,
+) -> Noise:
     """The noise model of these level runs (see the module's description), by ``method``
-    (one of ``METHODS``)."""
+    (one of ``METHODS``); ``start_prior``: the "anchored" method's stated spread between
+    starts (relative sd, ``campaign.start_spread``; see ``_stated``)."""
     if method not in METHODS:
         raise ValueError(f"no noise method {method!r}: one of {', '.join(METHODS)}")
     cells = within_cells(runs)
@@ -314,6 +324,12 @@ def estimate(runs: Sequence[Run1], metric: str = "", method: str = METHODS[0]) -
     between = session_means(runs)
     restarts = _restarts(runs)
     session_var, h, levels = _between(between, restarts, per_level=method != "pooled")
+    if method == "anchored" and start_prior:
+        points = sorted({r.level for r in runs}, key=lambda p: p.order)
+        session_var, h, levels = _stated(
+            session_var, h, levels, restarts, within_var or 0.0, start_prior, points
+        )
+        restarts += PRIOR_DOF
     return Noise(
         metric=metric,
         within_var=within_var,
@@ -327,6 +343,37 @@ def estimate(runs: Sequence[Run1], metric: str = "", method: str = METHODS[0]) -
         levels=levels,
         method=method,
     )
+
+
+def _stated(
+    session_var: float | None,
+    h: float,
+    levels: Mapping[Point, tuple[float, float]],
+    restarts: int,
+    within: float,
+    spread: float,
+    points: Sequence[Point],
+) -> tuple[float, float, dict[Point, tuple[float, float]]]:
+    """The variance of session means with a stated spread between starts folded in
+    ("anchored"): ``spread`` (a relative sd) weighs as ``PRIOR_DOF`` starts beside the run's
+    own ``restarts``, at every level of ``points``: S^2 = (d_f (sb0^2 + h s^2) + d S_m^2) /
+    (d_f + d), the way a moderated variance takes its prior (Smyth 2004). So the spread
+    between starts is never taken as nothing, nor from one degree of freedom (t of one is
+    12.7): before the baseline is measured again it is the stated one; as the run measures
+    starts, more and more its own, level by level."""
+    prior_b = math.log1p(spread) ** 2
+    d_f, d = float(PRIOR_DOF), float(restarts)
+
+    def fold(var: float | None, h_l: float) -> float:
+        stated = prior_b + h_l * within
+        return stated if var is None or d <= 0 else (d_f * stated + d * var) / (d_f + d)
+
+    out = {}
+    for p in points:
+        var, h_l = levels.get(p, (session_var, h if session_var is not None else 1.0))
+        out[p] = (fold(var, h_l), h_l)
+    h_all = h if session_var is not None else 1.0
+    return fold(session_var, h_all), h_all, out
 
 
 def _restarts(runs: Sequence[Run1]) -> int:

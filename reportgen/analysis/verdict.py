@@ -32,10 +32,11 @@ from reportgen import metrics
 from reportgen.analysis import adopt, decide, online, sequential, tails, unjudged, welch
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
-from reportgen.analysis.drift import best_after, drift_check
+from reportgen.analysis.drift import best_after, choose_best, drift_check
 from reportgen.analysis.explain import explain
 from reportgen.analysis.noise import Noise
 from reportgen.analysis.sides import Side, sides
+from reportgen.analysis.sides import against as sides_against
 from reportgen.load.records import RequestRecord
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point, Run
@@ -281,9 +282,13 @@ class Comparer:
         self.alpha = alpha if alpha is not None else experiment_alpha(run, entry)
         self.confidence = sequential.confidence_for(reps, 1 - self.alpha / max(1, levels))
         # "equivalent" by the two one-sided tests at alpha each, per level: an experiment
-        # equivalent only where every level is (an intersection-union test) needs no share
+        # equivalent only where every level is (an intersection-union test) needs no share;
+        # by the "anchored" method at the campaign's alpha, not the experiment's online share
+        # of it: that share bounds changes adopted or rejected wrongly, and a wrong
+        # "equivalent" (a real change within the margin) is another error, held per experiment
+        tost = run.settings.alpha if self.method == "anchored" else self.alpha
         self.equivalence = (
-            sequential.confidence_for(reps, 1 - 2 * self.alpha)
+            sequential.confidence_for(reps, 1 - 2 * tost)
             if self.method not in (None, "pooled")
             else None
         )
@@ -295,7 +300,9 @@ class Comparer:
         key = metric if stat == "p50" else f"{metric}.{stat}"
         if key not in self._noise:
             runs = noise_mod.level_runs(self.known, metric, stat, current=self.entry.id)
-            self._noise[key] = noise_mod.estimate(runs, metric, self.method or CURRENT)
+            self._noise[key] = noise_mod.estimate(
+                runs, metric, self.method or CURRENT, start_prior=self.run.settings.start_spread
+            )
         return self._noise[key]
 
     def objective(self, side: Side | None) -> list[Comparison]:
@@ -436,6 +443,26 @@ def with_sides(
         if table not in tables:
             tables[table] = rows_of(table)
     return tables
+
+
+def decide_nearer(run: Run, rows_for: Callable[[Experiment], Rows]) -> bool:
+    """``campaign.anchors``: every decided experiment whose parent side, the baseline as
+    measured nearest in time (``sides.nearest``), is now another measurement than its decision
+    used (one measured since, nearer): decided again, in order (``rows_for(e)``: the request
+    rows of ``e``'s tables), and the best chosen again. Returns whether any was."""
+    if not run.settings.anchors:
+        return False
+    changed = False
+    for e in run.experiments:
+        d = e.decision
+        if d is None or d.verdict in ("baseline", "failed") or e.role != "experiment":
+            continue
+        if tuple(d.measured_against or ()) != sides_against(run, e):
+            e.decision = decide_experiment(run, e, rows_for(e))
+            changed = True
+    if changed:
+        choose_best(run)
+    return changed
 
 
 def redecide(run: Run, rows_of: Callable[[str], Sequence[RequestRecord]]) -> dict[str, str]:

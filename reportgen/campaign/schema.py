@@ -171,6 +171,17 @@ class CampaignInfo(_Model):
         "where reportgen did not start the baseline's server (base_url) or experiments run "
         "at once (parallel).",
     )
+    start_spread: float = Field(
+        0.01,
+        gt=0,
+        lt=1,
+        description="How much two server starts of one configuration differ (relative sd) "
+        "before the run has measured it: the noise model starts from this, weighed as four "
+        "starts, and moves level by level towards what the baseline's starts show (its "
+        "re-measurements, campaign.anchors). Never taken as nothing: an experiment on one "
+        "start is never compared as if starts did not differ. 1% is about what an H100 "
+        "showed at C=64 for an 8B model (0.2% at C=1).",
+    )
     random_weights: bool = Field(
         False,
         description="The model has random weights (a test model built locally, say): its "

@@ -70,7 +70,7 @@ def run_campaign(args: RunRequest, out: Console, err: Console) -> int:
         if saved.campaign_file.sha256 != c.sha256:
             said.print(
                 "the campaign file changed since, only in what is still to run: "
-                + (", ".join(e.id for e in c.experiments[len(done) :]) or "nothing"),
+                + (", ".join(e.id for e in c.experiments if e.id not in done) or "nothing"),
                 markup=False,
             )
     else:

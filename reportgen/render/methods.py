@@ -220,6 +220,17 @@ def methods(
             "is not known and an adoption that drift could explain is not withdrawn "
             "(campaign.bracket = true, or campaign.interleave, checks it)."
         )
+    anchors = [e.id for e in exps if e.role == "anchor"]
+    if anchors:
+        load.append(
+            f"The baseline re-measured: its configuration was started again during the "
+            f"campaign ({', '.join(anchors)}), and "
+            "every experiment built on the baseline was compared with the baseline as measured "
+            "nearest to it in time (both measurements where two were as near), decided again "
+            "whenever a nearer one was made: drift of the host over the campaign then bends no "
+            "ratio by more than it moved between neighbours. Each is one more start of the "
+            "baseline for the noise model's spread between starts."
+        )
     if bracket is not None:
         load.append(
             f"Bracketing: the baseline's configuration was measured again after every "

@@ -156,6 +156,8 @@ def _confirmation(run: Run) -> str:
         ratio = f" ({fmt_ratio(first.ratio)} at {first.point.label})" if first else ""
         if e.role == "bracket":
             parts.append(_bracket_said(d.verdict, ratio))
+        elif e.role == "anchor":
+            parts.append(f"the baseline measured again as {e.id}: {d.verdict}{ratio}")
         elif e.role == "confirm":
             parts.append(f"run again, the best configuration measured {d.verdict}{ratio}")
         elif d.verdict == "rejected":

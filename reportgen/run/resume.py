@@ -56,7 +56,7 @@ def campaign_changes(saved: Run, campaign: Campaign) -> list[str]:
     """What differs, between the campaign a saved run was started with and ``campaign``, in
     what its finished experiments ran with: every section but the experiments, and the
     finished experiments themselves ("workload.output_tokens: 64 then, 32 now")."""
-    text = json.dumps(campaign.model.model_dump(mode="json"))
+    text = json.dumps(campaign.model.recorded())
     for value in campaign_secrets(campaign):  # compared as saved: secrets hidden
         text = text.replace(json.dumps(value)[1:-1], REDACTED)
     now: dict[str, Any] = json.loads(text)
@@ -71,7 +71,9 @@ def campaign_changes(saved: Run, campaign: Campaign) -> list[str]:
         d for d in differences(*top) if not _new_default(d, known) and not d[0].startswith(WHERE)
     ]
     old, new = then.get("experiment") or [], now.get("experiment") or []
-    for i in range(saved.finished_prefix()):
+    finished = saved.experiments[: saved.finished_prefix()]
+    # (the campaign's own: a re-measurement of the baseline among them is none of its file's)
+    for i in range(sum(e.role == "experiment" for e in finished)):
         label = (
             f"experiment {i + 1} ({old[i].get('id')})" if i < len(old) else f"experiment {i + 1}"
         )

@@ -18,7 +18,6 @@ from pathlib import Path
 from reportgen import __version__, engines
 from reportgen import results as store
 from reportgen.analysis import drift, unjudged, verdict
-from reportgen.analysis import sides as sides_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.errors import HostLost, ResultsError
@@ -268,21 +267,9 @@ class Runner:
         self._nearer(run)
 
     def _nearer(self, run: Run) -> None:
-        """Every decided experiment whose parent (or baseline) as measured nearest in time
-        is now another measurement than its decision used (``sides.nearest``): decided
-        again, in order, and the best chosen again."""
-        if not run.settings.anchors:
-            return
-        changed = False
-        for e in run.experiments:
-            d = e.decision
-            if d is None or d.verdict in ("baseline", "failed") or e.role != "experiment":
-                continue
-            if tuple(d.measured_against or ()) != sides_mod.against(run, e):
-                e.decision = verdict.decide_experiment(run, e, self._tables(run, e, {}))
-                changed = True
-        if changed:
-            drift.choose_best(run)
+        """The experiments now nearer another measurement of the baseline decided again
+        (``verdict.decide_nearer``), saved."""
+        if verdict.decide_nearer(run, lambda e: self._tables(run, e, {})):
             self._save()
 
     def _bracket(self, run: Run) -> None:

@@ -32,7 +32,9 @@ def test_a_run_resumed_on_other_gpus_judges_against_the_bracket_measured_there(
     another.write_text(h200.read_text().replace("GPU-ece0a407-", "GPU-0000aaaa-"))
     port = free_port()
     campaign = small_demo(tmp_path, port)
-    campaign.write_text(campaign.read_text().replace("starts = 1", "starts = 1\nbracket = true"))
+    # (no re-measurement of the baseline mid-campaign: the bracket is what stands in here)
+    text = campaign.read_text().replace("starts = 1", "starts = 1\nbracket = true\nanchors = 0")
+    campaign.write_text(text)
     out = tmp_path / "out"
     os.environ[CAPTURE_ENV] = str(h200)
     try:

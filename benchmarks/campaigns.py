@@ -1,0 +1,375 @@
+"""Whole campaigns on a drifting host: how often is each verdict right, and what does a decided
+experiment cost in GPU time? Simulated campaigns with known effects through the runner's own
+decision functions.
+
+    python benchmarks/campaigns.py                  # the grid below, 200 campaigns a cell
+    python benchmarks/campaigns.py --trials 50 --experiments 6 --drift 0.01
+
+A campaign is a baseline and k experiments (``--experiments``, 4-10) whose true ratios of
+output tok/s to the baseline's, at every level, cycle through ``TRUTHS`` (identical
+configurations, +5%, +10%, +20%, -10%), each built on the baseline, decided at C=1, 16 and 64
+in the order a run takes them: ``analysis.verdict.decide_experiment`` after each experiment,
+``verdict.decide_nearer`` after each re-measurement of the baseline and after the bracket,
+``drift.drift_check`` at the end, ``drift.best_after`` for the best (nothing here re-implements
+a decision).
+
+A level run's value is log-normal around 100 x the true ratio with:
+
+- ``within``: the relative spread of repetitions on one server (``--within``, 0.5-3%);
+- ``between``: one draw per server start, its sd at C=64 (``--between``, 1-5%), at C=1 and 16
+  a share of it (``START_SHARES``: starts differ less at low load, as measured on an H100);
+- drift: the host's speed changing by ``--drift`` per experiment's worth of GPU time (one
+  experiment of the old design), and ``--step``: one change of that size at the campaign's
+  middle;
+- stalls: in ``--stalls`` of repetitions, one request stalls and the level reads 5-25% low.
+
+Two designs, on the same kind of campaigns:
+
+- ``old``: what reportgen did before 2026-12-07: every experiment on ``campaign.starts = 2``,
+  the baseline measured again only at the end (the bracket, with its drift check), false
+  alarms held per experiment, decided by the "levels" method;
+- ``new``: the defaults now: the baseline measured again after every two experiments on one
+  start (``campaign.anchors = 2``), each experiment against the baseline as measured nearest
+  in time, false alarms held for the campaign online (the fallback procedure), decided by
+  the "anchored" method; ``--starts`` sets the starts of every other experiment (1 or 2).
+
+A row prints, for identical configurations, how often one was adopted or rejected when first
+decided and at the end (per experiment) and how often a campaign held any such call at the
+end; how often identical ones were called equivalent; the share of +5/+10/+20% changes adopted
+(and -10% rejected); the best's reported gain over its truth (the winner's curse, for a true
+winner and, where the best is identical to the baseline, its reported gain); how often the
+objective's 95%-or-wider intervals held the true ratio; and GPU-minutes per decided experiment
+(adopted, rejected or equivalent at the end): server starts x ``--ready-s`` (75 s: 50-130 s
+on an H100 for an 8B model) + level runs x ``--level-s`` (20 s with its warm-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's reportgen
+
+from reportgen.analysis import drift, noise, verdict  # noqa: E402
+from reportgen.results.levels import Level, Summary  # noqa: E402
+from reportgen.results.model import (  # noqa: E402
+    CampaignFile,
+    EngineRecord,
+    Experiment,
+    Run,
+    Session,
+)
+from reportgen.results.verdicts import Decision  # noqa: E402
+
+LEVELS = (1, 16, 64)
+START_SHARES = (0.2, 0.5, 1.0)  # the spread between starts at C=1, 16, 64, of --between's
+TRUTHS = (1.00, 1.10, 1.00, 1.05, 0.90, 1.20, 1.00, 1.00, 1.10, 1.00)
+MARGIN = 0.03
+REPS = 3
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True)
+class Host:
+    within: float
+    between: float
+    drift: float  # per old-design experiment's GPU time
+    step: float  # at the campaign's middle
+    stalls: float  # share of repetitions with a stall
+    ready_s: float
+    level_s: float
+
+
+@dataclass(frozen=True)
+class Design:
+    name: str
+    starts: int  # every experiment's (the baseline's at least 2)
+    anchors: int  # the baseline again after every this many experiments; 0: never
+    scope: str  # alpha_scope
+    method: str  # one of noise.METHODS
+
+
+DESIGNS = {
+    "old": Design("old", 2, 0, "experiment", "levels"),
+    "new": Design("new", 1, 2, "campaign", "anchored"),
+    "new-2": Design("new-2", 2, 2, "campaign", "anchored"),
+}
+
+
+def _sd(cv: float) -> float:
+    return math.sqrt(math.log1p(cv * cv))
+
+
+@dataclass
+class Clock:
+    """GPU time spent so far (s), and the host's speed as a function of it."""
+
+    host: Host
+    total_s: float  # the campaign's length, for the step at its middle
+    exp_s: float  # one old-design experiment's GPU time: the drift's unit
+    now: float = 0.0
+    starts: int = 0
+    runs: int = 0
+
+    def speed(self) -> float:
+        h = self.host
+        step = math.log1p(h.step) if self.now > self.total_s / 2 else 0.0
+        return h.drift * self.now / self.exp_s + step
+
+    def start(self) -> None:
+        self.now += self.host.ready_s
+        self.starts += 1
+
+    def level(self) -> None:
+        self.now += self.host.level_s
+        self.runs += 1
+
+
+def _session(
+    e: Experiment,
+    index: int,
+    reps: Sequence[int],
+    ratio: float,
+    clock: Clock,
+    rng: np.random.Generator,
+) -> None:
+    """One server start of ``e``: its repetitions ``reps`` at every level."""
+    h = clock.host
+    clock.start()
+    e.sessions.append(Session(index=index, config=e.id, log_file=""))
+    start = rng.normal(size=len(LEVELS))[0]  # one draw a start, slow at every level alike
+    for rep in reps:
+        for k, c in enumerate(LEVELS):
+            clock.level()
+            b = _sd(h.between * START_SHARES[k])
+            w = _sd(h.within * (2 if c == 64 else 1))
+            log = math.log(100 * c * ratio) + clock.speed() + b * start + rng.normal(0, w)
+            if rng.random() < h.stalls:
+                log += math.log1p(-rng.uniform(0.05, 0.25))
+            summary = Summary(requests=64, ok=64, output_tok_s=math.exp(log))
+            e.levels.append(Level(concurrency=c, repetition=rep, session=index, summary=summary))
+
+
+def _entry(exp_id: str, role: str = "experiment", same_as: str | None = None) -> Experiment:
+    return Experiment(
+        id=exp_id,
+        status="running",
+        parent=None,
+        command=["serve", same_as or exp_id],
+        workload={"repetitions": REPS},
+        role=role,  # type: ignore[arg-type]
+    )
+
+
+def _run(design: Design, k: int) -> Run:
+    info = {
+        "margin": MARGIN,
+        "objective": {"metric": "output_tok_s"},
+        "alpha": 0.05,
+        "alpha_scope": design.scope,
+        "anchors": design.anchors,
+        "bracket": True,
+    }
+    return Run(
+        reportgen_version="bench",
+        run_id="bench",
+        started_at="",
+        campaign={"campaign": info, "experiment": [{}] * (k + 1)},
+        campaign_file=CampaignFile(path="bench.toml", sha256=""),
+        engine=EngineRecord(name="sim"),
+        experiments=[],
+    )
+
+
+@dataclass
+class Outcome:
+    truths: list[float]
+    first: list[str]  # each experiment's verdict when first decided
+    final: list[str]
+    best_truth: float | None  # None: the baseline
+    best_gain: float | None  # the reported score of the best against the baseline
+    covered: int = 0
+    intervals: int = 0
+    gpu_s: float = 0.0
+    starts: int = 0
+
+
+def campaign(design: Design, host: Host, k: int, rng: np.random.Generator) -> Outcome:
+    truths = [TRUTHS[i % len(TRUTHS)] for i in range(k)]
+    sessions_of = {"baseline": 2}
+    per_exp = REPS * len(LEVELS) * host.level_s
+    exp_s = 2 * host.ready_s + per_exp  # an old-design experiment
+    total = exp_s * (k + 2)
+    clock = Clock(host, total, exp_s)
+    run = _run(design, k)
+    first: list[str] = []
+
+    def measure(e: Experiment, ratio: float, starts: int) -> None:
+        run.experiments.append(e)
+        t0 = clock.now
+        chunks = np.array_split(np.arange(REPS), min(starts, REPS))
+        for i, chunk in enumerate(chunks):
+            _session(e, i, [int(x) for x in chunk], ratio, clock, rng)
+        e.started_at = (T0 + dt.timedelta(seconds=t0)).isoformat()
+        e.finished_at = (T0 + dt.timedelta(seconds=clock.now)).isoformat()
+        e.status = "ok"
+
+    def decide(e: Experiment) -> None:
+        e.decision = verdict.decide_experiment(run, e, {}, design.method)
+        run.best = drift.best_after(run, e)
+
+    base = _entry("baseline")
+    measure(base, 1.0, max(2, sessions_of["baseline"]))
+    base.decision = Decision(verdict="baseline", explanation="")
+    run.best = "baseline"
+    anchors = 0
+    for i, truth in enumerate(truths, start=1):
+        e = _entry(f"x{i}")
+        e.parent = "baseline"
+        measure(e, truth, design.starts)
+        decide(e)
+        assert e.decision is not None
+        first.append(e.decision.verdict)
+        if design.anchors and i % design.anchors == 0 and i < k:
+            anchors += 1
+            a = _entry(f"baseline-again-{anchors}", "anchor", "baseline")
+            a.parent = "baseline"
+            measure(a, 1.0, 1)
+            decide(a)
+            verdict.decide_nearer(run, lambda _e: {})
+    end = _entry("baseline-end", "bracket", "baseline")
+    end.parent = "baseline"
+    measure(end, 1.0, design.starts)
+    decide(end)
+    verdict.decide_nearer(run, lambda _e: {})
+    drift.drift_check(run)
+    mine = [e for e in run.experiments if e.role == "experiment" and e.id != "baseline"]
+    final = [e.decision.verdict if e.decision else "?" for e in mine]
+    best = run.experiment(run.best)
+    out = Outcome(truths, first, final, None, None, gpu_s=clock.now, starts=clock.starts)
+    if best is not None and best.id != "baseline":
+        out.best_truth = truths[mine.index(best)]
+        out.best_gain = math.exp(drift.score(run, best))
+    for e, truth in zip(mine, truths, strict=True):
+        for c in e.decision.vs_parent if e.decision else []:
+            if c.ci_low is not None and c.ci_high is not None:
+                out.intervals += 1
+                out.covered += c.ci_low <= truth <= c.ci_high
+    return out
+
+
+@dataclass
+class Tally:
+    n: int = 0
+    same: int = 0
+    same_first: int = 0
+    same_final: int = 0
+    same_equivalent: int = 0
+    campaigns_wrong: int = 0
+    found: dict[float, list[int]] = field(default_factory=dict)  # truth -> [right, of]
+    curse: list[float] = field(default_factory=list)  # reported best gain / true, true winners
+    false_best: list[float] = field(default_factory=list)
+    covered: int = 0
+    intervals: int = 0
+    gpu_s: float = 0.0
+    decided: int = 0
+
+    def add(self, o: Outcome) -> None:
+        self.n += 1
+        wrong = False
+        for t, f1, f2 in zip(o.truths, o.first, o.final, strict=True):
+            if t == 1.0:
+                self.same += 1
+                self.same_first += f1 in ("adopted", "rejected")
+                self.same_final += f2 in ("adopted", "rejected")
+                self.same_equivalent += f2 == "equivalent"
+                wrong = wrong or f2 in ("adopted", "rejected")
+            else:
+                right = "adopted" if t > 1 else "rejected"
+                got = self.found.setdefault(t, [0, 0])
+                got[0] += f2 == right
+                got[1] += 1
+            self.decided += f2 in ("adopted", "rejected", "equivalent")
+        self.campaigns_wrong += wrong
+        if o.best_truth is not None and o.best_gain is not None:
+            if o.best_truth > 1:
+                self.curse.append(o.best_gain / o.best_truth - 1)
+            elif o.best_truth == 1.0:
+                self.false_best.append(o.best_gain - 1)
+        self.covered += o.covered
+        self.intervals += o.intervals
+        self.gpu_s += o.gpu_s
+
+    def row(self) -> list[str]:
+        def share(a: int, b: int) -> str:
+            return f"{a / b:.1%}" if b else "-"
+
+        power = [share(*self.found.get(t, [0, 0])) for t in (1.05, 1.10, 1.20, 0.90)]
+        curse = f"{np.mean(self.curse):+.1%}" if self.curse else "-"
+        false_best = f"{np.mean(self.false_best):+.1%}" if self.false_best else "-"
+        per = self.gpu_s / 60 / self.decided if self.decided else math.inf
+        return [
+            share(self.same_first, self.same),
+            share(self.same_final, self.same),
+            share(self.campaigns_wrong, self.n),
+            share(self.same_equivalent, self.same),
+            *power,
+            curse,
+            false_best,
+            share(self.covered, self.intervals),
+            f"{per:.1f}",
+        ]
+
+
+HEAD = (
+    "| within | between | drift | step | k | design | identical adopted/rejected: first "
+    "| end | campaigns | identical equivalent | +5% adopted | +10% | +20% | -10% rejected "
+    "| best's gain over truth | false best's gain | coverage | GPU-min / decided |"
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=200, help="campaigns a cell")
+    parser.add_argument("--within", type=float, nargs="+", default=[0.01])
+    parser.add_argument("--between", type=float, nargs="+", default=[0.02])
+    parser.add_argument("--drift", type=float, nargs="+", default=[0.0, 0.005, 0.01])
+    parser.add_argument("--step", type=float, nargs="+", default=[0.0])
+    parser.add_argument("--stalls", type=float, default=0.02)
+    parser.add_argument("--experiments", type=int, nargs="+", default=[6])
+    parser.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
+    parser.add_argument("--ready-s", type=float, default=75.0)
+    parser.add_argument("--level-s", type=float, default=20.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    print(
+        f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; {REPS} repetitions; stalls in "
+        f"{args.stalls:.0%} of repetitions; a start {args.ready_s:g} s, a level run "
+        f"{args.level_s:g} s; true ratios cycle through {', '.join(f'{t:.2f}' for t in TRUTHS)}"
+    )
+    print(HEAD)
+    print("|" + "---|" * (HEAD.count("|") - 1))
+    grid = itertools.product(args.within, args.between, args.drift, args.step, args.experiments)
+    for within, between, drift_, step, k in grid:
+        host = Host(within, between, drift_, step, args.stalls, args.ready_s, args.level_s)
+        for name in args.designs:
+            rng = np.random.default_rng(args.seed)
+            tally = Tally()
+            for _ in range(args.trials):
+                tally.add(campaign(DESIGNS[name], host, k, rng))
+            cells = [f"{within:.1%}", f"{between:.0%}", f"{drift_:.1%}", f"{step:.0%}", str(k)]
+            print("| " + " | ".join([*cells, name, *tally.row()]) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    assert noise.METHODS[0] == "anchored"
+    raise SystemExit(main())
