@@ -59,6 +59,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's reportgen
 
 from reportgen.analysis import drift, noise, verdict  # noqa: E402
+from reportgen.campaign.schema import CampaignInfo  # noqa: E402
 from reportgen.results.levels import Level, Summary  # noqa: E402
 from reportgen.results.model import (  # noqa: E402
     CampaignFile,
@@ -74,6 +75,7 @@ START_SHARES = (0.2, 0.5, 1.0)  # the spread between starts at C=1, 16, 64, of -
 TRUTHS = (1.00, 1.10, 1.00, 1.05, 0.90, 1.20, 1.00, 1.00, 1.10, 1.00)
 MARGIN = 0.03
 REPS = 3
+START_SPREAD = CampaignInfo.model_fields["start_spread"].default  # --start-spread
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
@@ -177,6 +179,7 @@ def _run(design: Design, k: int) -> Run:
         "alpha_scope": design.scope,
         "anchors": design.anchors,
         "bracket": True,
+        "start_spread": START_SPREAD,
     }
     return Run(
         reportgen_version="bench",
@@ -337,6 +340,7 @@ HEAD = (
 
 
 def main() -> int:
+    global START_SPREAD
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=200, help="campaigns a cell")
     parser.add_argument("--within", type=float, nargs="+", default=[0.01])
@@ -349,11 +353,17 @@ def main() -> int:
     parser.add_argument("--ready-s", type=float, default=75.0)
     parser.add_argument("--level-s", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--start-spread", type=float, default=START_SPREAD)
+    parser.add_argument("--prior-dof", type=int, default=noise.PRIOR_DOF)
     args = parser.parse_args()
+    START_SPREAD = args.start_spread
+    noise.PRIOR_DOF = args.prior_dof
     print(
         f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; {REPS} repetitions; stalls in "
         f"{args.stalls:.0%} of repetitions; a start {args.ready_s:g} s, a level run "
-        f"{args.level_s:g} s; true ratios cycle through {', '.join(f'{t:.2f}' for t in TRUTHS)}"
+        f"{args.level_s:g} s; stated start spread {START_SPREAD:.1%} weighed as "
+        f"{noise.PRIOR_DOF} starts; true ratios cycle through "
+        + ", ".join(f"{t:.2f}" for t in TRUTHS)
     )
     print(HEAD)
     print("|" + "---|" * (HEAD.count("|") - 1))

@@ -51,7 +51,13 @@ def said(c: Comparison) -> str:
     elif c.verdict == "inconclusive" and c.limit == ONE_START:
         more = " (a side ran on one server start: more starts would decide, not repetitions)"
     if c.bound is not None and c.verdict in ("equivalent", "inconclusive"):
-        more = f" (no change beyond {c.bound:.1%}{'; ' + more[2:-1] if more else ''})"
+        rests = ""
+        if c.eq_low is not None and c.eq_high is not None and c.eq_confidence:
+            rests = (
+                f", by the two one-sided tests' {level_label(c.eq_confidence)} interval "
+                f"{c.eq_low:.3f}-{c.eq_high:.3f}"
+            )
+        more = f" (no change beyond {c.bound:.1%}{rests}{'; ' + more[2:-1] if more else ''})"
     return f"{c.point.label}: x{c.ratio:.2f}{ci}, {c.verdict}{more}"
 
 

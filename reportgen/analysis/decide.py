@@ -170,9 +170,27 @@ def _compare_level(
         equivalence=equivalence,
     )
     limit = needed[0][1] if needed and out.verdict == "inconclusive" else None
-    return out.model_copy(
-        update={"method": noise.method, "dof": est.dof, "confidence": confidence, "limit": limit}
-    )
+    update: dict[str, object] = {
+        "method": noise.method,
+        "dof": est.dof,
+        "confidence": confidence,
+        "limit": limit,
+    }
+    if noise.method == "anchored" and equivalence is not None and est.se and est.dof:
+        # the two one-sided tests' interval "equivalent" and the bound rest on, to print
+        t_eq = float(stats_t(0.5 + equivalence / 2, est.dof))
+        update |= {
+            "eq_low": math.exp(est.diff - t_eq * est.se),
+            "eq_high": math.exp(est.diff + t_eq * est.se),
+            "eq_confidence": equivalence,
+        }
+    return out.model_copy(update=update)
+
+
+def stats_t(q: float, dof: float) -> float:
+    from scipy import special
+
+    return float(special.stdtrit(dof, q))
 
 
 def _more_repetitions(

@@ -303,7 +303,7 @@ def _between(
     return pooled, h, levels
 
 
-PRIOR_DOF = 4  # the weight of the stated spread between starts, in starts ("anchored")
+PRIOR_DOF = 3  # the weight of the stated spread between starts, in starts ("anchored")
 
 
 def estimate(
@@ -326,10 +326,10 @@ def estimate(
     session_var, h, levels = _between(between, restarts, per_level=method != "pooled")
     if method == "anchored" and start_prior:
         points = sorted({r.level for r in runs}, key=lambda p: p.order)
-        session_var, h, levels = _stated(
-            session_var, h, levels, restarts, within_var or 0.0, start_prior, points
-        )
-        restarts += PRIOR_DOF
+        folded = _stated(session_var, h, levels, restarts, within_var or 0.0, start_prior, points)
+        if folded[0] != session_var or session_var is None:
+            session_var, h, levels = folded
+            restarts += PRIOR_DOF
     return Noise(
         metric=metric,
         within_var=within_var,
@@ -360,9 +360,20 @@ def _stated(
     (d_f + d), the way a moderated variance takes its prior (Smyth 2004). So the spread
     between starts is never taken as nothing, nor from one degree of freedom (t of one is
     12.7): before the baseline is measured again it is the stated one; as the run measures
-    starts, more and more its own, level by level."""
+    starts, more and more its own, level by level. Where the run's starts differ far more than
+    stated (beyond the 90th percentile of chi-square for their degrees of freedom), the
+    statement is set aside and only the run's own starts count (returned unchanged: the caller
+    then adds no prior degrees of freedom either)."""
+    from scipy import stats
+
     prior_b = math.log1p(spread) ** 2
     d_f, d = float(PRIOR_DOF), float(restarts)
+    if session_var is not None and d > 0:
+        # the run's own starts differ far more than stated (one-sided chi-square at 10%):
+        # the statement is wrong for this host, and only the run's own starts are used
+        own = max(0.0, session_var - h * within)
+        if own / prior_b > float(stats.chi2.ppf(0.9, d)) / d:
+            return session_var, h, dict(levels)
 
     def fold(var: float | None, h_l: float) -> float:
         stated = prior_b + h_l * within

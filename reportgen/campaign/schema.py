@@ -172,15 +172,16 @@ class CampaignInfo(_Model):
         "at once (parallel).",
     )
     start_spread: float = Field(
-        0.01,
+        0.015,
         gt=0,
         lt=1,
         description="How much two server starts of one configuration differ (relative sd) "
-        "before the run has measured it: the noise model starts from this, weighed as four "
+        "before the run has measured it: the noise model starts from this, weighed as three "
         "starts, and moves level by level towards what the baseline's starts show (its "
-        "re-measurements, campaign.anchors). Never taken as nothing: an experiment on one "
-        "start is never compared as if starts did not differ. 1% is about what an H100 "
-        "showed at C=64 for an 8B model (0.2% at C=1).",
+        "re-measurements, campaign.anchors); set aside where those differ far more. Never "
+        "taken as nothing: an experiment on one start is never compared as if starts did not "
+        "differ. An H100 GPU-bound showed 0.1-1.5% (vLLM and SGLang, an 8B model); a level "
+        "bound by the server's CPU, 13%.",
     )
     random_weights: bool = Field(
         False,

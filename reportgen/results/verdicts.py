@@ -32,7 +32,8 @@ class Check(_Model):
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
 
 
-TAIL_FIELDS = ("requests_needed", "runs_needed", "order_p")  # saved only where set
+# saved only where set ("anchored" decisions): a run decided before keeps its form
+TAIL_FIELDS = ("requests_needed", "runs_needed", "order_p", "eq_low", "eq_high", "eq_confidence")
 
 
 class Comparison(_Model):
@@ -73,10 +74,16 @@ class Comparison(_Model):
     requests_needed: int | None = None
     runs_needed: int | None = None
     order_p: float | None = None
+    # the two one-sided tests' interval (at ``eq_confidence``, 90% for 5%) that "equivalent"
+    # and ``bound`` rest on ("anchored" decisions)
+    eq_low: float | None = None
+    eq_high: float | None = None
+    eq_confidence: float | None = None
 
     @model_serializer(mode="wrap")
     def _tail_fields(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """The tail's fields saved only where set: a run decided before them keeps its form."""
+        """The fields of "anchored" decisions saved only where set: a run decided before them
+        keeps its form."""
         out = handler(self)
         if isinstance(out, dict):
             for name in TAIL_FIELDS:

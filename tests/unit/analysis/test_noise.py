@@ -76,10 +76,10 @@ def _two_starts(
     }
 
 
-def _decide(run: Run) -> list[Decision]:
+def _decide(run: Run, method: str = verdict.CURRENT) -> list[Decision]:
     out = []
     for e in run.experiments[1:]:
-        e.decision = verdict.decide_experiment(run, e, {})
+        e.decision = verdict.decide_experiment(run, e, {}, method)
         out.append(e.decision)
     return out
 
@@ -98,15 +98,20 @@ def test_seven_fold_with_every_run_on_its_side_is_faster_with_an_interval_exclud
         assert c.ci_low is not None and c.ci_low > 1 / 50  # not 1/99
 
 
-def test_a_side_on_one_server_start_is_undecided_and_says_to_start_it_twice() -> None:
+def test_a_side_on_one_server_start_is_decided_on_a_stated_start_spread_not_one_dof() -> None:
     # The same numbers with eager's two repetitions on one server: its one start cannot be told
     # from the change, and the one pair of graphs' starts measures the spread between starts
     # with one degree of freedom. The pooled method (before 2026-12) decided it on the within
     # part's degrees of freedom; the levels method says what would decide it.
+    # The "anchored" method (now) takes the spread between starts as stated
+    # (campaign.start_spread) where the run has measured it on so few starts, and calls the
+    # seven-fold loss: never t with one degree of freedom.
     graphs = _exp("graphs", {c: [[619 * c**0.5], [634 * c**0.5]] for c in LEVELS})
     eager = _exp("eager", {c: [[60 * c**0.5, 88 * c**0.5]] for c in LEVELS})
     run = _run(graphs, eager)
-    (d,) = _decide(run)
+    (now,) = _decide(run)
+    assert now.verdict == "rejected" and all(c.ci_high and c.ci_high < 0.5 for c in now.vs_parent)
+    (d,) = _decide(run, "levels")
     assert d.verdict == "inconclusive"
     assert all(c.limit == "one start" and c.reps_needed is None for c in d.vs_parent)
     assert "ran on one server start" in d.explanation
@@ -145,16 +150,23 @@ def test_identical_configurations_started_separately_are_not_called_different() 
 
         base = _exp("base", {c: start(2) + start(1) for c in LEVELS})
         same = _exp("same", {c: start(3) for c in LEVELS})
-        (d,) = _decide(_run(base, same))
-        alarms += sum(c.verdict in ("better", "worse") for c in d.vs_parent)
-        total += len(d.vs_parent)
+        run = _run(base, same)
+        # the "anchored" method with the host's spread stated (campaign.start_spread; with
+        # the default 1.5% and one degree of freedom of its own, 9% of levels here: a stated
+        # spread far below the host's misleads), and the "levels" method on the starts alone
+        run.campaign["campaign"]["start_spread"] = 0.04
+        for method in ("anchored", "levels"):
+            (d,) = _decide(run, method)
+            alarms += sum(c.verdict in ("better", "worse") for c in d.vs_parent)
+            total += len(d.vs_parent)
     assert alarms / total <= 0.05
 
 
 def test_the_spread_between_starts_is_measured_and_named_when_it_decides_nothing() -> None:
+    # (the "levels" method: the spread measured on two starts alone, as decided before)
     base = _exp("base", {c: [[100, 101], [112, 113]] for c in LEVELS})  # starts 11% apart
     child = _exp("child", {c: [[106, 107]] for c in LEVELS})
-    (d,) = _decide(_run(base, child))
+    (d,) = _decide(_run(base, child), "levels")
     assert d.noise is not None and d.noise.between_sd is not None and d.noise.between_sd > 0.05
     assert d.verdict == "inconclusive"
     assert all(c.limit == "starts" and c.reps_needed is None for c in d.vs_parent)
@@ -272,7 +284,7 @@ def test_equivalence_is_shown_by_two_one_sided_tests_and_says_the_largest_change
 
     base, child = _exp("base", runs(1.0)), _exp("child", runs(1.01))
     run = _run(base, child)
-    (d,) = _decide(run)
+    (d,) = _decide(run, "levels")  # (the starts alone: no stated spread between them)
     assert d.verdict == "equivalent", d.explanation
     for c in d.vs_parent:
         assert c.bound is not None and abs(c.ratio - 1) < c.bound <= 0.03
@@ -282,6 +294,16 @@ def test_equivalence_is_shown_by_two_one_sided_tests_and_says_the_largest_change
         assert f"no change beyond {c.bound:.1%}" in d.explanation
     old = verdict.decide_experiment(run, child, {}, "pooled")
     assert old.verdict == "inconclusive" and all(c.bound is None for c in old.vs_parent)
+    # "anchored": each bound is said with the two one-sided tests' interval it rests on
+    now = verdict.decide_experiment(run, child, {})
+    for c in now.vs_parent:
+        assert c.eq_low is not None and c.eq_high is not None and c.eq_confidence == 0.9
+        assert c.eq_low < c.ratio < c.eq_high and c.bound is not None
+        assert c.bound == pytest.approx(max(c.eq_high - 1, 1 / c.eq_low - 1), rel=0.05)
+        said = f"interval {c.eq_low:.3f}-{c.eq_high:.3f}"
+        assert f"no change beyond {c.bound:.1%}, by the two one-sided tests' 90% {said}" in (
+            now.explanation
+        )
 
 
 def _timed(e: Experiment, start: int) -> Experiment:
