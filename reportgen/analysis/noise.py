@@ -269,19 +269,64 @@ def session_means_by_config(
     return out
 
 
+def detrended(
+    runs: Sequence[Run1], order: Mapping[str, int]
+) -> list[tuple[Point, float, float, np.ndarray]]:
+    """Per configuration and level started on two or more servers: the level, the sum of
+    squares of its session means about a straight line in time (``order``: each experiment's
+    place in the run; sessions of one experiment share it) and its degrees of freedom, and
+    the sessions' repetitions. Where the sessions lie at two or more places in time, the line
+    takes up the host's drift between them, which would otherwise read as starts that differ
+    (the baseline measured again through a campaign, ``campaign.anchors``); at one place, the
+    plain spread about their mean."""
+    groups: dict[tuple[str, Point], dict[SessionKey, list[float]]] = {}
+    for r in runs:
+        groups.setdefault((r.config, r.level), {}).setdefault(r.session, []).append(r.log)
+    out = []
+    for (_, level), sessions in groups.items():
+        if len(sessions) < 2:
+            continue
+        means = np.asarray([np.mean(v) for v in sessions.values()])
+        counts = np.asarray([len(v) for v in sessions.values()], dtype=float)
+        at = np.asarray([float(order.get(k[0], 0)) for k in sessions], dtype=float)
+        if np.unique(at).size >= 2 and means.size >= 3:
+            slope, icept = np.polyfit(at, means, 1)
+            ss, dof = float(((means - (slope * at + icept)) ** 2).sum()), means.size - 2
+        elif np.unique(at).size >= 2:
+            continue  # two sessions at two times: drift and the starts cannot be told apart
+        else:
+            ss, dof = float(((means - means.mean()) ** 2).sum()), means.size - 1
+        out.append((level, ss, float(dof), counts))
+    return out
+
+
 def _between(
-    groups: Sequence[tuple[Point, np.ndarray, np.ndarray]], restarts: int, per_level: bool
+    groups: Sequence[tuple[Point, np.ndarray, np.ndarray]],
+    restarts: int,
+    per_level: bool,
+    order: Mapping[str, int] | None = None,
+    runs: Sequence[Run1] = (),
 ) -> tuple[float | None, float, dict[Point, tuple[float, float]]]:
     """The variance of session means pooled over every group, its h, and per level (where
-    ``per_level``) the level's own, moderated towards the levels' common prior."""
-    if not groups:
+    ``per_level``) the level's own, moderated towards the levels' common prior; with
+    ``order``, about each group's line in time (``detrended``, from ``runs``)."""
+    spreads = (
+        detrended(runs, order)
+        if order is not None
+        else [
+            (level, (m.size - 1) * float(m.var(ddof=1)), float(m.size - 1), counts)
+            for level, m, counts in groups
+        ]
+    )
+    spreads = [x for x in spreads if x[2] > 0]
+    if not spreads:
         return None, 0.0, {}
     by_level: dict[Point, list[float]] = {}  # [sum of squares, dof, sum of dof x mean(1/n)]
-    for level, means, counts in groups:
+    for level, ss_g, dof_g, counts in spreads:
         acc = by_level.setdefault(level, [0.0, 0.0, 0.0])
-        acc[0] += (means.size - 1) * float(means.var(ddof=1))
-        acc[1] += means.size - 1
-        acc[2] += (means.size - 1) * float(np.mean(1 / counts))
+        acc[0] += ss_g
+        acc[1] += dof_g
+        acc[2] += dof_g * float(np.mean(1 / counts))
     ss = sum(a[0] for a in by_level.values())
     dof = sum(a[1] for a in by_level.values())
     pooled, h = ss / dof, sum(a[2] for a in by_level.values()) / dof
@@ -311,6 +356,7 @@ def estimate(
     metric: str = "",
     method: str = METHODS[0],
     start_prior: float | None = None,
+    order: Mapping[str, int] | None = None,
 ) -> Noise:
     """The noise model of these level runs (see the module's description), by ``method``
     (one of ``METHODS``); ``start_prior``: the "anchored" method's stated spread between
@@ -323,7 +369,12 @@ def estimate(
     within_var, d0 = moderated.prior(variances, dofs)
     between = session_means(runs)
     restarts = _restarts(runs)
-    session_var, h, levels = _between(between, restarts, per_level=method != "pooled")
+    timed = order if method == "anchored" else None  # (older methods: as they decided)
+    session_var, h, levels = _between(
+        between, restarts, per_level=method != "pooled", order=timed, runs=runs
+    )
+    if timed is not None:
+        restarts = max(0, restarts - _lines(runs, timed))
     if method == "anchored" and start_prior:
         points = sorted({r.level for r in runs}, key=lambda p: p.order)
         folded = _stated(session_var, h, levels, restarts, within_var or 0.0, start_prior, points)
@@ -385,6 +436,22 @@ def _stated(
         out[p] = (fold(var, h_l), h_l)
     h_all = h if session_var is not None else 1.0
     return fold(session_var, h_all), h_all, out
+
+
+def _lines(runs: Sequence[Run1], order: Mapping[str, int]) -> int:
+    """Degrees of freedom the lines in time take up (``detrended``): one per configuration
+    whose starts lie at two or more places in time (its slope), counted once over its levels,
+    as ``_restarts`` counts starts (two starts at two places: their one, and nothing is
+    left)."""
+    starts: dict[str, set[SessionKey]] = {}
+    for r in runs:
+        starts.setdefault(r.config, set()).add(r.session)
+    taken = 0
+    for sessions in starts.values():
+        places = {order.get(k[0], 0) for k in sessions}
+        if len(places) >= 2:
+            taken += 1
+    return taken
 
 
 def _restarts(runs: Sequence[Run1]) -> int:

@@ -300,8 +300,13 @@ class Comparer:
         key = metric if stat == "p50" else f"{metric}.{stat}"
         if key not in self._noise:
             runs = noise_mod.level_runs(self.known, metric, stat, current=self.entry.id)
+            order = {e.id: i for i, e in enumerate(self.run.experiments)}
             self._noise[key] = noise_mod.estimate(
-                runs, metric, self.method or CURRENT, start_prior=self.run.settings.start_spread
+                runs,
+                metric,
+                self.method or CURRENT,
+                start_prior=self.run.settings.start_spread,
+                order=order,
             )
         return self._noise[key]
 
