@@ -11,49 +11,37 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FAST_WARMUP, free_port, reportgen_main
-
-DRIFTING = """
-[campaign]
-name = "anchored"
-title = "a host that speeds up over the campaign, the baseline measured again"
-objective = {{ metric = "output_tok_s", concurrency = [1, 4] }}
-margin = 0.03
-bracket = true
-anchors = 2
-starts = 1
-
-[server]
-engine = "sim"
-
-[server.args]
-port = {port}
-itl-ms = 4.0
-ttft-ms = 8.0
-jitter = 0.005
-drift = -0.03
-starts-file = "{starts}"
-
-[workload]
-concurrency = [1, 4]
-requests_per_level = 12
-input_tokens = 8
-output_tokens = 16
-warmup_requests = 2
-repetitions = 3
-warmup = {warmup}
-
-[[experiment]]
-id = "baseline"
-why = "reference"
-{children}
-"""
+from tests.e2e.test_adaptive import DRIFTING
 
 CHILD = """
 [[experiment]]
 id = "{id}"
 why = "the same engine under another served name: no change in speed"
-args = {{ model = "{id}" }}
+args = {{{{ model = "{id}" }}}}
 """
+
+
+def _campaign(port: int, starts: Path) -> str:
+    """test_adaptive's drifting host (``DRIFTING``), 3% faster a start, each experiment on one
+    start, the baseline measured again after every two, and four experiments that change
+    nothing."""
+    text = DRIFTING.split('[[experiment]]\nid = "renamed"')[0]
+    for a, b in (
+        ('name = "drifting"', 'name = "anchored"'),
+        ("anchors = 0", "anchors = 2"),
+        ("starts = 4", "starts = 1"),
+        ("drift = -0.08", "drift = -0.03"),
+        ("requests_per_level = 16", "requests_per_level = 12"),
+        ("repetitions = 4", "repetitions = 3"),
+        (
+            "warmup = {{ steady = false }}",
+            f"warmup = {FAST_WARMUP.replace('{', '{{').replace('}', '}}')}",
+        ),
+    ):
+        assert a in text
+        text = text.replace(a, b)
+    text += "".join(CHILD.format(id=f"x{k}") for k in range(1, 5))
+    return text.format(port=port, starts=starts)
 
 
 def _geomean(levels: list[dict[str, object]]) -> float:
@@ -71,13 +59,8 @@ def test_experiments_are_decided_against_the_baseline_measured_nearest_in_time(
     right after it, x2 and x3 with the re-measurement beside them, so no ratio carries more
     than one start's drift and none of the four is adopted; `verify` takes every decision
     again alike."""
-    children = "".join(CHILD.format(id=f"x{k}") for k in range(1, 5))
     path = tmp_path / "c.toml"
-    path.write_text(
-        DRIFTING.format(
-            port=free_port(), starts=tmp_path / "starts", warmup=FAST_WARMUP, children=children
-        )
-    )
+    path.write_text(_campaign(free_port(), tmp_path / "starts"))
     out = tmp_path / "out"
     res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
     assert res.returncode == 0, res.stdout + res.stderr
