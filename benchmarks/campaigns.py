@@ -375,7 +375,7 @@ def main() -> int:
             tally = Tally()
             for _ in range(args.trials):
                 tally.add(campaign(DESIGNS[name], host, k, rng))
-            cells = [f"{within:.1%}", f"{between:.0%}", f"{drift_:.1%}", f"{step:.0%}", str(k)]
+            cells = [f"{within:.1%}", f"{between:.1%}", f"{drift_:.1%}", f"{step:.0%}", str(k)]
             print("| " + " | ".join([*cells, name, *tally.row()]) + " |", flush=True)
     return 0
 

@@ -243,6 +243,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
                 f"{len(c.model.probe)} golden prompt(s)",
                 markup=False,
             )
+        _anchor_after(out, c, steps, r)
     if c.model.brackets and steps and steps[0].base_url is None:
         out.print(
             f"\nthen (campaign.bracket): baseline-end, {steps[0].id}'s configuration measured "
@@ -416,3 +417,17 @@ def _where(host: Any, parallel: int) -> str:
             + (f", up to {parallel} at once" if parallel > 1 else ", one at a time")
         )  # fmt: skip
     return ""
+
+
+def _anchor_after(out: Any, c: Any, steps: Sequence[Any], r: Any) -> None:
+    """``campaign.anchors``: the baseline measured again after ``r``, where its turn."""
+    from reportgen.run import confirm
+
+    n, i = c.model.anchor_every, next(k for k, x in enumerate(steps) if x.id == r.id)
+    if n and i and not i % n and i < len(steps) - 1:
+        out.print(
+            f"then (campaign.anchors): {confirm.anchor_id(steps[0].id, i // n)}, "
+            f"{steps[0].id}'s configuration measured again on one start: the experiments beside "
+            "it are compared with it, not with a measurement further away in time",
+            markup=False,
+        )
