@@ -4,7 +4,7 @@ interleaved runs of the parent's configuration) and the baseline's."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reportgen.analysis import unjudged
 from reportgen.results.levels import Level
@@ -63,8 +63,11 @@ def sides(
         near = nearest(run, entry)
         if base_side is not None and near:
             base_side = _of(base.id, base.ok, near)
-        if parent_side is not None and near and parent_side.id == base.id and not control:
-            parent_side = base_side
+        paired = control is not None and control.paired
+        if parent_side is not None and near and parent_side.id == base.id and not paired:
+            # the parent grown beside adaptive rounds is the baseline measured nearer still
+            parent_side = replace(base_side, grown=parent_side.grown) if base_side else None
+            base_side = parent_side  # the same runs, as without re-measurements
     return parent_side, base_side
 
 
