@@ -31,7 +31,9 @@ Two designs, on the same kind of campaigns:
 - ``new``: the defaults now: the baseline measured again after every two experiments on one
   start (``campaign.anchors = 2``), each experiment against the baseline as measured nearest
   in time, false alarms held for the campaign online (the fallback procedure), decided by
-  the "anchored" method; ``--starts`` sets the starts of every other experiment (1 or 2).
+  the "anchored" method, and the best run again at the end against the bracket beside it
+  (``campaign.confirm = "best"``; the best's gain is that run's); ``new-2``: the same with
+  every experiment on two starts.
 
 A row prints, for identical configurations, how often one was adopted or rejected when first
 decided and at the end (per experiment) and how often a campaign held any such call at the
@@ -97,10 +99,11 @@ class Design:
     anchors: int  # the baseline again after every this many experiments; 0: never
     scope: str  # alpha_scope
     method: str  # one of noise.METHODS
+    confirm: bool = True  # the best run again at the end (campaign.confirm = "best")
 
 
 DESIGNS = {
-    "old": Design("old", 2, 0, "experiment", "levels"),
+    "old": Design("old", 2, 0, "experiment", "levels", confirm=False),
     "new": Design("new", 1, 2, "campaign", "anchored"),
     "new-2": Design("new-2", 2, 2, "campaign", "anchored"),
 }
@@ -257,10 +260,17 @@ def campaign(design: Design, host: Host, k: int, rng: np.random.Generator) -> Ou
     mine = [e for e in run.experiments if e.role == "experiment" and e.id != "baseline"]
     final = [e.decision.verdict if e.decision else "?" for e in mine]
     best = run.experiment(run.best)
+    gain = None
+    if best is not None and best.id != "baseline" and design.confirm:
+        again = _entry("confirm-best", "confirm", best.id)
+        again.parent = best.id
+        measure(again, truths[mine.index(best)], design.starts)
+        decide(again)
+        gain = math.exp(drift.score(run, again))  # against the bracket beside it
     out = Outcome(truths, first, final, None, None, gpu_s=clock.now, starts=clock.starts)
     if best is not None and best.id != "baseline":
         out.best_truth = truths[mine.index(best)]
-        out.best_gain = math.exp(drift.score(run, best))
+        out.best_gain = gain if gain is not None else math.exp(drift.score(run, best))
     for e, truth in zip(mine, truths, strict=True):
         for c in e.decision.vs_parent if e.decision else []:
             if c.ci_low is not None and c.ci_high is not None:

@@ -59,7 +59,7 @@ def sides(
     base_side = None if base is None else Side(base.id, base.ok, base.levels, base.table)
     if base_side and parent_side and parent_side.grown and parent_side.id == base_side.id:
         base_side = parent_side  # the parent is the baseline, grown: the same runs
-    if base is not None and run.settings.anchors and entry.role == "experiment":
+    if base is not None and run.settings.anchors and entry.role in ("experiment", "confirm"):
         near = nearest(run, entry)
         if base_side is not None and near:
             base_side = _of(base.id, base.ok, near)

@@ -111,11 +111,16 @@ class CampaignInfo(_Model):
         description="Largest coefficient of variation of output tok/s across a level's "
         "repetitions before the repetition-spread check warns.",
     )
-    confirm: bool = Field(
-        False,
-        description="End the campaign by running the best configuration again and, for each "
-        "change adopted on its way, the best configuration without that change (leave-one-out): "
-        "the report says whether each adopted change still pays once the others are in.",
+    confirm: bool | Literal["best"] | None = Field(
+        None,
+        description="End the campaign by running the best configuration again (confirm-best), "
+        "compared with its first run and with the baseline as measured nearest in time (the "
+        "bracket, just before it): its gain measured where nothing chose it. true: also, for "
+        "each change adopted on its way, the best configuration without that change "
+        '(leave-one-out), to say whether each still pays once the others are in; "best": '
+        'confirm-best alone; false: neither. Default: "best" wherever the baseline is '
+        "measured again (campaign.anchors), else false. Nothing runs where the baseline stays "
+        "the best.",
     )
     interleave: bool = Field(
         False,
@@ -389,11 +394,22 @@ class CampaignModel(_Model):
         return given if given is not None else self.server.engine not in SIMULATED_ENGINES
 
     def recorded(self) -> dict[str, Any]:
-        """The campaign as a run's results keep it: its re-measurements of the baseline as
-        the run makes them (``campaign.anchors``, the default resolved for the engine)."""
+        """The campaign as a run's results keep it: its re-measurements of the baseline and
+        its confirmation as the run makes them (``campaign.anchors``, ``campaign.confirm``,
+        the defaults resolved for the engine)."""
         dump = self.model_dump(mode="json")
         dump["campaign"]["anchors"] = self.anchor_every
+        dump["campaign"]["confirm"] = self.confirms
         return dump
+
+    @property
+    def confirms(self) -> bool | Literal["best"]:
+        """What ends the campaign (``campaign.confirm``): True (the best again and each
+        adopted change left out), "best" (the best again), or False."""
+        given = self.campaign.confirm
+        if given is not None:
+            return given
+        return "best" if self.anchor_every else False
 
     @property
     def anchor_every(self) -> int:

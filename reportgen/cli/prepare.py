@@ -263,11 +263,16 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             "not checked; campaign.bracket = true checks it",
             markup=False,
         )
-    if c.model.campaign.confirm:
+    if c.model.confirms:
         out.print(
-            "\nthen (campaign.confirm): confirm-best, the best configuration run again, and "
-            "without-<id>, the best without each change adopted on its way (known only while "
-            "running)",
+            "\nthen (campaign.confirm): confirm-best, the best configuration run again, "
+            "compared with the baseline measured beside it"
+            + (
+                ", and without-<id>, the best without each change adopted on its way"
+                if c.model.confirms is True
+                else ""
+            )
+            + " (known only while running; none where the baseline stays the best)",
             markup=False,
         )
     said = _allocation(c.model.campaign.starts, c.model.campaign.interleave, steps)

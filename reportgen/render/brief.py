@@ -229,7 +229,7 @@ def _next_steps(
                 + ", ".join(worse[:3])
                 + "; check it against the latency the service must meet (workload.slo)."
             )
-        if not run.settings.confirm and best is not run.baseline:
+        if run.settings.confirm is not True and best is not run.baseline:
             out.append(
                 f"Run {best.id} again with its changes taken out one at a time "
                 "(campaign.confirm = true) to see whether each still pays with the others in."

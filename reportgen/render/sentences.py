@@ -145,6 +145,19 @@ def _bracket_said(verdict: str, ratio: str) -> str:
     return f"{again} neither matches nor differs from the first{ratio}: drift cannot be ruled out"
 
 
+def _against_fresh(run: Run, e: model.Experiment) -> str:
+    """confirm-best against the baseline measured beside it (``campaign.anchors``: the
+    bracket), in a clause: its gain where nothing chose it ("" where not so compared)."""
+    d = e.decision
+    near = [x for x in run.experiments if x.role in ("anchor", "bracket")]
+    if d is None or not d.vs_baseline or not near or not run.settings.anchors:
+        return ""
+    said = ", ".join(
+        f"{fmt_ratio(c.ratio)} at {c.point.label}" for c in d.vs_baseline if c.ratio is not None
+    )
+    return f", and {said} against the baseline measured again beside it (its gain unchosen)"
+
+
 def _confirmation(run: Run) -> str:
     """The confirmation runs of ``campaign.confirm``, in a sentence ("" without them)."""
     parts = []
@@ -159,7 +172,8 @@ def _confirmation(run: Run) -> str:
         elif e.role == "anchor":
             parts.append(f"the baseline measured again as {e.id}: {d.verdict}{ratio}")
         elif e.role == "confirm":
-            parts.append(f"run again, the best configuration measured {d.verdict}{ratio}")
+            fresh = _against_fresh(run, e)
+            parts.append(f"run again, the best configuration measured {d.verdict}{ratio}{fresh}")
         elif d.verdict == "rejected":
             parts.append(f"{e.leaves_out} still pays (without it: worse{ratio})")
         elif d.verdict == "equivalent":

@@ -96,9 +96,12 @@ def adopted_path(run: Run) -> list[Experiment]:
     return chain[::-1]
 
 
-def plan(run: Run, resolved: dict[str, Resolved]) -> list[tuple[Experiment, Resolved]]:
+def plan(
+    run: Run, resolved: dict[str, Resolved], leave_one_out: bool = True
+) -> list[tuple[Experiment, Resolved]]:
     """The confirmation runs to make (entry, configuration), after the campaign's own; none
-    when the best configuration is the baseline."""
+    when the best configuration is the baseline; without ``leave_one_out``, confirm-best
+    alone (``campaign.confirm = "best"``)."""
     best = run.experiment(run.best)
     if best is None or run.baseline is None or best.id == run.baseline.id:
         return []
@@ -112,7 +115,7 @@ def plan(run: Run, resolved: dict[str, Resolved]) -> list[tuple[Experiment, Reso
         f"Equivalent to {best.id}'s first run.",
     )
     out.append((_entry(confirm_r, "confirm", None), confirm_r))
-    for step in adopted_path(run):
+    for step in adopted_path(run) if leave_one_out else []:
         before = resolved.get(step.parent or "")
         mine = resolved.get(step.id)
         if before is None or mine is None:

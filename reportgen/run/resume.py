@@ -68,7 +68,9 @@ def campaign_changes(saved: Run, campaign: Campaign) -> list[str]:
            {k: v for k, v in now.items() if k != "experiment"})  # fmt: skip
     known = set(flatten(top[0]))
     found = [
-        d for d in differences(*top) if not _new_default(d, known) and not d[0].startswith(WHERE)
+        d
+        for d in differences(*top)
+        if not _new_default(d, known) and not d[0].startswith(WHERE + LATER)
     ]
     old, new = then.get("experiment") or [], now.get("experiment") or []
     finished = saved.experiments[: saved.finished_prefix()]
@@ -89,6 +91,9 @@ def campaign_changes(saved: Run, campaign: Campaign) -> list[str]:
 # Where the servers run (here, over SSH, on Slurm, how many at once) is no change of what
 # they run: a run may go on from another machine (each resumption records the host it ran on).
 WHERE = ("host.executor", "host.ssh", "host.slurm", "campaign.parallel")
+# What only adds runs still to come (the baseline measured again, the best run again at the
+# end) is no change of what the finished experiments ran either.
+LATER = ("campaign.anchors", "campaign.confirm")
 
 
 def _new_default(d: tuple[str, Any, Any], known: set[str]) -> bool:

@@ -106,7 +106,7 @@ class Runner:
                 self._anchor(run, i, entry, count)
             if self.m.brackets:
                 self._bracket(run)
-            if self.m.campaign.confirm:
+            if self.m.confirms:
                 self._confirm(run)
             interrupt.check()
         except KeyboardInterrupt:
@@ -309,7 +309,7 @@ class Runner:
     def _confirm(self, run: Run) -> None:
         """``campaign.confirm``: the best configuration again, then without each change
         adopted on its way (``confirm``)."""
-        self._at_end(run, confirm.plan(run, self.resolved))
+        self._at_end(run, confirm.plan(run, self.resolved, self.m.confirms is True))
 
     def _at_end(self, run: Run, steps: list[tuple[Experiment, Resolved]]) -> None:
         """Experiments a run adds after the campaign's own, in order; kept where a resumed

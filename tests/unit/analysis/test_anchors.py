@@ -132,3 +132,22 @@ def test_drift_bends_no_ratio_against_the_nearest_measurement() -> None:
     assert x4 is not None and x4.decision is not None
     assert x4.decision.measured_against == ["baseline-end"]
     assert all(c.ratio == pytest.approx(1 / DRIFT, rel=0.02) for c in x4.decision.vs_parent)
+
+
+def test_the_best_run_again_is_compared_with_the_baseline_measured_beside_it() -> None:
+    """confirm-best (campaign.confirm = "best"), after the bracket: against its first run as
+    before (A/A), and against the baseline as measured nearest in time, the bracket, not the
+    baseline's first measurement four starts of drift away."""
+    run = _campaign(anchors=2)
+    rng = np.random.default_rng(3)
+    x4 = run.experiment("x4")
+    assert x4 is not None
+    again = _exp("confirm-best", len(run.experiments), rng, role="confirm")
+    again.command = list(x4.command)
+    again.parent = "x4"
+    run.experiments.append(again)
+    d = verdict.decide_experiment(run, again, {})
+    parent, base = sides.sides(run, again)
+    assert parent is not None and parent.id == "x4"
+    assert base is not None and base.against == ("baseline-end",)
+    assert all(c.ratio == pytest.approx(DRIFT, rel=0.02) for c in d.vs_baseline)

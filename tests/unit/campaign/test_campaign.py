@@ -419,9 +419,13 @@ def test_re_measuring_the_baseline_where_it_cannot_be_is_refused_at_its_key(
 
 def test_the_baseline_is_re_measured_every_two_experiments_by_default_where_bracketed() -> None:
     """The default (2) wherever the bracket is on (every engine but the simulator), recorded
-    resolved with the run; off for the simulator."""
+    resolved with the run; off for the simulator. The best is then confirmed by default
+    (confirm-best alone: campaign.confirm = "best")."""
     c = campaign.loads(GOOD, "c.toml")
-    assert c.model.brackets and c.model.anchor_every == 2
+    assert c.model.brackets and c.model.anchor_every == 2 and c.model.confirms == "best"
     assert c.model.recorded()["campaign"]["anchors"] == 2
+    assert c.model.recorded()["campaign"]["confirm"] == "best"
     sim = campaign.loads(GOOD.replace('engine = "sglang"', 'engine = "sim"'), "c.toml")
-    assert sim.model.anchor_every == 0
+    assert sim.model.anchor_every == 0 and sim.model.confirms is False
+    full = campaign.loads(GOOD.replace('title = "T"\n', 'title = "T"\nconfirm = true\n'), "c.toml")
+    assert full.model.confirms is True
