@@ -462,7 +462,9 @@ def decide_nearer(run: Run, rows_for: Callable[[Experiment], Rows]) -> bool:
         d = e.decision
         if d is None or d.verdict in ("baseline", "failed") or e.role != "experiment":
             continue
-        if tuple(d.measured_against or ()) != sides_against(run, e):
+        # once a verdict before it changed, the rate it is decided at may have too
+        # (``online.rate_for``): taken again whatever it is compared with
+        if changed or tuple(d.measured_against or ()) != sides_against(run, e):
             e.decision = decide_experiment(run, e, rows_for(e))
             changed = True
     if changed:
