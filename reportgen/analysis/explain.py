@@ -6,6 +6,7 @@ in today's words."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from reportgen.analysis import adopt, unjudged
@@ -102,7 +103,28 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
             "so its earlier runs were used."
         )
     rest += _withdrawn(entry, decision, verdict)
+    rest += _set_aside(run, entry, decision)
     return Said(change, levels, rest, flags)
+
+
+def _set_aside(run: Run, entry: Experiment, decision: Decision) -> str:
+    """The stated spread between starts set aside (``noise._stated``), in a sentence that
+    says what to do; said once a run, at the first decision it applies to ("" elsewhere)."""
+    noise = decision.noise
+    stated = noise.start_spread_set_aside if noise is not None else None
+    if noise is None or stated is None or noise.between_sd is None:
+        return ""
+    for e in run.experiments:
+        if e.id == entry.id:
+            break
+        if e.decision and e.decision.noise and e.decision.noise.start_spread_set_aside:
+            return ""  # said there
+    return (
+        f" Server starts of one configuration differed by about {math.expm1(noise.between_sd):.1%}"
+        f" here, far more than campaign.start_spread ({stated:.1%}) says, so only the run's "
+        f"own {noise.between_dof} start(s) beyond the first measure it: set start_spread near "
+        "what this host shows, or measure the baseline again more often (campaign.anchors)."
+    )
 
 
 def _change(run: Run, entry: Experiment, parent_id: str, legacy: bool) -> tuple[str, bool]:

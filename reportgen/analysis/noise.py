@@ -95,6 +95,9 @@ class Noise:
     # per level: (S_m^2 moderated towards the levels' common value, h) where started twice
     levels: Mapping[Point, tuple[float, float]] = field(default_factory=dict)
     method: str = METHODS[0]  # which of METHODS estimated it, and how ``variance`` uses it
+    # "anchored": the stated spread between starts (campaign.start_spread) where it was set
+    # aside, the run's own starts differing far more (``_stated``); None: folded in, or none
+    set_aside: float | None = None
 
     def at(self, level: Point) -> Noise:
         """The model as it applies at ``level``: the spread between starts measured there
@@ -363,6 +366,7 @@ def estimate(
     starts (relative sd, ``campaign.start_spread``; see ``_stated``)."""
     if method not in METHODS:
         raise ValueError(f"no noise method {method!r}: one of {', '.join(METHODS)}")
+    set_aside: float | None = None
     cells = within_cells(runs)
     variances = np.asarray([c.var(ddof=1) for c in cells])
     dofs = np.asarray([c.size - 1 for c in cells], dtype=float)
@@ -381,6 +385,8 @@ def estimate(
         if folded[0] != session_var or session_var is None:
             session_var, h, levels = folded
             restarts += PRIOR_DOF
+        else:
+            set_aside = start_prior
     return Noise(
         metric=metric,
         within_var=within_var,
@@ -393,6 +399,7 @@ def estimate(
         between_cells=len(between),
         levels=levels,
         method=method,
+        set_aside=set_aside,
     )
 
 

@@ -260,6 +260,8 @@ def noise_summary(noise: Noise) -> NoiseRecord:
         record.between_sd_by_level = {
             p.label: noise.at(p).between_sd for p in sorted(noise.levels, key=lambda p: p.order)
         }
+    if noise.set_aside is not None:
+        record.start_spread_set_aside = noise.set_aside
     return record
 
 

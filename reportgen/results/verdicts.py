@@ -115,6 +115,9 @@ class NoiseRecord(_AsGiven):
     # per level, where the spread between starts is measured per level ("levels"); given
     # only then
     between_sd_by_level: dict[str, float | None] | None = None
+    # "anchored": campaign.start_spread where it was set aside, the run's own starts
+    # differing far more than it says; given only then
+    start_spread_set_aside: float | None = None
 
 
 class DriftLevel(_Model):

@@ -540,3 +540,25 @@ def test_repetitions_per_start_follow_the_runs_measured_costs_and_spreads() -> N
     assert f"a server start took about {got.start_s:.0f} s" in said
     assert "one repetition per start makes a mean surest" in said
     assert "campaign.starts = 3 (this run: campaign.starts = 2)" in said
+
+
+def test_a_stated_start_spread_far_below_the_runs_own_is_set_aside_and_said_once() -> None:
+    """The baseline's two starts 11% apart, campaign.start_spread 1.5%: the statement is set
+    aside (the run's own starts measure the spread), recorded with each decision, and the
+    first decision it applies to says what to do; the next does not say it again."""
+    base = _exp("base", {c: [[100, 101], [112, 113]] for c in LEVELS})
+    one = _exp("one", {c: [[106, 107]] for c in LEVELS})
+    two = _exp("two", {c: [[105, 106]] for c in LEVELS})
+    first, second = _decide(_run(base, one, two))
+    for d in (first, second):
+        assert d.noise is not None and d.noise.start_spread_set_aside == pytest.approx(0.015)
+        assert d.noise.between_sd is not None and d.noise.between_sd > 0.05
+    said = "far more than campaign.start_spread (1.5%) says"
+    assert said in first.explanation and said not in second.explanation
+    assert "set start_spread near what this host shows" in first.explanation
+    # stated near what the host shows, it is folded in, not set aside
+    run = _run(base, one, two)
+    run.campaign["campaign"]["start_spread"] = 0.08
+    (kept, _) = _decide(run)
+    assert kept.noise is not None and kept.noise.start_spread_set_aside is None
+    assert said not in kept.explanation
