@@ -76,8 +76,6 @@ class PowerCost:
 def power_cost(run: Run) -> PowerCost | None:
     """``PowerCost`` over the objective's comparisons with the parent that have an interval
     (None where there are none, or no campaign-wide rule)."""
-    from scipy import stats
-
     if run.settings.alpha_scope != "campaign":
         return None
     now: list[float] = []
@@ -87,7 +85,7 @@ def power_cost(run: Run) -> PowerCost | None:
         if d is None or d.alpha is None or e.role != "experiment":
             continue
         for c in d.vs_parent:
-            got = _at(c, d.alpha, run.settings.alpha, stats)
+            got = _at(c, d.alpha, run.settings.alpha)
             if got is not None:
                 now.append(got[0])
                 each.append(got[1])
@@ -96,10 +94,11 @@ def power_cost(run: Run) -> PowerCost | None:
     return PowerCost(float(np.median(now)), float(np.median(each)), len(now))
 
 
-def _at(c: Comparison, decided: float, alpha: float, stats: object) -> tuple[float, float] | None:
+def _at(c: Comparison, decided: float, alpha: float) -> tuple[float, float] | None:
     """(mde as decided, at the experiment's rate ``decided``; mde at the per-experiment rate
     ``alpha``, shared over the levels the same way) of ``c``."""
-    t = stats.t  # type: ignore[attr-defined]
+    from scipy.stats import t
+
     if c.mde is None or c.dof is None or c.confidence is None or c.mde <= 1 or decided <= 0:
         return None
     power = float(t.ppf(0.8, c.dof))

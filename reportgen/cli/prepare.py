@@ -375,7 +375,7 @@ def cmd_fingerprint(args: argparse.Namespace, out: Console, err: Console) -> int
 def cmd_schema(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.campaign import json_schema
 
-    out.file.write(json.dumps(json_schema(), indent=2) + "\n")
+    out.file.write(json.dumps(json_schema(), indent=1) + "\n")
     return EXIT_OK
 
 

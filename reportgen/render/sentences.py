@@ -149,7 +149,7 @@ def _against_fresh(run: Run, e: model.Experiment) -> str:
     """confirm-best against the baseline measured beside it (``campaign.anchors``: the
     bracket), in a clause: its gain where nothing chose it ("" where not so compared)."""
     d = e.decision
-    near = [x for x in run.experiments if x.role in ("anchor", "bracket")]
+    near = any(x.role in ("anchor", "bracket") for x in run.experiments)
     if d is None or not d.vs_baseline or not near or not run.settings.anchors:
         return ""
     said = ", ".join(

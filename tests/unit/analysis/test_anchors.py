@@ -104,10 +104,10 @@ def test_two_measurements_as_near_are_both_the_parent() -> None:
     run = _campaign(anchors=2)
     x3 = run.experiment("x3")
     assert x3 is not None
-    run.experiments.remove(x3)  # x2 now sits between baseline-again-1 ... and x1's neighbour
+    run.experiments.remove(x3)  # moved to the middle: baseline x1 x3 x2 baseline-again-1
     x1 = run.experiment("x1")
     assert x1 is not None
-    run.experiments.insert(run.experiments.index(x1) + 1, x3)  # baseline x1 x3 x2 again-1
+    run.experiments.insert(run.experiments.index(x1) + 1, x3)  # two from either measurement
     x3_near = [e.id for e in sides.nearest(run, x3)]
     assert x3_near == ["baseline", "baseline-again-1"]
     parent, base = sides.sides(run, x3)
