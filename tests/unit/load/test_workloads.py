@@ -49,13 +49,17 @@ def test_sharegpt_answers_come_with_their_prompts(tmp_path: Path) -> None:
     ]
 
 
-def _campaign(tmp_path: Path, workload: dict, port: int, more: list[dict] | None = None) -> Path:
-    """The demo's baseline alone (and ``more`` experiments) with this workload."""
+def _campaign(
+    tmp_path: Path, workload: dict, port: int, more: list[dict] | None = None, **campaign: object
+) -> Path:
+    """The demo's baseline alone (and ``more`` experiments) with this workload (and these
+    ``campaign`` keys)."""
     data = json.loads(json.dumps(DEMO))
     data["server"]["args"] = {**data["server"]["args"], "port": port, "jitter": 0}
     # one start an experiment (the baseline still two) and short warm-up windows: what these
     # tests read is the workload, not how starts or warm-ups vary
     data["campaign"]["starts"] = 1
+    data["campaign"].update(campaign)
     warmup = tomllib.loads(f"warmup = {FAST_WARMUP}")["warmup"]
     data["workload"] = {**data["workload"], "warmup": warmup, **workload}
     data["experiment"], data["probe"], data["check"] = data["experiment"][:1] + (more or []), [], []
@@ -215,7 +219,11 @@ def test_goodput_can_be_the_objective(tmp_path: Path, cache: Path) -> None:
     slow = {"id": "slow-start", "why": "w", "args": {"ttft-ms": 150}}
     # ... and one slower still, against it: neither meets the SLO, nothing to tell them apart
     still = {"id": "slower-still", "why": "w", "based_on": "slow-start", "args": {"ttft-ms": 200}}
-    path = _campaign(tmp_path, wl, free_port(), [slow, still])
+    # (a share of requests within a threshold moves with the host's load more than a mean
+    # does: the baseline's two starts' goodputs once came out 31% apart on a fresh clone's
+    # loaded CI run, and the stated 1.5% was set aside for one degree of freedom of its own;
+    # the spread stated here is what such a host shows)
+    path = _campaign(tmp_path, wl, free_port(), [slow, still], start_spread=0.3)
     text = path.read_text().replace('"output_tok_s"', '"goodput_req_s"', 1)
     path.write_text(text)
     res = reportgen_main("validate", path)
