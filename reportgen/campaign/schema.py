@@ -128,14 +128,17 @@ class CampaignInfo(_Model):
         "(parent, child, child, parent, ...; a fresh server each), and compare the pairs: drift "
         "of the host over time then cancels out. Doubles the servers started.",
     )
-    starts: int = Field(
-        2,
+    starts: int | None = Field(
+        None,
         ge=1,
         le=8,
         description="Server starts every experiment's repetitions are split over (at most one "
         "per repetition), so the run measures how much two starts of one configuration differ "
         "(which repetitions on one server never show) and each experiment's own start weighs "
-        "less on its verdict. 1 starts each experiment once, the baseline still twice.",
+        "less on its verdict. 1 starts each experiment once, the baseline still twice. "
+        "Default: 1 wherever the baseline is measured again between experiments "
+        "(campaign.anchors: those re-measurements are the starts the spread is measured on), "
+        "else 2.",
     )
     parallel: int = Field(
         1,
@@ -394,11 +397,13 @@ class CampaignModel(_Model):
         return given if given is not None else self.server.engine not in SIMULATED_ENGINES
 
     def recorded(self) -> dict[str, Any]:
-        """The campaign as a run's results keep it: its re-measurements of the baseline and
-        its confirmation as the run makes them (``campaign.anchors``, ``campaign.confirm``,
-        the defaults resolved for the engine)."""
+        """The campaign as a run's results keep it: its re-measurements of the baseline, its
+        starts an experiment and its confirmation as the run makes them
+        (``campaign.anchors``, ``campaign.starts``, ``campaign.confirm``, the defaults
+        resolved for the engine)."""
         dump = self.model_dump(mode="json")
         dump["campaign"]["anchors"] = self.anchor_every
+        dump["campaign"]["starts"] = self.starts_each
         dump["campaign"]["confirm"] = self.confirms
         return dump
 
@@ -410,6 +415,15 @@ class CampaignModel(_Model):
         if given is not None:
             return given
         return "best" if self.anchor_every else False
+
+    @property
+    def starts_each(self) -> int:
+        """Server starts an experiment's repetitions are split over (``campaign.starts``):
+        one where the baseline is measured again between experiments, else two."""
+        given = self.campaign.starts
+        if given is not None:
+            return given
+        return 1 if self.anchor_every else 2
 
     @property
     def anchor_every(self) -> int:

@@ -246,11 +246,11 @@ def _one_session(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]
     out = []
     for r in steps:
         why = r.one_session
-        asked = [  # as written (campaign.starts = 2 by default: no warning for that)
+        asked = [  # as written (no warning for the default starts)
             name
             for name, on in (
                 ("campaign.interleave", info.interleave),
-                (f"campaign.starts = {info.starts}", "starts" in info.model_fields_set),
+                (f"campaign.starts = {info.starts}", info.starts is not None),
                 ("workload.fresh_server", r.workload.fresh_server),
             )
             if on
@@ -273,7 +273,9 @@ def _one_start(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
     """``campaign.starts = 1`` where experiments are compared: each of them runs on one
     server start, whose own speed its verdicts cannot tell from the change."""
     info = campaign.model.campaign
-    if info.starts != 1 or info.interleave:
+    # (where the baseline is measured again between experiments, campaign.anchors, its
+    # re-measurements are the starts the spread between starts is measured on)
+    if info.starts != 1 or info.interleave or campaign.model.anchor_every:
         return []
     alone = [
         r.id
@@ -296,7 +298,8 @@ def _one_start(campaign: Campaign, steps: Sequence[Resolved]) -> list[Problem]:
             "(taken as reportgen took them before 2026-12, an identical configuration was "
             "adopted or rejected in 6-13% of simulated campaigns with starts 3% apart: "
             "benchmarks/verdicts.py --start-levels). Leave campaign.starts at 2 (the "
-            "default), or set workload.fresh_server = true",
+            "default here), measure the baseline again between experiments (campaign.anchors), "
+            "or set workload.fresh_server = true",
         )
     ]
 
