@@ -23,17 +23,18 @@ A level run's value is log-normal around 100 x the true ratio with:
   middle;
 - stalls: in ``--stalls`` of repetitions, one request stalls and the level reads 5-25% low.
 
-Two designs, on the same kind of campaigns:
+Three designs, on the same kind of campaigns:
 
 - ``old``: what reportgen did before 2026-12-07: every experiment on ``campaign.starts = 2``,
   the baseline measured again only at the end (the bracket, with its drift check), false
   alarms held per experiment, decided by the "levels" method;
-- ``new``: the defaults now: the baseline measured again after every two experiments on one
-  start (``campaign.anchors = 2``), each experiment against the baseline as measured nearest
-  in time, false alarms held for the campaign online (the fallback procedure), decided by
-  the "anchored" method, and the best run again at the end against the bracket beside it
-  (``campaign.confirm = "best"``; the best's gain is that run's); ``new-2``: the same with
-  every experiment on two starts.
+- ``new-2``: the defaults now: every experiment on two starts, the baseline measured again
+  after every two experiments on one start (``campaign.anchors = 2``), each experiment
+  against the baseline as measured nearest in time, false alarms held for the campaign
+  online (the fallback procedure), decided by the "anchored" method, and the best run again
+  at the end against the bracket beside it (``campaign.confirm = "best"``; the best's gain
+  is that run's); ``new``: the same with every experiment on one start
+  (``campaign.starts = 1``).
 
 A row prints, for identical configurations, how often one was adopted or rejected when first
 decided and at the end (per experiment) and how often a campaign held any such call at the

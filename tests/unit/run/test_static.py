@@ -299,3 +299,20 @@ def test_one_server_start_per_experiment_is_a_warning_naming_what_it_costs(tmp_p
         res = reportgen_main("validate", path)
         assert res.returncode == 0, res.stderr
         assert "campaign.starts" not in res.stderr, fix
+    # where the baseline is measured again between experiments (campaign.anchors), the
+    # verdicts rest on the stated spread between starts instead: the warning says so
+    path.write_text(text.replace("starts = 1\n", "starts = 1\nbracket = true\nanchors = 1\n", 1))
+    res = reportgen_main("validate", path)
+    assert res.returncode == 0, res.stderr
+    assert (
+        "run on one server start each, so their verdicts rest on the stated spread between "
+        "starts (campaign.start_spread = 0.015)"
+    ) in res.stderr
+    assert "8.5% of experiments against 3.5% on two starts" in res.stderr
+    # ... and none once the campaign states the spread its host has shown
+    path.write_text(
+        text.replace("starts = 1\n", "starts = 1\nbracket = true\nanchors = 1\n"
+                     "start_spread = 0.005\n", 1)
+    )  # fmt: skip
+    res = reportgen_main("validate", path)
+    assert res.returncode == 0 and "campaign.starts" not in res.stderr, res.stderr
