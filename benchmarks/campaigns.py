@@ -54,7 +54,7 @@ import itertools
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -68,8 +68,10 @@ from reportgen.results.model import (  # noqa: E402
     CampaignFile,
     EngineRecord,
     Experiment,
+    PriorLevel,
     Run,
     Session,
+    StartPrior,
 )
 from reportgen.results.verdicts import Decision  # noqa: E402
 
@@ -101,12 +103,17 @@ class Design:
     scope: str  # alpha_scope
     method: str  # one of noise.METHODS
     confirm: bool = True  # the best run again at the end (campaign.confirm = "best")
+    # earlier campaigns of the same design on the same host whose measured spread between
+    # starts the campaign starts from (``history.prior``); 0: campaign.start_spread
+    history: int = 0
 
 
 DESIGNS = {
     "old": Design("old", 2, 0, "experiment", "levels", confirm=False),
     "new": Design("new", 1, 2, "campaign", "anchored"),
     "new-2": Design("new-2", 2, 2, "campaign", "anchored"),
+    "new-2-h1": Design("new-2-h1", 2, 2, "campaign", "anchored", history=1),
+    "new-h1": Design("new-h1", 1, 2, "campaign", "anchored", history=1),
 }
 
 
@@ -202,6 +209,7 @@ class Outcome:
     covered: int = 0
     intervals: int = 0
     gpu_s: float = 0.0
+    run: Run | None = None
 
 
 def campaign(design: Design, host: Host, k: int, rng: np.random.Generator) -> Outcome:
@@ -211,6 +219,22 @@ def campaign(design: Design, host: Host, k: int, rng: np.random.Generator) -> Ou
     total = exp_s * (k + 2)
     clock = Clock(host, total, exp_s)
     run = _run(design, k)
+    if design.history:  # earlier campaigns on this host, through the same functions
+        earlier = replace(design, history=0)
+        spreads = []
+        for _ in range(design.history):
+            before = campaign(earlier, host, k, rng)
+            assert before.run is not None
+            spreads.append(noise.campaign_spread(before.run.experiments, "output_tok_s"))
+        pooled = noise.pooled_spread(spreads)
+        run.start_prior = StartPrior(
+            metric="output_tok_s",
+            source="simulated",
+            levels=[
+                PriorLevel(concurrency=p.concurrency, spread=sd, dof=dof)
+                for p, (sd, dof) in pooled.items()
+            ],
+        )
     first: list[str] = []
 
     def measure(e: Experiment, ratio: float, starts: int) -> None:
@@ -262,7 +286,7 @@ def campaign(design: Design, host: Host, k: int, rng: np.random.Generator) -> Ou
         measure(again, truths[mine.index(best)], design.starts)
         decide(again)
         gain = math.exp(drift.score(run, again))  # against the bracket beside it
-    out = Outcome(truths, first, final, None, None, gpu_s=clock.now)
+    out = Outcome(truths, first, final, None, None, gpu_s=clock.now, run=run)
     if best is not None and best.id != "baseline":
         out.best_truth = truths[mine.index(best)]
         out.best_gain = gain if gain is not None else math.exp(drift.score(run, best))

@@ -352,18 +352,50 @@ def _between(
 
 
 PRIOR_DOF = 3  # the weight of the stated spread between starts, in starts ("anchored")
+SPREAD_FLOOR = 0.001  # a spread between starts measured as none is taken as this (0.1%)
+# per level: the spread between starts assumed before the run measures its own (relative sd)
+# and its weight in starts (``campaign.start_spread`` at PRIOR_DOF, or earlier runs' own)
+Prior = Mapping[Point, tuple[float, float]]
+
+
+def measured_spread(
+    runs: Sequence[Run1], order: Mapping[str, int]
+) -> dict[Point, tuple[float, float]]:
+    """Per level, the spread between server starts these runs measured (relative sd, floored
+    at ``SPREAD_FLOOR``) and its degrees of freedom: their configurations' session means
+    about a line in time (``detrended``) less what the spread within a session explains. What
+    a later run of the campaign on the same host may start from instead of a stated spread
+    (``history.prior``)."""
+    spreads = [x for x in detrended(runs, order) if x[2] > 0]
+    cells = within_cells(runs)
+    variances = np.asarray([c.var(ddof=1) for c in cells])
+    dofs = np.asarray([c.size - 1 for c in cells], dtype=float)
+    within, _ = moderated.prior(variances, dofs)
+    by_level: dict[Point, list[float]] = {}
+    for level, ss, dof, counts in spreads:
+        acc = by_level.setdefault(level, [0.0, 0.0, 0.0])
+        acc[0] += ss
+        acc[1] += dof
+        acc[2] += dof * float(np.mean(1 / counts))
+    out = {}
+    for level, (ss, dof, hd) in by_level.items():
+        var = max(0.0, ss / dof - hd / dof * (within or 0.0))
+        out[level] = (max(SPREAD_FLOOR, math.expm1(math.sqrt(var))), dof)
+    return out
 
 
 def estimate(
     runs: Sequence[Run1],
     metric: str = "",
     method: str = METHODS[0],
-    start_prior: float | None = None,
+    start_prior: float | Prior | None = None,
     order: Mapping[str, int] | None = None,
 ) -> Noise:
     """The noise model of these level runs (see the module's description), by ``method``
     (one of ``METHODS``); ``start_prior``: the "anchored" method's stated spread between
-    starts (relative sd, ``campaign.start_spread``; see ``_stated``)."""
+    starts (relative sd, ``campaign.start_spread``, weighed as ``PRIOR_DOF`` starts), or per
+    level with its own weight (``Prior``: earlier runs' measured spread; a level it lacks
+    takes the first level's); see ``_stated``."""
     if method not in METHODS:
         raise ValueError(f"no noise method {method!r}: one of {', '.join(METHODS)}")
     set_aside: float | None = None
@@ -379,14 +411,15 @@ def estimate(
     )
     if timed is not None:
         restarts = max(0, restarts - _lines(runs, timed))
-    if method == "anchored" and start_prior:
-        points = sorted({r.level for r in runs}, key=lambda p: p.order)
-        folded = _stated(session_var, h, levels, restarts, within_var or 0.0, start_prior, points)
+    points = sorted({r.level for r in runs}, key=lambda p: p.order)
+    if method == "anchored" and start_prior and points:
+        prior = _per_level(start_prior, points)
+        folded = _stated(session_var, h, levels, restarts, within_var or 0.0, prior, points)
         if folded[0] != session_var or session_var is None:
             session_var, h, levels = folded
-            restarts += PRIOR_DOF
+            restarts += int(min(d for _, d in prior.values()))
         else:
-            set_aside = start_prior
+            set_aside = _typical(prior)
     return Noise(
         metric=metric,
         within_var=within_var,
@@ -403,19 +436,62 @@ def estimate(
     )
 
 
+def campaign_spread(
+    experiments: Sequence[Experiment], metric: str
+) -> dict[Point, tuple[float, float]]:
+    """``measured_spread`` of a run's experiments (finished ones) for ``metric``'s means,
+    each experiment at its place in the run."""
+    order = {e.id: i for i, e in enumerate(experiments)}
+    return measured_spread(level_runs(experiments, metric), order)
+
+
+def pooled_spread(
+    spreads: Iterable[Mapping[Point, tuple[float, float]]],
+) -> dict[Point, tuple[float, float]]:
+    """Several runs' ``measured_spread`` together: per level, their variances on the log
+    scale weighed by their degrees of freedom, which add up."""
+    acc: dict[Point, list[float]] = {}
+    for one in spreads:
+        for level, (sd, dof) in one.items():
+            a = acc.setdefault(level, [0.0, 0.0])
+            a[0] += dof * math.log1p(sd) ** 2
+            a[1] += dof
+    return {
+        level: (math.expm1(math.sqrt(ss / dof)), dof) for level, (ss, dof) in acc.items() if dof > 0
+    }
+
+
+def _per_level(
+    start_prior: float | Prior, points: Sequence[Point]
+) -> dict[Point, tuple[float, float]]:
+    """The prior at each of ``points``: a stated spread at ``PRIOR_DOF`` everywhere, or a
+    measured one per level (a level it lacks: its first level's)."""
+    if isinstance(start_prior, float | int):
+        return {p: (float(start_prior), float(PRIOR_DOF)) for p in points}
+    fallback = next(iter(sorted(start_prior.items(), key=lambda kv: kv[0].order)))[1]
+    return {p: start_prior.get(p, fallback) for p in points}
+
+
+def _typical(prior: Mapping[Point, tuple[float, float]]) -> float:
+    """One spread for the prior's levels: the root of their weighted mean square."""
+    weight = sum(d for _, d in prior.values())
+    return math.sqrt(sum(d * s * s for s, d in prior.values()) / weight)
+
+
 def _stated(
     session_var: float | None,
     h: float,
     levels: Mapping[Point, tuple[float, float]],
     restarts: int,
     within: float,
-    spread: float,
+    prior: Mapping[Point, tuple[float, float]],
     points: Sequence[Point],
 ) -> tuple[float, float, dict[Point, tuple[float, float]]]:
     """The variance of session means with a stated spread between starts folded in
     ("anchored"): ``spread`` (a relative sd) weighs as ``PRIOR_DOF`` starts beside the run's
-    own ``restarts``, at every level of ``points``: S^2 = (d_f (sb0^2 + h s^2) + d S_m^2) /
-    (d_f + d), the way a moderated variance takes its prior (Smyth 2004). So the spread
+    own ``restarts``, at every level of ``points`` (``prior``: per level, the spread and its
+    weight d_f): S^2 = (d_f (sb0^2 + h s^2) + d S_m^2) / (d_f + d), the way a moderated
+    variance takes its prior (Smyth 2004). So the spread
     between starts is never taken as nothing, nor from one degree of freedom (t of one is
     12.7): before the baseline is measured again it is the stated one; as the run measures
     starts, more and more its own, level by level. Where the run's starts differ far more than
@@ -424,8 +500,11 @@ def _stated(
     then adds no prior degrees of freedom either)."""
     from scipy import stats
 
-    prior_b = math.log1p(spread) ** 2
-    d_f, d = float(PRIOR_DOF), float(restarts)
+    b = {p: math.log1p(sd) ** 2 for p, (sd, _) in prior.items()}
+    w = {p: d_p for p, (_, d_p) in prior.items()}
+    prior_b = math.log1p(_typical(prior)) ** 2
+    d_all = min(w.values())
+    d = float(restarts)
     if session_var is not None and d > 0:
         # the run's own starts differ far more than stated (one-sided chi-square at 10%):
         # the statement is wrong for this host, and only the run's own starts are used
@@ -433,16 +512,16 @@ def _stated(
         if own / prior_b > float(stats.chi2.ppf(0.9, d)) / d:
             return session_var, h, dict(levels)
 
-    def fold(var: float | None, h_l: float) -> float:
-        stated = prior_b + h_l * within
+    def fold(var: float | None, h_l: float, b_l: float, d_f: float) -> float:
+        stated = b_l + h_l * within
         return stated if var is None or d <= 0 else (d_f * stated + d * var) / (d_f + d)
 
     out = {}
     for p in points:
         var, h_l = levels.get(p, (session_var, h if session_var is not None else 1.0))
-        out[p] = (fold(var, h_l), h_l)
+        out[p] = (fold(var, h_l, b[p], w[p]), h_l)
     h_all = h if session_var is not None else 1.0
-    return fold(session_var, h_all), h_all, out
+    return fold(session_var, h_all, prior_b, d_all), h_all, out
 
 
 def _lines(runs: Sequence[Run1], order: Mapping[str, int]) -> int:

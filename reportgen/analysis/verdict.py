@@ -307,7 +307,7 @@ class Comparer:
                 runs,
                 metric,
                 self.method or CURRENT,
-                start_prior=self.run.settings.start_spread,
+                start_prior=self.run.prior_for(metric, stat),
                 order=order,
             )
         return self._noise[key]

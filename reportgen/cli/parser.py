@@ -99,6 +99,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when any experiment failed (default: failures are results)",
     )
     r.add_argument(
+        "--history",
+        type=Path,
+        metavar="FILE",
+        help="a history of earlier runs (reportgen history add): where it holds runs of this "
+        "campaign on the same GPUs, engine version, model and workload, the spread between "
+        "server starts they measured is what the verdicts start from, instead of "
+        "campaign.start_spread (unless the campaign states it); default: history.sqlite "
+        "in the --output folder (output/history.sqlite, history's own default), where it "
+        "exists",
+    )
+    r.add_argument(
         "--resume",
         nargs="?",
         const="latest",

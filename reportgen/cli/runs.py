@@ -37,6 +37,7 @@ class RunRequest:
     json: bool = False
     percentiles: tuple[float, ...] = ()  # bench --percentiles: more latency percentiles shown
     save_result: Path | None = None  # bench --save-result: the --json object, also in a file
+    history: Path | None = None  # run --history: earlier runs' spread between starts
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> RunRequest:
@@ -51,6 +52,11 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
 def run_campaign(args: RunRequest, out: Console, err: Console) -> int:
     """Run a campaign, render its report, say the outcome; the exit code."""
     c = load_for(args)  # a mistake in the file is said before the runner's imports (1 s)
+    if args.history is not None and not args.history.is_file():
+        raise ResultsError(
+            f"--history {args.history}: no history file there; record runs first (reportgen "
+            f"history add RUN_DIR --store {args.history}), or leave --history out"
+        )
     from reportgen import results
     from reportgen.run import plan, progress, resume, runner
 
@@ -77,7 +83,13 @@ def run_campaign(args: RunRequest, out: Console, err: Console) -> int:
         run_dir = args.output / c.name / plan.new_run_id(c)
     live = said.is_terminal and not args.quiet
     interrupt.install()  # Ctrl-C and SIGTERM: KeyboardInterrupt, never lost (see there)
-    r = runner.Runner(c, run_dir, progress.make(said, live), resume=saved)
+    r = runner.Runner(
+        c,
+        run_dir,
+        progress.make(said, live),
+        resume=saved,
+        history=args.history or args.output / "history.sqlite",
+    )
     data: Run | None = None
     interrupted = lost = False
     try:

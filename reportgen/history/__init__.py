@@ -7,7 +7,9 @@
 - ``changes``: the statistics: change points in a comparable stretch of runs (binary
   segmentation, Student's t, Bonferroni over the splits) and the gate on the newest run;
 - ``series``: a campaign's runs as series per experiment and level, their breaks, change points
-  and suspects.
+  and suspects;
+- ``prior``: the spread between server starts earlier runs of a campaign measured on the same
+  host, where a new run's decisions start from (``reportgen run --history``).
 
 Imports ``reportgen.results`` (the runs), ``reportgen.diff`` (which fields are volatile, the
 model's identity) and ``reportgen.analysis`` (level values, flattening), nothing of render: its

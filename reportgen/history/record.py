@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import diff
+from reportgen.analysis import noise
 from reportgen.analysis.differences import flatten
 from reportgen.analysis.welch import values_by_level
 from reportgen.campaign.schema import Objective
 from reportgen.observe import evidence
 from reportgen.results.as_run import _objective
 from reportgen.results.embed import table_hashes
-from reportgen.results.model import Point, Run
+from reportgen.results.model import Point, PriorLevel, Run
 from reportgen.results.rundir import read_bytes
 from reportgen.results.store import results_path
 
@@ -78,6 +79,9 @@ class RunRecord:
     tables: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
     levels: list[LevelValues] = field(default_factory=list)
     experiments: list[str] = field(default_factory=list)  # ids, in the campaign's order
+    # the spread between server starts it measured, per level of its objective's metric
+    # (``analysis.noise.measured_spread``): where a later run on the same host starts from
+    starts: list[PriorLevel] = field(default_factory=list)
 
     @property
     def goal(self) -> Objective:
@@ -123,7 +127,18 @@ def of_run(run: Run, path: Path, label: str | None = None) -> RunRecord:
         tables=table_hashes(folder),
         levels=levels_of(run),
         experiments=[e.id for e in run.experiments],
+        starts=starts_of(run),
     )
+
+
+def starts_of(run: Run) -> list[PriorLevel]:
+    """The spread between server starts ``run`` measured, per level of its objective's
+    metric (none where no configuration ran on two starts)."""
+    spread = noise.campaign_spread(run.experiments, run.metric)
+    return [
+        PriorLevel(concurrency=p.concurrency, rate=p.rate, spread=sd, dof=dof)
+        for p, (sd, dof) in sorted(spread.items(), key=lambda kv: kv[0].order)
+    ]
 
 
 def engine_version(run: Run) -> str | None:

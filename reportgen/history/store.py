@@ -27,6 +27,7 @@ from pathlib import Path
 
 from reportgen.errors import ResultsError
 from reportgen.history.record import LevelValues, RunRecord
+from reportgen.results.model import PriorLevel
 
 FORMAT = 1
 BUSY_S = 60.0  # how long an add waits for another one to finish before it gives up
@@ -71,7 +72,16 @@ CREATE TABLE IF NOT EXISTS levels (
     reps TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS levels_by_run ON levels (run_id);
+CREATE TABLE IF NOT EXISTS starts (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    concurrency INTEGER NOT NULL,
+    rate REAL,
+    spread REAL NOT NULL,
+    dof REAL NOT NULL
+);
 """
+# added to a history made before it (runs added then have no rows there: nothing measured)
+_STARTS = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS starts") :]
 
 
 @dataclass(frozen=True)
@@ -105,7 +115,7 @@ class Store:
                 return Added(record.run_id, record.campaign, False)
             updated = row is not None
             if updated:
-                for table in ("levels", "run_tables", "runs"):
+                for table in ("levels", "starts", "run_tables", "runs"):
                     db.execute(f"DELETE FROM {table} WHERE run_id = ?", (record.run_id,))
             db.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -149,6 +159,10 @@ class Store:
                     for lv in record.levels
                 ],
             )
+            db.executemany(
+                "INSERT INTO starts VALUES (?, ?, ?, ?, ?)",
+                [(record.run_id, x.concurrency, x.rate, x.spread, x.dof) for x in record.starts],
+            )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -187,6 +201,15 @@ class Store:
             levels.setdefault(run_id, []).append(
                 LevelValues(e, m, c, rate, tuple(json.loads(reps)))
             )
+        starts: dict[str, list[PriorLevel]] = {}
+        for run_id, c, rate, spread, dof in self.db.execute(
+            "SELECT s.run_id, s.concurrency, s.rate, s.spread, s.dof FROM starts s "
+            "JOIN runs r USING (run_id) WHERE r.campaign = ? ORDER BY s.rowid",
+            (campaign,),
+        ):
+            starts.setdefault(run_id, []).append(
+                PriorLevel(concurrency=c, rate=rate, spread=spread, dof=dof)
+            )
         return [
             RunRecord(
                 run_id=r[0],
@@ -206,6 +229,7 @@ class Store:
                 experiments=json.loads(r[14]),
                 tables=tables.get(r[0], {}),
                 levels=levels.get(r[0], []),
+                starts=starts.get(r[0], []),
             )
             for r in rows
         ]
@@ -259,6 +283,8 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
                 f"{path}: a history of format {row[0] if row else '?'}, newer than this "
                 f"reportgen reads ({FORMAT}); upgrade reportgen"
             )
+        if "starts" not in names:
+            db.execute(_STARTS)
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")

@@ -15,7 +15,7 @@ from reportgen.analysis.allocation import Allocation
 from reportgen.observe.environment import Environment, Reached
 from reportgen.render.content import Pair
 from reportgen.render.fmt import field_rows
-from reportgen.results.model import rate_text
+from reportgen.results.model import StartPrior, rate_text
 from reportgen.results.verdicts import Redecision
 
 
@@ -202,6 +202,21 @@ METHOD_NAMES = {
     "as reportgen took decisions before 2026-12)",
     "welch": "by each comparison's own repetitions (Welch)",
 }
+
+
+def start_prior_line(prior: StartPrior | None) -> str:
+    """Where the spread between starts came from when earlier runs measured it
+    (``history.prior``), in a sentence; empty where the campaign's statement was used."""
+    if prior is None or not prior.levels:
+        return ""
+    levels = ", ".join(f"{lv.spread:.1%} at {lv.point.label} ({lv.dof:.0f})" for lv in prior.levels)
+    n = len(prior.runs)
+    return (
+        f" Before this run measured its own, the spread between server starts was taken from "
+        f"{n} earlier run{'s' if n != 1 else ''} of this campaign on the same GPUs, engine "
+        f"version, model and workload ({prior.source}: {', '.join(prior.runs)}): {levels} "
+        "(degrees of freedom in brackets), instead of campaign.start_spread."
+    )
 
 
 def redecided(records: Sequence[Redecision], now: Mapping[str, str], best: str | None) -> str:

@@ -122,6 +122,7 @@ def build(run: Run) -> Report:
             interleave=run.settings.interleave,
             starts=run.settings.starts,
             measured=text.noise_line([e.decision for e in run.experiments])
+            + text.start_prior_line(run.start_prior)
             + text.allocation_line(allocation(run))
             + text.redecided(
                 run.redecided,

@@ -252,6 +252,31 @@ class Resumption(_Model):
     gpu_uuids: list[str | None] = Field(default_factory=list)  # None: not recorded then
 
 
+class PriorLevel(_Model):
+    concurrency: int
+    rate: float | None = None
+    spread: float  # relative sd between server starts
+    dof: float  # its degrees of freedom: the weight it has, in starts
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+
+class StartPrior(_Model):
+    """The spread between server starts a run's decisions start from, measured by earlier
+    runs of its campaign on the same host (``history.prior``) instead of stated
+    (``campaign.start_spread``): per level of the objective's metric, with its weight."""
+
+    metric: str
+    source: str  # the history file it was read from
+    runs: list[str] = Field(default_factory=list)  # their run ids
+    levels: list[PriorLevel] = Field(default_factory=list)
+
+    def by_level(self) -> dict[Point, tuple[float, float]]:
+        return {lv.point: (lv.spread, lv.dof) for lv in self.levels}
+
+
 RunStatus = Literal["running", "complete", "incomplete"]
 
 
@@ -276,6 +301,8 @@ class Run(_Model):
     # ``reportgen render --redecide``: each time the decisions were taken again, by which
     # method, and what they had been (experiment id -> verdict)
     redecided: list[Redecision] = Field(default_factory=list)
+    # the spread between starts taken from earlier runs (None: campaign.start_spread)
+    start_prior: StartPrior | None = None
 
     @model_validator(mode="after")
     def _readable_objective(self) -> Run:
@@ -305,6 +332,15 @@ class Run(_Model):
     def settings(self) -> CampaignInfo:
         """The [campaign] table typed, as the run that wrote it ran it (``info_as_run``)."""
         return _info_as_run(json.dumps(self.info, sort_keys=True))
+
+    def prior_for(self, metric: str, stat: str = "p50") -> float | dict[Point, tuple[float, float]]:
+        """The spread between starts the "anchored" method starts from for ``metric``: the
+        earlier runs' measured one (``start_prior``) for the objective's mean, else the
+        stated ``campaign.start_spread``."""
+        prior = self.start_prior
+        if prior is not None and prior.levels and prior.metric == metric and stat == "p50":
+            return prior.by_level()
+        return self.settings.start_spread
 
     @property
     def objective(self) -> dict[str, Any]:

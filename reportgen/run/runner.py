@@ -47,8 +47,10 @@ class Runner:
         run_dir: Path,
         progress: ProgressSink | None = None,
         resume: Run | None = None,
+        history: Path | None = None,
     ):
         self.campaign = campaign
+        self.history = history  # earlier runs' spread between starts (``history.prior``)
         self.run_dir = run_dir
         self.resume = resume  # saved results of this run, to continue (``resume.resumable``)
         self.ctx = Context(campaign, run_dir, progress or Quiet(), campaign_secrets(campaign))
@@ -378,8 +380,22 @@ class Runner:
     def _decide(self, run: Run, entry: Experiment, rows: dict[str, list[RequestRecord]]) -> None:
         """The verdict (``analysis.verdict``), from this experiment's rows and the saved
         rows of the tables it is compared with; then which configuration is best."""
+        if self.history is not None and not any(e.decision for e in run.experiments[1:]):
+            self._start_prior(run)
         entry.decision = verdict.decide_experiment(run, entry, self._tables(run, entry, rows))
         run.best = drift.best_after(run, entry)
+
+    def _start_prior(self, run: Run) -> None:
+        """Before the first verdict: the spread between starts earlier runs of this campaign
+        measured on this host (``history.prior``), where the campaign does not state it."""
+        if "start_spread" in self.m.campaign.model_fields_set or self.history is None:
+            return
+        from reportgen.history import prior
+
+        try:
+            run.start_prior = prior.start_prior(run, self.history)
+        except ResultsError as exc:
+            self.progress.warn(f"history not read ({exc}): campaign.start_spread is used")
 
     def _tables(
         self, run: Run, entry: Experiment, rows: Mapping[str, Sequence[RequestRecord]]
