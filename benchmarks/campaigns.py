@@ -34,7 +34,10 @@ Three designs, on the same kind of campaigns:
   online (the fallback procedure), decided by the "anchored" method, and the best run again
   at the end against the bracket beside it (``campaign.confirm = "best"``; the best's gain
   is that run's); ``new``: the same with every experiment on one start
-  (``campaign.starts = 1``).
+  (``campaign.starts = 1``); ``new-2-h1`` and ``new-h1``: each starting from the spread
+  between starts one earlier campaign of its design on the same host measured
+  (``reportgen run --history``: ``noise.campaign_spread``, ``Run.start_prior``; the earlier
+  campaign's GPU time is not counted).
 
 A row prints, for identical configurations, how often one was adopted or rejected when first
 decided and at the end (per experiment) and how often a campaign held any such call at the
