@@ -104,7 +104,23 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
         )
     rest += _withdrawn(entry, decision, verdict)
     rest += _set_aside(run, entry, decision)
+    rest += _stalls(entry, decision)
     return Said(change, levels, rest, flags)
+
+
+def _stalls(entry: Experiment, decision: Decision) -> str:
+    """Level runs of this experiment or of what it was compared with, left out as held by a
+    stall (``noise.stalls``), in a sentence ("" where none)."""
+    noise = decision.noise
+    near = {entry.id, entry.parent or "", *(decision.measured_against or [])}
+    held = [s for s in (noise.stalls or []) if s.split(" ", 1)[0] in near] if noise else []
+    if not held:
+        return ""
+    return (
+        " Left out as held by a stall (a run worse than its configuration's others at that "
+        f"level by more than {noise_mod.STALL_SDS:g} times how much such runs differ): "
+        f"{'; '.join(held)}."
+    )
 
 
 def _set_aside(run: Run, entry: Experiment, decision: Decision) -> str:

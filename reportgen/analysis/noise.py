@@ -80,6 +80,60 @@ class Run1:
 
 
 @dataclass(frozen=True)
+class Stall:
+    """A level run far worse than its configuration's others at that level (``stalls``):
+    its session, level and repetition, and how much worse (a share of the others' mean)."""
+
+    session: SessionKey
+    level: Point
+    repetition: int
+    worse: float
+
+    @property
+    def key(self) -> tuple[SessionKey, Point, int]:
+        return (self.session, self.level, self.repetition)
+
+
+STALL_SDS = 8.0  # a stall: worse than its configuration's other runs by this many sds ...
+STALL_FLOOR = 0.03  # ... and by at least 3%
+STALL_PAIRS = 12  # pairs of runs a level needs before its spread is trusted to tell
+
+
+def stalls(runs: Sequence[Run1], higher_is_better: bool) -> list[Stall]:
+    """Level runs held by a stall ("anchored"): a request that stalls (a long gap mid-stream,
+    a late close) drags one repetition's throughput down or its latency up, far beyond how
+    much its configuration's runs at that level otherwise differ. At each level, the typical
+    difference of two runs of one configuration (all pairs, over every configuration: the
+    median absolute difference over sqrt 2, times 1.4826, so a few stalls do not set it) is
+    the yardstick; a run worse than the mean of its configuration's others by more than
+    ``STALL_SDS`` such sds (sqrt(1 + 1/(n - 1)) of them) and ``STALL_FLOOR`` is a stall, at
+    most one a configuration and level. Only the worse side is looked at: a stall never
+    makes a server faster. A level with fewer than ``STALL_PAIRS`` pairs is left alone."""
+    groups: dict[tuple[str, Point], list[Run1]] = {}
+    for r in runs:
+        groups.setdefault((r.config, r.level), []).append(r)
+    pairs: dict[Point, list[float]] = {}
+    for (_, level), g in groups.items():
+        logs = [r.log for r in g]
+        pairs.setdefault(level, []).extend(
+            abs(a - b) / math.sqrt(2) for i, a in enumerate(logs) for b in logs[i + 1 :]
+        )
+    sign = 1.0 if higher_is_better else -1.0
+    out = []
+    for (_, level), g in groups.items():
+        if len(g) < 2 or len(pairs.get(level, ())) < STALL_PAIRS:
+            continue
+        sd = 1.4826 * float(np.median(pairs[level]))
+        total = sum(r.log for r in g)
+        worst = max(g, key=lambda r: sign * ((total - r.log) / (len(g) - 1) - r.log))
+        gap = sign * ((total - worst.log) / (len(g) - 1) - worst.log)
+        bar = max(STALL_SDS * sd * math.sqrt(1 + 1 / (len(g) - 1)), math.log1p(STALL_FLOOR))
+        if gap > bar:
+            out.append(Stall(worst.session, level, worst.repetition, -math.expm1(-gap)))
+    return out
+
+
+@dataclass(frozen=True)
 class Noise:
     """The run's noise model for one metric (log scale; sd 0.05 is about 5%)."""
 
@@ -98,6 +152,11 @@ class Noise:
     # "anchored": the stated spread between starts (campaign.start_spread) where it was set
     # aside, the run's own starts differing far more (``_stated``); None: folded in, or none
     set_aside: float | None = None
+    # "anchored": level runs left out as held by a stall (``stalls``)
+    stalls: tuple[Stall, ...] = ()
+    # "anchored": the degrees of freedom of a level whose own spread set the statement aside
+    # (``_stated``): its starts' alone, where the others' have the statement's weight added
+    level_dof: Mapping[Point, int] = field(default_factory=dict)
 
     def at(self, level: Point) -> Noise:
         """The model as it applies at ``level``: the spread between starts measured there
@@ -105,7 +164,8 @@ class Noise:
         if level not in self.levels:
             return self
         var, h = self.levels[level]
-        return replace(self, session_var=var, session_h=h, levels={})
+        dof = self.level_dof.get(level, self.session_dof)
+        return replace(self, session_var=var, session_h=h, session_dof=dof, levels={})
 
     @property
     def within_sd(self) -> float | None:
@@ -338,6 +398,15 @@ def _between(
     points = list(by_level)
     own = np.asarray([by_level[p][0] / by_level[p][1] for p in points])
     dofs = np.asarray([by_level[p][1] for p in points])
+    if order is not None:
+        # "anchored": each level's own, unmoderated: starts do not slow every level alike
+        # (an H100 at its power limit at C=64 and not at C=1), and the spread stated or
+        # measured before (``_stated``) is what each level's is folded with
+        return (
+            pooled,
+            h,
+            {p: (own[i], by_level[p][2] / by_level[p][1]) for i, p in enumerate(points)},
+        )
     prior, d0 = moderated.prior(own, dofs)
     # a start slow at one level is slow at the others: the levels together know no more
     # about the prior than the starts they share
@@ -399,6 +468,7 @@ def estimate(
     if method not in METHODS:
         raise ValueError(f"no noise method {method!r}: one of {', '.join(METHODS)}")
     set_aside: float | None = None
+    level_dof: dict[Point, int] = {}
     cells = within_cells(runs)
     variances = np.asarray([c.var(ddof=1) for c in cells])
     dofs = np.asarray([c.size - 1 for c in cells], dtype=float)
@@ -415,11 +485,14 @@ def estimate(
     if method == "anchored" and start_prior and points:
         prior = _per_level(start_prior, points)
         folded = _stated(session_var, h, levels, restarts, within_var or 0.0, prior, points)
-        if folded[0] != session_var or session_var is None:
-            session_var, h, levels = folded
-            restarts += int(min(d for _, d in prior.values()))
-        else:
+        if folded is None:
             set_aside = _typical(prior)
+        else:
+            session_var, h, levels, aside = folded
+            level_dof = {p: restarts for p in aside}
+            restarts += int(min(d for _, d in prior.values()))
+            if aside:
+                set_aside = _typical({p: prior[p] for p in aside})
     return Noise(
         metric=metric,
         within_var=within_var,
@@ -433,6 +506,7 @@ def estimate(
         levels=levels,
         method=method,
         set_aside=set_aside,
+        level_dof=level_dof,
     )
 
 
@@ -486,7 +560,7 @@ def _stated(
     within: float,
     prior: Mapping[Point, tuple[float, float]],
     points: Sequence[Point],
-) -> tuple[float, float, dict[Point, tuple[float, float]]]:
+) -> tuple[float, float, dict[Point, tuple[float, float]], set[Point]] | None:
     """The variance of session means with a stated spread between starts folded in
     ("anchored"): ``spread`` (a relative sd) weighs as ``PRIOR_DOF`` starts beside the run's
     own ``restarts``, at every level of ``points`` (``prior``: per level, the spread and its
@@ -496,8 +570,11 @@ def _stated(
     12.7): before the baseline is measured again it is the stated one; as the run measures
     starts, more and more its own, level by level. Where the run's starts differ far more than
     stated (beyond the 90th percentile of chi-square for their degrees of freedom), the
-    statement is set aside and only the run's own starts count (returned unchanged: the caller
-    then adds no prior degrees of freedom either)."""
+    statement is set aside and only the run's own starts count: over every level (None is
+    returned, and the caller adds no prior degrees of freedom either), or at one level whose
+    starts alone differ so (a level at its power limit, say, where the others agree with the
+    statement): that level keeps its own spread, with its own degrees of freedom (the levels
+    set aside, returned last)."""
     from scipy import stats
 
     b = {p: math.log1p(sd) ** 2 for p, (sd, _) in prior.items()}
@@ -505,23 +582,31 @@ def _stated(
     prior_b = math.log1p(_typical(prior)) ** 2
     d_all = min(w.values())
     d = float(restarts)
-    if session_var is not None and d > 0:
+    far = float(stats.chi2.ppf(0.9, d)) / d if d > 0 else math.inf
+
+    def beyond(var: float | None, h_l: float, b_l: float) -> bool:
         # the run's own starts differ far more than stated (one-sided chi-square at 10%):
         # the statement is wrong for this host, and only the run's own starts are used
-        own = max(0.0, session_var - h * within)
-        if own / prior_b > float(stats.chi2.ppf(0.9, d)) / d:
-            return session_var, h, dict(levels)
+        return var is not None and d > 0 and max(0.0, var - h_l * within) / b_l > far
+
+    if beyond(session_var, h, prior_b):
+        return None
 
     def fold(var: float | None, h_l: float, b_l: float, d_f: float) -> float:
         stated = b_l + h_l * within
         return stated if var is None or d <= 0 else (d_f * stated + d * var) / (d_f + d)
 
     out = {}
+    aside = set()
     for p in points:
         var, h_l = levels.get(p, (session_var, h if session_var is not None else 1.0))
-        out[p] = (fold(var, h_l, b[p], w[p]), h_l)
+        if p in levels and var is not None and beyond(var, h_l, b[p]):
+            out[p] = (var, h_l)
+            aside.add(p)
+        else:
+            out[p] = (fold(var, h_l, b[p], w[p]), h_l)
     h_all = h if session_var is not None else 1.0
-    return fold(session_var, h_all, prior_b, d_all), h_all, out
+    return fold(session_var, h_all, prior_b, d_all), h_all, out, aside
 
 
 def _lines(runs: Sequence[Run1], order: Mapping[str, int]) -> int:

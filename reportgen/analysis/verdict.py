@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from reportgen import metrics
 from reportgen.analysis import adopt, decide, online, sequential, tails, unjudged, welch
@@ -262,6 +263,13 @@ def noise_summary(noise: Noise) -> NoiseRecord:
         }
     if noise.set_aside is not None:
         record.start_spread_set_aside = noise.set_aside
+    if noise.stalls:
+        record.stalls = [
+            f"{x.session[0]}{' (its control)' if x.session[1] == 'control' else ''} "
+            f"{x.level.label} repetition {x.repetition + 1}: {x.worse:.0%} worse than its "
+            "configuration's other runs there"
+            for x in noise.stalls
+        ]
     return record
 
 
@@ -303,13 +311,19 @@ class Comparer:
         if key not in self._noise:
             runs = noise_mod.level_runs(self.known, metric, stat, current=self.entry.id)
             order = {e.id: i for i, e in enumerate(self.run.experiments)}
-            self._noise[key] = noise_mod.estimate(
+            held: list[noise_mod.Stall] = []
+            if self.method == "anchored":  # runs held by a stall are left out
+                held = noise_mod.stalls(runs, metrics.is_throughput(metric))
+                out = {x.key for x in held}
+                runs = [r for r in runs if (r.session, r.level, r.repetition) not in out]
+            found = noise_mod.estimate(
                 runs,
                 metric,
                 self.method or CURRENT,
                 start_prior=self.run.prior_for(metric, stat),
                 order=order,
             )
+            self._noise[key] = replace(found, stalls=tuple(held))
         return self._noise[key]
 
     def objective(self, side: Side | None) -> list[Comparison]:
@@ -354,10 +368,16 @@ class Comparer:
         theirs = [
             r for who, levels in parts for r in noise_mod.own_runs(levels, who, role, metric, stat)
         ]
+        noise = self.noise(metric, stat)
+        out = {x.key for x in noise.stalls}
+
+        def kept(runs: list[noise_mod.Run1]) -> list[noise_mod.Run1]:
+            return [r for r in runs if (r.session, r.level, r.repetition) not in out]
+
         return decide.compare_sides(
-            theirs + grown,
-            noise_mod.own_runs(entry.levels, entry.id, "experiment", metric, stat),
-            self.noise(metric, stat),
+            kept(theirs + grown),
+            kept(noise_mod.own_runs(entry.levels, entry.id, "experiment", metric, stat)),
+            noise,
             margin=run.margin,
             higher_is_better=higher_is_better,
             metric=metric if stat == "p50" else f"{metric}_{stat}",

@@ -182,16 +182,19 @@ class CampaignInfo(_Model):
         "at once (parallel).",
     )
     start_spread: float = Field(
-        0.015,
+        0.02,
         gt=0,
         lt=1,
         description="How much two server starts of one configuration differ (relative sd) "
         "before the run has measured it: the noise model starts from this, weighed as three "
         "starts, and moves level by level towards what the baseline's starts show (its "
-        "re-measurements, campaign.anchors); set aside where those differ far more. Never "
-        "taken as nothing: an experiment on one start is never compared as if starts did not "
-        "differ. An H100 GPU-bound showed 0.1-1.5% (vLLM and SGLang, an 8B model); a level "
-        "bound by the server's CPU, 13%.",
+        "re-measurements, campaign.anchors); set aside where those differ far more, and "
+        "replaced by what earlier runs on the host measured (reportgen run --history) where "
+        "not stated here. Never taken as nothing: an experiment on one start is never "
+        "compared as if starts did not differ. An H100 GPU-bound showed 0.1-1.5% (vLLM and "
+        "SGLang, an 8B model); a level bound by the server's CPU, 13%. 2% holds identical "
+        "configurations at 0.5-2% of simulated experiments where starts differ by 0.3-5% "
+        "(benchmarks/campaigns.py).",
     )
     random_weights: bool = Field(
         False,

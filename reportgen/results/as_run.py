@@ -52,6 +52,7 @@ def info_as_run(saved: Mapping[str, Any]) -> CampaignInfo:
     known.setdefault("alpha_scope", "experiment")  # the default before 2026-12-07
     known.setdefault("anchors", 0)  # none before 2026-12-07
     known.setdefault("confirm", False)  # off unless asked before 2026-12-07
+    known.setdefault("start_spread", 0.015)  # the default until 2026-12-07
     known["objective"] = _objective(json.dumps(known.get("objective") or {}, sort_keys=True))
     return CampaignInfo.model_validate({**known, "name": "campaign"}).model_copy(
         update={"name": name}

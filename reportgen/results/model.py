@@ -26,7 +26,13 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from reportgen.campaign.base import DEFAULT_MARGIN as DEFAULT_MARGIN
 from reportgen.campaign.base import higher_is_better as higher_is_better
@@ -301,8 +307,16 @@ class Run(_Model):
     # ``reportgen render --redecide``: each time the decisions were taken again, by which
     # method, and what they had been (experiment id -> verdict)
     redecided: list[Redecision] = Field(default_factory=list)
-    # the spread between starts taken from earlier runs (None: campaign.start_spread)
+    # the spread between starts taken from earlier runs (None: campaign.start_spread; then
+    # left out of results.json, so a run read and saved again keeps its form)
     start_prior: StartPrior | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_prior(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and out.get("start_prior", 0) is None:
+            out.pop("start_prior")
+        return out
 
     @model_validator(mode="after")
     def _readable_objective(self) -> Run:

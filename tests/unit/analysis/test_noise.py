@@ -331,6 +331,7 @@ def test_an_adoption_the_campaigns_drift_could_explain_is_withdrawn(
     end = _timed(_exp("base-end", runs(end_speed), command="base"), 20)
     end.role, end.parent = "bracket", "base"
     run = _run(base, child)
+    run.campaign["campaign"]["start_spread"] = 0.005  # the host's, as drawn here
     run.experiments.append(end)
     child.decision = verdict.decide_experiment(run, child, {})
     run.best = drift.best_after(run, child)
@@ -368,6 +369,7 @@ def test_a_rejection_the_campaigns_drift_could_explain_is_withdrawn(
     end = _timed(_exp("base-end", runs(end_speed), command="base"), 20)
     end.role, end.parent = "bracket", "base"
     run = _run(base, child)
+    run.campaign["campaign"]["start_spread"] = 0.005  # the host's, as drawn here
     run.experiments.append(end)
     child.decision = verdict.decide_experiment(run, child, {})
     assert child.decision.verdict == "rejected", child.decision.explanation
@@ -543,7 +545,8 @@ def test_repetitions_per_start_follow_the_runs_measured_costs_and_spreads() -> N
 
 
 def test_a_stated_start_spread_far_below_the_runs_own_is_set_aside_and_said_once() -> None:
-    """The baseline's two starts 11% apart, campaign.start_spread 1.5%: the statement is set
+    """The baseline's two starts 11% apart, campaign.start_spread 1.5% (what results
+    without it read as): the statement is set
     aside (the run's own starts measure the spread), recorded with each decision, and the
     first decision it applies to says what to do; the next does not say it again."""
     base = _exp("base", {c: [[100, 101], [112, 113]] for c in LEVELS})
@@ -626,3 +629,43 @@ def test_spreads_measured_by_several_runs_weigh_by_their_degrees_of_freedom() ->
     assert dof == 1 and sd == pytest.approx(math.expm1(math.log(1.1) / math.sqrt(2)), rel=0.02)
     same = _exp("same", {16: [[100, 100.2], [100.1, 100.3]]})
     assert noise.campaign_spread([same], "output_tok_s")[p][0] == noise.SPREAD_FLOOR
+
+
+def test_a_repetition_held_by_a_stall_is_left_out_and_named() -> None:
+    """One of the child's repetitions at C=16 ran 20% slow (a request stalled), its other runs
+    and the baseline's within 1% at every level: left out of the comparison and of the noise
+    model and named in the explanation, so the identical child is not rejected; runs that
+    differ as much as their like do are never taken for stalls."""
+    rng = np.random.default_rng(3)
+
+    def runs(slow: float = 1.0) -> dict[int, list[list[float]]]:
+        return {
+            c: [
+                list(100 * c * np.exp(rng.normal(0, 0.005, 2))),
+                [100 * c * math.exp(rng.normal(0, 0.005)) * (slow if c == 16 else 1.0)],
+            ]
+            for c in LEVELS
+        }
+
+    # (two more identical configurations before it: a level's spread is trusted to tell a
+    # stall from twelve pairs of runs on)
+    base, child = _exp("base", runs()), _exp("child", runs(slow=0.8))
+    (_, _, d) = _decide(_run(base, _exp("more", runs()), _exp("again", runs()), child))
+    assert d.verdict != "rejected", d.explanation
+    assert d.noise is not None and d.noise.stalls == [
+        "child C=16 repetition 3: 20% worse than its configuration's other runs there"
+    ]
+    assert "Left out as held by a stall" in d.explanation
+    (_, _, old) = _decide(_run(base, _exp("more", runs()), _exp("again", runs()), child), "levels")
+    # (decided as before: no runs left out)
+    assert old.noise is not None and old.noise.stalls is None
+    # Gaussian runs, 2% apart within a configuration: no stall among 3,000 groups of three
+    flagged = 0
+    for _ in range(100):
+        many = [
+            noise.Run1(f"c{k}", Point(16, None), i, (f"c{k}", "experiment", i), rng.normal(0, 0.02))
+            for k in range(30)
+            for i in range(3)
+        ]
+        flagged += len(noise.stalls(many, True))
+    assert flagged == 0
