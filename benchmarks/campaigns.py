@@ -13,7 +13,8 @@ in the order a run takes them: ``analysis.verdict.decide_experiment`` after each
 ``drift.drift_check`` at the end, ``drift.best_after`` for the best (nothing here re-implements
 a decision).
 
-A level run's value is log-normal around 100 x the true ratio with:
+A level run's output tok/s is log-normal around 100 x the true ratio, and its TTFT's median and
+p99 around a value that moves inversely (the p99 with twice the spread within a server), with:
 
 - ``within``: the relative spread of repetitions on one server (``--within``, 0.5-3%);
 - ``between``: one draw per server start, its sd at C=64 (``--between``, 1-5%), at C=1 and 16
@@ -21,7 +22,8 @@ A level run's value is log-normal around 100 x the true ratio with:
 - drift: the host's speed changing by ``--drift`` per experiment's worth of GPU time (one
   experiment of the old design), and ``--step``: one change of that size at the campaign's
   middle;
-- stalls: in ``--stalls`` of repetitions, one request stalls and the level reads 5-25% low.
+- stalls: in ``--stalls`` of repetitions, one request stalls and the level reads 5-25% low,
+  its TTFT p99 1.5-4x high.
 
 Three designs, on the same kind of campaigns:
 
@@ -44,9 +46,10 @@ decided and at the end (per experiment) and how often a campaign held any such c
 end; how often identical ones were called equivalent; the share of +5/+10/+20% changes adopted
 (and -10% rejected); the best's reported gain over its truth (the winner's curse, for a true
 winner and, where the best is identical to the baseline, its reported gain); how often the
-objective's 95%-or-wider intervals held the true ratio; and GPU-minutes per decided experiment
-(adopted, rejected or equivalent at the end): server starts x ``--ready-s`` (75 s: 50-130 s
-on an H100 for an 8B model) + level runs x ``--level-s`` (20 s with its warm-up).
+objective's 95%-or-wider intervals held the true ratio, and TTFT p99's; and GPU-minutes per
+decided experiment (adopted, rejected or equivalent at the end): server starts x
+``--ready-s`` (75 s: 50-130 s on an H100 for an 8B model) + level runs x ``--level-s`` (20 s
+with its warm-up).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 from reportgen.analysis import drift, noise, verdict  # noqa: E402
 from reportgen.campaign.schema import CampaignInfo  # noqa: E402
-from reportgen.results.levels import Level, Summary  # noqa: E402
+from reportgen.results.levels import Dist, Level, Summary  # noqa: E402
 from reportgen.results.model import (  # noqa: E402
     CampaignFile,
     EngineRecord,
@@ -83,6 +86,7 @@ START_SHARES = (0.2, 0.5, 1.0)  # the spread between starts at C=1, 16, 64, of -
 TRUTHS = (1.00, 1.10, 1.00, 1.05, 0.90, 1.20, 1.00, 1.00, 1.10, 1.00)
 MARGIN = 0.03
 REPS = 3
+REQUESTS = 1000  # a level run's requests: ten above its p99, so a side of three has an interval
 START_SPREAD = CampaignInfo.model_fields["start_spread"].default  # --start-spread
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -164,9 +168,20 @@ def _session(
             b = _sd(h.between * START_SHARES[k])
             w = _sd(h.within * (2 if c == 64 else 1))
             log = math.log(100 * c * ratio) + clock.speed() + b * start + rng.normal(0, w)
+            # TTFT: its median moves as the throughput does (inversely), its p99 by twice
+            # the spread within a server; a stall slows the level and lifts its p99 1.5-4x
+            ttft = math.log(20.0 * (1 + c / 16) / ratio) - clock.speed() - b * start
+            p99 = ttft + math.log(2.0) + rng.normal(0, 2 * w)
+            ttft += rng.normal(0, w)
             if rng.random() < h.stalls:
                 log += math.log1p(-rng.uniform(0.05, 0.25))
-            summary = Summary(requests=64, ok=64, output_tok_s=math.exp(log))
+                p99 += math.log(rng.uniform(1.5, 4.0))
+            summary = Summary(
+                requests=REQUESTS,
+                ok=REQUESTS,
+                output_tok_s=math.exp(log),
+                ttft_ms=Dist(p50=math.exp(ttft), p99=math.exp(p99)),
+            )
             e.levels.append(Level(concurrency=c, repetition=rep, session=index, summary=summary))
 
 
@@ -211,6 +226,8 @@ class Outcome:
     best_gain: float | None  # the reported score of the best against the baseline
     covered: int = 0
     intervals: int = 0
+    tail_covered: int = 0  # TTFT p99's intervals that held its true ratio
+    tail_intervals: int = 0
     gpu_s: float = 0.0
     run: Run | None = None
 
@@ -298,6 +315,11 @@ def campaign(design: Design, host: Host, k: int, rng: np.random.Generator) -> Ou
             if c.ci_low is not None and c.ci_high is not None:
                 out.intervals += 1
                 out.covered += c.ci_low <= truth <= c.ci_high
+        for cs in (e.decision.metrics or {}).values() if e.decision else []:
+            for c in cs:
+                if c.metric == "ttft_ms_p99" and c.ci_low is not None and c.ci_high is not None:
+                    out.tail_intervals += 1
+                    out.tail_covered += c.ci_low <= 1 / truth <= c.ci_high
     return out
 
 
@@ -314,6 +336,8 @@ class Tally:
     false_best: list[float] = field(default_factory=list)
     covered: int = 0
     intervals: int = 0
+    tail_covered: int = 0
+    tail_intervals: int = 0
     gpu_s: float = 0.0
     decided: int = 0
 
@@ -341,6 +365,8 @@ class Tally:
                 self.false_best.append(o.best_gain - 1)
         self.covered += o.covered
         self.intervals += o.intervals
+        self.tail_covered += o.tail_covered
+        self.tail_intervals += o.tail_intervals
         self.gpu_s += o.gpu_s
 
     def row(self) -> list[str]:
@@ -360,6 +386,7 @@ class Tally:
             curse,
             false_best,
             share(self.covered, self.intervals),
+            share(self.tail_covered, self.tail_intervals),
             f"{per:.1f}",
         ]
 
@@ -367,7 +394,7 @@ class Tally:
 HEAD = (
     "| within | between | drift | step | k | design | identical adopted/rejected: first "
     "| end | campaigns | identical equivalent | +5% adopted | +10% | +20% | -10% rejected "
-    "| best's gain over truth | false best's gain | coverage | GPU-min / decided |"
+    "| best's gain over truth | false best's gain | coverage | p99 coverage | GPU-min / decided |"
 )
 
 

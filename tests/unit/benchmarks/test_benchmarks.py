@@ -44,3 +44,23 @@ def test_the_render_benchmarks_telemetry_has_every_column_a_run_saves() -> None:
     assert {r["gpu"] for r in rows} == {0, 1}
     energy = [r["energy_mj"] for r in rows if r["gpu"] == 0]
     assert energy == sorted(energy) and energy[-1] > energy[0]  # a counter, growing
+
+
+def test_the_simulated_campaign_runs_in_the_runners_order_with_every_interval() -> None:
+    """benchmarks/campaigns.py: a campaign of four changes under the defaults measures the
+    baseline again after every two (and at the end), then runs the best again; every
+    objective level and every TTFT p99 of its experiments gets an interval; one earlier
+    campaign on the host gives the next its measured spread between starts."""
+    import campaigns
+
+    host = campaigns.Host(0.01, 0.01, 0.005, 0.0, 0.02, 60.0, 12.0)
+    rng = np.random.default_rng(0)
+    out = campaigns.campaign(campaigns.DESIGNS["new-2"], host, 4, rng)
+    assert out.run is not None
+    roles = [(e.id, e.role) for e in out.run.experiments if e.role != "experiment"]
+    assert roles[:2] == [("baseline-again-1", "anchor"), ("baseline-end", "bracket")]
+    assert out.intervals == 4 * 3 and out.tail_intervals >= 4 * 3
+    assert out.gpu_s > 0 and out.run.start_prior is None
+    again = campaigns.campaign(campaigns.DESIGNS["new-2-h1"], host, 4, rng)
+    assert again.run is not None and again.run.start_prior is not None
+    assert [lv.concurrency for lv in again.run.start_prior.levels] == [1, 16, 64]
