@@ -109,18 +109,18 @@ def stalls(runs: Sequence[Run1], higher_is_better: bool) -> list[Stall]:
     ``STALL_SDS`` such sds (sqrt(1 + 1/(n - 1)) of them) and ``STALL_FLOOR`` is a stall, at
     most one a configuration and level. Only the worse side is looked at: a stall never
     makes a server faster. A level with fewer than ``STALL_PAIRS`` pairs is left alone."""
-    groups: dict[tuple[str, Point], list[Run1]] = {}
-    for r in runs:
-        groups.setdefault((r.config, r.level), []).append(r)
+    groups: dict[tuple[str, str, Point], list[Run1]] = {}
+    for r in runs:  # one measurement's runs: its own, not those of its configuration's others
+        groups.setdefault((r.session[0], r.session[1], r.level), []).append(r)
     pairs: dict[Point, list[float]] = {}
-    for (_, level), g in groups.items():
+    for (_, _, level), g in groups.items():
         logs = [r.log for r in g]
         pairs.setdefault(level, []).extend(
             abs(a - b) / math.sqrt(2) for i, a in enumerate(logs) for b in logs[i + 1 :]
         )
     sign = 1.0 if higher_is_better else -1.0
     out = []
-    for (_, level), g in groups.items():
+    for (_, _, level), g in groups.items():
         if len(g) < 2 or len(pairs.get(level, ())) < STALL_PAIRS:
             continue
         sd = 1.4826 * float(np.median(pairs[level]))

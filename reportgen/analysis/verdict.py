@@ -305,11 +305,13 @@ class Comparer:
         low, high = sequential.bounds(reps)
         self.fresh_rounds = high > low  # adaptive: each repetition added starts a server
         self._noise: dict[str, Noise] = {}
+        self._pool: dict[str, list[noise_mod.Run1]] = {}  # the runs each model was made of
 
     def noise(self, metric: str, stat: str = "p50") -> Noise:
         key = metric if stat == "p50" else f"{metric}.{stat}"
         if key not in self._noise:
             runs = noise_mod.level_runs(self.known, metric, stat, current=self.entry.id)
+            self._pool[key] = runs
             order = {e.id: i for i, e in enumerate(self.run.experiments)}
             held: list[noise_mod.Stall] = []
             if self.method == "anchored":  # runs held by a stall are left out
@@ -325,6 +327,23 @@ class Comparer:
             )
             self._noise[key] = replace(found, stalls=tuple(held))
         return self._noise[key]
+
+    def _with_stalls_of(self, runs: list[noise_mod.Run1], metric: str, stat: str) -> Noise:
+        """The noise model of ``metric``, its stalls sought among ``runs`` too where they are
+        not among what it was made of (a side measured after this experiment: the bracket,
+        a re-measurement of the baseline), so that a side's stall is left out as its own."""
+        noise = self.noise(metric, stat)
+        key = metric if stat == "p50" else f"{metric}.{stat}"
+        pool = self._pool.get(key, [])
+        known = _keyed(pool)
+        extra = [r for r in runs if (r.session, r.level, r.repetition) not in known]
+        if self.method != "anchored" or not extra:
+            return noise
+        found = noise_mod.stalls([*pool, *extra], metrics.is_throughput(metric))
+        merged = {x.key: x for x in (*noise.stalls, *found)}
+        noise = replace(noise, stalls=tuple(merged.values()))
+        self._noise[key] = noise
+        return noise
 
     def objective(self, side: Side | None) -> list[Comparison]:
         if side is None or not side.ok:
@@ -368,7 +387,7 @@ class Comparer:
         theirs = [
             r for who, levels in parts for r in noise_mod.own_runs(levels, who, role, metric, stat)
         ]
-        noise = self.noise(metric, stat)
+        noise = self._with_stalls_of(theirs + grown, metric, stat)
         out = {x.key for x in noise.stalls}
 
         def kept(runs: list[noise_mod.Run1]) -> list[noise_mod.Run1]:
@@ -387,6 +406,10 @@ class Comparer:
             fresh_rounds=self.fresh_rounds,
             equivalence=self.equivalence,
         )
+
+
+def _keyed(runs: Iterable[noise_mod.Run1]) -> set[tuple[noise_mod.SessionKey, Point, int]]:
+    return {(r.session, r.level, r.repetition) for r in runs}
 
 
 def every_metric(
