@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from reportgen.results import rundir, store
 
-LOG_BYTES = 64 * 1024
+LOG_BYTES = 8 * 1024
 
 
 def compact(run_dir: Path, drop_html: bool) -> tuple[int, int]:
