@@ -78,6 +78,11 @@ class Run1:
     log: float
     floored: bool = False  # a goodput of none, taken as half a request (``compared_value``)
 
+    @property
+    def key(self) -> tuple[SessionKey, Point, int]:
+        """Which run it is: its session, level and repetition (``Stall.key`` names one)."""
+        return (self.session, self.level, self.repetition)
+
 
 @dataclass(frozen=True)
 class Stall:
@@ -102,12 +107,13 @@ STALL_PAIRS = 12  # pairs of runs a level needs before its spread is trusted to 
 def stalls(runs: Sequence[Run1], higher_is_better: bool) -> list[Stall]:
     """Level runs held by a stall ("anchored"): a request that stalls (a long gap mid-stream,
     a late close) drags one repetition's throughput down or its latency up, far beyond how
-    much its configuration's runs at that level otherwise differ. At each level, the typical
-    difference of two runs of one configuration (all pairs, over every configuration: the
-    median absolute difference over sqrt 2, times 1.4826, so a few stalls do not set it) is
-    the yardstick; a run worse than the mean of its configuration's others by more than
-    ``STALL_SDS`` such sds (sqrt(1 + 1/(n - 1)) of them) and ``STALL_FLOOR`` is a stall, at
-    most one a configuration and level. Only the worse side is looked at: a stall never
+    much one measurement's runs at that level otherwise differ (an experiment's, or its
+    control's: not its configuration's measured at other times, which drift apart). At each
+    level, the typical difference of two runs of one measurement (all pairs, over every
+    measurement: the median absolute difference over sqrt 2, times 1.4826, so a few stalls
+    do not set it) is the yardstick; a run worse than the mean of its measurement's others by
+    more than ``STALL_SDS`` such sds (sqrt(1 + 1/(n - 1)) of them) and ``STALL_FLOOR`` is a
+    stall, at most one a measurement and level. Only the worse side is looked at: a stall never
     makes a server faster. A level with fewer than ``STALL_PAIRS`` pairs is left alone."""
     groups: dict[tuple[str, str, Point], list[Run1]] = {}
     for r in runs:  # one measurement's runs: its own, not those of its configuration's others
@@ -363,6 +369,32 @@ def detrended(
     return out
 
 
+def _sums_by_level(
+    spreads: Iterable[tuple[Point, float, float, np.ndarray]],
+) -> dict[Point, tuple[float, float, float]]:
+    """Per level, over the groups of ``spreads`` (``detrended``'s form) with a degree of
+    freedom: the sum of squares of session means, its degrees of freedom, and the sum of
+    dof x mean(1/n) (h times the dof)."""
+    acc: dict[Point, list[float]] = {}
+    for level, ss_g, dof_g, counts in spreads:
+        if dof_g > 0:
+            a = acc.setdefault(level, [0.0, 0.0, 0.0])
+            a[0] += ss_g
+            a[1] += dof_g
+            a[2] += dof_g * float(np.mean(1 / counts))
+    return {level: (a[0], a[1], a[2]) for level, a in acc.items()}
+
+
+def _within(runs: Sequence[Run1]) -> tuple[int, np.ndarray, float | None, float]:
+    """The spread of repetitions on one server: its cells' count and degrees of freedom, and
+    their moderated variance with its weight (``moderated.prior``)."""
+    cells = within_cells(runs)
+    variances = np.asarray([c.var(ddof=1) for c in cells])
+    dofs = np.asarray([c.size - 1 for c in cells], dtype=float)
+    var, d0 = moderated.prior(variances, dofs)
+    return len(cells), dofs, var, d0
+
+
 def _between(
     groups: Sequence[tuple[Point, np.ndarray, np.ndarray]],
     restarts: int,
@@ -381,15 +413,9 @@ def _between(
             for level, m, counts in groups
         ]
     )
-    spreads = [x for x in spreads if x[2] > 0]
-    if not spreads:
+    by_level = _sums_by_level(spreads)
+    if not by_level:
         return None, 0.0, {}
-    by_level: dict[Point, list[float]] = {}  # [sum of squares, dof, sum of dof x mean(1/n)]
-    for level, ss_g, dof_g, counts in spreads:
-        acc = by_level.setdefault(level, [0.0, 0.0, 0.0])
-        acc[0] += ss_g
-        acc[1] += dof_g
-        acc[2] += dof_g * float(np.mean(1 / counts))
     ss = sum(a[0] for a in by_level.values())
     dof = sum(a[1] for a in by_level.values())
     pooled, h = ss / dof, sum(a[2] for a in by_level.values()) / dof
@@ -435,19 +461,9 @@ def measured_spread(
     about a line in time (``detrended``) less what the spread within a session explains. What
     a later run of the campaign on the same host may start from instead of a stated spread
     (``history.prior``)."""
-    spreads = [x for x in detrended(runs, order) if x[2] > 0]
-    cells = within_cells(runs)
-    variances = np.asarray([c.var(ddof=1) for c in cells])
-    dofs = np.asarray([c.size - 1 for c in cells], dtype=float)
-    within, _ = moderated.prior(variances, dofs)
-    by_level: dict[Point, list[float]] = {}
-    for level, ss, dof, counts in spreads:
-        acc = by_level.setdefault(level, [0.0, 0.0, 0.0])
-        acc[0] += ss
-        acc[1] += dof
-        acc[2] += dof * float(np.mean(1 / counts))
+    _, _, within, _ = _within(runs)
     out = {}
-    for level, (ss, dof, hd) in by_level.items():
+    for level, (ss, dof, hd) in _sums_by_level(detrended(runs, order)).items():
         var = max(0.0, ss / dof - hd / dof * (within or 0.0))
         out[level] = (max(SPREAD_FLOOR, math.expm1(math.sqrt(var))), dof)
     return out
@@ -469,10 +485,7 @@ def estimate(
         raise ValueError(f"no noise method {method!r}: one of {', '.join(METHODS)}")
     set_aside: float | None = None
     level_dof: dict[Point, int] = {}
-    cells = within_cells(runs)
-    variances = np.asarray([c.var(ddof=1) for c in cells])
-    dofs = np.asarray([c.size - 1 for c in cells], dtype=float)
-    within_var, d0 = moderated.prior(variances, dofs)
+    n_cells, dofs, within_var, d0 = _within(runs)
     between = session_means(runs)
     restarts = _restarts(runs)
     timed = order if method == "anchored" else None  # (older methods: as they decided)
@@ -497,7 +510,7 @@ def estimate(
         metric=metric,
         within_var=within_var,
         within_dof=d0,
-        within_cells=len(cells),
+        within_cells=n_cells,
         within_total_dof=float(dofs.sum()),
         session_var=session_var,
         session_dof=restarts,

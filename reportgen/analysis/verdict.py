@@ -317,7 +317,7 @@ class Comparer:
             if self.method == "anchored":  # runs held by a stall are left out
                 held = noise_mod.stalls(runs, metrics.is_throughput(metric))
                 out = {x.key for x in held}
-                runs = [r for r in runs if (r.session, r.level, r.repetition) not in out]
+                runs = [r for r in runs if r.key not in out]
             found = noise_mod.estimate(
                 runs,
                 metric,
@@ -333,11 +333,13 @@ class Comparer:
         not among what it was made of (a side measured after this experiment: the bracket,
         a re-measurement of the baseline), so that a side's stall is left out as its own."""
         noise = self.noise(metric, stat)
+        if self.method != "anchored":
+            return noise
         key = metric if stat == "p50" else f"{metric}.{stat}"
-        pool = self._pool.get(key, [])
-        known = _keyed(pool)
-        extra = [r for r in runs if (r.session, r.level, r.repetition) not in known]
-        if self.method != "anchored" or not extra:
+        pool = self._pool[key]
+        known = {r.key for r in pool}
+        extra = [r for r in runs if r.key not in known]
+        if not extra:
             return noise
         found = noise_mod.stalls([*pool, *extra], metrics.is_throughput(metric))
         merged = {x.key: x for x in (*noise.stalls, *found)}
@@ -391,7 +393,7 @@ class Comparer:
         out = {x.key for x in noise.stalls}
 
         def kept(runs: list[noise_mod.Run1]) -> list[noise_mod.Run1]:
-            return [r for r in runs if (r.session, r.level, r.repetition) not in out]
+            return [r for r in runs if r.key not in out]
 
         return decide.compare_sides(
             kept(theirs + grown),
@@ -406,10 +408,6 @@ class Comparer:
             fresh_rounds=self.fresh_rounds,
             equivalence=self.equivalence,
         )
-
-
-def _keyed(runs: Iterable[noise_mod.Run1]) -> set[tuple[noise_mod.SessionKey, Point, int]]:
-    return {(r.session, r.level, r.repetition) for r in runs}
 
 
 def every_metric(

@@ -402,13 +402,11 @@ class CampaignModel(_Model):
         return given if given is not None else self.server.engine not in SIMULATED_ENGINES
 
     def recorded(self) -> dict[str, Any]:
-        """The campaign as a run's results keep it: its re-measurements of the baseline, its
-        starts an experiment and its confirmation as the run makes them
-        (``campaign.anchors``, ``campaign.starts``, ``campaign.confirm``, the defaults
-        resolved for the engine)."""
+        """The campaign as a run's results keep it: its re-measurements of the baseline and
+        its confirmation as the run makes them (``campaign.anchors``, ``campaign.confirm``,
+        the defaults resolved for the engine)."""
         dump = self.model_dump(mode="json")
         dump["campaign"]["anchors"] = self.anchor_every
-        dump["campaign"]["starts"] = self.starts_each
         dump["campaign"]["confirm"] = self.confirms
         return dump
 
@@ -420,11 +418,6 @@ class CampaignModel(_Model):
         if given is not None:
             return given
         return "best" if self.anchor_every else False
-
-    @property
-    def starts_each(self) -> int:
-        """Server starts an experiment's repetitions are split over (``campaign.starts``)."""
-        return self.campaign.starts
 
     @property
     def anchor_every(self) -> int:

@@ -215,7 +215,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             r,
             parent_r,
             interleave=c.model.campaign.interleave,
-            starts=c.model.starts_each,
+            starts=c.model.campaign.starts,
             prime=c.model.primes,
         )
         if launches and launches[0][2] == "prime":
@@ -275,7 +275,7 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             + " (known only while running; none where the baseline stays the best)",
             markup=False,
         )
-    said = _allocation(c.model.starts_each, c.model.campaign.interleave, steps)
+    said = _allocation(c.model.campaign.starts, c.model.campaign.interleave, steps)
     if said:
         out.print("\n" + said, markup=False)
     return EXIT_OK

@@ -64,7 +64,7 @@ def run_experiment(
                 parent,
                 interleave=interleave,
                 # a re-measurement of the baseline (``campaign.anchors``) is one more start
-                starts=1 if entry.role == "anchor" else ctx.m.starts_each,
+                starts=1 if entry.role == "anchor" else ctx.m.campaign.starts,
                 prime=ctx.m.primes and entry.role == "experiment",
             )
         )

@@ -50,7 +50,7 @@ class Runner:
         history: Path | None = None,
     ):
         self.campaign = campaign
-        self.history = history  # earlier runs' spread between starts (``history.prior``)
+        self.history = history  # earlier runs to start from (``history.prior``); None once sought
         self.run_dir = run_dir
         self.resume = resume  # saved results of this run, to continue (``resume.resumable``)
         self.ctx = Context(campaign, run_dir, progress or Quiet(), campaign_secrets(campaign))
@@ -380,7 +380,7 @@ class Runner:
     def _decide(self, run: Run, entry: Experiment, rows: dict[str, list[RequestRecord]]) -> None:
         """The verdict (``analysis.verdict``), from this experiment's rows and the saved
         rows of the tables it is compared with; then which configuration is best."""
-        if self.history is not None and not any(e.decision for e in run.experiments[1:]):
+        if not any(e.decision for e in run.experiments[1:]):
             self._start_prior(run)
         entry.decision = verdict.decide_experiment(run, entry, self._tables(run, entry, rows))
         run.best = drift.best_after(run, entry)
@@ -390,10 +390,11 @@ class Runner:
         measured on this host (``history.prior``), where the campaign does not state it."""
         if "start_spread" in self.m.campaign.model_fields_set or self.history is None:
             return
+        history, self.history = self.history, None  # sought once
         from reportgen.history import prior
 
         try:
-            run.start_prior = prior.start_prior(run, self.history)
+            run.start_prior = prior.start_prior(run, history)
         except ResultsError as exc:
             self.progress.warn(f"history not read ({exc}): campaign.start_spread is used")
 
