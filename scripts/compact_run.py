@@ -7,7 +7,7 @@
 - every Parquet table (requests/, telemetry/) is rewritten as ``results.store.write_parquet``
   writes new ones, at zstd level 19 (the same rows, to the last bit; about a third of the
   snappy files runs wrote before);
-- results.json, report.html and every server log (logs/*.log) over 64 KiB are compressed
+- results.json, report.html and every server log (logs/*.log) over 8 KiB are compressed
   with xz under their name plus ``.xz`` (``results.json.xz``: about a fifteenth of its size,
   the page a sixth; logs gzipped by earlier compactions are converted). Every command reads
   each form (``results.RunDir``), and ``reportgen render`` writes the results and page again

@@ -138,9 +138,9 @@ class CampaignInfo(_Model):
         "less on its verdict. 1 starts each experiment once, the baseline still twice: "
         "with the baseline measured again between experiments (campaign.anchors) its "
         "verdicts then rest on the stated spread between starts (campaign.start_spread) "
-        "more than on the run's own; where that statement is below the host's, identical "
-        "configurations are adopted or rejected more often (benchmarks/campaigns.py: 8.5% "
-        "of experiments with starts 5% apart against 3.5% on two starts).",
+        "more than on the run's own, and decide less (benchmarks/campaigns.py: a true 10% "
+        "gain adopted in 11-29% of simulated campaigns against 50-89% on two starts, at "
+        "starts 0.3-5% apart).",
     )
     parallel: int = Field(
         1,
@@ -193,7 +193,7 @@ class CampaignInfo(_Model):
         "not stated here. Never taken as nothing: an experiment on one start is never "
         "compared as if starts did not differ. An H100 GPU-bound showed 0.1-1.5% (vLLM and "
         "SGLang, an 8B model); a level bound by the server's CPU, 13%. 2% holds identical "
-        "configurations at 0.5-2% of simulated experiments where starts differ by 0.3-5% "
+        "configurations at 0-2.5% of simulated experiments where starts differ by 0.3-5% "
         "(benchmarks/campaigns.py).",
     )
     random_weights: bool = Field(
