@@ -73,6 +73,13 @@ class Engine:
     # run time, a recompilation, a graph captured, requests preempted), by kind: one inside a
     # level's window has that level measured again (``observe.events``).
     event_patterns: tuple[tuple[str, str], ...] = ()
+    # The engine's resolved configuration, as its log prints it at start (``observe.evidence.
+    # engine_config``): lines whose first group is a ``key=value, ...`` list, then single
+    # values by name (a line's first group); keys that differ between two starts of one
+    # configuration (a random seed, a port picked at start) are left out of comparisons.
+    config_lines: tuple[str, ...] = ()
+    config_values: tuple[tuple[str, str], ...] = ()
+    config_volatile: tuple[str, ...] = ()
 
     def node_args(self, nnodes: int, rank: int, addr: str, port: int | str) -> list[str]:
         """The flags that make this process rank ``rank`` of ``nnodes`` (``node_flags``);
@@ -271,6 +278,8 @@ ENGINES: dict[str, Engine] = {
         simulated=True,
         info_paths=("/version", "/v1/models"),
         log_patterns=(("server_args", r"server_args=ServerArgs\("),),
+        config_lines=(r"server_args=ServerArgs\((.*)\)\s*$", r"sim: resolved (.*)$"),
+        config_volatile=("port", "seed", "starts_file", "record_sends"),
         counters=(
             ("generation_tokens", "sim:generation_tokens_total"),
             ("prompt_tokens", "sim:prompt_tokens_total"),
@@ -293,6 +302,12 @@ ENGINES: dict[str, Engine] = {
         ready_log_line="The server is fired up and ready to roll!",
         exact_length_fields=("ignore_eos", "min_tokens"),
         info_paths=("/server_info", "/get_server_info", "/get_model_info", "/v1/models"),
+        # 0.5.17: "server_args=ServerArgs(model_path=..., cuda_graph_max_bs=..., ...)" at start;
+        # "max_total_num_tokens=..., chunked_prefill_size=..., max_running_requests=..." once
+        # the memory is sized
+        config_lines=(r"server_args=ServerArgs\((.*)\)\s*$", r"\] (max_total_num_tokens=.*)$"),
+        config_volatile=("random_seed", "nccl_port", "port", "dist_init_addr", "file_storage_path",
+                         "available_gpu_mem"),  # fmt: skip
         log_patterns=(
             ("server_args", r"server_args=ServerArgs\("),
             # 0.5.17: "Capture target decode CUDA graph end. elapsed=...", with speculative
@@ -344,6 +359,17 @@ ENGINES: dict[str, Engine] = {
         ready_log_line="Application startup complete.",
         exact_length_fields=("ignore_eos", "min_tokens"),
         info_paths=("/version", "/v1/models"),
+        # 0.26.0: "Initializing a V1 LLM engine (v0.26.0) with config: model=..., ...,
+        # compilation_config={..., 'cudagraph_capture_sizes': [...], ...}, ..."; the scheduler's
+        # and the memory's settings on lines of their own
+        config_lines=(r"Initializing a V1 LLM engine \(\S+\) with config: (.*)$",),
+        config_values=(
+            ("max_num_batched_tokens", r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)"),
+            ("async_scheduling", r"Asynchronous scheduling is (enabled|disabled)"),
+            ("cuda_graph_memory_gib", r"Graph capturing finished in \S+ secs?, took ([0-9.]+) GiB"),
+            ("kv_cache_tokens", r"GPU KV cache size: ([0-9,]+) tokens"),
+        ),
+        config_volatile=("cache_dir", "local_cache_dir", "debug_dump_path"),
         log_patterns=(
             ("non_default_args", r"non-default args:"),
             ("cuda_graph_captured", r"Graph capturing finished"),

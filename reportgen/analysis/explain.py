@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from reportgen.analysis import adopt, unjudged
+from reportgen.analysis import adopt, engine_config, unjudged
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.sides import sides
@@ -77,7 +77,8 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
         legacy=legacy,
     )
     change, flags = _change(run, entry, entry.parent or parent_id, legacy)
-    rest += meaning(entry, verdict)
+    also = engine_config.said(entry.also_changed)
+    rest += meaning(entry, verdict) + (f" {also}" if also else "")
     if decision.stand_in and entry.parent:
         rest += (
             f" {entry.parent} was measured on other GPUs than {entry.id}, so its "

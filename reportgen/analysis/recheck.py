@@ -19,6 +19,7 @@ from typing import Any
 
 from reportgen import engines, tracebacks
 from reportgen.analysis import checks as checks_mod
+from reportgen.analysis import engine_config
 from reportgen.campaign import Workload
 from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence
@@ -91,9 +92,19 @@ def recheck(
             found = evidence.log_evidence(text, ours)["found"]
             entry.log_evidence.found = found
             entry.server_args_resolved = evidence.server_args(found)
+            entry.engine_config = evidence.engine_config(
+                text, engine.config_lines, engine.config_values
+            )
             accept = evidence.log_values(text, engine.spec_accept_log)
             if accept is not None:
                 entry.log_evidence.spec_accept_length = LogValues.model_validate(accept)
+        parent = run.experiment(entry.parent) if entry.parent else None  # read before it
+        entry.also_changed = engine_config.also_changed(
+            parent.engine_config if parent is not None else None,
+            entry.engine_config,
+            [f.key for f in entry.flag_diff],
+            engine.config_volatile,
+        )
         wl = Workload.model_validate(entry.workload or run.default_workload)
         before = {c.id: c.status for c in entry.checks}
         entry.checks = checks_mod.run_checks(

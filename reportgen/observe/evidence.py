@@ -186,6 +186,47 @@ def server_args(found: Mapping[str, str | None]) -> dict[str, Any] | None:
     return None
 
 
+def engine_config(
+    text: str, lines: Sequence[str], values: Sequence[tuple[str, str]]
+) -> dict[str, Any] | None:
+    """The engine's resolved configuration from its log (an ``Engine``'s ``config_lines`` and
+    ``config_values``), flattened: a nested mapping or ``Config(...)`` value's keys joined
+    with dots (``compilation_config.max_cudagraph_capture_size``). Only the first start's
+    lines count (a log of several starts prints them again). None when the log says none."""
+    out: dict[str, Any] = {}
+    log = text.splitlines()
+    for pattern in lines:
+        rx = re.compile(pattern)
+        m = next((m for ln in log if (m := rx.search(ln)) and not ln.startswith(OTHER_RANK)), None)
+        if m:
+            _flatten(_keyword_args(m.group(1)), "", out)
+    for key, pattern in values:
+        rx = re.compile(pattern)
+        m = next((m for ln in log if (m := rx.search(ln))), None)
+        if m:
+            raw = m.group(1).replace(",", "")
+            try:
+                out[key] = ast.literal_eval(raw)
+            except (ValueError, SyntaxError):
+                out[key] = m.group(1)
+    return out or None
+
+
+ENUM_REPR = re.compile(r"<([A-Za-z_][\w.]*): [^<>]*>")  # <CUDAGraphMode.FULL: 2> -> its name
+CONFIG_REPR = re.compile(r"^[A-Za-z_]\w*\((.*)\)$", re.S)  # KernelConfig(a=1, b=2)
+
+
+def _flatten(parsed: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> None:
+    for key, value in parsed.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, str) and (m := CONFIG_REPR.match(value)):
+            value = _keyword_args(m.group(1)) or value
+        if isinstance(value, Mapping):
+            _flatten(value, f"{name}.", out)
+        else:
+            out[name] = value
+
+
 def _keyword_args(body: str) -> dict[str, Any]:
     """``a=1, b='x', c=[1, 2]`` -> {"a": 1, "b": "x", "c": [1, 2]}: split at top-level commas
     (outside brackets and quotes), then each value as a literal where it is one."""
@@ -209,10 +250,11 @@ def _keyword_args(body: str) -> dict[str, Any]:
         key, sep, raw = part.strip().partition("=")
         if not sep or not key.isidentifier():
             continue
+        raw = raw.strip()
         try:
-            out[key] = ast.literal_eval(raw.strip())
-        except (ValueError, SyntaxError):
-            out[key] = raw.strip()
+            out[key] = ast.literal_eval(ENUM_REPR.sub(r"'\1'", raw))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            out[key] = raw
     return out
 
 

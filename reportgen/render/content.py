@@ -148,6 +148,8 @@ class ExperimentView:
     why: str
     expect: str
     flag_diff: list[FlagChange]
+    # settings of the engine's resolved configuration that moved though no flag names them
+    also_changed: list[FlagChange]
     vs_parent: list[Comparison]
     vs_baseline: list[Comparison]
     explanation: str

@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 
 from reportgen.analysis import sequential
+from reportgen.analysis.engine_config import value_text
 from reportgen.analysis.explain import Said
 from reportgen.render import evidence
 from reportgen.render.content import (
@@ -239,6 +240,10 @@ def section(
         why=e.why,
         expect=e.expect or "",
         flag_diff=_flag_diff(e.flag_diff),
+        also_changed=[
+            FlagChange(c.key, value_text(c.before), value_text(c.after), "changed")
+            for c in e.also_changed
+        ],
         vs_parent=comparisons(vs_parent, judged),
         vs_baseline=comparisons(vs_baseline, judged),
         explanation=said.text if said else "",

@@ -52,6 +52,7 @@ from reportgen.results.engine_log import LogEvidence
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
 
 # an experiment's smaller records, re-exported: run and analysis import them from here
+from reportgen.results.records import ConfigChange as ConfigChange
 from reportgen.results.records import Failure as Failure
 from reportgen.results.records import FlagChange as FlagChange
 from reportgen.results.records import Look as Look
@@ -164,6 +165,11 @@ class Experiment(_Model):
     campaign_checks: list[dict[str, Any]] = Field(default_factory=list)
     log_evidence: LogEvidence | None = None
     server_args_resolved: dict[str, Any] | None = None  # as the engine's log printed them
+    # its resolved configuration as the engine's log printed it at its first start, flattened
+    # (``observe.evidence.engine_config``), and what of it differs from the parent's though
+    # no changed flag names it (``analysis.engine_config.also_changed``)
+    engine_config: dict[str, Any] | None = None
+    also_changed: list[ConfigChange] = Field(default_factory=list)
     model_files: dict[str, Any] | None = None
     log_tail: str | None = None
     log_heading: str | None = None

@@ -21,6 +21,15 @@ class FlagChange(_Model):
     after: Any = None
 
 
+class ConfigChange(_Model):
+    """One setting of the engine's resolved configuration (as its log printed it) that differs
+    from the parent's, though no changed flag names it (``analysis.engine_config``)."""
+
+    key: str
+    before: Any = None
+    after: Any = None
+
+
 class Stop(_Model):
     """How a server was stopped (``run.server.StopResult``)."""
 

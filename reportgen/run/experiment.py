@@ -8,13 +8,16 @@ the campaign goes on. A Ctrl-C marks it interrupted and is raised again.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from reportgen import results as store
 from reportgen.analysis import checks as checks_mod
+from reportgen.analysis import engine_config
 from reportgen.analysis.recheck import prefix_expect
 from reportgen.analysis.summary import by_level
 from reportgen.campaign import Resolved, repetitions_range
+from reportgen.engines import Engine
 from reportgen.errors import ReportgenError
 from reportgen.load.records import RequestRecord
 from reportgen.observe import evidence, host, telemetry
@@ -191,7 +194,21 @@ def _evidence(ctx: Context, r: Resolved, entry: Experiment, logs: list[tuple[str
         said.spec_accept_length = LogValues.model_validate(accept)
     entry.log_evidence = said
     entry.server_args_resolved = evidence.server_args(said.found)
+    entry.engine_config = engine_config_of(ctx.run_dir, ctx.engine, entry, log_text)
     entry.model_files = evidence.model_files(r.args, ctx.campaign_dir)
+
+
+def engine_config_of(
+    run_dir: Path, engine: Engine, entry: Experiment, fallback: str | None
+) -> dict[str, Any] | None:
+    """Its resolved configuration, from the log of its first start of its own configuration
+    (not a priming or its parent's interleaved start), else from ``fallback``."""
+    first = next((s for s in entry.sessions if s.role == "experiment"), None)
+    text = store.read_log(run_dir, first.log_file) if first is not None else None
+    text = text if text is not None else fallback
+    if not text:
+        return None
+    return evidence.engine_config(text, engine.config_lines, engine.config_values)
 
 
 def check(
@@ -200,6 +217,13 @@ def check(
     """Every assumption check of ``entry`` (``analysis.checks``), from what it recorded."""
     baseline = run.baseline
     m = ctx.m
+    parent = run.experiment(entry.parent) if entry.parent else None
+    entry.also_changed = engine_config.also_changed(
+        parent.engine_config if parent is not None else None,
+        entry.engine_config,
+        [f.key for f in entry.flag_diff],
+        ctx.engine.config_volatile,
+    )
     entry.checks = checks_mod.run_checks(
         entry,
         run.fingerprint,

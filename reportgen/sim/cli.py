@@ -337,11 +337,19 @@ FAULTS = {
 }
 
 
+SIM_GRAPH_MAX_BS = 160  # the largest decode batch the sim says it captures
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM; returns the exit code (0 on a clean signal shutdown)."""
     # every setting, defaults included, as engines dump theirs (SGLang's ServerArgs(...))
     settings = ", ".join(f"{k}={v!r}" for k, v in sorted(vars(args).items()))
     print(f"sim: server_args=ServerArgs({settings})", flush=True)
+    # and what it derives from them, on a line of its own as SGLang prints its memory's
+    # settings: decode batches are "captured" up to the running cap (at most 160)
+    graphs = min(args.max_running_requests or SIM_GRAPH_MAX_BS, SIM_GRAPH_MAX_BS)
+    print(f"sim: resolved max_running_requests={args.max_running_requests}, "
+          f"cuda_graph_max_bs={graphs}", flush=True)  # fmt: skip
     # 1024 concurrent connections need more file descriptors than a common soft limit of 1024.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 8192 if hard == resource.RLIM_INFINITY else min(hard, 8192)

@@ -300,3 +300,53 @@ def test_speculative_decoding_acceptance_is_reported(tmp_path: Path, cache: Path
     # beside a loaded suite on two cores: the first token's share of a short answer grows)
     (c1,) = [c for c in mtp["decision"]["vs_parent"] if c["concurrency"] == 1]
     assert c1["ratio"] > 1.3
+
+
+ALSO_CHANGED = """
+[campaign]
+name = "also"
+title = "what else a flag changed"
+margin = 0.05
+
+[server]
+engine = "sim"
+args = { port = PORT, ttft-ms = 5, itl-ms = 2 }
+ready_timeout_s = 30
+
+[workload]
+concurrency = [1]
+requests_per_level = 6
+input_tokens = 8
+output_tokens = 8
+repetitions = 1
+warmup_requests = 1
+warmup = FAST_WARMUP
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+
+[[experiment]]
+id = "cap-8"
+why = "at most 8 requests running"
+args = { max-running-requests = 8 }
+""".replace("FAST_WARMUP", FAST_WARMUP)
+
+
+def test_what_else_a_flag_changed_is_read_from_the_log_and_said(
+    tmp_path: Path, cache: Path
+) -> None:
+    """The simulator, like SGLang, derives its captured batch sizes from the running cap:
+    ``--max-running-requests 8`` also moves ``cuda_graph_max_bs`` from 160 to 8, which no flag
+    names. The run records each start's resolved configuration, the decision log lists what
+    else changed, and the verdict's explanation says it."""
+    data, run_dir = run_campaign(tmp_path, ALSO_CHANGED, cache)
+    base, cap = data["experiments"]
+    assert base["engine_config"]["cuda_graph_max_bs"] == 160
+    assert base["also_changed"] == []
+    assert cap["also_changed"] == [{"key": "cuda_graph_max_bs", "before": 160, "after": 8}]
+    res = reportgen_main("render", run_dir, "--no-pdf", cache=cache)
+    assert res.returncode == 0, res.stderr
+    html = (run_dir / "report.html").read_text()
+    assert "Also changed" in html
+    assert "CUDA graphs captured up to a batch of 8 instead of 160" in html

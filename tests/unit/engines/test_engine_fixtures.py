@@ -350,3 +350,69 @@ def test_torchs_call_plumbing_is_left_out_and_an_oom_message_kept_whole() -> Non
     last = got.splitlines()[-1]
     assert last.startswith("torch.OutOfMemoryError: CUDA out of memory.")
     assert "Service Unavailable" not in got and "[transformers]" not in got
+
+
+# -- what else a change changed (the engine's resolved configuration) ----------------------------
+
+
+def _config(engine: str, path: Path) -> dict:
+    e = engines.get(engine)
+    got = evidence.engine_config(_read(path), e.config_lines, e.config_values)
+    assert got is not None
+    return got
+
+
+def test_vllm_resolved_configuration_read_from_its_log() -> None:
+    base = _config("vllm", VLLM / "server-baseline.log")
+    assert base["compilation_config.max_cudagraph_capture_size"] == 512
+    assert len(base["compilation_config.cudagraph_capture_sizes"]) == 51
+    assert base["compilation_config.cudagraph_mode"] == "CUDAGraphMode.FULL_AND_PIECEWISE"
+    assert base["max_num_batched_tokens"] == 8192
+    assert base["async_scheduling"] == "enabled"
+    assert base["enable_prefix_caching"] is True
+    assert base["kv_cache_tokens"] == 10_241_024
+    assert base["cuda_graph_memory_gib"] == 0.25
+
+
+def test_smaller_graph_sizes_also_shrank_the_capture_limit_and_its_memory() -> None:
+    """``--cudagraph-capture-sizes 1 2 4 8 16``: the flag names the sizes; vLLM also moved
+    the largest size a graph covers (512 -> 16) and the graphs' memory, which no flag names;
+    the KV cache's 0.1% difference is not a change."""
+    from reportgen.analysis import engine_config
+
+    base = _config("vllm", VLLM / "server-baseline.log")
+    small = _config("vllm", VLLM / "server-graph-sizes-small.log")
+    vllm = engines.get("vllm")
+    changes = engine_config.also_changed(base, small, ["cudagraph-capture-sizes"],
+                                         vllm.config_volatile)  # fmt: skip
+    keys = [c.key for c in changes]
+    assert keys[0] == "compilation_config.max_cudagraph_capture_size"
+    assert (changes[0].before, changes[0].after) == (512, 16)
+    assert "cuda_graph_memory_gib" in keys
+    assert "compilation_config.cudagraph_capture_sizes" not in keys  # the flag's own
+    assert "kv_cache_tokens" not in keys  # within 2%
+    words = engine_config.said(changes)
+    assert "CUDA graphs captured up to 16 tokens a step instead of 512" in words
+    # the same configuration started again changes nothing
+    assert engine_config.also_changed(base, base, [], vllm.config_volatile) == []
+
+
+def test_fewer_batched_tokens_also_moved_the_compile_range() -> None:
+    from reportgen.analysis import engine_config
+
+    base = _config("vllm", VLLM / "server-baseline.log")
+    small = _config("vllm", VLLM / "server-batched-tokens-512.log")
+    changes = engine_config.also_changed(base, small, ["max-num-batched-tokens"])
+    keys = [c.key for c in changes]
+    assert "max_num_batched_tokens" not in keys  # the flag's own
+    assert "compilation_config.compile_ranges_endpoints" in keys
+
+
+def test_sglang_resolved_configuration_read_from_its_log() -> None:
+    base = _config("sglang", SGLANG / "server-baseline.log")
+    assert base["cuda_graph_config.decode.max_bs"] == 256
+    assert base["chunked_prefill_size"] == 8192
+    assert base["max_running_requests"] == 4096
+    assert base["max_total_num_tokens"] == 9_641_083
+    # SGLang draws a random seed at start: never a change between two starts
+    assert "random_seed" in engines.get("sglang").config_volatile
