@@ -16,6 +16,11 @@ for milliseconds and would delay the load generator's event loop. The process re
 clock (CLOCK_MONOTONIC on Linux, the clock the level windows are placed on); it ends when
 asked, or when the process that started it is gone. ``window(rows, start, end)`` summarises
 one level's measured window.
+
+Each sample also holds the CPU every process used since the one before (``/proc/<pid>/stat``:
+its name, process group and jiffies), and reportgen's own process group: so a window says
+which processes were busy (an engine's API server, tokenizer or scheduler near one core, the
+client), ``procs`` as a JSON text ``{pid: [name, group, jiffies]}``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ LOOPS = 20_000  # about 1-2 ms of CPython on a current server core
 TRIES = 5  # the fastest of these is the sample: a preemption in one try does not count
 STOP_S = 2.0
 Times = tuple[int, int, int]  # all CPUs' jiffies: total, busy, stolen
+Procs = dict[int, tuple[str, int, int]]  # pid -> (name, process group, user + system jiffies)
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+PROCESSES_KEPT = 8  # the busiest processes a window names
+PROCESS_MIN_CORES = 0.02  # and none below this
 
 
 def canary_ms(loops: int = LOOPS, tries: int = TRIES) -> float:
@@ -65,8 +74,39 @@ def cpu_times() -> Times | None:
     return sum(fields), user + nice + system + irq + softirq, steal
 
 
-def sample(before: Times | None, cpus: int) -> tuple[dict[str, Any], Times | None]:
-    """One sample: the canary, and the CPUs' shares since ``before`` (a ``cpu_times()``)."""
+def proc_times() -> Procs:
+    """Every process's name, process group and CPU jiffies (user + system) from
+    ``/proc/<pid>/stat``; empty where there is no /proc."""
+    out: Procs = {}
+    me = os.getpid()  # the sampler's own reads are not the host's work
+    try:
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) != me]
+    except OSError:
+        return out
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue  # gone since listed
+        # "pid (name) state ppid pgrp ...": the name may hold spaces and parentheses
+        head, _, rest = text.rpartition(")")
+        fields = rest.split()
+        if len(fields) < 13:
+            continue
+        try:
+            out[pid] = (head.partition("(")[2], int(fields[2]), int(fields[11]) + int(fields[12]))
+        except ValueError:
+            continue
+    return out
+
+
+def sample(
+    before: Times | None, cpus: int, procs: Procs | None = None
+) -> tuple[dict[str, Any], Times | None]:
+    """One sample: the canary, the CPUs' shares since ``before`` (a ``cpu_times()``) and,
+    given ``procs`` (a ``proc_times()``), each process's jiffies since then (updated in
+    place)."""
     row: dict[str, Any] = {"canary_ms": round(canary_ms(), 4)}
     now = cpu_times()
     row["t"] = time.perf_counter()
@@ -74,6 +114,16 @@ def sample(before: Times | None, cpus: int) -> tuple[dict[str, Any], Times | Non
         total = now[0] - before[0]
         row["busy_cores"] = round((now[1] - before[1]) / total * cpus, 3)
         row["steal_share"] = round((now[2] - before[2]) / total, 4)
+    if procs is not None:
+        fresh = proc_times()
+        used = {
+            str(pid): [name, group, jiffies - procs[pid][2]]
+            for pid, (name, group, jiffies) in fresh.items()
+            if pid in procs and jiffies > procs[pid][2]
+        }
+        procs.clear()
+        procs.update(fresh)
+        row["procs"] = json.dumps(used, separators=(",", ":"))
     return row, now
 
 
@@ -83,9 +133,15 @@ def serve(hz: float, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is reportgen's to handle
     cpus = os.cpu_count() or 1
     before = cpu_times()
+    procs = proc_times()
+    try:
+        client = os.getpgid(parent)  # reportgen's process group: the client's processes
+    except OSError:
+        client = None
     due = time.perf_counter()
     while os.getppid() == parent:
-        row, before = sample(before, cpus)
+        row, before = sample(before, cpus, procs)
+        row["client_group"] = client
         try:
             sys.stdout.write(json.dumps(row) + "\n")
             sys.stdout.flush()
@@ -160,7 +216,7 @@ def window(rows: Sequence[dict[str, Any]], start: float, end: float) -> dict[str
     canary = [float(r["canary_ms"]) for r in inside]
     busy = [float(r["busy_cores"]) for r in inside if r.get("busy_cores") is not None]
     steal = [float(r["steal_share"]) for r in inside if r.get("steal_share") is not None]
-    return {
+    out: dict[str, Any] = {
         "samples": len(inside),
         "canary_ms": statistics.median(canary),
         "canary_min_ms": min(canary),
@@ -169,6 +225,42 @@ def window(rows: Sequence[dict[str, Any]], start: float, end: float) -> dict[str
         "steal_share": statistics.fmean(steal) if steal else None,
         "steal_max": max(steal) if steal else None,
     }
+    processes = busiest(inside)
+    if processes is not None:
+        out["processes"] = processes
+    return out
+
+
+def busiest(inside: Sequence[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The processes busiest over samples (``PROCESSES_KEPT``, each at least
+    ``PROCESS_MIN_CORES``): name, pid, process group, cores (CPU seconds a second of the
+    samples' span) and whether it is the client's (reportgen's process group); None where
+    the samples hold no process times (samples taken before they did)."""
+    marked = [r for r in inside if isinstance(r.get("procs"), str)]
+    if len(marked) < 2:
+        return None
+    span = marked[-1]["t"] - marked[0]["t"]
+    if span <= 0:
+        return None
+    used: dict[int, list[Any]] = {}
+    for r in marked[1:]:  # the first sample's times fell before the span
+        for pid, (name, group, jiffies) in json.loads(r["procs"]).items():
+            seen = used.setdefault(int(pid), [name, group, 0])
+            seen[2] += jiffies
+    client = marked[-1].get("client_group")
+    out = [
+        {
+            "name": name,
+            "pid": pid,
+            "group": group,
+            "cores": round(jiffies / TICK / span, 3),
+            "client": client is not None and group == client,
+        }
+        for pid, (name, group, jiffies) in used.items()
+        if jiffies / TICK / span >= PROCESS_MIN_CORES
+    ]
+    out.sort(key=lambda p: (-p["cores"], p["pid"]))
+    return out[:PROCESSES_KEPT]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -75,6 +75,9 @@ class HostWindow(_AsGiven):
     busy_cores: float | None = None
     steal_share: float | None = None
     steal_max: float | None = None
+    # the busiest processes over the window (``observe.host.busiest``): name, pid, group,
+    # cores, and whether it is the client's; absent where the samples held no process times
+    processes: list[dict[str, Any]] | None = None
 
 
 class Dist(_Model):

@@ -178,6 +178,18 @@ class Experiment(_Model):
     checks: list[Check] = Field(default_factory=list)
     decision: Decision | None = None
 
+    @model_serializer(mode="wrap")
+    def _without_unread_config(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """No ``engine_config`` or ``also_changed`` where none was read (runs recorded before
+        them): a run read and saved again keeps its form."""
+        out = handler(self)
+        if isinstance(out, dict):
+            if out.get("engine_config", 0) is None:
+                out.pop("engine_config")
+            if out.get("also_changed") == []:
+                out.pop("also_changed")
+        return out
+
     @property
     def table(self) -> str:
         """Its request and telemetry tables' name."""

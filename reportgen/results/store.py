@@ -263,7 +263,7 @@ def load_telemetry(
     return read_table(path, columns).to_pandas()
 
 
-HOST_COLUMNS = ("t", "canary_ms", "busy_cores", "steal_share")
+HOST_COLUMNS = ("t", "canary_ms", "busy_cores", "steal_share", "procs", "client_group")
 
 
 def save_host(run_dir: Path, experiment: str, rows: list[dict[str, Any]]) -> Path:
