@@ -306,8 +306,14 @@ ENGINES: dict[str, Engine] = {
         # "max_total_num_tokens=..., chunked_prefill_size=..., max_running_requests=..." once
         # the memory is sized
         config_lines=(r"server_args=ServerArgs\((.*)\)\s*$", r"\] (max_total_num_tokens=.*)$"),
-        config_volatile=("random_seed", "nccl_port", "port", "dist_init_addr", "file_storage_path",
-                         "available_gpu_mem"),  # fmt: skip
+        config_volatile=(
+            "random_seed",
+            "nccl_port",
+            "port",
+            "dist_init_addr",
+            "file_storage_path",
+            "available_gpu_mem",
+        ),  # fmt: skip
         log_patterns=(
             ("server_args", r"server_args=ServerArgs\("),
             # 0.5.17: "Capture target decode CUDA graph end. elapsed=...", with speculative
@@ -364,7 +370,10 @@ ENGINES: dict[str, Engine] = {
         # and the memory's settings on lines of their own
         config_lines=(r"Initializing a V1 LLM engine \(\S+\) with config: (.*)$",),
         config_values=(
-            ("max_num_batched_tokens", r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)"),
+            (
+                "max_num_batched_tokens",
+                r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)",
+            ),
             ("async_scheduling", r"Asynchronous scheduling is (enabled|disabled)"),
             ("cuda_graph_memory_gib", r"Graph capturing finished in \S+ secs?, took ([0-9.]+) GiB"),
             ("kv_cache_tokens", r"GPU KV cache size: ([0-9,]+) tokens"),
