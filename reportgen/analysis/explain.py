@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from reportgen.analysis import adopt, engine_config, unjudged
+from reportgen.analysis import adopt, bound, engine_config, unjudged
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.sides import sides
-from reportgen.results.model import Experiment, Run
+from reportgen.results.model import Experiment, Point, Run, sorted_points
 from reportgen.results.verdicts import Decision
 
 BASELINE = "The reference every other experiment is compared with."
@@ -106,6 +106,8 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
     rest += _withdrawn(entry, decision, verdict)
     rest += _set_aside(run, entry, decision)
     rest += _stalls(entry, decision)
+    compared = sorted_points({Point(c.concurrency, c.rate) for c in decision.vs_parent})
+    rest += bound.host_specific_said(entry, parent_side, compared)
     return Said(change, levels, rest, flags)
 
 

@@ -150,6 +150,7 @@ class ExperimentView:
     flag_diff: list[FlagChange]
     # settings of the engine's resolved configuration that moved though no flag names them
     also_changed: list[FlagChange]
+    bound_by: str  # what bounded each level (``analysis.bound``), "" where nothing says
     vs_parent: list[Comparison]
     vs_baseline: list[Comparison]
     explanation: str

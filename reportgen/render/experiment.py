@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 
-from reportgen.analysis import sequential
+from reportgen.analysis import bound, sequential
 from reportgen.analysis.engine_config import value_text
 from reportgen.analysis.explain import Said
 from reportgen.render import evidence
@@ -244,6 +244,7 @@ def section(
             FlagChange(c.key, value_text(c.before), value_text(c.after), "changed")
             for c in e.also_changed
         ],
+        bound_by="; ".join(f"{b.point.label} {b.said}" for b in bound.bounds(e)),
         vs_parent=comparisons(vs_parent, judged),
         vs_baseline=comparisons(vs_baseline, judged),
         explanation=said.text if said else "",
