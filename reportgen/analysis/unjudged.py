@@ -232,7 +232,12 @@ def unjudged(
         out.append(
             Unjudged(kind="machine", changes=[f"{', '.join(their_gpus)} -> {', '.join(mine_gpus)}"])
         )
-    if expects_failure(entry.expect or ""):
+    wanted = (
+        any(x.get("verdict") == "fails" for x in entry.expects)
+        if entry.expects
+        else expects_failure(entry.expect or "")
+    )
+    if wanted:
         out.append(Unjudged(kind="expected failure"))
     flags = speculation_or_sampling(entry)
     if flags:

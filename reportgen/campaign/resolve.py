@@ -43,6 +43,8 @@ class Resolved:
     # flags and environment are not reportgen's to know (args and env stay empty)
     base_url: str | None = None
     nodes: int = 1  # the nodes its server spans (``server.nodes``)
+    # its structured expectations (``ExperimentSpec.expects``); None: ``expect``'s words only
+    expects: list[dict[str, Any]] | None = None
 
     @property
     def one_session(self) -> str | None:
@@ -91,7 +93,8 @@ def resolve(campaign: CampaignModel, exp: ExperimentSpec, parent: Resolved | Non
     return Resolved(
         id=exp.id,
         why=exp.why,
-        expect=exp.expect,
+        expect=exp.expect_text,
+        expects=exp.expects,
         based_on=exp.based_on,
         parent=parent.id if parent else None,
         args=args,

@@ -351,10 +351,49 @@ class GoldenPrompt(_Model):
         return value
 
 
+ExpectMetric = Literal[
+    "objective", "output_tok_s", "ttft_ms", "itl_ms", "e2e_ms", "ttft_ms_p99", "e2e_ms_p99"
+]
+
+
+class Expect(_Model):
+    """An expectation the report judges as written, level by level, without reading English:
+    ``{ verdict = "worse", at = [16, 64], text = "Slower where batches grow" }``."""
+
+    verdict: Literal["better", "worse", "equivalent", "fails"] = Field(
+        description="What the comparison with the parent shows: better, worse or equivalent "
+        "(within campaign.margin) at each level of `at`; fails: the server does not start."
+    )
+    at: list[Annotated[int, Field(ge=1)]] | None = Field(
+        None,
+        min_length=1,
+        description="The concurrency levels it speaks of (default: every objective level).",
+    )
+    metric: ExpectMetric = Field(
+        "objective",
+        description="What it speaks of: the objective (default), output_tok_s, a latency's "
+        "median (ttft_ms, itl_ms, e2e_ms) or tail (ttft_ms_p99, e2e_ms_p99).",
+    )
+    text: str = Field("", description="The expectation in words, as the report shows it.")
+
+    def words(self) -> str:
+        """Its text, or what it says in plain words."""
+        if self.text:
+            return self.text
+        what = "" if self.metric == "objective" else f"{self.metric} "
+        where = f" at C={','.join(str(c) for c in self.at)}" if self.at else ""
+        return f"{what}{self.verdict}{where}" if self.verdict != "fails" else "fails"
+
+
 class ExperimentSpec(_Model):
     id: str = Field(pattern=ID)
     why: str = Field(min_length=1, description="Why this change is tried.")
-    expect: str = Field("", description="What you expect to see.")
+    expect: str | Expect | list[Expect] = Field(
+        "",
+        description="What you expect to see: words the report reads for a direction, or "
+        "one or more structured expectations ({ verdict, at, metric, text }) judged as "
+        "written.",
+    )
     based_on: str | None = Field(
         None, description='Parent: an earlier experiment id, or "best". Default: the baseline.'
     )
@@ -372,6 +411,22 @@ class ExperimentSpec(_Model):
     )
     workload: WorkloadOverride | None = None  # type: ignore[valid-type]
     checks: list[Check] = Field(default_factory=list)
+
+    @property
+    def expect_text(self) -> str:
+        """The expectation in words (a structured one's ``text``, or its plain words)."""
+        if isinstance(self.expect, str):
+            return self.expect
+        items = self.expect if isinstance(self.expect, list) else [self.expect]
+        return "; ".join(x.words() for x in items)
+
+    @property
+    def expects(self) -> list[dict[str, Any]] | None:
+        """The structured expectations, as the results keep them (None: words only)."""
+        if isinstance(self.expect, str):
+            return None
+        items = self.expect if isinstance(self.expect, list) else [self.expect]
+        return [x.model_dump(exclude_defaults=True) | {"verdict": x.verdict} for x in items]
 
 
 class CampaignModel(_Model):

@@ -198,6 +198,20 @@ def _reading(
     return out
 
 
+def _structured(expects: Sequence[dict[str, object]], levels: Sequence[Point]) -> list[Read]:
+    """Structured expectations (``campaign.schema.Expect``) as readings: each its metric,
+    verdict and levels (``at``, else every objective level); "fails" is no reading."""
+    out = []
+    for x in expects:
+        verdict = str(x.get("verdict"))
+        if verdict == "fails":
+            continue
+        at = x.get("at")
+        named = [Point(int(c)) for c in at] if isinstance(at, list) else list(levels)
+        out.append(Read(str(x.get("metric") or "objective"), verdict, named))
+    return out
+
+
 def _comparisons(e: Experiment, metric: str, objective: str) -> list[Comparison]:
     """``e``'s comparisons with its parent on one metric family ("objective": the run's)."""
     d = e.decision
@@ -220,9 +234,13 @@ def expectations(run: Run) -> list[Expectation]:
             continue
         outcome = run.outcome(e)
         failed = outcome == "failed"
-        reading = _reading(e.expect, levels, run.higher_is_better, metric)
+        if e.expects:  # as written: nothing to read
+            reading = _structured(e.expects, levels)
+            wanted = any(x.get("verdict") == "fails" for x in e.expects)
+        else:
+            reading = _reading(e.expect, levels, run.higher_is_better, metric)
+            wanted = expects_failure(e.expect)
         said = "; ".join(r.said() for r in reading)
-        wanted = expects_failure(e.expect)
         if outcome in ("interrupted", "not started", "pending", "running"):
             what = "interrupted before it finished" if outcome == "interrupted" else outcome
             read = "fails" if wanted else said or "–"

@@ -126,6 +126,9 @@ class Experiment(_Model):
     id: str
     why: str = ""
     expect: str | None = None
+    # its structured expectations as the campaign gave them (``campaign.schema.Expect``:
+    # verdict, at, metric, text); None where it gave words only
+    expects: list[dict[str, Any]] | None = None
     based_on: str | None = None
     # "experiment" (the campaign file's), or the end of a campaign with ``confirm``: "confirm"
     # (the best configuration run again) and "leave-one-out" (it without ``leaves_out``'s change)
@@ -184,8 +187,9 @@ class Experiment(_Model):
         them): a run read and saved again keeps its form."""
         out = handler(self)
         if isinstance(out, dict):
-            if out.get("engine_config", 0) is None:
-                out.pop("engine_config")
+            for key in ("engine_config", "expects"):
+                if out.get(key, 0) is None:
+                    out.pop(key)
             if out.get("also_changed") == []:
                 out.pop("also_changed")
         return out

@@ -81,7 +81,14 @@ def anchor(run: Run, resolved: dict[str, Resolved], k: int) -> tuple[Experiment,
 def again(of: Resolved, new_id: str, why: str, expect: str) -> Resolved:
     """``of``'s configuration as a new experiment compared with it (no flag changed)."""
     return dataclasses.replace(
-        of, id=new_id, why=why, expect=expect, based_on=of.id, parent=of.id, flag_diff=[]
+        of,
+        id=new_id,
+        why=why,
+        expect=expect,
+        based_on=of.id,
+        parent=of.id,
+        flag_diff=[],
+        expects=None,
     )
 
 

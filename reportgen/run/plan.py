@@ -185,6 +185,6 @@ def campaign_secrets(campaign: Campaign) -> list[str]:
 def pending(campaign: Campaign) -> list[Experiment]:
     """Every experiment's entry in the results before it runs."""
     return [
-        Experiment(id=e.id, why=e.why, expect=e.expect, based_on=e.based_on)
+        Experiment(id=e.id, why=e.why, expect=e.expect_text, expects=e.expects, based_on=e.based_on)
         for e in campaign.experiments
     ]

@@ -429,3 +429,25 @@ def test_the_baseline_is_re_measured_every_two_experiments_by_default_where_brac
     assert sim.model.anchor_every == 0 and sim.model.confirms is False
     full = campaign.loads(GOOD.replace('title = "T"\n', 'title = "T"\nconfirm = true\n'), "c.toml")
     assert full.model.confirms is True
+
+
+def test_a_structured_expectation_is_kept_and_a_wrong_one_named_in_one_line() -> None:
+    text = GOOD.replace(
+        'why = "speculation"',
+        'why = "speculation"\nexpect = [{ verdict = "better", at = [4] }, '
+        '{ verdict = "worse", metric = "ttft_ms", text = "a slower first token" }]',
+    )
+    c = campaign.loads(text, "c.toml")
+    mtp = next(r for r in plan(c) if r.id == "mtp")
+    assert mtp.expect == "better at C=4; a slower first token"
+    assert mtp.expects == [
+        {"verdict": "better", "at": [4]},
+        {"verdict": "worse", "metric": "ttft_ms", "text": "a slower first token"},
+    ]
+    bad = GOOD.replace(
+        'why = "speculation"', 'why = "speculation"\nexpect = { verdict = "slower" }'
+    )
+    assert problems(bad) == [
+        "c.toml: experiment[1] (id='mtp').expect.verdict = 'slower': must be one of 'better', "
+        "'worse', 'equivalent' or 'fails'"
+    ]

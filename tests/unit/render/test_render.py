@@ -637,3 +637,22 @@ def test_the_printed_conclusion_leaves_out_what_the_tables_beside_it_show() -> N
         assert rest.endswith(said), (said, rest)
         seen += 1
     assert seen >= 5
+
+
+def test_a_structured_expectation_is_judged_as_written(sample: Run) -> None:
+    """``expect = [{ verdict, at, metric, text }]``: judged level by level as written, with
+    no reading of English (words that would read otherwise change nothing)."""
+    from reportgen.render.expectations import expectations
+
+    data = _copy_of(sample)
+    e = next(x for x in data.experiments[1:] if x.decision and x.decision.vs_parent)
+    comps = {c.point: str(c.verdict) for c in e.decision.vs_parent}
+    point, verdict = next(iter(comps.items()))
+    other = "better" if verdict != "better" else "worse"
+    e.expect = "Faster everywhere, surely."  # the words alone would read "better"
+    e.expects = [{"verdict": verdict, "at": [point.concurrency]}]
+    got = next(x for x in expectations(data) if x.id == e.id)
+    assert (got.reading, got.judged) == (f"{verdict} at C={point.concurrency}", "met"), got
+    e.expects = [{"verdict": other, "at": [point.concurrency]}]
+    got = next(x for x in expectations(data) if x.id == e.id)
+    assert got.judged == "not met", got
