@@ -80,6 +80,7 @@ class Header:
     host: str = ""  # "hostname: 8 x NVIDIA H200" (or why the GPUs are unknown)
     # servers reportgen did not start (already running): which, and what it cannot vouch for
     external_notice: str = ""
+    gpu_notice: str = ""  # the campaign was written for another GPU than it was measured on
     resumed: str = ""  # when the run was continued with --resume, and what it kept
 
 

@@ -156,6 +156,8 @@ def markdown(report: Report, pdf: bool = True) -> str:
         lines += [f"Resumed: {_md(h.resumed)}.", ""]
     if h.external_notice:
         lines += [_md(h.external_notice), ""]
+    if h.gpu_notice:
+        lines += [_md(h.gpu_notice), ""]
     levels = " / ".join(c.label for c in obj.levels)
     lines += [
         f"| # | experiment | verdict | `{obj.label}` at {levels} | vs baseline | achieved C |",

@@ -3,6 +3,7 @@ it was reached, and each resumption."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from reportgen.observe.environment import Environment
@@ -41,6 +42,36 @@ def external_notice(run: Run) -> str:
     )
 
 
+# GPU models a campaign's title or host.expect may name, as NVML spells them inside its names
+GPU_MODELS = ("H100", "H200", "H20", "B200", "B300", "GB200", "A100", "A10G", "L40S", "L4",
+              "MI300X", "MI325X", "MI355X", "RTX 4090", "RTX 5090")  # fmt: skip
+
+
+def gpu_notice(run: Run) -> str:
+    """Where the campaign was written for one GPU (its title or ``host.expect.gpu_name``
+    names a model) and measured on another: said on page one, the title left as written."""
+    measured = sorted({d.name for d in run.fingerprint.gpus.devices if d.name})
+    if not measured:
+        return ""
+    info = run.info
+    expect = ((run.campaign.get("host") or {}).get("expect") or {}).get("gpu_name")
+    named = [str(expect)] if expect else []
+    title = str(info.get("title") or "")
+    named += [m for m in GPU_MODELS if re.search(rf"(?<![\w-]){re.escape(m)}(?![\w-])", title)]
+    if not named:
+        return ""
+    wrong = [
+        m for m in dict.fromkeys(named)
+        if not any(re.search(rf"(?<![\w-]){re.escape(m)}(?![\w-])", x) for x in measured)
+    ]  # fmt: skip
+    if not wrong:
+        return ""
+    return (
+        f"Written for {' and '.join(wrong)} (the campaign's title or host.expect), measured on "
+        f"{', '.join(measured)}: every number here is that GPU's."
+    )
+
+
 def run_dir_hint(run: Run) -> str:
     return f"output/{run.settings.name}/{run.run_id}"
 
@@ -76,6 +107,7 @@ def header(run: Run) -> Header:
         engine=run.engine.name or NONE,
         host=host_line(env),
         external_notice=external_notice(run),
+        gpu_notice=gpu_notice(run),
         resumed="; ".join(resumed(x, env.gpus.uuids) for x in run.resumed),
     )
 

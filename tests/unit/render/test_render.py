@@ -656,3 +656,16 @@ def test_a_structured_expectation_is_judged_as_written(sample: Run) -> None:
     e.expects = [{"verdict": other, "at": [point.concurrency]}]
     got = next(x for x in expectations(data) if x.id == e.id)
     assert got.judged == "not met", got
+
+
+def test_a_campaign_written_for_another_gpu_says_so_on_page_one() -> None:
+    """The H100 runs of a campaign whose title says "one H200": page one says which GPU the
+    numbers are, the title left as written; a run on the GPU its title names says nothing."""
+    from reportgen.render.header import gpu_notice
+
+    h100 = results.load(ROOT / "docs" / "examples" / "vllm-h100")
+    assert "H200" in str(h100.info.get("title"))
+    said = gpu_notice(h100)
+    assert said.startswith("Written for H200") and "NVIDIA H100 80GB HBM3" in said
+    assert said in exports.markdown(view.build(h100))
+    assert gpu_notice(results.load(ROOT / "docs" / "examples" / "h200")) == ""
