@@ -80,6 +80,13 @@ class Engine:
     config_lines: tuple[str, ...] = ()
     config_values: tuple[tuple[str, str], ...] = ()
     config_volatile: tuple[str, ...] = ()
+    # A log line per decode step saying whether it ran as a CUDA graph (its first group
+    # "True" or "False"): counted inside each level's window (``Level.graph_steps``)
+    graph_step: str | None = None
+    # The resolved settings that bound the largest decode batch a graph covers, and the
+    # running requests (``engine_config``'s keys, the first present)
+    graph_max_keys: tuple[str, ...] = ()
+    running_max_keys: tuple[str, ...] = ()
 
     def node_args(self, nnodes: int, rank: int, addr: str, port: int | str) -> list[str]:
         """The flags that make this process rank ``rank`` of ``nnodes`` (``node_flags``);
@@ -306,6 +313,10 @@ ENGINES: dict[str, Engine] = {
         # "max_total_num_tokens=..., chunked_prefill_size=..., max_running_requests=..." once
         # the memory is sized
         config_lines=(r"server_args=ServerArgs\((.*)\)\s*$", r"\] (max_total_num_tokens=.*)$"),
+        # 0.5.17: "Decode batch, #running-req: 64, ..., cuda graph: True, gen throughput ..."
+        graph_step=r"Decode batch,.*\bcuda graph: (True|False)",
+        graph_max_keys=("cuda_graph_config.decode.max_bs", "cuda_graph_max_bs"),
+        running_max_keys=("max_running_requests",),
         config_volatile=(
             "random_seed",
             "nccl_port",
@@ -369,6 +380,9 @@ ENGINES: dict[str, Engine] = {
         # compilation_config={..., 'cudagraph_capture_sizes': [...], ...}, ..."; the scheduler's
         # and the memory's settings on lines of their own
         config_lines=(r"Initializing a V1 LLM engine \(\S+\) with config: (.*)$",),
+        # a decode step of N running requests is N tokens; no line per step says whether it
+        # ran as a graph
+        graph_max_keys=("compilation_config.max_cudagraph_capture_size",),
         config_values=(
             (
                 "max_num_batched_tokens",

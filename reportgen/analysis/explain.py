@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from reportgen.analysis import adopt, bound, engine_config, unjudged
+from reportgen.analysis import adopt, bound, engine_config, graphs, unjudged
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.sides import sides
@@ -108,6 +108,7 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
     rest += _stalls(entry, decision)
     compared = sorted_points({Point(c.concurrency, c.rate) for c in decision.vs_parent})
     rest += bound.host_specific_said(entry, parent_side, compared)
+    rest += graphs.uncovered_said(entry, parent_side, run.engine.name, compared)
     return Said(change, levels, rest, flags)
 
 

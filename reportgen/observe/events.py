@@ -30,6 +30,19 @@ _FULL = re.compile(r"\[?(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+
 _SHORT = re.compile(r"\b[A-Z]+ (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 
 
+def graph_steps(engine: Engine, text: str) -> list[int] | None:
+    """Decode steps a window's log says ran as a CUDA graph and without one ([with,
+    without]); None where the engine says nothing per step or the window holds no step."""
+    if not engine.graph_step:
+        return None
+    rx = re.compile(engine.graph_step)
+    found = [m.group(1) for ln in text.splitlines() if (m := rx.search(ln))]
+    if not found:
+        return None
+    with_graph = sum(1 for x in found if x == "True")
+    return [with_graph, len(found) - with_graph]
+
+
 def line_time(line: str, year: int) -> float | None:
     """The Unix time a log line says it was written (local time, as engines print it), or
     None where it carries none."""

@@ -152,6 +152,7 @@ class ExperimentView:
     # settings of the engine's resolved configuration that moved though no flag names them
     also_changed: list[FlagChange]
     bound_by: str  # what bounded each level (``analysis.bound``), "" where nothing says
+    graphs: str  # levels whose decode steps ran without CUDA graphs (``analysis.graphs``)
     vs_parent: list[Comparison]
     vs_baseline: list[Comparison]
     explanation: str

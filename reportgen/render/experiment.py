@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 
-from reportgen.analysis import bound, sequential
+from reportgen.analysis import bound, graphs, sequential
 from reportgen.analysis.engine_config import value_text
 from reportgen.analysis.explain import Said
 from reportgen.render import evidence
@@ -202,6 +202,7 @@ def section(
     outcome: str,
     counters: Mapping[str, str] | None = None,
     said: Said | None = None,
+    engine: str = "",
 ) -> ExperimentView:
     """The ``i``-th (0-based) experiment's section; ``outcome``: what became of it
     (``Run.outcome``); ``counters``: the engine's metric names by role, for speculative
@@ -245,6 +246,7 @@ def section(
             for c in e.also_changed
         ],
         bound_by="; ".join(f"{b.point.label} {b.said}" for b in bound.bounds(e)),
+        graphs="; ".join(u.said for u in graphs.uncovered(e, engine)),
         vs_parent=comparisons(vs_parent, judged),
         vs_baseline=comparisons(vs_baseline, judged),
         explanation=said.text if said else "",

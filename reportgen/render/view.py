@@ -81,6 +81,7 @@ def build(run: Run) -> Report:
             run.outcome(e),
             counters,
             explain(run, e, e.decision) if e.decision else None,
+            run.engine.name,
         )
         for i, e in enumerate(exps)
     ]

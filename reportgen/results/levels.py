@@ -9,7 +9,9 @@ from typing import Any, Literal
 
 from pydantic import (
     Field,
+    SerializerFunctionWrapHandler,
     field_serializer,
+    model_serializer,
 )
 
 from reportgen.campaign.levels import Point, Rate
@@ -289,12 +291,23 @@ class Level(_Model):
     aborted: str | None = None  # why it was cut short (its server died), or FAILED_DURING
     stagger: Stagger | None = None  # closed loop: how its clients started (None: open loop)
     log_span: list[int] | None = None  # the server log's byte offsets at its start and end
+    # decode steps its window's log said ran as a CUDA graph and without one (engines that
+    # say so per step: ``Engine.graph_step``); None where the log says nothing of it
+    graph_steps: list[int] | None = None
     # A duration level run until known (``workload.max_duration_s``): its interval's relative
     # width when its clients stopped, and the width it had to reach (the campaign's margin)
     known: list[float] | None = None
     events: list[EngineEvent] = Field(default_factory=list)  # inside its window
     # The events of a first attempt at this repetition, measured again because of them.
     remeasured: list[EngineEvent] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_unread_steps(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """No ``graph_steps`` where the log said none (runs recorded before it)."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("graph_steps", 0) is None:
+            out.pop("graph_steps")
+        return out
 
     @property
     def point(self) -> Point:

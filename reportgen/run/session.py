@@ -281,9 +281,11 @@ class ServerSession:
         if before is not None:
             level.engine_metrics = evidence.deltas(before, self._scrape() or {})
         level.log_span = [log_start, log_end]
+        window_log = self.srv.log_slice(log_start, log_end)
         level.events = events.in_log(
-            self.engine, self.srv.log_slice(log_start, log_end), level.started_at_unix
+            self.engine, window_log, level.started_at_unix
         ) + events.in_metrics(self.engine, level.engine_metrics)
+        level.graph_steps = events.graph_steps(self.engine, window_log)
         if point.rate is None:  # a closed loop's load is held: a slump is the server's
             found = steady.slump(recs, level.summary.window_s, point.concurrency)
             level.events += [found] if found is not None else []

@@ -19,7 +19,7 @@ from reportgen.analysis.checks_server import cuda_graphs
 from reportgen.observe import evidence
 from reportgen.results.engine_log import LogValues
 from reportgen.results.levels import Level
-from reportgen.results.model import Experiment
+from reportgen.results.model import Experiment, Point
 from reportgen.run import plan
 from tests.conftest import ROOT
 
@@ -416,3 +416,41 @@ def test_sglang_resolved_configuration_read_from_its_log() -> None:
     assert base["max_total_num_tokens"] == 9_641_083
     # SGLang draws a random seed at start: never a change between two starts
     assert "random_seed" in engines.get("sglang").config_volatile
+
+
+# -- CUDA-graph coverage -----------------------------------------------------------------------
+
+
+def test_sglang_decode_steps_with_and_without_graphs_counted_from_its_log() -> None:
+    from reportgen.observe import events
+
+    sglang = engines.get("sglang")
+    assert events.graph_steps(sglang, _read(SGLANG / "server-baseline.log")) == [23, 0]
+    without = events.graph_steps(sglang, _read(SGLANG / "server-no-cuda-graphs.log"))
+    assert without is not None and without[0] == 0 and without[1] > 0
+    assert events.graph_steps(engines.get("vllm"), _read(VLLM / "server-baseline.log")) is None
+
+
+def test_a_level_beyond_the_largest_captured_graph_is_named() -> None:
+    """vLLM's interactivity mode captures up to 32 tokens: C=64's decode steps (64 tokens)
+    run without a graph; ``--max-num-seqs 48`` keeps C=64's decode at 48 running requests,
+    inside its 96-token capture. SGLang counts its steps: 30 of 100 without a graph."""
+    from reportgen.analysis import graphs
+
+    def exp(config: dict, args: dict | None = None, steps: list[int] | None = None) -> Experiment:
+        levels = [Level(concurrency=c, graph_steps=steps if c == 64 else None) for c in (1, 64)]
+        return Experiment(id="x", engine_config=config, args=args or {}, levels=levels)
+
+    small = exp({"compilation_config.max_cudagraph_capture_size": 32})
+    (u,) = graphs.uncovered(small, "vllm")
+    assert u.said == (
+        "C=64: decode batches of up to 64 requests without a CUDA graph (the largest captured is 32)"
+    )
+    capped = exp({"compilation_config.max_cudagraph_capture_size": 96}, {"max-num-seqs": 48})
+    assert graphs.uncovered(capped, "vllm") == []
+    counted = exp({"cuda_graph_config.decode.max_bs": 48}, steps=[70, 30])
+    (u,) = graphs.uncovered(counted, "sglang")
+    assert u.said == "C=64: 30% of decode steps without a CUDA graph (the largest captured is 48)"
+    assert "Measured partly without CUDA graphs: x C=64" in graphs.uncovered_said(
+        counted, None, "sglang", [Point(1), Point(64)]
+    )
