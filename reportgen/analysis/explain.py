@@ -107,8 +107,9 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
     rest += _set_aside(run, entry, decision)
     rest += _stalls(entry, decision)
     compared = sorted_points({Point(c.concurrency, c.rate) for c in decision.vs_parent})
-    rest += bound.host_specific_said(entry, parent_side, compared)
-    rest += graphs.uncovered_said(entry, parent_side, run.engine.name, compared)
+    parent_exp = run.experiment(parent_side.id)
+    rest += bound.host_specific_said(entry, parent_exp, compared)
+    rest += graphs.uncovered_said(entry, parent_exp, run.engine.name, compared)
     return Said(change, levels, rest, flags)
 
 
