@@ -421,7 +421,16 @@ def build(run: Run, table: costs.Table | None = None) -> Brief:
             else "No experiment was adopted: the baseline stays the configuration to run."
         )
         cmd = shlex.join(base.command) if base is not None and base.command else ""
+        plain = []
+        if base is not None:
+            levels = [a.point for a in base.by_level]
+            for level in [c for c in levels if run.decides(c)] or levels:
+                agg = base.aggregate(level)
+                if agg is not None:
+                    keys = [key, *(k for k, _, _, _ in LATENCIES)]
+                    plain.append((level, [_fmt(agg.mean(k)) for k in keys]))
         return Brief(
+            plain=plain,
             best="",
             best_line=line,
             command=cmd,

@@ -44,6 +44,9 @@ class Brief:
     unfinished: list[tuple[str, str]] = field(default_factory=list)
     # the experiments whose numbers are no verdict (``Decision.unjudged``), and why in short
     unjudged: list[tuple[str, str]] = field(default_factory=list)
+    # nothing adopted: the baseline's own numbers per level (the configuration to run), in
+    # ``columns``' order
+    plain: list[tuple[Point, list[str]]] = field(default_factory=list)
     # per level in ``levels``: successful requests per run behind the best's percentiles
     # ("28-33"): a p99 of fewer than 100 is about the maximum
     samples: list[str] = field(default_factory=list)

@@ -174,7 +174,7 @@ def markdown(report: Report, pdf: bool = True) -> str:
             f"| {e.index} | {_md(e.id)}{best} | {_md(e.verdict)} | {values or '–'} | {ratios} "
             f"| {busy} |"
         )
-    problems = report.assumptions.problems
+    problems = report.assumptions.merged  # a check alike in several experiments, once
     fails = [p for p in problems if p["status"] == "fail"]
     warns = [p for p in problems if p["status"] == "warn"]
     if fails or warns:

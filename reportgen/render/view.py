@@ -205,16 +205,21 @@ def _assumptions(views: Sequence[ExperimentView]) -> Assumptions:
         )
     problems.sort(key=lambda p: p["status"] != "fail")  # failures first, then in order
     number = {v.id: v.index for v in views}
-    return Assumptions([v.id for v in checked], rows, problems, passed, _merged(problems, number))
+    merged = _merged(problems, number, every=len(checked))
+    return Assumptions([v.id for v in checked], rows, problems, passed, merged)
 
 
 MERGED_SHOWN = 3  # on paper, a check alike in many experiments gives the evidence of these
 
 
-def _merged(problems: Sequence[dict[str, str]], number: Mapping[str, int]) -> list[dict[str, str]]:
+def _merged(
+    problems: Sequence[dict[str, str]], number: Mapping[str, int], every: int = 0
+) -> list[dict[str, str]]:
     """The same check with the same status and advice in several experiments, as one row:
     what their evidence shares said once, what differs named by experiment, for the first
-    ``MERGED_SHOWN`` of them (print)."""
+    ``MERGED_SHOWN`` of them (print, and page one of the Markdown). A check that warns on
+    every one of the ``every`` experiments checked (the run's model or host, not a change)
+    is said once, as "every experiment"."""
     groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
     for p in problems:
         groups.setdefault((p["title"], p["status"], p["hint"]), []).append(p)
@@ -235,9 +240,12 @@ def _merged(problems: Sequence[dict[str, str]], number: Mapping[str, int]) -> li
         )
         if len(found) > MERGED_SHOWN:
             said += f"{sep}{len(found) - MERGED_SHOWN} more alike (each in the HTML report)"
+        ids = {i for p in found for i in p["experiment"].split(", ")}
         out.append(
             {
-                "experiment": _who(found, number),
+                "experiment": "every experiment"
+                if every > 1 and len(ids) == every
+                else _who(found, number),
                 "title": title,
                 "status": st,
                 "evidence": _cut(f"{head}{said}{tail}"),

@@ -444,7 +444,8 @@ def test_a_level_beyond_the_largest_captured_graph_is_named() -> None:
     small = exp({"compilation_config.max_cudagraph_capture_size": 32})
     (u,) = graphs.uncovered(small, "vllm")
     assert u.said == (
-        "C=64: decode batches of up to 64 requests without a CUDA graph (the largest captured is 32)"
+        "C=64: decode batches of up to 64 requests without a CUDA graph "
+        "(the largest captured is 32)"
     )
     capped = exp({"compilation_config.max_cudagraph_capture_size": 96}, {"max-num-seqs": 48})
     assert graphs.uncovered(capped, "vllm") == []
