@@ -403,6 +403,11 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%" if x < 0.1 else f"{100 * x:.0f}%"
 
 
+# the configuration to run where nothing was adopted: its objective, then these, per level
+PLAIN = ("ttft_ms_p99", "tpot_ms_p50", "e2e_ms_p99")
+PLAIN_LABELS = ("TTFT p99 (ms)", "TPOT p50 (ms)", "E2E p99 (ms)")
+
+
 def build(run: Run, table: costs.Table | None = None) -> Brief:
     """The first page; ``table``: the run's cost and efficiency table where the caller made
     it already (``costs.table``)."""
@@ -427,10 +432,10 @@ def build(run: Run, table: costs.Table | None = None) -> Brief:
             for level in [c for c in levels if run.decides(c)] or levels:
                 agg = base.aggregate(level)
                 if agg is not None:
-                    keys = [key, *(k for k, _, _, _ in LATENCIES)]
-                    plain.append((level, [_fmt(agg.mean(k)) for k in keys]))
+                    plain.append((level, [_fmt(agg.mean(k)) for k in (key, *PLAIN)]))
         return Brief(
             plain=plain,
+            plain_columns=[metric, *PLAIN_LABELS],
             best="",
             best_line=line,
             command=cmd,

@@ -47,6 +47,7 @@ class Brief:
     # nothing adopted: the baseline's own numbers per level (the configuration to run), in
     # ``columns``' order
     plain: list[tuple[Point, list[str]]] = field(default_factory=list)
+    plain_columns: list[str] = field(default_factory=list)
     # per level in ``levels``: successful requests per run behind the best's percentiles
     # ("28-33"): a p99 of fewer than 100 is about the maximum
     samples: list[str] = field(default_factory=list)
@@ -155,6 +156,7 @@ class ExperimentView:
     # settings of the engine's resolved configuration that moved though no flag names them
     also_changed: list[FlagChange]
     bound_by: str  # what bounded each level (``analysis.bound``), "" where nothing says
+    bound_elsewhere: bool  # some level not bound by the GPU (print says only those)
     graphs: str  # levels whose decode steps ran without CUDA graphs (``analysis.graphs``)
     vs_parent: list[Comparison]
     vs_baseline: list[Comparison]

@@ -227,6 +227,7 @@ def section(
     baseline_ci = ci_caption(metrics.get("vs_baseline") or [])
     judged = not (decision and decision.unjudged)  # else no repetitions would decide it
     ratio_at = {c.point: c.ratio for c in vs_baseline}
+    bounds = bound.bounds(e)
     return ExperimentView(
         index=i + 1,
         anchor=f"exp-{i + 1}",  # not the id: ids are user text and need not be valid anchors
@@ -245,7 +246,8 @@ def section(
             FlagChange(c.key, value_text(c.before), value_text(c.after), "changed")
             for c in e.also_changed
         ],
-        bound_by="; ".join(f"{b.point.label} {b.said}" for b in bound.bounds(e)),
+        bound_by="; ".join(f"{b.point.label} {b.said}" for b in bounds),
+        bound_elsewhere=any(b.by != bound.GPU for b in bounds),
         graphs="; ".join(u.said for u in graphs.uncovered(e, engine)),
         vs_parent=comparisons(vs_parent, judged),
         vs_baseline=comparisons(vs_baseline, judged),
