@@ -455,3 +455,34 @@ def test_a_level_beyond_the_largest_captured_graph_is_named() -> None:
     assert "Measured partly without CUDA graphs: x C=64" in graphs.uncovered_said(
         counted, None, "sglang", [Point(1), Point(64)]
     )
+
+
+def test_the_committed_h100_run_says_max_num_seqs_48_also_shrank_its_graphs() -> None:
+    """``docs/examples/vllm-h100``: ``--max-num-seqs 48`` lost 8% at C=16 where nothing
+    waits for a slot. vLLM's own log in that run says the flag also cut CUDA-graph capture
+    from 512 tokens to 96 (graph memory 0.98 -> 0.19 GiB): read from the recorded logs, as
+    ``render --recheck`` reads them, the decision's words say so."""
+    from reportgen import results
+    from reportgen.analysis import engine_config
+
+    run_dir = ROOT / "docs" / "examples" / "vllm-h100"
+    run = results.load(run_dir)
+    vllm = engines.get("vllm")
+    configs = {}
+    for exp_id in ("baseline", "max-num-seqs-48"):
+        e = run.experiment(exp_id)
+        assert e is not None and e.log_file
+        text = results.read_log(run_dir, e.log_file)
+        assert text is not None
+        configs[exp_id] = evidence.engine_config(text, vllm.config_lines, vllm.config_values)
+    child = run.experiment("max-num-seqs-48")
+    assert child is not None
+    changes = engine_config.also_changed(
+        configs["baseline"],
+        configs["max-num-seqs-48"],
+        [f.key for f in child.flag_diff],
+        vllm.config_volatile,
+    )
+    words = engine_config.said(changes)
+    assert "CUDA graphs captured up to 96 tokens a step instead of 512" in words, words
+    assert "graph memory 0.19 GiB instead of 0.98" in words, words
