@@ -97,7 +97,7 @@ from reportgen.run.resume import campaign_file  # noqa: E402
 from reportgen.run.session import Context  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
+CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json.xz"
 HTML_TARGET_S = 5.0
 PDF_TARGET_S = 30.0
 
@@ -597,7 +597,7 @@ def iso(offset_s: float) -> str:
 
 def gpu_source(gpus: int) -> sources.FakeSource:
     """The H200 capture as ``gpus`` GPUs: its info and error counters, one per GPU."""
-    cap = json.loads(CAPTURE.read_text())
+    cap = sources.read_capture(CAPTURE)
     dev = cap["info"]["devices"][0]
     cap["info"]["devices"] = [
         {

@@ -17,7 +17,6 @@ telemetry", and the host sampler's own CPU as a share of one core.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import statistics
 import sys
@@ -36,14 +35,14 @@ from reportgen.observe.telemetry import Telemetry  # noqa: E402
 from reportgen.run.server import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
+CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json.xz"
 
 
 def source(gpus: int) -> tuple[Any, str]:
     real, why = sources.open_source()
     if real is not None:
         return real, "NVML"
-    cap = json.loads(CAPTURE.read_text())
+    cap = sources.read_capture(CAPTURE)
     if gpus > 1:  # the same GPU, N times
         cap["samples"] = [[{**r, "gpu": g} for g in range(gpus) for r in s] for s in cap["samples"]]
     return sources.FakeSource(cap), f"H200 capture replayed as {gpus} GPU(s) ({why})"

@@ -28,9 +28,7 @@ class FakeSource:
     connect). Without ``gpus`` the capture is replayed as it was recorded."""
 
     def __init__(self, capture: dict[str, Any] | str | Path, gpus: int | None = None) -> None:
-        data: dict[str, Any] = (
-            capture if isinstance(capture, dict) else json.loads(Path(capture).read_text())
-        )
+        data: dict[str, Any] = capture if isinstance(capture, dict) else read_capture(capture)
         self.capture = data
         self.samples: list[list[dict[str, Any]]] = data["samples"]
         self.position = 0
@@ -140,6 +138,16 @@ class FakeSource:
 CAPTURE_ENV = "REPORTGEN_GPU_CAPTURE"
 # How many GPUs to replay that capture as (``FakeSource``'s ``gpus``): unset, as recorded.
 CAPTURE_GPUS_ENV = "REPORTGEN_GPU_CAPTURE_GPUS"
+
+
+def read_capture(path: str | Path) -> dict[str, Any]:
+    """A capture file as ``record`` wrote it, or xz-compressed (``.json.xz``)."""
+    raw = Path(path).read_bytes()
+    if str(path).endswith(".xz"):
+        import lzma
+
+        raw = lzma.decompress(raw)
+    return dict(json.loads(raw))
 
 
 def open_source() -> tuple[GpuSource | None, str | None]:

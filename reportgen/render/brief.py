@@ -32,7 +32,7 @@ from reportgen.render.content import Brief, BriefCell
 from reportgen.render.evidence import failure_hint, kv_cache
 from reportgen.render.expectations import expectations
 from reportgen.render.experiment import request_tokens
-from reportgen.render.fmt import NONE
+from reportgen.render.fmt import NONE, fmt_rests_on
 from reportgen.render.levels import samples, summaries_by_level
 from reportgen.results.model import Experiment, Point, Run
 from reportgen.results.verdicts import Comparison
@@ -79,7 +79,8 @@ def _words(c: Comparison | None, level: str) -> tuple[str, str, str]:
         "equivalent": "within the margin",
         "inconclusive": "no clear change",
     }.get(str(c.verdict), str(c.verdict))
-    return said, str(c.verdict), ci
+    rests = fmt_rests_on(c)  # "equivalent": the bound it rests on, beside the wider interval
+    return said, str(c.verdict), f"{ci}; {rests}" if ci and rests else ci or rests
 
 
 def _level_label(c: Comparison | None) -> str:

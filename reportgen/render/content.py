@@ -108,6 +108,7 @@ class Comparison:
     detectable: str  # the smallest change the noise let it see, "±4.1%"
     decide_with: str  # inconclusive: repetitions per side that would decide, else ""
     metric: str = ""
+    rests_on: str = ""  # equivalent: the bound it rests on (``fmt.fmt_rests_on``)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from statistics import fmean
 from typing import Any
 
 from reportgen.analysis import roofline, verdict
-from reportgen.render.fmt import NONE, fmt_ci, fmt_num, fmt_ratio
+from reportgen.render.fmt import NONE, fmt_ci, fmt_num, fmt_ratio, fmt_rests_on
 from reportgen.results.as_run import host_as_run
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Run
@@ -210,7 +210,10 @@ def _versus(c: Comparison | None) -> str:
     verdict; empty where none was made (the baseline, a level without energy)."""
     if c is None or c.ratio is None:
         return ""
-    return f"{fmt_ratio(c.ratio)} ({fmt_ci(c.ci_low, c.ci_high)}), {c.verdict}"
+    rests = fmt_rests_on(c)
+    return f"{fmt_ratio(c.ratio)} ({fmt_ci(c.ci_low, c.ci_high)}), {c.verdict}" + (
+        f" ({rests})" if rests else ""
+    )
 
 
 def _pct(v: float | None) -> str:

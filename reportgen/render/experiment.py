@@ -28,6 +28,7 @@ from reportgen.render.fmt import (
     fmt_ci,
     fmt_duration,
     fmt_ratio,
+    fmt_rests_on,
     fmt_time,
     level_cell,
 )
@@ -343,6 +344,7 @@ def comparisons(
             detectable=f"±{(c.mde - 1) * 100:.1f}%" if c.mde else "–",
             decide_with=_decide_with(c) if decides else "",
             metric=c.metric,
+            rests_on=fmt_rests_on(c),
         )
         for c in items
     ]

@@ -10,6 +10,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from reportgen.analysis.differences import flatten
+from reportgen.analysis.sequential import level_label
 from reportgen.results.model import Point
 
 if TYPE_CHECKING:
@@ -38,6 +39,20 @@ def fmt_ci(low: float | None, high: float | None) -> str:
     if low is None or high is None:
         return "no interval"
     return f"{low:.2f}–{high:.2f}"
+
+
+def fmt_rests_on(c: Any) -> str:
+    """What an "equivalent" comparison rests on, to print beside the word: the largest change
+    it leaves possible and, where recorded, the two one-sided tests' interval that shows it
+    ("no change beyond 1.8%; 90% TOST 0.985–1.018"); the interval the tables show is wider
+    (95% or more) and may reach past the margin. "" for any other verdict."""
+    if getattr(c, "verdict", None) != "equivalent" or getattr(c, "bound", None) is None:
+        return ""
+    text = f"no change beyond {c.bound:.1%}"
+    low, high, conf = c.eq_low, c.eq_high, c.eq_confidence
+    if low is not None and high is not None and conf:
+        text += f"; {level_label(conf)} TOST {low:.3f}–{high:.3f}"
+    return text
 
 
 def fmt_time(stamp: str | None) -> str:

@@ -20,6 +20,7 @@ from reportgen.render.fmt import (
     fmt_ci,
     fmt_num,
     fmt_ratio,
+    fmt_rests_on,
     fmt_stat,
     level_cell,
 )
@@ -131,8 +132,11 @@ def vs_baseline_table(
     for c in items:
         if c.metric not in metrics:
             metrics.append(c.metric)
+        # "equivalent" with the bound it rests on: the interval shown is wider than the
+        # two one-sided tests' and may reach past the margin
+        rests = f", no change beyond {c.bound:.1%}" if fmt_rests_on(c) else ""
         cells[(c.point, c.metric)] = (
-            fmt_ratio(c.ratio), fmt_ci(c.ci_low, c.ci_high), c.verdict
+            fmt_ratio(c.ratio), fmt_ci(c.ci_low, c.ci_high) + rests, c.verdict
         )  # fmt: skip
     levels = sorted_points(c for c, _ in cells)
     labels = [m.replace("_p99", " p99") if m.endswith("_p99") else (

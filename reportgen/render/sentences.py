@@ -13,7 +13,7 @@ from reportgen.analysis.sequential import level_label
 from reportgen.metrics import THROUGHPUTS
 from reportgen.render import text
 from reportgen.render.content import Objective
-from reportgen.render.fmt import fmt_ci, fmt_num, fmt_ratio
+from reportgen.render.fmt import fmt_ci, fmt_num, fmt_ratio, fmt_rests_on
 from reportgen.render.levels import by_level
 from reportgen.results import model
 from reportgen.results.model import Point, Run, sorted_points
@@ -98,6 +98,8 @@ def _summary_sentence(run: Run, objective: Objective) -> str:
         )
         whose = f" the baseline's {objective.label}" if n == 0 else ""
         said = "" if decided else f", {c.verdict}"
+        if not decided and fmt_rests_on(c):
+            said += f": {fmt_rests_on(c)}"
         parts.append(f"{fmt_ratio(c.ratio)} ({ci}{said}){whose} at {c.point.label}")
     joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     if decided:
@@ -167,6 +169,10 @@ def _confirmation(run: Run) -> str:
             continue
         first = next(iter(d.vs_parent), None)
         ratio = f" ({fmt_ratio(first.ratio)} at {first.point.label})" if first else ""
+        bounds = [c.bound for c in d.vs_parent if c.bound is not None]
+        if d.verdict == "equivalent" and bounds:  # the bound "equivalent" rests on, beside it
+            beyond = f"no change beyond {max(bounds):.1%} at any level"
+            ratio = f"{ratio[:-1]}; {beyond})" if ratio else f" ({beyond})"
         if e.role == "bracket":
             parts.append(_bracket_said(d.verdict, ratio))
         elif e.role == "anchor":

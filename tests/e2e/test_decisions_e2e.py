@@ -15,7 +15,7 @@ from reportgen import results
 from reportgen.observe.sources import CAPTURE_ENV
 from tests.conftest import FAST_WARMUP, ROOT, Ran, reportgen_main, run_campaign
 
-GPU_CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
+GPU_CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json.xz"
 pytestmark = pytest.mark.slow
 
 

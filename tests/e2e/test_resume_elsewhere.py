@@ -25,11 +25,12 @@ def test_a_run_resumed_on_other_gpus_judges_against_the_bracket_measured_there(
     ("machine"); the baseline measured again at the end (the bracket) ran on theirs, and they
     are decided again against it, which the results and the report name. (The bracket itself
     is not judged against the baseline: another machine.)"""
-    from reportgen.observe.sources import CAPTURE_ENV
+    from reportgen.observe.sources import CAPTURE_ENV, read_capture
 
-    h200 = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
+    h200 = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json.xz"
     another = tmp_path / "another-h200.json"
-    another.write_text(h200.read_text().replace("GPU-ece0a407-", "GPU-0000aaaa-"))
+    text = json.dumps(read_capture(h200))
+    another.write_text(text.replace("GPU-ece0a407-", "GPU-0000aaaa-"))
     port = free_port()
     campaign = small_demo(tmp_path, port)
     # (no re-measurement of the baseline mid-campaign: the bracket is what stands in here)

@@ -25,6 +25,8 @@ from reportgen.results import RunDir
 from reportgen.results.model import Experiment
 from tests.conftest import FAST_WARMUP, ROOT, reportgen_main, run_campaign
 
+GPU_CAPTURE = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json.xz"
+
 pytestmark = pytest.mark.slow
 
 CAMPAIGN = """
@@ -240,7 +242,7 @@ def test_an_experiment_measured_on_another_node_than_its_parent_is_not_judged(
     from reportgen.observe import fingerprint, sources
     from reportgen.results.records import RanOn
 
-    monkeypatch.setenv(sources.CAPTURE_ENV, str(ROOT / "tests/fixtures/gpu/h200-capture.json"))
+    monkeypatch.setenv(sources.CAPTURE_ENV, str(GPU_CAPTURE))
     source, why = sources.open_source()
     node = fingerprint.this_node(source, why)  # what a node sends back, on the H200 capture
     (h200,) = node["uuids"]
@@ -284,7 +286,7 @@ def test_the_parents_configuration_measured_again_on_the_childs_gpus_stands_in_f
     from reportgen.render.html import render_page
     from reportgen.results.records import RanOn
 
-    monkeypatch.setenv(sources.CAPTURE_ENV, str(ROOT / "tests/fixtures/gpu/h200-capture.json"))
+    monkeypatch.setenv(sources.CAPTURE_ENV, str(GPU_CAPTURE))
     source, why_none = sources.open_source()
     node_a = fingerprint.this_node(source, why_none)
     node_b = {**node_a, "uuids": ["GPU-0000bbbb-0000-0000-0000-000000000002"]}

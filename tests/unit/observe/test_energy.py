@@ -17,12 +17,12 @@ from reportgen.observe import sources
 from tests.builders import DENSE8B, run_small
 from tests.conftest import ROOT, reportgen_main
 
-H200 = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
+H200 = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json.xz"
 DEVICE_NODES = Path("/dev/nvidiactl").exists()
 
 
 def capture() -> dict[str, Any]:
-    return dict(json.loads(H200.read_text()))
+    return sources.read_capture(H200)
 
 
 ENERGY = """

@@ -20,14 +20,14 @@ from reportgen.observe.sources import FakeSource
 from tests.builders import run_small
 from tests.conftest import ROOT, Ran, reportgen_main
 
-H200 = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json"
+H200 = ROOT / "tests" / "fixtures" / "gpu" / "h200-capture.json.xz"
 # NVML cannot see a GPU without the driver's device nodes: where they are missing, the
 # answer must be "no GPU, and why"; where they are there, a working NVML source.
 DEVICE_NODES = Path("/dev/nvidiactl").exists()
 
 
 def capture() -> dict[str, Any]:
-    return dict(json.loads(H200.read_text()))
+    return sources.read_capture(H200)
 
 
 def test_h200_capture_has_every_fingerprint_field() -> None:

@@ -215,3 +215,40 @@ def test_the_baseline_measured_again_at_the_end_says_whether_the_host_drifted() 
     assert "differs from the first (0.90×): the host drifted" in sentences._bracket_said(
         "rejected", " (0.90×)"
     )
+
+
+def test_equivalent_is_printed_with_the_bound_it_rests_on() -> None:
+    """Wherever a comparison reads "equivalent", the largest change it leaves possible is
+    printed beside it (and, for decisions that record it, the two one-sided tests' interval):
+    the interval the tables show is wider and may reach past the margin."""
+    import lzma
+
+    from reportgen.render import experiment, fmt, sentences
+
+    examples = ROOT / "docs" / "examples"
+    run = results.load(examples / "vllm-h100")
+    again = run.experiment("baseline-again")
+    assert again is not None and again.decision is not None
+    rows = experiment.comparisons(again.decision.vs_parent)
+    assert [r.rests_on for r in rows] == [
+        "no change beyond 1.2%",
+        "no change beyond 1.4%",
+        "no change beyond 4.6%",  # its 95% interval reaches further; the margin is 5%
+    ]
+    seqs = run.experiment("max-num-seqs-48")
+    assert seqs is not None and seqs.decision is not None
+    assert [fmt.fmt_rests_on(c) for c in seqs.decision.vs_parent] == [
+        "no change beyond 2.6%",
+        "",  # worse: no bound to state
+        "",
+    ]
+    c64 = again.decision.vs_parent[2].model_copy(
+        update={"eq_low": 0.962, "eq_high": 1.031, "eq_confidence": 0.9}
+    )
+    assert fmt.fmt_rests_on(c64) == "no change beyond 4.6%; 90% TOST 0.962–1.031"
+    # the bracket's sentence, and the report as committed: the table's verdict cell
+    assert "equivalent to the first (1.00× at C=1; no change beyond 3.3% at any level)" in (
+        sentences._confirmation(run)
+    )
+    page = lzma.decompress((examples / "vllm-h100" / "report.html.xz").read_bytes()).decode()
+    assert 'equivalent</span> <span class="rests-on">(no change beyond 4.6%)</span>' in page
