@@ -145,6 +145,9 @@ class ExperimentView:
     id: str
     status: str
     verdict: str
+    # "equivalent": the largest change any objective level leaves possible, "no change beyond
+    # 4.6%" (the bound the verdict rests on); "" otherwise
+    rests_on: str
     is_baseline: bool
     is_best: bool
     parent: str

@@ -235,6 +235,7 @@ def section(
         id=e.id,
         status=outcome if outcome == "not started" else e.status,
         verdict=outcome,
+        rests_on=_rests_on(decision),
         is_baseline=is_baseline,
         is_best=e.id == best,
         parent=e.parent or "",
@@ -327,6 +328,15 @@ def _decide_with(c: results_verdicts.Comparison) -> str:
     if c.requests_needed:  # a tail without an interval: requests a side that would give one
         return f"{c.requests_needed:,} requests"
     return LIMITS.get(c.limit or "", "")
+
+
+def _rests_on(decision: results_verdicts.Decision | None) -> str:
+    """An experiment found equivalent: the largest change its objective levels leave
+    possible, the bound the verdict rests on ("" for any other verdict)."""
+    if decision is None or decision.verdict != "equivalent":
+        return ""
+    bounds = [c.bound for c in decision.vs_parent if c.bound is not None]
+    return f"no change beyond {max(bounds):.1%}" if bounds else ""
 
 
 def comparisons(

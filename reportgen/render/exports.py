@@ -171,7 +171,8 @@ def markdown(report: Report, pdf: bool = True) -> str:
         best = " (best)" if e.is_best else ""
         busy = " / ".join(a or "–" for a in e.objective_achieved) or "–"
         lines.append(
-            f"| {e.index} | {_md(e.id)}{best} | {_md(e.verdict)} | {values or '–'} | {ratios} "
+            f"| {e.index} | {_md(e.id)}{best} | {_md(e.verdict)}"
+            f"{f' ({e.rests_on})' if e.rests_on else ''} | {values or '–'} | {ratios} "
             f"| {busy} |"
         )
     problems = report.assumptions.merged  # a check alike in several experiments, once

@@ -252,3 +252,7 @@ def test_equivalent_is_printed_with_the_bound_it_rests_on() -> None:
     )
     page = lzma.decompress((examples / "vllm-h100" / "report.html.xz").read_bytes()).decode()
     assert 'equivalent</span> <span class="rests-on">(no change beyond 4.6%)</span>' in page
+    # the experiment's own verdict too, in the overview table and in report.md
+    assert '<span class="rests-on">no change beyond 4.6%</span>' in page
+    md = (examples / "vllm-h100" / "report.md").read_text()
+    assert "| 2 | baseline-again | equivalent (no change beyond 4.6%) |" in md
