@@ -179,6 +179,9 @@ class ExperimentView:
     search: str  # workload.find_max: the highest concurrency meeting the bounds, in words
     objective: list[Cell]  # the objective metric at each objective level
     objective_ratio: list[str]  # ... relative to the baseline there (from vs_baseline)
+    # ... and its latency effect there, against the baseline too: "TTFT p99 ×2.40 worse,
+    # ITL ×1.04" ("" where not compared)
+    latency_ratio: list[str]
     levels: list[LevelRow]
     notes: list[str]  # measurement caveats by level: client-limited, short outputs, goodput
     trims: list[str]  # where each level's throughputs were trimmed to its steady state

@@ -46,6 +46,7 @@ from reportgen.render.levels import (
     vs_baseline_table,
 )
 from reportgen.render.text import search_said
+from reportgen.results import levels as results_levels
 from reportgen.results import model, records
 from reportgen.results import verdicts as results_verdicts
 from reportgen.results.model import Point, sorted_points
@@ -278,6 +279,12 @@ def section(
         env=[(str(k), str(v)) for k, v in sorted(e.env.items())],
         objective=[cell(mine.get(c), objective.key) for c in objective.levels],
         objective_ratio=[fmt_ratio(ratio_at[c]) if c in ratio_at else "" for c in objective.levels],
+        latency_ratio=[  # each decided change's
+            ""
+            if is_baseline or outcome not in ("adopted", "rejected", "equivalent")
+            else latency_effect(metrics.get("vs_baseline") or [], c, mine.get(c), base.get(c))
+            for c in objective.levels
+        ],
         objective_achieved=[achieved(my_runs[c]) if c in my_runs else "" for c in objective.levels],
         levels=rows,
         notes=level_notes(mine, error_kinds(e)),
@@ -328,6 +335,28 @@ def _decide_with(c: results_verdicts.Comparison) -> str:
     if c.requests_needed:  # a tail without an interval: requests a side that would give one
         return f"{c.requests_needed:,} requests"
     return LIMITS.get(c.limit or "", "")
+
+
+def latency_effect(
+    items: Sequence[results_verdicts.Comparison],
+    level: Point,
+    mine: results_levels.Aggregate | None,
+    base: results_levels.Aggregate | None,
+) -> str:
+    """A change's latency effect at ``level`` against the baseline, as page one gives it
+    beside its throughput's: TTFT p99 from its comparison (with the verdict where one was
+    decided), TPOT p50 as the ratio of the levels' means (compared with no interval):
+    "TTFT p99 2.40× worse, TPOT 1.15×"; "" where neither is known."""
+    parts = []
+    c = next((x for x in items if x.metric == "ttft_ms_p99" and x.point == level), None)
+    if c is not None and c.ratio is not None:
+        said = f" {c.verdict}" if c.verdict in ("better", "worse") else ""
+        parts.append(f"TTFT p99 {fmt_ratio(c.ratio)}{said}")
+    a = mine.mean("tpot_ms_p50") if mine is not None else None
+    b = base.mean("tpot_ms_p50") if base is not None else None
+    if a and b:
+        parts.append(f"TPOT {fmt_ratio(a / b)}")
+    return ", ".join(parts)
 
 
 def _rests_on(decision: results_verdicts.Decision | None) -> str:

@@ -160,8 +160,9 @@ def markdown(report: Report, pdf: bool = True) -> str:
         lines += [_md(h.gpu_notice), ""]
     levels = " / ".join(c.label for c in obj.levels)
     lines += [
-        f"| # | experiment | verdict | `{obj.label}` at {levels} | vs baseline | achieved C |",
-        "|---:|---|---|---|---|---|",
+        f"| # | experiment | verdict | `{obj.label}` at {levels} | vs baseline | latency vs "
+        "baseline | achieved C |",
+        "|---:|---|---|---|---|---|---|",
     ]
     for e in report.experiments:
         values = " / ".join(
@@ -170,10 +171,11 @@ def markdown(report: Report, pdf: bool = True) -> str:
         ratios = " / ".join(r or "–" for r in e.objective_ratio) if not e.is_baseline else "–"
         best = " (best)" if e.is_best else ""
         busy = " / ".join(a or "–" for a in e.objective_achieved) or "–"
+        latency = " / ".join(x or "–" for x in e.latency_ratio) if any(e.latency_ratio) else "–"
         lines.append(
             f"| {e.index} | {_md(e.id)}{best} | {_md(e.verdict)}"
             f"{f' ({e.rests_on})' if e.rests_on else ''} | {values or '–'} | {ratios} "
-            f"| {busy} |"
+            f"| {_md(latency)} | {busy} |"
         )
     problems = report.assumptions.merged  # a check alike in several experiments, once
     fails = [p for p in problems if p["status"] == "fail"]

@@ -256,3 +256,22 @@ def test_equivalent_is_printed_with_the_bound_it_rests_on() -> None:
     assert '<span class="rests-on">no change beyond 4.6%</span>' in page
     md = (examples / "vllm-h100" / "report.md").read_text()
     assert "| 2 | baseline-again | equivalent (no change beyond 4.6%) |" in md
+
+
+def test_each_change_shows_its_latency_effect_beside_its_throughput() -> None:
+    """Page one's table of experiments gives, under each change's throughput ratio to the
+    baseline, its latency effect there: TTFT p99 (from its comparison) and TPOT p50 (a ratio
+    of means). max-num-seqs-48 on the H100: 0.64x the throughput at C=64, with a TTFT p99
+    13 times the baseline's and TPOT 14% slower (decode steps beyond its 96-token graphs).
+    On paper, only adopted changes give it there (a page an experiment)."""
+    import lzma
+
+    examples = ROOT / "docs" / "examples" / "vllm-h100"
+    page = lzma.decompress((examples / "report.html.xz").read_bytes()).decode()
+    assert '<span class="latency-effect">TTFT p99 13.05×, TPOT 1.14×</span>' in page
+    assert "each decided change's latency effect (TTFT p99, and TPOT p50 as a ratio of" in page
+    md = (examples / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| 3 | max-num-seqs-48 |"))
+    assert "| 0.99× / 0.92× / 0.64× | TTFT p99 2.40×, TPOT 1.00× / TTFT p99 1.56×, TPOT 1.09×" in (
+        row
+    )
