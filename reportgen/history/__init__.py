@@ -9,7 +9,9 @@
 - ``series``: a campaign's runs as series per experiment and level, their breaks, change points
   and suspects;
 - ``prior``: the spread between server starts earlier runs of a campaign measured on the same
-  host, where a new run's decisions start from (``reportgen run --history``).
+  host, where a new run's decisions start from (``reportgen run --history``);
+- ``replication``: whether a run's decided changes replicate earlier runs of its campaign
+  (their ratios to the baseline then against now), said on its page one.
 
 Imports ``reportgen.results`` (the runs), ``reportgen.diff`` (which fields are volatile, the
 model's identity) and ``reportgen.analysis`` (level values, flattening), nothing of render: its

@@ -409,6 +409,36 @@ PLAIN = ("ttft_ms_p99", "tpot_ms_p50", "e2e_ms_p99")
 PLAIN_LABELS = ("TTFT p99 (ms)", "TPOT p50 (ms)", "E2E p99 (ms)")
 
 
+def replication_line(run: Run) -> str:
+    """Whether earlier runs of the campaign in the history store replicated this run's
+    verdicts (``Run.replications``), in a sentence: per decided experiment, each earlier run
+    by its GPUs and day, its ratio to the baseline at the objective's levels against this
+    run's, and whether it lies inside this run's interval everywhere; "" where none did."""
+    found = run.replications or []
+    if not found:
+        return ""
+    by: dict[str, list[str]] = {}
+    for r in found:
+        then = ", ".join(f"×{lv.then:.2f}" for lv in r.levels)
+        now = ", ".join(f"×{lv.now:.2f}" for lv in r.levels)
+        where = f"{r.gpus or 'another host'} {r.started_at[:10]}".strip()
+        if r.replicated:
+            said = f"{where} replicated: {then} against {now}"
+        else:
+            apart = [lv.point.label for lv in r.levels if not lv.within]
+            said = (
+                f"{where} did not: {then} against {now} (outside this run's interval at "
+                f"{', '.join(apart)})"
+            )
+        by.setdefault(r.experiment, []).append(said)
+    levels = ", ".join(lv.point.label for lv in found[0].levels)
+    parts = [f"{exp}: {'; '.join(said)}" for exp, said in by.items()]
+    return (
+        f"Earlier runs of this campaign in the history, each change's ratio to the baseline at "
+        f"{levels} then against now: {'. '.join(parts)}."
+    )
+
+
 def build(run: Run, table: costs.Table | None = None) -> Brief:
     """The first page; ``table``: the run's cost and efficiency table where the caller made
     it already (``costs.table``)."""
@@ -451,6 +481,7 @@ def build(run: Run, table: costs.Table | None = None) -> Brief:
             detect=detectable(run),
             cheapest=cheapest(run),
             cost=cost_line(run, table),
+            replication=replication_line(run),
         )
     cells = _cells(run, best, base, key, metric)
     # (they import this module)
@@ -483,4 +514,5 @@ def build(run: Run, table: costs.Table | None = None) -> Brief:
         detect=detectable(run),
         cheapest=cheapest(run),
         cost=cost_line(run, table),
+        replication=replication_line(run),
     )

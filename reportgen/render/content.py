@@ -62,6 +62,9 @@ class Brief:
     cheapest: str = ""
     # what the configuration to run costs a token (``brief.cost_line``)
     cost: str = ""
+    # whether earlier runs of the campaign in the history replicated its verdicts
+    # (``brief.replication_line``): "" where no history was read or none ran them
+    replication: str = ""
 
 
 @dataclass(frozen=True)

@@ -158,6 +158,8 @@ def markdown(report: Report, pdf: bool = True) -> str:
         lines += [_md(h.external_notice), ""]
     if h.gpu_notice:
         lines += [_md(h.gpu_notice), ""]
+    if report.brief is not None and report.brief.replication:
+        lines += [_md(report.brief.replication), ""]
     levels = " / ".join(c.label for c in obj.levels)
     lines += [
         f"| # | experiment | verdict | `{obj.label}` at {levels} | vs baseline | latency vs "

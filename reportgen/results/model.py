@@ -305,6 +305,46 @@ class StartPrior(_Model):
         return {lv.point: (lv.spread, lv.dof) for lv in self.levels}
 
 
+class ReplicatedLevel(_Model):
+    """One objective level of a replication (``Replication``): the earlier run's ratio of
+    the experiment to the baseline there, and this run's, with its interval."""
+
+    concurrency: int
+    rate: float | None = None
+    then: float  # the earlier run's ratio (geometric means of its repetitions)
+    now: float  # this run's ratio (its comparison with the baseline)
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+    @property
+    def within(self) -> bool:
+        """The earlier ratio lies inside this run's interval."""
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_low <= self.then <= self.ci_high
+
+
+class Replication(_Model):
+    """A decided experiment of this run that an earlier run of the same campaign in the
+    history store also ran (``history.replication``): where and when that run was made, and
+    its ratio to the baseline at each objective level against this run's."""
+
+    experiment: str
+    run_id: str
+    started_at: str
+    gpus: str  # the earlier run's GPUs, as the history records them
+    levels: list[ReplicatedLevel] = Field(default_factory=list)
+
+    @property
+    def replicated(self) -> bool:
+        """Every level's earlier ratio lies inside this run's interval there."""
+        return bool(self.levels) and all(lv.within for lv in self.levels)
+
+
 RunStatus = Literal["running", "complete", "incomplete"]
 
 
@@ -332,12 +372,17 @@ class Run(_Model):
     # the spread between starts taken from earlier runs (None: campaign.start_spread; then
     # left out of results.json, so a run read and saved again keeps its form)
     start_prior: StartPrior | None = None
+    # decided experiments that earlier runs of the campaign in the history store also ran
+    # (``history.replication``; None: no history was read, and left out of results.json)
+    replications: list[Replication] | None = None
 
     @model_serializer(mode="wrap")
     def _without_unset_prior(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)
-        if isinstance(out, dict) and out.get("start_prior", 0) is None:
-            out.pop("start_prior")
+        if isinstance(out, dict):
+            for key in ("start_prior", "replications"):
+                if out.get(key, 0) is None:
+                    out.pop(key)
         return out
 
     @model_validator(mode="after")

@@ -51,6 +51,7 @@ class Runner:
     ):
         self.campaign = campaign
         self.history = history  # earlier runs to start from (``history.prior``); None once sought
+        self.store = history  # ... and to say whether this run's verdicts replicate theirs
         self.run_dir = run_dir
         self.resume = resume  # saved results of this run, to continue (``resume.resumable``)
         self.ctx = Context(campaign, run_dir, progress or Quiet(), campaign_secrets(campaign))
@@ -412,7 +413,20 @@ class Runner:
         run.status = status
         run.status_reason = reason
         run.finished_at = utc_now()
+        self._replications(run)
         self._save()
+
+    def _replications(self, run: Run) -> None:
+        """At the end: the decided experiments earlier runs of this campaign in the history
+        store also ran, then against now (``history.replication``)."""
+        if self.store is None or not self.store.is_file():
+            return
+        from reportgen.history import replication
+
+        try:
+            run.replications = replication.replications(run, self.store)
+        except ResultsError as exc:
+            self.progress.warn(f"history not read ({exc}): replications not said")
 
     def _save(self) -> None:
         if self.results is not None:

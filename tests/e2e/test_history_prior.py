@@ -6,6 +6,7 @@ is a one-line error."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -98,3 +99,31 @@ def test_a_second_run_starts_from_the_spread_the_first_measured(
         f"first (reportgen history add RUN_DIR --store {tmp_path / 'none.sqlite'}), or leave "
         "--history out"
     ]
+
+
+def test_a_second_run_says_whether_it_replicated_the_first(tmp_path: Path, cache: Path) -> None:
+    """Page one of a run whose campaign has earlier runs in the history store says, for each
+    decided change, the earlier run's ratio to the baseline against this run's, and whether it
+    lies inside this run's interval (``history.replication``); a run without history says
+    nothing of it, and results.json keeps its form."""
+    first, first_dir = _run(tmp_path, cache, CAMPAIGN)
+    assert "replications" not in first  # no history: the key is left out
+    assert first["experiments"][1]["decision"]["verdict"] == "rejected"
+    store = tmp_path / "out" / "history.sqlite"
+    assert reportgen_main("history", "add", first_dir, "--store", store).returncode == 0
+    second, second_dir = _run(tmp_path, cache, CAMPAIGN)
+    (rep,) = second["replications"]
+    assert rep["experiment"] == "slower" and rep["run_id"] == first["run_id"]
+    assert [lv["concurrency"] for lv in rep["levels"]] == [1, 4]
+    then = {
+        c["concurrency"]: c["ratio"] for c in first["experiments"][1]["decision"]["vs_baseline"]
+    }
+    for lv in rep["levels"]:  # the same simulator, the same seed: the same slowdown
+        assert lv["then"] == pytest.approx(then[lv["concurrency"]], rel=0.05)
+        assert lv["ci_low"] <= lv["then"] <= lv["ci_high"]
+    said = "Earlier runs of this campaign in the history, each change's ratio to the baseline"
+    md = (second_dir / "report.md").read_text()
+    assert said in md and "slower: " in md and " replicated: ×" in md
+    assert html.unescape(said) in html.unescape((second_dir / "report.html").read_text())
+    assert said not in (first_dir / "report.md").read_text()
+    assert reportgen_main("verify", second_dir).returncode == 0
