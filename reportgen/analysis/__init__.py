@@ -10,9 +10,9 @@ printing; every estimator named in its module's docstring.
 - ``verdict``: an experiment's decision (the runner and verify call it); ``drift``: the
   bracket's drift check and the best chosen after it.
 - ``checks`` (with ``checks_levels``, ``checks_engine``, ``checks_server``,
-  ``checks_telemetry``): the assumptions checked. ``unjudged``: the experiments whose numbers
-  are no verdict (another load, an expected failure that ran, speculation over degenerate
-  text, another machine or model build than the parent's).
+  ``checks_stalls``, ``checks_telemetry``): the assumptions checked. ``unjudged``: the
+  experiments whose numbers are no verdict (another load, an expected failure that ran,
+  speculation over degenerate text, another machine or model build than the parent's).
 - ``differences``: what differs between two records, leaf by leaf. ``text``: degenerate
   answers and word agreement. ``allocation``: the repetitions per server start a run's own
   costs and spreads call for. ``selection``: the best's gain shrunk for having been chosen.

@@ -39,6 +39,10 @@ experiment's verdict "failed", whatever its numbers say.
   half decode as fast as those of its second half (median time per output token within 10%,
   or the difference not significant by a Mann-Whitney test at 5%); otherwise the server was
   still warming up, or drifting, while it was measured (warn).
+- ``request_stalls``: no request's longest gap mid-stream, or delay from its last chunk to
+  the end of its response, is over ten times its level's median (and 100 ms); otherwise each
+  is named with its time, the host over that repetition and the level's throughput with and
+  without it (warn; ``checks_stalls``).
 - ``token_agreement``: the output tokens the engine counted (its Prometheus counter, per
   level) agree with the client's count within 2% (warn beyond: throughput in tokens is off).
 - ``spec_agreement``: with speculative decoding, the server log's own mean acceptance length
@@ -91,6 +95,7 @@ from reportgen.analysis.checks_server import (
     probe_checks,
     server_stable,
 )
+from reportgen.analysis.checks_stalls import request_stalls
 from reportgen.analysis.checks_telemetry import CLOCK_CV_BOUND
 from reportgen.load.records import RequestRecord
 from reportgen.observe.environment import Environment, Node
@@ -158,6 +163,7 @@ def run_checks(
     out = measurement_checks(entry, cv_bound, known)
     if entry.levels:
         out.append(steady_state(rows or []))
+        out.append(request_stalls(entry, rows or []))
         out.append(token_agreement(entry.levels, counters or {}))
         out.append(prefix_cache(entry.levels, counters or {}, prefix_expect))
         out += spec_agreement(

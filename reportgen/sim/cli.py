@@ -245,6 +245,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "longer for --slump-s seconds, and the log says nothing (default: %(default)s, off)",
     )
     a(
+        "--stall-after",
+        metavar="N",
+        type=i,
+        default=0,
+        help="stand-in for one request held up on a busy host: the Nth request accepted since "
+        "start pauses --stall-ms halfway through its stream, and keeps its response open as "
+        "long again after its last token (default: %(default)s, off)",
+    )
+    a(
+        "--stall-ms",
+        metavar="MS",
+        type=f,
+        default=250.0,
+        help="how long a --stall-after request pauses, mid-stream and before it closes "
+        "(default: %(default)s)",
+    )
+    a(
         "--slump-s",
         metavar="S",
         type=f,

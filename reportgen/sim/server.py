@@ -216,6 +216,8 @@ class _Sim:
             now = time.monotonic()
             self.slump = (now, now + self.args.slump_s)
         cold = 3.0 if self.started <= self.args.cold_requests else 1.0
+        # --stall-after: this request pauses halfway and again before its response closes
+        stall = self.args.stall_ms / 1000 if self.started == self.args.stall_after else 0.0
         try:
             loop = asyncio.get_running_loop()
             deadline = loop.time()
@@ -227,9 +229,13 @@ class _Sim:
                 else:  # the load (active count) is sampled as each chunk is scheduled
                     step = min(chunk, len(tokens) - k)
                     deadline += self.delay_s(a.itl_ms * self.itl_factor, a.itl_growth, step, cold)
+                    if stall and k == (len(tokens) // chunk // 2) * chunk:
+                        deadline += stall
                 if deadline > loop.time():
                     await asyncio.sleep(deadline - loop.time())
                 yield "".join(tokens[k : k + chunk])
+            if stall:
+                await asyncio.sleep(stall)  # the response stays open after its last token
         finally:
             self.active -= 1
             if self.slots is not None:

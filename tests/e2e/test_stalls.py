@@ -1,0 +1,92 @@
+"""One request held up far beyond its level's others (a gap mid-stream, a response kept open
+after its last token: a busy host) is named by the check ``request_stalls`` with its time,
+its gaps against the level's, the host over that repetition and the level's throughput with
+and without that repetition; requests that only jitter are not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reportgen.analysis import checks_stalls
+from reportgen.load.records import RequestRecord
+from tests.conftest import FAST_WARMUP, run_campaign
+
+CAMPAIGN = """
+[campaign]
+name = "stalled"
+title = "one request held up"
+
+[server]
+engine = "sim"
+ready_timeout_s = 30
+
+[server.args]
+port = PORT
+ttft-ms = 10
+itl-ms = 4
+jitter = 0.05
+seed = 3
+stall-after = 12
+stall-ms = 300
+
+[workload]
+concurrency = [1]
+requests_per_level = 12
+input_tokens = 8
+output_tokens = 24
+repetitions = 2
+warmup_requests = 2
+warmup = WARMUP
+
+[[experiment]]
+id = "baseline"
+why = "the reference"
+"""
+
+
+def _records(n: int, rng: np.random.Generator, stall: int | None = None) -> list[RequestRecord]:
+    """``n`` requests one after another, 24 chunks 4 ms apart with 30% jitter (and up to a
+    40 ms hiccup now and then); request ``stall`` pauses 300 ms halfway and closes 0.3 s late."""
+    out, t = [], 0.0
+    for i in range(n):
+        start, times = t, []
+        t += 0.01
+        for k in range(24):
+            t += 0.004 * rng.lognormal(0, 0.3) + (0.04 if rng.random() < 0.01 else 0.0)
+            if i == stall and k == 12:
+                t += 0.3
+            times.append(t)
+        end = t + (0.3 if i == stall else 0.0005)
+        out.append(RequestRecord(index=i, start=start, end=end, first_token=times[0],
+                                 chunk_times=times, output_tokens=24, concurrency=1))  # fmt: skip
+        t = end
+    return out
+
+
+def test_jitter_is_no_stall_and_one_held_request_is() -> None:
+    rng = np.random.default_rng(0)
+    assert checks_stalls.stalls(_records(400, rng)) == []
+    (s,) = checks_stalls.stalls(_records(40, rng, stall=17))
+    assert s.index == 17 and s.gap_s > 0.3 and s.close_s == pytest.approx(0.3)
+
+
+@pytest.mark.slow
+def test_a_request_held_up_is_named_with_its_time_host_and_effect(
+    tmp_path: Path, cache: Path
+) -> None:
+    got, run_dir = run_campaign(tmp_path, CAMPAIGN.replace("WARMUP", FAST_WARMUP), cache)
+    (base,) = got["experiments"]
+    check = next(c for c in base["checks"] if c["id"] == "request_stalls")
+    assert check["status"] == "warn", check
+    said = check["evidence"]
+    assert said.startswith("C=1 repetition ") and "sent " in said and " s into the level" in said
+    assert "ms gap mid-stream (the level's requests: " in said
+    assert "s after its last token" in said
+    assert "the host over that repetition: " in said and " cores busy" in said
+    assert "the level's output tok/s " in said and " with that repetition, " in said
+    assert "measure the level again" in check["hint"]
+    # the report's assumptions section and report.md carry it
+    assert "No request stalled far beyond" in (run_dir / "report.md").read_text()
