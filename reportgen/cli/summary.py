@@ -36,7 +36,17 @@ def summary_json(
         return [
             {
                 k: getattr(c, k)
-                for k in ("concurrency", "rate", "ratio", "ci_low", "ci_high", "verdict")
+                for k in (
+                    "concurrency",
+                    "rate",
+                    "ratio",
+                    "ci_low",
+                    "ci_high",
+                    "verdict",
+                    "bound",
+                    "eq_low",
+                    "eq_high",
+                )  # fmt: skip
             }
             for c in comps
         ]
@@ -365,6 +375,10 @@ def summary_table(out: Console, data: Run, asked: Asked | None = None) -> None:
                 busy = f" ({achieved(runs[c])})" if c in runs else ""
                 cells.append("" if mean is None else fmt_num(mean) + spread + busy)
         verdict = data.outcome(e)
+        compared = e.decision.vs_parent if e.decision else []
+        bounds = [c.bound for c in compared if c.bound is not None]
+        if verdict == "equivalent" and bounds:  # the bound it rests on, beside it
+            verdict += f" (no change beyond {max(bounds):.1%})"
         if e.id == data.best:
             verdict += " (best)"
         table.add_row(e.id, verdict, *cells)

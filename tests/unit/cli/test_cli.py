@@ -350,10 +350,12 @@ def test_run_json_prints_the_outcome_for_scripts(tmp_path: Path, cache: Path) ->
         want = stored[int(level)]["output_tok_s"]
         assert (got["mean"], got["sd"], got["repetitions"]) == (want["mean"], want["sd"], 2)
     assert [c["concurrency"] for c in fast["vs_parent"]] == [1, 4]
+    keys = ("concurrency", "rate", "ratio", "ci_low", "ci_high", "verdict", "bound")
     assert fast["vs_parent"] == [
-        {k: c[k] for k in ("concurrency", "rate", "ratio", "ci_low", "ci_high", "verdict")}
+        {**{k: c[k] for k in keys}, "eq_low": c.get("eq_low"), "eq_high": c.get("eq_high")}
         for c in results["experiments"][1]["decision"]["vs_parent"]
-    ]
+    ]  # the bound "equivalent" rests on, and the two one-sided tests' interval
+    assert all(c["bound"] is not None for c in fast["vs_parent"])
 
 
 def test_values_no_run_could_record_are_refused_by_validate(tmp_path: Path) -> None:
