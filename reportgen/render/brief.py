@@ -34,7 +34,8 @@ from reportgen.render.expectations import expectations
 from reportgen.render.experiment import request_tokens
 from reportgen.render.fmt import NONE, fmt_rests_on
 from reportgen.render.levels import samples, summaries_by_level
-from reportgen.results.model import Experiment, Point, Run
+from reportgen.render.text import search_said
+from reportgen.results.model import Experiment, Point, Run, sorted_points
 from reportgen.results.verdicts import Comparison
 from reportgen.tracebacks import gist
 
@@ -97,7 +98,7 @@ def _cells(
 ) -> list[tuple[Point, list[BriefCell]]]:
     comps = list((best.decision.metrics or {}).get("vs_baseline") or []) if best.decision else []
     objective = list(best.decision.vs_baseline) if best.decision else []
-    levels = [a.point for a in best.by_level if base.aggregate(a.point)]
+    levels = sorted_points(a.point for a in best.by_level if base.aggregate(a.point))
     out = []
     for level in [c for c in levels if run.decides(c)] or levels:
         b, x = base.aggregate(level), best.aggregate(level)
@@ -439,6 +440,14 @@ def replication_line(run: Run) -> str:
     )
 
 
+def _answer(e: Experiment) -> str:
+    """A search's answer, its first clause (the highest level meeting the bounds), for page
+    one; the experiment's section has the whole of it (what it measured there, the level
+    that failed above it, the probes run again)."""
+    said = search_said(e.search).split("; ")[0].split(", where ")[0].rstrip(".")
+    return f"{said}." if said else ""
+
+
 def build(run: Run, table: costs.Table | None = None) -> Brief:
     """The first page; ``table``: the run's cost and efficiency table where the caller made
     it already (``costs.table``)."""
@@ -453,13 +462,14 @@ def build(run: Run, table: costs.Table | None = None) -> Brief:
             "No configuration finished."
             if base is None
             else f"{base.id} is the only configuration measured: nothing to compare it with."
+            + (f" {_answer(base)}" if base.search else "")
             if len(run.experiments) == 1
             else "No experiment was adopted: the baseline stays the configuration to run."
         )
         cmd = shlex.join(base.command) if base is not None and base.command else ""
         plain = []
         if base is not None:
-            levels = [a.point for a in base.by_level]
+            levels = sorted_points(a.point for a in base.by_level)  # a search's: probe order
             for level in [c for c in levels if run.decides(c)] or levels:
                 agg = base.aggregate(level)
                 if agg is not None:

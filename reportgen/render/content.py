@@ -88,6 +88,7 @@ class Header:
     # servers reportgen did not start (already running): which, and what it cannot vouch for
     external_notice: str = ""
     gpu_notice: str = ""  # the campaign was written for another GPU than it was measured on
+    model: str = ""  # the model(s) the experiments served, as the client asked for them
     resumed: str = ""  # when the run was continued with --resume, and what it kept
 
 

@@ -105,6 +105,9 @@ def header(run: Run) -> Header:
         simulated=run.engine.simulated,
         simulated_notice=SIMULATED_NOTICE,
         engine=run.engine.name or NONE,
+        model=", ".join(
+            dict.fromkeys(e.server.model for e in run.experiments if e.server and e.server.model)
+        ),
         host=host_line(env),
         external_notice=external_notice(run),
         gpu_notice=gpu_notice(run),

@@ -275,3 +275,20 @@ def test_each_change_shows_its_latency_effect_beside_its_throughput() -> None:
     assert "| 0.99× / 0.92× / 0.64× | TTFT p99 2.40×, TPOT 1.00× / TTFT p99 1.56×, TPOT 1.09×" in (
         row
     )
+
+
+def test_a_search_says_its_answer_and_model_on_page_one_with_its_levels_in_order() -> None:
+    """The rate search on the H100: page one's lead gives the search's answer, the header the
+    model the server served, and the table of levels runs low to high (not in probe order)."""
+    from pypdf import PdfReader
+
+    run_dir = ROOT / "docs" / "examples" / "bench-rate-search-sglang-h100"
+    b = brief.build(results.load(run_dir))
+    assert b.best_line.endswith(
+        "nothing to compare it with. The highest request rate meeting ttft_ms.p99<200 is R=96/s."
+    )
+    rates = [p.rate for p, _ in b.plain]
+    assert rates == sorted(rates) and rates[0] == 16 and rates[-1] == 128
+    page = PdfReader(run_dir / "report.pdf").pages[0].extract_text()
+    assert "MODEL\noutput/models/small-moe-eos" in page
+    assert "The highest\nrequest rate meeting ttft_ms.p99<200 is R=96/s." in page
