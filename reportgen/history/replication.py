@@ -1,9 +1,10 @@
-"""Whether a run's verdicts replicate: each decided experiment that earlier runs of the same
+"""Whether a run's verdicts replicate: each judged experiment that earlier runs of the same
 campaign in the history store also ran, its ratio to the baseline then against now.
 
 A change that won on one host and lost on another is a finding about the host, not the
 change (a level bound by the server's CPU on one machine and by the GPU on the other, say).
-For every experiment of the run that was adopted, rejected or found equivalent, each earlier
+For every experiment of the run that was judged (adopted, rejected, equivalent or
+inconclusive: its interval still says where this run puts it), each earlier
 run of the campaign (by name) holding that experiment and the baseline gives, at each of the
 objective's levels, the ratio of the geometric means of their repetitions; it agrees with
 this run where it lies inside this run's interval for the same comparison (the experiment
@@ -20,11 +21,11 @@ from reportgen.history.record import RunRecord
 from reportgen.history.store import open_store
 from reportgen.results.model import ReplicatedLevel, Replication, Run
 
-DECIDED = ("adopted", "rejected", "equivalent")
+JUDGED = ("adopted", "rejected", "equivalent", "inconclusive")  # not failed, not the baseline
 
 
 def replications(run: Run, store: Path) -> list[Replication]:
-    """The decided experiments of ``run`` that earlier runs in ``store`` of its campaign also
+    """The judged experiments of ``run`` that earlier runs in ``store`` of its campaign also
     ran, one record per (experiment, earlier run), oldest run first; [] where there are none
     or no such file."""
     if not store.is_file() or run.baseline is None:
@@ -38,7 +39,9 @@ def replications(run: Run, store: Path) -> list[Replication]:
     out = []
     for e in run.experiments:
         d = e.decision
-        if e.role != "experiment" or d is None or d.verdict not in DECIDED or not d.vs_baseline:
+        if e.role != "experiment" or d is None or d.verdict not in JUDGED or not d.vs_baseline:
+            continue
+        if d.unjudged:  # its numbers are no verdict on a server change
             continue
         for record in earlier:
             found = _levels(record, run, e.id, d.vs_baseline)

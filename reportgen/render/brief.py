@@ -412,7 +412,7 @@ PLAIN_LABELS = ("TTFT p99 (ms)", "TPOT p50 (ms)", "E2E p99 (ms)")
 
 def replication_line(run: Run) -> str:
     """Whether earlier runs of the campaign in the history store replicated this run's
-    verdicts (``Run.replications``), in a sentence: per decided experiment, each earlier run
+    verdicts (``Run.replications``), in a sentence: per judged experiment, each earlier run
     by its GPUs and day, its ratio to the baseline at the objective's levels against this
     run's, and whether it lies inside this run's interval everywhere; "" where none did."""
     found = run.replications or []

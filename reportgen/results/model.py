@@ -329,7 +329,7 @@ class ReplicatedLevel(_Model):
 
 
 class Replication(_Model):
-    """A decided experiment of this run that an earlier run of the same campaign in the
+    """A judged experiment of this run that an earlier run of the same campaign in the
     history store also ran (``history.replication``): where and when that run was made, and
     its ratio to the baseline at each objective level against this run's."""
 
@@ -372,7 +372,7 @@ class Run(_Model):
     # the spread between starts taken from earlier runs (None: campaign.start_spread; then
     # left out of results.json, so a run read and saved again keeps its form)
     start_prior: StartPrior | None = None
-    # decided experiments that earlier runs of the campaign in the history store also ran
+    # judged experiments that earlier runs of the campaign in the history store also ran
     # (``history.replication``; None: no history was read, and left out of results.json)
     replications: list[Replication] | None = None
 
