@@ -22,6 +22,8 @@ from reportgen.errors import CampaignError, Problem
 
 # --dataset NAME[:PATH]: the campaign's prompt sources
 DATASETS = ("random", "shared-prefix", "sharegpt", "jsonl")
+DEFAULT_REQUESTS = 100  # requests a level, where neither --requests nor --duration is given
+FIND_MAX_PROBE_S = 30.0  # ... and the seconds of each --find-max probe (after its warm-up)
 
 
 def cmd_bench(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -230,8 +232,11 @@ def campaign_data(args: argparse.Namespace, url: str, engine: str) -> dict[str, 
         workload["headers"] = dict(args.header)
     if args.duration is not None:
         workload["duration_s"] = args.duration
+    elif args.requests is None and args.find_max:
+        # each probe a steady load long enough for its tail: the bound is a p99 of requests
+        workload["duration_s"] = FIND_MAX_PROBE_S
     else:
-        workload["requests_per_level"] = args.requests
+        workload["requests_per_level"] = args.requests or DEFAULT_REQUESTS
     objective: dict[str, Any] = {"metric": "output_tok_s"}
     if rates and not args.find_max:
         workload["request_rate"] = rates

@@ -167,7 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     amount = b.add_mutually_exclusive_group()
     amount.add_argument(
-        "--requests", type=_positive_int, default=100, help="requests per level (default 100)"
+        "--requests",
+        type=_positive_int,
+        default=None,
+        help="requests per level (default 100; with --find-max, 30-second probes instead)",
     )
     amount.add_argument(
         "--duration", type=_seconds, default=None, metavar="S", help="seconds per level instead"
@@ -178,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="instead of fixed levels, search the highest concurrency (with --request-rate: "
         'the highest rate) meeting these bounds, e.g. "ttft_ms.p99<500,itl_ms.p99<50": from '
-        "the first --concurrency level (or rate), doubling then bisecting",
+        "the first --concurrency level (or rate), doubling then bisecting to within 10%%; each "
+        "probe a 30-second level after its own warm-up unless --requests or --duration says",
     )
     b.add_argument(
         "--find-max-probes",

@@ -400,3 +400,22 @@ def test_a_closed_stdout_does_not_stop_a_run(tmp_path: Path) -> None:
     (results,) = out.glob("demo/*/results.json")
     assert json.loads(results.read_text())["status"] == "complete"
     assert (results.parent / "report.html").exists()
+
+
+def test_a_search_probes_steady_load_for_thirty_seconds_unless_told() -> None:
+    """`bench --find-max` without --requests or --duration: each probe a 30-second level (after
+    its own warm-up), long enough for the p99 its bound is judged on; --requests or
+    --duration given keep their meaning; fixed levels keep 100 requests."""
+    from reportgen.cli.bench import campaign_data
+    from reportgen.cli.parser import build_parser
+
+    def workload(*flags: str) -> dict[str, object]:
+        args = build_parser().parse_args(["bench", "http://127.0.0.1:8000", *flags])
+        return campaign_data(args, "http://127.0.0.1:8000", "generic")["workload"]
+
+    found = workload("--find-max", "ttft_ms.p99<500")
+    assert found["duration_s"] == 30.0 and "requests_per_level" not in found
+    assert workload("--find-max", "ttft_ms.p99<500", "--requests", "32")["requests_per_level"] == 32
+    assert workload("--find-max", "ttft_ms.p99<500", "--duration", "12")["duration_s"] == 12
+    plain = workload("--concurrency", "1,4")
+    assert plain["requests_per_level"] == 100 and "duration_s" not in plain
