@@ -20,7 +20,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reportgen.results.model import Experiment, Level, Point, sorted_points
+from reportgen.results.levels import Level
+from reportgen.results.model import Experiment, Point, sorted_points
 
 GPU_BUSY = 90.0  # % utilisation over the window at or above which the GPU set the pace
 # cores: a single-threaded engine process near its limit (a Python process that streams

@@ -131,7 +131,7 @@ def _said(s: Stall, levels: Sequence[Level]) -> str:
     host = mine.host if mine is not None else None
     if host is not None and host.busy_cores is not None:
         text += f"; the host over that repetition: {host.busy_cores:.1f} cores busy"
-        top = (host.processes or [None])[0]
+        top = host.processes[0] if host.processes else None
         if top:
             text += f", busiest {top.get('name', '?')} at {float(top.get('cores') or 0):.1f} cores"
     values = {lv.repetition: lv.summary.output_tok_s for lv in here if lv.summary.output_tok_s}

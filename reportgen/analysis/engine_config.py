@@ -57,13 +57,13 @@ def flag_names(keys: Iterable[str]) -> set[str]:
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
+        return bool(a == b)
     if isinstance(a, int | float) and isinstance(b, int | float):
         if a == b:
             return True
         scale = max(abs(a), abs(b))
         return math.isfinite(scale) and abs(a - b) <= NUMERIC_SLACK * scale
-    return a == b
+    return bool(a == b)
 
 
 def also_changed(

@@ -15,11 +15,13 @@ they did not replicate is the point.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from reportgen.history.record import RunRecord
 from reportgen.history.store import open_store
 from reportgen.results.model import ReplicatedLevel, Replication, Run
+from reportgen.results.verdicts import Comparison
 
 JUDGED = ("adopted", "rejected", "equivalent", "inconclusive")  # not failed, not the baseline
 
@@ -58,7 +60,9 @@ def replications(run: Run, store: Path) -> list[Replication]:
     return out
 
 
-def _levels(record: RunRecord, run: Run, exp_id: str, now: list) -> list[ReplicatedLevel]:
+def _levels(
+    record: RunRecord, run: Run, exp_id: str, now: Sequence[Comparison]
+) -> list[ReplicatedLevel]:
     """``exp_id``'s ratio to the baseline in ``record`` at each level this run compared it,
     beside this run's ratio and interval; [] where the record lacks either side there."""
     base = run.baseline.id if run.baseline else ""

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reportgen import metrics
-from reportgen.analysis import unjudged
+from reportgen.analysis import bound, unjudged
 from reportgen.analysis.decide import MAX_REPS, POWER
 from reportgen.analysis.welch import values_by_level
 from reportgen.metrics import REGISTRY
@@ -441,11 +441,30 @@ def replication_line(run: Run) -> str:
 
 
 def _answer(e: Experiment) -> str:
-    """A search's answer, its first clause (the highest level meeting the bounds), for page
-    one; the experiment's section has the whole of it (what it measured there, the level
-    that failed above it, the probes run again)."""
+    """A search's answer, its first clause (the highest level meeting the bounds) and what
+    bounded that level (``analysis.bound``, where known), for page one; the experiment's
+    section has the whole of it (what it measured there, the level that failed above it,
+    the probes run again)."""
     said = search_said(e.search).split("; ")[0].split(", where ")[0].rstrip(".")
-    return f"{said}." if said else ""
+    if not said:
+        return ""
+    found = bound.bounds(e)
+
+    def at(x: float | None) -> bound.Bound | None:
+        b = next(
+            (b for b in found if x is not None and x in (b.point.rate, b.point.concurrency)), None
+        )
+        return None if b is None or b.by == bound.UNKNOWN else b
+
+    record = e.search
+    if record is None:
+        return f"{said}."
+    here, above = at(record.best), at(record.lowest_failure)
+    if here is not None:
+        said += f" (bound there by the {here.said})"
+    if above is not None:
+        said += f"; at {above.point.label}, which did not, the {above.said} set the pace"
+    return f"{said}."
 
 
 def build(run: Run, table: costs.Table | None = None) -> Brief:
