@@ -45,6 +45,8 @@ class Stall:
     median_gap_s: float
     median_close_s: float
     e2e_s: float
+    gap_over: bool  # its gap is beyond the level's (``STALL_TIMES``, ``STALL_FLOOR_S``)
+    close_over: bool  # ... its close delay is
 
     @property
     def size(self) -> float:
@@ -78,7 +80,8 @@ def stalls(rows: Sequence[RequestRecord]) -> list[Stall]:
         for r, g, c in zip(recs, gaps, closes, strict=True):
             if g > gap_bound or c > close_bound:
                 e2e = r.end - r.start
-                out.append(Stall(point, r.repetition, r.index, r.start, g, c, mg, mc, e2e))
+                over = (g > gap_bound, c > close_bound)
+                out.append(Stall(point, r.repetition, r.index, r.start, g, c, mg, mc, e2e, *over))
     return sorted(out, key=lambda s: -s.size)
 
 
@@ -112,12 +115,12 @@ def request_stalls(entry: Experiment, rows: Sequence[RequestRecord]) -> Check:
 
 def _said(s: Stall, levels: Sequence[Level]) -> str:
     what = []
-    if s.gap_s > max(STALL_FLOOR_S, STALL_TIMES * s.median_gap_s):
+    if s.gap_over:
         what.append(
             f"a {s.gap_s * 1000:.0f} ms gap mid-stream (the level's requests: "
             f"{s.median_gap_s * 1000:.0f} ms at the median)"
         )
-    if s.close_s > max(STALL_FLOOR_S, STALL_TIMES * s.median_close_s):
+    if s.close_over:
         what.append(
             f"closed {s.close_s:.2f} s after its last token (median {s.median_close_s * 1000:.0f}"
             " ms)"

@@ -342,7 +342,7 @@ def summary_table(out: Console, data: Run, asked: Asked | None = None) -> None:
         if asked:
             _percentile_table(out, data, asked)
         return
-    from reportgen.render.fmt import fmt_num
+    from reportgen.render.fmt import fmt_bound, fmt_num
     from reportgen.render.levels import achieved, summaries_by_level
     from reportgen.results.model import sorted_points
 
@@ -375,10 +375,9 @@ def summary_table(out: Console, data: Run, asked: Asked | None = None) -> None:
                 busy = f" ({achieved(runs[c])})" if c in runs else ""
                 cells.append("" if mean is None else fmt_num(mean) + spread + busy)
         verdict = data.outcome(e)
-        compared = e.decision.vs_parent if e.decision else []
-        bounds = [c.bound for c in compared if c.bound is not None]
-        if verdict == "equivalent" and bounds:  # the bound it rests on, beside it
-            verdict += f" (no change beyond {max(bounds):.1%})"
+        bound = e.decision.equivalent_bound if e.decision else None
+        if verdict == "equivalent" and bound is not None:  # the bound it rests on, beside it
+            verdict += f" ({fmt_bound(bound)})"
         if e.id == data.best:
             verdict += " (best)"
         table.add_row(e.id, verdict, *cells)

@@ -34,7 +34,7 @@ from reportgen.render.expectations import expectations
 from reportgen.render.experiment import request_tokens
 from reportgen.render.fmt import NONE, fmt_rests_on
 from reportgen.render.levels import samples, summaries_by_level
-from reportgen.render.text import search_said
+from reportgen.render.text import search_answer, search_over_rates
 from reportgen.results.model import Experiment, Point, Run, sorted_points
 from reportgen.results.verdicts import Comparison
 from reportgen.tracebacks import gist
@@ -445,20 +445,17 @@ def _answer(e: Experiment) -> str:
     bounded that level (``analysis.bound``, where known), for page one; the experiment's
     section has the whole of it (what it measured there, the level that failed above it,
     the probes run again)."""
-    said = search_said(e.search).split("; ")[0].split(", where ")[0].rstrip(".")
-    if not said:
-        return ""
-    found = bound.bounds(e)
-
-    def at(x: float | None) -> bound.Bound | None:
-        b = next(
-            (b for b in found if x is not None and x in (b.point.rate, b.point.concurrency)), None
-        )
-        return None if b is None or b.by == bound.UNKNOWN else b
-
     record = e.search
     if record is None:
-        return f"{said}."
+        return ""
+    said = search_answer(record)
+    rates = search_over_rates(record)
+    found = {(b.point.rate if rates else b.point.concurrency): b for b in bound.bounds(e)}
+
+    def at(x: float | None) -> bound.Bound | None:
+        b = found.get(x) if x is not None else None
+        return None if b is None or b.by == bound.UNKNOWN else b
+
     here, above = at(record.best), at(record.lowest_failure)
     if here is not None:
         said += f" (bound there by the {here.said})"

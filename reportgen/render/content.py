@@ -183,8 +183,8 @@ class ExperimentView:
     search: str  # workload.find_max: the highest concurrency meeting the bounds, in words
     objective: list[Cell]  # the objective metric at each objective level
     objective_ratio: list[str]  # ... relative to the baseline there (from vs_baseline)
-    # ... and its latency effect there, against the baseline too: "TTFT p99 ×2.40 worse,
-    # ITL ×1.04" ("" where not compared)
+    # ... and its latency effect there, against the baseline too, for a decided change
+    # (``experiment.latency_effect``): "TTFT p99 2.40× worse, TPOT 1.15×" ("" otherwise)
     latency_ratio: list[str]
     levels: list[LevelRow]
     notes: list[str]  # measurement caveats by level: client-limited, short outputs, goodput

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from reportgen.analysis.unjudged import expects_failure
 from reportgen.metrics import REGISTRY, is_throughput
 from reportgen.render.content import Expectation
-from reportgen.render.fmt import fmt_rests_on
+from reportgen.render.fmt import fmt_bound
 from reportgen.results.model import Experiment, Point, Run, sorted_points
 from reportgen.results.verdicts import Comparison
 
@@ -309,7 +309,7 @@ def _measured(
         comps = _comparisons(e, family, metric)
         parts = [
             f"{c.point.label}: ×{c.ratio:.2f} {c.verdict}"
-            + (f" (no change beyond {c.bound:.1%})" if fmt_rests_on(c) else "")
+            + (f" ({fmt_bound(c.bound)})" if c.verdict == "equivalent" and c.bound else "")
             for c in sorted(comps, key=lambda x: x.point.order)
             if c.ratio is not None and (c.point in levels or not levels)
         ]

@@ -25,6 +25,7 @@ from reportgen.render.evidence import failure_hint
 from reportgen.render.fmt import (
     NONE,
     fmt_arg,
+    fmt_bound,
     fmt_ci,
     fmt_duration,
     fmt_ratio,
@@ -236,7 +237,7 @@ def section(
         id=e.id,
         status=outcome if outcome == "not started" else e.status,
         verdict=outcome,
-        rests_on=_rests_on(decision),
+        rests_on=fmt_bound(b) if decision and (b := decision.equivalent_bound) else "",
         is_baseline=is_baseline,
         is_best=e.id == best,
         parent=e.parent or "",
@@ -357,15 +358,6 @@ def latency_effect(
     if a and b:
         parts.append(f"TPOT {fmt_ratio(a / b)}")
     return ", ".join(parts)
-
-
-def _rests_on(decision: results_verdicts.Decision | None) -> str:
-    """An experiment found equivalent: the largest change its objective levels leave
-    possible, the bound the verdict rests on ("" for any other verdict)."""
-    if decision is None or decision.verdict != "equivalent":
-        return ""
-    bounds = [c.bound for c in decision.vs_parent if c.bound is not None]
-    return f"no change beyond {max(bounds):.1%}" if bounds else ""
 
 
 def comparisons(

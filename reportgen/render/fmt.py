@@ -15,6 +15,7 @@ from reportgen.results.model import Point
 
 if TYPE_CHECKING:
     from reportgen.results.levels import Stat
+    from reportgen.results.verdicts import Comparison
 
 NONE = "–"  # an en dash: a value that was not measured, rather than a zero
 
@@ -41,14 +42,19 @@ def fmt_ci(low: float | None, high: float | None) -> str:
     return f"{low:.2f}–{high:.2f}"
 
 
-def fmt_rests_on(c: Any) -> str:
+def fmt_bound(bound: float) -> str:
+    """The largest change a comparison leaves possible, as said beside "equivalent"."""
+    return f"no change beyond {bound:.1%}"
+
+
+def fmt_rests_on(c: Comparison) -> str:
     """What an "equivalent" comparison rests on, to print beside the word: the largest change
     it leaves possible and, where recorded, the two one-sided tests' interval that shows it
     ("no change beyond 1.8%; 90% TOST 0.985–1.018"); the interval the tables show is wider
     (95% or more) and may reach past the margin. "" for any other verdict."""
-    if getattr(c, "verdict", None) != "equivalent" or getattr(c, "bound", None) is None:
+    if c.verdict != "equivalent" or c.bound is None:
         return ""
-    text = f"no change beyond {c.bound:.1%}"
+    text = fmt_bound(c.bound)
     low, high, conf = c.eq_low, c.eq_high, c.eq_confidence
     if low is not None and high is not None and conf:
         text += f"; {level_label(conf)} TOST {low:.3f}–{high:.3f}"

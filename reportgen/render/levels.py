@@ -17,10 +17,10 @@ from reportgen.render.content import (
 )
 from reportgen.render.fmt import (
     NONE,
+    fmt_bound,
     fmt_ci,
     fmt_num,
     fmt_ratio,
-    fmt_rests_on,
     fmt_stat,
     level_cell,
 )
@@ -134,7 +134,7 @@ def vs_baseline_table(
             metrics.append(c.metric)
         # "equivalent" with the bound it rests on: the interval shown is wider than the
         # two one-sided tests' and may reach past the margin
-        rests = f", no change beyond {c.bound:.1%}" if fmt_rests_on(c) else ""
+        rests = f", {fmt_bound(c.bound)}" if c.verdict == "equivalent" and c.bound else ""
         cells[(c.point, c.metric)] = (
             fmt_ratio(c.ratio), fmt_ci(c.ci_low, c.ci_high) + rests, c.verdict
         )  # fmt: skip

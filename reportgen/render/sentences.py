@@ -13,7 +13,7 @@ from reportgen.analysis.sequential import level_label
 from reportgen.metrics import THROUGHPUTS
 from reportgen.render import text
 from reportgen.render.content import Objective
-from reportgen.render.fmt import fmt_ci, fmt_num, fmt_ratio, fmt_rests_on
+from reportgen.render.fmt import fmt_bound, fmt_ci, fmt_num, fmt_ratio, fmt_rests_on
 from reportgen.render.levels import by_level
 from reportgen.results import model
 from reportgen.results.model import Point, Run, sorted_points
@@ -169,9 +169,8 @@ def _confirmation(run: Run) -> str:
             continue
         first = next(iter(d.vs_parent), None)
         ratio = f" ({fmt_ratio(first.ratio)} at {first.point.label})" if first else ""
-        bounds = [c.bound for c in d.vs_parent if c.bound is not None]
-        if d.verdict == "equivalent" and bounds:  # the bound "equivalent" rests on, beside it
-            beyond = f"no change beyond {max(bounds):.1%} at any level"
+        if (b := d.equivalent_bound) is not None:  # the bound "equivalent" rests on, beside it
+            beyond = f"{fmt_bound(b)} at any level"
             ratio = f"{ratio[:-1]}; {beyond})" if ratio else f" ({beyond})"
         if e.role == "bracket":
             parts.append(_bracket_said(d.verdict, ratio))

@@ -413,17 +413,42 @@ def _latency(bound: str) -> bool:
     return b.stat is not None
 
 
-def search_said(record: Any) -> str:
-    """A search's answer in a sentence (``workload.find_max``): the highest concurrency, or
-    request rate, meeting the bounds."""
+def search_over_rates(record: Any) -> bool:
+    """Whether a search varied the request rate (else the concurrency)."""
+    return getattr(record, "over", "concurrency") == "request_rate"
+
+
+def search_level(rates: bool, x: Any) -> str:
+    """A level a search probed, as the report names it: "R=16/s" or "C=16"."""
+    return f"R={rate_text(float(x))}/s" if rates else f"C={int(float(x))}"
+
+
+def search_answer(record: Any) -> str:
+    """A search's answer, its first clause: "The highest concurrency meeting ttft_ms.p99<200
+    is C=16", or "No concurrency probed met ... (C=1 and above fail)" (``search_said`` goes
+    on from it)."""
     bounds = " and ".join(record.bounds) or record.slo
-    n = len(record.probes)
-    pooled = bool(getattr(record, "pooled", False))  # latency bounds over all runs' requests
-    rates = getattr(record, "over", "concurrency") == "request_rate"
+    rates = search_over_rates(record)
     what = "request rate" if rates else "concurrency"
 
     def at(x: Any) -> str:
-        return f"R={rate_text(float(x))}/s" if rates else f"C={int(float(x))}"
+        return search_level(rates, x)
+
+    low = record.lowest_failure
+    if record.best is None:
+        return f"No {what} probed met {bounds}" + (f" ({at(low)} and above fail)" if low else "")
+    return f"The highest {what} meeting {bounds} is {at(record.best)}"
+
+
+def search_said(record: Any) -> str:
+    """A search's answer in a sentence (``workload.find_max``): the highest concurrency, or
+    request rate, meeting the bounds."""
+    n = len(record.probes)
+    pooled = bool(getattr(record, "pooled", False))  # latency bounds over all runs' requests
+    rates = search_over_rates(record)
+
+    def at(x: Any) -> str:
+        return search_level(rates, x)
 
     def where(p: Any) -> float:
         return float(p.rate) if rates and p.rate is not None else float(p.concurrency)
@@ -436,10 +461,8 @@ def search_said(record: Any) -> str:
             [f"{failed.error_share:.0%} errors"] if failed.error_share > 0.01 else []
         )
         why = f"; {at(low)} did not ({', '.join(over)})"
-    if record.best is None:
-        head = f"No {what} probed met {bounds}" + (f" ({at(low)} and above fail)" if low else "")
-    else:
-        head = f"The highest {what} meeting {bounds} is {at(record.best)}"
+    head = search_answer(record)
+    if record.best is not None:
         passed = next((p for p in record.probes if p.passed and where(p) == record.best), None)
         values = passed.values if passed is not None else {}
         held = [

@@ -197,6 +197,13 @@ class Decision(_Model):
     # None, as older runs have it.
     measured_against: list[str] | None = None
 
+    @property
+    def equivalent_bound(self) -> float | None:
+        """Where the verdict is "equivalent": the largest change its objective levels leave
+        possible (the bound it rests on); None for any other verdict, or none recorded."""
+        bounds = [c.bound for c in self.vs_parent if c.bound is not None]
+        return max(bounds) if self.verdict == "equivalent" and bounds else None
+
     @model_serializer(mode="wrap")
     def _unjudged_where_told(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)

@@ -50,8 +50,10 @@ class Runner:
         history: Path | None = None,
     ):
         self.campaign = campaign
-        self.history = history  # earlier runs to start from (``history.prior``); None once sought
-        self.store = history  # ... and to say whether this run's verdicts replicate theirs
+        # earlier runs of the campaign: where its decisions start from (``history.prior``,
+        # sought once, before the first) and what its verdicts replicate (at the end)
+        self.history = history
+        self._prior_sought = False
         self.run_dir = run_dir
         self.resume = resume  # saved results of this run, to continue (``resume.resumable``)
         self.ctx = Context(campaign, run_dir, progress or Quiet(), campaign_secrets(campaign))
@@ -389,13 +391,14 @@ class Runner:
     def _start_prior(self, run: Run) -> None:
         """Before the first verdict: the spread between starts earlier runs of this campaign
         measured on this host (``history.prior``), where the campaign does not state it."""
-        if "start_spread" in self.m.campaign.model_fields_set or self.history is None:
+        stated = "start_spread" in self.m.campaign.model_fields_set
+        if stated or self.history is None or self._prior_sought:
             return
-        history, self.history = self.history, None  # sought once
+        self._prior_sought = True
         from reportgen.history import prior
 
         try:
-            run.start_prior = prior.start_prior(run, history)
+            run.start_prior = prior.start_prior(run, self.history)
         except ResultsError as exc:
             self.progress.warn(f"history not read ({exc}): campaign.start_spread is used")
 
@@ -419,12 +422,12 @@ class Runner:
     def _replications(self, run: Run) -> None:
         """At the end: the decided experiments earlier runs of this campaign in the history
         store also ran, then against now (``history.replication``)."""
-        if self.store is None or not self.store.is_file():
+        if self.history is None or not self.history.is_file():
             return
         from reportgen.history import replication
 
         try:
-            run.replications = replication.replications(run, self.store)
+            run.replications = replication.replications(run, self.history)
         except ResultsError as exc:
             self.progress.warn(f"history not read ({exc}): replications not said")
 
