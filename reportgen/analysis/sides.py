@@ -68,27 +68,36 @@ def sides(
             # the parent grown beside adaptive rounds is the baseline measured nearer still
             parent_side = replace(base_side, grown=parent_side.grown) if base_side else None
             base_side = parent_side  # the same runs, as without re-measurements
+        elif parent is not None and parent_side is not None and parent_side.id == parent.id:
+            # a parent other than the baseline (``based_on = "best"``) measured again
+            # during the campaign: as measured nearest in time too
+            mine = nearest(run, entry, parent)
+            if not paired and any(e is not parent for e in mine):
+                parent_side = replace(_of(parent.id, parent.ok, mine), grown=parent_side.grown)
     return parent_side, base_side
 
 
-def remeasured(run: Run) -> list[Experiment]:
-    """The baseline and the run's measurements of its configuration again, in the run's
-    order: its re-measurements during the campaign and the bracket at its end (where the
-    campaign measured it again, ``campaign.anchors``)."""
-    base = run.baseline
-    if base is None:
+def remeasured(run: Run, of: Experiment | None = None) -> list[Experiment]:
+    """``of`` (default: the baseline) and the run's measurements of its configuration again,
+    in the run's order: its re-measurements during the campaign (``campaign.anchors``) and,
+    for the baseline, the bracket at its end."""
+    target = run.baseline if of is None else of
+    if target is None:
         return []
-    return [e for e in run.experiments if e is base or e.role in ("anchor", "bracket")]
+    again = ("anchor", "bracket") if target is run.baseline else ("anchor",)
+    return [
+        e for e in run.experiments if e is target or (e.role in again and e.parent == target.id)
+    ]
 
 
-def nearest(run: Run, entry: Experiment) -> list[Experiment]:
-    """The baseline's configuration as measured nearest to ``entry`` in the run's order (its
-    time on the host): of the baseline and its re-measurements that ran to their end, the
-    nearest one, or the two either side where they are as near (their mean is the baseline
-    at ``entry``'s time wherever drift is straight between them)."""
+def nearest(run: Run, entry: Experiment, of: Experiment | None = None) -> list[Experiment]:
+    """``of``'s configuration (default: the baseline's) as measured nearest to ``entry`` in
+    the run's order (its time on the host): of ``of`` and its re-measurements that ran to
+    their end, the nearest one, or the two either side where they are as near (their mean
+    is the configuration at ``entry``'s time wherever drift is straight between them)."""
     order = {e.id: i for i, e in enumerate(run.experiments)}
     here = order[entry.id]
-    ran = [e for e in remeasured(run) if e.ok and e.decision is not None and e.id != entry.id]
+    ran = [e for e in remeasured(run, of) if e.ok and e.decision is not None and e.id != entry.id]
     if not ran:
         return []
     gap = min(abs(order[e.id] - here) for e in ran)

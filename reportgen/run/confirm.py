@@ -51,29 +51,34 @@ def bracket(run: Run, resolved: dict[str, Resolved]) -> tuple[Experiment, Resolv
     return _entry(r, "bracket", None), r
 
 
-def anchor_id(base: str, k: int) -> str:
-    """The ``k``-th re-measurement of the baseline ``base`` during the campaign."""
-    return f"{base}-again-{k}"
+def anchor_id(of: str, k: int) -> str:
+    """The ``k``-th re-measurement during the campaign, of the configuration ``of``."""
+    return f"{of}-again-{k}"
 
 
-def anchor(run: Run, resolved: dict[str, Resolved], k: int) -> tuple[Experiment, Resolved] | None:
-    """The baseline's configuration measured again during the campaign (role "anchor", one
-    server start; ``campaign.anchors``): the experiments beside it in time are compared with
-    it rather than with a measurement further away (``analysis.sides``), and it is one more
-    start of the baseline's configuration for the noise model. None where the baseline did
-    not run or reportgen did not start its server."""
-    base = run.baseline
-    if base is None or not base.ok or base.id not in resolved:
+def anchor(
+    run: Run, resolved: dict[str, Resolved], k: int, of: Experiment | None = None
+) -> tuple[Experiment, Resolved] | None:
+    """``of``'s configuration (default: the baseline's; else the parent, such as the best,
+    that experiments were built on) measured again during the campaign (role "anchor", one
+    server start; ``campaign.anchors``): the experiments compared with it beside it in time
+    are compared with this measurement rather than one further away (``analysis.sides``),
+    and it is one more start of its configuration for the noise model. None where it did not
+    run or reportgen did not start its server."""
+    target = run.baseline if of is None else of
+    if target is None or not target.ok or target.id not in resolved:
         return None
-    base_r = resolved[base.id]
-    if base_r.base_url is not None:
+    target_r = resolved[target.id]
+    if target_r.base_url is not None:
         return None
+    what = "The baseline" if target is run.baseline else "The configuration"
     r = again(
-        base_r,
-        anchor_id(base.id, k),
-        f"The baseline ({base.id}) measured again during the campaign: the experiments "
-        "beside it in time are compared with it, so drift of the host bends no ratio.",
-        f"Equivalent to {base.id}: a difference is drift of the host or the engine.",
+        target_r,
+        anchor_id(target.id, k),
+        f"{what} ({target.id}) measured again during the campaign: the experiments "
+        "compared with it beside it in time are compared with this measurement, so drift "
+        "of the host bends no ratio.",
+        f"Equivalent to {target.id}: a difference is drift of the host or the engine.",
     )
     return _entry(r, "anchor", None), r
 

@@ -243,20 +243,37 @@ class Runner:
         self.progress.experiment_end(r.id, shown, note, skipped)
 
     def _anchors_planned(self) -> int:
-        """The baseline's re-measurements the campaign makes (``campaign.anchors``): after
-        every N-th experiment but the last (the bracket, where on, follows that one)."""
+        """The re-measurements the campaign makes (``campaign.anchors``): after every N-th
+        experiment but the last (the bracket, where on, follows that one), and after the
+        last where it may be compared with a parent other than the baseline (based_on)."""
         n = self.m.anchor_every
-        return (len(self.campaign.experiments) - 2) // n if n else 0
+        if not n:
+            return 0
+        exps = self.campaign.experiments
+        last = exps[-1].based_on if len(exps) > 2 else None
+        return (len(exps) - 2) // n + bool(last and last != exps[0].id)
 
     def _anchor(self, run: Run, i: int, entry: Experiment, count: int) -> None:
         """``campaign.anchors``: after the ``i``-th experiment (0 the baseline), where its
-        turn, the baseline measured again (``confirm.anchor``) right after ``entry``, then
-        the experiments now nearer to it than to what they were compared with decided
-        again, and the best chosen again."""
+        turn, its parent (the baseline, or the best it was built on) measured again
+        (``confirm.anchor``) right after ``entry``; after the last, its parent where that is
+        not the baseline (the bracket measures the baseline) and ran before the one
+        experiment before it. Then the experiments now nearer to it than to what they were
+        compared with decided again, and the best chosen again."""
         n, last = self.m.anchor_every, len(self.campaign.experiments) - 1
-        if not n or i == 0 or i % n or i >= last:
+        if not n or i == 0 or entry.parent is None:
             return
-        step = confirm.anchor(run, self.resolved, i // n)
+        parent = run.experiment(entry.parent)
+        if parent is None:
+            return
+        order = run.experiments.index
+        due = not i % n and i < last
+        if i == last and not due:  # the last group's parent, where it is not the baseline
+            base = run.baseline
+            due = parent is not base and order(entry) - order(parent) > 2
+        if not due:
+            return
+        step = confirm.anchor(run, self.resolved, -(-i // n), parent)
         if step is None:
             return
         fresh, r = step

@@ -154,3 +154,77 @@ def test_the_best_run_again_is_compared_with_the_baseline_measured_beside_it() -
     assert parent is not None and parent.id == "x4"
     assert base is not None and base.against == ("baseline-end",)
     assert all(c.ratio == pytest.approx(DRIFT, rel=0.02) for c in d.vs_baseline)
+
+
+def _on_best(anchored: bool) -> Run:
+    """baseline, b (a change adopted as the best), y1, y2, y3 built on b (each b's
+    configuration under another name), then b measured again (``b-again-2``, where
+    ``anchored``), each a start on the host that speeds up 3% a start; decided in order."""
+    rng = np.random.default_rng(5)
+    order = ["baseline", "b", "y1", "y2", "y3"] + (["b-again-2"] if anchored else [])
+    exps = []
+    for k, exp_id in enumerate(order):
+        role = "anchor" if exp_id == "b-again-2" else "experiment"
+        e = _exp(exp_id, k, rng)
+        e.role = role  # type: ignore[assignment]
+        e.command = ["serve", "b" if exp_id != "baseline" else "baseline"]
+        e.parent = None if exp_id == "baseline" else "baseline" if exp_id == "b" else "b"
+        exps.append(e)
+    run = Run(
+        reportgen_version="test",
+        run_id="test",
+        started_at="",
+        campaign={
+            "campaign": {
+                "margin": 0.03,
+                "objective": {"metric": "output_tok_s"},
+                "anchors": 3 if anchored else 0,
+                "start_spread": 0.015,
+            },
+            "experiment": [{"id": i} for i in order if i != "b-again-2"],
+        },
+        campaign_file=CampaignFile(path="c.toml", sha256=""),
+        engine=EngineRecord(name="sim"),
+        experiments=exps,
+    )
+    for e in exps:
+        e.decision = (
+            Decision(verdict="baseline", explanation="")
+            if e.id == "baseline"
+            else verdict.decide_experiment(run, e, {})
+        )
+    for e in exps[2:5]:  # as the runner takes them again once b-again-2 is there
+        e.decision = verdict.decide_experiment(run, e, {})
+    return run
+
+
+def test_a_parent_other_than_the_baseline_is_taken_as_measured_nearest_in_time() -> None:
+    """Experiments built on the best (``based_on = "best"``) are compared with the best as
+    measured nearest in time where the campaign measured it again: y3, three starts after b,
+    reads about x1.09 against b's own measurement and is adopted though it changes nothing;
+    against b measured again right after it, about x0.97, and none of the three is adopted."""
+    plain, anchored = _on_best(False), _on_best(True)
+    y3_plain = plain.experiment("y3")
+    assert y3_plain is not None and y3_plain.decision is not None
+    assert y3_plain.decision.verdict == "adopted"
+    assert all(c.ratio == pytest.approx(DRIFT**3, rel=0.02) for c in y3_plain.decision.vs_parent)
+    b = anchored.experiment("b")
+    near = {
+        i: [x.id for x in sides.nearest(anchored, e, b)]
+        for i in ("y1", "y2", "y3")
+        if (e := anchored.experiment(i)) is not None
+    }
+    assert near == {"y1": ["b"], "y2": ["b", "b-again-2"], "y3": ["b-again-2"]}
+    for i in ("y1", "y2", "y3"):
+        e = anchored.experiment(i)
+        assert e is not None and e.decision is not None
+        assert e.decision.verdict != "adopted", i
+        # (y1 is nearest b's own measurement: compared with it as without re-measurements)
+        assert e.decision.measured_against == (near[i] if i != "y1" else None)
+    y3 = anchored.experiment("y3")
+    assert y3 is not None and y3.decision is not None
+    assert all(c.ratio == pytest.approx(1 / DRIFT, rel=0.02) for c in y3.decision.vs_parent)
+    # the baseline side stays the baseline's own measurement (it was not measured again)
+    assert [c.ratio for c in y3.decision.vs_baseline] == pytest.approx(
+        [c.ratio for c in y3_plain.decision.vs_baseline], rel=1e-9
+    )
