@@ -23,7 +23,8 @@ p99 around a value that moves inversely (the p99 with twice the spread within a 
   experiment of the old design), and ``--step``: one change of that size at the campaign's
   middle;
 - stalls: in ``--stalls`` of repetitions, one request stalls and the level reads 5-25% low,
-  its TTFT p99 1.5-4x high;
+  its TTFT p99 1.5-4x high, and its requests show it (``Summary.stall_s``; not with
+  ``--blind-stalls``);
 - ``--noisy``: every third experiment's starts that many times as far apart as the others'
   (a configuration whose start decides its speed), its confirmation's too.
 
@@ -103,6 +104,7 @@ class Host:
     ready_s: float
     level_s: float
     noisy: float = 1.0  # every third experiment's spread between starts, of the others'
+    blind: bool = False  # stalls the requests do not show (no ``Summary.stall_s``)
 
 
 @dataclass(frozen=True)
@@ -177,14 +179,18 @@ def _session(
             ttft = math.log(20.0 * (1 + c / 16) / ratio) - clock.speed() - b * start
             p99 = ttft + math.log(2.0) + rng.normal(0, 2 * w)
             ttft += rng.normal(0, w)
+            held = None
             if rng.random() < h.stalls:
                 log += math.log1p(-rng.uniform(0.05, 0.25))
                 p99 += math.log(rng.uniform(1.5, 4.0))
+                # what its requests show (``Summary.stall_s``), unless --blind-stalls
+                held = None if h.blind else float(rng.uniform(0.2, 0.8))
             summary = Summary(
                 requests=REQUESTS,
                 ok=REQUESTS,
                 output_tok_s=math.exp(log),
                 ttft_ms=Dist(p50=math.exp(ttft), p99=math.exp(p99)),
+                stall_s=held,
             )
             e.levels.append(Level(concurrency=c, repetition=rep, session=index, summary=summary))
 
@@ -419,6 +425,12 @@ def main() -> int:
         help="every third experiment's spread between starts (the third, the sixth, ...), as "
         "a multiple of the others': configurations whose starts disagree with the pool",
     )
+    parser.add_argument(
+        "--blind-stalls",
+        action="store_true",
+        help="stalls whose requests show nothing (no Summary.stall_s): found by their spread "
+        "alone, as before reportgen read the requests",
+    )
     parser.add_argument("--experiments", type=int, nargs="+", default=[6])
     parser.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
     parser.add_argument("--ready-s", type=float, default=75.0)
@@ -441,7 +453,15 @@ def main() -> int:
     grid = itertools.product(args.within, args.between, args.drift, args.step, args.experiments)
     for within, between, drift_, step, k in grid:
         host = Host(
-            within, between, drift_, step, args.stalls, args.ready_s, args.level_s, args.noisy
+            within,
+            between,
+            drift_,
+            step,
+            args.stalls,
+            args.ready_s,
+            args.level_s,
+            args.noisy,
+            args.blind_stalls,
         )
         for name in args.designs:
             rng = np.random.default_rng(args.seed)

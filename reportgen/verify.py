@@ -181,7 +181,7 @@ def _check_levels(
                 runs += 1
                 # a key a later reportgen added is not in older results: not compared there
                 later = [
-                    k for k in ("window_concurrency", "schedule_kept")
+                    k for k in ("window_concurrency", "schedule_kept", "stall_s")
                     if getattr(stored, k) is None
                 ]  # fmt: skip
                 bad = _diff_keys(stored.model_dump(), lv.summary.model_dump(), skip=later)

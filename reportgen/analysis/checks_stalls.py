@@ -65,6 +65,20 @@ def _close(r: RequestRecord) -> float:
     return max(0.0, r.end - r.chunk_times[-1]) if r.chunk_times else 0.0
 
 
+def longest_stall(rows: Sequence[RequestRecord]) -> float | None:
+    """One level run's longest hold-up of a request that stalled (s; ``Summary.stall_s``):
+    the longest gap or close delay over ``STALL_TIMES`` times the run's own median of it and
+    over ``STALL_FLOOR_S``; None where no request did."""
+    recs = [r for r in rows if r.status == "ok" and len(r.chunk_times) >= 2]
+    if len(recs) < 2:
+        return None
+    gaps, closes = [_gap(r) for r in recs], [_close(r) for r in recs]
+    gap_bound = max(STALL_FLOOR_S, STALL_TIMES * statistics.median(gaps))
+    close_bound = max(STALL_FLOOR_S, STALL_TIMES * statistics.median(closes))
+    held = [g for g in gaps if g > gap_bound] + [c for c in closes if c > close_bound]
+    return max(held) if held else None
+
+
 def stalls(rows: Sequence[RequestRecord]) -> list[Stall]:
     """The requests that stalled (see the module's description), the worst first."""
     by: dict[Point, list[RequestRecord]] = {}

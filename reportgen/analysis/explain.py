@@ -121,11 +121,16 @@ def _stalls(entry: Experiment, decision: Decision) -> str:
     held = [s for s in (noise.stalls or []) if s.split(" ", 1)[0] in near] if noise else []
     if not held:
         return ""
-    return (
-        " Left out as held by a stall (a run worse than its configuration's others at that "
-        f"level by more than {noise_mod.STALL_SDS:g} times how much such runs differ): "
-        f"{'; '.join(held)}."
+    by_spread = (
+        f"a run worse than its configuration's others at that level by more than "
+        f"{noise_mod.STALL_SDS:g} times how much such runs differ"
     )
+    if any(": a request in it stalled" in s for s in held):  # (``noise.request_stalls``)
+        by_spread = (
+            "a run one of whose requests was held up far beyond the run's others, as its "
+            f"requests show, or {by_spread}"
+        )
+    return f" Left out as held by a stall ({by_spread}): {'; '.join(held)}."
 
 
 def _set_aside(run: Run, entry: Experiment, decision: Decision) -> str:

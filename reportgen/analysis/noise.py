@@ -77,6 +77,7 @@ class Run1:
     session: SessionKey
     log: float
     floored: bool = False  # a goodput of none, taken as half a request (``compared_value``)
+    held: bool = False  # a request in it stalled (``Summary.stall_s``)
 
     @property
     def key(self) -> tuple[SessionKey, Point, int]:
@@ -93,6 +94,7 @@ class Stall:
     level: Point
     repetition: int
     worse: float
+    request: bool = False  # found by a request that stalled in it (``request_stalls``)
 
     @property
     def key(self) -> tuple[SessionKey, Point, int]:
@@ -137,6 +139,38 @@ def stalls(runs: Sequence[Run1], higher_is_better: bool) -> list[Stall]:
         if gap > bar:
             out.append(Stall(worst.session, level, worst.repetition, -math.expm1(-gap)))
     return out
+
+
+def request_stalls(runs: Sequence[Run1], higher_is_better: bool) -> list[Stall]:
+    """Level runs holding a request that stalled (``Run1.held``: a gap mid-stream or a late
+    close many times its run's others, ``Summary.stall_s``), where their measurement keeps a
+    run at that level without one: the host's hold-up, not the server's speed, so left out
+    as ``stalls`` are, whatever it did to this metric (``worse``: against that measurement's
+    runs without one; under 0 where it was no worse). Needs no pairs: the requests say it."""
+    groups: dict[tuple[str, str, Point], list[Run1]] = {}
+    for r in runs:
+        groups.setdefault((r.session[0], r.session[1], r.level), []).append(r)
+    sign = 1.0 if higher_is_better else -1.0
+    out = []
+    for g in groups.values():
+        clean = [r.log for r in g if not r.held]
+        if not clean or len(clean) == len(g):
+            continue
+        mean = float(np.mean(clean))
+        for r in g:
+            if r.held:
+                gap = sign * (mean - r.log)
+                out.append(Stall(r.session, r.level, r.repetition, -math.expm1(-gap), True))
+    return out
+
+
+def held_runs(runs: Sequence[Run1], higher_is_better: bool) -> list[Stall]:
+    """Level runs left out as held by a stall ("anchored"): those ``stalls`` finds by their
+    spread, and those holding a request that stalled (``request_stalls``)."""
+    found = {x.key: x for x in stalls(runs, higher_is_better)}
+    for x in request_stalls(runs, higher_is_better):
+        found.setdefault(x.key, x)
+    return list(found.values())
 
 
 @dataclass(frozen=True)
@@ -305,7 +339,8 @@ def _add(
     v = compared_value(lv.summary, metric, stat)
     if v is not None and math.isfinite(v) and v > 0:
         none = metric == "goodput_req_s" and lv.summary.value(metric, stat) == 0
-        out.append(Run1(config, lv.point, lv.repetition, session, math.log(v), none))
+        held = lv.summary.stall_s is not None
+        out.append(Run1(config, lv.point, lv.repetition, session, math.log(v), none, held))
 
 
 def within_cells(runs: Sequence[Run1]) -> list[np.ndarray]:

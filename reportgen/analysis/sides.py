@@ -111,6 +111,13 @@ def against(run: Run, entry: Experiment) -> tuple[str, ...]:
     return parent.against if parent is not None and parent.parts else ()
 
 
+def baseline_against(run: Run, entry: Experiment) -> tuple[str, ...]:
+    """The measurements of the baseline ``entry``'s baseline side would be now, where that is
+    not its parent side (() where it is, or is the baseline's own runs)."""
+    parent, base = sides(run, entry)
+    return base.against if base is not None and base.parts and base is not parent else ()
+
+
 def _of(base_id: str, ok: bool, near: Sequence[Experiment]) -> Side:
     """One side of the baseline's measurements ``near`` (named the baseline's; the first's
     request table)."""

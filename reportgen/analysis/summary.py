@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from reportgen.analysis import checks_stalls
 from reportgen.campaign import resolve_trim
 from reportgen.load.records import RequestRecord
 from reportgen.metrics import LATENCIES, THROUGHPUTS
@@ -314,6 +315,7 @@ def summarize(
         achieved_concurrency=busy_s / duration_s if duration_s > 0 else float("nan"),
         window_concurrency=window_concurrency,
         schedule_kept=schedule_kept(recs),
+        stall_s=checks_stalls.longest_stall(ok),
         ttft_ms=_dist(samples["ttft_ms"]),
         itl_ms=_dist(samples["itl_ms"]),
         itl_token_ms=_dist(samples["itl_token_ms"]),

@@ -32,6 +32,7 @@ from dataclasses import replace
 from reportgen import metrics
 from reportgen.analysis import adopt, decide, online, sequential, tails, unjudged, welch
 from reportgen.analysis import noise as noise_mod
+from reportgen.analysis import sides as sides_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.drift import best_after, choose_best, drift_check
 from reportgen.analysis.explain import explain
@@ -129,6 +130,9 @@ def decide_experiment(
         stand_in=parent_side.id if parent_side and parent_side.stands_for else None,
         measured_against=list(parent_side.against)
         if parent_side is not None and parent_side.parts
+        else None,
+        baseline_against=list(base_side.against)
+        if base_side is not None and base_side.parts and base_side is not parent_side
         else None,
     )
     return _said(run, entry, decision)
@@ -266,8 +270,13 @@ def noise_summary(noise: Noise) -> NoiseRecord:
     if noise.stalls:
         record.stalls = [
             f"{x.session[0]}{' (its control)' if x.session[1] == 'control' else ''} "
-            f"{x.level.label} repetition {x.repetition + 1}: {x.worse:.0%} worse than its "
-            "configuration's other runs there"
+            f"{x.level.label} repetition {x.repetition + 1}: "
+            + ("a request in it stalled; " if x.request else "")
+            + (
+                f"{x.worse:.0%} worse than its configuration's other runs there"
+                if x.worse > 0 or not x.request
+                else "no worse than its configuration's other runs there"
+            )
             for x in noise.stalls
         ]
     return record
@@ -315,7 +324,7 @@ class Comparer:
             order = {e.id: i for i, e in enumerate(self.run.experiments)}
             held: list[noise_mod.Stall] = []
             if self.method == "anchored":  # runs held by a stall are left out
-                held = noise_mod.stalls(runs, metrics.is_throughput(metric))
+                held = noise_mod.held_runs(runs, metrics.is_throughput(metric))
                 out = {x.key for x in held}
                 runs = [r for r in runs if r.key not in out]
             found = noise_mod.estimate(
@@ -341,7 +350,7 @@ class Comparer:
         extra = [r for r in runs if r.key not in known]
         if not extra:
             return noise
-        found = noise_mod.stalls([*pool, *extra], metrics.is_throughput(metric))
+        found = noise_mod.held_runs([*pool, *extra], metrics.is_throughput(metric))
         merged = {x.key: x for x in (*noise.stalls, *found)}
         noise = replace(noise, stalls=tuple(merged.values()))
         self._noise[key] = noise
@@ -507,7 +516,11 @@ def decide_nearer(run: Run, rows_for: Callable[[Experiment], Rows]) -> bool:
             continue
         # once a verdict before it changed, the rate it is decided at may have too
         # (``online.rate_for``): taken again whatever it is compared with
-        if changed or tuple(d.measured_against or ()) != sides_against(run, e):
+        if (
+            changed
+            or tuple(d.measured_against or ()) != sides_against(run, e)
+            or tuple(d.baseline_against or ()) != sides_mod.baseline_against(run, e)
+        ):
             e.decision = decide_experiment(run, e, rows_for(e))
             changed = True
     if changed:

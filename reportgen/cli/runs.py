@@ -399,6 +399,7 @@ def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:
             now = {c.id: c.status for c in entry.checks}
             said = ", ".join(f"{k} {v} -> {now.get(k, 'absent')}" for k, v in sorted(was.items()))
             out.print(f"{eid}: {said}", markup=False)
+    _stalls_of(run, rows)  # (what decisions leave out, for a run recorded before it was kept)
     # the method of the decisions that compared something (a baseline's has none)
     methods = {
         e.decision.method or "welch"
@@ -422,6 +423,24 @@ def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:
         if e.id in before and e.decision is not None and e.decision.verdict != before[e.id]:
             out.print(f"{e.id}: {before[e.id]} -> {e.decision.verdict}", markup=False)
     out.print(f"best: {best} -> {run.best}", markup=False)
+
+
+def _stalls_of(run: Any, rows: Any) -> None:
+    """Each level run's longest hold-up of a stalled request (``Summary.stall_s``), from its
+    requests, where the run was recorded before reportgen kept it."""
+    from reportgen.analysis.checks_stalls import longest_stall
+    from reportgen.results.model import point_of
+
+    for e in run.experiments:
+        control = e.control.levels if e.control else []
+        for table, levels in ((e.table, e.levels), (e.control_table, control)):
+            if not levels or all(lv.summary.stall_s is not None for lv in levels):
+                continue
+            recs = rows(table)
+            for lv in levels:
+                if lv.summary.stall_s is None:
+                    mine = [r for r in recs if (point_of(r), r.repetition) == lv.key]
+                    lv.summary.stall_s = longest_stall(mine)
 
 
 def cmd_verify(args: argparse.Namespace, out: Console, err: Console) -> int:

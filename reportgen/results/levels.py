@@ -140,6 +140,12 @@ class Summary(_Model):
     # 1, the client or a concurrency cap held requests back, and the server saw less than the
     # offered rate). None for a closed loop, or a reportgen before it kept this.
     schedule_kept: float | None = None
+    # the longest hold-up of a request that stalled in this run (s): its longest gap between
+    # chunks, or its last chunk to the end of its response, over ``STALL_TIMES`` times the
+    # run's median and ``STALL_FLOOR_S`` (``analysis.checks_stalls``); None where none did,
+    # or a reportgen before it kept this. Such a run's numbers are the host's hold-up as
+    # much as the server's: decisions leave it out where its measurement has another run.
+    stall_s: float | None = None
     ttft_ms: Dist = Field(default_factory=Dist)
     itl_ms: Dist = Field(default_factory=Dist)
     itl_token_ms: Dist = Field(default_factory=Dist)

@@ -196,6 +196,10 @@ class Decision(_Model):
     # again during the campaign; None: the parent's own runs. Left out of results.json where
     # None, as older runs have it.
     measured_against: list[str] | None = None
+    # The same for its baseline side where that is not its parent side (a parent other than
+    # the baseline, ``based_on = "best"``): the baseline's measurements it was compared with.
+    # Left out of results.json where None, as older runs have it.
+    baseline_against: list[str] | None = None
 
     @property
     def equivalent_bound(self) -> float | None:
@@ -208,7 +212,7 @@ class Decision(_Model):
     def _unjudged_where_told(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)
         if isinstance(out, dict):
-            for key in ("unjudged", "stand_in", "measured_against"):
+            for key in ("unjudged", "stand_in", "measured_against", "baseline_against"):
                 if key in out and out[key] is None:
                     del out[key]
         return out

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from reportgen import __version__, engines
 from reportgen import results as store
-from reportgen.analysis import drift, unjudged, verdict
+from reportgen.analysis import drift, sides, unjudged, verdict
 from reportgen.analysis.checks import invalidated
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.errors import HostLost, ResultsError
@@ -257,8 +257,8 @@ class Runner:
         """``campaign.anchors``: after the ``i``-th experiment (0 the baseline), where its
         turn, its parent (the baseline, or the best it was built on) measured again
         (``confirm.anchor``) right after ``entry``; after the last, its parent where that is
-        not the baseline (the bracket measures the baseline) and ran before the one
-        experiment before it. Then the experiments now nearer to it than to what they were
+        not the baseline (the bracket measures the baseline) and another experiment ran
+        since it was last measured. Then the experiments now nearer to it than to what they were
         compared with decided again, and the best chosen again."""
         n, last = self.m.anchor_every, len(self.campaign.experiments) - 1
         if not n or i == 0 or entry.parent is None:
@@ -266,11 +266,13 @@ class Runner:
         parent = run.experiment(entry.parent)
         if parent is None:
             return
-        order = run.experiments.index
         due = not i % n and i < last
-        if i == last and not due:  # the last group's parent, where it is not the baseline
-            base = run.baseline
-            due = parent is not base and order(entry) - order(parent) > 2
+        if i == last and not due and parent is not run.baseline:
+            # the last experiments' parent, where it is not the baseline (the bracket
+            # measures that) and some experiment ran since it was last measured
+            near = sides.nearest(run, entry, parent) or [parent]
+            order = run.experiments.index
+            due = order(entry) - order(near[-1]) >= 2
         if not due:
             return
         step = confirm.anchor(run, self.resolved, -(-i // n), parent)

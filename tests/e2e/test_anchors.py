@@ -91,3 +91,67 @@ def test_experiments_are_decided_against_the_baseline_measured_nearest_in_time(
         assert d["verdict"] != "adopted", (k, d["explanation"])
     assert data["best"] == "baseline"
     assert reportgen_main("verify", run_dir).returncode == 0
+
+
+BEST = """
+[[experiment]]
+id = "b"
+why = "shorter steps: clearly faster, the best from here on"
+args = {{ itl-ms = 3.0 }}
+""" + "".join(
+    f"""
+[[experiment]]
+id = "y{k}"
+based_on = "best"
+why = "the best under another served name: no change in speed"
+args = {{{{ model = "y{k}" }}}}
+"""
+    for k in (1, 2, 3)
+)
+
+
+@pytest.mark.slow
+def test_experiments_built_on_the_best_are_compared_with_it_measured_nearest_in_time(
+    tmp_path: Path, cache: Path
+) -> None:
+    """baseline, b (faster: the best), then y1-y3 built on the best, changing nothing, on a
+    host 3% faster at every start, the parent measured again after every two experiments:
+    after y1 that is b (``b-again-1``), and after the last, y3, b again (``b-again-2``), then
+    the bracket measures the baseline. Each y is compared with b as measured nearest in
+    time, so none reads the drift of the starts between them as a gain."""
+    text = _campaign(free_port(), tmp_path / "starts")
+    text = text.split('\n[[experiment]]\nid = "x1"')[0] + BEST.format()
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next((out / "anchored").iterdir())
+    data = json.loads((run_dir / "results.json").read_text())
+    exps = {e["id"]: e for e in data["experiments"]}
+    assert exps["b"]["decision"]["verdict"] == "adopted"
+    assert list(exps) == [
+        "baseline",
+        "b",
+        "y1",
+        "b-again-1",
+        "y2",
+        "y3",
+        "b-again-2",
+        "baseline-end",
+        "confirm-best",
+    ]
+    assert [exps[k]["role"] for k in ("b-again-1", "b-again-2")] == ["anchor", "anchor"]
+    assert {exps[k]["parent"] for k in ("y1", "y2", "y3", "b-again-1", "b-again-2")} == {"b"}
+    against = {k: exps[k]["decision"]["measured_against"] for k in ("y1", "y2", "y3")}
+    assert against == {"y1": ["b", "b-again-1"], "y2": ["b-again-1"], "y3": ["b-again-2"]}
+    # y3 ran four starts after b: against b's own measurement it would read the drift
+    first = math.log(_geomean(exps["y3"]["levels"]) / _geomean(exps["b"]["levels"]))
+    assert first > math.log(1.06)
+    near = [abs(math.log(c["ratio"])) for c in exps["y3"]["decision"]["vs_parent"]]
+    assert max(near) < first / 2, (near, first)
+    for k in ("y1", "y2", "y3"):
+        d = exps[k]["decision"]
+        assert d["verdict"] != "adopted", (k, d["explanation"])
+    assert data["best"] == "b"
+    assert reportgen_main("verify", run_dir).returncode == 0

@@ -90,3 +90,80 @@ def test_a_request_held_up_is_named_with_its_time_host_and_effect(
     assert "measure the level again" in check["hint"]
     # the report's assumptions section and report.md carry it
     assert "No request stalled far beyond" in (run_dir / "report.md").read_text()
+
+
+DECIDED = """
+[campaign]
+name = "stalled-decided"
+title = "one request held up in the baseline"
+margin = 0.03
+starts = 1
+anchors = 0
+bracket = false
+confirm = false
+
+[server]
+engine = "sim"
+ready_timeout_s = 30
+
+[server.args]
+port = PORT
+ttft-ms = 10
+itl-ms = 4
+jitter = 0.02
+seed = 3
+stall-after = STALL
+stall-ms = 300
+
+[workload]
+concurrency = [1]
+requests_per_level = 12
+input_tokens = 8
+output_tokens = 24
+repetitions = 3
+warmup_requests = 2
+warmup = WARMUP
+
+[[experiment]]
+id = "baseline"
+why = "the reference"
+
+[[experiment]]
+id = "renamed"
+why = "the same engine under another served name, on a host that held nothing up"
+args = { model = "renamed", stall-after = 0 }
+"""
+
+
+@pytest.mark.slow
+def test_a_run_holding_a_stalled_request_is_left_out_of_the_decision(
+    tmp_path: Path, cache: Path
+) -> None:
+    """The baseline's first start holds one request up 300 ms mid-stream and 300 ms before
+    it closes, in one of its repetitions; that run reads well below the others. It is left
+    out of the comparison (its measurement keeps runs without one), and the decision names
+    it: the unchanged experiment is not called faster."""
+    # (no level warm-up: two warm-up requests a start, so the 20th request the first start
+    # accepts is in its second repetition, and the second start, 14 requests, holds none)
+    text = DECIDED.replace("WARMUP", "{ steady = false }").replace("STALL", "20")
+    got, run_dir = run_campaign(tmp_path, text, cache)
+    base, renamed = got["experiments"]
+    held = [lv for lv in base["levels"] if lv["summary"].get("stall_s") is not None]
+    assert len(held) == 1, [lv["summary"].get("stall_s") for lv in base["levels"]]
+    assert held[0]["summary"]["stall_s"] == pytest.approx(0.3, abs=0.05)
+    assert all(lv["summary"].get("stall_s") is None for lv in renamed["levels"])
+    values = [lv["summary"]["output_tok_s"] for lv in base["levels"]]
+    assert held[0]["summary"]["output_tok_s"] < 0.97 * max(values)  # it did slow the run
+    d = renamed["decision"]
+    (said,) = d["noise"]["stalls"]
+    rep = held[0]["repetition"] + 1
+    assert said.startswith(f"baseline C=1 repetition {rep}: a request in it stalled; "), said
+    assert "Left out as held by a stall (a run one of whose requests" in d["explanation"]
+    assert d["verdict"] != "adopted", d["explanation"]  # (faster than a held-up baseline)
+    (c,) = d["vs_parent"]
+    kept = [v for lv, v in zip(base["levels"], values, strict=True) if lv not in held]
+    mine = [lv["summary"]["output_tok_s"] for lv in renamed["levels"]]
+    import math
+
+    expect = math.exp(sum(map(math.log, mine)) / len(mine) - sum(map(math.log, kept)) / len(kept))
+    assert c["ratio"] == pytest.approx(expect, rel=1e-6)  # against the runs without it

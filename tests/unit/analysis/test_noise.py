@@ -8,6 +8,7 @@ value.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -694,3 +695,25 @@ def test_a_stall_in_a_side_measured_after_the_experiment_is_left_out_too() -> No
         ("base-end", c, 2) for c in LEVELS
     }
     assert compare.noise("output_tok_s").stalls == found.stalls  # kept for the decision's record
+
+
+def test_a_run_holding_a_stalled_request_is_left_out_without_pairs() -> None:
+    """A level run whose requests show a stall (``Run1.held``, from ``Summary.stall_s``) is
+    left out where its measurement keeps a run without one, however few pairs the level has
+    (the spread rule needs twelve): two runs of one measurement, one held 14% low, as the
+    baseline's first start at C=1 on a fresh H100 on 2026-12-07 (141.7 against 165.6 tok/s)."""
+    c1 = Point(1, None)
+    base = [
+        noise.Run1("b", c1, 0, ("baseline", "experiment", 0), math.log(141.7), held=True),
+        noise.Run1("b", c1, 1, ("baseline", "experiment", 1), math.log(165.6)),
+    ]
+    assert noise.stalls(base, True) == []  # too few pairs to tell by the spread
+    (x,) = noise.held_runs(base, True)
+    assert x.request and x.key == base[0].key and x.worse == pytest.approx(1 - 141.7 / 165.6)
+    # a latency that the stall did not lift is left out too (the run is the host's), said so
+    lat = [replace(r, log=math.log(5.9)) for r in base]
+    (y,) = noise.held_runs(lat, False)
+    assert y.key == base[0].key and y.worse == pytest.approx(0.0)
+    # every run of the measurement held: none is left out (nothing would be left)
+    both = [replace(r, held=True) for r in base]
+    assert noise.held_runs(both, True) == []
