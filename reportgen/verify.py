@@ -181,9 +181,11 @@ def _check_levels(
                 runs += 1
                 # a key a later reportgen added is not in older results: not compared there
                 later = [
-                    k for k in ("window_concurrency", "schedule_kept", "stall_s")
+                    k for k in ("window_concurrency", "schedule_kept")
                     if getattr(stored, k) is None
                 ]  # fmt: skip
+                if stored.stall_s is None:  # (decided without it: a run recorded before)
+                    lv.summary.stall_s = None
                 bad = _diff_keys(stored.model_dump(), lv.summary.model_dump(), skip=later)
                 if bad:
                     where = f"{table} {lv.point.label} repetition {lv.repetition + 1}"

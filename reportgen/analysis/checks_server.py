@@ -96,13 +96,19 @@ def answers_varied(rows: Sequence[RequestRecord], random_weights: bool = False) 
     hint = ""
     if seen.judged < text_mod.MIN_ANSWERS:
         status = "skip"
+    elif seen.degenerate and random_weights:
+        # by construction, on every experiment: said, not warned (nothing for the reader to
+        # do; a verdict on speculative decoding or sampling over it is not judged anyway)
+        status = "skip"
+        hint = (
+            "not judged: random weights give such text by construction "
+            "(campaign.random_weights); a verdict on speculative decoding or sampling over it "
+            "is not judged"
+        )
     elif seen.degenerate:
         status = "warn"
         hint = (
-            "random weights give such text by construction (campaign.random_weights): a "
-            "verdict on speculative decoding or sampling over it is not judged"
-            if random_weights
-            else "the engine answered with looping text in this configuration: check its "
+            "the engine answered with looping text in this configuration: check its "
             "answers (golden prompts) before trusting its speed; a verdict on speculative "
             "decoding or sampling over it is not judged"
         )

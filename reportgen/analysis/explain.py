@@ -78,7 +78,8 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
     )
     change, flags = _change(run, entry, entry.parent or parent_id, legacy)
     also = engine_config.said(entry.also_changed)
-    rest += meaning(entry, verdict) + (f" {also}" if also else "")
+    base = run.baseline.id if run.baseline else None
+    rest += meaning(entry, verdict, base) + (f" {also}" if also else "")
     if decision.stand_in and entry.parent:
         rest += (
             f" {entry.parent} was measured on other GPUs than {entry.id}, so its "
@@ -211,8 +212,10 @@ def _withdrawn(entry: Experiment, decision: Decision, verdict: str) -> str:
     )
 
 
-def meaning(entry: Experiment, verdict: str) -> str:
-    """What a leave-one-out or confirmation verdict says, in a sentence ("" otherwise)."""
+def meaning(entry: Experiment, verdict: str, baseline: str | None = None) -> str:
+    """What a leave-one-out, confirmation or re-measurement verdict says, in a sentence (""
+    otherwise); ``baseline``: the run's baseline's id (a re-measurement of another parent
+    names it)."""
     if entry.role == "confirm":
         return {
             "equivalent": " The best configuration's first run holds up when measured again.",
@@ -223,13 +226,15 @@ def meaning(entry: Experiment, verdict: str) -> str:
             "lucky or the host drifted, so read its gain with care.",
         )
     if entry.role == "anchor":
+        mine = entry.parent and baseline and entry.parent != baseline
+        first = entry.parent if mine else "the baseline"
         return {
-            "equivalent": " The host had not drifted measurably since the baseline.",
-            "inconclusive": " Whether the host drifted since the baseline cannot be told.",
+            "equivalent": f" The host had not drifted measurably since {first}.",
+            "inconclusive": f" Whether the host drifted since {first} cannot be told.",
         }.get(
             verdict,
-            " The same configuration measured differently: the host drifted since the "
-            "baseline; the experiments beside it are compared with it, not with the first.",
+            f" The same configuration measured differently: the host drifted since {first}; "
+            "the experiments beside it are compared with it, not with the first.",
         )
     if entry.role == "bracket":
         return {

@@ -481,6 +481,7 @@ def _between(
     return pooled, h, levels
 
 
+ASIDE_KEEPS_DOF = bool(int(__import__("os").environ.get("RG_ASIDE", "0")))  # (trial)
 PRIOR_DOF = 3  # the weight of the stated spread between starts, in starts ("anchored")
 SPREAD_FLOOR = 0.001  # a spread between starts measured as none is taken as this (0.1%)
 # per level: the spread between starts assumed before the run measures its own (relative sd)
@@ -535,9 +536,11 @@ def estimate(
         folded = _stated(session_var, h, levels, restarts, within_var or 0.0, prior, points)
         if folded is None:
             set_aside = _typical(prior)
+            if ASIDE_KEEPS_DOF:
+                restarts += int(min(d for _, d in prior.values()))
         else:
             session_var, h, levels, aside = folded
-            level_dof = {p: restarts for p in aside}
+            level_dof = {} if ASIDE_KEEPS_DOF else {p: restarts for p in aside}
             restarts += int(min(d for _, d in prior.values()))
             if aside:
                 set_aside = _typical({p: prior[p] for p in aside})

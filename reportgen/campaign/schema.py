@@ -172,11 +172,13 @@ class CampaignInfo(_Model):
         None,
         ge=0,
         le=32,
-        description="Measure the baseline's configuration again, on one server start, after "
-        "every this many experiments (experiments <baseline>-again-1, -2, ...), so each "
-        "experiment whose parent is the baseline is compared with the baseline as measured "
-        "nearest in time (both, where two are as near): drift of the host over the campaign "
-        "then bends no ratio, and every re-measurement is one more start for the noise model. "
+        description="Measure the parent of the experiment just run (the baseline's "
+        "configuration, or the best it was built on) again, on one server start, after every "
+        "this many experiments (experiments <parent>-again-1, -2, ...), and after the last "
+        "where its parent is not the baseline, so each experiment is compared with its parent "
+        "as measured nearest in time (both, where two are as near): drift of the host over "
+        "the campaign then bends no ratio, and every re-measurement is one more start for the "
+        "noise model. "
         "0: never (the bracket at the end only). Default: 2 wherever the bracket is on; off "
         "where reportgen did not start the baseline's server (base_url) or experiments run "
         "at once (parallel).",

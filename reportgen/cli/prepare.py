@@ -425,14 +425,30 @@ def _where(host: Any, parallel: int) -> str:
 
 
 def _anchor_after(out: Any, c: Any, steps: Sequence[Any], r: Any) -> None:
-    """``campaign.anchors``: the baseline measured again after ``r``, where its turn."""
+    """``campaign.anchors``: the parent of ``r`` (the baseline, or what it is built on)
+    measured again after ``r``, where its turn (as ``runner._anchor`` decides; after the
+    last, where its parent is not the baseline and another experiment ran since it was last
+    measured)."""
     from reportgen.run import confirm
 
     n, i = c.model.anchor_every, next(k for k, x in enumerate(steps) if x.id == r.id)
-    if n and i and not i % n and i < len(steps) - 1:
-        out.print(
-            f"then (campaign.anchors): {confirm.anchor_id(steps[0].id, i // n)}, "
-            f"{steps[0].id}'s configuration measured again on one start: the experiments beside "
-            "it are compared with it, not with a measurement further away in time",
-            markup=False,
-        )
+    if not n or not i:
+        return
+    last = len(steps) - 1
+    parent = r.based_on or steps[0].id
+    if not i % n and i < last:
+        may = ""
+    elif i == last and parent != steps[0].id:
+        may = " where another experiment ran since it was last measured"
+    else:
+        return
+    k = -(-i // n)
+    if parent == "best":
+        what = f"<best>-again-{k}, the best so far (what {r.id} is built on)"
+    else:
+        what = f"{confirm.anchor_id(parent, k)}, {parent}'s configuration"
+    out.print(
+        f"then (campaign.anchors): {what} measured again on one start{may}: the experiments "
+        "beside it are compared with it, not with a measurement further away in time",
+        markup=False,
+    )

@@ -220,7 +220,8 @@ def methods(
             "is not known and an adoption that drift could explain is not withdrawn "
             "(campaign.bracket = true, or campaign.interleave, checks it)."
         )
-    anchors = [e.id for e in exps if e.role == "anchor"]
+    first = exps[0].id if exps else None
+    anchors = [e.id for e in exps if e.role == "anchor" and e.parent in (None, first)]
     if anchors:
         load.append(
             f"The baseline re-measured: its configuration was started again during the "
@@ -230,6 +231,14 @@ def methods(
             "whenever a nearer one was made: drift of the host over the campaign then bends no "
             "ratio by more than it moved between neighbours. Each is one more start of the "
             "baseline for the noise model's spread between starts."
+        )
+    others = [e for e in exps if e.role == "anchor" and e.parent not in (None, first)]
+    if others:
+        load.append(
+            "Parents re-measured: "
+            + ", ".join(f"{e.parent} as {e.id}" for e in others)
+            + ". Experiments built on them (based_on) were compared with them as measured "
+            "nearest in time, as with the baseline."
         )
     if bracket is not None:
         load.append(

@@ -175,7 +175,9 @@ def _confirmation(run: Run) -> str:
         if e.role == "bracket":
             parts.append(_bracket_said(d.verdict, ratio))
         elif e.role == "anchor":
-            parts.append(f"the baseline measured again as {e.id}: {d.verdict}{ratio}")
+            base = run.baseline.id if run.baseline else None
+            what = e.parent if e.parent and e.parent != base else "the baseline"
+            parts.append(f"{what} measured again as {e.id}: {d.verdict}{ratio}")
         elif e.role == "confirm":
             fresh = _against_fresh(run, e)
             parts.append(f"run again, the best configuration measured {d.verdict}{ratio}{fresh}")

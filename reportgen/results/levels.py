@@ -153,6 +153,14 @@ class Summary(_Model):
     e2e_ms: Dist = Field(default_factory=Dist)
     client: ClientLoad | None = None
 
+    @model_serializer(mode="wrap")
+    def _stall_where_one(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """No ``stall_s`` where no request stalled: a run recorded before it keeps its form."""
+        out = handler(self)
+        if isinstance(out, dict) and "stall_s" in out and out["stall_s"] is None:
+            del out["stall_s"]
+        return out
+
     def value(self, metric: str, stat: str = "p50") -> float | None:
         """One number: a throughput as it is, a latency at ``stat`` (p50 by default)."""
         got = getattr(self, metric, None)

@@ -538,3 +538,21 @@ def test_the_servers_cpu_per_token_names_a_host_side_that_ran_at_another_speed()
     (end,) = check("vllm-h100", "baseline-end")  # x0.88 at C=16: within a fifth
     assert end.status == "pass" and "C=16: 0.095" in end.evidence and "(x0.88)" in end.evidence
     assert check("h200", "baseline") == []  # no parent
+
+
+def test_looping_answers_of_random_weights_are_said_not_warned() -> None:
+    """Random weights loop by construction, on every experiment: nothing for the reader to
+    do, so the check says it (skip, with the evidence) instead of warning each experiment;
+    the same answers from a model with real weights warn."""
+    from reportgen.analysis.checks_server import answers_varied
+    from reportgen.load.records import RequestRecord
+
+    loop = "the sea the sea the sea the sea the sea the sea the sea the sea the sea the sea"
+    rows = [
+        RequestRecord(index=i, start=0.0, end=1.0, output_text=loop + f" {i}") for i in range(40)
+    ]
+    (real,) = answers_varied(rows)
+    (dummy,) = answers_varied(rows, random_weights=True)
+    assert real.status == "warn" and "looping text" in real.hint
+    assert dummy.status == "skip" and dummy.evidence == real.evidence
+    assert dummy.hint.startswith("not judged: random weights give such text by construction")

@@ -177,9 +177,12 @@ def test_plan_prints_commands_and_redacts_secrets(tmp_path: Path) -> None:
     assert res.stdout.count("workload: chat, C=1,4,16") == 6
 
 
-def test_plan_says_where_the_baseline_is_measured_again(tmp_path: Path) -> None:
-    """The demo's six experiments with `campaign.anchors = 2`: the baseline again after the
-    second and the fourth, each said after the experiment it follows."""
+def test_plan_says_where_the_parent_is_measured_again(tmp_path: Path) -> None:
+    """The demo's six experiments with `campaign.anchors = 2`: the parent of the experiment
+    just run again after the second and the fourth, each said after the experiment it
+    follows; the demo builds them on the best so far, so that is what is measured again (the
+    baseline where nothing was adopted by then); a campaign whose experiments all build on
+    the baseline measures the baseline again."""
     text = (ROOT / "campaigns" / "demo.toml").read_text()
     path = tmp_path / "c.toml"
     path.write_text(text.replace("[campaign]\n", "[campaign]\nanchors = 2\n", 1))
@@ -188,11 +191,21 @@ def test_plan_says_where_the_baseline_is_measured_again(tmp_path: Path) -> None:
     lines = res.stdout.splitlines()
     said = [i for i, x in enumerate(lines) if x.startswith("then (campaign.anchors)")]
     assert [lines[i].split(",")[0] for i in said] == [
+        "then (campaign.anchors): <best>-again-1",
+        "then (campaign.anchors): <best>-again-2",
+    ]
+    assert "the best so far (what bigger-batches is built on) measured again" in lines[said[0]]
+    heads = [i for i, x in enumerate(lines) if x.startswith("[")]
+    assert [sum(h < i for h in heads) for i in said] == [3, 5]  # after [3/6] and [5/6]
+    plain = text.replace('based_on = "best"', 'based_on = "baseline"')
+    path.write_text(plain.replace("[campaign]\n", "[campaign]\nanchors = 2\n", 1))
+    res = reportgen("plan", str(path))
+    assert res.returncode == 0, res.stderr
+    said = [x.split(",")[0] for x in res.stdout.splitlines() if x.startswith("then (campaign.an")]
+    assert said == [
         "then (campaign.anchors): baseline-again-1",
         "then (campaign.anchors): baseline-again-2",
     ]
-    heads = [i for i, x in enumerate(lines) if x.startswith("[")]
-    assert [sum(h < i for h in heads) for i in said] == [3, 5]  # after [3/6] and [5/6]
 
 
 def test_plan_shows_the_python_that_runs_the_servers_over_ssh(tmp_path: Path) -> None:
