@@ -148,9 +148,10 @@ def _set_aside(run: Run, entry: Experiment, decision: Decision) -> str:
             return ""  # said there
     return (
         f" Server starts of one configuration differed by about {math.expm1(noise.between_sd):.1%}"
-        f" here, far more than campaign.start_spread ({stated:.1%}) says, so only the run's "
-        f"own {noise.between_dof} start(s) beyond the first measure it: set start_spread near "
-        "what this host shows, or measure the baseline again more often (campaign.anchors)."
+        f" here, far more than campaign.start_spread ({stated:.1%}) says, so the run's own "
+        f"spread is taken instead, weighed as the statement was ({noise.between_dof} degrees "
+        "of freedom in all): set start_spread near what this host shows, or measure the "
+        "baseline again more often (campaign.anchors)."
     )
 
 

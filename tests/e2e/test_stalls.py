@@ -12,7 +12,7 @@ import pytest
 
 from reportgen.analysis import checks_stalls
 from reportgen.load.records import RequestRecord
-from tests.conftest import FAST_WARMUP, run_campaign
+from tests.conftest import FAST_WARMUP, reportgen_main, run_campaign
 
 CAMPAIGN = """
 [campaign]
@@ -167,3 +167,5 @@ def test_a_run_holding_a_stalled_request_is_left_out_of_the_decision(
 
     expect = math.exp(sum(map(math.log, mine)) / len(mine) - sum(map(math.log, kept)) / len(kept))
     assert c["ratio"] == pytest.approx(expect, rel=1e-6)  # against the runs without it
+    # verify recomputes each run's hold-up from its requests, and the decisions from them
+    assert reportgen_main("verify", run_dir).returncode == 0

@@ -570,10 +570,14 @@ def test_a_stated_start_spread_far_below_the_runs_own_is_set_aside_and_said_once
 
 def test_a_spread_between_starts_measured_before_holds_the_false_alarms_a_stated_one_did_not():
     """Starts 4% apart, repetitions 1% apart: taken from the stated 1.5% (weighed as three
-    starts), identical configurations' levels were called different in 6.3% of 300 seeded
-    campaigns, and a 30% loss in 38% of its levels; from what two earlier campaigns on that
-    host measured (``measured_spread``, pooled by ``pooled_spread``, each level with its own
-    degrees of freedom), 1.6% and 81%."""
+    starts; set aside where the run's one degree of freedom differs far more, the run's own
+    spread then taken with the statement's weight), identical configurations' levels were
+    called different in 14.1% of 300 seeded campaigns (6.3% when a set-aside level kept its
+    one degree of freedom alone, t of one), and a 30% loss in 92% of its levels (38%); from
+    what two earlier campaigns on that host measured (``measured_spread``, pooled by
+    ``pooled_spread``, each level with its own degrees of freedom), 2.3% and 82%. A wrong
+    statement with one start of the run's own cries wolf: state it as measured, or take it
+    from the history (``run --history``)."""
     from reportgen.results.model import PriorLevel, StartPrior
 
     rng = np.random.default_rng(0)
@@ -611,7 +615,7 @@ def test_a_spread_between_starts_measured_before_holds_the_false_alarms_a_stated
     levels = 300 * len(LEVELS)
     assert tally["stated"][0] / levels > 0.05  # the stated spread far below this host's
     assert tally["history"][0] / levels <= 0.05
-    assert tally["history"][1] >= tally["stated"][1]
+    assert tally["history"][1] / levels >= 0.75
 
 
 def test_spreads_measured_by_several_runs_weigh_by_their_degrees_of_freedom() -> None:
