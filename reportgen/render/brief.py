@@ -17,6 +17,7 @@ Pure, like ``view``: strings out, already formatted.
 from __future__ import annotations
 
 import math
+import re
 import shlex
 import statistics
 from collections.abc import Sequence
@@ -440,6 +441,23 @@ def replication_line(run: Run) -> str:
     )
 
 
+def _pooled_bounds(e: Experiment) -> dict[Point, dict[str, float]]:
+    """Per level a search probed, its bounds' values where the search took them over every
+    repetition's requests pooled (``SearchRecord.pooled``), keyed as the aggregates are
+    ("ttft_ms_p99"): what page one shows for them, so that it says what the search judged
+    and the latency distributions show; {} for a search that took means over runs."""
+    record = e.search
+    if record is None or not getattr(record, "pooled", False):
+        return {}
+    out: dict[Point, dict[str, float]] = {}
+    for probe in record.probes:
+        for said, value in probe.values.items():
+            name = re.split(r"[<>=]", said, maxsplit=1)[0].strip()  # "ttft_ms.p99"
+            if value is not None and "." in name:
+                out.setdefault(probe.point, {})[name.replace(".", "_")] = float(value)
+    return out
+
+
 def _answer(e: Experiment) -> str:
     """A search's answer, its first clause (the highest level meeting the bounds) and what
     bounded that level (``analysis.bound``, where known), for page one; the experiment's
@@ -484,15 +502,30 @@ def build(run: Run, table: costs.Table | None = None) -> Brief:
         )
         cmd = shlex.join(base.command) if base is not None and base.command else ""
         plain = []
+        pooled = _pooled_bounds(base) if base is not None else {}
         if base is not None:
             levels = sorted_points(a.point for a in base.by_level)  # a search's: probe order
             for level in [c for c in levels if run.decides(c)] or levels:
                 agg = base.aggregate(level)
                 if agg is not None:
-                    plain.append((level, [_fmt(agg.mean(k)) for k in (key, *PLAIN)]))
+                    mine = pooled.get(level, {})
+                    row = [_fmt(mine[k] if k in mine else agg.mean(k)) for k in (key, *PLAIN)]
+                    plain.append((level, row))
+        by_search = [
+            PLAIN_LABELS[PLAIN.index(k)].split(" (")[0]
+            for k in sorted({k for v in pooled.values() for k in v if k in PLAIN})
+        ]
         return Brief(
             plain=plain,
             plain_columns=[metric, *PLAIN_LABELS],
+            plain_note=(
+                f"{', '.join(by_search)}: over "
+                "every repetition's requests pooled, as the search judged each level (and as "
+                "the latency distributions show them); the other columns: means over the "
+                "repetitions"
+                if by_search
+                else ""
+            ),
             best="",
             best_line=line,
             command=cmd,

@@ -48,6 +48,9 @@ class Brief:
     # ``columns``' order
     plain: list[tuple[Point, list[str]]] = field(default_factory=list)
     plain_columns: list[str] = field(default_factory=list)
+    # where a column of ``plain`` is not the mean over repetitions: what it is instead (a
+    # search's bound over every repetition's requests pooled, as it was judged)
+    plain_note: str = ""
     # per level in ``levels``: successful requests per run behind the best's percentiles
     # ("28-33"): a p99 of fewer than 100 is about the maximum
     samples: list[str] = field(default_factory=list)

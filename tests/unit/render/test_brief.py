@@ -294,3 +294,21 @@ def test_a_search_says_its_answer_and_model_on_page_one_with_its_levels_in_order
     page = PdfReader(run_dir / "report.pdf").pages[0].extract_text()
     assert "MODEL\noutput/models/small-moe-eos" in page
     assert "The highest\nrequest rate meeting ttft_ms.p99<200 is R=96/s; at R=128/s" in page
+
+
+def test_a_pooled_search_shows_on_page_one_the_p99_it_judged() -> None:
+    """The rate search judged each level's TTFT p99 over every repetition's requests pooled
+    (``SearchRecord.pooled``), as the latency distributions draw them; page one's table of
+    levels gives that number, not the mean of the runs' own p99s, and says so: at R=128/s,
+    618 ms (the mean of its six runs' p99s: 374), at R=32/s 162 (77.3)."""
+    b = brief.build(results.load(EXAMPLES / "bench-rate-search-sglang-h100"))
+    search = results.load(EXAMPLES / "bench-rate-search-sglang-h100").experiments[0].search
+    assert search is not None and search.pooled
+    col = b.plain_columns.index("TTFT p99 (ms)")
+    shown = {p.rate: cells[col] for p, cells in b.plain}
+    judged = {p.rate: p.values["ttft_ms.p99<200"] for p in search.probes}
+    assert shown == {r: brief._fmt(v) for r, v in judged.items()}
+    assert shown[128] == "618" and shown[32] == "162"
+    assert b.plain_note.startswith("TTFT p99: over every repetition's requests pooled")
+    # the other columns stay the means over repetitions
+    assert shown[96] == "30.0" and b.plain[-2][1][b.plain_columns.index("E2E p99 (ms)")] == "421"
