@@ -444,11 +444,11 @@ def winners_curse_main(args: argparse.Namespace) -> int:
                 got = simulate("pooled", truth, reps, rng, children)
                 scores, best = [], None
                 for k, (ratio, found, dec, _u) in enumerate(got):
-                    logs = [math.log(c.ratio) for c in found if c.ratio]
-                    ses = [selection.log_se(c) for c in found]
-                    if not logs or any(x is None for x in ses):
+                    one = selection.score_of(f"x{k}", found, ["baseline"], True)
+                    if one is None:
                         continue
-                    one = selection.Score(f"x{k}", float(np.mean(logs)), float(np.mean(ses)))
+                    if args.independent:  # as before: the shared baseline not allowed for
+                        one = selection.Score(one.id, one.score, one.se)
                     scores.append(one)
                     if dec == "adopted":
                         adopted += 1
@@ -1018,6 +1018,12 @@ def main() -> int:
         "--winners-curse",
         action="store_true",
         help="the best's gain as reported and shrunk against its true gain",
+    )
+    parser.add_argument(
+        "--independent",
+        action="store_true",
+        help="--winners-curse: shrink as if the scores' errors were independent (the shared "
+        "baseline not allowed for), as reportgen did before",
     )
     parser.add_argument(
         "--tail-coverage",

@@ -425,6 +425,34 @@ def test_the_best_chosen_among_several_says_its_gain_shrunk_for_that_choice() ->
     assert "Chosen as the best" not in summary and "run again, the best configuration" in summary
 
 
+def test_the_shrunk_gain_allows_for_the_baseline_every_score_shares() -> None:
+    """Five changes each scored against the same baseline measurement, half of each score's
+    variance the baseline's: where the others all read a few percent up, part of the best's
+    gain is a baseline that read slow, and the best is shrunk further than if the scores'
+    errors were independent; where the others read around no change, about as far; against
+    different baseline measurements (anchors), nothing is shared."""
+    from reportgen.analysis import selection
+
+    def scores(others: list[float], against: list[str] | None = None) -> list[selection.Score]:
+        alike = against or ["baseline"] * 5
+        d = [*others, 0.08]
+        return [selection.Score(f"x{i}", x, 0.02, 0.5, (alike[i],)) for i, x in enumerate(d)]
+
+    def shrunk(found: list[selection.Score], independent: bool = False) -> float:
+        if independent:
+            found = [selection.Score(s.id, s.score, s.se) for s in found]
+        got = selection.shrink(found[-1], found)
+        assert got is not None
+        return got.score
+
+    up = scores([0.03, 0.04, 0.035, 0.045])
+    assert 0 < shrunk(up) < shrunk(up, independent=True) - 0.005
+    around = scores([0.01, -0.01, 0.0, 0.005])
+    assert shrunk(around) == pytest.approx(shrunk(around, independent=True), abs=0.006)
+    apart = scores([0.03, 0.04, 0.035, 0.045], [f"baseline-again-{i}" for i in range(5)])
+    assert shrunk(apart) == pytest.approx(shrunk(apart, independent=True), rel=1e-9)
+
+
 def test_p99_is_compared_run_by_run_with_the_start_aware_model_or_not_at_all() -> None:
     """Each run's TTFT p99 is one observation of the same model as its median (its spread
     between server starts included), not a bootstrap of the pooled requests that ignores
