@@ -355,6 +355,8 @@ def _decisions(run: Run, fresh: Run, rows_of: Rows, legacy: bool) -> tuple[list[
             # an experiment not judged (another load, an expected failure that did not
             # happen): as the run decided, where it recorded it
             unjudged_rule=stored.unjudged is not None,
+            # a stated spread set aside without its weight kept: as decided before
+            aside_weight=verdict.aside_weight(stored),
         )
         fresh.best = drift.best_after(fresh, again)
     drift.drift_check(fresh)  # adoptions the bracket's drift could explain, withdrawn

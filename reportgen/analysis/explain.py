@@ -91,7 +91,7 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
         rest += (
             f" Compared with {parent_id} as measured nearest in time: "
             + " and ".join(near)
-            + " (the baseline's configuration started again), so the host's drift since "
+            + f" ({parent_id}'s configuration started again), so the host's drift since "
             f"{parent_id}'s first measurement is not in the ratio."
         )
     if decision.paired:

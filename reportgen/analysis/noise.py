@@ -167,10 +167,10 @@ def request_stalls(runs: Sequence[Run1], higher_is_better: bool) -> list[Stall]:
 def held_runs(runs: Sequence[Run1], higher_is_better: bool) -> list[Stall]:
     """Level runs left out as held by a stall ("anchored"): those ``stalls`` finds by their
     spread, and those holding a request that stalled (``request_stalls``)."""
-    found = {x.key: x for x in stalls(runs, higher_is_better)}
-    for x in request_stalls(runs, higher_is_better):
-        found.setdefault(x.key, x)
-    return list(found.values())
+    held = request_stalls(runs, higher_is_better)
+    out = {x.key for x in held}
+    # (sought among the others only: never both a level's runs, one of each kind)
+    return [*held, *stalls([r for r in runs if r.key not in out], higher_is_better)]
 
 
 @dataclass(frozen=True)
@@ -194,6 +194,11 @@ class Noise:
     set_aside: float | None = None
     # "anchored": level runs left out as held by a stall (``stalls``)
     stalls: tuple[Stall, ...] = ()
+    # "anchored", as decided before the statement's weight was kept where its size is set
+    # aside (``estimate``'s ``aside_weight`` False): the degrees of freedom of a level whose
+    # own spread set the statement aside, its starts' alone
+    level_dof: Mapping[Point, int] = field(default_factory=dict)
+    aside_kept: bool = True  # (``estimate``'s ``aside_weight``)
 
     def at(self, level: Point) -> Noise:
         """The model as it applies at ``level``: the spread between starts measured there
@@ -201,7 +206,8 @@ class Noise:
         if level not in self.levels:
             return self
         var, h = self.levels[level]
-        return replace(self, session_var=var, session_h=h, levels={})
+        dof = self.level_dof.get(level, self.session_dof)
+        return replace(self, session_var=var, session_h=h, session_dof=dof, levels={})
 
     @property
     def within_sd(self) -> float | None:
@@ -506,15 +512,19 @@ def estimate(
     method: str = METHODS[0],
     start_prior: float | Prior | None = None,
     order: Mapping[str, int] | None = None,
+    aside_weight: bool = True,
 ) -> Noise:
     """The noise model of these level runs (see the module's description), by ``method``
     (one of ``METHODS``); ``start_prior``: the "anchored" method's stated spread between
     starts (relative sd, ``campaign.start_spread``, weighed as ``PRIOR_DOF`` starts), or per
     level with its own weight (``Prior``: earlier runs' measured spread; a level it lacks
-    takes the first level's); see ``_stated``."""
+    takes the first level's); see ``_stated``. ``aside_weight`` False: where the statement
+    is set aside, its weight goes with it (the run's own degrees of freedom alone), as
+    "anchored" decisions recorded before 2026-12-07's evening were taken (``verify``)."""
     if method not in METHODS:
         raise ValueError(f"no noise method {method!r}: one of {', '.join(METHODS)}")
     set_aside: float | None = None
+    level_dof: dict[Point, int] = {}
     n_cells, dofs, within_var, d0 = _within(runs)
     between = session_means(runs)
     restarts = _restarts(runs)
@@ -531,11 +541,15 @@ def estimate(
         # (set aside or not, the statement's weight stays: a spread from the run's own one
         # or two starts alone would be t of one or two degrees of freedom, intervals of
         # x0.00-4000 that decide nothing where the runs differ by 25%)
+        own = restarts
         restarts += int(min(d for _, d in prior.values()))
         if folded is None:
             set_aside = _typical(prior)
+            restarts = restarts if aside_weight else own
         else:
             session_var, h, levels, aside = folded
+            if not aside_weight:
+                level_dof = {p: own for p in aside}
             if aside:
                 set_aside = _typical({p: prior[p] for p in aside})
     return Noise(
@@ -551,6 +565,8 @@ def estimate(
         levels=levels,
         method=method,
         set_aside=set_aside,
+        level_dof=level_dof,
+        aside_kept=aside_weight,
     )
 
 

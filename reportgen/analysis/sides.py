@@ -68,9 +68,15 @@ def sides(
             # the parent grown beside adaptive rounds is the baseline measured nearer still
             parent_side = replace(base_side, grown=parent_side.grown) if base_side else None
             base_side = parent_side  # the same runs, as without re-measurements
-        elif parent is not None and parent_side is not None and parent_side.id == parent.id:
+        elif (
+            entry.role == "experiment"
+            and parent is not None
+            and parent_side is not None
+            and parent_side.id == parent.id
+        ):
             # a parent other than the baseline (``based_on = "best"``) measured again
-            # during the campaign: as measured nearest in time too
+            # during the campaign: as measured nearest in time too (not for confirm-best,
+            # which checks the best's first run itself)
             mine = nearest(run, entry, parent)
             if not paired and any(e is not parent for e in mine):
                 parent_side = replace(_of(parent.id, parent.ok, mine), grown=parent_side.grown)

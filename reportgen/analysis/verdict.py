@@ -79,6 +79,7 @@ def decide_experiment(
     before_failure: bool = True,
     alpha: float | None = None,
     unjudged_rule: bool = True,
+    aside_weight: bool = True,
 ) -> Decision:
     """The decision on ``entry`` (an experiment of ``run`` whose checks are done), from its
     levels, its parent's and the baseline's, and the request rows of their tables. ``method``:
@@ -91,14 +92,16 @@ def decide_experiment(
     ``unjudged_rule``: an experiment whose numbers are no verdict on a server change (another
     load, an expected failure that ran, speculation over degenerate answers, another machine
     or model build: ``analysis.unjudged``) is not judged; False: judged, as reportgen did
-    before, kept to verify such runs."""
+    before, kept to verify such runs. ``aside_weight`` False: a stated spread between starts
+    set aside takes its weight with it (``noise.estimate``), as decisions recorded before
+    2026-12-07's evening were taken, kept to verify such runs."""
     if entry.ok and invalidated(entry.checks):
         return _said(run, entry, Decision(verdict="failed", explanation=""))
     if not entry.ok:
         return _said(run, entry, _failed(run, entry, rows, method, before_failure, alpha))
     if run.baseline is None or entry.id == run.baseline.id:
         return _said(run, entry, Decision(verdict="baseline", explanation=""))
-    compare = Comparer(run, entry, method, alpha)
+    compare = Comparer(run, entry, method, alpha, aside_weight)
     parent_side, base_side = sides(run, entry, stand_ins=unjudged_rule)
     vs_parent = compare.objective(parent_side)
     noise = compare.noise(run.metric) if compare.pooled else None
@@ -151,8 +154,20 @@ def energy_vs_parent(run: Run, entry: Experiment) -> list[Comparison]:
         return []
     if run.metric == "output_tok_per_j":
         return list(d.vs_parent)
-    compare = Comparer(run, entry, d.method, d.alpha)
+    compare = Comparer(run, entry, d.method, d.alpha, aside_weight(d))
     return compare.objective_like(parent_side, "output_tok_per_j", higher_is_better=True)
+
+
+def aside_weight(d: Decision) -> bool:
+    """Whether ``d`` was taken with a set-aside stated spread's weight kept
+    (``noise.estimate``): True unless it set one aside and recorded no weight (before
+    2026-12-07's evening)."""
+    noise = d.noise
+    return not (
+        noise is not None
+        and noise.start_spread_set_aside is not None
+        and noise.set_aside_weight is None
+    )
 
 
 def why_unjudged(
@@ -267,6 +282,8 @@ def noise_summary(noise: Noise) -> NoiseRecord:
         }
     if noise.set_aside is not None:
         record.start_spread_set_aside = noise.set_aside
+        if noise.aside_kept:
+            record.set_aside_weight = noise_mod.PRIOR_DOF  # its weight kept (``estimate``)
     if noise.stalls:
         record.stalls = [
             f"{x.session[0]}{' (its control)' if x.session[1] == 'control' else ''} "
@@ -288,9 +305,15 @@ class Comparer:
     comparison's own runs."""
 
     def __init__(
-        self, run: Run, entry: Experiment, method: str | None, alpha: float | None = None
+        self,
+        run: Run,
+        entry: Experiment,
+        method: str | None,
+        alpha: float | None = None,
+        aside_weight: bool = True,
     ) -> None:
         self.run = run
+        self.aside_weight = aside_weight
         self.entry = entry
         self.method = method if method in noise_mod.METHODS else None
         self.pooled = self.method is not None
@@ -333,6 +356,7 @@ class Comparer:
                 self.method or CURRENT,
                 start_prior=self.run.prior_for(metric, stat),
                 order=order,
+                aside_weight=self.aside_weight,
             )
             self._noise[key] = replace(found, stalls=tuple(held))
         return self._noise[key]
@@ -519,7 +543,11 @@ def decide_nearer(run: Run, rows_for: Callable[[Experiment], Rows]) -> bool:
         if (
             changed
             or tuple(d.measured_against or ()) != sides_against(run, e)
-            or tuple(d.baseline_against or ()) != sides_mod.baseline_against(run, e)
+            # (None: recorded before reportgen kept it, or its baseline side is its parent's)
+            or (
+                d.baseline_against is not None
+                and tuple(d.baseline_against) != sides_mod.baseline_against(run, e)
+            )
         ):
             e.decision = decide_experiment(run, e, rows_for(e))
             changed = True

@@ -151,7 +151,11 @@ def _against_fresh(run: Run, e: model.Experiment) -> str:
     """confirm-best against the baseline measured beside it (``campaign.anchors``: the
     bracket), in a clause: its gain where nothing chose it ("" where not so compared)."""
     d = e.decision
-    near = any(x.role in ("anchor", "bracket") for x in run.experiments)
+    base = run.baseline.id if run.baseline else None
+    near = any(
+        x.role == "bracket" or (x.role == "anchor" and x.parent in (None, base))
+        for x in run.experiments
+    )  # (the baseline's configuration measured again, not another parent's)
     if d is None or not d.vs_baseline or not near or not run.settings.anchors:
         return ""
     said = ", ".join(

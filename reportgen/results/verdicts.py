@@ -118,6 +118,9 @@ class NoiseRecord(_AsGiven):
     # "anchored": campaign.start_spread where it was set aside, the run's own starts
     # differing far more than it says; given only then
     start_spread_set_aside: float | None = None
+    # with it: the statement's degrees of freedom kept beside the run's own (since 2026-12-07's
+    # evening); None with a spread set aside: the run's own alone, as decided before
+    set_aside_weight: int | None = None
     # "anchored": level runs left out as held by a stall, each "EXPERIMENT C=.. repetition
     # K: X% worse than its configuration's other runs there"; given only where there were
     stalls: list[str] | None = None

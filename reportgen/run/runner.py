@@ -267,7 +267,7 @@ class Runner:
         if parent is None:
             return
         due = not i % n and i < last
-        if i == last and not due and parent is not run.baseline:
+        if i == last and not due and parent is not run.baseline and not self.m.campaign.interleave:
             # the last experiments' parent, where it is not the baseline (the bracket
             # measures that) and some experiment ran since it was last measured
             near = sides.nearest(run, entry, parent) or [parent]
@@ -282,6 +282,11 @@ class Runner:
         done = run.experiment(r.id)
         if done is not None and done.finished:  # measured before an interruption
             self.resolved[r.id] = r
+            return
+        later = run.experiments[run.experiments.index(entry) + 1 :]
+        if any(e.finished for e in later if e is not done):
+            # a resumed run that went on past here without it (another reportgen, or other
+            # campaign.anchors): measured now it would sit out of its time
             return
         if done is not None:
             run.experiments.remove(done)

@@ -224,6 +224,13 @@ def test_a_parent_other_than_the_baseline_is_taken_as_measured_nearest_in_time()
     y3 = anchored.experiment("y3")
     assert y3 is not None and y3.decision is not None
     assert all(c.ratio == pytest.approx(1 / DRIFT, rel=0.02) for c in y3.decision.vs_parent)
+    # confirm-best checks the best's first run itself: compared with b's own measurement,
+    # not with b measured again beside it
+    again = _exp("confirm-best", 7, np.random.default_rng(1))
+    again.role, again.parent, again.command = "confirm", "b", ["serve", "b"]  # type: ignore[assignment]
+    anchored.experiments.append(again)
+    parent_side, _ = sides.sides(anchored, again)
+    assert parent_side is not None and parent_side.against == ("b",) and not parent_side.parts
     # the baseline side stays the baseline's own measurement (it was not measured again)
     assert [c.ratio for c in y3.decision.vs_baseline] == pytest.approx(
         [c.ratio for c in y3_plain.decision.vs_baseline], rel=1e-9
