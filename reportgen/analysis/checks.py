@@ -40,9 +40,10 @@ experiment's verdict "failed", whatever its numbers say.
   or the difference not significant by a Mann-Whitney test at 5%); otherwise the server was
   still warming up, or drifting, while it was measured (warn).
 - ``request_stalls``: no request's longest gap mid-stream, or delay from its last chunk to
-  the end of its response, is over ten times its level's median (and 100 ms); otherwise each
-  is named with its time, the host over that repetition and the level's throughput with and
-  without it (warn; ``checks_stalls``).
+  the end of its response, is over ten times its level run's median (and 100 ms); otherwise
+  each is named with its time, the host over that repetition and the level's throughput with
+  and without it (warn; ``checks_stalls``), and decisions leave that run out where its
+  measurement has another.
 - ``token_agreement``: the output tokens the engine counted (its Prometheus counter, per
   level) agree with the client's count within 2% (warn beyond: throughput in tokens is off).
 - ``spec_agreement``: with speculative decoding, the server log's own mean acceptance length

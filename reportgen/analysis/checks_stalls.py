@@ -9,9 +9,9 @@ repetition closed 0.69 s after its last token with a 214 ms gap mid-stream, whil
 samples showed 8.7 busy cores, and made the baseline's spread across repetitions 3.5%.
 
 A request stalls where its longest gap between chunks, or the time from its last chunk to the
-end of its response, is over ``STALL_TIMES`` times the median of the same quantity over the
-level's requests (every repetition of the experiment at that level) and over
-``STALL_FLOOR_S``. Imports the results model and the request records only.
+end of its response, is over ``STALL_TIMES`` times the median of the same quantity over its
+level run's requests (its repetition at that level) and over ``STALL_FLOOR_S``. Imports the
+results model and the request records only.
 """
 
 from __future__ import annotations
@@ -66,27 +66,26 @@ def _close(r: RequestRecord) -> float:
 
 
 def longest_stall(rows: Sequence[RequestRecord]) -> float | None:
-    """One level run's longest hold-up of a request that stalled (s; ``Summary.stall_s``):
-    the longest gap or close delay over ``STALL_TIMES`` times the run's own median of it and
-    over ``STALL_FLOOR_S``; None where no request did."""
-    recs = [r for r in rows if r.status == "ok" and len(r.chunk_times) >= 2]
-    if len(recs) < 2:
-        return None
-    gaps, closes = [_gap(r) for r in recs], [_close(r) for r in recs]
-    gap_bound = max(STALL_FLOOR_S, STALL_TIMES * statistics.median(gaps))
-    close_bound = max(STALL_FLOOR_S, STALL_TIMES * statistics.median(closes))
-    held = [g for g in gaps if g > gap_bound] + [c for c in closes if c > close_bound]
+    """One level run's longest hold-up of a request that stalled (s; ``Summary.stall_s``;
+    the requests ``stalls`` names in it): the longest such gap or close delay; None where
+    no request did."""
+    held = [max(s.gap_s if s.gap_over else 0.0, s.close_s if s.close_over else 0.0)
+            for s in stalls(rows)]  # fmt: skip
     return max(held) if held else None
 
 
 def stalls(rows: Sequence[RequestRecord]) -> list[Stall]:
-    """The requests that stalled (see the module's description), the worst first."""
-    by: dict[Point, list[RequestRecord]] = {}
+    """The requests that stalled (see the module's description), the worst first; each
+    against the medians of its own level run (one repetition at one level), so that the
+    check and the decisions (``longest_stall``) name the same runs."""
+    by: dict[tuple[Point, int], list[RequestRecord]] = {}
     for r in rows:
         if r.status == "ok" and len(r.chunk_times) >= 2:
-            by.setdefault(point_of(r), []).append(r)
+            by.setdefault((point_of(r), r.repetition), []).append(r)
     out = []
-    for point, recs in by.items():
+    for (point, _), recs in by.items():
+        if len(recs) < 2:
+            continue
         gaps, closes = [_gap(r) for r in recs], [_close(r) for r in recs]
         mg, mc = statistics.median(gaps), statistics.median(closes)
         gap_bound = max(STALL_FLOOR_S, STALL_TIMES * mg)
@@ -131,7 +130,7 @@ def _said(s: Stall, levels: Sequence[Level]) -> str:
     what = []
     if s.gap_over:
         what.append(
-            f"a {s.gap_s * 1000:.0f} ms gap mid-stream (the level's requests: "
+            f"a {s.gap_s * 1000:.0f} ms gap mid-stream (that repetition's requests: "
             f"{s.median_gap_s * 1000:.0f} ms at the median)"
         )
     if s.close_over:

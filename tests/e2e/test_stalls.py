@@ -83,7 +83,7 @@ def test_a_request_held_up_is_named_with_its_time_host_and_effect(
     assert check["status"] == "warn", check
     said = check["evidence"]
     assert said.startswith("C=1 repetition ") and "sent " in said and " s into the level" in said
-    assert "ms gap mid-stream (the level's requests: " in said
+    assert "ms gap mid-stream (that repetition's requests: " in said
     assert "s after its last token" in said
     assert "the host over that repetition: " in said and " cores busy" in said
     assert "the level's output tok/s " in said and " with that repetition, " in said
