@@ -392,6 +392,10 @@ OK_SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: clo
 OK_CHUNKED = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 )
+# what ``raw_server`` answers, closing each connection after it: it says so, or the client
+# may reuse a connection the preopen GET left in its pool just as the server shuts it (a
+# busy host read that race as "connection reset")
+OK_CHUNKED_CLOSE = OK_CHUNKED[:-2] + b"Connection: close\r\n\r\n"
 
 
 def event(obj: Any) -> bytes:
@@ -414,7 +418,7 @@ DONE = b"data: [DONE]\n\n"
 
 def chunked(*pieces: Step) -> list[Step]:
     """A 200 SSE response in chunked transfer encoding: one HTTP chunk per bytes piece."""
-    steps: list[Step] = [OK_CHUNKED]
+    steps: list[Step] = [OK_CHUNKED_CLOSE]
     steps += [p if isinstance(p, float) else b"%x\r\n%s\r\n" % (len(p), p) for p in pieces]
     return [*steps, b"0\r\n\r\n"]
 
