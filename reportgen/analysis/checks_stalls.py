@@ -100,7 +100,7 @@ def stalls(rows: Sequence[RequestRecord]) -> list[Stall]:
 
 def request_stalls(entry: Experiment, rows: Sequence[RequestRecord]) -> Check:
     """``request_stalls``: warn where a request stalled (``stalls``), each with its time, its
-    gaps against the level's, the host over that repetition and the level's throughput with
+    gaps against its level run's, the host over that repetition and the level's throughput with
     and without that repetition."""
     if not rows:
         return Check(id="request_stalls", title=TITLE, status="skip", evidence="no request records")
@@ -111,7 +111,7 @@ def request_stalls(entry: Experiment, rows: Sequence[RequestRecord]) -> Check:
             title=TITLE,
             status="pass",
             evidence=f"no request's longest gap or close delay over {STALL_TIMES:g} times its "
-            f"level's median (and {STALL_FLOOR_S * 1000:.0f} ms)",
+            f"level run's median (and {STALL_FLOOR_S * 1000:.0f} ms)",
         )
     said = [_said(s, entry.levels) for s in found[:SHOWN]]
     more = f"; and {len(found) - SHOWN} more" if len(found) > SHOWN else ""

@@ -432,16 +432,11 @@ def _anchor_after(out: Any, c: Any, steps: Sequence[Any], r: Any) -> None:
     from reportgen.run import confirm
 
     n, i = c.model.anchor_every, next(k for k, x in enumerate(steps) if x.id == r.id)
-    if not n or not i:
-        return
-    last = len(steps) - 1
+    turn = confirm.anchor_turn(i, n, len(steps) - 1)
     parent = r.based_on or steps[0].id
-    if not i % n and i < last:
-        may = ""
-    elif i == last and parent != steps[0].id:
-        may = " where another experiment ran since it was last measured"
-    else:
+    if turn is None or (turn == "end" and (parent == steps[0].id or c.model.campaign.interleave)):
         return
+    may = " where another experiment ran since it was last measured" if turn == "end" else ""
     k = -(-i // n)
     if parent == "best":
         what = f"<best>-again-{k}, the best so far (what {r.id} is built on)"

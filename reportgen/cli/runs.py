@@ -386,8 +386,12 @@ def _redecide(run_dir: Path, out: Console, recheck: bool = False) -> None:
     run = store.load(run_dir)
     best = run.best
 
-    def rows(table: str) -> list[Any]:
-        return store.read_requests(run_dir, table)
+    read: dict[str, list[Any]] = {}
+
+    def rows(table: str) -> list[Any]:  # each table read once (stalls, checks, decisions)
+        if table not in read:
+            read[table] = store.read_requests(run_dir, table)
+        return read[table]
 
     checks_before: dict[str, dict[str, str]] | None = None
     if recheck:

@@ -17,7 +17,6 @@ Pure, like ``view``: strings out, already formatted.
 from __future__ import annotations
 
 import math
-import re
 import shlex
 import statistics
 from collections.abc import Sequence
@@ -449,12 +448,14 @@ def _pooled_bounds(e: Experiment) -> dict[Point, dict[str, float]]:
     record = e.search
     if record is None or not getattr(record, "pooled", False):
         return {}
+    from reportgen.campaign.bounds import parse
+
     out: dict[Point, dict[str, float]] = {}
     for probe in record.probes:
         for said, value in probe.values.items():
-            name = re.split(r"[<>=]", said, maxsplit=1)[0].strip()  # "ttft_ms.p99"
-            if value is not None and "." in name:
-                out.setdefault(probe.point, {})[name.replace(".", "_")] = float(value)
+            (b,) = parse(said)  # as the search wrote it: "ttft_ms.p99<200"
+            if value is not None and b.stat is not None:
+                out.setdefault(probe.point, {})[f"{b.metric}_{b.stat}"] = float(value)
     return out
 
 

@@ -56,6 +56,18 @@ def anchor_id(of: str, k: int) -> str:
     return f"{of}-again-{k}"
 
 
+def anchor_turn(i: int, every: int, last: int) -> str | None:
+    """Whether the ``i``-th experiment (0 the baseline, ``last`` the campaign's last) is
+    followed by a re-measurement of its parent (``campaign.anchors`` = ``every``): "due"
+    after every N-th but the last; "end" after the last, where its parent is not the
+    baseline (the bracket measures that; the caller checks the parent); None otherwise."""
+    if not every or not i:
+        return None
+    if not i % every and i < last:
+        return "due"
+    return "end" if i == last else None
+
+
 def anchor(
     run: Run, resolved: dict[str, Resolved], k: int, of: Experiment | None = None
 ) -> tuple[Experiment, Resolved] | None:

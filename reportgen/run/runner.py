@@ -246,12 +246,10 @@ class Runner:
         """The re-measurements the campaign makes (``campaign.anchors``): after every N-th
         experiment but the last (the bracket, where on, follows that one), and after the
         last where it may be compared with a parent other than the baseline (based_on)."""
-        n = self.m.anchor_every
-        if not n:
-            return 0
-        exps = self.campaign.experiments
-        last = exps[-1].based_on if len(exps) > 2 else None
-        return (len(exps) - 2) // n + bool(last and last != exps[0].id)
+        n, exps = self.m.anchor_every, self.campaign.experiments
+        turns = [confirm.anchor_turn(i, n, len(exps) - 1) for i in range(len(exps))]
+        end = exps[-1].based_on not in (None, exps[0].id) and not self.m.campaign.interleave
+        return turns.count("due") + (end and "end" in turns)
 
     def _anchor(self, run: Run, i: int, entry: Experiment, count: int) -> None:
         """``campaign.anchors``: after the ``i``-th experiment (0 the baseline), where its
@@ -261,20 +259,19 @@ class Runner:
         since it was last measured. Then the experiments now nearer to it than to what they were
         compared with decided again, and the best chosen again."""
         n, last = self.m.anchor_every, len(self.campaign.experiments) - 1
-        if not n or i == 0 or entry.parent is None:
+        turn = confirm.anchor_turn(i, n, last)
+        parent = run.experiment(entry.parent) if entry.parent else None
+        if turn is None or parent is None:
             return
-        parent = run.experiment(entry.parent)
-        if parent is None:
-            return
-        due = not i % n and i < last
-        if i == last and not due and parent is not run.baseline and not self.m.campaign.interleave:
+        if turn == "end":
             # the last experiments' parent, where it is not the baseline (the bracket
-            # measures that) and some experiment ran since it was last measured
+            # measures that), not beside them already (interleave), and some experiment
+            # ran since it was last measured
+            if parent is run.baseline or self.m.campaign.interleave:
+                return
             near = sides.nearest(run, entry, parent) or [parent]
-            order = run.experiments.index
-            due = order(entry) - order(near[-1]) >= 2
-        if not due:
-            return
+            if run.experiments.index(entry) - run.experiments.index(near[-1]) < 2:
+                return
         step = confirm.anchor(run, self.resolved, -(-i // n), parent)
         if step is None:
             return

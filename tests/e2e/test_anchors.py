@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +45,18 @@ def _campaign(port: int, starts: Path) -> str:
     return text.format(port=port, starts=starts)
 
 
+def _ran(tmp_path: Path, cache: Path, text: str) -> tuple[Path, Any, dict[str, Any]]:
+    """``text`` run as a campaign: its run directory, its results and its experiments by id."""
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = next((out / "anchored").iterdir())
+    data = json.loads((run_dir / "results.json").read_text())
+    return run_dir, data, {e["id"]: e for e in data["experiments"]}
+
+
 def _geomean(levels: list[dict[str, object]]) -> float:
     values = [lv["summary"]["output_tok_s"] for lv in levels]  # type: ignore[index]
     return math.exp(sum(math.log(v) for v in values) / len(values))
@@ -59,14 +72,7 @@ def test_experiments_are_decided_against_the_baseline_measured_nearest_in_time(
     right after it, x2 and x3 with the re-measurement beside them, so no ratio carries more
     than one start's drift and none of the four is adopted; `verify` takes every decision
     again alike."""
-    path = tmp_path / "c.toml"
-    path.write_text(_campaign(free_port(), tmp_path / "starts"))
-    out = tmp_path / "out"
-    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
-    assert res.returncode == 0, res.stdout + res.stderr
-    run_dir = next((out / "anchored").iterdir())
-    data = json.loads((run_dir / "results.json").read_text())
-    exps = {e["id"]: e for e in data["experiments"]}
+    run_dir, data, exps = _ran(tmp_path, cache, _campaign(free_port(), tmp_path / "starts"))
     # (confirm-best follows where noise on a busy host had an x adopted: not asserted on)
     assert [k for k in exps if k != "confirm-best"] == [
         "baseline", "x1", "x2", "baseline-again-1", "x3", "x4", "baseline-end"
@@ -128,14 +134,7 @@ def test_experiments_built_on_the_best_are_compared_with_it_measured_nearest_in_
     time, so the drift of the starts between them (8% from b to y3) is not in its ratio."""
     text = _campaign(free_port(), tmp_path / "starts")
     text = text.split('\n[[experiment]]\nid = "x1"')[0] + BEST.format()
-    path = tmp_path / "c.toml"
-    path.write_text(text)
-    out = tmp_path / "out"
-    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
-    assert res.returncode == 0, res.stdout + res.stderr
-    run_dir = next((out / "anchored").iterdir())
-    data = json.loads((run_dir / "results.json").read_text())
-    exps = {e["id"]: e for e in data["experiments"]}
+    run_dir, data, exps = _ran(tmp_path, cache, text)
     assert exps["b"]["decision"]["verdict"] == "adopted"
     assert list(exps) == [
         "baseline", "b", "y1", "b-again-1", "y2", "y3", "b-again-2", "baseline-end",

@@ -92,47 +92,20 @@ def test_a_request_held_up_is_named_with_its_time_host_and_effect(
     assert "No request stalled far beyond" in (run_dir / "report.md").read_text()
 
 
-DECIDED = """
-[campaign]
-name = "stalled-decided"
-title = "one request held up in the baseline"
-margin = 0.03
-starts = 1
-anchors = 0
-bracket = false
-confirm = false
-
-[server]
-engine = "sim"
-ready_timeout_s = 30
-
-[server.args]
-port = PORT
-ttft-ms = 10
-itl-ms = 4
-jitter = 0.02
-seed = 3
-stall-after = STALL
-stall-ms = 300
-
-[workload]
-concurrency = [1]
-requests_per_level = 12
-input_tokens = 8
-output_tokens = 24
-repetitions = 3
-warmup_requests = 2
-warmup = WARMUP
-
-[[experiment]]
-id = "baseline"
-why = "the reference"
-
+DECIDED = (
+    CAMPAIGN.replace('name = "stalled"', 'name = "stalled-decided"')
+    .replace('title = "one request held up"', 'title = "one request held up in the baseline"\n'
+             "margin = 0.03\nstarts = 1\nanchors = 0\nbracket = false\nconfirm = false")
+    .replace("jitter = 0.05", "jitter = 0.02")
+    .replace("stall-after = 12", "stall-after = STALL")
+    .replace("repetitions = 2", "repetitions = 3")
+    + """
 [[experiment]]
 id = "renamed"
 why = "the same engine under another served name, on a host that held nothing up"
 args = { model = "renamed", stall-after = 0 }
 """
+)  # fmt: skip
 
 
 @pytest.mark.slow

@@ -42,6 +42,29 @@ def _exp(
     return e
 
 
+def _run(exps: list[Experiment], anchors: int, campaign_ids: list[str]) -> Run:
+    """A run of ``exps`` whose campaign lists ``campaign_ids``, with ``campaign.anchors``."""
+    return Run(
+        reportgen_version="test",
+        run_id="test",
+        started_at="",
+        campaign={
+            "campaign": {
+                "margin": 0.03,
+                "objective": {"metric": "output_tok_s"},
+                "anchors": anchors,
+                # stated at 1.5%: before the baseline is measured again, the 3% a start the
+                # host drifts reads as start noise to the first experiments, not as a change
+                "start_spread": 0.015,
+            },
+            "experiment": [{"id": i} for i in campaign_ids],
+        },
+        campaign_file=CampaignFile(path="c.toml", sha256=""),
+        engine=EngineRecord(name="sim"),
+        experiments=exps,
+    )
+
+
 def _campaign(anchors: int) -> Run:
     """baseline, x1, x2, baseline-again-1, x3, x4, baseline-end (where ``anchors``), each a
     start; decided in that order, as the runner decides them."""
@@ -55,25 +78,7 @@ def _campaign(anchors: int) -> Run:
     exps = [_exp(i, k, rng, role=role) for k, (i, role) in enumerate(order)]
     for e in exps[1:]:
         e.parent = "baseline"
-    run = Run(
-        reportgen_version="test",
-        run_id="test",
-        started_at="",
-        campaign={
-            "campaign": {
-                "margin": 0.03,
-                "objective": {"metric": "output_tok_s"},
-                "anchors": anchors,
-                # stated at 1.5%: before the baseline is measured again, the 3% a start the
-                # host drifts reads as start noise to the first experiments, not as a change
-                "start_spread": 0.015,
-            },
-            "experiment": [{"id": i} for i in ("baseline", "x1", "x2", "x3", "x4")],
-        },
-        campaign_file=CampaignFile(path="c.toml", sha256=""),
-        engine=EngineRecord(name="sim"),
-        experiments=exps,
-    )
+    run = _run(exps, anchors, ["baseline", "x1", "x2", "x3", "x4"])
     for e in exps:  # each decided as it finishes, the later ones not run yet
         later = exps[exps.index(e) + 1 :]
         for x in later:
@@ -170,23 +175,7 @@ def _on_best(anchored: bool) -> Run:
         e.command = ["serve", "b" if exp_id != "baseline" else "baseline"]
         e.parent = None if exp_id == "baseline" else "baseline" if exp_id == "b" else "b"
         exps.append(e)
-    run = Run(
-        reportgen_version="test",
-        run_id="test",
-        started_at="",
-        campaign={
-            "campaign": {
-                "margin": 0.03,
-                "objective": {"metric": "output_tok_s"},
-                "anchors": 3 if anchored else 0,
-                "start_spread": 0.015,
-            },
-            "experiment": [{"id": i} for i in order if i != "b-again-2"],
-        },
-        campaign_file=CampaignFile(path="c.toml", sha256=""),
-        engine=EngineRecord(name="sim"),
-        experiments=exps,
-    )
+    run = _run(exps, 3 if anchored else 0, [i for i in order if i != "b-again-2"])
     for e in exps:
         e.decision = (
             Decision(verdict="baseline", explanation="")
