@@ -135,8 +135,8 @@ class CampaignInfo(_Model):
         description="Server starts every experiment's repetitions are split over (at most one "
         "per repetition), so the run measures how much two starts of one configuration differ "
         "(which repetitions on one server never show) and each experiment's own start weighs "
-        "less on its verdict. 1 starts each experiment once, and the baseline too where "
-        "campaign.anchors measures it again (else twice): its "
+        "less on its verdict. 1 starts each experiment once, the baseline still twice: "
+        "with the baseline measured again between experiments (campaign.anchors) its "
         "verdicts then rest on the stated spread between starts (campaign.start_spread) "
         "more than on the run's own, and decide less (benchmarks/campaigns.py: a true 10% "
         "gain adopted in 11-29% of simulated campaigns against 50-89% on two starts, at "
@@ -451,13 +451,6 @@ class CampaignModel(_Model):
         by default for the engines that compile kernels at first use and cache them)."""
         given = self.campaign.prime
         return given if given is not None else self.server.engine in COMPILING_ENGINES
-
-    @property
-    def baseline_again(self) -> bool:
-        """Whether the baseline is started again during the campaign (``campaign.anchors``):
-        then, with ``campaign.starts`` = 1, its first measurement is one start too, its
-        re-measurements its further ones."""
-        return self.anchor_every > 0
 
     @property
     def brackets(self) -> bool:

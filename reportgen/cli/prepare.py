@@ -217,7 +217,6 @@ def cmd_plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             interleave=c.model.campaign.interleave,
             starts=c.model.campaign.starts,
             prime=c.model.primes,
-            again=c.model.baseline_again,
         )
         if launches and launches[0][2] == "prime":
             out.print(

@@ -69,7 +69,6 @@ def run_experiment(
                 # a re-measurement of the baseline (``campaign.anchors``) is one more start
                 starts=1 if entry.role == "anchor" else ctx.m.campaign.starts,
                 prime=ctx.m.primes and entry.role == "experiment",
-                again=ctx.m.baseline_again,
             )
         )
     ]

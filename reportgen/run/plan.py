@@ -100,35 +100,27 @@ def server_sessions(
     interleave: bool,
     starts: int = 1,
     prime: bool = False,
-    again: bool = False,
 ) -> list[Launch]:
     """``sessions``, led for the baseline (no parent) by a priming start of its own
     configuration where ``prime`` (``CampaignModel.primes``): every level warmed up until
     steady, nothing measured, so the engine's compile caches are full before the baseline is
-    measured. ``again``: the campaign starts the baseline again later
-    (``CampaignModel.baseline_again``)."""
-    out = sessions(r, parent, interleave=interleave, starts=starts, again=again)
+    measured."""
+    out = sessions(r, parent, interleave=interleave, starts=starts)
     if prime and parent is None and r.base_url is None:
         return [(r, [], "prime"), *out]
     return out
 
 
 def sessions(
-    r: Resolved,
-    parent: Resolved | None,
-    *,
-    interleave: bool,
-    starts: int = 1,
-    again: bool = False,
+    r: Resolved, parent: Resolved | None, *, interleave: bool, starts: int = 1
 ) -> list[Launch]:
     """Server launches for one experiment: (configuration, repetitions, role). One for all
     repetitions (the first ``min`` of adaptive ones); one per repetition with
     ``workload.fresh_server``; with ``interleave``, the parent's configuration ("control")
     and the experiment's alternate, parent first then child first (P C C P P C ...), so a
     linear drift of the host weighs on both alike. Otherwise the repetitions are split over
-    ``starts`` launches, in order, at most one per repetition: the baseline's (no parent) over
-    at least two, unless the campaign starts it again later (``again``: an anchor or the
-    bracket), whose starts are then its further ones."""
+    ``starts`` launches (the baseline's, with no parent, over at least two), in order, at most
+    one per repetition."""
     reps = list(range(repetitions_range(r.workload.repetitions)[0]))
     if r.one_session:  # however many starts (or interleaved runs) were asked for
         return [(r, reps, "experiment")]
@@ -139,8 +131,7 @@ def sessions(
         return out
     if r.workload.fresh_server:
         return [(r, [k], "experiment") for k in reps]
-    least = 1 if again else 2
-    starts = min(max(starts, least) if parent is None else starts, len(reps))
+    starts = min(max(starts, 2) if parent is None else starts, len(reps))
     if starts > 1:
         size, extra = divmod(len(reps), starts)
         out, first = [], 0

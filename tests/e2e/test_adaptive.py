@@ -124,20 +124,17 @@ def test_adaptive_rounds_run_only_open_levels_on_fresh_servers_and_verify(
     assert check.returncode == 0, check.stdout
 
 
-def test_repetitions_are_split_over_server_starts_and_the_baseline_over_two_or_anchors(
+def test_repetitions_are_split_over_server_starts_and_the_baseline_always_over_two(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "c.toml"
 
-    def launches(starts: int, reps: str, anchors: int = 0) -> list[list[list[int]]]:
+    def launches(starts: int, reps: str) -> list[list[list[int]]]:
         text = CAMPAIGN.format(port=18000, warmup=FAST_WARMUP).replace(
             "repetitions = { min = 2, max = 4 }", f"repetitions = {reps}"
         )
         path.write_text(
-            text.replace(
-                'title = "adaptive repetitions"',
-                f'title = "t"\nstarts = {starts}\nbracket = true\nanchors = {anchors}',
-            )
+            text.replace('title = "adaptive repetitions"', f'title = "t"\nstarts = {starts}')
         )
         c = campaign.load(path)
         steps = plan.plan(c)
@@ -146,11 +143,7 @@ def test_repetitions_are_split_over_server_starts_and_the_baseline_over_two_or_a
             [
                 reps
                 for _, reps, _ in plan.server_sessions(
-                    r,
-                    by_id.get(r.parent or ""),
-                    interleave=False,
-                    starts=c.model.campaign.starts,
-                    again=c.model.baseline_again,
+                    r, by_id.get(r.parent or ""), interleave=False, starts=starts
                 )
             ]
             for r in steps
@@ -158,10 +151,6 @@ def test_repetitions_are_split_over_server_starts_and_the_baseline_over_two_or_a
 
     assert launches(2, "3") == [[[0, 1], [2]]] * 3
     assert launches(1, "3") == [[[0, 1], [2]], [[0, 1, 2]], [[0, 1, 2]]]
-    # ... unless the campaign starts the baseline again between experiments: those starts
-    # are its second and further ones, and its first measurement needs only one
-    assert launches(1, "3", anchors=1) == [[[0, 1, 2]]] * 3
-    assert launches(2, "3", anchors=1) == [[[0, 1], [2]]] * 3
     assert launches(2, "{ min = 2, max = 6 }") == [[[0], [1]]] * 3  # min, then rounds
     assert launches(2, "1") == [[[0]]] * 3
 
