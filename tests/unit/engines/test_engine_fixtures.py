@@ -9,6 +9,7 @@ an adapter stops reading one of them.
 from __future__ import annotations
 
 import gzip
+import lzma
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,14 @@ SGLANG = FIXTURES / "sglang-0.5.17"
 
 
 def _read(path: Path) -> str:
-    """A recorded file, or its gzipped copy (recordings over 16 kB are kept gzipped)."""
-    packed = path.with_name(path.name + ".gz")
-    data = gzip.decompress(packed.read_bytes()) if packed.is_file() else path.read_bytes()
+    """A recorded file, or its gzipped or xz copy (recordings over 16 kB are kept packed)."""
+    gz, xz = path.with_name(path.name + ".gz"), path.with_name(path.name + ".xz")
+    if gz.is_file():
+        data = gzip.decompress(gz.read_bytes())
+    elif xz.is_file():
+        data = lzma.decompress(xz.read_bytes())
+    else:
+        data = path.read_bytes()
     return data.decode("utf-8", errors="replace")
 
 
@@ -41,6 +47,8 @@ def _read(path: Path) -> str:
         ("vllm", VLLM / "serve-help-all.txt", "vllm-h200.toml"),
         ("vllm", VLLM / "serve-help-all.txt", "vllm-tp.toml"),
         ("sglang", SGLANG / "launch-server-help.txt", "sglang-h200.toml"),
+        ("vllm", VLLM / "serve-help-all.txt", "vllm-tuning.toml"),
+        ("sglang", SGLANG / "launch-server-help.txt", "sglang-tuning.toml"),
     ],
 )
 def test_every_flag_of_the_h200_campaigns_is_in_the_engines_own_help(

@@ -3,8 +3,8 @@ against the engine's own --help (a recorded SGLang 0.5.23 help, and real help co
 
 from __future__ import annotations
 
-import gzip
 import json
+import lzma
 import sys
 import time
 from pathlib import Path
@@ -14,7 +14,7 @@ from reportgen.run import plan as planner
 from reportgen.run.server import ServerProcess
 from tests.conftest import ROOT
 
-SGLANG_HELP = ROOT / "tests" / "fixtures" / "engines" / "sglang-0.5.23-help.txt.gz"
+SGLANG_HELP = ROOT / "tests" / "fixtures" / "engines" / "sglang-0.5.23-help.txt.xz"
 
 
 def test_flags_as_each_engine_writes_them() -> None:
@@ -42,7 +42,7 @@ def test_flags_as_each_engine_writes_them() -> None:
 
 def test_qwen397b_campaign_flags_are_all_sglangs() -> None:
     flags = engines.Flags.parse(
-        ["sglang", "--help"], gzip.decompress(SGLANG_HELP.read_bytes()).decode()
+        ["sglang", "--help"], lzma.decompress(SGLANG_HELP.read_bytes()).decode()
     )
     assert len(flags.names) > 500 and "flashinfer_cutlass" in flags.choices["moe-runner-backend"]
     c = campaign.load(ROOT / "campaigns" / "qwen397b.toml")
