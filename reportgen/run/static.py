@@ -138,7 +138,8 @@ def check(campaign: Campaign) -> Findings:
     found.advice += _one_session(campaign, steps)
     found.advice += _one_start(campaign, steps)
     for r in steps:
-        model = next((r.args[k] for k in ("model", "model-path") if k in r.args), None)
+        key = next((k for k in ("model", "model-path") if k in r.args), "model")
+        model = r.args.get(key)
         if isinstance(model, str) and _looks_local(model) and ("model", model) not in seen:
             seen.add(("model", model))
             path = _local(Path.cwd(), model)
@@ -146,7 +147,7 @@ def check(campaign: Campaign) -> Findings:
                 found.not_here.append(
                     Problem(
                         campaign.path,
-                        f"experiment {r.id!r}: args.model",
+                        f"experiment {r.id!r}: args.{key}",
                         model,
                         f"no such folder here ({path}); the server reads it from where it runs",
                     )
@@ -155,7 +156,7 @@ def check(campaign: Campaign) -> Findings:
                 found.errors.append(
                     Problem(
                         campaign.path,
-                        f"experiment {r.id!r}: args.model",
+                        f"experiment {r.id!r}: args.{key}",
                         model,
                         "the folder has no config.json: not a model folder",
                     )

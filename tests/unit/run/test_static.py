@@ -135,6 +135,13 @@ def test_a_tokenizer_folder_and_a_local_model_folder(tmp_path: Path) -> None:
     (tmp_path / "tok" / "tokenizer.json").write_text("garbage")
     res = reportgen_main("validate", path, cwd=tmp_path)
     assert "workload.tokenizer = 'tok': tokenizer.json does not parse" in res.stderr
+    # SGLang names it model-path: the line names the key the campaign wrote
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "m").mkdir()
+    sglang = campaign(tmp_path / "s", server='args = { model-path = "./m" }')
+    res = reportgen_main("validate", sglang, cwd=tmp_path / "s")
+    assert "args.model-path = './m': the folder has no config.json" in res.stderr
+    assert "args.model =" not in res.stderr
 
 
 def test_ports_out_of_range_and_infinite_timeouts_are_refused_by_validate_and_plan(
