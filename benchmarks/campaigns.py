@@ -70,7 +70,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's reportgen
 
-from reportgen.analysis import drift, noise, verdict  # noqa: E402
+from reportgen.analysis import checks, drift, noise, verdict  # noqa: E402
 from reportgen.campaign.schema import CampaignInfo  # noqa: E402
 from reportgen.results.levels import Dist, Level, Summary  # noqa: E402
 from reportgen.results.model import (  # noqa: E402
@@ -118,6 +118,9 @@ class Design:
     # earlier campaigns of the same design on the same host whose measured spread between
     # starts the campaign starts from (``history.prior``); 0: campaign.start_spread
     history: int = 0
+    # one more start of an experiment whose starts disagree with the other configurations'
+    # (``checks.starts_agree``'s F test at an objective level), before it is decided
+    more_starts: bool = False
 
 
 DESIGNS = {
@@ -126,6 +129,7 @@ DESIGNS = {
     "new-2": Design("new-2", 2, 2, "campaign", "anchored"),
     "new-2-h1": Design("new-2-h1", 2, 2, "campaign", "anchored", history=1),
     "new-h1": Design("new-h1", 1, 2, "campaign", "anchored", history=1),
+    "new-2-m": Design("new-2-m", 2, 2, "campaign", "anchored", more_starts=True),
 }
 
 
@@ -195,6 +199,14 @@ def _session(
             e.levels.append(Level(concurrency=c, repetition=rep, session=index, summary=summary))
 
 
+def _disagrees(run: Run, e: Experiment) -> bool:
+    """Whether ``e``'s starts spread more than the other configurations' at some level (the
+    check ``starts_agree``'s F test)."""
+    runs = noise.level_runs(run.experiments, "output_tok_s", current=e.id)
+    found = noise.start_spreads(runs, noise.config_key(e))
+    return any(x.p < checks.STARTS_P for x in found)
+
+
 def _entry(exp_id: str, role: str = "experiment", same_as: str | None = None) -> Experiment:
     return Experiment(
         id=exp_id,
@@ -240,6 +252,8 @@ class Outcome:
     tail_intervals: int = 0
     gpu_s: float = 0.0
     run: Run | None = None
+    # identical configurations' objective levels at the end: (concurrency, called equivalent)
+    level_equiv: list[tuple[int, bool]] = field(default_factory=list)
 
 
 def campaign(design: Design, host: Host, k: int, rng: np.random.Generator) -> Outcome:
@@ -289,7 +303,11 @@ def campaign(design: Design, host: Host, k: int, rng: np.random.Generator) -> Ou
     for i, truth in enumerate(truths, start=1):
         e = _entry(f"x{i}")
         e.parent = "baseline"
-        measure(e, truth, design.starts, host.noisy if i % 3 == 0 else 1.0)
+        spread = host.noisy if i % 3 == 0 else 1.0
+        measure(e, truth, design.starts, spread)
+        if design.more_starts and _disagrees(run, e):
+            more = len(e.sessions)
+            _session(e, more, [REPS + more - design.starts], truth, clock, rng, spread)
         decide(e)
         assert e.decision is not None
         first.append(e.decision.verdict)
@@ -323,6 +341,8 @@ def campaign(design: Design, host: Host, k: int, rng: np.random.Generator) -> Ou
         out.best_gain = gain if gain is not None else math.exp(drift.score(run, best))
     for e, truth in zip(mine, truths, strict=True):
         for c in e.decision.vs_parent if e.decision else []:
+            if truth == 1.0:
+                out.level_equiv.append((c.concurrency, c.verdict == "equivalent"))
             if c.ci_low is not None and c.ci_high is not None:
                 out.intervals += 1
                 out.covered += c.ci_low <= truth <= c.ci_high
@@ -351,6 +371,7 @@ class Tally:
     tail_intervals: int = 0
     gpu_s: float = 0.0
     decided: int = 0
+    level_equiv: dict[int, list[int]] = field(default_factory=dict)  # C -> [equivalent, of]
 
     def add(self, o: Outcome) -> None:
         self.n += 1
@@ -379,6 +400,10 @@ class Tally:
         self.tail_covered += o.tail_covered
         self.tail_intervals += o.tail_intervals
         self.gpu_s += o.gpu_s
+        for c, eq in o.level_equiv:
+            got = self.level_equiv.setdefault(c, [0, 0])
+            got[0] += eq
+            got[1] += 1
 
     def row(self) -> list[str]:
         def share(a: int, b: int) -> str:
@@ -393,6 +418,7 @@ class Tally:
             share(self.same_final, self.same),
             share(self.campaigns_wrong, self.n),
             share(self.same_equivalent, self.same),
+            " / ".join(share(*self.level_equiv.get(c, [0, 0])) for c in LEVELS),
             *power,
             curse,
             false_best,
@@ -404,7 +430,8 @@ class Tally:
 
 HEAD = (
     "| within | between | drift | step | k | design | identical adopted/rejected: first "
-    "| end | campaigns | identical equivalent | +5% adopted | +10% | +20% | -10% rejected "
+    "| end | campaigns | identical equivalent | at C=1 / 16 / 64 "
+    "| +5% adopted | +10% | +20% | -10% rejected "
     "| best's gain over truth | false best's gain | coverage | p99 coverage | GPU-min / decided |"
 )
 
@@ -418,6 +445,13 @@ def main() -> int:
     parser.add_argument("--drift", type=float, nargs="+", default=[0.0, 0.005, 0.01])
     parser.add_argument("--step", type=float, nargs="+", default=[0.0])
     parser.add_argument("--stalls", type=float, default=0.02)
+    parser.add_argument(
+        "--gives-way",
+        type=float,
+        default=noise.BELOW,
+        help="the lower tail of chi-square below which the stated spread between starts gives "
+        "way to the run's own (noise.BELOW); 0: never, as before 2026-12-08",
+    )
     parser.add_argument(
         "--noisy",
         type=float,
@@ -441,6 +475,7 @@ def main() -> int:
     args = parser.parse_args()
     START_SPREAD = args.start_spread
     noise.PRIOR_DOF = args.prior_dof
+    noise.BELOW = args.gives_way
     print(
         f"margin {MARGIN:.0%}; {args.trials} campaigns a cell; {REPS} repetitions; stalls in "
         f"{args.stalls:.0%} of repetitions; a start {args.ready_s:g} s, a level run "

@@ -357,6 +357,8 @@ def _decisions(run: Run, fresh: Run, rows_of: Rows, legacy: bool) -> tuple[list[
             unjudged_rule=stored.unjudged is not None,
             # a stated spread set aside without its weight kept: as decided before
             aside_weight=verdict.aside_weight(stored),
+            # the stated spread never giving way to starts far closer: as decided before
+            gives_way=verdict.gives_way(stored),
         )
         fresh.best = drift.best_after(fresh, again)
     drift.drift_check(fresh)  # adoptions the bracket's drift could explain, withdrawn

@@ -106,6 +106,7 @@ def explain(run: Run, entry: Experiment, decision: Decision) -> Said:
         )
     rest += _withdrawn(entry, decision, verdict)
     rest += _set_aside(run, entry, decision)
+    rest += _gave_way(run, entry, decision)
     rest += _stalls(entry, decision)
     compared = sorted_points({Point(c.concurrency, c.rate) for c in decision.vs_parent})
     parent_exp = run.experiment(parent_side.id)
@@ -152,6 +153,33 @@ def _set_aside(run: Run, entry: Experiment, decision: Decision) -> str:
         f"spread is taken instead, weighed as the statement was ({noise.between_dof} degrees "
         "of freedom in all): set start_spread near what this host shows, or measure the "
         "baseline again more often (campaign.anchors)."
+    )
+
+
+def _gave_way(run: Run, entry: Experiment, decision: Decision) -> str:
+    """The stated spread between starts giving way to what the run's starts allow
+    (``noise._stated``'s ``below``), in a sentence; said once a run, at the first decision it
+    applies to ("" elsewhere)."""
+    noise = decision.noise
+    if noise is None or not noise.gave_way_at or noise.gives_way is None:
+        return ""
+    for e in run.experiments:
+        if e.id == entry.id:
+            break
+        if e.decision and e.decision.noise and e.decision.noise.gave_way_at:
+            return ""  # said there
+    prior = run.start_prior
+    source = (
+        "earlier runs measured (reportgen run --history)"
+        if prior is not None and prior.levels
+        else f"campaign.start_spread ({run.settings.start_spread:.1%}) says"
+    )
+    at = ", ".join(noise.gave_way_at)
+    return (
+        f" Server starts of one configuration differed far less than {source} at {at}, "
+        "so the spread between starts taken there is the "
+        f"largest the run's starts allow (their {1 - noise.gives_way:.0%} upper bound), "
+        "weighed as the statement was."
     )
 
 

@@ -80,6 +80,7 @@ def decide_experiment(
     alpha: float | None = None,
     unjudged_rule: bool = True,
     aside_weight: bool = True,
+    gives_way: bool = True,
 ) -> Decision:
     """The decision on ``entry`` (an experiment of ``run`` whose checks are done), from its
     levels, its parent's and the baseline's, and the request rows of their tables. ``method``:
@@ -94,14 +95,16 @@ def decide_experiment(
     or model build: ``analysis.unjudged``) is not judged; False: judged, as reportgen did
     before, kept to verify such runs. ``aside_weight`` False: a stated spread between starts
     set aside takes its weight with it (``noise.estimate``), as decisions recorded before
-    2026-12-07's evening were taken, kept to verify such runs."""
+    2026-12-07's evening were taken, kept to verify such runs. ``gives_way`` False: the
+    stated spread never gives way to starts that differ far less (``noise.BELOW``), as
+    decisions recorded before 2026-12-08 were taken, kept to verify such runs."""
     if entry.ok and invalidated(entry.checks):
         return _said(run, entry, Decision(verdict="failed", explanation=""))
     if not entry.ok:
         return _said(run, entry, _failed(run, entry, rows, method, before_failure, alpha))
     if run.baseline is None or entry.id == run.baseline.id:
         return _said(run, entry, Decision(verdict="baseline", explanation=""))
-    compare = Comparer(run, entry, method, alpha, aside_weight)
+    compare = Comparer(run, entry, method, alpha, aside_weight, gives_way)
     parent_side, base_side = sides(run, entry, stand_ins=unjudged_rule)
     vs_parent = compare.objective(parent_side)
     noise = compare.noise(run.metric) if compare.pooled else None
@@ -154,7 +157,7 @@ def energy_vs_parent(run: Run, entry: Experiment) -> list[Comparison]:
         return []
     if run.metric == "output_tok_per_j":
         return list(d.vs_parent)
-    compare = Comparer(run, entry, d.method, d.alpha, aside_weight(d))
+    compare = Comparer(run, entry, d.method, d.alpha, aside_weight(d), gives_way(d))
     return compare.objective_like(parent_side, "output_tok_per_j", higher_is_better=True)
 
 
@@ -168,6 +171,14 @@ def aside_weight(d: Decision) -> bool:
         and noise.start_spread_set_aside is not None
         and noise.set_aside_weight is None
     )
+
+
+def gives_way(d: Decision) -> bool:
+    """Whether ``d`` was taken with the stated spread giving way to starts that differ far
+    less (``noise.BELOW``): True unless it was decided by the "anchored" method and recorded
+    no tail (before 2026-12-08)."""
+    noise = d.noise
+    return not (d.method == "anchored" and noise is not None and noise.gives_way is None)
 
 
 def why_unjudged(
@@ -284,6 +295,10 @@ def noise_summary(noise: Noise) -> NoiseRecord:
         record.start_spread_set_aside = noise.set_aside
         if noise.aside_kept:
             record.set_aside_weight = noise_mod.PRIOR_DOF  # its weight kept (``estimate``)
+    if noise.below:
+        record.gives_way = noise.below
+        if noise.gave_way:
+            record.gave_way_at = [p.label for p in noise.gave_way]
     if noise.stalls:
         record.stalls = [
             f"{x.session[0]}{' (its control)' if x.session[1] == 'control' else ''} "
@@ -311,9 +326,11 @@ class Comparer:
         method: str | None,
         alpha: float | None = None,
         aside_weight: bool = True,
+        gives_way: bool = True,
     ) -> None:
         self.run = run
         self.aside_weight = aside_weight
+        self.gives_way = gives_way
         self.entry = entry
         self.method = method if method in noise_mod.METHODS else None
         self.pooled = self.method is not None
@@ -357,6 +374,7 @@ class Comparer:
                 start_prior=self.run.prior_for(metric, stat),
                 order=order,
                 aside_weight=self.aside_weight,
+                below=noise_mod.BELOW if self.gives_way else None,
             )
             self._noise[key] = replace(found, stalls=tuple(held))
         return self._noise[key]

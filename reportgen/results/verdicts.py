@@ -121,6 +121,10 @@ class NoiseRecord(_AsGiven):
     # with it: the statement's degrees of freedom kept beside the run's own (since 2026-12-07's
     # evening); None with a spread set aside: the run's own alone, as decided before
     set_aside_weight: int | None = None
+    # "anchored": the lower tail of chi-square below which the stated spread gave way to the
+    # run's own starts' upper bound (``noise.BELOW``; since 2026-12-08); None: it never did
+    gives_way: float | None = None
+    gave_way_at: list[str] | None = None  # the levels where it did; given only where it did
     # "anchored": level runs left out as held by a stall, each "EXPERIMENT C=.. repetition
     # K: X% worse than its configuration's other runs there"; given only where there were
     stalls: list[str] | None = None

@@ -749,3 +749,63 @@ def test_a_run_holding_a_stalled_request_is_left_out_without_pairs() -> None:
     # every run of the measurement held: none is left out (nothing would be left)
     both = [replace(r, held=True) for r in base]
     assert noise.held_runs(both, True) == []
+
+
+def test_a_stated_start_spread_far_above_the_runs_own_gives_way_to_what_its_starts_allow() -> None:
+    """Three configurations, identical (copies of the baseline's command: each start counts
+    for one configuration), on two starts each, starts 0.3% apart and repetitions 0.2%,
+    against the stated 2%: the statement gives way to the largest spread the run's starts
+    allow (their upper bound), so the last copy is called equivalent, said with the bound it
+    rests on, and the decision records the rule. Taken as before (``gives_way`` False, what
+    ``verify`` does for decisions recorded without it) the statement holds and nothing is
+    decided. Starts as far apart as stated keep it."""
+
+    def copies(start_sd: float, seed: int) -> Run:
+        rng = np.random.default_rng(seed)
+
+        def starts() -> dict[int, list[list[float]]]:
+            return {
+                c: [
+                    list(
+                        100
+                        * c
+                        * math.exp(rng.normal(0, start_sd))
+                        * np.exp(rng.normal(0, 0.002, 2))
+                    )
+                    for _ in range(2)
+                ]
+                for c in LEVELS
+            }
+
+        exps = [_exp("base", starts())]
+        exps += [_exp(f"copy{k}", starts(), command="base") for k in (1, 2)]
+        run = _run(*exps)
+        run.campaign["campaign"]["start_spread"] = 0.02
+        return run
+
+    run = copies(0.003, 5)
+    last = run.experiments[-1]
+    d = verdict.decide_experiment(run, last, {}, "anchored")
+    assert d.verdict == "equivalent", d.explanation
+    assert d.noise is not None and d.noise.gives_way == noise.BELOW
+    assert d.noise.between_sd is not None and d.noise.between_sd < 0.01
+    assert "two one-sided tests' 90% interval" in d.explanation
+    assert verdict.gives_way(d)
+    assert d.noise.gave_way_at == ["C=1", "C=16", "C=64"]
+    assert (
+        "differed far less than campaign.start_spread (2.0%) says at C=1, C=16, C=64, so the "
+        "spread between starts taken there is the largest the run's starts allow (their 95% "
+        "upper bound)"
+    ) in d.explanation
+    old = verdict.decide_experiment(run, last, {}, "anchored", gives_way=False)
+    assert old.verdict == "inconclusive" and old.noise is not None
+    assert old.noise.gives_way is None and not verdict.gives_way(old)
+    assert old.noise.gave_way_at is None and "far less than" not in old.explanation
+    assert old.noise.between_sd is not None and old.noise.between_sd > 0.012
+    # starts about as far apart as stated: the statement stands (the same spread either way)
+    run = copies(0.02, 2)
+    last = run.experiments[-1]
+    new = verdict.decide_experiment(run, last, {}, "anchored")
+    old = verdict.decide_experiment(run, last, {}, "anchored", gives_way=False)
+    assert new.noise is not None and old.noise is not None
+    assert new.noise.between_sd == pytest.approx(old.noise.between_sd, rel=0.05)
