@@ -450,7 +450,7 @@ def main() -> int:
         type=float,
         default=noise.BELOW,
         help="the lower tail of chi-square below which the stated spread between starts gives "
-        "way to the run's own (noise.BELOW); 0: never, as before 2026-12-08",
+        "way to the run's own (noise.BELOW); 0: never, as before 2026-12-07's night",
     )
     parser.add_argument(
         "--noisy",

@@ -58,11 +58,6 @@ from reportgen.results.model import Experiment, Point
 SessionKey = tuple[str, str, int]  # (experiment id, role, session index)
 
 METHODS = ("anchored", "levels", "pooled")  # newest first: how a run's noise model is
-# "anchored": where the run's starts differ far less than stated (below this lower tail of
-# chi-square for their degrees of freedom), the statement gives way to the largest spread
-# they allow (their upper bound at 1 - BELOW); None or 0: it never does, as decided before
-# 2026-12-08 (``estimate``'s ``below``)
-BELOW = 0.05
 # estimated and used (``Decision.method``): "anchored", as "levels", with a tail whose runs all
 # lie beyond the other side's decided by their order (``analysis.tails.ordered``) and the
 # campaign's false alarms held online (``analysis.online``); "levels", the spread between
@@ -70,6 +65,12 @@ BELOW = 0.05
 # on one start (runs decided before 2026-12-07); "pooled", that spread pooled over levels and
 # Satterthwaite over both terms everywhere (runs decided before 2026-12-03). The older ones
 # are kept so ``verify`` takes a run's decisions again as they were taken.
+
+# "anchored": where the run's starts differ far less than stated (below this lower tail of
+# chi-square for their degrees of freedom), the statement gives way to the largest spread
+# they allow (their upper bound at 1 - BELOW); None or 0: it never does, as decided before
+# 2026-12-07's night (``estimate``'s ``below``)
+BELOW = 0.05
 
 
 @dataclass(frozen=True)
@@ -530,7 +531,7 @@ def estimate(
     is set aside, its weight goes with it (the run's own degrees of freedom alone), as
     "anchored" decisions recorded before 2026-12-07's evening were taken (``verify``).
     ``below``: the lower tail at which the statement gives way to the run's own starts
-    (``BELOW``; see ``_stated``); None: it never does, as decided before 2026-12-08."""
+    (``BELOW``; see ``_stated``); None: it never does, as decided before 2026-12-07's night."""
     if method not in METHODS:
         raise ValueError(f"no noise method {method!r}: one of {', '.join(METHODS)}")
     set_aside: float | None = None

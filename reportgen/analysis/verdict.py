@@ -97,11 +97,12 @@ def decide_experiment(
     set aside takes its weight with it (``noise.estimate``), as decisions recorded before
     2026-12-07's evening were taken, kept to verify such runs. ``gives_way`` False: the
     stated spread never gives way to starts that differ far less (``noise.BELOW``), as
-    decisions recorded before 2026-12-08 were taken, kept to verify such runs."""
+    decisions recorded before 2026-12-07's night were taken, kept to verify such runs."""
     if entry.ok and invalidated(entry.checks):
         return _said(run, entry, Decision(verdict="failed", explanation=""))
     if not entry.ok:
-        return _said(run, entry, _failed(run, entry, rows, method, before_failure, alpha))
+        failed = _failed(run, entry, rows, method, before_failure, alpha, aside_weight, gives_way)
+        return _said(run, entry, failed)
     if run.baseline is None or entry.id == run.baseline.id:
         return _said(run, entry, Decision(verdict="baseline", explanation=""))
     compare = Comparer(run, entry, method, alpha, aside_weight, gives_way)
@@ -176,7 +177,7 @@ def aside_weight(d: Decision) -> bool:
 def gives_way(d: Decision) -> bool:
     """Whether ``d`` was taken with the stated spread giving way to starts that differ far
     less (``noise.BELOW``): True unless it was decided by the "anchored" method and recorded
-    no tail (before 2026-12-08)."""
+    no tail (before 2026-12-07's night)."""
     noise = d.noise
     return not (d.method == "anchored" and noise is not None and noise.gives_way is None)
 
@@ -214,10 +215,13 @@ def _failed(
     method: str | None,
     before_failure: bool,
     alpha: float | None = None,
+    aside_weight: bool = True,
+    gives_way: bool = True,
 ) -> Decision:
     """A failed experiment's decision: failed, with the levels it finished before its server
     failed compared as a successful experiment's are (its verdict cannot rest on them: the
-    configuration did not survive the campaign's load)."""
+    configuration did not survive the campaign's load). ``aside_weight``, ``gives_way``: as
+    ``decide_experiment``'s."""
     keep = entry.finished_before_failure() if before_failure else []
     if not keep or run.baseline is None or entry.id == run.baseline.id:
         return Decision(verdict="failed", explanation="")
@@ -226,7 +230,7 @@ def _failed(
         **rows,
         entry.table: [r for r in rows.get(entry.table, ()) if decide.point_of(r) in keep],
     }
-    compare = Comparer(run, done, method, alpha)
+    compare = Comparer(run, done, method, alpha, aside_weight, gives_way)
     parent_side, base_side = sides(run, done)
     noise = compare.noise(run.metric) if compare.pooled else None
     return Decision(

@@ -122,7 +122,7 @@ class NoiseRecord(_AsGiven):
     # evening); None with a spread set aside: the run's own alone, as decided before
     set_aside_weight: int | None = None
     # "anchored": the lower tail of chi-square below which the stated spread gave way to the
-    # run's own starts' upper bound (``noise.BELOW``; since 2026-12-08); None: it never did
+    # run's own starts' upper bound (``noise.BELOW``; since 2026-12-07's night); None: it never did
     gives_way: float | None = None
     gave_way_at: list[str] | None = None  # the levels where it did; given only where it did
     # "anchored": level runs left out as held by a stall, each "EXPERIMENT C=.. repetition
