@@ -305,9 +305,8 @@ def campaign(design: Design, host: Host, k: int, rng: np.random.Generator) -> Ou
         e.parent = "baseline"
         spread = host.noisy if i % 3 == 0 else 1.0
         measure(e, truth, design.starts, spread)
-        if design.more_starts and _disagrees(run, e):
-            more = len(e.sessions)
-            _session(e, more, [REPS + more - design.starts], truth, clock, rng, spread)
+        if design.more_starts and _disagrees(run, e):  # one start more, repetition REPS + 1
+            _session(e, len(e.sessions), [REPS], truth, clock, rng, spread)
         decide(e)
         assert e.decision is not None
         first.append(e.decision.verdict)

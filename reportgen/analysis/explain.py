@@ -7,6 +7,7 @@ in today's words."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from reportgen.analysis import adopt, bound, engine_config, graphs, unjudged
@@ -14,7 +15,7 @@ from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.checks import invalidated
 from reportgen.analysis.sides import sides
 from reportgen.results.model import Experiment, Point, Run, sorted_points
-from reportgen.results.verdicts import Decision
+from reportgen.results.verdicts import Decision, NoiseRecord
 
 BASELINE = "The reference every other experiment is compared with."
 
@@ -135,6 +136,17 @@ def _stalls(entry: Experiment, decision: Decision) -> str:
     return f" Left out as held by a stall ({by_spread}): {'; '.join(held)}."
 
 
+def _said_before(run: Run, entry: Experiment, holds: Callable[[NoiseRecord], bool]) -> bool:
+    """Whether a decision before ``entry``'s in the run recorded noise that ``holds``: a
+    sentence said once a run is said there, not again."""
+    for e in run.experiments:
+        if e.id == entry.id:
+            return False
+        if e.decision and e.decision.noise and holds(e.decision.noise):
+            return True
+    return False
+
+
 def _set_aside(run: Run, entry: Experiment, decision: Decision) -> str:
     """The stated spread between starts set aside (``noise._stated``), in a sentence that
     says what to do; said once a run, at the first decision it applies to ("" elsewhere)."""
@@ -142,11 +154,8 @@ def _set_aside(run: Run, entry: Experiment, decision: Decision) -> str:
     stated = noise.start_spread_set_aside if noise is not None else None
     if noise is None or stated is None or noise.between_sd is None:
         return ""
-    for e in run.experiments:
-        if e.id == entry.id:
-            break
-        if e.decision and e.decision.noise and e.decision.noise.start_spread_set_aside:
-            return ""  # said there
+    if _said_before(run, entry, lambda n: bool(n.start_spread_set_aside)):
+        return ""
     return (
         f" Server starts of one configuration differed by about {math.expm1(noise.between_sd):.1%}"
         f" here, far more than campaign.start_spread ({stated:.1%}) says, so the run's own "
@@ -163,11 +172,8 @@ def _gave_way(run: Run, entry: Experiment, decision: Decision) -> str:
     noise = decision.noise
     if noise is None or not noise.gave_way_at or noise.gives_way is None:
         return ""
-    for e in run.experiments:
-        if e.id == entry.id:
-            break
-        if e.decision and e.decision.noise and e.decision.noise.gave_way_at:
-            return ""  # said there
+    if _said_before(run, entry, lambda n: bool(n.gave_way_at)):
+        return ""
     prior = run.start_prior
     source = (
         "earlier runs measured (reportgen run --history)"

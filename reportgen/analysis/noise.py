@@ -675,7 +675,6 @@ def _stated(
     d_all = min(w.values())
     d = float(restarts)
     far = float(stats.chi2.ppf(0.9, d)) / d if d > 0 else math.inf
-
     near = float(stats.chi2.ppf(below, d)) / d if d > 0 and below else 0.0
 
     def beyond(var: float | None, h_l: float, b_l: float) -> bool:
