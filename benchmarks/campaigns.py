@@ -200,11 +200,9 @@ def _session(
 
 
 def _disagrees(run: Run, e: Experiment) -> bool:
-    """Whether ``e``'s starts spread more than the other configurations' at some level (the
-    check ``starts_agree``'s F test)."""
-    runs = noise.level_runs(run.experiments, "output_tok_s", current=e.id)
-    found = noise.start_spreads(runs, noise.config_key(e))
-    return any(x.p < checks.STARTS_P for x in found)
+    """Whether ``e``'s starts spread more than the other configurations' at some level, as
+    the runner asks before it starts one more (``checks.starts_apart``)."""
+    return bool(checks.starts_apart(e, run.experiments, "output_tok_s"))
 
 
 def _entry(exp_id: str, role: str = "experiment", same_as: str | None = None) -> Experiment:

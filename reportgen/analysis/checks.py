@@ -228,11 +228,9 @@ def starts_agree(entry: Experiment, known: Sequence[Experiment], metric: str) ->
     it ran on one start at every level, or no other configuration ran on two. (Not in the
     module's list, which every report prints as its glossary: a report rendered before it was
     added must render again byte for byte.)"""
-    before = [e for e in known if e.id != entry.id]
-    runs = noise.level_runs([*before, entry], metric, current=entry.id)
     found: list[str] = []
     warned: list[str] = []
-    for x in noise.start_spreads(runs, noise.config_key(entry)):
+    for x in start_spreads(entry, known, metric):
         said = (
             f"{x.level.label}: sd {_sd(x.own)} between its {x.starts} starts' means, "
             f"{_sd(x.pooled)} between the other configurations' ({x.dof_others} degree"
@@ -257,6 +255,28 @@ def starts_agree(entry: Experiment, known: Sequence[Experiment], metric: str) ->
             if warned
             else "",
         )
+    ]
+
+
+def start_spreads(
+    entry: Experiment, known: Sequence[Experiment], metric: str
+) -> list[noise.StartSpread]:
+    """``noise.start_spreads`` of ``entry``'s configuration among the experiments ``known``
+    before it (on ``metric``)."""
+    before = [e for e in known if e.id != entry.id]
+    runs = noise.level_runs([*before, entry], metric, current=entry.id)
+    return noise.start_spreads(runs, noise.config_key(entry))
+
+
+def starts_apart(entry: Experiment, known: Sequence[Experiment], metric: str) -> list[str]:
+    """The levels where ``entry``'s starts spread more than the other configurations' (the F
+    test of ``starts_agree``), each with its evidence: where the runner starts it once more
+    (``campaign.more_starts``)."""
+    return [
+        f"{x.level.label}: sd {_sd(x.own)} between its {x.starts} starts' means, "
+        f"{_sd(x.pooled)} between the other configurations', F test p = {x.p:.2g}"
+        for x in start_spreads(entry, known, metric)
+        if x.p < STARTS_P
     ]
 
 

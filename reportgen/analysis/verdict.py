@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from reportgen import metrics
 from reportgen.analysis import adopt, decide, online, sequential, tails, unjudged, welch
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis import sides as sides_mod
-from reportgen.analysis.checks import invalidated
+from reportgen.analysis.checks import invalidated, starts_apart
 from reportgen.analysis.drift import best_after, choose_best, drift_check
 from reportgen.analysis.explain import explain
 from reportgen.analysis.noise import Noise
@@ -260,6 +260,24 @@ def open_levels(run: Run, entry: Experiment, rows: Rows | None = None) -> list[P
     found = Comparer(run, entry, CURRENT).objective(parent_side)
     _, high = sequential.bounds(entry.repetitions_asked)
     return [c.point for c in found if still_open(c, high)]
+
+
+@dataclass(frozen=True)
+class Judge:
+    """What a running experiment asks of the run's decisions so far: which objective levels
+    are still open (``open_levels``), and where its starts disagree with the other
+    configurations' (``starts_apart``). ``tables``: adds to the experiment's request records
+    so far the saved ones it is compared with (the runner's; None: its own alone)."""
+
+    run: Run
+    entry: Experiment
+    tables: Callable[[Rows], Rows] | None = None
+
+    def open_levels(self, mine: Rows) -> list[Point]:
+        return open_levels(self.run, self.entry, self.tables(mine) if self.tables else mine)
+
+    def starts_apart(self) -> list[str]:
+        return starts_apart(self.entry, self.run.known_at(self.entry.id), self.run.metric)
 
 
 FUTILITY_DOF = 8  # no futility stop before a comparison's interval has this many dof

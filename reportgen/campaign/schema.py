@@ -142,6 +142,18 @@ class CampaignInfo(_Model):
         "gain adopted in 11-29% of simulated campaigns against 50-89% on two starts, at "
         "starts 0.3-5% apart).",
     )
+    more_starts: bool = Field(
+        True,
+        description="Start an experiment once more, for one more repetition, where its "
+        "server starts spread more than the other configurations' at an objective level (an "
+        "F test at 5%, the check starts_agree), before it is decided: its verdicts take the "
+        "spread between starts from every configuration together, which its own starts say "
+        "is too small for it. Only where it ran on two or more starts (campaign.starts) with "
+        "a fixed count of repetitions, not interleaved (benchmarks/campaigns.py, design "
+        "new-2-m: identical configurations whose starts spread four times the others' were "
+        "adopted or rejected in 5.6% of experiments instead of 9.4%, for about a tenth more "
+        "GPU time).",
+    )
     parallel: int = Field(
         1,
         ge=1,

@@ -309,7 +309,9 @@ def section(
             for c in e.checks
         ],
         paired=bool(decision and decision.paired),
-        servers=_servers(e.sessions, grown=e.control is not None and e.control.grown),
+        servers=_servers(
+            e.sessions, grown=e.control is not None and e.control.grown, more_start=e.more_start
+        ),
         repetitions=adaptive_note(e),
         spec=evidence.spec_rows(e, counters or {}),
         spec_log=evidence.spec_log(e),
@@ -393,14 +395,22 @@ def _flag_diff(items: Sequence[records.FlagChange]) -> list[FlagChange]:
     ]
 
 
-def _servers(sessions: Sequence[model.Session], grown: bool = False) -> str:
+def _servers(
+    sessions: Sequence[model.Session], grown: bool = False, more_start: str | None = None
+) -> str:
     """How the experiment's servers were launched, in a phrase ("" for one launch);
-    ``grown``: its parent's ran beside its adaptive rounds (``Control.grown``)."""
+    ``grown``: its parent's ran beside its adaptive rounds (``Control.grown``);
+    ``more_start``: why it was started once more (``Experiment.more_start``)."""
     if len(sessions) <= 1:
         return ""
     mine = [x for x in sessions if x.role == "experiment"]
     control = [x for x in sessions if x.role == "control"]
     text = f"{len(mine)} launches of this configuration, one per repetition"
+    if more_start:
+        text += (
+            f", the last because its first {len(mine) - 1} spread more than the other "
+            f"configurations' starts ({more_start})"
+        )
     if control and grown:
         text += (
             f", and {len(control)} more of its parent's beside its added repetitions (compared "

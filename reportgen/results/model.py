@@ -153,6 +153,8 @@ class Experiment(_Model):
     finished_at: str | None = None
     sessions: list[Session] = Field(default_factory=list)
     looks: list[Look] = Field(default_factory=list)  # adaptive repetitions, in order
+    # campaign.more_starts: where its starts spread more than the others' (one more start)
+    more_start: str | None = None
     search: SearchRecord | None = None  # workload.find_max: the probes and the answer
     # where it ran, when not here: the host's name, and a Slurm job's id and node
     ran_on: RanOn | None = None
@@ -184,10 +186,11 @@ class Experiment(_Model):
     @model_serializer(mode="wrap")
     def _without_unread_config(self, handler: SerializerFunctionWrapHandler) -> Any:
         """No ``engine_config`` or ``also_changed`` where none was read (runs recorded before
-        them): a run read and saved again keeps its form."""
+        them), no ``more_start`` where none was made: a run read and saved again keeps its
+        form."""
         out = handler(self)
         if isinstance(out, dict):
-            for key in ("engine_config", "expects"):
+            for key in ("engine_config", "expects", "more_start"):
                 if out.get(key, 0) is None:
                     out.pop(key)
             if out.get("also_changed") == []:

@@ -44,7 +44,7 @@ from reportgen.load.records import RequestRecord
 from reportgen.observe import fingerprint
 from reportgen.results.model import Experiment, Run
 from reportgen.run import remote
-from reportgen.run.experiment import OpenLevels
+from reportgen.run.experiment import Judge
 from reportgen.run.local import Executor, Local
 from reportgen.run.resume import utc_now
 from reportgen.run.session import Context
@@ -222,7 +222,7 @@ class Ssh:
         parent: Resolved | None,
         entry: Experiment,
         save: Any,
-        open_levels: OpenLevels | None,
+        judge: Judge | None,
     ) -> dict[str, list[RequestRecord]]:
         index = run.experiments.index(entry)
         job = remote.Job(

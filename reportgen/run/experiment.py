@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from reportgen import results as store
 from reportgen.analysis import checks as checks_mod
@@ -38,10 +38,18 @@ from reportgen.run.plan import Role, interleaved, server_sessions
 from reportgen.run.resume import utc_now
 from reportgen.run.session import Context, Launch, ServerSession, level_gpu
 
-# After each round of adaptive repetitions: the objective levels still undecided, given the
-# experiment's request records so far by table (``verdict.open_levels``, with what the
-# caller adds of the tables it is compared with)
-OpenLevels = Callable[[Mapping[str, Sequence[RequestRecord]]], list[Point]]
+
+class Judge(Protocol):
+    """What a running experiment asks of the run's decisions so far (``verdict.Judge``)."""
+
+    def open_levels(self, mine: Mapping[str, Sequence[RequestRecord]]) -> list[Point]:
+        """After a round of adaptive repetitions: the objective levels still undecided, given
+        the experiment's request records so far by table."""
+        ...
+
+    def starts_apart(self) -> list[str]:
+        """The levels where its starts so far spread more than the other configurations'."""
+        ...
 
 
 def run_experiment(
@@ -50,12 +58,13 @@ def run_experiment(
     parent: Resolved | None,
     entry: Experiment,
     save: Any,
-    open_levels: OpenLevels | None = None,
+    judge: Judge | None = None,
 ) -> dict[str, list[RequestRecord]]:
     """Run ``r`` into ``entry`` (``save()`` is called once its tables are written); returns
-    its request records by table. With adaptive repetitions, ``open_levels(tables)`` says
-    after each round which objective levels are still undecided (``verdict.open_levels``),
-    from the records measured so far."""
+    its request records by table. With adaptive repetitions, ``judge.open_levels(tables)``
+    says after each round which objective levels are still undecided, from the records
+    measured so far; with ``campaign.more_starts``, where its starts disagree with the other
+    configurations' (``judge.starts_apart``), it is started once more before that."""
     entry.status = "running"
     entry.started_at = utc_now()
     interleave = ctx.m.campaign.interleave
@@ -98,10 +107,13 @@ def run_experiment(
     try:
         for one in launches:
             launch(one)
-        if open_levels is not None:
+        if judge is not None:
+            extra = _one_more(ctx, r, entry, launches, judge)
+            if extra is not None:
+                launch(extra)
 
             def still_open() -> list[Point]:
-                return open_levels(
+                return judge.open_levels(
                     {entry.table: rows["experiment"], entry.control_table: rows["control"]}
                 )
 
@@ -140,6 +152,25 @@ def run_experiment(
             store.save_requests(ctx.run_dir, entry.control_table, rows["control"])
         save()
     return {entry.table: rows["experiment"], entry.control_table: rows["control"]}
+
+
+def _one_more(
+    ctx: Context, r: Resolved, entry: Experiment, launches: Sequence[Launch], judge: Judge
+) -> Launch | None:
+    """``campaign.more_starts``: one more start, with one more repetition, of an experiment
+    that ran on two or more (fixed repetitions, not interleaved) where its starts spread more
+    than the other configurations' at some level (``entry.more_start`` says where): its
+    verdicts take the spread between starts from them all, which its own starts say is too
+    small for it."""
+    mine = [x for x in launches if x.role == "experiment"]
+    low, high = repetitions_range(r.workload.repetitions)
+    if not ctx.m.campaign.more_starts or len(mine) < 2 or high > low or r.one_session:
+        return None
+    apart = judge.starts_apart()
+    if not apart:
+        return None
+    entry.more_start = "; ".join(apart)
+    return Launch(r, r, [low], "experiment", len(launches))
 
 
 def _rounds(

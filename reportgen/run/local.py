@@ -15,7 +15,7 @@ from reportgen.load.records import RequestRecord
 from reportgen.observe import fingerprint
 from reportgen.results.model import Experiment, Run
 from reportgen.run import calibrate
-from reportgen.run.experiment import OpenLevels, run_experiment
+from reportgen.run.experiment import Judge, run_experiment
 from reportgen.run.preflight import preflight
 from reportgen.run.session import Context
 
@@ -42,7 +42,7 @@ class Executor(Protocol):
         parent: Resolved | None,
         entry: Experiment,
         save: Any,
-        open_levels: OpenLevels | None,
+        judge: Judge | None,
     ) -> dict[str, list[RequestRecord]]:
         """One experiment's server sessions, into ``entry`` and the run directory."""
         ...
@@ -79,6 +79,6 @@ class Local:
         parent: Resolved | None,
         entry: Experiment,
         save: Any,
-        open_levels: OpenLevels | None,
+        judge: Judge | None,
     ) -> dict[str, list[RequestRecord]]:
-        return run_experiment(ctx, r, parent, entry, save, open_levels)
+        return run_experiment(ctx, r, parent, entry, save, judge)

@@ -33,7 +33,6 @@ import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -166,9 +165,7 @@ def _experiment(job: Job, relay: Relay) -> dict[str, Any]:
     ctx.client_ceiling = run.client_ceiling or calibrate.calibrate()
     stopped = None
     try:
-        run_experiment(
-            ctx, job.r, job.parent, entry, lambda: None, partial(verdict.open_levels, run, entry)
-        )
+        run_experiment(ctx, job.r, job.parent, entry, lambda: None, verdict.Judge(run, entry))
     except KeyboardInterrupt:
         stopped = "interrupted"  # the entry says so (run_experiment marked it)
     finally:

@@ -157,7 +157,7 @@ class Runner:
             parent,
             entry,
             self._save,
-            lambda mine: verdict.open_levels(run, entry, self._tables(run, entry, mine)),
+            verdict.Judge(run, entry, partial(self._tables, run, entry)),
         )
 
     def _parallel(self, run: Run) -> None:
