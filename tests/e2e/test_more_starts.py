@@ -62,9 +62,7 @@ args = {{ model = "apart", drift = 3.0, starts-file = "{starts}" }}
 def _run(tmp_path: Path, cache: Path, more: str) -> tuple[Path, dict[str, dict]]:
     path = tmp_path / "c.toml"
     path.write_text(
-        CAMPAIGN.format(
-            port=free_port(), starts=tmp_path / "starts", more=more, warmup=FAST_WARMUP
-        )
+        CAMPAIGN.format(port=free_port(), starts=tmp_path / "starts", more=more, warmup=FAST_WARMUP)
     )
     out = tmp_path / "out"
     res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
@@ -78,7 +76,7 @@ def _run(tmp_path: Path, cache: Path, more: str) -> tuple[Path, dict[str, dict]]
 def test_an_experiment_whose_starts_disagree_is_started_once_more(
     tmp_path: Path, cache: Path
 ) -> None:
-    """"apart" is the baseline's speed on a host whose every start of it is four times as
+    """ "apart" is the baseline's speed on a host whose every start of it is four times as
     slow as the one before (``--drift 3`` counted in a file of its own): its two starts' means
     are 4x apart where the three other configurations' starts agree within what a busy host
     shows, so the F test of ``starts_agree`` finds it apart at both levels, and it is started
