@@ -434,7 +434,7 @@ HEAD = (
 
 
 def main() -> int:
-    global START_SPREAD
+    global START_SPREAD, MARGIN
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=200, help="campaigns a cell")
     parser.add_argument("--within", type=float, nargs="+", default=[0.01])
@@ -469,8 +469,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start-spread", type=float, default=START_SPREAD)
     parser.add_argument("--prior-dof", type=int, default=noise.PRIOR_DOF)
+    parser.add_argument(
+        "--margin", type=float, default=MARGIN, help="campaign.margin (default: %(default)s)"
+    )
     args = parser.parse_args()
     START_SPREAD = args.start_spread
+    MARGIN = args.margin
     noise.PRIOR_DOF = args.prior_dof
     noise.BELOW = args.gives_way
     print(
