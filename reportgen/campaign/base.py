@@ -12,6 +12,7 @@ from pydantic import (
     Field,
 )
 
+from reportgen import engines
 from reportgen.metrics import NAMED, is_throughput
 
 METRICS = NAMED
@@ -19,10 +20,8 @@ METRICS = NAMED
 lower is better."""
 
 DEFAULT_REQUESTS_PER_LEVEL = 64
-COMPILING_ENGINES = ("vllm", "sglang")  # primed by default (see CampaignInfo)
-SIMULATED_ENGINES = ("sim",)  # every other engine is bracketed by default (see CampaignInfo)
 DEFAULT_MARGIN = 0.03  # relative changes smaller than this are "equivalent"
-ENGINES = ("sim", "sglang", "vllm", "transformers", "generic")
+ENGINES = engines.names()  # server.engine: one per module of reportgen.engines
 
 ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 ArgValue = bool | int | float | str | list[bool | int | float | str] | dict[str, Any]

@@ -24,12 +24,10 @@ from pydantic.fields import FieldInfo
 
 from reportgen import engines
 from reportgen.campaign.base import (
-    COMPILING_ENGINES,
     DEFAULT_MARGIN,
     ENGINES,
     ID,
     METRICS,
-    SIMULATED_ENGINES,
     ArgValue,
     BaseUrl,
     _Model,
@@ -463,13 +461,13 @@ class CampaignModel(_Model):
         """Whether the baseline's configuration is started once first (``campaign.prime``;
         by default for the engines that compile kernels at first use and cache them)."""
         given = self.campaign.prime
-        return given if given is not None else self.server.engine in COMPILING_ENGINES
+        return given if given is not None else engines.get(self.server.engine).compiles
 
     @property
     def brackets(self) -> bool:
         """Whether the baseline is measured again at the end (``campaign.bracket``)."""
         given = self.campaign.bracket
-        return given if given is not None else self.server.engine not in SIMULATED_ENGINES
+        return given if given is not None else not engines.get(self.server.engine).simulated
 
     def recorded(self) -> dict[str, Any]:
         """The campaign as a run's results keep it: its re-measurements of the baseline and
@@ -556,8 +554,9 @@ class CampaignModel(_Model):
             if n > 1 and not engines.get(self.server.engine).node_flags:
                 raise ValueError(
                     f"{where}: nodes = {n}, but reportgen knows no multi-node flags for the "
-                    f"{self.server.engine} engine: use sglang or vllm (or sim), or leave nodes "
-                    "out and pass the engine's flags in server.args"
+                    f"{self.server.engine} engine: use "
+                    + " or ".join(k for k, e in engines.ENGINES.items() if e.node_flags)
+                    + ", or leave nodes out and pass the engine's flags in server.args"
                 )
         if self.campaign.parallel > 1 and isinstance(self.workload.repetitions, Repetitions):
             raise ValueError(

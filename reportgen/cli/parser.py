@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from reportgen import __version__
+from reportgen import __version__, engines
 from reportgen.cli.argtypes import (
     DIRECTORY,
     FILE,
@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--engine",
         default="auto",
-        choices=["auto", "vllm", "sglang", "transformers", "sim", "generic"],
+        choices=["auto", *engines.names()],
         help="which engine serves there (default: told from its endpoints)",
     )
     b.add_argument("--model", help="model name to request (default: the first /v1/models lists)")

@@ -18,22 +18,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from reportgen import __version__
+from reportgen import __version__, engines
 from reportgen.observe.environment import Environment
 from reportgen.observe.gpu import GpuSource
 from reportgen.observe.sources import open_source
 from reportgen.redact import redact_env
 
-PACKAGES = (
-    "reportgen",
-    "httpx",
-    "torch",
-    "transformers",
-    "sglang",
-    "vllm",
-    "flashinfer-python",
-    "triton",
-    "nvidia-ml-py",
+# reportgen's, the libraries every engine stands on, and each engine's own (``Engine.packages``)
+PACKAGES = tuple(
+    dict.fromkeys(("reportgen", "httpx", "torch", *engines.packages(), "triton", "nvidia-ml-py"))
 )
 ENV_ALLOWLIST = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "LD_LIBRARY_PATH")
 # Variables with these prefixes change how engines and their libraries run (values that look
@@ -44,12 +37,10 @@ ENV_PREFIXES = (
     "NVIDIA_",
     "TORCH_",
     "PYTORCH_",
-    "VLLM_",
-    "SGLANG_",
     "FLASHINFER_",
     "TRITON_",
     "HF_",
-    "TRANSFORMERS_",
+    *engines.env_prefixes(),  # each engine's own (``Engine.env_prefixes``)
 )
 TORCH_PROBE = """
 import json, torch

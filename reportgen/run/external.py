@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from reportgen import tls
+from reportgen import engines, tls
 from reportgen.engines import Engine
 from reportgen.errors import ServerError
 from reportgen.run.server import ServerProcess, StopReport
@@ -121,9 +121,10 @@ class ExternalServer(ServerProcess):
 
 def detect_engine(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> tuple[str, str]:
     """Which engine serves at ``url``, from what its endpoints answer: (engine name, how it
-    was told). Prometheus metric names first (``vllm:``, ``sglang:``, reportgen's ``sim:``),
-    then SGLang's /server_info, then vLLM's /version; "generic" when none says. Raises
-    ServerError when nothing answers there at all."""
+    was told). Prometheus series named with an engine's prefix first (``Engine.metric_prefix``:
+    ``vllm:``, ``sglang:``, reportgen's ``sim:``), then the paths only one engine answers
+    (``Engine.detect_paths``: SGLang's /server_info, vLLM's /version); "generic" when none
+    says. Raises ServerError when nothing answers there at all."""
     base = url.rstrip("/").removesuffix("/v1")
     failures: list[httpx.HTTPError] = []
     answered = 0  # GETs answered at all, any status
@@ -143,15 +144,19 @@ def detect_engine(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> 
             return got if got.status_code == 200 else None
 
         metrics = ok("/metrics")
-        for prefix, engine in (("vllm:", "vllm"), ("sglang:", "sglang"), ("sim:", "sim")):
-            if metrics is not None and re.search(rf"^{re.escape(prefix)}", metrics.text, re.M):
-                return engine, f"its /metrics names {prefix}* series"
-        for path in ("/server_info", "/get_server_info"):
-            if ok(path) is not None:
-                return "sglang", f"it answers {path}"
-        version = ok("/version")
-        if version is not None and "version" in version.text:
-            return "vllm", "it answers /version"
+        for e in engines.ENGINES.values():
+            prefix = e.metric_prefix
+            if (
+                metrics is not None
+                and prefix
+                and re.search(rf"^{re.escape(prefix)}", metrics.text, re.M)
+            ):
+                return e.name, f"its /metrics names {prefix}* series"
+        for e in engines.ENGINES.values():
+            for path, word in e.detect_paths:
+                got = ok(path)
+                if got is not None and (word is None or word in got.text):
+                    return e.name, f"it answers {path}"
         ok("/v1/models")
     if not answered:  # nothing listens there
         first = failures[0]

@@ -1,8 +1,9 @@
-"""Engine adapters: how each serving engine is started, spoken to and judged ready.
+"""What an engine adapter is (``Engine``), and the flags an engine's help lists (``Flags``).
 
 One small object per engine: how it is started, its flags written, readiness judged, exact
-output lengths asked for, and where its own evidence is (info endpoints, Prometheus metrics,
-log lines worth quoting). The runner only ever talks to an engine through this interface.
+output lengths asked for, where its own evidence is (info endpoints, Prometheus metrics, log
+lines worth quoting), how a running one is recognised, and which packages and environment
+variables of its host are its. The runner only ever talks to an engine through this interface.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,6 +87,18 @@ class Engine:
     # running requests (``engine_config``'s keys, the first present)
     graph_max_keys: tuple[str, ...] = ()
     running_max_keys: tuple[str, ...] = ()
+    # Its Python distributions (the fingerprint records their versions) and the prefixes of
+    # the environment variables that change how it runs (recorded, secrets redacted)
+    packages: tuple[str, ...] = ()
+    env_prefixes: tuple[str, ...] = ()
+    # How a server already running is told to be this engine (``run.external.detect_engine``):
+    # the prefix of its Prometheus series ("vllm:"), then GET paths that answer 200 only on
+    # it, each with a word its answer must hold (None: any answer)
+    metric_prefix: str | None = None
+    detect_paths: tuple[tuple[str, str | None], ...] = ()
+    # It compiles kernels at first use, kept on disk: the baseline is primed by default
+    # (``campaign.prime``)
+    compiles: bool = False
 
     def node_args(self, nnodes: int, rank: int, addr: str, port: int | str) -> list[str]:
         """The flags that make this process rank ``rank`` of ``nnodes`` (``node_flags``);
@@ -268,210 +280,3 @@ def read_flags(argv: list[str], timeout_s: float = 120.0) -> Flags:
         last = text.strip().splitlines()[-1:] or [""]
         return Flags(argv, error=f"exit code {proc.returncode}: {last[0][:200]}")
     return flags
-
-
-# SGLang's multi-node launch (the simulator's stand-in speaks it too): every node runs the
-# server with its rank; rank 0 serves HTTP, the others join its torch.distributed rendezvous.
-SGLANG_NODE_FLAGS = ("--nnodes", "{nnodes}", "--node-rank", "{rank}", "--dist-init-addr",
-                     "{host}:{port}")  # fmt: skip
-
-ENGINES: dict[str, Engine] = {
-    "sim": Engine(
-        name="sim",
-        default_command=(sys.executable, "-m", "reportgen.sim"),
-        default_port=8000,
-        health_path="/health",
-        ready_log_line="sim: ready on",
-        simulated=True,
-        info_paths=("/version", "/v1/models"),
-        log_patterns=(("server_args", r"server_args=ServerArgs\("),),
-        config_lines=(r"server_args=ServerArgs\((.*)\)\s*$", r"sim: resolved (.*)$"),
-        config_volatile=("port", "seed", "starts_file", "record_sends"),
-        counters=(
-            ("generation_tokens", "sim:generation_tokens_total"),
-            ("prompt_tokens", "sim:prompt_tokens_total"),
-            ("prefix_hits", "sim:prefix_cache_hits_total"),
-            ("prefix_queries", "sim:prefix_cache_queries_total"),
-            ("spec_drafts", "sim:spec_decode_num_drafts_total"),
-            ("spec_draft_tokens", "sim:spec_decode_num_draft_tokens_total"),
-            ("spec_accepted", "sim:spec_decode_num_accepted_tokens_total"),
-        ),
-        spec_accept_log=r"accept len: ([0-9.]+)",
-        fatal_patterns=(r"sim: error in generation loop",),  # --fault dead-loop
-        node_flags=SGLANG_NODE_FLAGS,
-        event_patterns=(("jit", r"JIT compilation during inference"),),  # --compile-ms
-    ),
-    "sglang": Engine(
-        name="sglang",
-        default_command=(sys.executable, "-m", "sglang.launch_server"),
-        default_port=30000,
-        health_path="/health",
-        ready_log_line="The server is fired up and ready to roll!",
-        exact_length_fields=("ignore_eos", "min_tokens"),
-        info_paths=("/server_info", "/get_server_info", "/get_model_info", "/v1/models"),
-        # 0.5.17: "server_args=ServerArgs(model_path=..., cuda_graph_max_bs=..., ...)" at start;
-        # "max_total_num_tokens=..., chunked_prefill_size=..., max_running_requests=..." once
-        # the memory is sized
-        config_lines=(r"server_args=ServerArgs\((.*)\)\s*$", r"\] (max_total_num_tokens=.*)$"),
-        # 0.5.17: "Decode batch, #running-req: 64, ..., cuda graph: True, gen throughput ..."
-        graph_step=r"Decode batch,.*\bcuda graph: (True|False)",
-        graph_max_keys=("cuda_graph_config.decode.max_bs", "cuda_graph_max_bs"),
-        running_max_keys=("max_running_requests",),
-        config_volatile=(
-            "random_seed",
-            "nccl_port",
-            "port",
-            "dist_init_addr",
-            "file_storage_path",
-            "available_gpu_mem",
-        ),  # fmt: skip
-        log_patterns=(
-            ("server_args", r"server_args=ServerArgs\("),
-            # 0.5.17: "Capture target decode CUDA graph end. elapsed=...", with speculative
-            # decoding "Capture target verify CUDA graph end" (no decode graphs); before:
-            # "Capture cuda graph end"
-            (
-                "cuda_graph_captured",
-                r"Capture cuda graph end|Capture cuda graph bs"
-                r"|Capture target (?:decode|verify) CUDA graph end",
-            ),
-            # 0.5.17, where another setting rules graphs out: "Cuda graph is disabled because
-            # of using torch native attention backend"
-            ("cuda_graph_disabled", r"Cuda graph is disabled because"),
-            ("custom_all_reduce_disabled", r"[Cc]ustom all-?reduce is disabled"),
-            ("decode_batch", r"Decode batch[.,]"),  # 0.5.17: "Decode batch, #running-req: ..."
-            # 0.5.17: "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 9641083, K size:
-            # 55.17 GB, V size: 55.17 GB"
-            ("kv_cache", r"KV Cache is allocated"),
-        ),
-        counters=(
-            ("generation_tokens", "sglang:generation_tokens_total"),
-            ("prompt_tokens", "sglang:prompt_tokens_total"),
-            ("prefix_hits", "sglang:cached_tokens_total"),
-            ("spec_accept_length", "sglang:spec_accept_length"),
-            ("server_cpu", "sglang:process_cpu_seconds_total"),  # tokenizer and detokenizer
-        ),
-        spec_accept_log=r"accept len: ([0-9.]+)",
-        help_flag="--help",
-        # A scheduler's exception; the launcher then stops the whole server.
-        fatal_patterns=(r"Scheduler hit an exception", r"Received sigquit from a child process"),
-        node_flags=SGLANG_NODE_FLAGS,
-        event_patterns=(
-            # the scheduler ran out of KV cache and sent requests back to the queue
-            ("preemption", r"Decode out of memory happened|KV cache pool is full\. Retract"),
-            ("recompile", r"[Rr]ecompiling function|recompile_limit"),
-            ("graph_capture", r"Capture (?:target )?(?:decode |prefill |verify )?cuda graph begin"),
-        ),
-        graphs_off=(
-            ("disable-cuda-graph",),
-            ("disable-decode-cuda-graph", "disable-prefill-cuda-graph"),  # 0.5.17
-            ("disable-decode-cuda-graph",),
-        ),
-    ),
-    "vllm": Engine(
-        name="vllm",
-        default_command=(sys.executable, "-m", "vllm.entrypoints.cli.main", "serve"),
-        default_port=8000,
-        health_path="/health",
-        ready_log_line="Application startup complete.",
-        exact_length_fields=("ignore_eos", "min_tokens"),
-        info_paths=("/version", "/v1/models"),
-        # 0.26.0: "Initializing a V1 LLM engine (v0.26.0) with config: model=..., ...,
-        # compilation_config={..., 'cudagraph_capture_sizes': [...], ...}, ..."; the scheduler's
-        # and the memory's settings on lines of their own
-        config_lines=(r"Initializing a V1 LLM engine \(\S+\) with config: (.*)$",),
-        # a decode step of N running requests is N tokens; no line per step says whether it
-        # ran as a graph
-        graph_max_keys=("compilation_config.max_cudagraph_capture_size",),
-        config_values=(
-            (
-                "max_num_batched_tokens",
-                r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)",
-            ),
-            ("async_scheduling", r"Asynchronous scheduling is (enabled|disabled)"),
-            ("cuda_graph_memory_gib", r"Graph capturing finished in \S+ secs?, took ([0-9.]+) GiB"),
-            ("kv_cache_tokens", r"GPU KV cache size: ([0-9,]+) tokens"),
-        ),
-        config_volatile=("cache_dir", "local_cache_dir", "debug_dump_path"),
-        log_patterns=(
-            ("non_default_args", r"non-default args:"),
-            ("cuda_graph_captured", r"Graph capturing finished"),
-            # 0.26.0 with --enforce-eager: "Enforce eager set, disabling torch.compile and
-            # CUDAGraphs"
-            ("cuda_graph_disabled", r"disabling torch\.compile and CUDAGraphs"),
-            ("kv_cache", r"GPU KV cache size"),  # 0.26: "GPU KV cache size: 10,241,024 tokens"
-        ),
-        counters=(
-            ("generation_tokens", "vllm:generation_tokens_total"),
-            ("prompt_tokens", "vllm:prompt_tokens_total"),
-            ("prefix_hits", "vllm:prefix_cache_hits_total"),
-            ("prefix_queries", "vllm:prefix_cache_queries_total"),
-            ("spec_drafts", "vllm:spec_decode_num_drafts_total"),
-            ("spec_draft_tokens", "vllm:spec_decode_num_draft_tokens_total"),
-            ("spec_accepted", "vllm:spec_decode_num_accepted_tokens_total"),
-            ("preemptions", "vllm:num_preemptions_total"),  # an engine event when it grows
-            ("server_cpu", "process_cpu_seconds_total"),  # its API server process
-        ),
-        # 0.26: "SpecDecoding metrics: Mean acceptance length: 3.66, Accepted throughput: ..."
-        spec_accept_log=r"Mean acceptance length: ([0-9.]+)",
-        positional=("model",),  # `vllm serve MODEL`
-        negate="no-",  # --enable-prefix-caching / --no-enable-prefix-caching
-        help_flag="--help=all",  # plain --help lists only the groups
-        fatal_patterns=(r"EngineCore encountered a fatal error", r"Engine core proc \S+ died"),
-        # vLLM's multi-node serve with its multiprocessing backend (docs: "Running vLLM with
-        # MultiProcessing"): the same serve on every node, the ranks after 0 --headless
-        node_flags=(
-            "--nnodes",
-            "{nnodes}",
-            "--node-rank",
-            "{rank}",
-            "--master-addr",
-            "{addr}",
-            "--master-port",
-            "{port}",
-        ),  # fmt: skip
-        worker_flags=("--headless",),
-        graphs_off=(("enforce-eager",),),
-        event_patterns=(
-            # 0.26 (its JIT monitor): "Triton kernel JIT compilation during inference:
-            # fused_moe_kernel. This causes a latency spike; consider extending warmup ..."
-            ("jit", r"JIT compilation during inference"),
-            ("recompile", r"[Rr]ecompiling function|recompile_limit"),
-            ("graph_capture", r"Capturing CUDA graphs"),
-        ),
-    ),
-    "transformers": Engine(
-        name="transformers",
-        default_command=(sys.executable, "-m", "transformers.cli.transformers", "serve"),
-        default_port=8000,
-        health_path="/health",
-        ready_log_line="Uvicorn running on",
-        # It answers 422 to fields it does not know (ignore_eos, min_tokens): none are sent;
-        # its outputs run to max_tokens only where the model's end-of-sequence never comes.
-        exact_length_fields=(),
-        metrics_path=None,  # transformers serve has no Prometheus endpoint
-        info_paths=(),  # nor a version; its /v1/models scans the hub's cache (500 without one)
-        log_patterns=(
-            ("continuous_batching", r"CB: (True|False)"),
-            ("unsupported_fields", r"Ignoring unsupported fields"),
-        ),
-        positional=("model",),  # `transformers serve MODEL` (its FORCE_MODEL)
-        negate="no-",  # typer's --compile / --no-compile
-        help_flag="--help",
-        # Its continuous-batching loop died (seen on an H200 with float16 and CUDA graphs):
-        # the process lives on and answers 503 to every request.
-        fatal_patterns=(r"Error in generation loop",),
-        preopen_paths=("/health",),
-    ),
-    "generic": Engine(
-        name="generic",
-        default_command=None,
-        default_port=8000,
-        health_path=None,
-        metrics_path=None,
-    ),
-}
-
-
-def get(name: str) -> Engine:
-    return ENGINES[name]
