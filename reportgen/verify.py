@@ -11,8 +11,10 @@ A report embeds the results it was rendered from and the sha256 of every raw tab
 4. every decision, recomputed from the recomputed numbers by the runner's own pure function
    (``analysis.verdict``): its verdict and explanation, and every comparison in it (objective
    against the parent and the baseline, every headline metric, the p99 bootstraps);
-5. the report's own text: rendering the embedded results again gives the same HTML (so the
-   page was not edited after rendering);
+5. the report's own text: the page has the digest it carries (``results.embed.stamped``), so
+   it was not edited after rendering, whichever version of reportgen rendered it; a page
+   rendered before reports carried one is rendered again from its embedded results instead,
+   which must give the same HTML;
 6. ``results.json`` beside the report, when there is one, holds the same results.
 
 Each step says what it compared and what differed. Numbers agree when within a relative
@@ -37,7 +39,13 @@ from reportgen.load.records import RequestRecord
 from reportgen.observe import host, telemetry
 from reportgen.render import chart_inputs, render_html
 from reportgen.results import rundir
-from reportgen.results.embed import extract, table_hashes, without_data
+from reportgen.results.embed import (
+    extract,
+    stamped,
+    table_hashes,
+    without_data,
+    without_digest,
+)
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Run
 from reportgen.results.verdicts import Comparison, Decision
@@ -304,11 +312,22 @@ def _check_page(
     claimed: Mapping[str, str],
     version: object,
 ) -> None:
-    """The page rendered again from its embedded results: the same HTML, byte for byte. A
+    """The page against the digest it carries; a page without one (rendered before reports
+    carried it) rendered again from its embedded results: the same HTML, byte for byte. A
     page of an older schema embeds its results as that schema had them, and the page
     rendered again embeds them as this one does: all but that block must be the same."""
+    digest = stamped(page)
+    if digest is not None:
+        out.add(
+            "report text",
+            []
+            if digest
+            else ["the page does not have the digest it carries: it was edited after rendering"],
+            "the page has the sha256 digest it carries: as rendered",
+        )
+        return
     telemetry, latencies = chart_inputs(run_dir, run)
-    again = render_html(run, telemetry, claimed, latencies)
+    again = without_digest(render_html(run, telemetry, claimed, latencies))
     current = version == store.SCHEMA_VERSION
     # the data block compared as data: a large one is gzipped, whose bytes may differ between
     # zlib builds while what it holds does not

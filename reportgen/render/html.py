@@ -21,6 +21,7 @@ import jinja2
 from markupsafe import Markup
 
 from reportgen.render.content import Report
+from reportgen.results.embed import stamp
 
 # The templates: installed as reportgen/templates/ by a wheel; in a source tree (or an
 # editable install) the top-level templates/ folder (render/ -> reportgen/ -> the root).
@@ -107,7 +108,8 @@ def render_page(
         "sections": (shown := sections(report, for_print)),
         "number": {anchor: i + 1 for i, (anchor, _) in enumerate(shown)},
     }
-    return environment().get_template(TEMPLATE).render(context)
+    page = environment().get_template(TEMPLATE).render(context)
+    return page if for_print else stamp(page)
 
 
 def sections(report: Report, for_print: bool = False) -> list[tuple[str, str]]:

@@ -1,6 +1,9 @@
-"""The results a report carries inside its HTML, and the hashes of the raw tables beside it.
+"""The results a report carries inside its HTML, the hashes of the raw tables beside it, and
+the page's own digest.
 
-``reportgen verify`` reads them back: the report is checked against the tables it names.
+``reportgen verify`` reads them back: the report is checked against the tables it names, and
+the page against its digest (``stamp``, ``stamped``): a page edited after rendering no longer
+matches it, whichever reportgen version rendered it.
 """
 
 from __future__ import annotations
@@ -93,3 +96,35 @@ def extract(page: str, where: str = "this HTML") -> dict[str, Any]:
 def without_data(page: str) -> str:
     """A report's HTML with its embedded data left out (the rest of the page as read)."""
     return _DATA_RX.sub("", page)
+
+
+# The page's digest: the sha256 of its HTML with this element's content empty, written into it
+DIGEST = '<meta name="reportgen-digest" content="{}">'
+_DIGEST_RX = re.compile(r'<meta name="reportgen-digest" content="(sha256:[0-9a-f]{64})?">')
+_DIGEST_LINE_RX = re.compile(_DIGEST_RX.pattern + r"\n?")
+
+
+def stamp(page: str) -> str:
+    """``page`` (which holds ``DIGEST`` with its content empty) with its digest written in."""
+    empty = DIGEST.format("")
+    if page.count(empty) != 1:
+        return page  # (a page without the element: nothing to stamp)
+    digest = hashlib.sha256(page.encode("utf-8")).hexdigest()
+    return page.replace(empty, DIGEST.format(f"sha256:{digest}"), 1)
+
+
+def stamped(page: str) -> bool | None:
+    """Whether ``page`` is as it was rendered: its HTML, with the digest's content emptied,
+    has the digest it carries. None where it carries none (rendered before reports did)."""
+    found = list(_DIGEST_RX.finditer(page))
+    if len(found) != 1 or found[0].group(1) is None:
+        return None
+    m = found[0]
+    bare = page[: m.start()] + DIGEST.format("") + page[m.end() :]
+    return hashlib.sha256(bare.encode("utf-8")).hexdigest() == m.group(1).removeprefix("sha256:")
+
+
+def without_digest(page: str) -> str:
+    """A report's HTML without its digest element and its line (as pages were rendered
+    before reports carried one)."""
+    return _DIGEST_LINE_RX.sub("", page, count=1)

@@ -192,7 +192,7 @@ def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
     # 2 experiments x 2 levels x 2 repetitions, and the interleaved baseline runs
     assert "ok   level summaries: 12 level run(s) recomputed from their requests" in lines
     assert any(x.startswith("ok   decisions: ") for x in lines)
-    assert "ok   report text: rendering the embedded results again gives the same HTML" in (
+    assert "ok   report text: the page has the sha256 digest it carries: as rendered" in (
         res.stdout
     )
     assert res.stdout.rstrip().endswith("matches its raw data")
@@ -225,7 +225,7 @@ def test_verify_recomputes_the_report_from_raw_data_and_catches_tampering(
     report.write_text(page.replace("adopted", "rejected", 1))
     res = verify(report)
     assert res.returncode == 1
-    assert "DIFF report text: rendering the embedded results again gives different HTML" in (
+    assert "DIFF report text: the page does not have the digest it carries: it was edited " in (
         res.stdout
     )
     assert "ok   level summaries" in res.stdout

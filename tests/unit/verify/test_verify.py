@@ -15,7 +15,7 @@ import pytest
 
 from reportgen import results as store
 from reportgen.analysis.summary import by_level, summarize
-from reportgen.results.embed import DATA_ID
+from reportgen.results.embed import DATA_ID, without_digest
 from reportgen.results.levels import ClientLoad, Level
 from tests.builders import DEMO, toml_document
 from tests.conftest import ROOT, Ran, free_port, plain_copy, reportgen_main
@@ -59,10 +59,42 @@ def test_the_committed_report_and_one_of_the_previous_schema_verify(copy: Path) 
     assert embedded["results"]["schema_version"] == 1
     body = orjson.dumps(embedded).decode().replace("<", "\\u003c").replace(">", "\\u003e")
     old = page[:start] + f'<script type="application/json" id="{DATA_ID}">{body}' + page[end:]
-    (copy / "report.html").write_text(old)
+    # (and, as pages were then, no digest: it is rendered again to be compared)
+    (copy / "report.html").write_text(without_digest(old))
     res = reportgen_main("verify", copy / "report.html")
     assert res.returncode == 0, res.stdout
     assert "(its data embedded as schema 1, read through the migration)" in res.stdout
+
+
+def test_a_page_carries_its_digest_so_a_later_reportgen_verifies_it_and_an_edit_is_caught(
+    copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rendered now, the page carries the sha256 of its own HTML: it verifies by that digest,
+    even where this reportgen would now render it otherwise (another stylesheet, say: a
+    report of an older version under a newer one), and a page whose text was edited after
+    rendering (one number on it) does not."""
+    rendered = reportgen_main("render", copy, "--no-pdf")
+    assert rendered.returncode == 0, rendered.stderr
+    page = (copy / "report.html").read_text()
+    assert re.search(r'<meta name="reportgen-digest" content="sha256:[0-9a-f]{64}">', page)
+    from reportgen.render import html
+
+    monkeypatch.setattr(html, "stylesheet", lambda: "body { color: red }")
+    res = reportgen_main("verify", copy / "report.html")
+    assert res.returncode == 0, res.stdout
+    assert "ok   report text: the page has the sha256 digest it carries: as rendered" in (
+        res.stdout
+    )
+    first = re.search(r"<td[^>]*>(\d[\d,]*)</td>", page)
+    assert first is not None
+    edited = page[: first.start(1)] + "9" + page[first.start(1) + 1 :]
+    assert edited != page
+    (copy / "report.html").write_text(edited)
+    res = reportgen_main("verify", copy / "report.html")
+    assert res.returncode == 1
+    assert "DIFF report text: the page does not have the digest it carries: it was edited " in (
+        res.stdout
+    )
 
 
 def test_a_failed_experiment_made_best_and_telemetry_taken_out_are_caught(copy: Path) -> None:
