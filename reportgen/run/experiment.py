@@ -104,30 +104,18 @@ def run_experiment(
             how = "the parent grown" if control.grown else "interleaved run"
             control.error = f"{one.config.id} ({how}): {exc}"
 
+    def tables() -> dict[str, list[RequestRecord]]:
+        return {entry.table: rows["experiment"], entry.control_table: rows["control"]}
+
     try:
         for one in launches:
             launch(one)
         if judge is not None:
-            extra = _one_more(ctx, r, entry, launches, judge)
-            if extra is not None:
-                launch(extra)
-
-            def still_open() -> list[Point]:
-                return judge.open_levels(
-                    {entry.table: rows["experiment"], entry.control_table: rows["control"]}
-                )
-
-            for one in _rounds(r, parent, entry, len(launches), still_open):
+            for one in _more(ctx, r, parent, entry, launches, judge, tables):
                 launch(one)
         entry.status = "ok"
     except ReportgenError as exc:
-        entry.status = "failed"
-        entry.reason = str(exc)
-        entry.failure = Failure.of(exc)
-        last = entry.sessions[-1] if entry.sessions else None
-        entry.log_tail = (last.log_tail if last else None) or ""
-        if last is not None and last.log_heading:
-            entry.log_heading = last.log_heading
+        _failed(entry, exc)
     except KeyboardInterrupt:
         entry.status = "interrupted"
         entry.reason = "interrupted by the user"
@@ -142,16 +130,49 @@ def run_experiment(
         finally:
             _host_end(ctx, r.id, entry, cpu)  # its process stopped whatever happened
         _evidence(ctx, r, entry, logs)
-        entry.finished_at = utc_now()
-        entry.by_level = by_level(entry.levels)
-        if entry.control is not None:
-            entry.control.by_level = by_level(entry.control.levels)
-        if rows["experiment"]:
-            store.save_requests(ctx.run_dir, entry.table, rows["experiment"])
-        if rows["control"]:
-            store.save_requests(ctx.run_dir, entry.control_table, rows["control"])
+        _finish(ctx, entry, tables())
         save()
-    return {entry.table: rows["experiment"], entry.control_table: rows["control"]}
+    return tables()
+
+
+def _failed(entry: Experiment, exc: ReportgenError) -> None:
+    """``entry`` failed with ``exc``: why, and the end of its last server's log."""
+    entry.status = "failed"
+    entry.reason = str(exc)
+    entry.failure = Failure.of(exc)
+    last = entry.sessions[-1] if entry.sessions else None
+    entry.log_tail = (last.log_tail if last else None) or ""
+    if last is not None and last.log_heading:
+        entry.log_heading = last.log_heading
+
+
+def _finish(ctx: Context, entry: Experiment, tables: Mapping[str, list[RequestRecord]]) -> None:
+    """Its end: the time, its levels' aggregates, its request tables written."""
+    entry.finished_at = utc_now()
+    entry.by_level = by_level(entry.levels)
+    if entry.control is not None:
+        entry.control.by_level = by_level(entry.control.levels)
+    for name, rows in tables.items():
+        if rows:
+            store.save_requests(ctx.run_dir, name, rows)
+
+
+def _more(
+    ctx: Context,
+    r: Resolved,
+    parent: Resolved | None,
+    entry: Experiment,
+    launches: Sequence[Launch],
+    judge: Judge,
+    tables: Callable[[], Mapping[str, Sequence[RequestRecord]]],
+) -> Iterator[Launch]:
+    """The launches after the planned ones: one more start where its starts disagree with
+    the others' (``_one_more``), then rounds of adaptive repetitions (``_rounds``), each
+    asked of ``judge`` once the launch before it has run."""
+    extra = _one_more(ctx, r, entry, launches, judge)
+    if extra is not None:
+        yield extra
+    yield from _rounds(r, parent, entry, len(launches), lambda: judge.open_levels(tables()))
 
 
 def _one_more(

@@ -282,6 +282,8 @@ margin = 0.03
 bracket = true
 anchors = 0
 starts = 4
+# (four starts each, whatever a busy host makes of their spread: drift is what is read here)
+more_starts = false
 
 [server]
 engine = "sim"

@@ -92,7 +92,8 @@ def test_demo_outcomes_differ_as_designed(demo_run: Any) -> None:
     for e in exps.values():
         if e["status"] == "ok":
             assert e["stop"]["group_gone"] and e["stop"]["port_free"]
-            assert len(e["levels"]) == 3 * 3  # levels x repetitions
+            # levels x repetitions (one more where its starts disagreed: campaign.more_starts)
+            assert len(e["levels"]) == 3 * (3 + ("more_start" in e)), e.get("more_start")
             summary = e["levels"][0]["summary"]
             assert summary["errors"] == 0 and summary["output_tok_s"] > 0
     # every headline metric against the parent, p99 latencies too: bigger-batches' slower
