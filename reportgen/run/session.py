@@ -25,14 +25,14 @@ from reportgen.load import tokens
 from reportgen.load.loadgen import RequestSpec
 from reportgen.load.records import RequestRecord
 from reportgen.load.tokens import Tokenizer
-from reportgen.observe import events, evidence, telemetry
+from reportgen.observe import evidence, telemetry
 from reportgen.observe.gpu import GpuSource
 from reportgen.observe.telemetry import Telemetry
 from reportgen.results.levels import GpuWindow, Level, SearchRecord
 from reportgen.results.model import Experiment, Point, ProbeAnswer, Ready, Session, Stop
 from reportgen.results.rundir import RunDir
 from reportgen.results.verdicts import FAILED_DURING
-from reportgen.run import external, interrupt, probes
+from reportgen.run import events, external, interrupt, probes
 from reportgen.run.driver import Driver, keep_text_chars
 from reportgen.run.external import ExternalServer
 from reportgen.run.plan import Role, command_line

@@ -430,7 +430,7 @@ def test_sglang_resolved_configuration_read_from_its_log() -> None:
 
 
 def test_sglang_decode_steps_with_and_without_graphs_counted_from_its_log() -> None:
-    from reportgen.observe import events
+    from reportgen.run import events
 
     sglang = engines.get("sglang")
     assert events.graph_steps(sglang, _read(SGLANG / "server-baseline.log")) == [23, 0]
