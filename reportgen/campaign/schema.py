@@ -375,12 +375,19 @@ class Expect(_Model):
 
     verdict: Literal["better", "worse", "equivalent", "fails"] = Field(
         description="What the comparison with the parent shows: better, worse or equivalent "
-        "(within campaign.margin) at each level of `at`; fails: the server does not start."
+        "(within campaign.margin) at each level of `at`; fails: the experiment fails (its "
+        "server does not start, or a check such as its outputs' invalidates it)."
     )
     at: list[Annotated[int, Field(ge=1)]] | None = Field(
         None,
         min_length=1,
         description="The concurrency levels it speaks of (default: every objective level).",
+    )
+    rate: list[Annotated[float, Field(gt=0)]] | None = Field(
+        None,
+        min_length=1,
+        description="The request-rate levels it speaks of (req/s; inf for all at once), where "
+        "the workload's request_rate is a list; instead of `at`.",
     )
     metric: ExpectMetric = Field(
         "objective",
@@ -395,6 +402,8 @@ class Expect(_Model):
             return self.text
         what = "" if self.metric == "objective" else f"{self.metric} "
         where = f" at C={','.join(str(c) for c in self.at)}" if self.at else ""
+        if self.rate:
+            where = f" at R={','.join(f'{r:g}' for r in self.rate)}/s"
         return f"{what}{self.verdict}{where}" if self.verdict != "fails" else "fails"
 
 
@@ -403,9 +412,9 @@ class ExperimentSpec(_Model):
     why: str = Field(min_length=1, description="Why this change is tried.")
     expect: str | Expect | list[Expect] = Field(
         "",
-        description="What you expect to see: words the report reads for a direction, or "
-        "one or more structured expectations ({ verdict, at, metric, text }) judged as "
-        "written.",
+        description="What you expect to see: one or more structured expectations ({ "
+        "verdict, at, metric, text }), each judged level by level against the comparison "
+        "with the parent; words alone are shown as written and not judged.",
     )
     based_on: str | None = Field(
         None, description='Parent: an earlier experiment id, or "best". Default: the baseline.'

@@ -21,6 +21,7 @@ import shlex
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from reportgen import metrics
 from reportgen.analysis import bound, unjudged
@@ -30,7 +31,7 @@ from reportgen.metrics import REGISTRY
 from reportgen.render import costs
 from reportgen.render.content import Brief, BriefCell
 from reportgen.render.evidence import failure_hint, kv_cache
-from reportgen.render.expectations import expectations
+from reportgen.render.expectations import PROSE, PROSE_HINT, expectations
 from reportgen.render.experiment import request_tokens
 from reportgen.render.fmt import NONE, fmt_rests_on
 from reportgen.render.levels import samples, summaries_by_level
@@ -536,7 +537,7 @@ def build(run: Run, table: costs.Table | None = None) -> Brief:
             failed=failed,
             unfinished=_unfinished(run),
             unjudged=_unjudged(run),
-            expectations=expectations(run),
+            **_expected(run),
             next_steps=_next_steps(run, None, [], columns),
             detect=detectable(run),
             cheapest=cheapest(run),
@@ -568,7 +569,7 @@ def build(run: Run, table: costs.Table | None = None) -> Brief:
         unfinished=_unfinished(run),
         unjudged=_unjudged(run),
         samples=[samples(runs.get(level) or []) for level, _ in cells],
-        expectations=expectations(run),
+        **_expected(run),
         next_steps=_next_steps(run, best, cells, columns),
         kv_cache=kv_cache(best, request_tokens(best)),
         detect=detectable(run),
@@ -576,3 +577,12 @@ def build(run: Run, table: costs.Table | None = None) -> Brief:
         cost=cost_line(run, table),
         replication=replication_line(run),
     )
+
+
+def _expected(run: Run) -> dict[str, Any]:
+    """The expectations' table, and how a prose one is judged where the table holds one."""
+    found = expectations(run)
+    return {
+        "expectations": found,
+        "expect_hint": PROSE_HINT if any(x.reading == PROSE for x in found) else "",
+    }

@@ -55,6 +55,7 @@ class Brief:
     # ("28-33"): a p99 of fewer than 100 is about the maximum
     samples: list[str] = field(default_factory=list)
     expectations: list[Expectation] = field(default_factory=list)
+    expect_hint: str = ""  # how a prose expectation is judged, where one is
     next_steps: list[str] = field(default_factory=list)
     kv_cache: str = ""  # the best configuration's KV cache, as its engine's log said
     # per objective level, the smallest change the run could decide, against the margin

@@ -121,7 +121,7 @@ why = "The simulator as it starts."
 [[experiment]]
 id = "faster"
 why = "A first token four times sooner."
-expect = "ttft lower at R=20"
+expect = {{ verdict = "better", metric = "ttft_ms", rate = [20], text = "ttft lower at R=20" }}
 args = {{ ttft-ms = 5 }}
 """
     )

@@ -556,3 +556,15 @@ def test_looping_answers_of_random_weights_are_said_not_warned() -> None:
     assert real.status == "warn" and "looping text" in real.hint
     assert dummy.status == "skip" and dummy.evidence == real.evidence
     assert dummy.hint.startswith("not judged: random weights give such text by construction")
+
+
+def test_an_expected_failure_is_told_from_words_that_only_mention_one() -> None:
+    """A failure the campaign expected in prose ("Fails at start") sets an experiment's
+    failure apart from a verdict (``Unjudged`` "expected failure"); "should not fail" and
+    "the capture that fails" expect none."""
+    from reportgen.analysis.unjudged import expects_failure
+
+    assert [expects_failure(t) for t in (
+        "Fails at start with vLLM's own reason.", "should fail: the cache cannot fit",
+        "It should not fail", "should no longer fail at C=64", "fixes the capture that fails",
+    )] == [True, True, False, False, False]  # fmt: skip
