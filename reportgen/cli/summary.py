@@ -14,6 +14,7 @@ from rich.table import Table
 from reportgen import metrics
 
 if TYPE_CHECKING:
+    from reportgen.analysis.costs import LevelCost
     from reportgen.results.model import Point, Run
 
     # bench --percentiles, per experiment and level: each latency's asked percentiles, as the
@@ -51,6 +52,11 @@ def summary_json(
             for c in comps
         ]
 
+    from reportgen.analysis import costs
+    from reportgen.results.as_run import host_as_run
+
+    per_hour, basis = costs.hourly(data)
+    spent = {(c.experiment, c.point): c for c in costs.level_costs(data, per_hour)}
     experiments = []
     for e in data.experiments:
         levels, measured = {}, {}
@@ -65,6 +71,8 @@ def summary_json(
             measured[str(agg.point)] = _level_json(agg, runs.get(agg.point, []))
             if asked and e.id in asked:
                 measured[str(agg.point)]["percentiles"] = asked[e.id][agg.point]
+            if (c := spent.get((e.id, agg.point))) is not None:
+                measured[str(agg.point)]["cost"] = _cost_json(c)
         d = e.decision
         experiments.append(
             {
@@ -93,8 +101,33 @@ def summary_json(
             "concurrency": data.objective_levels,
             "higher_is_better": data.higher_is_better,
         },
+        "price": {
+            "per_hour": per_hour,
+            "currency": price.currency
+            if (price := host_as_run(data.campaign.get("host")).price)
+            else None,
+            "basis": basis or None,
+        },
         "experiments": experiments,
         "reports": {kinds.get(p.suffix, "tables"): str(p) for p in paths},
+    }
+
+
+def _cost_json(c: LevelCost) -> dict[str, Any]:
+    """One level's cost and efficiency in ``--json`` (``analysis.costs.LevelCost``): the cost
+    of a million output and input tokens at the run's price, output tokens per joule (and
+    their ratio to the parent's), and decode's and prefill's percent of their bounds; null
+    where the run could not tell."""
+    vs = c.tok_per_j_vs_parent
+    return {
+        "per_mtok_output": c.per_mtok_output,
+        "per_mtok_input": c.per_mtok_input,
+        "tok_per_j": c.tok_per_j,
+        "tok_per_j_vs_parent": None
+        if vs is None or vs.ratio is None
+        else {"ratio": vs.ratio, "ci_low": vs.ci_low, "ci_high": vs.ci_high, "verdict": vs.verdict},
+        "decode_bound_pct": c.decode_share,
+        "prefill_bound_pct": c.prefill_share,
     }
 
 

@@ -7,15 +7,15 @@ empty (no section) where a run has none of them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import fmean
 from typing import Any
 
-from reportgen.analysis import roofline, verdict
+from reportgen.analysis.costs import Roof, hourly, level_costs, roof_models
 from reportgen.render.fmt import NONE, fmt_ci, fmt_num, fmt_ratio, fmt_rests_on
 from reportgen.results.as_run import host_as_run
-from reportgen.results.levels import Level
-from reportgen.results.model import Experiment, Run
+from reportgen.results.model import Run
 from reportgen.results.verdicts import Comparison
+
+__all__ = ["Table", "cost_rows", "hourly", "replayed", "roof_basis", "table"]
 
 
 @dataclass(frozen=True)
@@ -40,129 +40,35 @@ def table(run: Run) -> Table:
     )  # fmt: skip
 
 
-def hourly(run: Run) -> tuple[float | None, str]:
-    """What the serving host cost an hour (``host.price``), and the words for where that came
-    from (None where a price per GPU-hour met no count of GPUs; ("", None) with no price)."""
-    host = host_as_run(run.campaign.get("host"))
-    price = host.price
-    if price is None:
-        return None, ""
-    if price.per_hour is not None:
-        return price.per_hour, f"{price.per_hour:g} {price.currency} an hour ({price.source})"
-    assert price.per_gpu_hour is not None
-    # the GPUs reportgen saw are the server's only where it started the server itself
-    elsewhere = any(e.base_url for e in run.experiments)
-    seen = 0 if elsewhere else len(run.fingerprint.gpus.devices)
-    expected = host.expect.gpu_count
-    gpus, whose = (expected, "host.expect.gpu_count") if expected else (seen, "the GPUs it saw")
-    rate = f"{price.per_gpu_hour:g} {price.currency} per GPU-hour ({price.source})"
-    if not gpus:
-        why = "a server reportgen did not start" if elsewhere else "no GPU was counted"
-        return None, f"{rate}, but {why}: set host.expect.gpu_count"
-    return price.per_gpu_hour * gpus, f"{rate} x {gpus} GPUs ({whose})"
-
-
 def cost_rows(
     run: Run, per_hour: float | None, roofs: dict[str, Roof | str] | None = None
 ) -> list[dict[str, Any]]:
-    """Per experiment that measured something and each level that decides: output tok/s, the
-    cost of a million output tokens and of a million input tokens at ``per_hour`` (``hourly``),
-    output tokens per joule, and decode's and prefill's share of their bounds (``roofs``:
-    ``roof_models``, made here where not given); empty where the run has neither a price nor
-    any energy nor a bound."""
-    rows = []
-    roofs = roof_models(run) if roofs is None else roofs
-    for e in run.experiments:
-        roof = roofs.get(e.id)
-        vs = {c.point: c for c in verdict.energy_vs_parent(run, e)}
-        for agg in sorted(e.by_level, key=lambda a: a.point.order):
-            if not run.decides(agg.point):
-                continue
-            out = agg.stat("output_tok_s").mean
-            total = agg.stat("total_tok_s").mean
-            per_j = agg.stat("output_tok_per_j").mean
-            inputs = None if total is None else total - (out or 0)
-            decode = prefill = None
-            if isinstance(roof, tuple):
-                levels = [lv for lv in e.levels if lv.point == agg.point and not lv.aborted]
-                b = level_bound(roof, levels)
-                if b is not None:
-                    decode = roofline.percent(out, b.decode_tok_s)
-                    prefill = roofline.percent(inputs, b.prefill_tok_s)
-            rows.append(
-                {
-                    "id": e.id,
-                    "level": str(agg.point),
-                    "label": agg.point.label,
-                    "out_tok_s": fmt_num(out),
-                    "out_cost": _per_million(per_hour, out),
-                    "in_cost": _per_million(per_hour, inputs),
-                    "per_j": fmt_num(per_j) if per_j is not None else NONE,
-                    "per_j_vs": _versus(vs.get(agg.point)),
-                    "decode_pct": _pct(decode),
-                    "prefill_pct": _pct(prefill),
-                    "priced": per_hour is not None,
-                    "energy": per_j is not None,
-                    "roofline": decode is not None,
-                }
-            )
+    """``analysis.costs.level_costs`` as the table's cells: output tok/s, the cost of a
+    million output and input tokens, output tokens per joule (and against the parent's), and
+    decode's and prefill's share of their bounds; empty where the run has neither a price
+    nor any energy nor a bound."""
+    rows = [
+        {
+            "id": c.experiment,
+            "level": str(c.point),
+            "label": c.point.label,
+            "out_tok_s": fmt_num(c.output_tok_s),
+            "out_cost": _money(c.per_mtok_output),
+            "in_cost": _money(c.per_mtok_input),
+            "per_j": fmt_num(c.tok_per_j) if c.tok_per_j is not None else NONE,
+            "per_j_vs": _versus(c.tok_per_j_vs_parent),
+            "decode_pct": _pct(c.decode_share),
+            "prefill_pct": _pct(c.prefill_share),
+            "priced": per_hour is not None,
+            "energy": c.tok_per_j is not None,
+            "roofline": c.decode_share is not None,
+        }
+        for c in level_costs(run, per_hour, roofs)
+    ]
     priced = bool(host_as_run(run.campaign.get("host")).price)
     if not any(r["priced"] or r["energy"] or r["roofline"] for r in rows) and not priced:
         return []  # (a price that could not be applied keeps the table, to say why)
     return rows
-
-
-Roof = tuple[roofline.Model, roofline.Gpu, roofline.Parallel]
-
-
-def roof_models(run: Run) -> dict[str, Roof | str]:
-    """Per experiment, its model's size, its GPU's figures and its parallelism, or why its
-    levels get no bound. The GPUs are the run's as reportgen saw them (a server elsewhere:
-    none), the model's shape as its config.json said when the experiment ran."""
-    names = sorted({str(d.name) for d in run.fingerprint.gpus.devices if d.name})
-    return {e.id: _roof(e, names) for e in run.experiments}
-
-
-def _roof(e: Experiment, names: list[str]) -> Roof | str:
-    if e.base_url:
-        return (
-            "a server reportgen did not start: its model's config.json was not read (and its "
-            "GPUs may not be this host's)"
-        )
-    if len(names) != 1:
-        return "no GPU seen" if not names else f"GPUs of several kinds ({', '.join(names)})"
-    gpu = roofline.gpu(names[0])
-    if gpu is None:
-        return f"{names[0]} is not among the GPUs whose figures reportgen knows"
-    shape = (e.model_files or {}).get("shape")
-    if not isinstance(shape, dict):
-        why = (e.model_files or {}).get("error") or "its config.json was not read (an older run)"
-        return f"the model's shape is unknown: {why}"
-    model = roofline.model(shape, roofline.kv_dtype(e.args), e.args)
-    if isinstance(model, str):
-        return model
-    par = roofline.parallel(e.args)
-    if isinstance(par, str):
-        return par
-    return model, gpu, par
-
-
-def level_bound(roof: Roof, levels: list[Level]) -> roofline.Bound | None:
-    """The bounds at one level, from its runs: the requests in flight where the throughputs
-    were counted (the batch), and each request's mean prompt and answer (its context halfway
-    through its answer)."""
-    ok = sum(lv.summary.ok for lv in levels)
-    batch = [
-        c
-        for lv in levels
-        if (c := lv.summary.window_concurrency or lv.summary.achieved_concurrency) is not None
-    ]
-    if not ok or not batch:
-        return None
-    prompt = sum(lv.summary.input_tokens for lv in levels) / ok
-    answer = sum(lv.summary.output_tokens for lv in levels) / ok
-    model, gpu, par = roof
-    return roofline.bound(model, gpu, par, fmean(batch), prompt + answer / 2, prompt)
 
 
 def replayed(run: Run) -> str:
@@ -220,8 +126,5 @@ def _pct(v: float | None) -> str:
     return NONE if v is None else (f"{v:.1f}%" if v < 10 else f"{v:.0f}%")
 
 
-def _per_million(per_hour: float | None, tok_s: float | None) -> str:
-    """The cost of a million tokens at ``tok_s`` on a host costing ``per_hour``."""
-    if per_hour is None or not tok_s or tok_s <= 0:
-        return NONE
-    return f"{per_hour / 3600 / tok_s * 1e6:.4g}"
+def _money(v: float | None) -> str:
+    return NONE if v is None else f"{v:.4g}"

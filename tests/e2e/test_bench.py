@@ -448,16 +448,25 @@ def test_a_price_gives_the_cost_of_a_million_tokens_at_each_level(
 ) -> None:
     """`--price 36` (an hour of the host) gives, per level, the cost of a million output and
     input tokens (the hour over the tokens an hour makes), quoting where the price came from;
-    a campaign without a price (and without GPU energy) has no such table."""
+    a campaign without a price (and without GPU energy) has no such table. `--json` carries
+    the same numbers, per level, and the price it used."""
     sim = start_sim("--ttft-ms", "5", "--itl-ms", "2")
     out = tmp_path / "out"
     res = reportgen_main(
         "bench", sim.url, "--concurrency", "1,4", "--requests", "12", "--repetitions", "1",
         "--warmup", "0",
         "--level-warmup-max", "2", "--output-tokens", "8", "--price", "36", "--price-source",
-        "list price, 2026-12", "--output", out, "--no-pdf", "--quiet", cache=cache,
+        "list price, 2026-12", "--output", out, "--no-pdf", "--quiet", "--json", cache=cache,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
+    said = json.loads(res.stdout)
+    assert said["price"] == {
+        "per_hour": 36.0, "currency": "USD", "basis": "36 USD an hour (list price, 2026-12)"
+    }  # fmt: skip
+    for level in said["experiments"][0]["levels"].values():
+        out_s = level["output_tok_s"]["mean"]
+        assert level["cost"]["per_mtok_output"] == pytest.approx(36 / 3600 / out_s * 1e6)
+        assert level["cost"]["per_mtok_input"] > 0 and level["cost"]["tok_per_j"] is None
     (written,) = (out / "bench").glob("bench-*.toml")
     price = tomllib.loads(written.read_text())["host"]["price"]
     assert price == {"per_hour": 36.0, "source": "list price, 2026-12"}
