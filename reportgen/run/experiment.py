@@ -185,7 +185,10 @@ def _one_more(
     small for it."""
     mine = [x for x in launches if x.role == "experiment"]
     low, high = repetitions_range(r.workload.repetitions)
-    if not ctx.m.campaign.more_starts or len(mine) < 2 or high > low or r.one_session:
+    campaign = ctx.m.campaign
+    if not campaign.more_starts or campaign.interleave or r.one_session:
+        return None
+    if len(mine) < 2 or high > low:
         return None
     apart = judge.starts_apart()
     if not apart:
