@@ -230,12 +230,8 @@ def starts_agree(entry: Experiment, known: Sequence[Experiment], metric: str) ->
     added must render again byte for byte.)"""
     found: list[str] = []
     warned: list[str] = []
-    for x in start_spreads(entry, known, metric):
-        said = (
-            f"{x.level.label}: sd {_sd(x.own)} between its {x.starts} starts' means, "
-            f"{_sd(x.pooled)} between the other configurations' ({x.dof_others} degree"
-            f"{'s' * (x.dof_others != 1)} of freedom), F test p = {x.p:.2g}"
-        )
+    for x in _start_spreads(entry, known, metric):
+        said = _spread_said(x, dof=True)
         found.append(said)
         if x.p < STARTS_P:
             warned.append(said)
@@ -258,7 +254,7 @@ def starts_agree(entry: Experiment, known: Sequence[Experiment], metric: str) ->
     ]
 
 
-def start_spreads(
+def _start_spreads(
     entry: Experiment, known: Sequence[Experiment], metric: str
 ) -> list[noise.StartSpread]:
     """``noise.start_spreads`` of ``entry``'s configuration among the experiments ``known``
@@ -272,12 +268,17 @@ def starts_apart(entry: Experiment, known: Sequence[Experiment], metric: str) ->
     """The levels where ``entry``'s starts spread more than the other configurations' (the F
     test of ``starts_agree``), each with its evidence: where the runner starts it once more
     (``campaign.more_starts``)."""
-    return [
+    return [_spread_said(x) for x in _start_spreads(entry, known, metric) if x.p < STARTS_P]
+
+
+def _spread_said(x: noise.StartSpread, dof: bool = False) -> str:
+    """One level's starts against the pool's, in words (``dof``: with the pool's degrees of
+    freedom, as the check says it)."""
+    pool = f" ({x.dof_others} degree{'s' * (x.dof_others != 1)} of freedom)" if dof else ""
+    return (
         f"{x.level.label}: sd {_sd(x.own)} between its {x.starts} starts' means, "
-        f"{_sd(x.pooled)} between the other configurations', F test p = {x.p:.2g}"
-        for x in start_spreads(entry, known, metric)
-        if x.p < STARTS_P
-    ]
+        f"{_sd(x.pooled)} between the other configurations'{pool}, F test p = {x.p:.2g}"
+    )
 
 
 def _sd(var: float) -> str:

@@ -62,6 +62,12 @@ def hourly(run: Run) -> tuple[float | None, str]:
     return price.per_gpu_hour * gpus, f"{rate} x {gpus} GPUs ({whose})"
 
 
+def currency(run: Run) -> str | None:
+    """The price's currency ("USD"), None where the campaign gives no price."""
+    price = host_as_run(run.campaign.get("host")).price
+    return price.currency if price is not None else None
+
+
 def level_costs(
     run: Run, per_hour: float | None, roofs: dict[str, Roof | str] | None = None
 ) -> list[LevelCost]:

@@ -53,7 +53,6 @@ def summary_json(
         ]
 
     from reportgen.analysis import costs
-    from reportgen.results.as_run import host_as_run
 
     per_hour, basis = costs.hourly(data)
     spent = {(c.experiment, c.point): c for c in costs.level_costs(data, per_hour)}
@@ -103,9 +102,7 @@ def summary_json(
         },
         "price": {
             "per_hour": per_hour,
-            "currency": price.currency
-            if (price := host_as_run(data.campaign.get("host")).price)
-            else None,
+            "currency": costs.currency(data),
             "basis": basis or None,
         },
         "experiments": experiments,

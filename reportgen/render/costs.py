@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reportgen.analysis.costs import Roof, hourly, level_costs, roof_models
+from reportgen.analysis.costs import Roof, currency, hourly, level_costs, roof_models
 from reportgen.render.fmt import NONE, fmt_ci, fmt_num, fmt_ratio, fmt_rests_on
-from reportgen.results.as_run import host_as_run
 from reportgen.results.model import Run
 from reportgen.results.verdicts import Comparison
 
@@ -33,10 +32,9 @@ class Table:
 def table(run: Run) -> Table:
     per_hour, basis = hourly(run)
     roofs = roof_models(run)
-    price = host_as_run(run.campaign.get("host")).price
     return Table(
         per_hour, basis, cost_rows(run, per_hour, roofs), roof_basis(run, roofs),
-        price.currency if price is not None else "",
+        currency(run) or "",
     )  # fmt: skip
 
 
@@ -65,7 +63,7 @@ def cost_rows(
         }
         for c in level_costs(run, per_hour, roofs)
     ]
-    priced = bool(host_as_run(run.campaign.get("host")).price)
+    priced = currency(run) is not None
     if not any(r["priced"] or r["energy"] or r["roofline"] for r in rows) and not priced:
         return []  # (a price that could not be applied keeps the table, to say why)
     return rows

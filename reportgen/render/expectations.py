@@ -83,23 +83,17 @@ def expectations(run: Run) -> list[Expectation]:
             continue
         outcome = run.outcome(e)
         failed = outcome == "failed"
+        unfinished = _unfinished(outcome)
         if not e.expects:  # prose: shown, not read
-            what = (
-                ("interrupted before it finished" if outcome == "interrupted" else outcome)
-                if outcome in ("interrupted", "not started", "pending", "running")
-                else _failed(e)
-                if failed
-                else _measured(e, metric, levels)
-            )
+            what = unfinished or (_failed(e) if failed else _measured(e, metric, levels))
             out.append(Expectation(e.id, e.expect, PROSE, what, "not judged"))
             continue
         reading = _structured(e.expects, levels)
         wanted = any(x.get("verdict") == "fails" for x in e.expects)
         said = "; ".join(r.said() for r in reading)
-        if outcome in ("interrupted", "not started", "pending", "running"):
-            what = "interrupted before it finished" if outcome == "interrupted" else outcome
+        if unfinished:
             read = "fails" if wanted else said or "–"
-            out.append(Expectation(e.id, e.expect, read, what, "not judged"))
+            out.append(Expectation(e.id, e.expect, read, unfinished, "not judged"))
             continue
         measured = _measured(e, metric, levels, reading)
         if wanted and not failed:
@@ -142,6 +136,13 @@ def expectations(run: Run) -> list[Expectation]:
         )
         out.append(Expectation(e.id, e.expect, said, measured, judged))
     return out
+
+
+def _unfinished(outcome: str) -> str:
+    """What an experiment that did not finish was (``Run.outcome``), else ""."""
+    if outcome == "interrupted":
+        return "interrupted before it finished"
+    return outcome if outcome in ("not started", "pending", "running") else ""
 
 
 def _failed(e: Experiment, measured: str = "") -> str:

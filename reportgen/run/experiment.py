@@ -183,12 +183,12 @@ def _one_more(
     than the other configurations' at some level (``entry.more_start`` says where): its
     verdicts take the spread between starts from them all, which its own starts say is too
     small for it."""
-    mine = [x for x in launches if x.role == "experiment"]
-    low, high = repetitions_range(r.workload.repetitions)
     campaign = ctx.m.campaign
-    if not campaign.more_starts or campaign.interleave or r.one_session:
+    low, high = repetitions_range(r.workload.repetitions)
+    starts = sum(x.role == "experiment" for x in launches)
+    if not campaign.more_starts or campaign.interleave or r.one_session or high > low:
         return None
-    if len(mine) < 2 or high > low:
+    if starts < 2:
         return None
     apart = judge.starts_apart()
     if not apart:

@@ -144,13 +144,10 @@ def detect_engine(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> 
             return got if got.status_code == 200 else None
 
         metrics = ok("/metrics")
+        series = metrics.text if metrics is not None else ""
         for e in engines.ENGINES.values():
             prefix = e.metric_prefix
-            if (
-                metrics is not None
-                and prefix
-                and re.search(rf"^{re.escape(prefix)}", metrics.text, re.M)
-            ):
+            if prefix and re.search(rf"^{re.escape(prefix)}", series, re.M):
                 return e.name, f"its /metrics names {prefix}* series"
         for e in engines.ENGINES.values():
             for path, word in e.detect_paths:
