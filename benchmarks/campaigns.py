@@ -42,7 +42,10 @@ Three designs, on the same kind of campaigns:
   (``campaign.starts = 1``); ``new-2-h1`` and ``new-h1``: each starting from the spread
   between starts one earlier campaign of its design on the same host measured
   (``reportgen run --history``: ``noise.campaign_spread``, ``Run.start_prior``; the earlier
-  campaign's GPU time is not counted).
+  campaign's GPU time is not counted); ``new-2-m``: ``new-2`` with one more start of an
+  experiment whose starts disagree with the other configurations' (``campaign.more_starts``
+  as it was first); ``new-2-me``: also one more where it is still inconclusive with its
+  ratio inside the margin (``verdict.equivalence_open``; ``campaign.more_starts`` now).
 
 A row prints, for identical configurations, how often one was adopted or rejected when first
 decided and at the end (per experiment) and how often a campaign held any such call at the
@@ -121,6 +124,9 @@ class Design:
     # one more start of an experiment whose starts disagree with the other configurations'
     # (``checks.starts_agree``'s F test at an objective level), before it is decided
     more_starts: bool = False
+    # one more start of an experiment still inconclusive at an objective level whose ratio
+    # lies inside the margin (equivalence still open), after which it is decided again
+    more_open: bool = False
 
 
 DESIGNS = {
@@ -130,6 +136,7 @@ DESIGNS = {
     "new-2-h1": Design("new-2-h1", 2, 2, "campaign", "anchored", history=1),
     "new-h1": Design("new-h1", 1, 2, "campaign", "anchored", history=1),
     "new-2-m": Design("new-2-m", 2, 2, "campaign", "anchored", more_starts=True),
+    "new-2-me": Design("new-2-me", 2, 2, "campaign", "anchored", more_starts=True, more_open=True),
 }
 
 
@@ -307,6 +314,10 @@ def campaign(design: Design, host: Host, k: int, rng: np.random.Generator) -> Ou
             _session(e, len(e.sessions), [REPS], truth, clock, rng, spread)
         decide(e)
         assert e.decision is not None
+        if design.more_open and verdict.equivalence_open(run, e):  # the runner's question
+            _session(e, len(e.sessions), [len(e.sessions) + REPS - 2], truth, clock, rng, spread)
+            decide(e)
+            assert e.decision is not None
         first.append(e.decision.verdict)
         if design.anchors and i % design.anchors == 0 and i < k:
             anchors += 1

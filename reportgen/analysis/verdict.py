@@ -262,11 +262,32 @@ def open_levels(run: Run, entry: Experiment, rows: Rows | None = None) -> list[P
     return [c.point for c in found if still_open(c, high)]
 
 
+def equivalence_open(run: Run, entry: Experiment, rows: Rows | None = None) -> list[str]:
+    """The objective levels where ``entry`` (its levels so far), better and worse nowhere, is
+    still inconclusive with its ratio inside the campaign's margin, each with its ratio and
+    the change its interval leaves possible: where one more start could show it equivalent
+    (``campaign.more_starts``). Empty where it is decided, or cannot be judged."""
+    parent_side, _ = sides(run, entry)
+    if why_unjudged(run, entry, parent_side, rows or {}):
+        return []
+    found = Comparer(run, entry, CURRENT).objective(parent_side)
+    if any(c.verdict in ("better", "worse") for c in found):
+        return []
+    inside = math.log1p(run.margin)
+    return [
+        f"{c.point.label}: x{c.ratio:.3f}"
+        + (f", no change beyond {c.bound:.1%} shown" if c.bound is not None else "")
+        for c in found
+        if c.verdict == "inconclusive" and c.ratio and abs(math.log(c.ratio)) < inside
+    ]
+
+
 @dataclass(frozen=True)
 class Judge:
     """What a running experiment asks of the run's decisions so far: which objective levels
-    are still open (``open_levels``), and where its starts disagree with the other
-    configurations' (``starts_apart``). ``tables``: adds to the experiment's request records
+    are still open (``open_levels``), where its starts disagree with the other
+    configurations' (``starts_apart``) and where it could still be shown equivalent
+    (``equivalence_open``). ``tables``: adds to the experiment's request records
     so far the saved ones it is compared with (the runner's; None: its own alone)."""
 
     run: Run
@@ -278,6 +299,9 @@ class Judge:
 
     def starts_apart(self) -> list[str]:
         return starts_apart(self.entry, self.run.known_at(self.entry.id), self.run.metric)
+
+    def equivalence_open(self, mine: Rows) -> list[str]:
+        return equivalence_open(self.run, self.entry, self.tables(mine) if self.tables else mine)
 
 
 FUTILITY_DOF = 8  # no futility stop before a comparison's interval has this many dof

@@ -144,13 +144,16 @@ class CampaignInfo(_Model):
         True,
         description="Start an experiment once more, for one more repetition, where its "
         "server starts spread more than the other configurations' at an objective level (an "
-        "F test at 5%, the check starts_agree), before it is decided: its verdicts take the "
-        "spread between starts from every configuration together, which its own starts say "
-        "is too small for it. Only where it ran on two or more starts (campaign.starts) with "
-        "a fixed count of repetitions, not interleaved (benchmarks/campaigns.py, design "
-        "new-2-m: identical configurations whose starts spread four times the others' were "
-        "adopted or rejected in 5.6% of experiments instead of 9.4%, for about a tenth more "
-        "GPU time).",
+        "F test at 5%, the check starts_agree): its verdicts take the spread between starts "
+        "from every configuration together, which its own starts say is too small for it; "
+        "then once more where it is still inconclusive with its ratio inside the margin, "
+        "better and worse nowhere (where one more start could show it equivalent). Before it "
+        "is decided, and only where it ran on two or more starts (campaign.starts) with a "
+        "fixed count of repetitions, not interleaved (benchmarks/campaigns.py, designs "
+        "new-2-m and new-2-me: identical configurations whose starts spread four times the "
+        "others' were adopted or rejected in 5.6% of experiments instead of 9.4%; the second "
+        "start took a true +5% from 47-67% adopted to 60-81% and identical configurations "
+        "called equivalent at C=1 from 18-24% to 38-48%, for 3-7% more GPU time).",
     )
     parallel: int = Field(
         1,

@@ -310,7 +310,9 @@ def section(
         ],
         paired=bool(decision and decision.paired),
         servers=_servers(
-            e.sessions, grown=e.control is not None and e.control.grown, more_start=e.more_start
+            e.sessions,
+            grown=e.control is not None and e.control.grown,
+            more=(e.more_start, e.more_open),
         ),
         repetitions=adaptive_note(e),
         spec=evidence.spec_rows(e, counters or {}),
@@ -396,21 +398,31 @@ def _flag_diff(items: Sequence[records.FlagChange]) -> list[FlagChange]:
 
 
 def _servers(
-    sessions: Sequence[model.Session], grown: bool = False, more_start: str | None = None
+    sessions: Sequence[model.Session],
+    grown: bool = False,
+    more: tuple[str | None, str | None] = (None, None),
 ) -> str:
     """How the experiment's servers were launched, in a phrase ("" for one launch);
-    ``grown``: its parent's ran beside its adaptive rounds (``Control.grown``);
-    ``more_start``: why it was started once more (``Experiment.more_start``)."""
+    ``grown``: its parent's ran beside its adaptive rounds (``Control.grown``); ``more``: why
+    it was started once more (``Experiment.more_start``, ``Experiment.more_open``)."""
     if len(sessions) <= 1:
         return ""
     mine = [x for x in sessions if x.role == "experiment"]
     control = [x for x in sessions if x.role == "control"]
     text = f"{len(mine)} launches of this configuration, one per repetition"
-    if more_start:
-        text += (
-            f", the last because its first {len(mine) - 1} spread more than the other "
-            f"configurations' starts ({more_start})"
+    apart, inside = more
+    why = []
+    if apart:
+        first = len(mine) - 1 - bool(inside)
+        why.append(f"its first {first} spread more than the other configurations' starts ({apart})")
+    if inside:
+        why.append(
+            "it was still inconclusive with its ratio inside the margin, where one more start "
+            f"could show it equivalent ({inside})"
         )
+    if why:
+        last = "the last" if len(why) == 1 else "the last two"
+        text += f", {last} because " + " and because ".join(why)
     if control and grown:
         text += (
             f", and {len(control)} more of its parent's beside its added repetitions (compared "

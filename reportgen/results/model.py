@@ -155,6 +155,8 @@ class Experiment(_Model):
     looks: list[Look] = Field(default_factory=list)  # adaptive repetitions, in order
     # campaign.more_starts: where its starts spread more than the others' (one more start)
     more_start: str | None = None
+    # and where, then inconclusive inside the margin, it could still be shown equivalent
+    more_open: str | None = None
     search: SearchRecord | None = None  # workload.find_max: the probes and the answer
     # where it ran, when not here: the host's name, and a Slurm job's id and node
     ran_on: RanOn | None = None
@@ -186,11 +188,11 @@ class Experiment(_Model):
     @model_serializer(mode="wrap")
     def _without_unread_config(self, handler: SerializerFunctionWrapHandler) -> Any:
         """No ``engine_config`` or ``also_changed`` where none was read (runs recorded before
-        them), no ``more_start`` where none was made: a run read and saved again keeps its
-        form."""
+        them), no ``more_start`` or ``more_open`` where none was made: a run read and saved
+        again keeps its form."""
         out = handler(self)
         if isinstance(out, dict):
-            for key in ("engine_config", "expects", "more_start"):
+            for key in ("engine_config", "expects", "more_start", "more_open"):
                 if out.get(key, 0) is None:
                     out.pop(key)
             if out.get("also_changed") == []:

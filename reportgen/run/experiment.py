@@ -51,6 +51,11 @@ class Judge(Protocol):
         """The levels where its starts so far spread more than the other configurations'."""
         ...
 
+    def equivalence_open(self, mine: Mapping[str, Sequence[RequestRecord]]) -> list[str]:
+        """The objective levels where it is inconclusive with its ratio inside the margin,
+        better and worse nowhere: where one more start could show it equivalent."""
+        ...
+
 
 def run_experiment(
     ctx: Context,
@@ -64,7 +69,8 @@ def run_experiment(
     its request records by table. With adaptive repetitions, ``judge.open_levels(tables)``
     says after each round which objective levels are still undecided, from the records
     measured so far; with ``campaign.more_starts``, where its starts disagree with the other
-    configurations' (``judge.starts_apart``), it is started once more before that."""
+    configurations' (``judge.starts_apart``) and where it could still be shown equivalent
+    (``judge.equivalence_open``), it is started once more before that."""
     entry.status = "running"
     entry.started_at = utc_now()
     interleave = ctx.m.campaign.interleave
@@ -167,34 +173,52 @@ def _more(
     tables: Callable[[], Mapping[str, Sequence[RequestRecord]]],
 ) -> Iterator[Launch]:
     """The launches after the planned ones: one more start where its starts disagree with
-    the others' (``_one_more``), then rounds of adaptive repetitions (``_rounds``), each
-    asked of ``judge`` once the launch before it has run."""
-    extra = _one_more(ctx, r, entry, launches, judge)
-    if extra is not None:
+    the others', one more where it could still be shown equivalent (``_more_starts``), then
+    rounds of adaptive repetitions (``_rounds``), each asked of ``judge`` once the launch
+    before it has run."""
+    index = len(launches)
+    for extra in _more_starts(ctx, r, entry, launches, judge, tables):
         yield extra
-    yield from _rounds(r, parent, entry, len(launches), lambda: judge.open_levels(tables()))
+        index += 1
+    yield from _rounds(r, parent, entry, index, lambda: judge.open_levels(tables()))
 
 
-def _one_more(
-    ctx: Context, r: Resolved, entry: Experiment, launches: Sequence[Launch], judge: Judge
-) -> Launch | None:
-    """``campaign.more_starts``: one more start, with one more repetition, of an experiment
-    that ran on two or more (fixed repetitions, not interleaved) where its starts spread more
-    than the other configurations' at some level (``entry.more_start`` says where): its
-    verdicts take the spread between starts from them all, which its own starts say is too
-    small for it."""
+def _more_starts(
+    ctx: Context,
+    r: Resolved,
+    entry: Experiment,
+    launches: Sequence[Launch],
+    judge: Judge,
+    tables: Callable[[], Mapping[str, Sequence[RequestRecord]]],
+) -> Iterator[Launch]:
+    """``campaign.more_starts``, for an experiment that ran on two or more starts (fixed
+    repetitions, not interleaved): one more start, with one more repetition, where its starts
+    spread more than the other configurations' at some level (``entry.more_start`` says
+    where: its verdicts take the spread between starts from them all, which its own starts say
+    is too small for it); then, asked once that has run, one more where it is still
+    inconclusive with its ratio inside the margin, better and worse nowhere
+    (``entry.more_open``: one more start is what narrows an interval the spread between
+    starts holds wide), unless it measures again what was decided (a bracket, a
+    confirmation)."""
     campaign = ctx.m.campaign
     low, high = repetitions_range(r.workload.repetitions)
     starts = sum(x.role == "experiment" for x in launches)
     if not campaign.more_starts or campaign.interleave or r.one_session or high > low:
-        return None
+        return
     if starts < 2:
-        return None
+        return
+    rep = low
     apart = judge.starts_apart()
-    if not apart:
-        return None
-    entry.more_start = "; ".join(apart)
-    return Launch(r, r, [low], "experiment", len(launches))
+    if apart:
+        entry.more_start = "; ".join(apart)
+        yield Launch(r, r, [rep], "experiment", len(launches))
+        rep += 1
+    if entry.role != "experiment":
+        return  # a re-measurement of a configuration already decided: no verdict of its own
+    inside = judge.equivalence_open(tables())
+    if inside:
+        entry.more_open = "; ".join(inside)
+        yield Launch(r, r, [rep], "experiment", len(launches) + rep - low)
 
 
 def _rounds(

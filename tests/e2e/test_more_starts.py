@@ -103,3 +103,73 @@ def test_an_experiment_whose_starts_disagree_is_started_once_more(
     _, exps = _run(other, cache, "more_starts = false")
     assert [s["role"] for s in exps["apart"]["sessions"]] == ["experiment", "experiment"]
     assert "more_start" not in exps["apart"]  # (none made: none saved)
+
+
+OPEN = """
+[campaign]
+name = "open"
+title = "identical configurations whose starts differ 4% on a host said to differ 8%"
+objective = {{ metric = "output_tok_s", concurrency = [1, 4] }}
+margin = 0.03
+starts = 2
+bracket = false
+start_spread = 0.08
+
+[server]
+engine = "sim"
+
+[server.args]
+port = {port}
+itl-ms = 4.0
+ttft-ms = 8.0
+jitter = 0.005
+drift = 0.04
+
+[workload]
+concurrency = [1, 4]
+requests_per_level = 8
+input_tokens = 8
+output_tokens = 16
+warmup_requests = 2
+repetitions = 2
+warmup = {warmup}
+
+[[experiment]]
+id = "baseline"
+why = "reference"
+args = {{ starts-file = "{tmp}/baseline" }}
+
+[[experiment]]
+id = "same"
+why = "the same engine under another served name"
+args = {{ model = "same", starts-file = "{tmp}/same" }}
+"""
+
+
+@pytest.mark.slow
+def test_an_experiment_inconclusive_inside_the_margin_is_started_once_more(
+    tmp_path: Path, cache: Path
+) -> None:
+    """ "same" is the baseline under another name, each configuration's second start 4%
+    slower than its first (``--drift``), on a host the campaign says differs 8% between
+    starts (``campaign.start_spread``): its starts agree with the baseline's, so that is not
+    why, but two starts a side cannot show it within the 3% margin while its ratio lies
+    inside it, so it is started a third time, for a third repetition, before it is decided;
+    the report says why and ``verify`` agrees."""
+    path = tmp_path / "c.toml"
+    path.write_text(OPEN.format(port=free_port(), tmp=tmp_path, warmup=FAST_WARMUP))
+    out = tmp_path / "out"
+    res = reportgen_main("run", path, "--output", out, "--quiet", "--no-pdf", cache=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (run_dir,) = (p.parent for p in out.glob("*/*/results.json"))
+    data = json.loads((run_dir / "results.json").read_text())
+    same = {e["id"]: e for e in data["experiments"]}["same"]
+    assert [s["role"] for s in same["sessions"]] == ["experiment"] * 3
+    assert "more_start" not in same
+    assert same["more_open"].startswith("C=") and "no change beyond" in same["more_open"]
+    assert sorted(lv["repetition"] for lv in same["levels"] if lv["concurrency"] == 4) == [0, 1, 2]
+    assert reportgen_main("verify", run_dir).returncode == 0
+    assert reportgen_main("render", run_dir, "--no-pdf").returncode == 0
+    html = (run_dir / "report.html").read_text()
+    assert "3 launches of this configuration, one per repetition, the last because it was " in html
+    assert "still inconclusive with its ratio inside the margin, where one more start" in html
