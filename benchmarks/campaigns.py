@@ -137,6 +137,9 @@ DESIGNS = {
     "new-h1": Design("new-h1", 1, 2, "campaign", "anchored", history=1),
     "new-2-m": Design("new-2-m", 2, 2, "campaign", "anchored", more_starts=True),
     "new-2-me": Design("new-2-me", 2, 2, "campaign", "anchored", more_starts=True, more_open=True),
+    "new-2-me-h1": Design(
+        "new-2-me-h1", 2, 2, "campaign", "anchored", history=1, more_starts=True, more_open=True
+    ),
 }
 
 

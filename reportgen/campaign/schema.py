@@ -151,9 +151,10 @@ class CampaignInfo(_Model):
         "is decided, and only where it ran on two or more starts (campaign.starts) with a "
         "fixed count of repetitions, not interleaved (benchmarks/campaigns.py, designs "
         "new-2-m and new-2-me: identical configurations whose starts spread four times the "
-        "others' were adopted or rejected in 5.6% of experiments instead of 9.4%; the second "
-        "start took a true +5% from 47-67% adopted to 60-81% and identical configurations "
-        "called equivalent at C=1 from 18-24% to 38-48%, for 3-7% more GPU time).",
+        "others' were adopted or rejected in 5.6% of experiments instead of 9.4%; new-2-me: "
+        "a true +5% adopted in 28-81% of campaigns instead of 26-67%, identical "
+        "configurations called equivalent at C=1 in 19-48% instead of 12-24%, for 3-7% more "
+        "GPU time).",
     )
     parallel: int = Field(
         1,
