@@ -12,8 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PERCENTILES = ("p50", "p90", "p99")  # a latency's statistics in an aggregate across repetitions
+# The grid of statistics every latency carries, addressed as (metric, statistic): its
+# percentiles over a level run's requests (and their mean across repetitions in an aggregate),
+# and its mean. Adding a quantile is one entry here.
+PERCENTILES = ("p50", "p90", "p95", "p99")
 STATS = ("mean", *PERCENTILES)  # a latency's statistics in one level run's summary
+
+
+def quantile(stat: str) -> float:
+    """A percentile statistic's quantile in percent (``p95``: 95.0)."""
+    return float(stat.removeprefix("p"))
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,9 @@ NAMED = tuple(m.name for m in REGISTRY.values() if m.named)  # what a campaign m
 # compared beyond the objective at every level: (metric, higher is better)
 HEADLINE = tuple((m.name, m.higher_is_better) for m in REGISTRY.values() if m.headline)
 TAILS = tuple(m.name for m in REGISTRY.values() if m.tail)  # p99 compared from the requests
+# every number an aggregate across repetitions keeps, by key: each throughput, then each
+# (latency, percentile)
+GRID = (*THROUGHPUTS, *(f"{m}_{p}" for m in LATENCIES for p in PERCENTILES))
 
 
 def is_throughput(metric: str) -> bool:

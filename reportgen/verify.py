@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reportgen import metrics
 from reportgen import results as store
 from reportgen.analysis import drift, search, verdict
 from reportgen.analysis.decide import point_of
@@ -92,9 +93,25 @@ def _close(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def _unkept(stored: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict[str, Any]:
+    """``fresh`` without the statistics of the grid a run's reportgen did not keep (p95
+    before 2026-12-08): an aggregate's key, or a summary's latency statistic, absent where
+    it was stored are not compared."""
+    out = {}
+    for k, v in fresh.items():
+        if k not in stored and k in metrics.GRID:
+            continue
+        was = stored.get(k)
+        if isinstance(v, Mapping) and isinstance(was, Mapping) and k in metrics.LATENCIES:
+            v = {s: x for s, x in v.items() if s in was or s not in metrics.STATS}
+        out[k] = v
+    return out
+
+
 def _diff_keys(
     stored: Mapping[str, Any], fresh: Mapping[str, Any], skip: Sequence[str] = ()
 ) -> list[str]:
+    fresh = _unkept(stored, fresh)
     keys = set(stored) | set(fresh)
     return sorted(k for k in keys if k not in skip and not _close(stored.get(k), fresh.get(k)))
 

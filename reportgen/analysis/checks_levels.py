@@ -22,6 +22,7 @@ from reportgen.analysis.checks_telemetry import host_speed, telemetry_checks
 from reportgen.analysis.summary import steady_window
 from reportgen.campaign.workload import Workload
 from reportgen.load.records import RequestRecord
+from reportgen.metrics import PERCENTILES, quantile
 from reportgen.results.levels import Aggregate, Level, by_point
 from reportgen.results.model import Experiment, Point, point_of, sorted_points
 from reportgen.results.verdicts import Check, CheckStatus
@@ -32,7 +33,11 @@ CV_BOUND = 0.05
 STEADY_BOUND = 0.10  # early vs late median TPOT
 # Samples a percentile needs to have one above it, 1 / (1 - p): with fewer, the p-th
 # percentile (linear interpolation) lies between the largest values, about the maximum.
-PERCENTILE_SAMPLES = {"p90": 10, "p99": 100}
+# the fewest requests a level run needs for each percentile of the grid above its median to
+# lie between two of them: 1 / (1 - q), so p90 needs 10, p95 20 and p99 100
+PERCENTILE_SAMPLES = {
+    p: math.ceil(round(1 / (1 - quantile(p) / 100), 6)) for p in PERCENTILES if quantile(p) > 50
+}
 
 
 def _share(part: float, whole: float) -> float:
@@ -282,7 +287,7 @@ def worst_cv(by_level: Sequence[Aggregate]) -> tuple[float, Point] | None:
     """The largest coefficient of variation of output tok/s over repetitions, and its level."""
     worst: tuple[float, Point] | None = None
     for agg in by_level:
-        tok = agg.output_tok_s
+        tok = agg.stat("output_tok_s")
         if tok.mean and tok.sd is not None and tok.n > 1:
             cv = tok.sd / tok.mean
             if worst is None or cv > worst[0]:

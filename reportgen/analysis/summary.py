@@ -52,23 +52,23 @@ import numpy as np
 from reportgen.analysis import checks_stalls
 from reportgen.campaign import resolve_trim
 from reportgen.load.records import RequestRecord
-from reportgen.metrics import LATENCIES, THROUGHPUTS
-from reportgen.metrics import PERCENTILES as KEPT
+from reportgen.metrics import LATENCIES, PERCENTILES, THROUGHPUTS, quantile
 from reportgen.results.levels import Aggregate, ClientLoad, Dist, Level, Stat, Summary, by_point
 from reportgen.results.model import Point, sorted_points
 
 if TYPE_CHECKING:
     import pandas as pd
 
-PERCENTILES = (50, 90, 99)
-
 
 def _dist(values: Sequence[float] | np.ndarray) -> Dist:
+    """A latency's statistics over a level's requests: the mean and every percentile of the
+    grid (``metrics.PERCENTILES``, numpy's linear interpolation)."""
     if len(values) == 0:
         return Dist()
     arr = np.asarray(values, dtype=float)
-    p50, p90, p99 = (float(v) for v in np.percentile(arr, PERCENTILES))
-    return Dist(mean=float(arr.mean()), p50=p50, p90=p90, p99=p99)
+    got = np.percentile(arr, [quantile(p) for p in PERCENTILES])
+    stats = {p: float(v) for p, v in zip(PERCENTILES, got, strict=True)}
+    return Dist(mean=float(arr.mean()), **stats)
 
 
 CURVE = tuple(range(101))  # the percentiles a latency distribution's curve is drawn at
@@ -342,7 +342,7 @@ def energy_rates(level: Level) -> tuple[float | None, float | None]:
     return energy / span, per_j
 
 
-AGGREGATED = [(m, None) for m in THROUGHPUTS] + [(m, s) for m in LATENCIES for s in KEPT]
+AGGREGATED = [(m, None) for m in THROUGHPUTS] + [(m, s) for m in LATENCIES for s in PERCENTILES]
 
 
 def aggregate(point: Point | int, runs: Sequence[Summary]) -> Aggregate:

@@ -7,12 +7,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reportgen.metrics import NAMED, is_throughput
+from reportgen.metrics import NAMED, PERCENTILES, STATS, is_throughput
 
 _BOUND = re.compile(
-    r"^\s*(?P<metric>[a-z_][a-z0-9_]*)(?:\.(?P<stat>p50|p90|p99|mean))?\s*(?P<op><=|>=|<|>)\s*"
-    r"(?P<value>[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*$"
+    r"^\s*(?P<metric>[a-z_][a-z0-9_]*)(?:\.(?P<stat>" + "|".join(STATS) + r"))?\s*"
+    r"(?P<op><=|>=|<|>)\s*(?P<value>[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*$"
 )
+_SAID = ", ".join(PERCENTILES) + " or mean"  # the statistics a latency bound may name
 LATENCIES = tuple(m for m in NAMED if not is_throughput(m))
 THROUGHPUTS = tuple(m for m in NAMED if is_throughput(m))
 
@@ -20,7 +21,7 @@ THROUGHPUTS = tuple(m for m in NAMED if is_throughput(m))
 @dataclass(frozen=True)
 class Bound:
     metric: str
-    stat: str | None  # p50, p90, p99 or mean for a latency; None for a throughput
+    stat: str | None  # one of metrics.STATS for a latency; None for a throughput
     op: str
     value: float
 
@@ -45,8 +46,7 @@ def parse(text: str) -> list[Bound]:
         if m is None:
             raise ValueError(
                 f"{part.strip()!r} is not a bound: write metric.stat<value, e.g. "
-                "ttft_ms.p99<500 (stat: p50, p90, p99 or mean; or a throughput, "
-                "output_tok_s>1000)"
+                f"ttft_ms.p99<500 (stat: {_SAID}; or a throughput, output_tok_s>1000)"
             )
         metric, stat = m["metric"], m["stat"]
         if metric in LATENCIES:

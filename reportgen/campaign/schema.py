@@ -22,7 +22,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from reportgen import engines
+from reportgen import engines, metrics
 from reportgen.campaign.base import (
     DEFAULT_MARGIN,
     ENGINES,
@@ -292,7 +292,7 @@ class Reference(_Model):
     conditions: str = ""
 
 
-STATS = ("mean", "p50", "p90", "p99")
+STATS = metrics.STATS  # a latency bound's statistic
 
 
 class Check(_Model):

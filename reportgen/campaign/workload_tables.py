@@ -61,7 +61,7 @@ class FindMax(_Model):
 
     slo: str = Field(
         description="Bounds every probed level must meet, as metric.stat<value joined by "
-        "commas: ttft_ms.p99<500,itl_ms.p99<50 (latencies at p50, p90, p99 or mean; a "
+        "commas: ttft_ms.p99<500,itl_ms.p99<50 (latencies at p50, p90, p95, p99 or mean; a "
         "throughput without a stat, output_tok_s>1000); a level also fails if more than 1% "
         "of its requests fail. A latency is taken over the requests of all the level's "
         "repetitions together (p99: 99 of 100 of them), a throughput as their mean.",

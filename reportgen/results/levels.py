@@ -5,15 +5,17 @@ and a level's aggregate across its repetitions (``Aggregate``, a ``Stat`` per me
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
+    create_model,
     field_serializer,
     model_serializer,
 )
 
+from reportgen import metrics
 from reportgen.campaign.levels import Point, Rate
 from reportgen.results.base import _AsGiven, _Model
 
@@ -83,12 +85,24 @@ class HostWindow(_AsGiven):
 
 
 class Dist(_Model):
-    """A latency's distribution over a level's requests (ms); None where none was measured."""
+    """A latency's distribution over a level's requests (ms): the statistics of
+    ``metrics.STATS``; None where none was measured (or, in runs recorded before it was kept,
+    that statistic: p95)."""
 
     mean: float | None = None
     p50: float | None = None
     p90: float | None = None
+    p95: float | None = None
     p99: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unkept(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """No statistic a run recorded before it was kept lacks (p95): such a run read and
+        saved again keeps its form, and one recorded now has a value for each."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("p95", 0) is None and out.get("p50") is not None:
+            out.pop("p95")
+        return out
 
 
 class ClientLoad(_Model):
@@ -349,32 +363,14 @@ class Stat(_Model):
     n: int = 0
 
 
-class Aggregate(_Model):
-    """One level across its repetitions (``analysis.summary.aggregate``)."""
+class _Aggregate(_Model):
+    """One level across its repetitions (``analysis.summary.aggregate``): the counts here,
+    then a ``Stat`` for every throughput and every (latency, percentile) of the registry
+    (``metrics.GRID``: ``output_tok_s``, ``ttft_ms_p95``...), read by ``stat``."""
 
     concurrency: int
     rate: Rate = None
     repetitions: int = 0
-    output_tok_s: Stat = Field(default_factory=Stat)
-    total_tok_s: Stat = Field(default_factory=Stat)
-    req_s: Stat = Field(default_factory=Stat)
-    goodput_req_s: Stat = Field(default_factory=Stat)
-    output_tok_per_j: Stat = Field(default_factory=Stat)
-    ttft_ms_p50: Stat = Field(default_factory=Stat)
-    ttft_ms_p90: Stat = Field(default_factory=Stat)
-    ttft_ms_p99: Stat = Field(default_factory=Stat)
-    itl_ms_p50: Stat = Field(default_factory=Stat)
-    itl_ms_p90: Stat = Field(default_factory=Stat)
-    itl_ms_p99: Stat = Field(default_factory=Stat)
-    itl_token_ms_p50: Stat = Field(default_factory=Stat)
-    itl_token_ms_p90: Stat = Field(default_factory=Stat)
-    itl_token_ms_p99: Stat = Field(default_factory=Stat)
-    tpot_ms_p50: Stat = Field(default_factory=Stat)
-    tpot_ms_p90: Stat = Field(default_factory=Stat)
-    tpot_ms_p99: Stat = Field(default_factory=Stat)
-    e2e_ms_p50: Stat = Field(default_factory=Stat)
-    e2e_ms_p90: Stat = Field(default_factory=Stat)
-    e2e_ms_p99: Stat = Field(default_factory=Stat)
     errors: int = 0
     requests: int = 0
     short_outputs: int = 0
@@ -399,6 +395,35 @@ class Aggregate(_Model):
         """No request succeeded: its throughput is zero and its latencies unknown, not a
         measurement of the configuration."""
         return bool(self.requests) and self.errors == self.requests
+
+    @model_serializer(mode="wrap")
+    def _without_unkept(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """No percentile empty where its metric's median is not: a statistic the reportgen
+        that recorded the run did not keep (p95 before 2026-12-08), so that such a run read
+        and saved again keeps its form."""
+        out = handler(self)
+        if isinstance(out, dict):
+            for m in metrics.LATENCIES:
+                if (out.get(f"{m}_p50") or {}).get("n"):
+                    for p in metrics.PERCENTILES:
+                        if (out.get(f"{m}_{p}") or {}).get("n") == 0:
+                            out.pop(f"{m}_{p}")
+        return out
+
+
+if TYPE_CHECKING:
+
+    class Aggregate(_Aggregate):
+        """(``_Aggregate`` with its grid's fields, each a ``Stat``.)"""
+
+else:
+    Aggregate = create_model(
+        "Aggregate",
+        __base__=_Aggregate,
+        __module__=__name__,
+        __doc__=_Aggregate.__doc__,
+        **{k: (Stat, Field(default_factory=Stat)) for k in metrics.GRID},
+    )
 
 
 # -- one experiment --------------------------------------------------------------------------
