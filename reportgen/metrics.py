@@ -33,6 +33,11 @@ class Metric:
     named: bool = True  # a campaign may name it (objective, find_max bounds)
     headline: bool = False  # compared at every level beyond the objective (at p50 if a latency)
     tail: bool = False  # its p99 compared too, from the requests (``analysis.tails``)
+    # its columns in an experiment's level table, in the registry's order: a latency's
+    # statistics, a throughput's ("",) for its one number; () for none. ``compact``: those of
+    # the table of every experiment on paper (None: the same)
+    table: tuple[str, ...] = ()
+    compact: tuple[str, ...] | None = None
 
     @property
     def higher_is_better(self) -> bool:
@@ -54,19 +59,37 @@ class Metric:
 REGISTRY: dict[str, Metric] = {
     m.name: m
     for m in (
+        # (output tok/s leads the level table on its own, with its spread and ratio)
         Metric("output_tok_s", "output tok/s", "tok/s", True, headline=True),
-        Metric("total_tok_s", "total tok/s", "tok/s", True),
-        Metric("req_s", "req/s", "req/s", True, headline=True),
+        Metric("total_tok_s", "total tok/s", "tok/s", True, table=("",)),
+        Metric("req_s", "req/s", "req/s", True, headline=True, table=("",)),
         Metric("goodput_req_s", "goodput req/s", "req/s", True),
         # output tokens over the GPUs' energy in the window (``analysis.summary.energy_rates``),
         # known at each level's end: an objective where NVML sees the server's GPUs
         Metric("output_tok_per_j", "output tok/J", "tok/J", True),
-        Metric("ttft_ms", "TTFT", "ms", False, headline=True, tail=True),
-        Metric("itl_ms", "ITL", "ms", False, headline=True),
+        Metric(
+            "ttft_ms",
+            "TTFT",
+            "ms",
+            False,
+            headline=True,
+            tail=True,
+            table=("p50", "p90", "p99"),
+            compact=("p50", "p99"),
+        ),
+        Metric(
+            "itl_ms",
+            "ITL",
+            "ms",
+            False,
+            headline=True,
+            table=("p50", "p90", "p99"),
+            compact=("p50", "p99"),
+        ),
         # ITL per token: a chunk's gap spread over the tokens it carried (summary only)
         Metric("itl_token_ms", "ITL per token", "ms", False, named=False),
-        Metric("tpot_ms", "TPOT", "ms", False),
-        Metric("e2e_ms", "E2E", "ms", False, headline=True, tail=True),
+        Metric("tpot_ms", "TPOT", "ms", False, table=("p50",)),
+        Metric("e2e_ms", "E2E", "ms", False, headline=True, tail=True, table=("p50", "p99")),
     )
 }
 
@@ -79,6 +102,32 @@ TAILS = tuple(m.name for m in REGISTRY.values() if m.tail)  # p99 compared from 
 # every number an aggregate across repetitions keeps, by key: each throughput, then each
 # (latency, percentile)
 GRID = (*THROUGHPUTS, *(f"{m}_{p}" for m in LATENCIES for p in PERCENTILES))
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the level table: its key among an aggregate's numbers, the metric's
+    label and unit (its group's heading), the statistic ("" for a throughput's one number),
+    and whether it starts its metric's group."""
+
+    key: str
+    metric: str
+    label: str
+    unit: str
+    stat: str
+    first: bool
+
+
+def columns(compact: bool = False) -> list[Column]:
+    """The level table's columns after output tok/s, from the registry (``Metric.table``;
+    ``compact``: the table of every experiment on paper, ``Metric.compact``)."""
+    out = []
+    for m in REGISTRY.values():
+        stats = m.compact if compact and m.compact is not None else m.table
+        for i, s in enumerate(stats):
+            key = m.name if not s else f"{m.name}_{s}"
+            out.append(Column(key, m.name, m.label, m.unit, s, i == 0))
+    return out
 
 
 def is_throughput(metric: str) -> bool:

@@ -329,6 +329,10 @@ class Report:
     header: Header
     objective: Objective
     level_head: str  # the level columns' heading: "C", or "level" where rates are levels
+    # the level tables' columns after output tok/s (``levels.table_layout``): an
+    # experiment's table, and on paper the table of every experiment
+    level_table: dict[str, Any]
+    compact_table: dict[str, Any]
     objective_at: str  # the objective's levels: "C=1, 8", "R=1/s, R=2/s"
     summary: str
     experiments: list[ExperimentView]

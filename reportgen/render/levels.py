@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+from reportgen import metrics
 from reportgen.analysis.adopt import ci_label
 from reportgen.analysis.checks_levels import ACHIEVED_SHARE
 from reportgen.metrics import is_throughput
@@ -30,20 +32,41 @@ from reportgen.results import verdicts as results_verdicts
 from reportgen.results.levels import Aggregate
 from reportgen.results.model import Point, sorted_points
 
-# Columns of the per-experiment table by level, after output tok/s, in the template's order.
-LEVEL_COLUMNS = (
-    "total_tok_s",
-    "req_s",
-    "ttft_ms_p50",
-    "ttft_ms_p90",
-    "ttft_ms_p99",
-    "itl_ms_p50",
-    "itl_ms_p90",
-    "itl_ms_p99",
-    "tpot_ms_p50",
-    "e2e_ms_p50",
-    "e2e_ms_p99",
-)
+# Columns of the per-experiment table by level, after output tok/s: the registry's
+# (``Metric.table``), in its order.
+COLUMNS = metrics.columns()
+LEVEL_COLUMNS = tuple(c.key for c in COLUMNS)
+
+
+def table_layout(compact: bool = False) -> dict[str, Any]:
+    """How the template lays out the level table's columns after output tok/s, from the
+    registry: ``groups``, a heading each (a throughput's label alone, over both header rows;
+    a latency's label and unit over its statistics), and ``cells``: for each column, its
+    index among a row's cells (``LevelRow.cells``, every column of the full table) and
+    whether it starts a latency's group (a rule before it). ``compact``: the table of every
+    experiment on paper."""
+    chosen = metrics.columns(compact)
+    groups: list[dict[str, Any]] = []
+    for c in chosen:
+        if c.first:
+            groups.append(
+                {
+                    "metric": c.metric,
+                    "label": c.label,
+                    "unit": c.unit,
+                    "stats": [],
+                    "latency": bool(c.stat),
+                }
+            )
+        if c.stat:
+            groups[-1]["stats"].append(c.stat)
+    cells = [(LEVEL_COLUMNS.index(c.key), c.first and bool(c.stat)) for c in chosen]
+    return {
+        "groups": groups,
+        "cells": cells,
+        "throughputs": [g["label"] for g in groups if not g["latency"]],
+        "latency_columns": sum(bool(c.stat) for c in chosen),
+    }
 
 
 def cell(level: Aggregate | None, key: str) -> Cell:

@@ -37,7 +37,7 @@ from reportgen.render.fmt import (
     level_head,
 )
 from reportgen.render.header import SIMULATED_NOTICE, header, run_dir_hint
-from reportgen.render.levels import by_level
+from reportgen.render.levels import by_level, table_layout
 from reportgen.render.sentences import (
     _at_levels,
     _ci_level,
@@ -94,6 +94,8 @@ def build(run: Run) -> Report:
         header=header(run),
         objective=objective,
         level_head=level_head(levels),
+        level_table=table_layout(),
+        compact_table=table_layout(compact=True),
         objective_at=_at_levels(objective.levels).removeprefix(" at "),
         summary=_summary_sentence(run, objective) + _confirmation(run),
         experiments=views,
