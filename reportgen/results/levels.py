@@ -84,25 +84,37 @@ class HostWindow(_AsGiven):
     processes: list[dict[str, Any]] | None = None
 
 
-class Dist(_Model):
-    """A latency's distribution over a level's requests (ms): the statistics of
-    ``metrics.STATS``; None where none was measured (or, in runs recorded before it was kept,
-    that statistic: p95)."""
-
-    mean: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-    p95: float | None = None
-    p99: float | None = None
+class _Dist(_Model):
+    """A latency's distribution over a level's requests (ms): each statistic of
+    ``metrics.STATS`` (its mean and the grid's percentiles), generated from the registry;
+    None where none was measured (or, in runs recorded before it was kept, that statistic:
+    p95)."""
 
     @model_serializer(mode="wrap")
     def _without_unkept(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """No statistic a run recorded before it was kept lacks (p95): such a run read and
-        saved again keeps its form, and one recorded now has a value for each."""
+        """No statistic the reportgen that recorded the run did not keep (one empty where
+        the median is not): such a run read and saved again keeps its form."""
         out = handler(self)
-        if isinstance(out, dict) and out.get("p95", 0) is None and out.get("p50") is not None:
-            out.pop("p95")
+        if isinstance(out, dict) and out.get("p50") is not None:
+            for k in [k for k in metrics.STATS if k in out and out[k] is None]:
+                out.pop(k)
         return out
+
+
+if TYPE_CHECKING:
+
+    class Dist(_Dist):
+        def __init__(self, **stats: float | None) -> None: ...
+        def __getattr__(self, stat: str) -> float | None: ...
+
+else:
+    Dist = create_model(
+        "Dist",
+        __base__=_Dist,
+        __module__=__name__,
+        __doc__=_Dist.__doc__,
+        **{k: (float | None, None) for k in metrics.STATS},
+    )
 
 
 class ClientLoad(_Model):
