@@ -32,7 +32,7 @@ from typing import Any
 
 from reportgen import metrics
 from reportgen import results as store
-from reportgen.analysis import drift, search, verdict
+from reportgen.analysis import drift, findings, search, verdict
 from reportgen.analysis.decide import point_of
 from reportgen.analysis.summary import applied_slo, by_level, energy_rates, summarize, trims
 from reportgen.errors import ResultsError
@@ -147,10 +147,21 @@ def verify(report: Path, run_dir: Path | None = None) -> Verification:
     legacy = raw.get("schema_version") != store.SCHEMA_VERSION
     problems, compared = _decisions(run, fresh, rows_of, legacy)
     out.add("decisions", problems, f"{compared} comparison(s) and their verdicts recomputed")
+    if run.findings is not None:  # (a report rendered before findings has none)
+        again = findings.findings(fresh)
+        bad = _diff_keys(run.findings.model_dump(), again.model_dump())
+        out.add(
+            "findings",
+            [f"{k} differs when taken again" for k in bad],
+            "what the report states beyond the decisions, taken again from them",
+        )
     _check_page(out, page, run, run_dir, claimed, raw.get("schema_version"))
     path = store.RunDir(run_dir).results
     if path.exists():
-        same = _close(store.load(path).dump(), run.dump())
+        saved = store.load(path)
+        if saved.findings is None:  # a run recorded before findings: given them to render
+            saved.findings = run.findings
+        same = _close(saved.dump(), run.dump())
         out.add(
             "results.json",
             [] if same else ["differs from the results the report was rendered from"],
@@ -344,7 +355,10 @@ def _check_page(
         )
         return
     telemetry, latencies = chart_inputs(run_dir, run)
-    again = without_digest(render_html(run, telemetry, claimed, latencies))
+    # a page rendered before findings were saved: its findings taken again to render it,
+    # the results it embeds left as they were
+    shown = run if run.findings is not None else findings.attach(run.model_copy(deep=True))
+    again = without_digest(render_html(shown, telemetry, claimed, latencies, embedded=run))
     current = version == store.SCHEMA_VERSION
     # the data block compared as data: a large one is gzipped, whose bytes may differ between
     # zlib builds while what it holds does not

@@ -23,6 +23,7 @@ from reportgen.analysis.summary import steady_window
 from reportgen.campaign.workload import Workload
 from reportgen.load.records import RequestRecord
 from reportgen.metrics import PERCENTILES, quantile
+from reportgen.results.findings import METHOD
 from reportgen.results.levels import Aggregate, Level, by_point
 from reportgen.results.model import Experiment, Point, point_of, sorted_points
 from reportgen.results.verdicts import Check, CheckStatus
@@ -69,7 +70,8 @@ def measurement_checks(
     ]
 
 
-ACHIEVED_SHARE = 0.9  # a level whose achieved load is below this share of its nominal one
+# a level whose achieved load is below this share of its nominal one
+ACHIEVED_SHARE = METHOD.achieved_share
 
 
 def achieved_load(entry: Experiment) -> Check:

@@ -64,6 +64,7 @@ import numpy as np
 
 from reportgen.analysis import noise as noise_mod
 from reportgen.analysis.noise import Noise, Run1, Side
+from reportgen.results.findings import METHOD
 from reportgen.results.model import Point, sorted_points
 from reportgen.results.model import point_of as point_of
 from reportgen.results.verdicts import Comparison, Verdict
@@ -242,7 +243,7 @@ def _more_repetitions(
     return first_true(k.astype(int), half < gap), None
 
 
-MAX_REPS = 200  # beyond this, "about how many" is no longer an answer
+MAX_REPS = METHOD.max_reps  # beyond this, "about how many" is no longer an answer
 ONE_START = "one start"  # ``Comparison.limit``: a side ran on one server start
 
 
@@ -265,7 +266,7 @@ def _weight(side: Side, k: Any, fresh: bool = False) -> Any:
     return (side.start_weight() * side.n**2 + (k - side.n)) / k**2
 
 
-POWER = 0.8
+POWER = METHOD.power
 
 
 def judge(

@@ -40,6 +40,7 @@ from reportgen.analysis.noise import Noise
 from reportgen.analysis.sides import Side, sides
 from reportgen.analysis.sides import against as sides_against
 from reportgen.load.records import RequestRecord
+from reportgen.results.findings import METHOD
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point, Run
 from reportgen.results.verdicts import Comparison, Decision, NoiseRecord, Unjudged
@@ -304,7 +305,7 @@ class Judge:
         return equivalence_open(self.run, self.entry, self.tables(mine) if self.tables else mine)
 
 
-FUTILITY_DOF = 8  # no futility stop before a comparison's interval has this many dof
+FUTILITY_DOF = METHOD.futility_dof  # no futility stop before an interval has this many dof
 
 
 def still_open(c: Comparison, high: int | None = None) -> bool:

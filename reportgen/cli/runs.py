@@ -262,9 +262,10 @@ def _run_to_resume(campaign_dir: Path, given: str) -> Path:
 
 
 def _render_paths(run_dir: Path, pdf: bool) -> list[Path]:
+    from reportgen.analysis.findings import attach
     from reportgen.render import render
 
-    out = render(run_dir, pdf=pdf)
+    out = render(run_dir, pdf=pdf, attach=attach)
     tables = out.tables[0].parent if out.tables else None
     return [p for p in (out.html, out.pdf, out.markdown, tables) if p is not None]
 

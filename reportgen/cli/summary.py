@@ -33,20 +33,29 @@ def summary_json(
 
     key = metrics.key(data.metric)
 
-    def compared(comps: list[Any]) -> list[dict[str, Any]]:
+    def compared(comps: list[Any], metric: bool = False) -> list[dict[str, Any]]:
         return [
             {
                 k: getattr(c, k)
                 for k in (
+                    *(("metric",) if metric else ()),
                     "concurrency",
                     "rate",
                     "ratio",
                     "ci_low",
                     "ci_high",
+                    "confidence",
                     "verdict",
                     "bound",
                     "eq_low",
                     "eq_high",
+                    # what the noise allowed: the smallest change this comparison could
+                    # detect (a ratio, at 80% power), and where inconclusive the repetitions
+                    # (or requests) a side that would decide it, and what held it back
+                    "mde",
+                    "reps_needed",
+                    "requests_needed",
+                    "limit",
                 )  # fmt: skip
             }
             for c in comps
@@ -84,6 +93,12 @@ def summary_json(
                 "levels": measured,
                 "vs_parent": compared(d.vs_parent) if d else [],
                 "vs_baseline": compared(d.vs_baseline) if d else [],
+                # every headline metric's and tail's comparisons beyond the objective
+                "metrics": {
+                    side: compared(cs, metric=True) for side, cs in (d.metrics or {}).items()
+                }
+                if d
+                else {},
                 "search": e.search.model_dump(mode="json") if e.search else None,
             }
         )

@@ -25,7 +25,6 @@ from typing import Any
 
 from reportgen import metrics
 from reportgen.analysis import bound, unjudged
-from reportgen.analysis.decide import MAX_REPS, POWER
 from reportgen.analysis.welch import values_by_level
 from reportgen.metrics import REGISTRY
 from reportgen.render import costs
@@ -36,6 +35,7 @@ from reportgen.render.experiment import request_tokens
 from reportgen.render.fmt import NONE, fmt_rests_on
 from reportgen.render.levels import samples, summaries_by_level
 from reportgen.render.text import search_answer, search_over_rates
+from reportgen.results.findings import METHOD
 from reportgen.results.model import Experiment, Point, Run, sorted_points
 from reportgen.results.verdicts import Comparison
 from reportgen.tracebacks import gist
@@ -282,12 +282,12 @@ def detectable(run: Run) -> str:
         k = math.ceil(n * (math.log1p(mid) / edge) ** 2)
         if between is not None and _Z * between * math.sqrt(2 / starts) > edge:
             remedy = "more server starts (campaign.starts), not repetitions"
-        elif k <= MAX_REPS:
+        elif k <= METHOD.max_reps:
             remedy = f"about {k} repetitions a side"
         else:
             remedy = (
-                f"more than {MAX_REPS} repetitions a side, so a steadier measurement (longer "
-                "levels, more server starts) rather than more of them"
+                f"more than {METHOD.max_reps} repetitions a side, so a steadier measurement "
+                "(longer levels, more server starts) rather than more of them"
             )
         wider.setdefault(remedy, []).append(point.label)
     said = (
@@ -306,7 +306,7 @@ def detectable(run: Run) -> str:
 
 
 # a change a two-sided 95% interval tells from none four times in five, in standard errors
-_Z = statistics.NormalDist().inv_cdf(0.975) + statistics.NormalDist().inv_cdf(POWER)
+_Z = statistics.NormalDist().inv_cdf(0.975) + statistics.NormalDist().inv_cdf(METHOD.power)
 
 
 @dataclass(frozen=True)

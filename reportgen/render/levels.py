@@ -11,7 +11,6 @@ from typing import Any
 
 from reportgen import metrics
 from reportgen.analysis.adopt import ci_label
-from reportgen.analysis.checks_levels import ACHIEVED_SHARE
 from reportgen.metrics import is_throughput
 from reportgen.render.content import (
     Cell,
@@ -29,6 +28,7 @@ from reportgen.render.fmt import (
 from reportgen.results import levels as results_levels
 from reportgen.results import model
 from reportgen.results import verdicts as results_verdicts
+from reportgen.results.findings import METHOD
 from reportgen.results.levels import Aggregate
 from reportgen.results.model import Point, sorted_points
 
@@ -93,14 +93,14 @@ def summaries_by_level(e: model.Experiment | None) -> dict[Point, list[results_l
 def achieved(runs: Sequence[results_levels.Summary], nominal: int | None = None) -> str:
     """The mean achieved concurrency of a level's runs (requests in flight, time-weighted,
     where the throughputs were counted: ``Summary.in_flight``);
-    marked "(low)" below ACHIEVED_SHARE of a closed loop's ``nominal`` C."""
+    marked "(low)" below METHOD.achieved_share of a closed loop's ``nominal`` C."""
     values = [
         float(s.in_flight) for s in runs if s.in_flight is not None and math.isfinite(s.in_flight)
     ]
     if not values:
         return NONE
     mean = sum(values) / len(values)
-    low = nominal is not None and nominal > 0 and mean < ACHIEVED_SHARE * nominal
+    low = nominal is not None and nominal > 0 and mean < METHOD.achieved_share * nominal
     return fmt_num(mean) + (" (low)" if low else "")
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reportgen.analysis import checks, decide, noise, sequential, summary
-from reportgen.analysis.verdict import FUTILITY_DOF
 from reportgen.campaign.workload import Workload
 from reportgen.render.content import Methods
 from reportgen.render.text import parse_doc
@@ -25,6 +24,7 @@ from reportgen.render.workload import (
     trim,
 )
 from reportgen.results.as_run import workload_as_run
+from reportgen.results.findings import METHOD
 from reportgen.results.model import Experiment
 
 VERDICT_TERMS = ("equivalent", "better / worse", "inconclusive", "mde", "reps_needed")
@@ -161,7 +161,7 @@ def methods(
                 "beside it on a fresh server of its own (the parent grows with the experiment: "
                 "its added runs join its own in the comparison), until decided, at "
                 f"{high}, or once no count within {high} would decide (a futility stop, from "
-                f"{FUTILITY_DOF} degrees of freedom of a level's interval); a repetition's "
+                f"{METHOD.futility_dof} degrees of freedom of a level's interval); a repetition's "
                 "summary is one "
                 if any(e.control is not None and e.control.grown for e in exps)
                 else "time, each round on a fresh server, until decided or at "

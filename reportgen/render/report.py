@@ -5,7 +5,7 @@ Rendering the same results twice gives byte-identical HTML (no clock, no random 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,13 +49,15 @@ def render_html(
     telemetry: Mapping[str, Any] | None = None,
     tables: Mapping[str, str] | None = None,
     latencies: Mapping[str, Any] | None = None,
+    embedded: Run | None = None,
 ) -> str:
     """The report's HTML for a run's results and, by experiment id, its telemetry
     columns (t, gpu, sm_clock_mhz, power_w as arrays); the results and the raw tables' hashes
     (``results.embed.table_hashes``) are embedded for ``reportgen verify``; ``latencies`` are each
     experiment's latency percentiles by level. Either may be ``charts.Lazy`` loaders instead
-    (``chart_inputs``, what ``render`` and ``verify`` pass). Pure: reads and writes no file."""
-    return render_pages(run, telemetry, tables, latencies).screen
+    (``chart_inputs``, what ``render`` and ``verify`` pass); ``embedded``: the results to
+    embed, where not ``run`` itself. Pure: reads and writes no file."""
+    return render_pages(run, telemetry, tables, latencies, embedded=embedded).screen
 
 
 @dataclass(frozen=True)
@@ -109,15 +111,16 @@ def render_pages(
     tables: Mapping[str, str] | None = None,
     latencies: Mapping[str, Any] | None = None,
     for_print: bool = False,
+    embedded: Run | None = None,
 ) -> Pages:
     """The screen page (``render_html``) and, with ``for_print``, the printed page and the
-    charts as PDF (``Pages``)."""
+    charts as PDF (``Pages``); ``embedded``: the results to embed, where not ``run``."""
     report = view.build(run)
     todo = chart_list(report, run, telemetry, latencies)
     printed = _print_page(report, todo) if for_print else None
     with charts.Drawing(todo, pdf=charts.on_page(printed or "")) as drawing:
         svgs, pdfs = drawing.result()
-    data = Markup(embed(run.dump(), tables or {}))
+    data = Markup(embed((embedded or run).dump(), tables or {}))
     return Pages(html.render_page(report, svgs, data), printed, pdfs)
 
 
@@ -127,7 +130,7 @@ def _print_page(report: Report, todo: list[charts.Chart]) -> str:
     return html.render_page(report, boxes, None, for_print=True)
 
 
-def render(run_dir: Path, pdf: bool = True) -> Rendered:
+def render(run_dir: Path, pdf: bool = True, attach: Callable[[Run], Run] | None = None) -> Rendered:
     """Write report.html (and report.pdf), report.md and tables/*.csv into ``run_dir`` from
     its results.json.
 
@@ -135,12 +138,18 @@ def render(run_dir: Path, pdf: bool = True) -> Rendered:
     RenderError when the report cannot be written. Each file is replaced atomically, so a
     reader never sees half a report and a failed render leaves the previous one in place.
 
+    ``attach``: gives the run its findings (``analysis.findings.attach``) before the report
+    is built from it; the report formats them and computes none (without it, those saved
+    with the run).
+
     With ``pdf``, WeasyPrint lays out the printed page (charts as empty boxes of their
     size) in this process while other processes draw the charts, as SVG for the HTML and
     as PDF to lay over the boxes: the two largest costs of a big report overlap.
     """
     run_dir = Path(run_dir)
     run = results_mod.load(run_dir)
+    if attach is not None:  # its findings, taken by the caller (``analysis.findings``)
+        run = attach(run)
     if not run_dir.is_dir():  # given results.json itself: write beside it
         run_dir = run_dir.parent
     report = view.build(run)

@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reportgen.analysis.allocation import Allocation
 from reportgen.observe.environment import Environment, Reached
 from reportgen.render.content import Pair
 from reportgen.render.fmt import field_rows
+from reportgen.results.findings import AllocationFinding
 from reportgen.results.model import StartPrior, rate_text
 from reportgen.results.verdicts import Redecision
 
@@ -105,7 +105,7 @@ def noise_line(decisions: Sequence[Any]) -> str:
     return said
 
 
-def allocation_line(a: Allocation | None) -> str:
+def allocation_line(a: AllocationFinding | None) -> str:
     """How this run's repetitions would best be split over server starts, from its measured
     costs and spreads (``analysis.allocation``), in a sentence; empty where it cannot say."""
     if a is None:

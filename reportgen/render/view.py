@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportgen import engines, metrics
-from reportgen.analysis.allocation import allocation
 from reportgen.analysis.explain import explain
 from reportgen.campaign.schema import Reference as CampaignReference
 from reportgen.metrics import THROUGHPUTS
@@ -126,7 +125,7 @@ def build(run: Run) -> Report:
             starts=run.settings.starts,
             measured=text.noise_line([e.decision for e in run.experiments])
             + text.start_prior_line(run.start_prior)
-            + text.allocation_line(allocation(run))
+            + text.allocation_line(run.findings.allocation if run.findings else None)
             + text.redecided(
                 run.redecided,
                 {e.id: e.decision.verdict for e in run.experiments if e.decision},

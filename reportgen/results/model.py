@@ -49,6 +49,7 @@ from reportgen.observe.environment import Environment
 from reportgen.results.as_run import _info_as_run, _objective, _workload_as_run, workload_as_run
 from reportgen.results.base import _Model
 from reportgen.results.engine_log import LogEvidence
+from reportgen.results.findings import Findings
 from reportgen.results.levels import Aggregate, Level, SearchRecord, Settle
 
 # an experiment's smaller records, re-exported: run and analysis import them from here
@@ -380,12 +381,15 @@ class Run(_Model):
     # judged experiments that earlier runs of the campaign in the history store also ran
     # (``history.replication``; None: no history was read, and left out of results.json)
     replications: list[Replication] | None = None
+    # what the analysis found beyond the decisions (``analysis.findings``), which the report
+    # formats; None in runs recorded before them (then left out of results.json)
+    findings: Findings | None = None
 
     @model_serializer(mode="wrap")
     def _without_unset_prior(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)
         if isinstance(out, dict):
-            for key in ("start_prior", "replications"):
+            for key in ("start_prior", "replications", "findings"):
                 if out.get(key, 0) is None:
                     out.pop(key)
         return out

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from reportgen import __version__, engines
 from reportgen import results as store
-from reportgen.analysis import drift, sides, unjudged, verdict
+from reportgen.analysis import drift, findings, sides, unjudged, verdict
 from reportgen.analysis.checks import invalidated
 from reportgen.campaign import Campaign, Resolved, parent_id, resolve
 from reportgen.errors import HostLost, ResultsError
@@ -455,4 +455,5 @@ class Runner:
     def _save(self) -> None:
         if self.results is not None:
             with self.executor.lock:  # experiments at once (campaign.parallel) save too
+                findings.attach(self.results)  # what the decisions so far find beyond them
                 store.save(self.run_dir, self.results, self.ctx.secrets)

@@ -553,6 +553,7 @@ def test_repetitions_per_start_follow_the_runs_measured_costs_and_spreads() -> N
     methods say it with the run's own numbers."""
     from reportgen import results
     from reportgen.analysis.allocation import Allocation, allocation
+    from reportgen.analysis.findings import attach
     from reportgen.render import view
 
     h200 = Allocation(93, 40, 0.007, 0.037, repetitions=3, starts=2)
@@ -567,7 +568,10 @@ def test_repetitions_per_start_follow_the_runs_measured_costs_and_spreads() -> N
     got = allocation(run)
     assert got is not None and (got.repetitions, got.starts) == (3, 2)
     assert 60 < got.start_s < 130 and 20 < got.repetition_s < 60  # seconds on the H200
-    said = view.build(run).methods.measured
+    assert view.build(run).methods.measured.find("a server start took") == -1  # no findings
+    said = view.build(attach(run)).methods.measured  # the report formats what analysis found
+    assert run.findings is not None and run.findings.allocation is not None
+    assert run.findings.allocation.suggested_starts == got.suggested_starts == 3
     assert f"a server start took about {got.start_s:.0f} s" in said
     assert "one repetition per start makes a mean surest" in said
     assert "campaign.starts = 3 (this run: campaign.starts = 2)" in said

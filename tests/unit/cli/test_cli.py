@@ -363,12 +363,21 @@ def test_run_json_prints_the_outcome_for_scripts(tmp_path: Path, cache: Path) ->
         want = stored[int(level)]["output_tok_s"]
         assert (got["mean"], got["sd"], got["repetitions"]) == (want["mean"], want["sd"], 2)
     assert [c["concurrency"] for c in fast["vs_parent"]] == [1, 4]
-    keys = ("concurrency", "rate", "ratio", "ci_low", "ci_high", "verdict", "bound")
+    keys = ("concurrency", "rate", "ratio", "ci_low", "ci_high", "verdict", "bound", "mde")
+    optional = ("eq_low", "eq_high", "confidence", "reps_needed", "requests_needed", "limit")
     assert fast["vs_parent"] == [
-        {**{k: c[k] for k in keys}, "eq_low": c.get("eq_low"), "eq_high": c.get("eq_high")}
+        {**{k: c[k] for k in keys}, **{k: c.get(k) for k in optional}}
         for c in results["experiments"][1]["decision"]["vs_parent"]
-    ]  # the bound "equivalent" rests on, and the two one-sided tests' interval
-    assert all(c["bound"] is not None for c in fast["vs_parent"])
+    ]  # the bound "equivalent" rests on, the two one-sided tests' interval, and what the
+    # noise allowed: the smallest change it could detect
+    assert all(c["bound"] is not None and c["mde"] > 1 for c in fast["vs_parent"])
+    # beyond the objective: every headline metric's comparisons, as the decision took them
+    stored_metrics = results["experiments"][1]["decision"]["metrics"]
+    assert set(fast["metrics"]) == set(stored_metrics)
+    for side, got in fast["metrics"].items():
+        assert [(c["metric"], c["concurrency"], c["ratio"]) for c in got] == [
+            (c["metric"], c["concurrency"], c["ratio"]) for c in stored_metrics[side]
+        ]
 
 
 def test_values_no_run_could_record_are_refused_by_validate(tmp_path: Path) -> None:

@@ -192,3 +192,41 @@ def test_a_non_streamed_run_recorded_with_its_ttft_slo_still_verifies(
     exp["by_level"] = [a.model_dump(mode="json") for a in by_level(levels)]
     res = edit_and_render(run_dir, lambda d: d.update(experiments=[exp]))
     assert res.returncode == 0, res.stdout
+
+
+def test_findings_are_saved_given_to_the_report_and_taken_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rendered, the report embeds the run's findings (``analysis.findings``: here the
+    advice on splitting repetitions over starts, which its methods state), and ``verify``
+    takes them again from the recomputed decisions; findings that do not follow from them
+    (a render whose analysis advised otherwise) are caught."""
+    from reportgen.analysis import findings
+    from reportgen.results.embed import extract
+
+    copy = plain_copy(ROOT / "docs" / "examples" / "sglang-h100", tmp_path / "r")
+    rendered = reportgen_main("render", copy, "--no-pdf")
+    assert rendered.returncode == 0, rendered.stderr
+    page = (copy / "report.html").read_text()
+    embedded = store.parse(extract(page)["results"])
+    assert embedded.findings is not None and embedded.findings.allocation is not None
+    advice = embedded.findings.allocation.suggested_starts
+    assert f"campaign.starts = {advice}" in page
+    res = reportgen_main("verify", copy / "report.html")
+    assert res.returncode == 0, res.stdout
+    assert "ok   findings: what the report states beyond the decisions, taken again" in res.stdout
+
+    real = findings.findings
+
+    def off(run: Any) -> Any:
+        got = real(run)
+        assert got.allocation is not None
+        got.allocation.suggested_starts += 1
+        return got
+
+    monkeypatch.setattr(findings, "findings", off)
+    assert reportgen_main("render", copy, "--no-pdf").returncode == 0
+    monkeypatch.setattr(findings, "findings", real)
+    res = reportgen_main("verify", copy / "report.html")
+    assert res.returncode == 1
+    assert "DIFF findings: allocation differs when taken again" in res.stdout

@@ -1,0 +1,37 @@
+"""A run's findings beyond each experiment's decision (``results.findings``): computed here,
+from the run, saved with it (the runner, before each save), given to the report (which
+formats them), and taken again by ``verify``."""
+
+from __future__ import annotations
+
+from reportgen.analysis.allocation import allocation
+from reportgen.results.findings import METHOD, AllocationFinding, Findings
+from reportgen.results.model import Run
+
+
+def findings(run: Run) -> Findings:
+    """What ``run`` (its decisions as they stand) finds beyond them."""
+    a = allocation(run)
+    return Findings(
+        method=METHOD.model_copy(),  # (the parameters ``analysis`` decides by)
+        allocation=None
+        if a is None
+        else AllocationFinding(
+            start_s=a.start_s,
+            repetition_s=a.repetition_s,
+            within_sd=a.within_sd,
+            between_sd=a.between_sd,
+            repetitions=a.repetitions,
+            starts=a.starts,
+            per_start=a.per_start,
+            suggested_starts=a.suggested_starts,
+            narrower=a.narrower,
+        ),
+    )
+
+
+def attach(run: Run) -> Run:
+    """``run`` with its findings taken now (a run recorded before them gets them here, in
+    memory: its results file is not rewritten)."""
+    run.findings = findings(run)
+    return run
