@@ -36,9 +36,9 @@ from typing import Any
 
 from reportgen import metrics
 from reportgen.analysis import decide, noise, welch
-from reportgen.analysis.differences import differences
 from reportgen.campaign.levels import rate_out as _rate_out
 from reportgen.observe import evidence
+from reportgen.results.differences import differences
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point, Run
 from reportgen.results.verdicts import Comparison

@@ -12,11 +12,7 @@ from reportgen.analysis.sequential import level_label
 from reportgen.analysis.tails import ORDERED, TAIL_MIN, TOO_FEW
 from reportgen.results.model import FlagChange
 from reportgen.results.verdicts import Comparison
-
-
-def ci_label(c: Comparison) -> str:
-    """ "95% CI", or the per-look level of adaptive repetitions ("98.5% CI")."""
-    return f"{level_label(c.confidence or 0.95)} CI"
+from reportgen.results.verdicts import ci_label as ci_label
 
 
 def said(c: Comparison) -> str:

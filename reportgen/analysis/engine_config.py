@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from reportgen.results.model import ConfigChange
+from reportgen.results.records import value_text as value_text
 
 # numbers that move a little between two starts of one configuration (the KV cache's tokens,
 # the graphs' memory): a difference below this share is not a change
@@ -91,16 +92,6 @@ def also_changed(
             continue
         out.append(ConfigChange(key=key, before=before, after=after))
     return sorted(out, key=lambda c: _RANK.get(c.key.rsplit(".", 1)[-1], len(KNOWN)))
-
-
-def value_text(value: Any) -> str:
-    """A setting's value, short: a long list as its length and ends."""
-    if isinstance(value, list | tuple) and len(value) > 6:
-        return f"{len(value)} values, {value[0]}..{value[-1]}"
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
-        return f"{value:,}"
-    text = str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def said(changes: Sequence[ConfigChange], most: int = 4) -> str:

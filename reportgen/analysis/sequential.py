@@ -17,10 +17,12 @@ A fixed count (``repetitions = 3``) is one look at the plain 95%.
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import numpy as np
+
+from reportgen.campaign.workload import repetitions_bounds
+from reportgen.results.verdicts import level_label as level_label
 
 
 def looks(low: int, high: int) -> tuple[int, ...]:
@@ -54,22 +56,5 @@ PATHS = 400_000
 def confidence_for(repetitions: object, confidence: float = 0.95) -> float:
     """The per-look confidence for a workload's ``repetitions`` (an int, or a min/max table
     as recorded in the results)."""
-    low, high = bounds(repetitions)
+    low, high = repetitions_bounds(repetitions)
     return pocock_confidence(looks(low, high), confidence) if high > low else confidence
-
-
-def bounds(repetitions: object) -> tuple[int, int]:
-    """(min, max) of a workload's repetitions: an int is both."""
-    if isinstance(repetitions, dict):
-        low = int(repetitions.get("min") or 1)
-        return low, int(repetitions.get("max") or low)
-    if hasattr(repetitions, "min") and hasattr(repetitions, "max"):
-        return int(repetitions.min), int(repetitions.max)
-    n = int(repetitions) if isinstance(repetitions, int | float | str) else 1
-    return n, n
-
-
-def level_label(confidence: float) -> str:
-    """ "95%", or "98.6%" for a per-look level."""
-    pct = confidence * 100
-    return f"{pct:.0f}%" if math.isclose(pct, round(pct), abs_tol=0.05) else f"{pct:.1f}%"

@@ -39,6 +39,7 @@ from reportgen.analysis.explain import explain
 from reportgen.analysis.noise import Noise
 from reportgen.analysis.sides import Side, sides
 from reportgen.analysis.sides import against as sides_against
+from reportgen.campaign.workload import repetitions_bounds
 from reportgen.load.records import RequestRecord
 from reportgen.results.findings import METHOD
 from reportgen.results.levels import Level
@@ -259,7 +260,7 @@ def open_levels(run: Run, entry: Experiment, rows: Rows | None = None) -> list[P
     if why_unjudged(run, entry, parent_side, rows or {}):
         return []  # more repetitions would not make it a verdict
     found = Comparer(run, entry, CURRENT).objective(parent_side)
-    _, high = sequential.bounds(entry.repetitions_asked)
+    _, high = repetitions_bounds(entry.repetitions_asked)
     return [c.point for c in found if still_open(c, high)]
 
 
@@ -398,7 +399,7 @@ class Comparer:
             if self.method not in (None, "pooled")
             else None
         )
-        low, high = sequential.bounds(reps)
+        low, high = repetitions_bounds(reps)
         self.fresh_rounds = high > low  # adaptive: each repetition added starts a server
         self._noise: dict[str, Noise] = {}
         self._pool: dict[str, list[noise_mod.Run1]] = {}  # the runs each model was made of

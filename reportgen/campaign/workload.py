@@ -33,6 +33,18 @@ RESERVED_BODY = frozenset(
 )  # fmt: skip
 
 
+def repetitions_bounds(repetitions: object) -> tuple[int, int]:
+    """(min, max) of a workload's repetitions as a run saved or a campaign gives them (a
+    number, ``{min, max}`` or ``Repetitions``): a number is both."""
+    if isinstance(repetitions, dict):
+        low = int(repetitions.get("min") or 1)
+        return low, int(repetitions.get("max") or low)
+    if hasattr(repetitions, "min") and hasattr(repetitions, "max"):
+        return int(repetitions.min), int(repetitions.max)
+    n = int(repetitions) if isinstance(repetitions, int | float | str) else 1
+    return n, n
+
+
 def repetitions_range(value: int | Repetitions) -> tuple[int, int]:
     """(min, max) of a workload's repetitions; a number is both."""
     if isinstance(value, Repetitions):

@@ -30,11 +30,11 @@ from typing import Any
 
 from reportgen import diff
 from reportgen.analysis import noise
-from reportgen.analysis.differences import flatten
 from reportgen.analysis.welch import values_by_level
 from reportgen.campaign.schema import Objective
 from reportgen.observe import evidence
 from reportgen.results.as_run import _objective
+from reportgen.results.differences import flatten
 from reportgen.results.embed import table_hashes
 from reportgen.results.model import Point, PriorLevel, Run
 from reportgen.results.rundir import read_bytes

@@ -10,9 +10,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 
-from reportgen.analysis import bound, graphs, sequential
-from reportgen.analysis.engine_config import value_text
+from reportgen.analysis import bound, graphs
 from reportgen.analysis.explain import Said
+from reportgen.campaign.workload import repetitions_bounds
 from reportgen.render import evidence
 from reportgen.render.content import (
     Comparison,
@@ -51,6 +51,7 @@ from reportgen.results import levels as results_levels
 from reportgen.results import model, records
 from reportgen.results import verdicts as results_verdicts
 from reportgen.results.model import Point, sorted_points
+from reportgen.results.records import value_text
 from reportgen.tracebacks import DISTILLED_HEADING, gist
 
 LOG_HEADING = "End of the server log"  # what log_tail is, unless the runner said otherwise
@@ -440,7 +441,7 @@ def _servers(
 def adaptive_note(e: model.Experiment) -> str:
     """Adaptive repetitions in words: how many each level got and why, and the GPU time this
     saved against ``max`` everywhere ("" for a fixed count)."""
-    low, high = sequential.bounds(e.repetitions_asked)
+    low, high = repetitions_bounds(e.repetitions_asked)
     if high <= low or not e.looks:
         return ""
     got: dict[Point, int] = {}

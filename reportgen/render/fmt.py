@@ -9,9 +9,9 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from reportgen.analysis.differences import flatten
-from reportgen.analysis.sequential import level_label
+from reportgen.results.differences import flatten
 from reportgen.results.model import Point
+from reportgen.results.verdicts import level_label
 
 if TYPE_CHECKING:
     from reportgen.results.levels import Stat

@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reportgen import metrics
-from reportgen.analysis.adopt import ci_label
 from reportgen.metrics import is_throughput
 from reportgen.render.content import (
     Cell,
@@ -31,6 +30,7 @@ from reportgen.results import verdicts as results_verdicts
 from reportgen.results.findings import METHOD
 from reportgen.results.levels import Aggregate
 from reportgen.results.model import Point, sorted_points
+from reportgen.results.verdicts import ci_label
 
 # Columns of the per-experiment table by level, after output tok/s: the registry's
 # (``Metric.table``), in its order.

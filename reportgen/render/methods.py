@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reportgen.analysis import checks, decide, noise, sequential, summary
-from reportgen.campaign.workload import Workload
+from reportgen.campaign.workload import Workload, repetitions_bounds
 from reportgen.render.content import Methods
 from reportgen.render.text import parse_doc
 from reportgen.render.workload import (
@@ -47,7 +47,7 @@ def methods(
     metric_doc = parse_doc(summary.__doc__)
     stats_doc = parse_doc(decide.__doc__)
     checks_doc = parse_doc(checks.__doc__)
-    low, high = sequential.bounds(wl.repetitions)
+    low, high = repetitions_bounds(wl.repetitions)
     noise_doc = parse_doc(noise.__doc__)
     seq_doc = parse_doc(sequential.__doc__)
     if wl.requests_per_level is not None:

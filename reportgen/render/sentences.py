@@ -8,8 +8,6 @@ import math
 from collections.abc import Sequence
 
 from reportgen.analysis import online, selection
-from reportgen.analysis.adopt import ci_label
-from reportgen.analysis.sequential import level_label
 from reportgen.metrics import THROUGHPUTS
 from reportgen.render import text
 from reportgen.render.content import Objective
@@ -17,6 +15,7 @@ from reportgen.render.fmt import fmt_bound, fmt_ci, fmt_num, fmt_ratio, fmt_rest
 from reportgen.render.levels import by_level
 from reportgen.results import model
 from reportgen.results.model import Point, Run, sorted_points
+from reportgen.results.verdicts import ci_label, level_label
 
 
 def _lone_sentence(e: model.Experiment, objective: Objective) -> str:

@@ -12,10 +12,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reportgen.analysis import sequential
 from reportgen.campaign import resolve_trim
 from reportgen.campaign.prompts import PromptSource
-from reportgen.campaign.workload import Workload
+from reportgen.campaign.workload import Workload, repetitions_bounds
 from reportgen.results.model import Experiment, rate_text
 
 
@@ -263,5 +262,5 @@ def trim(wl: Workload) -> str:
 
 
 def reps(value: Any) -> str:
-    low, high = sequential.bounds(value)
+    low, high = repetitions_bounds(value)
     return str(low) if low == high else f"{low} to {high} (adaptive)"

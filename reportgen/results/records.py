@@ -132,3 +132,13 @@ class RanOn(_AsGiven):
     def name(self) -> str | None:
         """The node's name, else the host's."""
         return self.node or self.host
+
+
+def value_text(value: Any) -> str:
+    """A setting's value, short: a long list as its length and ends."""
+    if isinstance(value, list | tuple) and len(value) > 6:
+        return f"{len(value)} values, {value[0]}..{value[-1]}"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
+        return f"{value:,}"
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -3,6 +3,7 @@ or the baseline (``Comparison``), and the experiment's verdict (``Decision``).""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import (
@@ -238,3 +239,14 @@ class Redecision(_AsGiven):
     best_before: str | None = None
     # ``--recheck``: each experiment's assumption checks' statuses before they were taken again
     checks_before: dict[str, dict[str, str]] | None = None
+
+
+def level_label(confidence: float) -> str:
+    """ "95%", or "98.6%" for a per-look level."""
+    pct = confidence * 100
+    return f"{pct:.0f}%" if math.isclose(pct, round(pct), abs_tol=0.05) else f"{pct:.1f}%"
+
+
+def ci_label(c: Comparison) -> str:
+    """ "95% CI", or the per-look level of adaptive repetitions ("98.5% CI")."""
+    return f"{level_label(c.confidence or 0.95)} CI"

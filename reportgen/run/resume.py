@@ -16,11 +16,11 @@ from typing import Any
 
 from reportgen import __version__
 from reportgen import results as store
-from reportgen.analysis.differences import differences, flatten
 from reportgen.campaign import Campaign
 from reportgen.errors import ResultsError
 from reportgen.observe.environment import Environment
 from reportgen.redact import REDACTED
+from reportgen.results.differences import differences, flatten
 from reportgen.results.model import CampaignFile, Experiment, Resumption, Run
 from reportgen.results.rundir import RunDir
 from reportgen.run.plan import campaign_secrets
