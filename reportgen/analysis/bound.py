@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from reportgen.results.findings import CLIENT, GPU, SERVER_CPU, UNKNOWN, LevelBound
 from reportgen.results.levels import Level
 from reportgen.results.model import Experiment, Point, sorted_points
 
@@ -29,39 +29,7 @@ GPU_BUSY = 90.0  # % utilisation over the window at or above which the GPU set t
 PROCESS_SATURATED = 0.75
 CLIENT_LOAD = 0.8  # share of the client's measured ceiling at or above which it set the pace
 
-GPU, SERVER_CPU, CLIENT, UNKNOWN = "GPU", "server CPU", "client", "not known"
-
-
-@dataclass(frozen=True)
-class Bound:
-    """One level's limit: ``by`` (``GPU``, ``SERVER_CPU``, ``CLIENT`` or ``UNKNOWN``), the
-    GPU's mean utilisation (%), the busiest server process (name, cores) and the client's
-    load, over the level's runs."""
-
-    point: Point
-    by: str
-    gpu_busy: float | None
-    process: str | None
-    process_cores: float | None
-    client_load: float | None
-
-    @property
-    def host_specific(self) -> bool:
-        """Whether the level's numbers belong to this host's CPU or client, not the GPU."""
-        return self.by in (SERVER_CPU, CLIENT)
-
-    @property
-    def said(self) -> str:
-        """The limit and its evidence, short: "GPU (busy 99%)", "server CPU (VLLM::APIServer
-        0.97 cores; GPU busy 86%)"."""
-        parts = []
-        if self.by == SERVER_CPU and self.process:
-            parts.append(f"{self.process} {self.process_cores:.2f} cores")
-        if self.by == CLIENT and self.client_load is not None:
-            parts.append(f"client at {self.client_load:.0%} of its ceiling")
-        if self.gpu_busy is not None:
-            parts.append(f"{'' if self.by == GPU else 'GPU '}busy {self.gpu_busy:.0f}%")
-        return f"{self.by} ({'; '.join(parts)})" if parts else self.by
+Bound = LevelBound  # (the finding: ``results.findings.LevelBound``)
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -132,7 +100,17 @@ def bounds(e: Experiment) -> list[Bound]:
             by = SERVER_CPU
         else:
             by = UNKNOWN
-        out.append(Bound(point, by, busy, process, process_cores, load))
+        out.append(
+            LevelBound(
+                concurrency=point.concurrency,
+                rate=point.rate,
+                by=by,
+                gpu_busy=busy,
+                process=process,
+                process_cores=process_cores,
+                client_load=load,
+            )
+        )
     return out
 
 

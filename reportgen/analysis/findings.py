@@ -5,6 +5,7 @@ formats them), and taken again by ``verify``."""
 from __future__ import annotations
 
 from reportgen.analysis.allocation import allocation
+from reportgen.analysis.bound import bounds
 from reportgen.results.findings import METHOD, AllocationFinding, Findings
 from reportgen.results.model import Run
 
@@ -14,6 +15,7 @@ def findings(run: Run) -> Findings:
     a = allocation(run)
     return Findings(
         method=METHOD.model_copy(),  # (the parameters ``analysis`` decides by)
+        bounds={e.id: got for e in run.experiments if (got := bounds(e))},
         allocation=None
         if a is None
         else AllocationFinding(

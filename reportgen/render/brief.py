@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportgen import metrics
-from reportgen.analysis import bound, unjudged
+from reportgen.analysis import unjudged
 from reportgen.analysis.welch import values_by_level
 from reportgen.metrics import REGISTRY
 from reportgen.render import costs
@@ -35,7 +35,7 @@ from reportgen.render.experiment import request_tokens
 from reportgen.render.fmt import NONE, fmt_rests_on
 from reportgen.render.levels import samples, summaries_by_level
 from reportgen.render.text import search_answer, search_over_rates
-from reportgen.results.findings import METHOD
+from reportgen.results.findings import METHOD, UNKNOWN, LevelBound
 from reportgen.results.model import Experiment, Point, Run, sorted_points
 from reportgen.results.verdicts import Comparison
 from reportgen.tracebacks import gist
@@ -460,7 +460,7 @@ def _pooled_bounds(e: Experiment) -> dict[Point, dict[str, float]]:
     return out
 
 
-def _answer(e: Experiment) -> str:
+def _answer(e: Experiment, bounds: Sequence[LevelBound]) -> str:
     """A search's answer, its first clause (the highest level meeting the bounds) and what
     bounded that level (``analysis.bound``, where known), for page one; the experiment's
     section has the whole of it (what it measured there, the level that failed above it,
@@ -470,11 +470,11 @@ def _answer(e: Experiment) -> str:
         return ""
     said = search_answer(record)
     rates = search_over_rates(record)
-    found = {(b.point.rate if rates else b.point.concurrency): b for b in bound.bounds(e)}
+    found = {(b.point.rate if rates else b.point.concurrency): b for b in bounds}
 
-    def at(x: float | None) -> bound.Bound | None:
+    def at(x: float | None) -> LevelBound | None:
         b = found.get(x) if x is not None else None
-        return None if b is None or b.by == bound.UNKNOWN else b
+        return None if b is None or b.by == UNKNOWN else b
 
     here, above = at(record.best), at(record.lowest_failure)
     if here is not None:
@@ -493,12 +493,13 @@ def build(run: Run, table: costs.Table | None = None) -> Brief:
     best = next((e for e in run.experiments if e.id == run.best), None)
     columns = [metric, *(f"{label} (ms)" for _, _, label, _ in LATENCIES)]
     failed = _failed(run)
+    found = run.findings.bounds if run.findings else {}
     if best is None or base is None or best is base:
         line = (
             "No configuration finished."
             if base is None
             else f"{base.id} is the only configuration measured: nothing to compare it with."
-            + (f" {_answer(base)}" if base.search else "")
+            + (f" {_answer(base, found.get(base.id, []))}" if base.search else "")
             if len(run.experiments) == 1
             else "No experiment was adopted: the baseline stays the configuration to run."
         )

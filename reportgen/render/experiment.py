@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 
-from reportgen.analysis import bound, graphs
+from reportgen.analysis import graphs
 from reportgen.analysis.explain import Said
 from reportgen.campaign.workload import repetitions_bounds
 from reportgen.render import evidence
@@ -50,6 +50,7 @@ from reportgen.render.text import search_said
 from reportgen.results import levels as results_levels
 from reportgen.results import model, records
 from reportgen.results import verdicts as results_verdicts
+from reportgen.results.findings import GPU, LevelBound
 from reportgen.results.model import Point, sorted_points
 from reportgen.results.records import value_text
 from reportgen.tracebacks import DISTILLED_HEADING, gist
@@ -207,10 +208,12 @@ def section(
     counters: Mapping[str, str] | None = None,
     said: Said | None = None,
     engine: str = "",
+    bounds: Sequence[LevelBound] = (),
 ) -> ExperimentView:
     """The ``i``-th (0-based) experiment's section; ``outcome``: what became of it
     (``Run.outcome``); ``counters``: the engine's metric names by role, for speculative
-    decoding; ``said``: its decision in words (``explain``)."""
+    decoding; ``said``: its decision in words (``explain``); ``bounds``: what bounded each of
+    its levels (the run's findings)."""
     decision = e.decision
     is_baseline = e is baseline
     mine, base = by_level(e), by_level(baseline)
@@ -231,7 +234,6 @@ def section(
     baseline_ci = ci_caption(metrics.get("vs_baseline") or [])
     judged = not (decision and decision.unjudged)  # else no repetitions would decide it
     ratio_at = {c.point: c.ratio for c in vs_baseline}
-    bounds = bound.bounds(e)
     return ExperimentView(
         index=i + 1,
         anchor=f"exp-{i + 1}",  # not the id: ids are user text and need not be valid anchors
@@ -252,7 +254,7 @@ def section(
             for c in e.also_changed
         ],
         bound_by="; ".join(f"{b.point.label} {b.said}" for b in bounds),
-        bound_elsewhere=any(b.by != bound.GPU for b in bounds),
+        bound_elsewhere=any(b.by != GPU for b in bounds),
         graphs="; ".join(u.said for u in graphs.uncovered(e, engine)),
         vs_parent=comparisons(vs_parent, judged),
         vs_baseline=comparisons(vs_baseline, judged),

@@ -81,6 +81,7 @@ def build(run: Run) -> Report:
             counters,
             explain(run, e, e.decision) if e.decision else None,
             run.engine.name,
+            run.findings.bounds.get(e.id, []) if run.findings else [],
         )
         for i, e in enumerate(exps)
     ]

@@ -6,7 +6,46 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from reportgen.campaign.levels import Point, Rate
 from reportgen.results.base import _Model
+
+GPU, SERVER_CPU, CLIENT, UNKNOWN = "GPU", "server CPU", "client", "not known"
+
+
+class LevelBound(_Model):
+    """What bounded one level of an experiment (``analysis.bound``): ``by`` (``GPU``,
+    ``SERVER_CPU``, ``CLIENT`` or ``UNKNOWN``), the GPU's mean utilisation (%), the busiest
+    server process (name, cores) and the client's load, over the level's runs."""
+
+    concurrency: int
+    rate: Rate = None
+    by: str
+    gpu_busy: float | None = None
+    process: str | None = None
+    process_cores: float | None = None
+    client_load: float | None = None
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+    @property
+    def host_specific(self) -> bool:
+        """Whether the level's numbers belong to this host's CPU or client, not the GPU."""
+        return self.by in (SERVER_CPU, CLIENT)
+
+    @property
+    def said(self) -> str:
+        """The limit and its evidence, short: "GPU (busy 99%)", "server CPU (VLLM::APIServer
+        0.97 cores; GPU busy 86%)"."""
+        parts = []
+        if self.by == SERVER_CPU and self.process:
+            parts.append(f"{self.process} {self.process_cores:.2f} cores")
+        if self.by == CLIENT and self.client_load is not None:
+            parts.append(f"client at {self.client_load:.0%} of its ceiling")
+        if self.gpu_busy is not None:
+            parts.append(f"{'' if self.by == GPU else 'GPU '}busy {self.gpu_busy:.0f}%")
+        return f"{self.by} ({'; '.join(parts)})" if parts else self.by
 
 
 class AllocationFinding(_Model):
@@ -50,3 +89,6 @@ class Findings(_Model):
 
     method: MethodFinding = Field(default_factory=lambda: METHOD.model_copy())
     allocation: AllocationFinding | None = None
+    # by experiment id, what bounded each of its levels (levels with neither GPU nor host
+    # samples left out)
+    bounds: dict[str, list[LevelBound]] = Field(default_factory=dict)

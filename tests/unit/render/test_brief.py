@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reportgen import results
+from reportgen.analysis.findings import attach
 from reportgen.render import brief, expectations
 from reportgen.results.model import Point, Run
 from tests.conftest import ROOT
@@ -268,7 +269,7 @@ def test_a_search_says_its_answer_and_model_on_page_one_with_its_levels_in_order
     from pypdf import PdfReader
 
     run_dir = ROOT / "docs" / "examples" / "bench-rate-search-sglang-h100"
-    b = brief.build(results.load(run_dir))
+    b = brief.build(attach(results.load(run_dir)))  # its findings, as render gets them
     assert b.best_line.endswith(
         "nothing to compare it with. The highest request rate meeting ttft_ms.p99<200 is R=96/s; "
         "at R=128/s, which did not, the server CPU (tokenizer 0.89 cores; GPU busy 27%) set the "
