@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from reportgen.analysis.allocation import allocation
 from reportgen.analysis.bound import bounds
+from reportgen.analysis.graphs import uncovered
 from reportgen.results.findings import METHOD, AllocationFinding, Findings
 from reportgen.results.model import Run
 
@@ -16,6 +17,7 @@ def findings(run: Run) -> Findings:
     return Findings(
         method=METHOD.model_copy(),  # (the parameters ``analysis`` decides by)
         bounds={e.id: got for e in run.experiments if (got := bounds(e))},
+        graphs={e.id: cut for e in run.experiments if (cut := uncovered(e, run.engine.name))},
         allocation=None
         if a is None
         else AllocationFinding(

@@ -16,31 +16,10 @@ the resolved configuration (``Experiment.engine_config``): a level whose running
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from reportgen import engines
+from reportgen.results.findings import Uncovered
 from reportgen.results.model import Experiment, Point, sorted_points
-
-
-@dataclass(frozen=True)
-class Uncovered:
-    """A level whose decode steps ran without CUDA graphs: the share the log counted (None
-    where it counts none), the largest captured batch and the running batch."""
-
-    point: Point
-    share: float | None
-    captured: int | None
-    running: int | None
-
-    @property
-    def said(self) -> str:
-        if self.share is not None:
-            text = f"{self.share:.0%} of decode steps without a CUDA graph"
-        else:
-            text = f"decode batches of up to {self.running} requests without a CUDA graph"
-        if self.captured is not None:
-            text += f" (the largest captured is {self.captured})"
-        return f"{self.point.label}: {text}"
 
 
 def _first_int(config: dict[str, object], keys: Sequence[str]) -> int | None:
@@ -69,13 +48,28 @@ def uncovered(e: Experiment, engine: str) -> list[Uncovered]:
             without = sum(b for _, b in counted)
             if steps and without / steps >= 0.01:
                 running = min(point.concurrency, cap) if cap else point.concurrency
-                out.append(Uncovered(point, without / steps, captured, running))
+                out.append(
+                    Uncovered(
+                        concurrency=point.concurrency,
+                        rate=point.rate,
+                        share=without / steps,
+                        captured=captured,
+                        running=running,
+                    )
+                )
             continue
         if captured is None or point.rate is not None:
             continue
         running = min(point.concurrency, cap) if cap else point.concurrency
         if running > captured:
-            out.append(Uncovered(point, None, captured, running))
+            out.append(
+                Uncovered(
+                    concurrency=point.concurrency,
+                    rate=point.rate,
+                    captured=captured,
+                    running=running,
+                )
+            )
     return out
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 
-from reportgen.analysis import graphs
 from reportgen.analysis.explain import Said
 from reportgen.campaign.workload import repetitions_bounds
 from reportgen.render import evidence
@@ -50,7 +49,7 @@ from reportgen.render.text import search_said
 from reportgen.results import levels as results_levels
 from reportgen.results import model, records
 from reportgen.results import verdicts as results_verdicts
-from reportgen.results.findings import GPU, LevelBound
+from reportgen.results.findings import GPU, LevelBound, Uncovered
 from reportgen.results.model import Point, sorted_points
 from reportgen.results.records import value_text
 from reportgen.tracebacks import DISTILLED_HEADING, gist
@@ -209,11 +208,13 @@ def section(
     said: Said | None = None,
     engine: str = "",
     bounds: Sequence[LevelBound] = (),
+    graphs: Sequence[Uncovered] = (),
 ) -> ExperimentView:
     """The ``i``-th (0-based) experiment's section; ``outcome``: what became of it
     (``Run.outcome``); ``counters``: the engine's metric names by role, for speculative
-    decoding; ``said``: its decision in words (``explain``); ``bounds``: what bounded each of
-    its levels (the run's findings)."""
+    decoding; ``said``: its decision in words (``explain``); ``bounds`` and ``graphs``: what
+    bounded each of its levels, and those run partly without CUDA graphs (the run's
+    findings)."""
     decision = e.decision
     is_baseline = e is baseline
     mine, base = by_level(e), by_level(baseline)
@@ -255,7 +256,7 @@ def section(
         ],
         bound_by="; ".join(f"{b.point.label} {b.said}" for b in bounds),
         bound_elsewhere=any(b.by != GPU for b in bounds),
-        graphs="; ".join(u.said for u in graphs.uncovered(e, engine)),
+        graphs="; ".join(u.said for u in graphs),
         vs_parent=comparisons(vs_parent, judged),
         vs_baseline=comparisons(vs_baseline, judged),
         explanation=said.text if said else "",

@@ -82,6 +82,7 @@ def build(run: Run) -> Report:
             explain(run, e, e.decision) if e.decision else None,
             run.engine.name,
             run.findings.bounds.get(e.id, []) if run.findings else [],
+            run.findings.graphs.get(e.id, []) if run.findings else [],
         )
         for i, e in enumerate(exps)
     ]

@@ -67,6 +67,32 @@ class AllocationFinding(_Model):
     narrower: float
 
 
+class Uncovered(_Model):
+    """A level whose decode steps ran without CUDA graphs (``analysis.graphs``): the share
+    the engine's log counted (None where it counts none), the largest captured batch and the
+    running batch."""
+
+    concurrency: int
+    rate: Rate = None
+    share: float | None = None
+    captured: int | None = None
+    running: int | None = None
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+    @property
+    def said(self) -> str:
+        if self.share is not None:
+            text = f"{self.share:.0%} of decode steps without a CUDA graph"
+        else:
+            text = f"decode batches of up to {self.running} requests without a CUDA graph"
+        if self.captured is not None:
+            text += f" (the largest captured is {self.captured})"
+        return f"{self.point.label}: {text}"
+
+
 class MethodFinding(_Model):
     """The method's parameters as this run used them: the power a detectable change is
     stated at, the most repetitions a side the report calls reachable, the degrees of
@@ -92,3 +118,5 @@ class Findings(_Model):
     # by experiment id, what bounded each of its levels (levels with neither GPU nor host
     # samples left out)
     bounds: dict[str, list[LevelBound]] = Field(default_factory=dict)
+    # by experiment id, its levels whose decode steps ran without CUDA graphs
+    graphs: dict[str, list[Uncovered]] = Field(default_factory=dict)

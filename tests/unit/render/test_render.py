@@ -669,3 +669,25 @@ def test_a_campaign_written_for_another_gpu_says_so_on_page_one() -> None:
     assert said.startswith("Written for H200") and "NVIDIA H100 80GB HBM3" in said
     assert said in exports.markdown(view.build(h100))
     assert gpu_notice(results.load(ROOT / "docs" / "examples" / "h200")) == ""
+
+
+def test_the_report_states_the_runs_findings_and_computes_none() -> None:
+    """What bounded each level and the levels run without CUDA graphs come from the run's
+    findings (``Run.findings``): the report says what they hold, and without findings it
+    says nothing of either rather than working them out itself."""
+    from reportgen.analysis.findings import attach
+    from reportgen.results.findings import Uncovered
+
+    run = results.load(ROOT / "docs" / "examples" / "sglang-h100")
+    bare = view.build(run)
+    assert not any(x.bound_by or x.graphs for x in bare.experiments)
+    attach(run)
+    assert run.findings is not None
+    e = run.experiments[1]
+    run.findings.graphs[e.id] = [Uncovered(concurrency=64, share=0.75, captured=16, running=64)]
+    views = {x.id: x for x in view.build(run).experiments}
+    said = [b.said for b in run.findings.bounds[e.id]]
+    assert views[e.id].bound_by.startswith(f"{run.findings.bounds[e.id][0].point.label} {said[0]}")
+    assert views[e.id].graphs == (
+        "C=64: 75% of decode steps without a CUDA graph (the largest captured is 16)"
+    )
