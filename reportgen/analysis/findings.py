@@ -4,11 +4,34 @@ formats them), and taken again by ``verify``."""
 
 from __future__ import annotations
 
+from reportgen import engines
 from reportgen.analysis.allocation import allocation
 from reportgen.analysis.bound import bounds
+from reportgen.analysis.checks_engine import spec_length
 from reportgen.analysis.graphs import uncovered
-from reportgen.results.findings import METHOD, AllocationFinding, Findings
-from reportgen.results.model import Run
+from reportgen.results.findings import METHOD, AllocationFinding, Findings, Speculation
+from reportgen.results.model import Experiment, Run
+
+
+def speculation(e: Experiment, engine: str) -> list[Speculation]:
+    """Speculative decoding in each of ``e``'s level runs where the engine's counters or
+    gauge said it (``spec_length``)."""
+    eng = engines.ENGINES.get(engine)
+    counters = dict(eng.counters) if eng else {}
+    out = []
+    for lv in e.levels:
+        length, rate = spec_length(lv, counters)
+        if length is not None or rate is not None:
+            out.append(
+                Speculation(
+                    concurrency=lv.concurrency,
+                    rate=lv.rate,
+                    repetition=lv.repetition,
+                    length=length,
+                    acceptance=rate,
+                )
+            )
+    return out
 
 
 def findings(run: Run) -> Findings:
@@ -18,6 +41,9 @@ def findings(run: Run) -> Findings:
         method=METHOD.model_copy(),  # (the parameters ``analysis`` decides by)
         bounds={e.id: got for e in run.experiments if (got := bounds(e))},
         graphs={e.id: cut for e in run.experiments if (cut := uncovered(e, run.engine.name))},
+        speculation={
+            e.id: spec for e in run.experiments if (spec := speculation(e, run.engine.name))
+        },
         allocation=None
         if a is None
         else AllocationFinding(

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from reportgen.analysis.checks_engine import spec_length
 from reportgen.render.fmt import NONE, fmt_num, level_cell
 from reportgen.results.engine_log import LogEvidence
+from reportgen.results.findings import Speculation
 from reportgen.results.levels import GpuWindow, Level, Which, sampled
 from reportgen.results.model import Experiment, Point
 
@@ -102,25 +102,18 @@ def engine_evidence(e: Experiment) -> dict[str, Any]:
     }
 
 
-def spec_rows(e: Experiment, counters: Mapping[str, str]) -> list[tuple[str, str, str, str]]:
+def spec_rows(found: Sequence[Speculation]) -> list[tuple[str, str, str, str]]:
     """Speculative decoding per level run (C, repetition, mean accepted length, acceptance
-    rate), from the engine's counters (accepted over draft rounds and draft tokens) or its
-    acceptance-length gauge; ``counters``: the engine's metric names by role
-    (``engines.Engine.counters``)."""
-    rows = []
-    for lv in e.levels:
-        length, rate = spec_length(lv, counters)
-        if length is None and rate is None:
-            continue
-        rows.append(
-            (
-                level_cell(lv.point),
-                str(lv.repetition + 1),
-                NONE if length is None else f"{length:.2f}",
-                NONE if rate is None else f"{rate:.0%}",
-            )
+    rate), as the run's findings hold it (from the engine's counters or its gauge)."""
+    return [
+        (
+            level_cell(s.point),
+            str(s.repetition + 1),
+            NONE if s.length is None else f"{s.length:.2f}",
+            NONE if s.acceptance is None else f"{s.acceptance:.0%}",
         )
-    return rows
+        for s in found
+    ]
 
 
 def spec_log(e: Experiment) -> str:

@@ -8,7 +8,7 @@ Pure, like ``view``.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from reportgen.analysis.explain import Said
 from reportgen.campaign.workload import repetitions_bounds
@@ -49,7 +49,7 @@ from reportgen.render.text import search_said
 from reportgen.results import levels as results_levels
 from reportgen.results import model, records
 from reportgen.results import verdicts as results_verdicts
-from reportgen.results.findings import GPU, LevelBound, Uncovered
+from reportgen.results.findings import GPU, LevelBound, Speculation, Uncovered
 from reportgen.results.model import Point, sorted_points
 from reportgen.results.records import value_text
 from reportgen.tracebacks import DISTILLED_HEADING, gist
@@ -204,17 +204,16 @@ def section(
     best: str | None,
     objective: Objective,
     outcome: str,
-    counters: Mapping[str, str] | None = None,
     said: Said | None = None,
     engine: str = "",
     bounds: Sequence[LevelBound] = (),
     graphs: Sequence[Uncovered] = (),
+    speculation: Sequence[Speculation] = (),
 ) -> ExperimentView:
     """The ``i``-th (0-based) experiment's section; ``outcome``: what became of it
-    (``Run.outcome``); ``counters``: the engine's metric names by role, for speculative
-    decoding; ``said``: its decision in words (``explain``); ``bounds`` and ``graphs``: what
-    bounded each of its levels, and those run partly without CUDA graphs (the run's
-    findings)."""
+    (``Run.outcome``); ``said``: its decision in words (``explain``); ``bounds``, ``graphs``
+    and ``speculation``: what bounded each of its levels, those run partly without CUDA
+    graphs, and speculative decoding in each level run (the run's findings)."""
     decision = e.decision
     is_baseline = e is baseline
     mine, base = by_level(e), by_level(baseline)
@@ -319,7 +318,7 @@ def section(
             more=(e.more_start, e.more_open),
         ),
         repetitions=adaptive_note(e),
-        spec=evidence.spec_rows(e, counters or {}),
+        spec=evidence.spec_rows(speculation),
         spec_log=evidence.spec_log(e),
         baseline_metrics=baseline_metrics,
         baseline_table=baseline_table,

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reportgen import engines, metrics
+from reportgen import metrics
 from reportgen.analysis.explain import explain
 from reportgen.campaign.schema import Reference as CampaignReference
 from reportgen.metrics import THROUGHPUTS
@@ -68,8 +68,6 @@ def build(run: Run) -> Report:
     objective = _objective(run)
     exps = run.experiments
     baseline = run.baseline
-    engine = engines.ENGINES.get(run.engine.name)
-    counters = dict(engine.counters) if engine else {}
     views = [
         section(
             i,
@@ -78,11 +76,11 @@ def build(run: Run) -> Report:
             run.best,
             objective,
             run.outcome(e),
-            counters,
             explain(run, e, e.decision) if e.decision else None,
             run.engine.name,
             run.findings.bounds.get(e.id, []) if run.findings else [],
             run.findings.graphs.get(e.id, []) if run.findings else [],
+            run.findings.speculation.get(e.id, []) if run.findings else [],
         )
         for i, e in enumerate(exps)
     ]

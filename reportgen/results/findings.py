@@ -93,6 +93,22 @@ class Uncovered(_Model):
         return f"{self.point.label}: {text}"
 
 
+class Speculation(_Model):
+    """Speculative decoding in one level run (``analysis.checks_engine.spec_length``): the
+    mean accepted length (1 + accepted / draft rounds, or the engine's gauge) and the
+    acceptance rate (accepted / proposed); None where the engine said neither."""
+
+    concurrency: int
+    rate: Rate = None
+    repetition: int
+    length: float | None = None
+    acceptance: float | None = None
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+
 class MethodFinding(_Model):
     """The method's parameters as this run used them: the power a detectable change is
     stated at, the most repetitions a side the report calls reachable, the degrees of
@@ -120,3 +136,5 @@ class Findings(_Model):
     bounds: dict[str, list[LevelBound]] = Field(default_factory=dict)
     # by experiment id, its levels whose decode steps ran without CUDA graphs
     graphs: dict[str, list[Uncovered]] = Field(default_factory=dict)
+    # by experiment id, speculative decoding in each level run where the engine said it
+    speculation: dict[str, list[Speculation]] = Field(default_factory=dict)
