@@ -5,11 +5,19 @@ formats them), and taken again by ``verify``."""
 from __future__ import annotations
 
 from reportgen import engines
+from reportgen.analysis import online, selection
 from reportgen.analysis.allocation import allocation
 from reportgen.analysis.bound import bounds
 from reportgen.analysis.checks_engine import spec_length
 from reportgen.analysis.graphs import uncovered
-from reportgen.results.findings import METHOD, AllocationFinding, Findings, Speculation
+from reportgen.results.findings import (
+    METHOD,
+    AllocationFinding,
+    BestGain,
+    ErrorRate,
+    Findings,
+    Speculation,
+)
 from reportgen.results.model import Experiment, Run
 
 
@@ -34,6 +42,37 @@ def speculation(e: Experiment, engine: str) -> list[Speculation]:
     return out
 
 
+def best_gain(run: Run) -> BestGain | None:
+    """The best's score and its shrunk one (``selection.best_shrunk``); None where there is
+    no best beyond the baseline or too few compared experiments."""
+    found = selection.best_shrunk(run)
+    if found is None:
+        return None
+    best, shrunk = found
+    return BestGain(
+        best=best.id,
+        score=best.score,
+        shrunk=shrunk.score,
+        tau=shrunk.tau,
+        experiments=shrunk.experiments,
+    )
+
+
+def error_rate(run: Run) -> ErrorRate | None:
+    """The rate the verdicts hold and its cost in power (``online``); None where nothing was
+    compared with the baseline."""
+    compared = [e for e in run.experiments if e.role == "experiment"][1:]
+    if not compared:
+        return None
+    cost = online.power_cost(run)
+    return ErrorRate(
+        compared=online.compared(run),
+        fallback=any(e.decision and e.decision.method == online.SINCE for e in compared),
+        mde=None if cost is None else cost.mde,
+        mde_each=None if cost is None else cost.mde_each,
+    )
+
+
 def findings(run: Run) -> Findings:
     """What ``run`` (its decisions as they stand) finds beyond them."""
     a = allocation(run)
@@ -41,6 +80,8 @@ def findings(run: Run) -> Findings:
         method=METHOD.model_copy(),  # (the parameters ``analysis`` decides by)
         bounds={e.id: got for e in run.experiments if (got := bounds(e))},
         graphs={e.id: cut for e in run.experiments if (cut := uncovered(e, run.engine.name))},
+        best_gain=best_gain(run),
+        error=error_rate(run),
         speculation={
             e.id: spec for e in run.experiments if (spec := speculation(e, run.engine.name))
         },

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from reportgen.analysis import online, selection
 from reportgen.metrics import THROUGHPUTS
 from reportgen.render import text
 from reportgen.render.content import Objective
@@ -116,19 +115,18 @@ def _chosen(run: Run) -> str:
     (``analysis.selection``), else nothing."""
     if any(e.role == "confirm" and e.decision for e in run.experiments):
         return ""
-    found = selection.best_shrunk(run)
-    if found is None:
+    found = run.findings.best_gain if run.findings else None
+    if found is None or found.best != run.best:
         return ""
-    best, shrunk = found
     sign = 1 if run.higher_is_better else -1
-    said, was = math.exp(sign * shrunk.score), math.exp(sign * best.score)
+    said, was = math.exp(sign * found.shrunk), math.exp(sign * found.score)
     if f"{said:.2f}" == f"{was:.2f}":
         return ""  # the campaign's changes spread so widely that choosing cost nothing
     return (
-        f" Chosen as the best of {shrunk.experiments} compared experiments, its gain is likely "
+        f" Chosen as the best of {found.experiments} compared experiments, its gain is likely "
         f"overstated (the winner's curse): shrunk for that choice, x{said:.2f} rather than "
         f"x{was:.2f} over the objective's levels (empirical Bayes, the campaign's changes "
-        f"spreading by about {math.expm1(shrunk.tau):.1%}); campaign.confirm = true measures it "
+        f"spreading by about {math.expm1(found.tau):.1%}); campaign.confirm = true measures it "
         "again."
     )
 
@@ -200,17 +198,18 @@ def _confirmation(run: Run) -> str:
 def _error_rate(run: Run) -> str:
     """The false-alarm rate the run's verdicts hold (``text.error_rate``)."""
     compared = [e for e in run.experiments if e.role == "experiment"][1:]
-    if not compared:
+    held = run.findings.error if run.findings else None
+    if not compared or held is None:
         return ""
     levels = run.objective_count({lv.point for e in compared for lv in e.levels})
-    cost = online.power_cost(run)
+    cost = None if held.mde is None or held.mde_each is None else (held.mde, held.mde_each)
     return text.error_rate(
         run.settings.alpha,
         run.settings.alpha_scope,
-        online.compared(run),
+        held.compared,
         levels,
-        fallback=any(e.decision and e.decision.method == online.SINCE for e in compared),
-        cost=None if cost is None else (cost.mde, cost.mde_each),
+        fallback=held.fallback,
+        cost=cost,
     )
 
 

@@ -109,6 +109,34 @@ class Speculation(_Model):
         return Point(self.concurrency, self.rate)
 
 
+class BestGain(_Model):
+    """The best configuration's objective score against the baseline (the mean log ratio
+    over the objective's levels, its sign turned where lower is better) and that score
+    shrunk for having been chosen as the best of ``experiments`` compared ones (empirical
+    Bayes, ``analysis.selection``; ``tau``: the spread of true effects the campaign
+    suggests, log scale)."""
+
+    best: str
+    score: float
+    shrunk: float
+    tau: float
+    experiments: int
+
+
+class ErrorRate(_Model):
+    """The false-alarm rate the verdicts hold (``analysis.online``): the campaign's compared
+    experiments, whether they were held online by the fallback procedure (else Bonferroni's
+    equal shares, as campaigns were decided before 2026-12-07), and where held for the
+    campaign what that cost in power: the smallest change the objective's comparisons could
+    detect at the rates they were decided at and at the per-experiment rate (median ratios,
+    80% power)."""
+
+    compared: int
+    fallback: bool = False
+    mde: float | None = None
+    mde_each: float | None = None
+
+
 class MethodFinding(_Model):
     """The method's parameters as this run used them: the power a detectable change is
     stated at, the most repetitions a side the report calls reachable, the degrees of
@@ -138,3 +166,5 @@ class Findings(_Model):
     graphs: dict[str, list[Uncovered]] = Field(default_factory=dict)
     # by experiment id, speculative decoding in each level run where the engine said it
     speculation: dict[str, list[Speculation]] = Field(default_factory=dict)
+    best_gain: BestGain | None = None
+    error: ErrorRate | None = None

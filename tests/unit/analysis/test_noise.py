@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from reportgen.analysis import adopt, drift, noise, online, sequential, tails, verdict
+from reportgen.analysis.findings import attach
 from reportgen.render import sentences
 from reportgen.results.levels import Level, Summary
 from reportgen.results.model import CampaignFile, EngineRecord, Experiment, Point, Run, Session
@@ -269,7 +270,7 @@ def test_the_campaigns_rate_passes_on_from_a_change_that_found_something() -> No
     assert second.alpha == pytest.approx(0.025)  # its share and the adopted one's
     cost = online.power_cost(run)
     assert cost is not None and cost.comparisons == 6 and 1 < cost.mde_each < cost.mde
-    said = sentences._error_rate(run)
+    said = sentences._error_rate(attach(run))  # as the report states the run's findings
     assert "fallback procedure" in said and f"x{cost.mde:.3f}" in said
 
 
@@ -413,7 +414,9 @@ def test_the_best_chosen_among_several_says_its_gain_shrunk_for_that_choice() ->
     assert found is not None
     best, shrunk = found
     assert shrunk.experiments == 4 and 0 < shrunk.score < best.score
-    summary = view.build(run).summary
+    summary = view.build(attach(run)).summary  # the report states what analysis found
+    assert run.findings is not None and run.findings.best_gain is not None
+    assert run.findings.best_gain.shrunk == shrunk.score
     said = f"shrunk for that choice, x{math.exp(shrunk.score):.2f} rather than"
     assert "Chosen as the best of 4 compared experiments" in summary and said in summary
     assert "campaign.confirm = true measures it again" in summary
@@ -421,7 +424,7 @@ def test_the_best_chosen_among_several_says_its_gain_shrunk_for_that_choice() ->
     again.role, again.parent = "confirm", "x3"
     run.experiments.append(again)
     again.decision = verdict.decide_experiment(run, again, {})
-    summary = view.build(run).summary
+    summary = view.build(attach(run)).summary
     assert "Chosen as the best" not in summary and "run again, the best configuration" in summary
 
 
@@ -553,7 +556,6 @@ def test_repetitions_per_start_follow_the_runs_measured_costs_and_spreads() -> N
     methods say it with the run's own numbers."""
     from reportgen import results
     from reportgen.analysis.allocation import Allocation, allocation
-    from reportgen.analysis.findings import attach
     from reportgen.render import view
 
     h200 = Allocation(93, 40, 0.007, 0.037, repetitions=3, starts=2)

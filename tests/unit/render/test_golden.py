@@ -19,6 +19,7 @@ import re
 import pytest
 
 from reportgen import results
+from reportgen.analysis.findings import attach
 from reportgen.render import exports, render_html, view
 from tests.conftest import ROOT
 
@@ -33,7 +34,7 @@ _DATA = re.compile(
 
 @functools.cache
 def _outputs() -> dict[str, str]:
-    data = results.load(FIXTURE)
+    data = attach(results.load(FIXTURE))  # its findings, as `reportgen render` gives them
     page = render_html(data)
     charts = iter(range(1, 1000))
     masked = _SVG.sub(lambda m: f"<svg><!-- chart {next(charts)} --></svg>", page)
