@@ -7,30 +7,13 @@ and ``run --json`` / ``bench --json`` say the same numbers."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from statistics import fmean
 
 from reportgen.analysis import roofline, verdict
 from reportgen.results.as_run import host_as_run
+from reportgen.results.findings import Costs, LevelCost, RoofBasis
 from reportgen.results.levels import Level
-from reportgen.results.model import Experiment, Point, Run
-from reportgen.results.verdicts import Comparison
-
-
-@dataclass(frozen=True)
-class LevelCost:
-    """One experiment's costs and efficiency at one objective level."""
-
-    experiment: str
-    point: Point
-    output_tok_s: float | None
-    input_tok_s: float | None
-    per_mtok_output: float | None  # in the price's currency; None without a price
-    per_mtok_input: float | None
-    tok_per_j: float | None  # output tokens per joule of its GPUs' energy
-    tok_per_j_vs_parent: Comparison | None
-    decode_share: float | None  # percent of decode's bound (memory bandwidth)
-    prefill_share: float | None  # percent of prefill's bound (tensor throughput)
+from reportgen.results.model import Experiment, Run
 
 
 def per_million(per_hour: float | None, tok_s: float | None) -> float | None:
@@ -93,16 +76,17 @@ def level_costs(
                     prefill = roofline.percent(inputs, b.prefill_tok_s)
             out.append(
                 LevelCost(
-                    e.id,
-                    agg.point,
-                    got,
-                    inputs,
-                    per_million(per_hour, got),
-                    per_million(per_hour, inputs),
-                    agg.stat("output_tok_per_j").mean,
-                    vs.get(agg.point),
-                    decode,
-                    prefill,
+                    experiment=e.id,
+                    concurrency=agg.point.concurrency,
+                    rate=agg.point.rate,
+                    output_tok_s=got,
+                    input_tok_s=inputs,
+                    per_mtok_output=per_million(per_hour, got),
+                    per_mtok_input=per_million(per_hour, inputs),
+                    tok_per_j=agg.stat("output_tok_per_j").mean,
+                    tok_per_j_vs_parent=vs.get(agg.point),
+                    decode_share=decode,
+                    prefill_share=prefill,
                 )
             )
     return out
@@ -159,3 +143,38 @@ def level_bound(roof: Roof, levels: list[Level]) -> roofline.Bound | None:
     answer = sum(lv.summary.output_tokens for lv in levels) / ok
     model, gpu, par = roof
     return roofline.bound(model, gpu, par, fmean(batch), prompt + answer / 2, prompt)
+
+
+def roof_basis(e: Experiment, roof: Roof | str) -> RoofBasis:
+    """What ``e``'s bounds rest on (``RoofBasis``), or why it got none."""
+    if isinstance(roof, str):
+        return RoofBasis(experiment=e.id, reason=roof)
+    m, g, par = roof
+    return RoofBasis(
+        experiment=e.id,
+        params=m.params,
+        active=m.active,
+        experts=m.experts,
+        top_k=m.top_k,
+        weight_bytes=m.weight_bytes,
+        kv_bytes=m.kv_bytes,
+        gpu=g.name,
+        bandwidth_gb_s=g.bandwidth_gb_s,
+        bf16_tflops=g.bf16_tflops,
+        gpu_source=g.source,
+        shards=par.shards,
+    )
+
+
+def costs(run: Run) -> Costs:
+    """The run's costs and efficiency (``Costs``): its price, each experiment's objective
+    levels (``level_costs``) and what each experiment's bounds rest on."""
+    per_hour, basis = hourly(run)
+    roofs = roof_models(run)
+    return Costs(
+        per_hour=per_hour,
+        basis=basis,
+        currency=currency(run),
+        levels=level_costs(run, per_hour, roofs),
+        roofs=[roof_basis(e, roofs[e.id]) for e in run.experiments],
+    )

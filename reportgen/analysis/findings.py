@@ -5,7 +5,7 @@ formats them), and taken again by ``verify``."""
 from __future__ import annotations
 
 from reportgen import engines
-from reportgen.analysis import online, selection
+from reportgen.analysis import costs, online, selection
 from reportgen.analysis.allocation import allocation
 from reportgen.analysis.bound import bounds
 from reportgen.analysis.checks_engine import spec_length
@@ -81,6 +81,7 @@ def findings(run: Run) -> Findings:
         bounds={e.id: got for e in run.experiments if (got := bounds(e))},
         graphs={e.id: cut for e in run.experiments if (cut := uncovered(e, run.engine.name))},
         best_gain=best_gain(run),
+        costs=costs.costs(run),
         error=error_rate(run),
         speculation={
             e.id: spec for e in run.experiments if (spec := speculation(e, run.engine.name))

@@ -31,7 +31,9 @@ def cmd_diff(args: argparse.Namespace, out: Console, err: Console) -> int:
     from reportgen.render import diffpage
 
     threshold = gate_threshold(args.fail_on_regression)
-    a, b = results.load(args.run_a), results.load(args.run_b)
+    from reportgen.analysis.findings import attach
+
+    a, b = attach(results.load(args.run_a)), attach(results.load(args.run_b))
     paths = (str(results.results_path(args.run_a)), str(results.results_path(args.run_b)))
     d = diff.compare(a, b, margin=args.margin, paths=paths)
     folder = args.run_b if args.run_b.is_dir() else args.run_b.parent

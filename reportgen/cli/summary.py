@@ -14,7 +14,7 @@ from rich.table import Table
 from reportgen import metrics
 
 if TYPE_CHECKING:
-    from reportgen.analysis.costs import LevelCost
+    from reportgen.results.findings import LevelCost
     from reportgen.results.model import Point, Run
 
     # bench --percentiles, per experiment and level: each latency's asked percentiles, as the
@@ -61,10 +61,12 @@ def summary_json(
             for c in comps
         ]
 
-    from reportgen.analysis import costs
+    from reportgen.analysis.findings import attach
 
-    per_hour, basis = costs.hourly(data)
-    spent = {(c.experiment, c.point): c for c in costs.level_costs(data, per_hour)}
+    found = attach(data).findings
+    assert found is not None
+    per_hour, basis = found.costs.per_hour, found.costs.basis
+    spent = {(c.experiment, c.point): c for c in found.costs.levels}
     experiments = []
     for e in data.experiments:
         levels, measured = {}, {}
@@ -117,7 +119,7 @@ def summary_json(
         },
         "price": {
             "per_hour": per_hour,
-            "currency": costs.currency(data),
+            "currency": found.costs.currency,
             "basis": basis or None,
         },
         "experiments": experiments,

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reportgen.analysis.costs import Roof, currency, hourly, level_costs, roof_models
 from reportgen.render.fmt import NONE, fmt_ci, fmt_num, fmt_ratio, fmt_rests_on
+from reportgen.results.findings import Costs, RoofBasis
 from reportgen.results.model import Run
 from reportgen.results.verdicts import Comparison
 
-__all__ = ["Table", "cost_rows", "hourly", "replayed", "roof_basis", "table"]
+__all__ = ["Table", "cost_rows", "replayed", "roof_basis", "table"]
 
 
 @dataclass(frozen=True)
@@ -30,21 +30,20 @@ class Table:
 
 
 def table(run: Run) -> Table:
-    per_hour, basis = hourly(run)
-    roofs = roof_models(run)
+    """The table from the run's findings (``Run.findings.costs``; none: an empty one)."""
+    found = run.findings.costs if run.findings else Costs()
     return Table(
-        per_hour, basis, cost_rows(run, per_hour, roofs), roof_basis(run, roofs),
-        currency(run) or "",
+        found.per_hour, found.basis, cost_rows(found), roof_basis(run, found.roofs),
+        found.currency or "",
     )  # fmt: skip
 
 
-def cost_rows(
-    run: Run, per_hour: float | None, roofs: dict[str, Roof | str] | None = None
-) -> list[dict[str, Any]]:
-    """``analysis.costs.level_costs`` as the table's cells: output tok/s, the cost of a
-    million output and input tokens, output tokens per joule (and against the parent's), and
-    decode's and prefill's share of their bounds; empty where the run has neither a price
-    nor any energy nor a bound."""
+def cost_rows(found: Costs) -> list[dict[str, Any]]:
+    """The run's level costs (``analysis.costs.level_costs``, in its findings) as the
+    table's cells: output tok/s, the cost of a million output and input tokens, output tokens
+    per joule (and against the parent's), and decode's and prefill's share of their bounds;
+    empty where the run has neither a price nor any energy nor a bound."""
+    per_hour = found.per_hour
     rows = [
         {
             "id": c.experiment,
@@ -61,9 +60,9 @@ def cost_rows(
             "energy": c.tok_per_j is not None,
             "roofline": c.decode_share is not None,
         }
-        for c in level_costs(run, per_hour, roofs)
+        for c in found.levels
     ]
-    priced = currency(run) is not None
+    priced = found.currency is not None
     if not any(r["priced"] or r["energy"] or r["roofline"] for r in rows) and not priced:
         return []  # (a price that could not be applied keeps the table, to say why)
     return rows
@@ -82,28 +81,26 @@ def replayed(run: Run) -> str:
     )
 
 
-def roof_basis(run: Run, roofs: dict[str, Roof | str] | None = None) -> list[str]:
+def roof_basis(run: Run, roofs: list[RoofBasis]) -> list[str]:
     """What the bounds were taken from, once per model and GPU, for the table's caption; and
-    why experiments that measured got none, once per reason (``roofs``: ``roof_models``,
-    made here where not given)."""
-    roofs = roof_models(run) if roofs is None else roofs
+    why experiments that measured got none, once per reason (``roofs``: the run's
+    findings)."""
+    measured = {e.id for e in run.experiments if e.by_level}
     said: dict[str, list[str]] = {}
-    for e in run.experiments:
-        roof = roofs[e.id]
-        if not e.by_level:
+    for r in roofs:
+        if r.experiment not in measured:
             continue
-        if isinstance(roof, str):
-            said.setdefault(f"none for \0: {roof}", []).append(e.id)
+        if r.reason is not None:
+            said.setdefault(f"none for \0: {r.reason}", []).append(r.experiment)
             continue
-        m, g, par = roof
-        sharded = f", {par.shards} GPUs a server" if par.shards > 1 else ""
-        size = f"{m.params / 1e9:.2f} B parameters"
-        if m.experts:
-            size += f" ({m.active / 1e9:.2f} B active, {m.top_k} of {m.experts} experts)"
-        tflops = f", {g.bf16_tflops:g} TFLOP/s BF16 dense" if g.bf16_tflops else ""
+        sharded = f", {r.shards} GPUs a server" if r.shards > 1 else ""
+        size = f"{(r.params or 0) / 1e9:.2f} B parameters"
+        if r.experts:
+            size += f" ({(r.active or 0) / 1e9:.2f} B active, {r.top_k} of {r.experts} experts)"
+        tflops = f", {r.bf16_tflops:g} TFLOP/s BF16 dense" if r.bf16_tflops else ""
         text = (
-            f"{size} of {m.weight_bytes:g} bytes, {m.kv_bytes / 1024:g} KiB of KV cache a token; "
-            f"{g.name}: {g.bandwidth_gb_s:,.0f} GB/s{tflops}{sharded} ({g.source})"
+            f"{size} of {r.weight_bytes:g} bytes, {(r.kv_bytes or 0) / 1024:g} KiB of KV cache a "
+            f"token; {r.gpu}: {r.bandwidth_gb_s:,.0f} GB/s{tflops}{sharded} ({r.gpu_source})"
         )
         said.setdefault(text, [])
     return [t.replace("\0", ", ".join(ids)) if ids else t for t, ids in said.items()]

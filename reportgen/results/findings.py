@@ -8,6 +8,7 @@ from pydantic import Field
 
 from reportgen.campaign.levels import Point, Rate
 from reportgen.results.base import _Model
+from reportgen.results.verdicts import Comparison
 
 GPU, SERVER_CPU, CLIENT, UNKNOWN = "GPU", "server CPU", "client", "not known"
 
@@ -137,6 +138,63 @@ class ErrorRate(_Model):
     mde_each: float | None = None
 
 
+class LevelCost(_Model):
+    """One experiment's cost and efficiency at one objective level (``analysis.costs``): its
+    output and input tok/s, the cost of a million of each at the run's price (None without
+    one), output tokens per joule of its GPUs' energy and their comparison with the
+    parent's, and decode's and prefill's percent of their bounds (memory bandwidth, tensor
+    throughput)."""
+
+    experiment: str
+    concurrency: int
+    rate: Rate = None
+    output_tok_s: float | None = None
+    input_tok_s: float | None = None
+    per_mtok_output: float | None = None
+    per_mtok_input: float | None = None
+    tok_per_j: float | None = None
+    tok_per_j_vs_parent: Comparison | None = None
+    decode_share: float | None = None
+    prefill_share: float | None = None
+
+    @property
+    def point(self) -> Point:
+        return Point(self.concurrency, self.rate)
+
+
+class RoofBasis(_Model):
+    """What an experiment's bounds were taken from (``analysis.roofline``): its model's size
+    (parameters, active ones, experts), bytes per weight and KV cache bytes a token, and its
+    GPU's published figures and the GPUs a server; or ``reason``, why its levels got none."""
+
+    experiment: str
+    reason: str | None = None
+    params: float | None = None
+    active: float | None = None
+    experts: int = 0
+    top_k: int = 0
+    weight_bytes: float | None = None
+    kv_bytes: float | None = None
+    gpu: str | None = None
+    bandwidth_gb_s: float | None = None
+    bf16_tflops: float | None = None
+    gpu_source: str | None = None
+    shards: int = 1
+
+
+class Costs(_Model):
+    """What the run's levels cost and how efficient they were: the price an hour (None
+    without one, or where it met no count of GPUs), the words for where it came from, its
+    currency, each experiment's objective levels, and what each experiment's bounds rest
+    on."""
+
+    per_hour: float | None = None
+    basis: str = ""
+    currency: str | None = None
+    levels: list[LevelCost] = Field(default_factory=list)
+    roofs: list[RoofBasis] = Field(default_factory=list)
+
+
 class MethodFinding(_Model):
     """The method's parameters as this run used them: the power a detectable change is
     stated at, the most repetitions a side the report calls reachable, the degrees of
@@ -168,3 +226,4 @@ class Findings(_Model):
     speculation: dict[str, list[Speculation]] = Field(default_factory=dict)
     best_gain: BestGain | None = None
     error: ErrorRate | None = None
+    costs: Costs = Field(default_factory=Costs)

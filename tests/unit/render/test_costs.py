@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 
 from reportgen import results
+from reportgen.analysis import costs as found
+from reportgen.analysis.findings import attach
 from reportgen.render import costs
 from tests.conftest import ROOT, reportgen_main
 
@@ -17,12 +19,12 @@ H100 = ROOT / "docs" / "examples" / "vllm-h100"  # one H100 seen
 def test_a_price_per_gpu_hour_counts_the_gpus_it_names_or_saw() -> None:
     run = results.load(H100)
     # (its price, given at render, is 2.99 an hour)
-    assert costs.hourly(run)[0] == 2.99 and costs.table(run).currency == "USD"
+    assert found.hourly(run)[0] == 2.99 and costs.table(attach(run)).currency == "USD"
     run.campaign["host"] = {}
     # no price: no cost, but the energy its telemetry gave and the roofline its model's shape
     # gave (render --energy, --model-config) each have a column
-    assert costs.hourly(run) == (None, "")
-    rows = costs.cost_rows(run, None)
+    assert found.hourly(run) == (None, "")
+    rows = costs.cost_rows(found.costs(run))
     assert rows and not any(r["priced"] for r in rows)
     assert all(r["energy"] and r["roofline"] for r in rows)
     # decode at C=1 on the H100: 160.6 tok/s of the 238 its 3.35 TB/s allow (README)
@@ -35,13 +37,13 @@ def test_a_price_per_gpu_hour_counts_the_gpus_it_names_or_saw() -> None:
             lv.summary.output_tok_per_j = None
         for a in e.by_level:
             a.output_tok_per_j.mean = None
-    assert costs.cost_rows(run, None) == []
+    assert costs.cost_rows(found.costs(run)) == []
     run.campaign["host"] = {"price": {"per_gpu_hour": 3.5, "source": "a list price"}}
-    per_hour, said = costs.hourly(run)
+    per_hour, said = found.hourly(run)
     assert per_hour == 3.5 and said.endswith("x 1 GPUs (the GPUs it saw)")
     run.campaign["host"]["expect"] = {"gpu_count": 8}
-    assert costs.hourly(run)[0] == 28.0
-    rows = costs.cost_rows(run, 28.0)
+    assert found.hourly(run)[0] == 28.0
+    rows = costs.cost_rows(found.costs(run))
     assert rows and all(r["priced"] for r in rows)
     (base,) = [e for e in run.experiments if e.id == "baseline"]
     agg = next(a for a in base.by_level if run.decides(a.point))
@@ -54,9 +56,9 @@ def test_a_price_per_gpu_hour_with_no_gpu_counted_is_not_a_cost() -> None:
     run = results.load(H100)
     run.campaign["host"] = {"price": {"per_gpu_hour": 3.5, "source": "a list price"}}
     run.environment["gpus"] = {"available": False, "reason": "no NVML"}
-    per_hour, said = costs.hourly(run)
+    per_hour, said = found.hourly(run)
     assert per_hour is None and "no GPU was counted: set host.expect.gpu_count" in said
-    rows = costs.cost_rows(run, per_hour)  # kept, to say why there is no cost
+    rows = costs.cost_rows(found.costs(run))  # kept, to say why there is no cost
     assert rows and not any(r["priced"] for r in rows)
 
 
@@ -65,12 +67,12 @@ def test_page_one_says_what_the_configuration_to_run_costs_a_token() -> None:
 
     run = results.load(H100)  # nothing adopted: the baseline is what to run
     run.campaign["host"] = {}  # (its price, given at render, put back below)
-    said = brief.cost_line(run)
+    said = brief.cost_line(attach(run))
     assert said == (
         "What baseline costs: 0.38, 4.48 and 11.8 output tokens per joule at C=1, C=16 and C=64."
     )
     run.campaign["host"] = {"price": {"per_hour": 3.5, "source": "a list price"}}
-    priced = brief.cost_line(run)
+    priced = brief.cost_line(attach(run))
     out = next(a for a in run.baseline.by_level if a.point.label == "C=1")  # type: ignore[union-attr]
     per_m = f"{3.5 / 3600 / out.stat('output_tok_s').mean * 1e6:.4g}"
     assert f"; {per_m}, " in priced
@@ -85,7 +87,7 @@ def test_a_run_recorded_without_a_price_is_given_one_at_render(tmp_path: Path) -
     run = results.load(run_dir)
     run.campaign["host"] = {}  # as recorded: no price
     results.save(run_dir, run, [])
-    assert not any(r["priced"] for r in costs.table(results.load(run_dir)).rows)
+    assert not any(r["priced"] for r in costs.table(attach(results.load(run_dir))).rows)
     res = reportgen_main("render", run_dir, "--no-pdf", "--price", "2.99")
     assert res.returncode == 2 and "needs both a price an hour and --price-source" in res.stderr
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
@@ -94,7 +96,7 @@ def test_a_run_recorded_without_a_price_is_given_one_at_render(tmp_path: Path) -
     )
     assert res.returncode == 0, res.stderr
     assert "price: 2.99 USD an hour (a list price, 2026)" in res.stdout
-    run = results.load(run_dir)
+    run = attach(results.load(run_dir))  # (the findings, as render gives them)
     table = costs.table(run)
     base = next(r for r in table.rows if r["id"] == "baseline" and r["label"] == "C=64")
     # 7,846 output tok/s at C=64: 28.2 M an hour, so a million cost 2.99 / 28.2 = 0.106
