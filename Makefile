@@ -51,7 +51,10 @@ check-fast: lint types test-fast
 
 # Regenerate the published JSON Schema after changing reportgen/campaign.py.
 schema: $(STAMP)
-	$(VENV)/bin/reportgen schema > campaigns/campaign.schema.json
+	# (written compact: a generated file, read by editors; `reportgen schema` prints it readable)
+	$(VENV)/bin/reportgen schema | $(VENV)/bin/python -c 'import json, sys; \
+	json.dump(json.load(sys.stdin), sys.stdout, separators=(",", ":"), ensure_ascii=False)' \
+	> campaigns/campaign.schema.json
 
 # Rewrite tests/golden/ after an intended change to what reports say; review the diff, commit.
 golden: $(STAMP)
