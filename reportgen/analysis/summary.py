@@ -45,7 +45,7 @@ Percentiles use linear interpolation between order statistics (numpy's default).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -54,10 +54,7 @@ from reportgen.campaign import resolve_trim
 from reportgen.load.records import RequestRecord
 from reportgen.metrics import LATENCIES, PERCENTILES, THROUGHPUTS, quantile
 from reportgen.results.levels import Aggregate, ClientLoad, Dist, Level, Stat, Summary, by_point
-from reportgen.results.model import Point, sorted_points
-
-if TYPE_CHECKING:
-    import pandas as pd
+from reportgen.results.model import Point
 
 
 def _dist(values: Sequence[float] | np.ndarray) -> Dist:
@@ -69,31 +66,6 @@ def _dist(values: Sequence[float] | np.ndarray) -> Dist:
     got = np.percentile(arr, [quantile(p) for p in PERCENTILES])
     stats = {p: float(v) for p, v in zip(PERCENTILES, got, strict=True)}
     return Dist(mean=float(arr.mean()), **stats)
-
-
-CURVE = tuple(range(101))  # the percentiles a latency distribution's curve is drawn at
-
-
-def latency_curves(frame: pd.DataFrame) -> dict[Point, dict[str, list[float]]]:
-    """Per level, TTFT's and E2E's percentiles 0-100 in ms over its successful requests (a
-    request table's times, ``results.store.load_request_times``): the distributions' charts."""
-    ok = frame[(frame["status"] == "ok") & frame["start"].notna()]
-    rate = ok["rate"].to_numpy(dtype=float)
-    keys = [
-        Point(int(c), None if np.isnan(r) else float(r))
-        for c, r in zip(ok["concurrency"].to_numpy(), rate, strict=True)
-    ]
-    order = sorted_points(keys)
-    code = {p: i for i, p in enumerate(order)}
-    codes = np.asarray([code[k] for k in keys], dtype=int)
-    levels: dict[Point, dict[str, list[float]]] = {}
-    for metric, stop in (("ttft_ms", "first_token"), ("e2e_ms", "end")):
-        ms = ((ok[stop] - ok["start"]) * 1e3).to_numpy(dtype=float)
-        for i, p in enumerate(order):
-            values = ms[(codes == i) & ~np.isnan(ms)]
-            if values.size:
-                levels.setdefault(p, {})[metric] = [float(x) for x in np.percentile(values, CURVE)]
-    return levels
 
 
 def _known(value: float | None) -> bool:

@@ -17,7 +17,10 @@ table: price, energy, the roofline); ``text`` writes the rest of the prose,
 Imports go one way: ``content`` and ``fmt`` import nothing of render; evidence <- experiment <-
 view <- report, sentences <- view; axes <- figures <- tradeoffs, timeline <- charts <- report.
 Reads only saved files (``reportgen.results``), so any report can be rebuilt later without a GPU
-or a server; imports results and analysis, never run.
+or a server. It formats what the run's analysis found (``Run.findings``, given by the caller
+through ``render(attach=...)`` where a run was saved before them) and imports of
+``reportgen.analysis`` only what findings do not carry yet (the decision's words, the methods
+text, page one's unjudged reasons, the history's interval); never run.
 """
 
 from reportgen.render.report import (

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow.parquet as pq
 from markupsafe import Markup
 
 from reportgen import results as results_mod
-from reportgen.analysis import summary
 from reportgen.campaign.bounds import parse
 from reportgen.errors import RenderError
 from reportgen.render import charts, exports, html, view
@@ -25,6 +25,9 @@ from reportgen.results.as_run import workload_as_run
 from reportgen.results.embed import embed, table_hashes
 from reportgen.results.model import Point, Run, sorted_points
 from reportgen.results.rundir import RunDir
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 HTML_NAME = rundir.HTML
 PDF_NAME = rundir.PDF
@@ -194,9 +197,34 @@ def chart_inputs(run_dir: Path, run: Run) -> tuple[dict[str, charts.Lazy], dict[
 TELEMETRY_CHART_COLUMNS = ("t", "gpu", "sm_clock_mhz", "power_w", "util_gpu_pct", "mem_used_bytes")
 
 
+CURVE = tuple(range(101))  # the percentiles a latency distribution's curve is drawn at
+
+
+def latency_curves(frame: pd.DataFrame) -> dict[Point, dict[str, list[float]]]:
+    """Per level, TTFT's and E2E's percentiles 0-100 in ms over its successful requests (a
+    request table's times, ``results.store.load_request_times``): the distributions' charts."""
+    ok = frame[(frame["status"] == "ok") & frame["start"].notna()]
+    rate = ok["rate"].to_numpy(dtype=float)
+    keys = [
+        Point(int(c), None if np.isnan(r) else float(r))
+        for c, r in zip(ok["concurrency"].to_numpy(), rate, strict=True)
+    ]
+    order = sorted_points(keys)
+    code = {p: i for i, p in enumerate(order)}
+    codes = np.asarray([code[k] for k in keys], dtype=int)
+    levels: dict[Point, dict[str, list[float]]] = {}
+    for metric, stop in (("ttft_ms", "first_token"), ("e2e_ms", "end")):
+        ms = ((ok[stop] - ok["start"]) * 1e3).to_numpy(dtype=float)
+        for i, p in enumerate(order):
+            values = ms[(codes == i) & ~np.isnan(ms)]
+            if values.size:
+                levels.setdefault(p, {})[metric] = [float(x) for x in np.percentile(values, CURVE)]
+    return levels
+
+
 def _latencies_of(run_dir: Path, exp_id: str) -> dict[Point, dict[str, list[float]]]:
     """One experiment's latency percentiles by level, from its requests' times."""
-    return summary.latency_curves(results_mod.load_request_times(run_dir, exp_id))
+    return latency_curves(results_mod.load_request_times(run_dir, exp_id))
 
 
 def _telemetry_of(run_dir: Path, exp_id: str) -> dict[str, Any]:
