@@ -11,7 +11,6 @@ from reportgen.analysis.bound import bounds
 from reportgen.analysis.checks_engine import spec_length
 from reportgen.analysis.graphs import uncovered
 from reportgen.results.findings import (
-    METHOD,
     AllocationFinding,
     BestGain,
     ErrorRate,
@@ -77,7 +76,6 @@ def findings(run: Run) -> Findings:
     """What ``run`` (its decisions as they stand) finds beyond them."""
     a = allocation(run)
     return Findings(
-        method=METHOD.model_copy(),  # (the parameters ``analysis`` decides by)
         bounds={e.id: got for e in run.experiments if (got := bounds(e))},
         graphs={e.id: cut for e in run.experiments if (cut := uncovered(e, run.engine.name))},
         best_gain=best_gain(run),

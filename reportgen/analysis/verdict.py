@@ -251,15 +251,21 @@ def _failed(
     )
 
 
+def _so_far(run: Run, entry: Experiment, rows: Rows | None) -> list[Comparison]:
+    """``entry``'s objective comparisons with its parent from its levels so far (none where
+    it cannot be judged: more of it would not make a verdict)."""
+    parent_side, _ = sides(run, entry)
+    if why_unjudged(run, entry, parent_side, rows or {}):
+        return []
+    return Comparer(run, entry, CURRENT).objective(parent_side)
+
+
 def open_levels(run: Run, entry: Experiment, rows: Rows | None = None) -> list[Point]:
     """The objective's levels where ``entry`` (still running, its levels so far) cannot yet
     be told from its parent, and more repetitions could tell (``still_open``). ``rows``: the
     request records measured so far by table, its own and those of what it is compared with
     where the caller has them (their answers say whether they are degenerate)."""
-    parent_side, _ = sides(run, entry)
-    if why_unjudged(run, entry, parent_side, rows or {}):
-        return []  # more repetitions would not make it a verdict
-    found = Comparer(run, entry, CURRENT).objective(parent_side)
+    found = _so_far(run, entry, rows)
     _, high = repetitions_bounds(entry.repetitions_asked)
     return [c.point for c in found if still_open(c, high)]
 
@@ -269,10 +275,7 @@ def equivalence_open(run: Run, entry: Experiment, rows: Rows | None = None) -> l
     still inconclusive with its ratio inside the campaign's margin, each with its ratio and
     the change its interval leaves possible: where one more start could show it equivalent
     (``campaign.more_starts``). Empty where it is decided, or cannot be judged."""
-    parent_side, _ = sides(run, entry)
-    if why_unjudged(run, entry, parent_side, rows or {}):
-        return []
-    found = Comparer(run, entry, CURRENT).objective(parent_side)
+    found = _so_far(run, entry, rows)
     if any(c.verdict in ("better", "worse") for c in found):
         return []
     inside = math.log1p(run.margin)
